@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Developer entry point: isolated environments per package, tests, lint, the CLI.
+
+    python3 dev.py test                 every package's suite in its own venv, ruff, mypy
+    python3 dev.py test agentdebug-core  one package (extra args go to pytest after --)
+    python3 dev.py lint                 ruff and mypy only
+    python3 dev.py agentdebug ARGS...   the agentdebug command, from the core venv
+    python3 dev.py python ARGS...       python from the core venv
+
+Needs only a Python 3.11+ with venv; everything else is installed from the package
+registry into .venvs/<package>/ on first use, and again when a pyproject changes.
+Plugin packages cannot share one environment (crewai and openai-agents pin
+incompatible openai versions), so each gets its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent
+PACKAGES = ROOT / "packages"
+VENVS = ROOT / ".venvs"
+CORE = "agentdebug-core"
+
+
+def say(msg: str) -> None:
+    print(f"[dev] {msg}", flush=True)
+
+
+def packages() -> list[str]:
+    names = sorted(p.name for p in PACKAGES.iterdir() if (p / "pyproject.toml").exists())
+    names.remove(CORE)
+    return [CORE, *names]
+
+
+def bin_path(env: Path, name: str) -> Path:
+    return env / ("Scripts" if os.name == "nt" else "bin") / name
+
+
+def _fingerprint(package: str) -> str:
+    h = hashlib.sha256()
+    for pkg in {CORE, package}:
+        h.update((PACKAGES / pkg / "pyproject.toml").read_bytes())
+    constraints = ROOT / "constraints.txt"
+    if constraints.exists():
+        h.update(constraints.read_bytes())
+    return h.hexdigest()
+
+
+def ensure_env(package: str) -> Path:
+    """The package's venv, built or refreshed if its pyproject changed."""
+    env = VENVS / package
+    stamp = env / ".agentdebug-stamp"
+    want = _fingerprint(package)
+    if stamp.exists() and stamp.read_text() == want and bin_path(env, "python").exists():
+        return env
+    say(f"building {env.relative_to(ROOT)} (first use or changed dependencies)")
+    venv.EnvBuilder(with_pip=True, clear=True).create(env)
+    py = str(bin_path(env, "python"))
+    run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade", "pip"])
+    args = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    constraints = ROOT / "constraints.txt"
+    if constraints.exists():
+        args += ["-c", str(constraints)]
+    extra = "dev" if package == CORE else "test"
+    if package != CORE:
+        args += ["-e", str(PACKAGES / CORE)]
+    args += ["-e", f"{PACKAGES / package}[{extra}]"]
+    run(args)
+    stamp.write_text(want)
+    return env
+
+
+def run(args: list[str], **kwargs: object) -> int:
+    proc = subprocess.run(args, cwd=ROOT, **kwargs)  # type: ignore[call-overload]
+    if proc.returncode != 0 and kwargs.get("check", True) is not False:
+        say(f"failed ({proc.returncode}): {' '.join(args[:6])} ...")
+        sys.exit(proc.returncode)
+    return int(proc.returncode)
+
+
+def test(selected: list[str], pytest_args: list[str]) -> int:
+    failed: list[str] = []
+    for package in selected or packages():
+        env = ensure_env(package)
+        say(f"pytest tests/{package}")
+        code = run(
+            [str(bin_path(env, "python")), "-m", "pytest", f"tests/{package}", *pytest_args],
+            check=False,
+        )
+        if code != 0:
+            failed.append(package)
+    if not selected:
+        if lint() != 0:
+            failed.append("lint")
+    if failed:
+        say(f"FAILED: {', '.join(failed)}")
+        return 1
+    say("all green")
+    return 0
+
+
+def lint() -> int:
+    env = ensure_env(CORE)
+    say("ruff check")
+    code = run([str(bin_path(env, "ruff")), "check", "."], check=False)
+    say("ruff format --check")
+    code |= run([str(bin_path(env, "ruff")), "format", "--check", "."], check=False)
+    say("mypy")
+    code |= run([str(bin_path(env, "mypy"))], check=False)
+    return code
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in {"-h", "--help", "help"}:
+        print(__doc__)
+        return 0
+    cmd, rest = argv[0], argv[1:]
+    if cmd == "test":
+        if "--" in rest:
+            i = rest.index("--")
+            return test(rest[:i], rest[i + 1 :])
+        return test(rest, [])
+    if cmd == "lint":
+        return lint()
+    if cmd == "env":
+        print(ensure_env(rest[0] if rest else CORE))
+        return 0
+    if cmd in {"agentdebug", "python"}:
+        env = ensure_env(CORE)
+        exe = bin_path(env, cmd)
+        os.execv(str(exe), [str(exe), *rest])
+    print(f"unknown command '{cmd}'\n{__doc__}", file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

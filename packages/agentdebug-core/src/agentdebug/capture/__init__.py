@@ -1,0 +1,5 @@
+"""Recording runs as they happen."""
+
+from agentdebug.capture.session import AgentDebug, TraceSession, current_session, new_run_id
+
+__all__ = ["AgentDebug", "TraceSession", "current_session", "new_run_id"]

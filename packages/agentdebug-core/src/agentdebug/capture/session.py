@@ -1,0 +1,411 @@
+"""The capture facade: ``AgentDebug`` and the ``TraceSession`` context manager.
+
+A session is the run being recorded. ``record`` is on the agent's hot path, so it
+does the least it can (number the event, queue a tuple) and never raises: a bad
+argument or a broken store is logged and the agent goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from contextvars import ContextVar, Token
+from datetime import UTC, datetime
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from agentdebug.capture.writer import BackgroundWriter, error_dict
+from agentdebug.schema import (
+    AgentInfo,
+    AgentTrajectory,
+    Artifact,
+    CheckpointRef,
+    DiagnosticReport,
+    ErrorInfo,
+    EventType,
+    Outcome,
+    OutcomeStatus,
+)
+from agentdebug.store import TraceStore, open_store
+from agentdebug.store.base import EVENTS_ADAPTER
+
+log = logging.getLogger("agentdebug.capture")
+
+_current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", default=None)
+
+_EVENT_TYPES = {t.value: t for t in EventType}
+
+
+def current_session() -> TraceSession | None:
+    """The session recording in this thread or task, if any."""
+    return _current.get()
+
+
+def new_run_id() -> str:
+    return uuid.uuid4().hex[:16]
+
+
+class AgentDebug:
+    """Entry point: opens the store lazily and hands out trace sessions.
+
+    ``store`` is a store object, a path (see :func:`agentdebug.store.open_store`)
+    or None for ``$AGENTDEBUG_HOME`` / ``./.agentdebug``.
+    """
+
+    def __init__(
+        self,
+        store: TraceStore | str | Path | None = None,
+        *,
+        attributor: str = "heuristic",
+        flush_interval: float = 0.1,
+    ) -> None:
+        self._store_arg = store
+        self._store: TraceStore | None = store if not isinstance(store, (str, Path, type(None))) else None
+        self._writer: BackgroundWriter | None = None
+        self._lock = threading.Lock()
+        self._store_error: str | None = None
+        self.attributor = attributor
+        self.flush_interval = flush_interval
+
+    @property
+    def store(self) -> TraceStore | None:
+        """The store, opened on first use; None (with the reason logged) if it cannot open."""
+        if self._store is None and self._store_error is None:
+            with self._lock:
+                if self._store is None and self._store_error is None:
+                    try:
+                        self._store = open_store(self._store_arg)  # type: ignore[arg-type]
+                    except Exception as exc:
+                        self._store_error = str(exc)
+                        log.error("agentdebug: cannot open the store (%s); runs stay in memory", exc)
+        return self._store
+
+    def _writer_for_capture(self) -> BackgroundWriter | None:
+        if self._writer is None:
+            store = self.store
+            if store is None:
+                return None
+            with self._lock:
+                if self._writer is None:
+                    self._writer = BackgroundWriter(store, interval=self.flush_interval)
+        return self._writer
+
+    def trace(
+        self,
+        goal: str | None = None,
+        *,
+        framework: str | None = None,
+        run_id: str | None = None,
+        agents: Sequence[AgentInfo | str] = (),
+        reference_answer: str | None = None,
+        parent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> TraceSession:
+        return TraceSession(
+            self,
+            goal=goal,
+            framework=framework,
+            run_id=run_id or new_run_id(),
+            agents=[a if isinstance(a, AgentInfo) else AgentInfo(name=a) for a in agents],
+            reference_answer=reference_answer,
+            parent_id=parent_id,
+            metadata=dict(metadata or {}),
+        )
+
+    def diagnose(self, trajectory: AgentTrajectory, *, attributor: str | None = None) -> DiagnosticReport:
+        """Diagnose a trajectory and keep the report in the store (if there is one)."""
+        from agentdebug.diagnose import diagnose
+
+        report = diagnose(trajectory, attributor=attributor or self.attributor)
+        store = self.store
+        if store is not None:
+            try:
+                store.save_report(report)
+            except Exception as exc:
+                log.error("agentdebug: report %s not stored: %s", report.id, exc)
+        return report
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+class TraceSession:
+    """One run being recorded. Use as a context manager (sync or async)."""
+
+    def __init__(
+        self,
+        debugger: AgentDebug,
+        *,
+        goal: str | None,
+        framework: str | None,
+        run_id: str,
+        agents: list[AgentInfo],
+        reference_answer: str | None,
+        parent_id: str | None,
+        metadata: dict[str, Any],
+    ) -> None:
+        self.debugger = debugger
+        self.id = run_id
+        self.goal = goal
+        self.framework = framework
+        self.agents = agents
+        self.reference_answer = reference_answer
+        self.parent_id = parent_id
+        self.metadata = metadata
+        self.started_at = datetime.now(UTC)
+        self.ended_at: datetime | None = None
+        self.outcome: Outcome | None = None
+        self.store_failed = False
+        self.store_error: str | None = None
+        self.spill: list[Any] = []
+        self._seq = 0
+        self._last_step = -1
+        self._n_errors = 0
+        self._final_answer: Any = None
+        self._step_lock = threading.Lock()
+        self._token: Token[TraceSession | None] | None = None
+        self._writer = debugger._writer_for_capture()
+        if self._writer is None:
+            self.store_failed = True
+            self.store_error = debugger._store_error
+        self._queue = self._writer.queue if self._writer is not None else None
+        self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
+        if self._writer is not None:
+            self._writer.begin(self, self._header(Outcome(status=OutcomeStatus.RUNNING)))
+
+    # -- context management ------------------------------------------------------
+
+    def __enter__(self) -> TraceSession:
+        self._token = _current.set(self)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            if exc is not None:
+                self.record(EventType.ERROR, error=exc)
+                if self.outcome is None:
+                    self.outcome = Outcome(
+                        status=OutcomeStatus.FAILURE,
+                        error=ErrorInfo.model_validate(error_dict(exc)),
+                        reason="the run raised an exception",
+                    )
+            self.close()
+        finally:
+            if self._token is not None:
+                try:
+                    _current.reset(self._token)
+                except ValueError:  # exited in another context (threads, generators)
+                    _current.set(None)
+                self._token = None
+
+    async def __aenter__(self) -> TraceSession:
+        return self.__enter__()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)
+
+    # -- the hot path -------------------------------------------------------------
+
+    def record(
+        self,
+        type: EventType | str,
+        *,
+        agent_name: str | None = None,
+        step_index: int | None = None,
+        input: Any = None,
+        output: Any = None,
+        error: Any = None,
+        module: str | None = None,
+        parent_id: str | None = None,
+        duration_ms: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        artifacts: Sequence[Artifact] | None = None,
+        checkpoint: CheckpointRef | None = None,
+        event_id: str | None = None,
+    ) -> str | None:
+        """Record one event; returns its id. Never raises into the agent."""
+        try:
+            if type.__class__ is not EventType:
+                type, metadata = self._coerce_type(type, metadata)  # noqa: A001
+            with self._step_lock:
+                seq = self._seq
+                self._seq = seq + 1
+                if step_index is None:
+                    step_index = self._last_step + 1
+                elif step_index.__class__ is not int or step_index < 0:
+                    step_index = self._coerce_step(step_index)
+                if step_index > self._last_step:
+                    self._last_step = step_index
+            if error is not None:
+                self._n_errors += 1
+            if type is EventType.FINAL_ANSWER:
+                self._final_answer = output
+            extra = None
+            if artifacts or checkpoint is not None:
+                extra = {}
+                if artifacts:
+                    extra["artifacts"] = [a.model_dump(mode="json") for a in artifacts]
+                if checkpoint is not None:
+                    extra["checkpoint"] = checkpoint.model_dump(mode="json")
+            item = (
+                self,
+                seq,
+                type.value,  # type: ignore[union-attr]
+                agent_name,
+                step_index,
+                input,
+                output,
+                error,
+                module,
+                parent_id,
+                duration_ms,
+                metadata,
+                extra,
+                event_id,
+                time.time(),
+            )
+            if self._queue is not None:
+                self._queue.append(item)
+            else:
+                self._memory.append(item)
+            return event_id or f"e{seq}"
+        except Exception:
+            log.exception("agentdebug: an event could not be recorded")
+            return None
+
+    def _coerce_type(
+        self, value: Any, metadata: dict[str, Any] | None
+    ) -> tuple[EventType, dict[str, Any] | None]:
+        found = _EVENT_TYPES.get(str(value))
+        if found is not None:
+            return found, metadata
+        log.warning("agentdebug: unknown event type %r recorded as 'span'", value)
+        return EventType.SPAN, {**(metadata or {}), "original_type": str(value)}
+
+    def _coerce_step(self, value: Any) -> int:
+        try:
+            step = int(value)
+            if step >= 0:
+                return step
+        except (TypeError, ValueError):
+            pass
+        log.warning("agentdebug: invalid step_index %r; numbered automatically", value)
+        return self._last_step + 1
+
+    # -- outcome and closing --------------------------------------------------------
+
+    def set_outcome(
+        self,
+        status: OutcomeStatus | str,
+        *,
+        final_answer: Any = None,
+        reason: str | None = None,
+        error: Any = None,
+    ) -> None:
+        try:
+            self.outcome = Outcome(
+                status=OutcomeStatus(status),
+                final_answer=final_answer,
+                reason=reason,
+                error=error_dict(error) if error is not None else None,
+            )
+        except Exception:
+            log.exception("agentdebug: invalid outcome ignored")
+
+    def _inferred_outcome(self) -> Outcome:
+        if self.outcome is not None:
+            return self.outcome
+        if self._n_errors and self._final_answer is None:
+            return Outcome(
+                status=OutcomeStatus.FAILURE,
+                reason=f"{self._n_errors} event(s) carried an error and no final answer was given",
+            )
+        return Outcome(status=OutcomeStatus.UNKNOWN, final_answer=self._final_answer)
+
+    def _header(self, outcome: Outcome) -> AgentTrajectory:
+        return AgentTrajectory(
+            id=self.id,
+            goal=self.goal,
+            framework=self.framework,
+            agents=self.agents,
+            outcome=outcome,
+            reference_answer=self.reference_answer,
+            metadata=self.metadata,
+            parent_id=self.parent_id,
+            started_at=self.started_at,
+            ended_at=self.ended_at,
+        )
+
+    def flush(self) -> None:
+        """Write everything recorded so far to the store now."""
+        try:
+            if self._writer is not None:
+                self._writer.flush()
+        except Exception:
+            log.exception("agentdebug: flush failed")
+
+    def close(self) -> None:
+        """Finish the run: flush its events and store how it ended. Idempotent."""
+        if self.ended_at is not None:
+            return
+        self.ended_at = datetime.now(UTC)
+        try:
+            if self._writer is not None:
+                self._writer.finish(self, self._inferred_outcome(), self.ended_at)
+        except Exception:
+            log.exception("agentdebug: closing run %s failed", self.id)
+
+    # -- reading back --------------------------------------------------------------
+
+    def trajectory(self) -> AgentTrajectory:
+        """Everything recorded so far, as a trajectory."""
+        self.flush()
+        store = self.debugger.store
+        outcome = self._inferred_outcome() if self.ended_at else Outcome(status=OutcomeStatus.RUNNING)
+        stored = None
+        if store is not None and not self.store_failed:
+            try:
+                stored = store.load_trajectory(self.id)
+            except Exception as exc:
+                log.error("agentdebug: run %s could not be read back: %s", self.id, exc)
+        if stored is not None and not self.spill:
+            return stored.model_copy(update={"outcome": outcome, "ended_at": self.ended_at})
+        return self._from_memory(stored, outcome)
+
+    def _from_memory(self, stored: AgentTrajectory | None, outcome: Outcome) -> AgentTrajectory:
+        from agentdebug.capture.writer import event_json, max_event_bytes
+
+        docs = [row.data for row in self.spill]
+        docs += [event_json(item, max_event_bytes())[1] for item in self._memory]
+        events = list(stored.events) if stored is not None else []
+        events += EVENTS_ADAPTER.validate_json(b"[" + b",".join(docs) + b"]")
+        events.sort(key=lambda e: (e.timestamp or self.started_at, e.step_index))
+        header = self._header(outcome)
+        return header.model_copy(update={"events": events})
+
+    def analyze(self, *, attributor: str | None = None) -> DiagnosticReport:
+        """Diagnose the run as recorded so far and keep the report beside it."""
+        return self.debugger.diagnose(self.trajectory(), attributor=attributor)

@@ -1,0 +1,90 @@
+"""Errors a user sees: each says what was wrong and where (file, record, field).
+
+The CLI prints ``str(error)`` as one line and exits non-zero; nothing here should
+need a traceback to be understood.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+
+class AgentDebugError(Exception):
+    """Base class for every error agentdebug raises on purpose."""
+
+
+class InputError(AgentDebugError):
+    """Bad input: a file, record or field that cannot be read as what it claims."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.message = message
+        self.source = source
+        self.record = record
+        self.field = field
+        super().__init__(str(self))
+
+    def where(self) -> str:
+        parts = []
+        if self.source:
+            parts.append(str(self.source))
+        if self.record is not None:
+            parts.append(f"record {self.record}")
+        if self.field:
+            parts.append(f"field '{self.field}'")
+        return ", ".join(parts)
+
+    def __str__(self) -> str:
+        where = self.where()
+        return f"{where}: {self.message}" if where else self.message
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+    ) -> InputError:
+        """The same error with any missing location filled in."""
+        return type(self)(
+            self.message,
+            source=self.source or source,
+            record=self.record if self.record is not None else record,
+            field=self.field or field,
+        )
+
+
+class UnknownFormatError(InputError):
+    """A file that no importer accepts; says why each one refused."""
+
+    def __init__(self, source: str, refusals: Mapping[str, str]) -> None:
+        self.refusals = dict(refusals)
+        tried = "; ".join(f"{name}: {why}" for name, why in self.refusals.items())
+        super().__init__(f"no importer recognises this file (tried {tried})", source=source)
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+    ) -> InputError:
+        return self
+
+
+class NotFoundError(AgentDebugError):
+    """An id or name that does not exist."""
+
+
+class StoreError(AgentDebugError):
+    """The store cannot be opened, read or written."""
+
+
+class ConfigError(AgentDebugError):
+    """A setting that is missing or invalid."""

@@ -1,0 +1,164 @@
+"""What the diagnosis stages produce: findings, hypotheses, fixes and the report.
+
+These objects point at a trajectory's events by id and step; they are stored beside
+the trajectory, never inside it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from agentdebug.schema.trace import utcnow
+
+
+class Severity(StrEnum):
+    INFO = "info"
+    WARNING = "warning"
+    ERROR = "error"
+    CRITICAL = "critical"
+
+
+class Evidence(BaseModel):
+    """A piece of the trace that supports a claim.
+
+    ``quote`` is text the claim says appears in event ``event_id``. ``grounded`` is
+    None until the grounding check has looked; then True when the quote was found.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    event_id: str | None = None
+    step_index: int | None = None
+    field: str | None = None
+    quote: str | None = None
+    note: str | None = None
+    grounded: bool | None = None
+    match: str | None = None
+    after_blamed_step: bool = False
+
+
+class Finding(BaseModel):
+    """A detector's claim that something went wrong at one event."""
+
+    model_config = ConfigDict(frozen=True)
+
+    detector: str
+    mode_id: str
+    message: str
+    event_id: str | None = None
+    step_index: int | None = None
+    agent_name: str | None = None
+    severity: Severity = Severity.ERROR
+    confidence: float = Field(default=0.5, ge=0.0, le=1.0)
+    evidence: list[Evidence] = Field(default_factory=list)
+    rule_id: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Hypothesis(BaseModel):
+    """A ranked answer to "which agent and step caused this failure?"."""
+
+    model_config = ConfigDict(frozen=True)
+
+    agent_name: str | None
+    step_index: int | None
+    strategy: str
+    confidence: float = Field(ge=0.0, le=1.0)
+    rationale: str = ""
+    event_id: str | None = None
+    mode_id: str | None = None
+    evidence: list[Evidence] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class Fix(BaseModel):
+    """One concrete change that, applied at the responsible step, should repair the run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    directive: str
+    target_agent: str | None = None
+    target_step: int | None = None
+    rationale: str | None = None
+
+
+class AuditEntry(BaseModel):
+    """One unit of diagnostic work: a rule pass, a model call, an inspection."""
+
+    model_config = ConfigDict(frozen=True)
+
+    stage: str
+    strategy: str
+    outcome: str = "ok"
+    model: str | None = None
+    prompt_hash: str | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+    cached: bool = False
+    detail: str | None = None
+    timestamp: datetime = Field(default_factory=utcnow)
+
+
+class Cost(BaseModel):
+    """What a diagnosis spent; counts are the server's, never estimates."""
+
+    model_config = ConfigDict(frozen=True)
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    latency_ms: float = 0.0
+
+    def __add__(self, other: Cost) -> Cost:
+        return Cost(
+            calls=self.calls + other.calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            latency_ms=self.latency_ms + other.latency_ms,
+        )
+
+    @classmethod
+    def of(cls, audit: list[AuditEntry]) -> Cost:
+        calls = [a for a in audit if a.stage == "llm" and not a.cached]
+        return cls(
+            calls=len(calls),
+            input_tokens=sum(a.input_tokens for a in calls),
+            output_tokens=sum(a.output_tokens for a in calls),
+            latency_ms=sum(a.latency_ms for a in calls),
+        )
+
+
+class DiagnosticReport(BaseModel):
+    """The answer to one diagnosis: what failed, who caused it, what to change."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    trajectory_id: str
+    created_at: datetime = Field(default_factory=utcnow)
+    tier: str = "free"
+    detectors: list[str] = Field(default_factory=list)
+    attributor: str | None = None
+    findings: list[Finding] = Field(default_factory=list)
+    hypotheses: list[Hypothesis] = Field(default_factory=list)
+    symptom: Finding | None = None
+    summary: str = ""
+    fix: Fix | None = None
+    audit: list[AuditEntry] = Field(default_factory=list)
+    cost: Cost = Field(default_factory=Cost)
+    notes: list[str] = Field(default_factory=list)
+    verified_by_rerun: bool | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+    @property
+    def root_cause(self) -> Hypothesis | None:
+        return self.hypotheses[0] if self.hypotheses else None
+
+    @property
+    def failure_modes(self) -> list[str]:
+        return sorted({f.mode_id for f in self.findings})

@@ -1,0 +1,73 @@
+"""The contracts between the stages of the loop: one small protocol per stage.
+
+A new strategy is one class that satisfies one of these; register it through the
+pluggy hooks in :mod:`agentdebug.plugins` and every command can use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from agentdebug.schema import AgentTrajectory, Finding, GoldLabel, Hypothesis
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """Finds what went wrong; reads a trajectory, returns findings."""
+
+    name: str
+
+    def detect(self, trajectory: AgentTrajectory) -> Iterable[Finding]: ...
+
+
+@runtime_checkable
+class Attributor(Protocol):
+    """Names the responsible agent and step; returns hypotheses, best first."""
+
+    name: str
+
+    def attribute(
+        self, trajectory: AgentTrajectory, findings: Sequence[Finding]
+    ) -> list[Hypothesis]: ...
+
+
+@dataclass(frozen=True)
+class ImportedRun:
+    """One run read from a file, with the benchmark's answer kept apart."""
+
+    trajectory: AgentTrajectory
+    label: GoldLabel | None = None
+
+
+@dataclass
+class Source:
+    """A file being imported, parsed once and shared by every importer's sniff.
+
+    ``document`` is the parsed JSON when the whole file is one JSON value;
+    ``records`` is the parsed lines when it is JSON Lines. At most one is set.
+    """
+
+    path: Path
+    document: Any = None
+    records: list[Any] | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.path)
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """Reads one file format into trajectories."""
+
+    name: str
+    description: str
+
+    def sniff(self, source: Source) -> str | None:
+        """None when this importer accepts the source, otherwise why it refuses."""
+        ...
+
+    def load(self, source: Source) -> Iterator[ImportedRun]: ...

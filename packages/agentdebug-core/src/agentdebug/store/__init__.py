@@ -1,0 +1,39 @@
+"""Where runs, reports and labels are kept: SQLite by default, JSON Lines on request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentdebug.store.base import EventRow, RunQuery, RunSummary, TraceStore, default_home
+from agentdebug.store.jsonl import JSONLStore
+from agentdebug.store.sqlite import SQLiteStore
+
+DB_NAME = "agentdebug.db"
+
+
+def open_store(location: str | Path | None = None) -> TraceStore:
+    """Open the store at ``location``.
+
+    ``None`` means ``$AGENTDEBUG_HOME`` or ``./.agentdebug``. A path ending in
+    ``.jsonl`` opens an append-only JSON Lines store; a path ending in ``.db``,
+    ``.sqlite`` or ``.sqlite3`` opens that SQLite file; any other path is a folder
+    that holds ``agentdebug.db``.
+    """
+    path = Path(location) if location is not None else default_home()
+    if path.suffix == ".jsonl":
+        return JSONLStore(path)
+    if path.suffix in {".db", ".sqlite", ".sqlite3"}:
+        return SQLiteStore(path)
+    return SQLiteStore(path / DB_NAME)
+
+
+__all__ = [
+    "EventRow",
+    "JSONLStore",
+    "RunQuery",
+    "RunSummary",
+    "SQLiteStore",
+    "TraceStore",
+    "default_home",
+    "open_store",
+]

@@ -1,0 +1,132 @@
+"""The store contract and the helpers every backend shares.
+
+Capture streams a run into a store in three moves (``begin_run``, ``append_events``
+in batches, ``finish_run``); importers save a finished trajectory at once. Events
+travel as JSON bytes already shaped like :class:`AgentEvent`, so a backend stores
+them without knowing the schema and loads a whole run with one validation pass.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+import orjson
+from pydantic import TypeAdapter
+
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    DiagnosticReport,
+    GoldLabel,
+    Outcome,
+)
+
+EVENTS_ADAPTER: TypeAdapter[list[AgentEvent]] = TypeAdapter(list[AgentEvent])
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One event on its way into a store: indexed columns plus the JSON document."""
+
+    seq: int
+    event_id: str
+    type: str
+    agent_name: str | None
+    step_index: int
+    timestamp: float | None
+    data: bytes
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """One line of ``agentdebug list``."""
+
+    id: str
+    goal: str | None
+    framework: str | None
+    status: str
+    started_at: datetime | None
+    ended_at: datetime | None
+    n_events: int
+    agents: list[str]
+    parent_id: str | None
+    failure_modes: list[str]
+    root_agent: str | None
+    root_step: int | None
+
+
+@dataclass(frozen=True)
+class RunQuery:
+    """Filters for listing runs; every field left None matches everything."""
+
+    status: str | None = None
+    framework: str | None = None
+    agent: str | None = None
+    failure_mode: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int | None = 100
+
+
+class TraceStore(Protocol):
+    """Where trajectories, reports and benchmark labels live."""
+
+    location: str
+
+    def begin_run(self, header: AgentTrajectory) -> None: ...
+
+    def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None: ...
+
+    def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None: ...
+
+    def save_trajectory(self, trajectory: AgentTrajectory, label: GoldLabel | None = None) -> None: ...
+
+    def load_trajectory(self, run_id: str) -> AgentTrajectory: ...
+
+    def resolve_id(self, prefix: str) -> str: ...
+
+    def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]: ...
+
+    def save_report(self, report: DiagnosticReport) -> None: ...
+
+    def load_reports(self, run_id: str) -> list[DiagnosticReport]: ...
+
+    def load_label(self, run_id: str) -> GoldLabel | None: ...
+
+    def close(self) -> None: ...
+
+
+def header_json(trajectory: AgentTrajectory) -> bytes:
+    """The trajectory without its events: what the run row keeps."""
+    return trajectory.model_dump_json(exclude={"events"}).encode()
+
+
+def event_row(seq: int, event: AgentEvent) -> EventRow:
+    return EventRow(
+        seq=seq,
+        event_id=event.id,
+        type=event.type.value,
+        agent_name=event.agent_name,
+        step_index=event.step_index,
+        timestamp=event.timestamp.timestamp() if event.timestamp else None,
+        data=event.model_dump_json(exclude_defaults=True).encode(),
+    )
+
+
+def assemble(header: bytes, event_docs: Sequence[bytes]) -> AgentTrajectory:
+    """A trajectory from its stored header and its events' JSON, in one pass."""
+    events = EVENTS_ADAPTER.validate_json(b"[" + b",".join(event_docs) + b"]")
+    head: dict[str, Any] = orjson.loads(header)
+    head["events"] = events
+    return AgentTrajectory.model_validate(head)
+
+
+def default_home() -> Path:
+    """``$AGENTDEBUG_HOME`` or ``./.agentdebug``."""
+    env = os.environ.get("AGENTDEBUG_HOME")
+    return Path(env) if env else Path.cwd() / ".agentdebug"

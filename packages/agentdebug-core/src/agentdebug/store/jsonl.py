@@ -1,0 +1,254 @@
+"""An append-only JSON Lines store: one file, one record per line, never rewritten.
+
+Useful where a database file is unwelcome (a CI artefact, a shared folder). A
+process killed mid-write leaves at most a torn last line; reading skips it with a
+warning and the next append starts on a fresh line, so nothing written before is
+lost. Each line is one of::
+
+    {"kind": "run", "header": {...}}                     a run begins (or is imported)
+    {"kind": "events", "run_id": ..., "events": [...]}  a batch of events
+    {"kind": "finish", "run_id": ..., "outcome": {...}, "ended_at": ...}
+    {"kind": "report", "report": {...}}
+    {"kind": "label", "run_id": ..., "label": {...}}
+
+The latest ``run`` line for an id starts that run afresh (a re-import replaces it).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from agentdebug.errors import NotFoundError, StoreError
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, Outcome
+from agentdebug.store.base import (
+    EventRow,
+    RunQuery,
+    RunSummary,
+    assemble,
+    header_json,
+)
+
+log = logging.getLogger("agentdebug.store")
+
+
+@dataclass
+class _Run:
+    header: dict[str, Any]
+    events: list[bytes] = field(default_factory=list)
+    label: dict[str, Any] | None = None
+    reports: list[dict[str, Any]] = field(default_factory=list)
+
+
+class JSONLStore:
+    """A :class:`~agentdebug.store.base.TraceStore` on one append-only file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self._lock = threading.RLock()
+        self.skipped_lines: list[int] = []
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._repair_tail()
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+        except OSError as exc:
+            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+
+    def _repair_tail(self) -> None:
+        """End a torn last line so the next record starts on a line of its own."""
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return
+        with open(self.path, "rb") as fh:
+            fh.seek(-1, os.SEEK_END)
+            if fh.read(1) != b"\n":
+                with open(self.path, "ab") as out:
+                    out.write(b"\n")
+
+    def _append(self, *lines: bytes) -> None:
+        with self._lock:
+            try:
+                self._fh.write(b"".join(line + b"\n" for line in lines))
+                self._fh.flush()
+            except (OSError, ValueError) as exc:
+                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+
+    # -- reading --------------------------------------------------------------------
+
+    def _scan(self) -> dict[str, _Run]:
+        runs: dict[str, _Run] = {}
+        self.skipped_lines = []
+        with self._lock, open(self.path, "rb") as fh:
+            lines = fh.read().split(b"\n")
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = orjson.loads(line)
+                kind = rec["kind"]
+                if kind == "run":
+                    header = rec["header"]
+                    runs[header["id"]] = _Run(header=header)
+                elif kind == "events":
+                    run = runs[rec["run_id"]]
+                    run.events.extend(orjson.dumps(e) for e in rec["events"])
+                elif kind == "finish":
+                    head = runs[rec["run_id"]].header
+                    head["outcome"] = rec["outcome"]
+                    head["ended_at"] = rec.get("ended_at")
+                elif kind == "report":
+                    runs[rec["report"]["trajectory_id"]].reports.append(rec["report"])
+                elif kind == "label":
+                    runs[rec["run_id"]].label = rec["label"]
+            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+                self.skipped_lines.append(number)
+                log.warning("%s: line %d skipped (%s)", self.path, number, exc)
+        return runs
+
+    def _run(self, run_id: str) -> _Run:
+        runs = self._scan()
+        if run_id not in runs:
+            raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
+        return runs[run_id]
+
+    # -- the TraceStore contract ---------------------------------------------------------
+
+    def begin_run(self, header: AgentTrajectory) -> None:
+        self._append(b'{"kind":"run","header":' + header_json(header) + b"}")
+
+    def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
+        if not rows:
+            return
+        self._append(
+            b'{"kind":"events","run_id":'
+            + orjson.dumps(run_id)
+            + b',"events":['
+            + b",".join(r.data for r in rows)
+            + b"]}"
+        )
+
+    def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
+        self._append(
+            orjson.dumps(
+                {
+                    "kind": "finish",
+                    "run_id": run_id,
+                    "outcome": outcome.model_dump(mode="json"),
+                    "ended_at": ended_at.isoformat() if ended_at else None,
+                }
+            )
+        )
+
+    def save_trajectory(self, trajectory: AgentTrajectory, label: GoldLabel | None = None) -> None:
+        lines = [b'{"kind":"run","header":' + header_json(trajectory) + b"}"]
+        if trajectory.events:
+            lines.append(
+                b'{"kind":"events","run_id":'
+                + orjson.dumps(trajectory.id)
+                + b',"events":['
+                + b",".join(e.model_dump_json(exclude_defaults=True).encode() for e in trajectory.events)
+                + b"]}"
+            )
+        if label is not None:
+            lines.append(
+                b'{"kind":"label","run_id":'
+                + orjson.dumps(trajectory.id)
+                + b',"label":'
+                + label.model_dump_json().encode()
+                + b"}"
+            )
+        self._append(*lines)
+
+    def load_trajectory(self, run_id: str) -> AgentTrajectory:
+        run = self._run(run_id)
+        try:
+            return assemble(orjson.dumps(run.header), run.events)
+        except ValueError as exc:
+            raise StoreError(f"{self.location}: run '{run_id}' is stored damaged: {exc}") from exc
+
+    def resolve_id(self, prefix: str) -> str:
+        ids = [rid for rid in self._scan() if rid.startswith(prefix)]
+        if prefix in ids:
+            return prefix
+        if not ids:
+            raise NotFoundError(f"no run with id '{prefix}' in {self.location}")
+        if len(ids) > 1:
+            raise NotFoundError(f"run id '{prefix}' is ambiguous: {', '.join(ids[:5])}")
+        return ids[0]
+
+    def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
+        q = query or RunQuery()
+        out: list[RunSummary] = []
+        for rid, run in self._scan().items():
+            head = run.header
+            status = (head.get("outcome") or {}).get("status", "unknown")
+            started = _parse_dt(head.get("started_at"))
+            modes = sorted(
+                {f["mode_id"] for r in run.reports[-1:] for f in r.get("findings", [])}
+            )
+            agents_in_events = {
+                orjson.loads(e).get("agent_name") for e in run.events
+            } if q.agent else set()
+            if q.status and status != q.status:
+                continue
+            if q.framework and head.get("framework") != q.framework:
+                continue
+            if q.agent and q.agent not in agents_in_events:
+                continue
+            if q.failure_mode and q.failure_mode not in modes:
+                continue
+            if q.since and (started is None or started < q.since):
+                continue
+            if q.until and (started is None or started > q.until):
+                continue
+            root = (run.reports[-1].get("hypotheses") or [None])[0] if run.reports else None
+            out.append(
+                RunSummary(
+                    id=rid,
+                    goal=head.get("goal"),
+                    framework=head.get("framework"),
+                    status=status,
+                    started_at=started,
+                    ended_at=_parse_dt(head.get("ended_at")),
+                    n_events=len(run.events),
+                    agents=[a["name"] for a in head.get("agents", [])],
+                    parent_id=head.get("parent_id"),
+                    failure_modes=modes,
+                    root_agent=root.get("agent_name") if root else None,
+                    root_step=root.get("step_index") if root else None,
+                )
+            )
+        out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)
+        return out[: q.limit] if q.limit else out
+
+    def save_report(self, report: DiagnosticReport) -> None:
+        self._run(report.trajectory_id)
+        self._append(b'{"kind":"report","report":' + report.model_dump_json().encode() + b"}")
+
+    def load_reports(self, run_id: str) -> list[DiagnosticReport]:
+        return [DiagnosticReport.model_validate(r) for r in self._run(run_id).reports]
+
+    def load_label(self, run_id: str) -> GoldLabel | None:
+        label = self._run(run_id).label
+        return GoldLabel.model_validate(label) if label else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._fh.close()
+
+
+def _parse_dt(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        return None

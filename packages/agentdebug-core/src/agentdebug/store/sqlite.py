@@ -1,0 +1,407 @@
+"""The default store: one embedded SQLite file in WAL mode, one row per event.
+
+Runs, events, reports, report failure modes and benchmark labels have a table
+each, so that ``agentdebug list`` can filter by status, framework, agent, failure
+mode and time without loading any trajectory. The schema carries its version in
+``PRAGMA user_version``; :data:`MIGRATIONS` brings an older file up to date.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+
+import orjson
+
+from agentdebug.errors import NotFoundError, StoreError
+from agentdebug.schema import (
+    AgentTrajectory,
+    DiagnosticReport,
+    GoldLabel,
+    Outcome,
+)
+from agentdebug.store.base import (
+    EventRow,
+    RunQuery,
+    RunSummary,
+    assemble,
+    event_row,
+    header_json,
+)
+
+SCHEMA_VERSION = 1
+
+_SCHEMA_V1 = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    goal TEXT,
+    framework TEXT,
+    status TEXT NOT NULL,
+    started_at REAL,
+    ended_at REAL,
+    parent_id TEXT,
+    n_events INTEGER NOT NULL DEFAULT 0,
+    header BLOB NOT NULL
+);
+CREATE INDEX runs_status ON runs(status);
+CREATE INDEX runs_framework ON runs(framework);
+CREATE INDEX runs_started ON runs(started_at);
+CREATE TABLE events (
+    run_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    event_id TEXT NOT NULL,
+    type TEXT NOT NULL,
+    agent_name TEXT,
+    step_index INTEGER NOT NULL,
+    ts REAL,
+    data BLOB NOT NULL,
+    UNIQUE (run_id, seq)
+);
+CREATE TABLE run_agents (
+    run_id TEXT NOT NULL,
+    agent_name TEXT NOT NULL,
+    PRIMARY KEY (run_id, agent_name)
+) WITHOUT ROWID;
+CREATE INDEX run_agents_agent ON run_agents(agent_name);
+CREATE TABLE reports (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    root_agent TEXT,
+    root_step INTEGER,
+    data BLOB NOT NULL
+);
+CREATE INDEX reports_run ON reports(run_id, created_at);
+CREATE TABLE report_modes (
+    report_id TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    mode_id TEXT NOT NULL,
+    PRIMARY KEY (report_id, mode_id)
+);
+CREATE INDEX report_modes_mode ON report_modes(mode_id, run_id);
+CREATE TABLE labels (
+    run_id TEXT PRIMARY KEY,
+    data BLOB NOT NULL
+);
+"""
+
+# version reached -> script that reaches it from the version before
+MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+
+
+def _ts(value: datetime | None) -> float | None:
+    return value.timestamp() if value else None
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def _note_agents(db: sqlite3.Connection, run_id: str, rows: Sequence[EventRow]) -> None:
+    agents = {r.agent_name for r in rows if r.agent_name}
+    db.executemany(
+        "INSERT OR IGNORE INTO run_agents(run_id, agent_name) VALUES (?,?)",
+        [(run_id, a) for a in agents],
+    )
+
+
+class SQLiteStore:
+    """A :class:`~agentdebug.store.base.TraceStore` on one SQLite file."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.location = str(self.path)
+        self._lock = threading.RLock()
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(
+                self.path, check_same_thread=False, isolation_level=None, timeout=30
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
+
+    # -- schema -----------------------------------------------------------------
+
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise StoreError(
+                    f"{self.path}: store schema version {version} is newer than this "
+                    f"agentdebug understands ({SCHEMA_VERSION}); upgrade agentdebug"
+                )
+            for target in range(version + 1, SCHEMA_VERSION + 1):
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    for statement in MIGRATIONS[target].split(";"):
+                        if statement.strip():
+                            self._db.execute(statement)
+                    self._db.execute(f"PRAGMA user_version={target}")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def _tx(self, work: Callable[[sqlite3.Connection], None]) -> None:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    work(self._db)
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+
+    # -- capture ----------------------------------------------------------------
+
+    def begin_run(self, header: AgentTrajectory) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR REPLACE INTO runs(id, goal, framework, status, started_at, ended_at,"
+                " parent_id, n_events, header) VALUES (?,?,?,?,?,?,?,"
+                " (SELECT count(*) FROM events WHERE run_id=?),?)",
+                (
+                    header.id,
+                    header.goal,
+                    header.framework,
+                    header.outcome.status.value,
+                    _ts(header.started_at),
+                    _ts(header.ended_at),
+                    header.parent_id,
+                    header.id,
+                    header_json(header),
+                ),
+            )
+
+        self._tx(work)
+
+    def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
+        def work(db: sqlite3.Connection) -> None:
+            db.executemany(
+                "INSERT OR REPLACE INTO events(run_id, seq, event_id, type, agent_name,"
+                " step_index, ts, data) VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (run_id, r.seq, r.event_id, r.type, r.agent_name, r.step_index, r.timestamp, r.data)
+                    for r in rows
+                ],
+            )
+            db.execute("UPDATE runs SET n_events = n_events + ? WHERE id=?", (len(rows), run_id))
+            _note_agents(db, run_id, rows)
+
+        self._tx(work)
+
+    def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
+        with self._lock:
+            row = self._db.execute("SELECT header FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
+        head = orjson.loads(row[0])
+        head["outcome"] = outcome.model_dump(mode="json")
+        head["ended_at"] = ended_at.isoformat() if ended_at else None
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                "UPDATE runs SET status=?, ended_at=?, header=? WHERE id=?",
+                (outcome.status.value, _ts(ended_at), orjson.dumps(head), run_id),
+            )
+
+        self._tx(work)
+
+    # -- whole trajectories -------------------------------------------------------
+
+    def save_trajectory(self, trajectory: AgentTrajectory, label: GoldLabel | None = None) -> None:
+        rows = [event_row(i, e) for i, e in enumerate(trajectory.events)]
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute("DELETE FROM events WHERE run_id=?", (trajectory.id,))
+            db.execute(
+                "INSERT OR REPLACE INTO runs(id, goal, framework, status, started_at, ended_at,"
+                " parent_id, n_events, header) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    trajectory.id,
+                    trajectory.goal,
+                    trajectory.framework,
+                    trajectory.outcome.status.value,
+                    _ts(trajectory.started_at),
+                    _ts(trajectory.ended_at),
+                    trajectory.parent_id,
+                    len(rows),
+                    header_json(trajectory),
+                ),
+            )
+            db.executemany(
+                "INSERT INTO events(run_id, seq, event_id, type, agent_name, step_index, ts, data)"
+                " VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (trajectory.id, r.seq, r.event_id, r.type, r.agent_name, r.step_index, r.timestamp, r.data)
+                    for r in rows
+                ],
+            )
+            db.execute("DELETE FROM run_agents WHERE run_id=?", (trajectory.id,))
+            _note_agents(db, trajectory.id, rows)
+            if label is not None:
+                db.execute(
+                    "INSERT OR REPLACE INTO labels(run_id, data) VALUES (?,?)",
+                    (trajectory.id, label.model_dump_json().encode()),
+                )
+
+        self._tx(work)
+
+    def load_trajectory(self, run_id: str) -> AgentTrajectory:
+        with self._lock:
+            head = self._db.execute("SELECT header FROM runs WHERE id=?", (run_id,)).fetchone()
+            if head is None:
+                raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
+            docs = [
+                r[0]
+                for r in self._db.execute(
+                    "SELECT data FROM events WHERE run_id=? ORDER BY seq", (run_id,)
+                )
+            ]
+        try:
+            return assemble(head[0], docs)
+        except ValueError as exc:
+            raise StoreError(f"{self.location}: run '{run_id}' is stored damaged: {exc}") from exc
+
+    def resolve_id(self, prefix: str) -> str:
+        """The full run id for an id or a unique prefix of one."""
+        with self._lock:
+            exact = self._db.execute("SELECT id FROM runs WHERE id=?", (prefix,)).fetchone()
+            if exact:
+                return str(exact[0])
+            like = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            rows = self._db.execute(
+                "SELECT id FROM runs WHERE id LIKE ? ESCAPE '\\' LIMIT 6", (like + "%",)
+            ).fetchall()
+        if not rows:
+            raise NotFoundError(f"no run with id '{prefix}' in {self.location}")
+        if len(rows) > 1:
+            shown = ", ".join(r[0] for r in rows[:5])
+            raise NotFoundError(f"run id '{prefix}' is ambiguous: {shown}")
+        return str(rows[0][0])
+
+    def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
+        q = query or RunQuery()
+        where: list[str] = []
+        args: list[object] = []
+        if q.status:
+            where.append("r.status = ?")
+            args.append(q.status)
+        if q.framework:
+            where.append("r.framework = ?")
+            args.append(q.framework)
+        if q.agent:
+            where.append("EXISTS (SELECT 1 FROM run_agents a WHERE a.agent_name = ? AND a.run_id = r.id)")
+            args.append(q.agent)
+        if q.failure_mode:
+            where.append(
+                "EXISTS (SELECT 1 FROM report_modes m WHERE m.mode_id = ? AND m.run_id = r.id)"
+            )
+            args.append(q.failure_mode)
+        if q.since:
+            where.append("r.started_at >= ?")
+            args.append(q.since.timestamp())
+        if q.until:
+            where.append("r.started_at <= ?")
+            args.append(q.until.timestamp())
+        sql = (
+            "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
+            " r.parent_id, r.header,"
+            " (SELECT group_concat(DISTINCT m.mode_id) FROM report_modes m WHERE m.run_id = r.id),"
+            " (SELECT p.root_agent || char(31) || ifnull(p.root_step, '') FROM reports p"
+            "   WHERE p.run_id = r.id ORDER BY p.created_at DESC LIMIT 1)"
+            " FROM runs r"
+        )
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY r.started_at DESC, r.rowid DESC"
+        if q.limit:
+            sql += f" LIMIT {int(q.limit)}"
+        with self._lock:
+            rows = self._db.execute(sql, args).fetchall()
+        out = []
+        for rid, goal, fw, status, started, ended, n, parent, header, modes, root in rows:
+            head = orjson.loads(header)
+            agents = [a["name"] for a in head.get("agents", [])]
+            root_agent, root_step = None, None
+            if root:
+                root_agent, _, step = root.partition("\x1f")
+                root_step = int(step) if step else None
+            out.append(
+                RunSummary(
+                    id=rid,
+                    goal=goal,
+                    framework=fw,
+                    status=status,
+                    started_at=_dt(started),
+                    ended_at=_dt(ended),
+                    n_events=n,
+                    agents=agents,
+                    parent_id=parent,
+                    failure_modes=sorted(modes.split(",")) if modes else [],
+                    root_agent=root_agent or None,
+                    root_step=root_step,
+                )
+            )
+        return out
+
+    # -- reports and labels -------------------------------------------------------
+
+    def save_report(self, report: DiagnosticReport) -> None:
+        root = report.root_cause
+
+        def work(db: sqlite3.Connection) -> None:
+            exists = db.execute("SELECT 1 FROM runs WHERE id=?", (report.trajectory_id,)).fetchone()
+            if not exists:
+                raise NotFoundError(
+                    f"cannot store report {report.id}: no run '{report.trajectory_id}' in {self.location}"
+                )
+            db.execute(
+                "INSERT OR REPLACE INTO reports(id, run_id, created_at, root_agent, root_step, data)"
+                " VALUES (?,?,?,?,?,?)",
+                (
+                    report.id,
+                    report.trajectory_id,
+                    report.created_at.timestamp(),
+                    root.agent_name if root else None,
+                    root.step_index if root else None,
+                    report.model_dump_json().encode(),
+                ),
+            )
+            db.execute("DELETE FROM report_modes WHERE report_id=?", (report.id,))
+            db.executemany(
+                "INSERT INTO report_modes(report_id, run_id, mode_id) VALUES (?,?,?)",
+                [(report.id, report.trajectory_id, m) for m in report.failure_modes],
+            )
+
+        self._tx(work)
+
+    def load_reports(self, run_id: str) -> list[DiagnosticReport]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT data FROM reports WHERE run_id=? ORDER BY created_at", (run_id,)
+            ).fetchall()
+        return [DiagnosticReport.model_validate_json(r[0]) for r in rows]
+
+    def load_label(self, run_id: str) -> GoldLabel | None:
+        with self._lock:
+            row = self._db.execute("SELECT data FROM labels WHERE run_id=?", (run_id,)).fetchone()
+        return GoldLabel.model_validate_json(row[0]) if row else None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

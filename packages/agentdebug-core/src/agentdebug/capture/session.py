@@ -7,6 +7,7 @@ argument or a broken store is logged and the agent goes on.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -38,6 +39,7 @@ log = logging.getLogger("agentdebug.capture")
 _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", default=None)
 
 _EVENT_TYPES = {t.value: t for t in EventType}
+_now = time.time
 
 
 def current_session() -> TraceSession | None:
@@ -171,18 +173,17 @@ class TraceSession:
         self.store_failed = False
         self.store_error: str | None = None
         self.spill: list[Any] = []
-        self._seq = 0
+        self._counter = itertools.count()
         self._last_step = -1
         self._n_errors = 0
         self._final_answer: Any = None
-        self._step_lock = threading.Lock()
         self._token: Token[TraceSession | None] | None = None
         self._writer = debugger._writer_for_capture()
         if self._writer is None:
             self.store_failed = True
             self.store_error = debugger._store_error
-        self._queue = self._writer.queue if self._writer is not None else None
         self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
+        self._sink = self._writer.queue.append if self._writer is not None else self._memory.append
         if self._writer is not None:
             self._writer.begin(self, self._header(Outcome(status=OutcomeStatus.RUNNING)))
 
@@ -246,55 +247,62 @@ class TraceSession:
         checkpoint: CheckpointRef | None = None,
         event_id: str | None = None,
     ) -> str | None:
-        """Record one event; returns its id. Never raises into the agent."""
+        """Record one event; returns its id. Never raises into the agent.
+
+        This is the agent's hot path: it numbers the event and queues a tuple; the
+        background writer does the rest. Safe to call from several threads: the
+        sequence number comes from an atomic counter (two threads recording without
+        explicit steps may share a step number, which is harmless).
+        """
         try:
             if type.__class__ is not EventType:
                 type, metadata = self._coerce_type(type, metadata)  # noqa: A001
-            with self._step_lock:
-                seq = self._seq
-                self._seq = seq + 1
-                if step_index is None:
-                    step_index = self._last_step + 1
-                elif step_index.__class__ is not int or step_index < 0:
-                    step_index = self._coerce_step(step_index)
-                if step_index > self._last_step:
-                    self._last_step = step_index
+            if step_index is None:
+                step_index = self._last_step + 1
+            elif step_index.__class__ is not int or step_index < 0:
+                step_index = self._coerce_step(step_index)
+            if step_index > self._last_step:
+                self._last_step = step_index
             if error is not None:
                 self._n_errors += 1
             if type is EventType.FINAL_ANSWER:
                 self._final_answer = output
             extra = None
             if artifacts or checkpoint is not None:
-                extra = {}
-                if artifacts:
-                    extra["artifacts"] = [a.model_dump(mode="json") for a in artifacts]
-                if checkpoint is not None:
-                    extra["checkpoint"] = checkpoint.model_dump(mode="json")
-            item = (
-                self,
-                seq,
-                type.value,  # type: ignore[union-attr]
-                agent_name,
-                step_index,
-                input,
-                output,
-                error,
-                module,
-                parent_id,
-                duration_ms,
-                metadata,
-                extra,
-                event_id,
-                time.time(),
+                extra = self._extra(artifacts, checkpoint)
+            seq = next(self._counter)
+            self._sink(
+                (
+                    self,
+                    seq,
+                    type.value,  # type: ignore[union-attr]
+                    agent_name,
+                    step_index,
+                    input,
+                    output,
+                    error,
+                    module,
+                    parent_id,
+                    duration_ms,
+                    metadata,
+                    extra,
+                    event_id,
+                    _now(),
+                )
             )
-            if self._queue is not None:
-                self._queue.append(item)
-            else:
-                self._memory.append(item)
             return event_id or f"e{seq}"
         except Exception:
             log.exception("agentdebug: an event could not be recorded")
             return None
+
+    @staticmethod
+    def _extra(artifacts: Sequence[Artifact] | None, checkpoint: CheckpointRef | None) -> dict[str, Any]:
+        extra: dict[str, Any] = {}
+        if artifacts:
+            extra["artifacts"] = [a.model_dump(mode="json") for a in artifacts]
+        if checkpoint is not None:
+            extra["checkpoint"] = checkpoint.model_dump(mode="json")
+        return extra
 
     def _coerce_type(
         self, value: Any, metadata: dict[str, Any] | None
@@ -386,12 +394,13 @@ class TraceSession:
         store = self.debugger.store
         outcome = self._inferred_outcome() if self.ended_at else Outcome(status=OutcomeStatus.RUNNING)
         stored = None
-        if store is not None and not self.store_failed:
+        if store is not None:
             try:
                 stored = store.load_trajectory(self.id)
             except Exception as exc:
-                log.error("agentdebug: run %s could not be read back: %s", self.id, exc)
-        if stored is not None and not self.spill:
+                if not self.store_failed:
+                    log.error("agentdebug: run %s could not be read back: %s", self.id, exc)
+        if stored is not None and not self.spill and not self._memory:
             return stored.model_copy(update={"outcome": outcome, "ended_at": self.ended_at})
         return self._from_memory(stored, outcome)
 
@@ -399,7 +408,7 @@ class TraceSession:
         from agentdebug.capture.writer import event_json, max_event_bytes
 
         docs = [row.data for row in self.spill]
-        docs += [event_json(item, max_event_bytes())[1] for item in self._memory]
+        docs += [event_json(item, max_event_bytes()) for item in self._memory]
         events = list(stored.events) if stored is not None else []
         events += EVENTS_ADAPTER.validate_json(b"[" + b",".join(docs) + b"]")
         events.sort(key=lambda e: (e.timestamp or self.started_at, e.step_index))

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 from pydantic import BaseModel
 
+from agentdebug.gcutil import gc_paused
 from agentdebug.schema import AgentTrajectory, ErrorInfo, Outcome
 from agentdebug.store.base import EventRow, TraceStore
 
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentdebug.capture")
 
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+CHUNK = 4096
 _HEAD_BYTES = 64 * 1024
 
 # Slots of a queued event tuple, in order (see TraceSession.record).
@@ -98,13 +100,13 @@ def error_dict(error: Any) -> dict[str, Any]:
     return {"message": str(error)}
 
 
-def _truncated(value: Any, size: int) -> dict[str, Any]:
+def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:
     text = value if isinstance(value, str) else dumps(value).decode("utf-8", errors="replace")
-    return {"truncated": True, "original_bytes": size, "head": text[:_HEAD_BYTES]}
+    return {"truncated": True, "original_bytes": size, "head": text[:head]}
 
 
-def event_json(item: tuple[Any, ...], limit: int) -> tuple[str, bytes]:
-    """The event id and the JSON document for one queued tuple."""
+def event_json(item: tuple[Any, ...], limit: int) -> bytes:
+    """The JSON document, shaped like AgentEvent, for one queued tuple."""
     event_id = item[_EVENT_ID] or f"e{item[_SEQ]}"
     doc: dict[str, Any] = {"id": event_id, "type": item[_TYPE], "step_index": item[_STEP]}
     if item[_AGENT] is not None:
@@ -133,7 +135,7 @@ def event_json(item: tuple[Any, ...], limit: int) -> tuple[str, bytes]:
             if key in doc:
                 size = len(dumps(doc[key]))
                 if size > limit // 4:
-                    doc[key] = _truncated(doc[key], size)
+                    doc[key] = _truncated(doc[key], size, min(_HEAD_BYTES, limit // 8))
                     notes[f"{key}_truncated_bytes"] = size
         doc["metadata"] = notes
         data = dumps(doc)
@@ -142,7 +144,21 @@ def event_json(item: tuple[Any, ...], limit: int) -> tuple[str, bytes]:
             keep["metadata"] = {"truncated": True, "original_bytes": len(data)}
             data = dumps(keep)
         log.warning("event %s exceeded %d bytes and was truncated", event_id, limit)
-    return event_id, data
+    return data
+
+
+def _fallback_json(item: tuple[Any, ...], exc: Exception) -> bytes:
+    log.warning("agentdebug: event %s could not be serialised: %s", item[_SEQ], exc)
+    event_id = item[_EVENT_ID] or f"e{item[_SEQ]}"
+    doc = {
+        "id": event_id,
+        "type": item[_TYPE],
+        "step_index": item[_STEP],
+        "agent_name": item[_AGENT],
+        "timestamp": item[_TS],
+        "metadata": {"serialisation_error": str(exc)},
+    }
+    return dumps(doc)
 
 
 class BackgroundWriter:
@@ -198,40 +214,34 @@ class BackgroundWriter:
             self._drain_locked()
 
     def _drain_locked(self) -> None:
+        """Write what is queued, at most ``CHUNK`` events per transaction, so that
+        the rows being built stay few and the memory they use is reused."""
         queue = self.queue
-        batches: dict[int, tuple[TraceSession, list[EventRow]]] = {}
         limit = self._limit
         while queue:
-            try:
-                item = queue.popleft()
-            except IndexError:
-                break
-            session = item[_SESSION]
-            try:
-                event_id, data = event_json(item, limit)
-            except Exception as exc:  # an unserialisable value: keep the event, say why
-                log.warning("agentdebug: event %s could not be serialised: %s", item[_SEQ], exc)
-                event_id = item[_EVENT_ID] or f"e{item[_SEQ]}"
-                data = dumps(
-                    {
-                        "id": event_id,
-                        "type": item[_TYPE],
-                        "step_index": item[_STEP],
-                        "agent_name": item[_AGENT],
-                        "timestamp": item[_TS],
-                        "metadata": {"serialisation_error": str(exc)},
-                    }
-                )
-            row = EventRow(item[_SEQ], event_id, item[_TYPE], item[_AGENT], item[_STEP], item[_TS], data)
-            key = id(session)
-            if key not in batches:
-                batches[key] = (session, [])
-            batches[key][1].append(row)
-        for session, rows in batches.values():
-            if session.store_failed or not self._guard(
-                session, lambda s=session, r=rows: self.store.append_events(s.id, r)  # type: ignore[misc]
-            ):
-                session.spill.extend(rows)
+            batches: dict[int, tuple[TraceSession, list[EventRow]]] = {}
+            with gc_paused():
+                for _ in range(CHUNK):
+                    try:
+                        item = queue.popleft()
+                    except IndexError:
+                        break
+                    session = item[_SESSION]
+                    try:
+                        data = event_json(item, limit)
+                    except Exception as exc:  # an unserialisable value: keep the event, say why
+                        data = _fallback_json(item, exc)
+                    row = EventRow(item[_SEQ], item[_AGENT], data)
+                    batch = batches.get(id(session))
+                    if batch is None:
+                        batches[id(session)] = (session, [row])
+                    else:
+                        batch[1].append(row)
+            for session, rows in batches.values():
+                if session.store_failed or not self._guard(
+                    session, lambda s=session, r=rows: self.store.append_events(s.id, r)  # type: ignore[misc]
+                ):
+                    session.spill.extend(rows)
 
     def _loop(self) -> None:
         while not self._stopped:

@@ -89,6 +89,10 @@ class AgentEvent(BaseModel):
     ``step_index`` is the position the run's own framework gives the step (for
     Who&When, the 0-based index into ``history``); attribution blames steps, so it
     is always set: capture numbers events in order when the caller gives none.
+
+    ``error`` takes an :class:`ErrorInfo` or its dict form; use ``ErrorInfo.coerce``
+    for strings and exceptions. (A coercing validator here would run for every
+    event of every load and costs more than the rest of the validation.)
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -107,11 +111,6 @@ class AgentEvent(BaseModel):
     metadata: dict[str, Any] = Field(default_factory=dict)
     artifacts: list[Artifact] = Field(default_factory=list)
     checkpoint: CheckpointRef | None = None
-
-    @field_validator("error", mode="before")
-    @classmethod
-    def _coerce_error(cls, value: Any) -> Any:
-        return ErrorInfo.coerce(value)
 
 
 class OutcomeStatus(StrEnum):

@@ -1,0 +1,172 @@
+"""The free-tier attributor: ranks (agent, step) candidates from findings and structure.
+
+The principle is the earliest decisive error. A failing tool is rarely the cause of
+its own failure: the cause is the decision that called it (the code, the arguments,
+the plan), so environment-independent tool errors are charged to the event that
+issued the call. Environment faults (rate limits, timeouts, refused credentials)
+are charged to the tool step itself, since no agent decision caused them. Earlier
+candidates are preferred, because errors propagate forward.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentdebug.detect.rules import DECISION_TYPES, RESULT_TYPES
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Hypothesis
+
+ENVIRONMENT_MODES = frozenset(
+    {
+        "system.timeout",
+        "system.rate_limited",
+        "system.auth_error",
+        "system.guardrail_triggered",
+        "system.resource_exhaustion",
+    }
+)
+PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
+
+
+@dataclass
+class _Candidate:
+    event: AgentEvent
+    score: float = 0.0
+    reasons: list[str] = field(default_factory=list)
+    evidence: list[Evidence] = field(default_factory=list)
+    modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
+
+
+def causing_event(trajectory: AgentTrajectory, event: AgentEvent) -> AgentEvent | None:
+    """The decision that led to a tool result: its parent call, else the nearest
+    preceding decision by an agent other than the tool's own speaker."""
+    by_id = {e.id: e for e in trajectory.events}
+    parent = by_id.get(event.parent_id) if event.parent_id else None
+    if parent is not None and parent.type in DECISION_TYPES:
+        return parent
+    position = next(i for i, e in enumerate(trajectory.events) if e.id == event.id)
+    for prior in reversed(trajectory.events[:position]):
+        if prior.type in DECISION_TYPES and prior.agent_name != event.agent_name:
+            return prior
+        if prior.type is EventType.TOOL_CALL:
+            return prior
+    return None
+
+
+class HeuristicAttributor:
+    """Ranks candidate (agent, step) pairs without a model."""
+
+    name = "heuristic"
+
+    def __init__(self, *, max_hypotheses: int = 5) -> None:
+        self.max_hypotheses = max_hypotheses
+
+    def attribute(self, trajectory: AgentTrajectory, findings: Sequence[Finding]) -> list[Hypothesis]:
+        events = trajectory.events
+        if not events:
+            return []
+        position = {e.id: i for i, e in enumerate(events)}
+        by_id = {e.id: e for e in events}
+        candidates: dict[str, _Candidate] = {}
+
+        def charge(event: AgentEvent, weight: float, reason: str, finding: Finding) -> None:
+            cand = candidates.setdefault(event.id, _Candidate(event))
+            cand.score += weight
+            cand.reasons.append(reason)
+            cand.modes[finding.mode_id] = cand.modes.get(finding.mode_id, 0.0) + weight
+            cand.evidence.extend(finding.evidence[:2])
+
+        for finding in findings:
+            event = by_id.get(finding.event_id or "")
+            if event is None:
+                continue
+            conf = finding.confidence
+            if finding.mode_id in ENVIRONMENT_MODES:
+                charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
+            elif finding.mode_id.startswith("system.") or (
+                finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
+            ):
+                cause = causing_event(trajectory, event)
+                if cause is not None:
+                    charge(
+                        cause,
+                        0.8 * conf,
+                        f"issued the call that failed at step {event.step_index}: {finding.message}",
+                        finding,
+                    )
+                    charge(event, 0.2 * conf, f"failure surfaced here: {finding.message}", finding)
+                else:
+                    charge(event, 0.6 * conf, finding.message, finding)
+            elif finding.mode_id == "action.repeated_action" and finding.evidence:
+                # The first attempt is where the approach was chosen; the first
+                # repeat is where it should have changed.
+                first = by_id.get(finding.evidence[0].event_id or "")
+                if first is not None and first.id != event.id:
+                    charge(first, 0.6 * conf, f"first of the repeated actions: {finding.message}", finding)
+                    charge(event, 0.4 * conf, finding.message, finding)
+                else:
+                    charge(event, conf, finding.message, finding)
+            elif finding.mode_id == "verification.premature_success":
+                charge(event, 0.6 * conf, finding.message, finding)
+            else:
+                charge(event, conf, finding.message, finding)
+
+        if not candidates:
+            return self._structural_prior(trajectory)
+
+        n = len(events)
+        ranked: list[tuple[float, _Candidate]] = []
+        for cand in candidates.values():
+            earliness = 1.0 - position[cand.event.id] / max(1, n - 1) if n > 1 else 1.0
+            ranked.append((cand.score * (1.0 + 0.5 * earliness), cand))
+        ranked.sort(key=lambda item: (-item[0], position[item[1].event.id]))
+        total = sum(score for score, _ in ranked)
+        out: list[Hypothesis] = []
+        seen: set[tuple[str | None, int]] = set()
+        for score, cand in ranked:
+            key = (cand.event.agent_name, cand.event.step_index)
+            if key in seen:
+                continue
+            seen.add(key)
+            confidence = round(min(0.9, (1 - math.exp(-score)) * score / (total + 0.25)), 3)
+            out.append(
+                Hypothesis(
+                    agent_name=cand.event.agent_name,
+                    step_index=cand.event.step_index,
+                    event_id=cand.event.id,
+                    strategy=self.name,
+                    confidence=max(confidence, 0.01),
+                    # the mode that contributed most weight; ties go to the first charged
+                    mode_id=max(cand.modes, key=lambda m: cand.modes[m]) if cand.modes else None,
+                    rationale="; ".join(dict.fromkeys(cand.reasons)),
+                    evidence=cand.evidence[:4],
+                )
+            )
+            if len(out) >= self.max_hypotheses:
+                break
+        return out
+
+    def _structural_prior(self, trajectory: AgentTrajectory) -> list[Hypothesis]:
+        """No finding to go on: errors propagate forward, so the first step that commits
+        to an approach is the likeliest decisive one, then the step that gave the answer."""
+        decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
+        if not decisions:
+            return []
+        picks: list[tuple[AgentEvent, float, str]] = [
+            (decisions[0], 0.15, "no detector fired; the first decision commits the run to its approach")
+        ]
+        finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
+        if finals[-1].id != decisions[0].id:
+            picks.append((finals[-1], 0.1, "no detector fired; this step produced the final answer"))
+        return [
+            Hypothesis(
+                agent_name=e.agent_name,
+                step_index=e.step_index,
+                event_id=e.id,
+                strategy=self.name,
+                confidence=conf,
+                rationale=why,
+            )
+            for e, conf, why in picks
+        ]

@@ -1,0 +1,306 @@
+"""Commands about runs: ingest, list, show, diagnose, schema, and the registry views."""
+
+from __future__ import annotations
+
+import re
+import sys
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import orjson
+
+from agentdebug.errors import AgentDebugError, InputError
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
+from agentdebug.store import RunQuery, TraceStore, open_store
+
+
+class Ctx:
+    """What every command shares: where the store is, opened on first use."""
+
+    def __init__(self, store: str | None) -> None:
+        self.location = store
+        self._store: TraceStore | None = None
+
+    @property
+    def store(self) -> TraceStore:
+        if self._store is None:
+            self._store = open_store(self.location)
+        return self._store
+
+
+pass_ctx = click.make_pass_decorator(Ctx)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.option(
+    "--store",
+    envvar="AGENTDEBUG_HOME",
+    metavar="PATH",
+    help="Store location: a folder (SQLite inside), a .db file, or a .jsonl file. "
+    "Default: $AGENTDEBUG_HOME or ./.agentdebug",
+)
+@click.option("--debug", is_flag=True, help="Verbose logs and full tracebacks.")
+@click.version_option(package_name="agentdebug-core", prog_name="agentdebug")
+@click.pass_context
+def cli(ctx: click.Context, store: str | None, debug: bool) -> None:
+    """Capture, diagnose and fix failing LLM agent runs."""
+    ctx.obj = Ctx(store)
+
+
+# -- ingest -------------------------------------------------------------------------------
+
+
+def expand(paths: tuple[str, ...]) -> list[Path]:
+    files: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            files += sorted(p for p in path.rglob("*") if p.suffix in {".json", ".jsonl"} and p.is_file())
+        elif path.exists():
+            files.append(path)
+        else:
+            raise InputError("no such file or folder", source=raw)
+    return files
+
+
+def _import(path: Path, fmt: str | None) -> list[tuple[AgentTrajectory, GoldLabel | None]]:
+    from agentdebug.io import import_file
+
+    return [(r.trajectory, r.label) for r in import_file(path, format=fmt)]
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, required=True)
+@click.option("--format", "fmt", metavar="NAME", help="Skip auto-detection and use this importer.")
+@pass_ctx
+def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
+    """Import runs from files or folders into the store.
+
+    Formats are detected per file (Who&When, TRAIL / OpenInference spans, OTLP JSON,
+    OpenAI message lists, agentdebug event lists). Bad files are reported and
+    skipped; the exit status is non-zero if any file failed.
+    """
+    files = expand(paths)
+    store = obj.store
+    failures: list[tuple[Path, str]] = []
+    runs = 0
+    with click.progressbar(files, label="importing", file=sys.stderr, show_pos=True) as bar:
+        for path in bar:
+            try:
+                for trajectory, label in _import(path, fmt):
+                    store.save_trajectory(trajectory, label)
+                    runs += 1
+            except AgentDebugError as exc:
+                failures.append((path, str(exc)))
+    click.echo(f"imported {runs} run(s) from {len(files) - len(failures)} file(s) into {store.location}")
+    if failures:
+        click.echo(f"{len(failures)} file(s) failed:", err=True)
+        for _path, message in failures:
+            click.echo(f"  {message}", err=True)
+        raise click.exceptions.Exit(1)
+
+
+# -- list / show ---------------------------------------------------------------------------
+
+_RELATIVE = re.compile(r"^(\d+)([smhdw])$")
+
+
+def parse_when(value: str | None, option: str) -> datetime | None:
+    if not value:
+        return None
+    m = _RELATIVE.match(value)
+    if m:
+        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
+        return datetime.now(UTC) - timedelta(**{unit: int(m.group(1))})
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        raise InputError(
+            f"'{value}' is neither an ISO date (2026-11-30, 2026-11-30T12:00) nor an age (30m, 2h, 7d)",
+            field=option,
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
+
+
+@cli.command("list")
+@click.option("--status", type=click.Choice(["success", "failure", "unknown", "running"]))
+@click.option("--framework", metavar="NAME")
+@click.option("--agent", metavar="NAME", help="Runs in which this agent acted.")
+@click.option("--mode", "failure_mode", metavar="MODE_ID", help="Runs whose diagnosis found this failure mode.")
+@click.option("--since", metavar="WHEN", help="ISO date or age such as 2h, 7d.")
+@click.option("--until", metavar="WHEN")
+@click.option("--limit", default=50, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
+@pass_ctx
+def list_runs(
+    obj: Ctx,
+    status: str | None,
+    framework: str | None,
+    agent: str | None,
+    failure_mode: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """List stored runs, newest first, one line each."""
+    query = RunQuery(
+        status=status,
+        framework=framework,
+        agent=agent,
+        failure_mode=failure_mode,
+        since=parse_when(since, "--since"),
+        until=parse_when(until, "--until"),
+        limit=limit,
+    )
+    runs = obj.store.list_runs(query)
+    for run in runs:
+        if as_json:
+            click.echo(
+                orjson.dumps(
+                    {
+                        "id": run.id,
+                        "goal": run.goal,
+                        "framework": run.framework,
+                        "status": run.status,
+                        "started_at": run.started_at.isoformat() if run.started_at else None,
+                        "events": run.n_events,
+                        "failure_modes": run.failure_modes,
+                        "root_agent": run.root_agent,
+                        "root_step": run.root_step,
+                    }
+                ).decode()
+            )
+            continue
+        started = run.started_at.strftime("%Y-%m-%d %H:%M") if run.started_at else "-"
+        root = f"{run.root_agent}@{run.root_step}" if run.root_agent is not None else "-"
+        goal = " ".join((run.goal or "").split())
+        click.echo(
+            f"{run.id:<28} {run.status:<8} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
+            f"{started:<16}  {root[:28]:<28} {goal[:60]}"
+        )
+    if not runs and not as_json:
+        click.echo("no runs match", err=True)
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option("--width", default=100, show_default=True)
+@pass_ctx
+def show(obj: Ctx, run_id: str, width: int) -> None:
+    """Show a stored run's timeline."""
+    from agentdebug.report import render_run
+
+    store = obj.store
+    full = store.resolve_id(run_id)
+    trajectory = store.load_trajectory(full)
+    click.echo(render_run(trajectory, width=width, reports=store.load_reports(full)))
+
+
+# -- diagnose ------------------------------------------------------------------------------
+
+
+def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTrajectory]:
+    path = Path(target)
+    if path.exists():
+        runs = _import(path, fmt)
+        if keep:
+            for trajectory, label in runs:
+                obj.store.save_trajectory(trajectory, label)
+        return [t for t, _ in runs]
+    if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
+        raise InputError("no such file", source=target)
+    store = obj.store
+    return [store.load_trajectory(store.resolve_id(target))]
+
+
+@cli.command()
+@click.argument("target", metavar="RUN_ID|FILE")
+@click.option("--format", "out_fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
+@click.option("--attributor", default="heuristic", show_default=True, help="Attribution strategy by name.")
+@click.option("--input-format", "in_fmt", metavar="NAME", help="Importer to use when TARGET is a file.")
+@click.option("--no-store", is_flag=True, help="Do not keep the imported run and the report.")
+@click.option("--width", default=100, show_default=True)
+@pass_ctx
+def diagnose(
+    obj: Ctx,
+    target: str,
+    out_fmt: str,
+    attributor: str,
+    in_fmt: str | None,
+    no_store: bool,
+    width: int,
+) -> None:
+    """Diagnose a stored run (by id or id prefix) or a run file."""
+    from agentdebug.diagnose import diagnose as run_diagnosis
+    from agentdebug.report import render
+
+    trajectories = _targets(obj, target, in_fmt, keep=not no_store)
+    reports: list[dict[str, Any]] = []
+    for trajectory in trajectories:
+        report: DiagnosticReport = run_diagnosis(trajectory, attributor=attributor)
+        if not no_store:
+            obj.store.save_report(report)
+        if out_fmt == "json" and len(trajectories) > 1:
+            reports.append(report.model_dump(mode="json"))
+            continue
+        click.echo(render(report, trajectory, out_fmt, width=width))
+    if reports:
+        click.echo(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
+
+
+# -- schema and registry views -------------------------------------------------------------------
+
+
+@cli.command()
+@click.option(
+    "--what",
+    type=click.Choice(["trajectory", "event", "report"]),
+    default="trajectory",
+    show_default=True,
+)
+def schema(what: str) -> None:
+    """Print the JSON Schema of the trace (or of an event or a report)."""
+    from agentdebug.schema import AgentEvent
+
+    model = {"trajectory": AgentTrajectory, "event": AgentEvent, "report": DiagnosticReport}[what]
+    click.echo(orjson.dumps(model.model_json_schema(), option=orjson.OPT_INDENT_2).decode())
+
+
+@cli.command()
+def plugins() -> None:
+    """List the installed detectors, attributors, importers and failure modes."""
+    from agentdebug.plugins import get_registry
+
+    reg = get_registry()
+    pm = reg.plugin_manager
+    if pm is not None:
+        click.echo("plugins:")
+        click.echo("  builtin (agentdebug-core)")
+        for plugin, dist in pm.list_plugin_distinfo():
+            click.echo(f"  {pm.get_name(plugin)} ({dist.project_name} {dist.version})")
+    click.echo("detectors:   " + ", ".join(reg.detectors))
+    click.echo("attributors: " + ", ".join(reg.attributors))
+    click.echo("importers:   " + ", ".join(reg.importers))
+    click.echo(f"failure modes: {len(reg.failure_modes)} (see `agentdebug taxonomy`)")
+    for warning in reg.warnings:
+        click.echo(f"warning: {warning}", err=True)
+
+
+@cli.command()
+@click.option("--crosswalk", type=click.Choice(["mast", "trail", "agentrx"]), help="Show one published taxonomy mapped onto ours.")
+def taxonomy(crosswalk: str | None) -> None:
+    """List the failure modes, or map a published taxonomy onto them."""
+    from agentdebug.plugins import get_registry
+    from agentdebug.taxonomy import TAXONOMIES, modes_for
+
+    modes = list(get_registry().failure_modes.values())
+    if crosswalk:
+        for name in TAXONOMIES[crosswalk]:
+            click.echo(f"{name:<40} -> {', '.join(modes_for(crosswalk, name, modes)) or '(none)'}")
+        return
+    for mode in modes:
+        click.echo(f"{mode.id:<40} {mode.name}")
+        click.echo(f"    {mode.definition}")

@@ -1,0 +1,5 @@
+"""Detection: finding what went wrong in a trajectory."""
+
+from agentdebug.detect.rules import RULES, Rule, RulePack, classify_error, failure_of
+
+__all__ = ["RULES", "Rule", "RulePack", "classify_error", "failure_of"]

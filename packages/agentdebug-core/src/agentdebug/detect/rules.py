@@ -1,0 +1,537 @@
+"""The rule pack: deterministic detectors that make no model call.
+
+Each rule reads only the fields where its signal lives. The malformed-tool-call
+rule reads tool-call arguments and tool errors, never the user's prompt, so a task
+that says "return JSON" is not a format error; error rules read error fields and
+tool outputs, never the agent's own prose about errors.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+
+import orjson
+
+from agentdebug.schema import AgentEvent, AgentTrajectory, Evidence, EventType, Finding, Severity
+from agentdebug.text import compact_json, flatten, shorten
+
+ACTION_TYPES = frozenset(
+    {
+        EventType.TOOL_CALL,
+        EventType.HANDOFF,
+        EventType.MESSAGE,
+        EventType.LLM_RESPONSE,
+        EventType.UI_ACTION,
+    }
+)
+RESULT_TYPES = frozenset({EventType.TOOL_RESULT, EventType.OBSERVATION})
+SPEECH_TYPES = frozenset(
+    {
+        EventType.MESSAGE,
+        EventType.LLM_RESPONSE,
+        EventType.REASONING,
+        EventType.PLAN,
+        EventType.FINAL_ANSWER,
+        EventType.HANDOFF,
+    }
+)
+DECISION_TYPES = ACTION_TYPES | SPEECH_TYPES
+
+# Error text -> failure mode, most specific first. Matched against error fields and
+# tool outputs only.
+ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "planning.step_limit_exhausted",
+        re.compile(
+            r"recursion limit|GraphRecursionError|MaxTurnsExceeded|max(?:imum)?[ _-]?"
+            r"(?:iterations|turns|steps)|step limit|iteration limit",
+            re.I,
+        ),
+    ),
+    (
+        "system.guardrail_triggered",
+        re.compile(r"guardrail|tripwire|content (?:policy|filter)", re.I),
+    ),
+    (
+        "system.resource_exhaustion",
+        re.compile(
+            r"context[_ ]length|maximum context|context window|out of memory|MemoryError|"
+            r"quota exceeded|insufficient[_ ]quota|token limit",
+            re.I,
+        ),
+    ),
+    ("system.rate_limited", re.compile(r"\b429\b|rate[ _-]?limit|too many requests", re.I)),
+    (
+        "system.auth_error",
+        re.compile(
+            r"\b40[13]\b|unauthori[sz]ed|forbidden|permission denied|invalid api[ _-]?key|"
+            r"authentication (?:failed|error)",
+            re.I,
+        ),
+    ),
+    ("system.timeout", re.compile(r"timed? ?out|timeout|deadline exceeded", re.I)),
+    (
+        "action.malformed_tool_call",
+        re.compile(
+            r"validation ?error|invalid (?:tool )?arguments?|unknown tool|not a valid tool|"
+            r"tool .{0,40} (?:does not exist|not found)|missing (?:\d+ )?required "
+            r"(?:positional )?(?:argument|parameter)|unexpected keyword argument|"
+            r"could not parse (?:the )?tool",
+            re.I,
+        ),
+    ),
+    (
+        "system.environment_setup",
+        re.compile(
+            r"ModuleNotFoundError|No module named|ImportError|command not found|not installed",
+            re.I,
+        ),
+    ),
+    (
+        "system.resource_not_found",
+        re.compile(
+            r"\b404\b|FileNotFoundError|No such file or directory|does not exist|not found",
+            re.I,
+        ),
+    ),
+]
+
+# Failure markers in a tool's own output, for tools that report failure in text.
+_OUTPUT_FAILURE = re.compile(
+    r"exitcode:\s*[1-9]|execution failed|Traceback \(most recent call last\)|"
+    r"^\s*(?:Error|Exception|\w+Error):",
+    re.I | re.M,
+)
+_SUCCESS_CLAIM = re.compile(
+    r"\b(?:successfully|succeeded|task (?:is )?(?:complete|completed|done|finished|solved)|"
+    r"all done|has been (?:completed|resolved|fixed)|works? (?:now|correctly|as expected)|"
+    r"executed without (?:any )?(?:errors?|issues?)|no errors?)\b|\bTERMINATE\b",
+    re.I,
+)
+_ERROR_ACK = re.compile(
+    r"\b(?:error|errors|fail(?:ed|s|ure)?|exception|traceback|issue|problem|retry|fix|"
+    r"did not work|didn't work|unable|cannot|can't)\b",
+    re.I,
+)
+_EMPTY_ANSWERS = {"", "none", "null", "n/a", "na", "undefined", "[]", "{}", "nan", "-"}
+_INVALID_ANSWER = re.compile(
+    r"^\s*(?:Error\b|Traceback|Exception\b|I(?:'m| am) sorry|I (?:cannot|can't|could not|"
+    r"couldn't|was unable|am unable))",
+    re.I,
+)
+
+
+def classify_error(text: str) -> str:
+    for mode_id, pattern in ERROR_CLASSES:
+        if pattern.search(text):
+            return mode_id
+    return "system.tool_error"
+
+
+def tool_name(event: AgentEvent) -> str | None:
+    meta = event.metadata
+    for key in ("tool_name", "tool", "function"):
+        value = meta.get(key)
+        if isinstance(value, str) and value:
+            return value
+    if isinstance(event.input, dict):
+        for key in ("tool_name", "tool", "name"):
+            value = event.input.get(key)
+            if isinstance(value, str) and value:
+                return value
+    return event.module
+
+
+def handoff_target(event: AgentEvent) -> str | None:
+    for key in ("target", "to_agent", "target_agent", "to"):
+        value = event.metadata.get(key)
+        if isinstance(value, str) and value:
+            return value
+    for payload in (event.input, event.output):
+        if isinstance(payload, dict):
+            for key in ("target", "to_agent", "agent", "assistant"):
+                value = payload.get(key)
+                if isinstance(value, str) and value:
+                    return value
+    return None
+
+
+def _norm_agent(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+@dataclass
+class RuleContext:
+    """What several rules need, computed once per trajectory."""
+
+    trajectory: AgentTrajectory
+    failures: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (mode, quote)
+
+    @classmethod
+    def build(cls, trajectory: AgentTrajectory) -> RuleContext:
+        ctx = cls(trajectory)
+        for event in trajectory.events:
+            failure = failure_of(event)
+            if failure is not None:
+                ctx.failures[event.id] = failure
+        return ctx
+
+
+def failure_of(event: AgentEvent) -> tuple[str, str] | None:
+    """(mode, quote) when the event reports a failure in its error field or tool output."""
+    if event.error is not None:
+        text = event.error.message if not event.error.type else f"{event.error.type}: {event.error.message}"
+        return classify_error(text), event.error.message
+    if event.type in RESULT_TYPES:
+        output = flatten(event.output, limit=20000)
+        match = _OUTPUT_FAILURE.search(output)
+        if match:
+            start = max(0, match.start())
+            quote = output[start : start + 160].strip()
+            return classify_error(output), quote
+    return None
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    description: str
+    check: Callable[[RuleContext], Iterable[Finding]]
+
+
+def _finding(
+    rule: str,
+    mode_id: str,
+    event: AgentEvent,
+    message: str,
+    *,
+    confidence: float,
+    evidence: list[Evidence] | None = None,
+    severity: Severity = Severity.ERROR,
+) -> Finding:
+    return Finding(
+        detector="rules",
+        rule_id=rule,
+        mode_id=mode_id,
+        message=message,
+        event_id=event.id,
+        step_index=event.step_index,
+        agent_name=event.agent_name,
+        confidence=confidence,
+        severity=severity,
+        evidence=evidence or [],
+    )
+
+
+# -- the rules ---------------------------------------------------------------------
+
+
+def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
+    """Tool, model and runtime errors, classified by their text."""
+    for event in ctx.trajectory.events:
+        failure = ctx.failures.get(event.id)
+        if failure is None:
+            continue
+        mode, quote = failure
+        field_name = "error" if event.error is not None else "output"
+        where = tool_name(event)
+        what = f"{where} failed" if where else f"{event.type.value} failed"
+        yield _finding(
+            "errors",
+            mode,
+            event,
+            f"{what}: {shorten(quote, 120)}",
+            confidence=0.9 if event.error is not None else 0.7,
+            evidence=[Evidence(event_id=event.id, step_index=event.step_index, field=field_name, quote=quote[:300])],
+        )
+
+
+def rule_malformed_tool_call(ctx: RuleContext) -> Iterator[Finding]:
+    """Tool-call arguments that do not parse. Reads tool-call inputs only."""
+    for event in ctx.trajectory.events:
+        if event.type is not EventType.TOOL_CALL:
+            continue
+        problem = event.metadata.get("arguments_error")
+        raw = event.input
+        if problem is None and isinstance(raw, str) and raw.lstrip()[:1] in ("{", "["):
+            try:
+                orjson.loads(raw)
+            except orjson.JSONDecodeError as exc:
+                problem = str(exc)
+        if problem is None and isinstance(raw, dict) and isinstance(raw.get("arguments"), str):
+            args = raw["arguments"]
+            try:
+                orjson.loads(args)
+            except orjson.JSONDecodeError as exc:
+                problem = str(exc)
+                raw = args
+        if problem:
+            quote = raw if isinstance(raw, str) else compact_json(raw)
+            yield _finding(
+                "malformed_tool_call",
+                "action.malformed_tool_call",
+                event,
+                f"arguments for {tool_name(event) or 'a tool'} do not parse: {shorten(str(problem), 100)}",
+                confidence=0.9,
+                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="input", quote=quote[:300])],
+            )
+
+
+def _action_key(event: AgentEvent) -> str | None:
+    if event.type is EventType.TOOL_CALL:
+        return f"tool:{tool_name(event)}:{compact_json(event.input)}"
+    text = " ".join(flatten(event.output if event.output is not None else event.input).split())
+    if len(text) < 12:  # "TERMINATE", "ok": short acknowledgements repeat legitimately
+        return None
+    return f"{event.type.value}:{text}"
+
+
+def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[Finding]:
+    """The same agent repeating the same action with nothing new coming back."""
+    by_agent: dict[str | None, list[AgentEvent]] = {}
+    for event in ctx.trajectory.events:
+        if event.type in ACTION_TYPES:
+            by_agent.setdefault(event.agent_name, []).append(event)
+    for actions in by_agent.values():
+        run: list[AgentEvent] = []
+        last_key: str | None = None
+        for event in [*actions, None]:
+            key = _action_key(event) if event is not None else None
+            if key is not None and key == last_key:
+                run.append(event)  # type: ignore[arg-type]
+                continue
+            if len(run) >= min_repeats and _no_progress(ctx, run):
+                first_repeat = run[1]
+                yield _finding(
+                    "repeated_action",
+                    "action.repeated_action",
+                    first_repeat,
+                    f"{first_repeat.agent_name or 'the agent'} repeated the same action "
+                    f"{len(run)} times (steps {run[0].step_index}-{run[-1].step_index})",
+                    confidence=min(0.95, 0.5 + 0.1 * len(run)),
+                    evidence=[
+                        Evidence(
+                            event_id=e.id,
+                            step_index=e.step_index,
+                            field="input" if e.type is EventType.TOOL_CALL else "output",
+                            quote=(
+                                compact_json(e.input)
+                                if e.type is EventType.TOOL_CALL
+                                else flatten(e.output, limit=300)
+                            )[:300],
+                        )
+                        for e in run[:3]
+                    ],
+                )
+            run = [event] if (event is not None and key is not None) else []
+            last_key = key
+
+
+def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
+    """True when the results between the repeated actions bring nothing new."""
+    events = ctx.trajectory.events
+    index = {e.id: i for i, e in enumerate(events)}
+    start, end = index[run[0].id], index[run[-1].id]
+    results = [
+        compact_json(e.output) if e.error is None else f"error:{e.error.message}"
+        for e in events[start:end + 1]
+        if e.type in RESULT_TYPES
+    ]
+    return len(set(results)) <= 1
+
+
+def _resolved(ctx: RuleContext, failed: AgentEvent, until: int) -> bool:
+    """A later success of the same tool (or agent) before position ``until``."""
+    events = ctx.trajectory.events
+    name = tool_name(failed)
+    started = False
+    for i, event in enumerate(events):
+        if i >= until:
+            break
+        if event.id == failed.id:
+            started = True
+            continue
+        if not started or event.type not in RESULT_TYPES or event.id in ctx.failures:
+            continue
+        if (name and tool_name(event) == name) or (not name and event.agent_name == failed.agent_name):
+            return True
+    return False
+
+
+def _claims_success(text: str) -> re.Match[str] | None:
+    """A success claim that does not, nearby, admit a failure."""
+    claim = _SUCCESS_CLAIM.search(text)
+    if claim is None:
+        return None
+    window = text[max(0, claim.start() - 200) : claim.end() + 200]
+    return None if _ERROR_ACK.search(window) else claim
+
+
+def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
+    """A final answer or success claim while an earlier error is still unresolved."""
+    events = ctx.trajectory.events
+    claim_at = None
+    for i in range(len(events) - 1, -1, -1):
+        event = events[i]
+        if event.type is EventType.FINAL_ANSWER:
+            text = flatten(event.output, limit=4000)
+            if _ERROR_ACK.search(text) and not _claims_success(text):
+                return  # the run reports its failure honestly
+            claim_at = i
+            break
+        if event.type in SPEECH_TYPES and _claims_success(flatten(event.output, limit=4000)):
+            claim_at = i
+            break
+    if claim_at is None:
+        return
+    claim = events[claim_at]
+    unresolved = [
+        e
+        for e in events[:claim_at]
+        if e.id in ctx.failures
+        and not ctx.failures[e.id][0].startswith("planning.")
+        and not _resolved(ctx, e, claim_at)
+    ]
+    if not unresolved:
+        return
+    first = unresolved[0]
+    claim_text = flatten(claim.output, limit=4000)
+    match = _SUCCESS_CLAIM.search(claim_text)
+    quote = claim_text[max(0, match.start() - 60) : match.end() + 60] if match else claim_text[:200]
+    yield _finding(
+        "premature_success",
+        "verification.premature_success",
+        claim,
+        f"declared done at step {claim.step_index} while the error at step {first.step_index} "
+        f"({shorten(ctx.failures[first.id][1], 80)}) was never resolved",
+        confidence=0.75,
+        evidence=[
+            Evidence(event_id=claim.id, step_index=claim.step_index, field="output", quote=quote.strip()),
+            Evidence(
+                event_id=first.id,
+                step_index=first.step_index,
+                field="error" if first.error else "output",
+                quote=ctx.failures[first.id][1][:300],
+            ),
+        ],
+    )
+
+
+def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
+    """An error result whose next reaction (the next decision) treats it as a success."""
+    events = ctx.trajectory.events
+    for i, event in enumerate(events):
+        if event.id not in ctx.failures or event.type not in RESULT_TYPES | {EventType.ERROR}:
+            continue
+        follower = next((e for e in events[i + 1 : i + 4] if e.type in DECISION_TYPES), None)
+        if follower is None or follower.type not in SPEECH_TYPES:
+            continue  # nobody reacted, or the reaction was another action
+        # Look only at the reply's opening: that is where it reacts to the result.
+        head = flatten(follower.output, limit=6000)[:600]
+        claim = _claims_success(head)
+        if claim is None:
+            continue
+        quote = head[max(0, claim.start() - 60) : claim.end() + 60].strip()
+        yield _finding(
+            "error_ignored",
+            "observation.error_ignored",
+            follower,
+            f"{follower.agent_name or 'the agent'} treated the failed result at step "
+            f"{event.step_index} as a success",
+            confidence=0.7,
+            evidence=[
+                Evidence(event_id=follower.id, step_index=follower.step_index, field="output", quote=quote),
+                Evidence(
+                    event_id=event.id,
+                    step_index=event.step_index,
+                    field="error" if event.error else "output",
+                    quote=ctx.failures[event.id][1][:300],
+                ),
+            ],
+        )
+
+
+def rule_unknown_handoff(ctx: RuleContext) -> Iterator[Finding]:
+    """A handoff to an agent the run does not have."""
+    traj = ctx.trajectory
+    declared = {_norm_agent(a.name) for a in traj.agents}
+    acting = {_norm_agent(e.agent_name) for e in traj.events if e.agent_name}
+    known = declared | acting
+    if not known:
+        return
+    for event in traj.events:
+        if event.type is not EventType.HANDOFF:
+            continue
+        target = handoff_target(event)
+        if target is None or _norm_agent(target) in known:
+            continue
+        yield _finding(
+            "unknown_handoff",
+            "coordination.unknown_handoff",
+            event,
+            f"handoff to '{target}', which is not an agent of this run "
+            f"(agents: {', '.join(traj.agent_names()[:8])})",
+            confidence=0.85 if declared else 0.55,
+            evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="metadata", quote=target)],
+        )
+
+
+def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
+    """A final answer that is empty, a placeholder, or an error text."""
+    for event in ctx.trajectory.events:
+        if event.type is not EventType.FINAL_ANSWER:
+            continue
+        text = flatten(event.output, limit=4000).strip()
+        if text.lower().strip(" .\"'") in _EMPTY_ANSWERS:
+            yield _finding(
+                "invalid_final_output",
+                "verification.invalid_final_output",
+                event,
+                "the final answer is empty" if not text else f"the final answer is a placeholder ('{text}')",
+                confidence=0.9,
+                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=text or None)],
+            )
+        elif _INVALID_ANSWER.match(text):
+            yield _finding(
+                "invalid_final_output",
+                "verification.invalid_final_output",
+                event,
+                f"the final answer is an error or a refusal: {shorten(text, 100)}",
+                confidence=0.7,
+                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=text[:200])],
+            )
+
+
+RULES: list[Rule] = [
+    Rule("errors", "tool, model and runtime errors, classified", rule_errors),
+    Rule("malformed_tool_call", "tool-call arguments that do not parse", rule_malformed_tool_call),
+    Rule("repeated_action", "the same action repeated without progress", rule_repeated_action),
+    Rule("premature_success", "success declared over an unresolved error", rule_premature_success),
+    Rule("error_ignored", "an error result treated as success", rule_error_ignored),
+    Rule("unknown_handoff", "handoff to an agent the run does not have", rule_unknown_handoff),
+    Rule("invalid_final_output", "an empty or invalid final answer", rule_invalid_final_output),
+]
+
+
+class RulePack:
+    """The built-in detector: every rule above, no model call."""
+
+    name = "rules"
+
+    def __init__(self, rules: list[Rule] | None = None) -> None:
+        self.rules = list(RULES if rules is None else rules)
+
+    def detect(self, trajectory: AgentTrajectory) -> list[Finding]:
+        ctx = RuleContext.build(trajectory)
+        findings: list[Finding] = []
+        seen: set[tuple[str | None, str | None, str]] = set()
+        for rule in self.rules:
+            for finding in rule.check(ctx):
+                key = (finding.rule_id, finding.event_id, finding.mode_id)
+                if key not in seen:
+                    seen.add(key)
+                    findings.append(finding)
+        findings.sort(key=lambda f: (f.step_index if f.step_index is not None else -1))
+        return findings

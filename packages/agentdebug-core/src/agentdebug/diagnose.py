@@ -1,0 +1,171 @@
+"""The diagnosis pipeline: detectors, then an attributor, then one report.
+
+Each detector and the attributor run inside their own guard: a strategy that
+raises is named in the report's notes and audit trail, and the rest goes on.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+
+from agentdebug.errors import AgentDebugError
+from agentdebug.plugins import Registry, get_registry
+from agentdebug.schema import (
+    AgentTrajectory,
+    AuditEntry,
+    Cost,
+    DiagnosticReport,
+    EventType,
+    Finding,
+    Fix,
+    Hypothesis,
+    Severity,
+)
+from agentdebug.text import shorten
+
+log = logging.getLogger("agentdebug.diagnose")
+
+FREE_TIER_NOTE = (
+    "free tier: rules and heuristic attribution only, no model was called "
+    "(configure a model for model-based attribution)"
+)
+
+
+def new_report_id() -> str:
+    return "r" + uuid.uuid4().hex[:15]
+
+
+def diagnose(
+    trajectory: AgentTrajectory,
+    *,
+    attributor: str = "heuristic",
+    detectors: Sequence[str] | None = None,
+    registry: Registry | None = None,
+) -> DiagnosticReport:
+    """Run the detectors and one attributor over a trajectory."""
+    reg = registry or get_registry()
+    if not trajectory.events:
+        raise AgentDebugError(f"run '{trajectory.id}' has no events to diagnose")
+    chosen = [reg.detector(name) for name in detectors] if detectors is not None else list(reg.detectors.values())
+    att = reg.attributor(attributor)
+    audit: list[AuditEntry] = []
+    notes: list[str] = []
+    findings: list[Finding] = []
+
+    for det in chosen:
+        started = time.perf_counter()
+        try:
+            found = list(det.detect(trajectory))
+        except Exception as exc:
+            log.exception("detector %s failed", det.name)
+            notes.append(f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing")
+            audit.append(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
+            continue
+        for finding in found:
+            if finding.mode_id not in reg.failure_modes:
+                notes.append(
+                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept"
+                )
+        findings.extend(found)
+        audit.append(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
+
+    findings.sort(key=lambda f: (f.step_index if f.step_index is not None else 10**9))
+    started = time.perf_counter()
+    hypotheses: list[Hypothesis] = []
+    try:
+        hypotheses = att.attribute(trajectory, findings)
+        audit.append(_audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)"))
+    except AgentDebugError:
+        raise
+    except Exception as exc:
+        log.exception("attributor %s failed", att.name)
+        notes.append(f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named")
+        audit.append(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
+
+    cost = Cost.of(audit)
+    tier = "model" if cost.calls else "free"
+    if tier == "free":
+        notes.insert(0, FREE_TIER_NOTE)
+    symptom = _symptom(trajectory, findings)
+    root = hypotheses[0] if hypotheses else None
+    report = DiagnosticReport(
+        id=new_report_id(),
+        trajectory_id=trajectory.id,
+        tier=tier,
+        detectors=[d.name for d in chosen],
+        attributor=att.name,
+        findings=findings,
+        hypotheses=hypotheses,
+        symptom=symptom,
+        summary=_summary(trajectory, findings, root, symptom, reg),
+        fix=_fix(root, reg),
+        audit=audit,
+        cost=cost,
+        notes=notes,
+    )
+    reg.notify_report(report, trajectory)
+    return report
+
+
+def _audit(stage: str, strategy: str, started: float, *, outcome: str = "ok", detail: str | None = None) -> AuditEntry:
+    return AuditEntry(
+        stage=stage,
+        strategy=strategy,
+        outcome=outcome,
+        latency_ms=round((time.perf_counter() - started) * 1000, 3),
+        detail=detail,
+    )
+
+
+def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Finding | None:
+    """Where the failure shows: the latest serious finding, else the run's last error."""
+    serious = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
+    if serious:
+        return max(serious, key=lambda f: f.step_index if f.step_index is not None else -1)
+    return findings[-1] if findings else None
+
+
+def _summary(
+    trajectory: AgentTrajectory,
+    findings: Sequence[Finding],
+    root: Hypothesis | None,
+    symptom: Finding | None,
+    reg: Registry,
+) -> str:
+    parts: list[str] = []
+    if symptom is not None:
+        parts.append(f"The failure shows at step {symptom.step_index}: {symptom.message}.")
+    elif trajectory.outcome.status.value == "failure":
+        reason = trajectory.outcome.reason or "the run is marked failed"
+        parts.append(f"No detector found a concrete error ({reason}).")
+    else:
+        parts.append("No detector found an error.")
+    if root is not None:
+        who = root.agent_name or "an unnamed agent"
+        mode = reg.failure_modes.get(root.mode_id or "")
+        what = f" ({mode.name.lower()})" if mode else ""
+        same = symptom is not None and symptom.step_index == root.step_index
+        where = "at the same step" if same else f"at step {root.step_index}"
+        parts.append(
+            f"Most likely root cause: {who} {where}{what}, confidence {root.confidence:.2f}."
+        )
+    return " ".join(parts)
+
+
+def _fix(root: Hypothesis | None, reg: Registry) -> Fix | None:
+    if root is None or root.mode_id is None:
+        return None
+    mode = reg.failure_modes.get(root.mode_id)
+    if mode is None:
+        return None
+    who = root.agent_name or "the agent"
+    return Fix(
+        directive=f"At step {root.step_index}, {who}: {mode.remedy}",
+        target_agent=root.agent_name,
+        target_step=root.step_index,
+        rationale=shorten(root.rationale, 300) if root.rationale else None,
+    )
+

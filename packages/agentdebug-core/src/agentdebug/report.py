@@ -1,0 +1,283 @@
+"""Renderers for reports and runs: traceback-style text, Markdown, JSON.
+
+The text form reads like a Python traceback turned inside out: the run's steps in
+order, the root-cause step and the symptom step marked, and one line at the bottom
+naming the failure. Long runs are elided around the steps that matter.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import orjson
+
+from agentdebug.plugins import Registry, get_registry
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    DiagnosticReport,
+    EventType,
+    Evidence,
+    Hypothesis,
+)
+from agentdebug.text import compact_json, flatten, shorten
+
+FORMATS = ("text", "json", "md")
+
+
+def render(report: DiagnosticReport, trajectory: AgentTrajectory, fmt: str = "text", *, width: int = 100) -> str:
+    if fmt == "text":
+        return render_text(report, trajectory, width=width)
+    if fmt == "md":
+        return render_markdown(report, trajectory)
+    if fmt == "json":
+        return render_json(report)
+    raise ValueError(f"unknown format '{fmt}' (choose from {', '.join(FORMATS)})")
+
+
+def render_json(report: DiagnosticReport) -> str:
+    return orjson.dumps(report.model_dump(mode="json"), option=orjson.OPT_INDENT_2).decode()
+
+
+# -- shared pieces ---------------------------------------------------------------------
+
+
+def event_line(event: AgentEvent, width: int) -> str:
+    """One line of what happened at an event: its error, else its output, else its input."""
+    if event.error is not None:
+        return "✗ " + shorten(event.error.message, width)
+    if event.type is EventType.TOOL_CALL and event.input is not None:
+        return shorten(compact_json(event.input), width)
+    text = flatten(event.output, limit=width * 4) or flatten(event.input, limit=width * 4)
+    return shorten(text, width) if text else ""
+
+
+def _mode_name(mode_id: str | None, reg: Registry) -> str:
+    if not mode_id:
+        return "unclassified"
+    mode = reg.failure_modes.get(mode_id)
+    return f"{mode.name} ({mode_id})" if mode else mode_id
+
+
+def _evidence_line(ev: Evidence, width: int) -> str:
+    where = f"step {ev.step_index}" if ev.step_index is not None else (ev.event_id or "trace")
+    field = f" {ev.field}" if ev.field else ""
+    quote = f' "{shorten(ev.quote, width)}"' if ev.quote else ""
+    note = f" ({ev.note})" if ev.note else ""
+    grounded = ""
+    if ev.grounded is True:
+        grounded = " [grounded]"
+    elif ev.grounded is False:
+        grounded = " [NOT FOUND in trace]"
+    if ev.after_blamed_step:
+        grounded += " [after the blamed step]"
+    return f"{where}{field}:{quote}{note}{grounded}"
+
+
+def _selected_positions(trajectory: AgentTrajectory, report: DiagnosticReport, context: int = 1) -> list[int]:
+    """Which events to show: first and last, every finding, each hypothesis with context."""
+    events = trajectory.events
+    marked = {f.event_id for f in report.findings} | {h.event_id for h in report.hypotheses[:3]}
+    keep = {0, len(events) - 1}
+    for i, event in enumerate(events):
+        if event.id in marked:
+            keep.update(range(max(0, i - context), min(len(events), i + context + 1)))
+    return sorted(keep)
+
+
+def timeline(
+    trajectory: AgentTrajectory,
+    *,
+    width: int = 100,
+    positions: Iterable[int] | None = None,
+    marks: dict[str, list[str]] | None = None,
+) -> list[str]:
+    """The run's events, one or two lines each; skipped stretches are summarised."""
+    events = trajectory.events
+    chosen = sorted(set(positions)) if positions is not None else list(range(len(events)))
+    marks = marks or {}
+    name_w = min(24, max([len(e.agent_name or "-") for e in events] + [5]))
+    lines: list[str] = []
+    previous = -1
+    for i in chosen:
+        if i - previous > 1:
+            lines.append(f"      ... {i - previous - 1} event(s) not shown ...")
+        previous = i
+        event = events[i]
+        tags = marks.get(event.id, [])
+        arrow = "→" if tags else " "
+        head = f"{arrow} [{event.step_index:>3}] {(event.agent_name or '-')[:name_w]:<{name_w}}  {event.type.value}"
+        if tags:
+            head += "   ← " + ", ".join(tags)
+        lines.append(head)
+        body = event_line(event, width - 10)
+        if body:
+            lines.append(f"        {body}")
+    return lines
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width: int = 100) -> str:
+    reg = get_registry()
+    status = trajectory.outcome.status.value
+    out = [
+        f"Diagnosis of run {trajectory.id}"
+        + (f' "{shorten(trajectory.goal, 60)}"' if trajectory.goal else "")
+        + f" ({trajectory.framework or 'unknown framework'}, {status}, {len(trajectory.events)} events)",
+        "",
+        "Run (most recent step last):",
+    ]
+    marks: dict[str, list[str]] = {}
+    root = report.root_cause
+    if root is not None and root.event_id:
+        marks.setdefault(root.event_id, []).append("root cause")
+    if report.symptom is not None and report.symptom.event_id:
+        marks.setdefault(report.symptom.event_id, []).append("failure shows here")
+    for f in report.findings:
+        if f.event_id and f.event_id not in marks:
+            marks[f.event_id] = [f.mode_id]
+    out += timeline(trajectory, width=width, positions=_selected_positions(trajectory, report), marks=marks)
+    out.append("")
+    if root is not None:
+        out += _hypothesis_block("Root cause", root, reg, width)
+    else:
+        out.append("Root cause: none named (no finding and no structural candidate)")
+    if report.fix is not None:
+        out.append(f"Fix: {report.fix.directive}")
+    others = report.hypotheses[1:4]
+    if others:
+        out.append("Also considered:")
+        for h in others:
+            out.append(
+                f"    {h.agent_name or '-'} at step {h.step_index} — {_mode_name(h.mode_id, reg)}, "
+                f"confidence {h.confidence:.2f}"
+            )
+    if report.findings:
+        out.append(f"Findings ({len(report.findings)}):")
+        for f in report.findings[:20]:
+            out.append(
+                f"    step {f.step_index} {f.agent_name or '-'}: {f.mode_id} ({f.confidence:.2f}) "
+                f"{shorten(f.message, width - 30)}"
+            )
+        if len(report.findings) > 20:
+            out.append(f"    ... and {len(report.findings) - 20} more")
+    cost = report.cost
+    out.append(
+        f"Cost: {cost.calls} model call(s), {cost.input_tokens} input and {cost.output_tokens} output tokens"
+    )
+    for note in report.notes:
+        out.append(f"Note: {note}")
+    out.append("")
+    out.append(_last_line(report, reg, width))
+    return "\n".join(out)
+
+
+def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int) -> list[str]:
+    lines = [
+        f"{title}: {h.agent_name or 'unknown agent'} at step {h.step_index} — "
+        f"{_mode_name(h.mode_id, reg)}, confidence {h.confidence:.2f} (by {h.strategy})"
+    ]
+    if h.rationale:
+        lines.append(f"    why: {shorten(h.rationale, width * 2)}")
+    for ev in h.evidence[:4]:
+        lines.append(f"    evidence: {_evidence_line(ev, width - 30)}")
+    return lines
+
+
+def _last_line(report: DiagnosticReport, reg: Registry, width: int) -> str:
+    symptom = report.symptom
+    if symptom is None:
+        return "NoFailureFound: no detector reported an error in this run"
+    mode = reg.failure_modes.get(symptom.mode_id)
+    name = "".join(w.capitalize() for w in (mode.name if mode else symptom.mode_id).replace("-", " ").split())
+    return f"{name}: {shorten(symptom.message, width)}"
+
+
+# -- markdown ---------------------------------------------------------------------------
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> str:
+    reg = get_registry()
+    root = report.root_cause
+    out = [
+        f"# Diagnosis of run `{trajectory.id}`",
+        "",
+        f"- **Goal:** {trajectory.goal or '—'}",
+        f"- **Framework:** {trajectory.framework or '—'}",
+        f"- **Outcome:** {trajectory.outcome.status.value}",
+        f"- **Events:** {len(trajectory.events)}",
+        f"- **Tier:** {report.tier} (attributor `{report.attributor}`)",
+        "",
+        "## Summary",
+        "",
+        report.summary or "—",
+        "",
+        "## Root cause",
+        "",
+    ]
+    if root is None:
+        out.append("None named.")
+    else:
+        out += [
+            f"**{root.agent_name or 'unknown agent'}** at **step {root.step_index}** — "
+            f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f}",
+            "",
+            root.rationale or "",
+        ]
+        if root.evidence:
+            out += ["", "Evidence:", ""]
+            out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
+    if report.fix is not None:
+        out += ["", "## Fix", "", report.fix.directive]
+    out += ["", "## Hypotheses", "", "| rank | agent | step | mode | confidence | strategy |", "|---|---|---|---|---|---|"]
+    for rank, h in enumerate(report.hypotheses, start=1):
+        out.append(
+            f"| {rank} | {_md_cell(h.agent_name or '—')} | {h.step_index} | {h.mode_id or '—'} "
+            f"| {h.confidence:.2f} | {h.strategy} |"
+        )
+    out += ["", "## Findings", "", "| step | agent | mode | confidence | message |", "|---|---|---|---|---|"]
+    for f in report.findings:
+        out.append(
+            f"| {f.step_index} | {_md_cell(f.agent_name or '—')} | {f.mode_id} | {f.confidence:.2f} "
+            f"| {_md_cell(shorten(f.message, 160))} |"
+        )
+    out += [
+        "",
+        "## Cost",
+        "",
+        f"{report.cost.calls} model call(s), {report.cost.input_tokens} input tokens, "
+        f"{report.cost.output_tokens} output tokens.",
+    ]
+    if report.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    return "\n".join(out) + "\n"
+
+
+def render_run(trajectory: AgentTrajectory, *, width: int = 100, reports: Sequence[DiagnosticReport] = ()) -> str:
+    """`agentdebug show`: the run's header and its whole timeline."""
+    out = [
+        f"Run {trajectory.id}",
+        f"  goal:      {trajectory.goal or '—'}",
+        f"  framework: {trajectory.framework or '—'}",
+        f"  outcome:   {trajectory.outcome.status.value}"
+        + (f" ({trajectory.outcome.reason})" if trajectory.outcome.reason else ""),
+        f"  agents:    {', '.join(trajectory.agent_names()) or '—'}",
+        f"  events:    {len(trajectory.events)}",
+    ]
+    if trajectory.parent_id:
+        out.append(f"  branch of: {trajectory.parent_id}")
+    marks: dict[str, list[str]] = {}
+    if reports:
+        latest = reports[-1]
+        out.append(f"  diagnosis: {latest.summary}")
+        if latest.root_cause and latest.root_cause.event_id:
+            marks[latest.root_cause.event_id] = ["root cause"]
+    out.append("")
+    out += timeline(trajectory, width=width, marks=marks)
+    return "\n".join(out)

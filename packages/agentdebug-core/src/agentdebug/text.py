@@ -1,0 +1,69 @@
+"""Turning event payloads (strings, dicts, message lists) into plain text."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+_CONTENT_KEYS = ("content", "text", "message", "output", "value", "result", "answer")
+
+
+def flatten(value: Any, limit: int | None = None) -> str:
+    """The readable text of a payload: strings as they are, containers leaf by leaf.
+
+    Message-shaped dicts contribute their content rather than their keys, so a
+    rule that searches an output for "error" is not fooled by a key named "error"
+    whose value is null.
+    """
+    parts: list[str] = []
+    size = 0
+
+    def walk(v: Any) -> None:
+        nonlocal size
+        if limit is not None and size >= limit:
+            return
+        if v is None:
+            return
+        if isinstance(v, str):
+            parts.append(v)
+            size += len(v)
+        elif isinstance(v, dict):
+            keys = [k for k in _CONTENT_KEYS if k in v]
+            if keys:
+                for k in keys:
+                    walk(v[k])
+                for k, item in v.items():
+                    if k not in _CONTENT_KEYS and isinstance(item, (dict, list)):
+                        walk(item)
+            else:
+                for item in v.values():
+                    walk(item)
+        elif isinstance(v, (list, tuple)):
+            for item in v:
+                walk(item)
+        elif isinstance(v, (int, float, bool)):
+            parts.append(str(v))
+            size += 8
+        else:
+            text = str(v)
+            parts.append(text)
+            size += len(text)
+
+    walk(value)
+    text = "\n".join(parts)
+    return text[:limit] if limit is not None else text
+
+
+def compact_json(value: Any) -> str:
+    """A stable one-line rendering, for comparing payloads."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str).decode()
+    except TypeError:
+        return repr(value)
+
+
+def shorten(text: str, width: int) -> str:
+    """One line of at most ``width`` characters."""
+    line = " ".join(text.split())
+    return line if len(line) <= width else line[: max(0, width - 1)] + "…"

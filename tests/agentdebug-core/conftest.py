@@ -1,0 +1,44 @@
+"""Shared fixtures: a private store home per test, the benchmark data location."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from agentdebug.plugins import reset_registry
+
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO.parent / "shared" / "data"
+EXAMPLES = REPO / "examples"
+
+
+@pytest.fixture(autouse=True)
+def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """Each test gets its own AGENTDEBUG_HOME and a freshly built registry."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
+    reset_registry()
+    yield home
+    reset_registry()
+
+
+@pytest.fixture
+def home(_home: Path) -> Path:
+    return _home
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `agentdebug` command in a subprocess, as a user runs it."""
+    return subprocess.run(
+        [sys.executable, "-m", "agentdebug", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+        cwd=cwd,
+        timeout=300,
+    )

@@ -1,0 +1,243 @@
+"""Capture: the documented snippet, threads, asyncio, broken stores, kills, big events."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from agentdebug import AgentDebug, EventType, OutcomeStatus, current_session, record
+from agentdebug.errors import StoreError
+from agentdebug.schema import AgentTrajectory
+from agentdebug.store import open_store
+
+
+def test_the_readme_snippet_works_as_written(home: Path) -> None:
+    from agentdebug import AgentDebug, EventType
+
+    dbg = AgentDebug()
+    with dbg.trace(goal="Book flight", framework="my-agent") as t:
+        t.record(EventType.PLAN, agent_name="planner", output="Search fares")
+        t.record(EventType.TOOL_RESULT, agent_name="browser", step_index=3, error="Checkout timeout")
+        report = t.analyze()
+
+    assert report.root_cause is not None
+    assert report.root_cause.agent_name == "browser"
+    assert report.root_cause.step_index == 3
+    assert report.failure_modes == ["system.timeout"]
+    assert report.tier == "free"
+    # The run and its report are in the store under AGENTDEBUG_HOME, side by side.
+    store = open_store(home)
+    stored = store.load_trajectory(t.id)
+    assert [e.type for e in stored.events] == [EventType.PLAN, EventType.TOOL_RESULT]
+    assert [e.step_index for e in stored.events] == [0, 3]
+    assert stored.outcome.status is OutcomeStatus.FAILURE
+    assert [r.id for r in store.load_reports(t.id)] == [report.id]
+    assert "findings" not in stored.model_dump()
+
+
+def test_steps_are_numbered_in_order_when_not_given(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.USER_INPUT, output="hi")
+        t.record(EventType.LLM_CALL, step_index=5)
+        t.record(EventType.LLM_RESPONSE, output="hello")
+    events = open_store(home).load_trajectory(t.id).events
+    assert [e.step_index for e in events] == [0, 5, 6]
+    assert [e.id for e in events] == ["e0", "e1", "e2"]
+
+
+def test_an_exception_in_the_run_is_recorded_and_still_raised(home: Path) -> None:
+    dbg = AgentDebug()
+    with pytest.raises(RuntimeError, match="boom"), dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_CALL, agent_name="a", input={"q": 1})
+        raise RuntimeError("boom")
+    stored = open_store(home).load_trajectory(t.id)
+    assert stored.events[-1].type is EventType.ERROR
+    assert stored.events[-1].error is not None
+    assert stored.events[-1].error.type == "RuntimeError"
+    assert "Traceback" in (stored.events[-1].error.traceback or "")
+    assert stored.outcome.status is OutcomeStatus.FAILURE
+    assert current_session() is None
+
+
+def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCaptureFixture) -> None:
+    class Unprintable:
+        def __repr__(self) -> str:
+            raise ValueError("no repr for you")
+
+    dbg = AgentDebug()
+    with caplog.at_level(logging.WARNING), dbg.trace(goal="g") as t:
+        assert t.record("not-a-type", output="x") == "e0"  # type: ignore[arg-type]
+        assert t.record(EventType.MESSAGE, step_index="seven", output="y") == "e1"  # type: ignore[arg-type]
+        assert t.record(EventType.MESSAGE, step_index=-3, output="z") == "e2"
+        assert t.record(EventType.TOOL_RESULT, output=Unprintable()) == "e3"
+        assert t.record(EventType.TOOL_RESULT, output={1, 2}, input=b"\xff\xfe") == "e4"
+    events = open_store(home).load_trajectory(t.id).events
+    assert len(events) == 5
+    assert events[0].type is EventType.SPAN and events[0].metadata["original_type"] == "not-a-type"
+    assert events[1].step_index == 1 and events[2].step_index == 2
+    assert "serialisation_error" in events[3].metadata
+    assert sorted(events[4].output) == [1, 2]
+    assert "unknown event type" in caplog.text
+
+
+def test_a_broken_store_is_logged_and_the_agent_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    blocker = tmp_path / "file-not-folder"
+    blocker.write_text("I am a file, so no database can be created under me")
+    dbg = AgentDebug(blocker / "sub" / "agentdebug.db")
+    with caplog.at_level(logging.ERROR), dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_RESULT, agent_name="tool", error="exploded")
+        report = t.analyze()
+    assert "cannot open the store" in caplog.text
+    assert report.failure_modes == ["system.tool_error"]
+    assert t.trajectory().events[0].error is not None
+
+
+def test_a_store_that_fails_mid_run_keeps_the_events_in_memory(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dbg = AgentDebug()
+    with caplog.at_level(logging.ERROR), dbg.trace(goal="g") as t:
+        t.record(EventType.PLAN, agent_name="a", output="first")
+        t.flush()
+
+        def broken(*args: object, **kwargs: object) -> None:
+            raise StoreError("disk full")
+
+        assert dbg.store is not None
+        monkeypatch.setattr(dbg.store, "append_events", broken)
+        t.record(EventType.TOOL_RESULT, agent_name="b", error="second")
+        t.flush()
+        trajectory = t.trajectory()
+    assert "disk full" in caplog.text
+    assert [e.agent_name for e in trajectory.events] == ["a", "b"]
+    assert t.store_failed
+
+
+def test_threads_record_into_one_session_without_losing_events(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="threads") as t:
+
+        def work(n: int) -> None:
+            for i in range(500):
+                t.record(EventType.TOOL_CALL, agent_name=f"worker-{n}", input={"i": i})
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    events = open_store(home).load_trajectory(t.id).events
+    assert len(events) == 2000
+    assert len({e.id for e in events}) == 2000
+    for n in range(4):
+        mine = [e.input["i"] for e in events if e.agent_name == f"worker-{n}"]
+        assert mine == list(range(500))
+
+
+def test_asyncio_tasks_each_see_their_own_session(home: Path) -> None:
+    dbg = AgentDebug()
+
+    async def agent(name: str) -> str:
+        async with dbg.trace(goal=name) as t:
+            for i in range(20):
+                record(EventType.MESSAGE, agent_name=name, output=f"{name} {i}")
+                await asyncio.sleep(0)
+                session = current_session()
+                assert session is t
+            return t.id
+
+    async def main() -> list[str]:
+        return list(await asyncio.gather(agent("alpha"), agent("beta")))
+
+    ids = asyncio.run(main())
+    store = open_store(home)
+    for run_id, name in zip(ids, ["alpha", "beta"], strict=True):
+        events = store.load_trajectory(run_id).events
+        assert {e.agent_name for e in events} == {name}
+        assert len(events) == 20
+    assert record(EventType.MESSAGE, output="outside any session") is None
+
+
+def test_an_oversized_event_is_kept_truncated_not_dropped(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
+    dbg = AgentDebug()
+    big = "x" * (1024 * 1024)
+    with dbg.trace(goal="big") as t:
+        t.record(EventType.TOOL_RESULT, agent_name="reader", output=big, input="small")
+    event = open_store(home).load_trajectory(t.id).events[0]
+    assert event.input == "small"
+    assert event.output["truncated"] is True
+    assert event.output["original_bytes"] > 1024 * 1024
+    assert event.metadata["output_truncated_bytes"] > 1024 * 1024
+
+
+KILLED_AGENT = textwrap.dedent(
+    """
+    import sys, time
+    from agentdebug import AgentDebug, EventType
+    dbg = AgentDebug(sys.argv[1], flush_interval=0.05)
+    t = dbg.trace(goal="will be killed", framework="test")
+    t.__enter__()
+    for i in range(300):
+        t.record(EventType.TOOL_CALL, agent_name="worker", input={"i": i})
+    t.flush()
+    print(t.id, flush=True)
+    while True:  # keep recording until killed
+        t.record(EventType.TOOL_CALL, agent_name="worker", input={"i": -1})
+        time.sleep(0.001)
+    """
+)
+
+
+def test_a_process_killed_mid_run_keeps_everything_flushed(tmp_path: Path) -> None:
+    store_dir = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED_AGENT, str(store_dir)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    time.sleep(0.3)  # several background flushes happen
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+
+    db = sqlite3.connect(store_dir / "agentdebug.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    trajectory = open_store(store_dir).load_trajectory(run_id)
+    inputs = [e.input["i"] for e in trajectory.events]
+    assert inputs[:300] == list(range(300))
+    assert len(inputs) > 300  # events flushed in the background after the explicit flush
+    assert trajectory.outcome.status is OutcomeStatus.RUNNING
+    # The store is still writable after the crash.
+    dbg = AgentDebug(store_dir)
+    with dbg.trace(goal="after the crash") as t:
+        t.record(EventType.MESSAGE, output="fine")
+    assert open_store(store_dir).load_trajectory(t.id).events[0].output == "fine"
+
+
+def test_jsonl_store_capture_round_trip(tmp_path: Path) -> None:
+    dbg = AgentDebug(tmp_path / "runs.jsonl")
+    with dbg.trace(goal="jsonl", framework="x") as t:
+        t.record(EventType.PLAN, agent_name="p", output="plan")
+        t.record(EventType.TOOL_RESULT, agent_name="q", error="Checkout timeout")
+        report = t.analyze()
+    dbg.close()
+    store = open_store(tmp_path / "runs.jsonl")
+    trajectory: AgentTrajectory = store.load_trajectory(t.id)
+    assert [e.agent_name for e in trajectory.events] == ["p", "q"]
+    assert trajectory.outcome.status is OutcomeStatus.FAILURE
+    assert store.load_reports(t.id)[0].id == report.id

@@ -1,0 +1,132 @@
+"""The `agentdebug` command, run as a user runs it (a real subprocess)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from conftest import DATA, EXAMPLES, run_cli
+
+EXAMPLE = str(EXAMPLES / "failed_booking.json")
+
+
+def one_line_error(result: object) -> str:
+    """The error a user sees: one line on stderr, no traceback, a non-zero exit."""
+    assert result.returncode == 1, (result.stdout, result.stderr)  # type: ignore[attr-defined]
+    err = result.stderr.strip()  # type: ignore[attr-defined]
+    assert "Traceback" not in err
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_diagnose_the_shipped_example(home: Path) -> None:
+    result = run_cli("diagnose", EXAMPLE)
+    assert result.returncode == 0, result.stderr
+    assert "Root cause: searcher at step 3" in result.stdout
+    assert "→ [  3] searcher" in result.stdout
+    # The run and its report were kept: the run can be listed, shown and re-diagnosed by id.
+    listed = run_cli("list")
+    assert "example-failed-booking" in listed.stdout
+    assert "searcher@3" in listed.stdout
+    shown = run_cli("show", "example-failed")
+    assert shown.returncode == 0
+    assert "diagnosis: The failure shows at step 13" in shown.stdout
+    assert shown.stdout.count("[ ") >= 14
+
+
+@pytest.mark.parametrize("fmt", ["json", "md"])
+def test_diagnose_formats(fmt: str) -> None:
+    result = run_cli("diagnose", EXAMPLE, "--format", fmt, "--no-store")
+    assert result.returncode == 0, result.stderr
+    if fmt == "json":
+        assert json.loads(result.stdout)["hypotheses"][0]["agent_name"] == "searcher"
+    else:
+        assert result.stdout.startswith("# Diagnosis of run `example-failed-booking`")
+    assert "example-failed-booking" not in run_cli("list").stdout  # --no-store kept nothing
+
+
+def test_ingest_goes_on_past_bad_files_and_exits_non_zero(tmp_path: Path, home: Path) -> None:
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "a_good.json").write_text(Path(EXAMPLE).read_text())
+    (folder / "b_truncated.json").write_text('{"id": "x", "events": [{"id": "e0", "ty')
+    (folder / "c_binary.json").write_bytes(b'{"id": "\xff\xfe"}')
+    (folder / "d_unknown.json").write_text('{"hello": "world"}')
+    (folder / "e_badfield.json").write_text(json.dumps({"id": "r", "events": [{"id": "e0", "type": "plan", "step_index": "abc"}]}))
+    (folder / "f_notes.txt").write_text("ignored: not json")
+    result = run_cli("ingest", str(folder))
+    assert result.returncode == 1
+    assert "imported 1 run(s) from 1 file(s)" in result.stdout
+    assert "4 file(s) failed" in result.stderr
+    err = result.stderr
+    assert "b_truncated.json" in err
+    assert "c_binary.json" in err and "UTF-8" in err
+    assert "d_unknown.json" in err and "tried" in err
+    assert "e_badfield.json" in err and "step_index" in err and "record" in err
+    assert "Traceback" not in err
+    # The good run is intact, the database is sound.
+    db = sqlite3.connect(home / "agentdebug.db")
+    assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    db.close()
+    shown = run_cli("show", "example-failed-booking")
+    assert shown.returncode == 0 and "final_answer" in shown.stdout
+
+
+def test_list_filters(home: Path) -> None:
+    assert run_cli("diagnose", EXAMPLE).returncode == 0
+    assert "example-failed-booking" in run_cli("list", "--status", "failure").stdout
+    assert "example-failed-booking" not in run_cli("list", "--status", "success").stdout
+    assert "example-failed-booking" in run_cli("list", "--framework", "hand-written").stdout
+    assert "example-failed-booking" in run_cli("list", "--agent", "booker").stdout
+    assert "example-failed-booking" in run_cli("list", "--mode", "action.repeated_action").stdout
+    assert "example-failed-booking" not in run_cli("list", "--mode", "system.auth_error").stdout
+    lines = run_cli("list", "--json").stdout.splitlines()
+    assert json.loads(lines[0])["root_step"] == 3
+    assert one_line_error(run_cli("list", "--since", "last tuesday")).startswith("error: field '--since'")
+
+
+def test_errors_are_one_clear_line() -> None:
+    assert one_line_error(run_cli("show", "no-such-run")).startswith("error: no run with id 'no-such-run' in ")
+    assert "no such file" in one_line_error(run_cli("diagnose", "missing/run.json"))
+    assert "unknown attributor 'oracle'" in one_line_error(run_cli("diagnose", EXAMPLE, "--attributor", "oracle"))
+
+
+def test_an_empty_run_file_is_refused_clearly(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"id": "nothing", "events": []}))
+    err = one_line_error(run_cli("diagnose", str(empty)))
+    assert "empty.json" in err and "no events" in err
+
+
+def test_schema_prints_the_json_schema() -> None:
+    result = run_cli("schema")
+    schema = json.loads(result.stdout)
+    assert schema["title"] == "AgentTrajectory"
+    event_types = schema["$defs"]["EventType"]["enum"]
+    for needed in ("llm.call", "llm.response", "tool.call", "tool.result", "reasoning", "plan",
+                   "memory.read", "memory.write", "handoff", "message", "ui.action",
+                   "observation", "final_answer", "error", "checkpoint"):
+        assert needed in event_types
+    assert json.loads(run_cli("schema", "--what", "report").stdout)["title"] == "DiagnosticReport"
+
+
+def test_taxonomy_lists_modes_and_crosswalks() -> None:
+    listed = run_cli("taxonomy").stdout
+    assert "verification.premature_success" in listed
+    mast = run_cli("taxonomy", "--crosswalk", "mast").stdout.splitlines()
+    assert len(mast) == 14 and all("(none)" not in line for line in mast)
+
+
+@pytest.mark.skipif(not (DATA / "whowhen").is_dir(), reason="../shared/data not present")
+def test_ingest_a_benchmark_folder_and_diagnose_a_run(home: Path) -> None:
+    result = run_cli("ingest", str(DATA / "whowhen" / "Hand-Crafted"))
+    assert result.returncode == 0, result.stderr
+    assert "imported 29 run(s)" in result.stdout
+    listed = run_cli("list", "--framework", "magentic-one", "--limit", "100").stdout.splitlines()
+    assert len(listed) == 29
+    run_id = listed[0].split()[0]
+    diag = run_cli("diagnose", run_id)
+    assert diag.returncode == 0
+    assert "Root cause:" in diag.stdout

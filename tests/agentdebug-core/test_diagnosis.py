@@ -1,0 +1,157 @@
+"""Heuristic attribution, the diagnosis pipeline and the renderers."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from conftest import EXAMPLES
+
+from agentdebug.attribute import HeuristicAttributor
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import FREE_TIER_NOTE, diagnose
+from agentdebug.errors import AgentDebugError, NotFoundError
+from agentdebug.plugins import Registry, hookimpl, make_plugin_manager
+from agentdebug.report import render
+from agentdebug.schema import AgentEvent, AgentTrajectory, ErrorInfo, EventType, Finding
+
+
+def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
+    if isinstance(kw.get("error"), str):
+        kw["error"] = ErrorInfo(message=kw["error"])
+    return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
+
+
+def traj(*events: AgentEvent) -> AgentTrajectory:
+    return AgentTrajectory(id="t", goal="g", events=list(events))
+
+
+def attribute(t: AgentTrajectory) -> list[tuple[str | None, int | None]]:
+    hyps = HeuristicAttributor().attribute(t, RulePack().detect(t))
+    return [(h.agent_name, h.step_index) for h in hyps]
+
+
+def test_a_failing_tool_is_charged_to_the_agent_that_called_it() -> None:
+    t = traj(
+        ev(0, EventType.USER_INPUT, "human", output="Count the even addresses."),
+        ev(1, EventType.MESSAGE, "Excel_Expert", output="```python\ndata['Street Address']...\n```"),
+        ev(2, EventType.TOOL_RESULT, "Computer_terminal", output="exitcode: 1 (execution failed)\nKeyError: 'Street Address'"),
+        ev(3, EventType.MESSAGE, "Verifier", output="Let me check the columns."),
+    )
+    assert attribute(t)[0] == ("Excel_Expert", 1)
+
+
+def test_a_parent_link_names_the_call_directly() -> None:
+    t = traj(
+        ev(0, EventType.TOOL_CALL, "planner", input={"q": 1}),
+        ev(1, EventType.TOOL_CALL, "coder", input={"code": "1/0"}),
+        AgentEvent(id="e2", type=EventType.TOOL_RESULT, step_index=2, agent_name="sandbox", parent_id="e1", error=ErrorInfo(message="ZeroDivisionError")),
+    )
+    assert attribute(t)[0] == ("coder", 1)
+
+
+def test_environment_faults_stay_on_the_tool_step() -> None:
+    t = traj(
+        ev(0, EventType.TOOL_CALL, "searcher", input={"q": "x"}),
+        ev(1, EventType.TOOL_RESULT, "searcher", error="HTTP 429 Too Many Requests"),
+    )
+    assert attribute(t)[0] == ("searcher", 1)
+
+
+def test_the_earliest_of_equal_errors_ranks_first() -> None:
+    t = traj(
+        ev(0, EventType.TOOL_CALL, "a", input={"n": 1}),
+        ev(1, EventType.TOOL_RESULT, "tool", error="ValueError: bad n"),
+        ev(2, EventType.TOOL_CALL, "b", input={"n": 2}),
+        ev(3, EventType.TOOL_RESULT, "tool", error="ValueError: bad n"),
+    )
+    assert attribute(t)[:2] == [("a", 0), ("b", 2)]
+
+
+def test_with_no_finding_the_structural_prior_is_low_confidence() -> None:
+    t = traj(
+        ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
+        ev(1, EventType.MESSAGE, "solver", output="It is 5."),
+        ev(2, EventType.FINAL_ANSWER, "reporter", output="5"),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert [(h.agent_name, h.step_index) for h in hyps] == [("solver", 1), ("reporter", 2)]
+    assert all(h.confidence <= 0.15 for h in hyps)
+    assert "no detector fired" in hyps[0].rationale
+
+
+def test_the_example_run_is_traced_back_to_the_bad_search_call() -> None:
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory)
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("searcher", 3)
+    assert report.symptom is not None and report.symptom.step_index == 13
+    assert report.fix is not None and report.fix.target_step == 3
+    assert report.notes[0] == FREE_TIER_NOTE
+    assert report.cost.calls == 0
+    assert {"action.repeated_action", "observation.error_ignored", "verification.premature_success"} <= set(
+        report.failure_modes
+    )
+
+
+def test_a_crashing_detector_is_named_in_the_report_and_the_rest_goes_on() -> None:
+    class Broken:
+        name = "broken"
+
+        def detect(self, trajectory: AgentTrajectory) -> list[Finding]:
+            raise KeyError("oops")
+
+    class Plugin:
+        @hookimpl
+        def agentdebug_detectors(self) -> list[Broken]:
+            return [Broken()]
+
+    pm = make_plugin_manager(load_entry_points=False)
+    pm.register(Plugin())
+    reg = Registry.from_plugin_manager(pm)
+    t = traj(ev(0, EventType.TOOL_RESULT, "tool", error="HTTP 500"))
+    report = diagnose(t, registry=reg)
+    assert any("detector 'broken' failed" in n for n in report.notes)
+    assert [a.outcome for a in report.audit if a.strategy == "broken"] == ["error"]
+    assert report.failure_modes == ["system.tool_error"]
+
+
+def test_unknown_attributor_and_empty_runs_are_clear_errors() -> None:
+    with pytest.raises(NotFoundError, match="unknown attributor 'magic' \\(known: heuristic"):
+        diagnose(traj(ev(0, EventType.MESSAGE, "a", output="x")), attributor="magic")
+    with pytest.raises(AgentDebugError, match="has no events"):
+        diagnose(AgentTrajectory(id="empty"))
+
+
+def test_text_report_marks_root_cause_and_symptom_like_a_traceback() -> None:
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory)
+    text = render(report, trajectory, "text")
+    lines = text.splitlines()
+    root_line = next(line for line in lines if "← root cause" in line)
+    assert root_line.startswith("→ [  3] searcher")
+    assert any("← failure shows here" in line and "[ 13]" in line for line in lines)
+    assert "Root cause: searcher at step 3" in text
+    assert lines[-1].startswith("PrematureSuccess: declared done at step 13")
+    assert "Fix: At step 3, searcher:" in text
+
+
+def test_long_runs_are_elided_around_the_steps_that_matter() -> None:
+    events = [ev(i, EventType.MESSAGE, "chatty", output=f"thinking {i}") for i in range(200)]
+    events[120] = ev(120, EventType.TOOL_RESULT, "tool", error="ValueError: nope")
+    t = traj(*events)
+    text = render(diagnose(t), t, "text")
+    assert "event(s) not shown" in text
+    assert len(text.splitlines()) < 40
+
+
+def test_markdown_and_json_carry_the_same_answer() -> None:
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory)
+    md = render(report, trajectory, "md")
+    assert md.startswith("# Diagnosis of run `example-failed-booking`")
+    assert "| 1 | searcher | 3 | action.malformed_tool_call |" in md
+    data = json.loads(render(report, trajectory, "json"))
+    assert data["hypotheses"][0]["step_index"] == 3
+    assert data["trajectory_id"] == "example-failed-booking"

@@ -1,0 +1,112 @@
+"""Plugins: the built-ins register through the hooks, and a third-party package
+installed from examples/ shows up in a real report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pluggy
+import pytest
+from conftest import EXAMPLES, run_cli
+
+from agentdebug.plugins import HookSpecs, Registry, make_plugin_manager
+from agentdebug.schema import AgentTrajectory, DiagnosticReport
+
+
+def test_builtins_come_through_the_same_hooks_as_plugins() -> None:
+    reg = Registry.from_plugin_manager(make_plugin_manager(load_entry_points=False))
+    assert "rules" in reg.detectors
+    assert "heuristic" in reg.attributors
+    assert {"whowhen", "trail", "otlp", "messages", "events"} <= set(reg.importers)
+    assert len(reg.failure_modes) >= 19
+
+
+def test_a_duplicate_name_keeps_the_first_and_warns() -> None:
+    from agentdebug.detect import RulePack
+    from agentdebug.plugins import hookimpl
+
+    class Clash:
+        @hookimpl
+        def agentdebug_detectors(self) -> list[RulePack]:
+            return [RulePack()]
+
+    pm = make_plugin_manager(load_entry_points=False)
+    pm.register(Clash(), name="clash")
+    reg = Registry.from_plugin_manager(pm)
+    assert reg.warnings == ["detector 'rules' is registered twice; keeping the first"]
+
+
+def test_on_report_hook_sees_every_report_and_cannot_break_it(tmp_path: Path) -> None:
+    from agentdebug.diagnose import diagnose
+    from agentdebug.plugins import hookimpl
+
+    seen: list[str] = []
+
+    class Listener:
+        @hookimpl
+        def agentdebug_on_report(self, report: DiagnosticReport, trajectory: AgentTrajectory) -> None:
+            seen.append(report.trajectory_id)
+            raise RuntimeError("a buggy plugin")
+
+    pm = make_plugin_manager(load_entry_points=False)
+    pm.register(Listener())
+    reg = Registry.from_plugin_manager(pm)
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory, registry=reg)
+    assert seen == ["example-failed-booking"]
+    assert report.root_cause is not None
+
+
+def test_hookspecs_all_carry_the_project_prefix_and_a_docstring() -> None:
+    names = [n for n in dir(HookSpecs) if not n.startswith("_")]
+    assert names and all(n.startswith("agentdebug_") for n in names)
+    assert all(getattr(HookSpecs, n).__doc__ for n in names)
+    assert isinstance(make_plugin_manager(load_entry_points=False), pluggy.PluginManager)
+
+
+@pytest.fixture(scope="module")
+def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example plugin, pip-installed into a folder put on PYTHONPATH."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [
+            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+            "--disable-pip-version-check", "--target", str(target),
+            str(EXAMPLES / "agentdebug-example-detector"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return target
+
+
+def test_a_third_party_detector_finding_appears_in_the_report(installed_example: Path, tmp_path: Path) -> None:
+    run_file = tmp_path / "leak.json"
+    run_file.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "Who handles refunds?"},
+                {"role": "assistant", "content": "Write to jane.doe@example.com, she handles refunds."},
+            ]
+        )
+    )
+    env = {"PYTHONPATH": str(installed_example)}
+    listed = run_cli("plugins", env=env)
+    assert listed.returncode == 0, listed.stderr
+    assert "example-detector (agentdebug-example-detector 0.1.0)" in listed.stdout
+    assert "example-email-leak" in listed.stdout
+
+    result = run_cli("diagnose", str(run_file), "--format", "json", "--no-store", env=env)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    leak = [f for f in report["findings"] if f["detector"] == "example-email-leak"]
+    assert len(leak) == 1
+    assert leak[0]["mode_id"] == "action.pii_exposed"
+    assert leak[0]["evidence"][0]["quote"] == "jane.doe@example.com"
+    assert "example-email-leak" in report["detectors"]
+
+    without = run_cli("diagnose", str(run_file), "--format", "json", "--no-store")
+    assert "example-email-leak" not in without.stdout

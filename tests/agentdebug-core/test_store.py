@@ -1,0 +1,165 @@
+"""The stores: SQLite (default) and append-only JSON Lines behave alike."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from agentdebug.diagnose import diagnose
+from agentdebug.errors import NotFoundError, StoreError
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    ErrorInfo,
+    EventType,
+    GoldLabel,
+    Outcome,
+    OutcomeStatus,
+)
+from agentdebug.store import JSONLStore, RunQuery, SQLiteStore, TraceStore, open_store
+from agentdebug.store.sqlite import SCHEMA_VERSION
+
+
+def make_run(run_id: str, *, framework: str = "fw", status: str = "failure", agent: str = "a", hours_ago: int = 0) -> AgentTrajectory:
+    start = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(hours=hours_ago)
+    return AgentTrajectory(
+        id=run_id,
+        goal=f"goal of {run_id}",
+        framework=framework,
+        started_at=start,
+        outcome=Outcome(status=OutcomeStatus(status)),
+        events=[
+            AgentEvent(id="e0", type=EventType.PLAN, step_index=0, agent_name=agent, output="plan"),
+            AgentEvent(
+                id="e1",
+                type=EventType.TOOL_RESULT,
+                step_index=1,
+                agent_name=agent,
+                error=ErrorInfo(message="HTTP 429 Too Many Requests"),
+            ),
+        ],
+    )
+
+
+@pytest.fixture(params=["sqlite", "jsonl"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> TraceStore:
+    if request.param == "sqlite":
+        return SQLiteStore(tmp_path / "s.db")
+    return JSONLStore(tmp_path / "s.jsonl")
+
+
+def test_round_trip_keeps_every_field(store: TraceStore) -> None:
+    run = make_run("run-1")
+    label = GoldLabel(source="test", agent_name="a", step_index=1)
+    store.save_trajectory(run, label)
+    assert store.load_trajectory("run-1") == run
+    assert store.load_label("run-1") == label
+
+
+def test_reports_live_beside_the_trajectory_not_inside(store: TraceStore) -> None:
+    run = make_run("run-1")
+    store.save_trajectory(run)
+    report = diagnose(run)
+    store.save_report(report)
+    assert store.load_trajectory("run-1") == run
+    assert [r.id for r in store.load_reports("run-1")] == [report.id]
+    assert "findings" not in store.load_trajectory("run-1").model_dump_json()
+
+
+def test_list_filters_by_status_framework_agent_mode_and_time(store: TraceStore) -> None:
+    store.save_trajectory(make_run("old", framework="crewai", agent="writer", hours_ago=48))
+    store.save_trajectory(make_run("new", framework="langgraph", agent="coder", status="success"))
+    store.save_report(diagnose(store.load_trajectory("old")))
+
+    def ids(**kw: object) -> list[str]:
+        return [r.id for r in store.list_runs(RunQuery(**kw))]  # type: ignore[arg-type]
+
+    assert ids() == ["new", "old"]
+    assert ids(status="failure") == ["old"]
+    assert ids(framework="langgraph") == ["new"]
+    assert ids(agent="writer") == ["old"]
+    assert ids(agent="nobody") == []
+    assert ids(failure_mode="system.rate_limited") == ["old"]
+    assert ids(since=datetime(2026, 10, 31, 12, tzinfo=UTC)) == ["new"]
+    assert ids(until=datetime(2026, 10, 31, 12, tzinfo=UTC)) == ["old"]
+    (old,) = [r for r in store.list_runs() if r.id == "old"]
+    assert (old.root_agent, old.root_step) == ("writer", 1)
+    assert old.failure_modes == ["system.rate_limited"]
+    assert old.n_events == 2
+
+
+def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:
+    store.save_trajectory(make_run("abc-1"))
+    store.save_trajectory(make_run("abc-2"))
+    assert store.resolve_id("abc-1") == "abc-1"
+    with pytest.raises(NotFoundError, match="ambiguous"):
+        store.resolve_id("abc")
+    with pytest.raises(NotFoundError, match="no run with id 'zzz'"):
+        store.resolve_id("zzz")
+    with pytest.raises(NotFoundError, match="no run with id 'zzz'"):
+        store.load_trajectory("zzz")
+
+
+def test_reimport_replaces_the_run_instead_of_duplicating_it(store: TraceStore) -> None:
+    store.save_trajectory(make_run("r"))
+    shorter = make_run("r").model_copy(update={"events": make_run("r").events[:1]})
+    store.save_trajectory(shorter)
+    assert len(store.load_trajectory("r").events) == 1
+    assert [r.id for r in store.list_runs()] == ["r"]
+
+
+def test_jsonl_tolerates_a_torn_last_line_and_appends_after_it(tmp_path: Path) -> None:
+    path = tmp_path / "runs.jsonl"
+    store = JSONLStore(path)
+    store.save_trajectory(make_run("kept"))
+    store.close()
+    with open(path, "ab") as fh:
+        fh.write(b'{"kind":"run","header":{"id":"torn","go')  # a write cut off by a crash
+    store = JSONLStore(path)
+    assert [r.id for r in store.list_runs()] == ["kept"]
+    assert store.skipped_lines == [3]
+    store.save_trajectory(make_run("after"))
+    assert sorted(r.id for r in store.list_runs()) == ["after", "kept"]
+    assert store.load_trajectory("kept") == make_run("kept")
+
+
+def test_sqlite_schema_is_versioned_and_a_newer_file_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SQLiteStore(path)
+    assert store.schema_version == SCHEMA_VERSION
+    store.close()
+    db = sqlite3.connect(path)
+    db.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="newer than this agentdebug understands"):
+        SQLiteStore(path)
+
+
+def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    path = tmp_path / "not.db"
+    path.write_text("hello, I am text")
+    with pytest.raises(StoreError, match="not.db"):
+        SQLiteStore(path)
+
+
+def test_open_store_picks_the_backend_from_the_path(tmp_path: Path, home: Path) -> None:
+    assert isinstance(open_store(tmp_path / "x.jsonl"), JSONLStore)
+    assert isinstance(open_store(tmp_path / "x.db"), SQLiteStore)
+    folder = open_store(tmp_path / "folder")
+    assert isinstance(folder, SQLiteStore) and folder.location.endswith("folder/agentdebug.db")
+    default = open_store()
+    assert default.location == str(home / "agentdebug.db")
+
+
+def test_a_failed_write_leaves_earlier_data_intact(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save_trajectory(make_run("good"))
+    bad = make_run("good").model_copy(update={"id": "bad"})
+    with pytest.raises(NotFoundError):
+        store.save_report(diagnose(bad))  # report for a run that is not stored
+    assert store.load_trajectory("good") == make_run("good")
+    assert [r.id for r in store.list_runs()] == ["good"]

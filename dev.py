@@ -95,9 +95,8 @@ def test(selected: list[str], pytest_args: list[str]) -> int:
         )
         if code != 0:
             failed.append(package)
-    if not selected:
-        if lint() != 0:
-            failed.append("lint")
+    if not selected and lint() != 0:
+        failed.append("lint")
     if failed:
         say(f"FAILED: {', '.join(failed)}")
         return 1

@@ -9,7 +9,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from agentdebug.plugins import reset_registry
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,7 +31,9 @@ def home(_home: Path) -> Path:
     return _home
 
 
-def run_cli(*args: str, env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """The real `agentdebug` command in a subprocess, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "agentdebug", *args],

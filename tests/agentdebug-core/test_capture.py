@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from agentdebug import AgentDebug, EventType, OutcomeStatus, current_session, record
 from agentdebug.errors import StoreError
 from agentdebug.schema import AgentTrajectory
@@ -28,7 +27,9 @@ def test_the_readme_snippet_works_as_written(home: Path) -> None:
     dbg = AgentDebug()
     with dbg.trace(goal="Book flight", framework="my-agent") as t:
         t.record(EventType.PLAN, agent_name="planner", output="Search fares")
-        t.record(EventType.TOOL_RESULT, agent_name="browser", step_index=3, error="Checkout timeout")
+        t.record(
+            EventType.TOOL_RESULT, agent_name="browser", step_index=3, error="Checkout timeout"
+        )
         report = t.analyze()
 
     assert report.root_cause is not None
@@ -92,7 +93,9 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
     assert "unknown event type" in caplog.text
 
 
-def test_a_broken_store_is_logged_and_the_agent_goes_on(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_broken_store_is_logged_and_the_agent_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     blocker = tmp_path / "file-not-folder"
     blocker.write_text("I am a file, so no database can be created under me")
     dbg = AgentDebug(blocker / "sub" / "agentdebug.db")
@@ -170,7 +173,9 @@ def test_asyncio_tasks_each_see_their_own_session(home: Path) -> None:
     assert record(EventType.MESSAGE, output="outside any session") is None
 
 
-def test_an_oversized_event_is_kept_truncated_not_dropped(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_oversized_event_is_kept_truncated_not_dropped(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
     dbg = AgentDebug()
     big = "x" * (1024 * 1024)

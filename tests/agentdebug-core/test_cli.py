@@ -54,7 +54,9 @@ def test_ingest_goes_on_past_bad_files_and_exits_non_zero(tmp_path: Path, home: 
     (folder / "b_truncated.json").write_text('{"id": "x", "events": [{"id": "e0", "ty')
     (folder / "c_binary.json").write_bytes(b'{"id": "\xff\xfe"}')
     (folder / "d_unknown.json").write_text('{"hello": "world"}')
-    (folder / "e_badfield.json").write_text(json.dumps({"id": "r", "events": [{"id": "e0", "type": "plan", "step_index": "abc"}]}))
+    (folder / "e_badfield.json").write_text(
+        json.dumps({"id": "r", "events": [{"id": "e0", "type": "plan", "step_index": "abc"}]})
+    )
     (folder / "f_notes.txt").write_text("ignored: not json")
     result = run_cli("ingest", str(folder))
     assert result.returncode == 1
@@ -84,13 +86,19 @@ def test_list_filters(home: Path) -> None:
     assert "example-failed-booking" not in run_cli("list", "--mode", "system.auth_error").stdout
     lines = run_cli("list", "--json").stdout.splitlines()
     assert json.loads(lines[0])["root_step"] == 3
-    assert one_line_error(run_cli("list", "--since", "last tuesday")).startswith("error: field '--since'")
+    assert one_line_error(run_cli("list", "--since", "last tuesday")).startswith(
+        "error: field '--since'"
+    )
 
 
 def test_errors_are_one_clear_line() -> None:
-    assert one_line_error(run_cli("show", "no-such-run")).startswith("error: no run with id 'no-such-run' in ")
+    assert one_line_error(run_cli("show", "no-such-run")).startswith(
+        "error: no run with id 'no-such-run' in "
+    )
     assert "no such file" in one_line_error(run_cli("diagnose", "missing/run.json"))
-    assert "unknown attributor 'oracle'" in one_line_error(run_cli("diagnose", EXAMPLE, "--attributor", "oracle"))
+    assert "unknown attributor 'oracle'" in one_line_error(
+        run_cli("diagnose", EXAMPLE, "--attributor", "oracle")
+    )
 
 
 def test_an_empty_run_file_is_refused_clearly(tmp_path: Path) -> None:
@@ -105,9 +113,23 @@ def test_schema_prints_the_json_schema() -> None:
     schema = json.loads(result.stdout)
     assert schema["title"] == "AgentTrajectory"
     event_types = schema["$defs"]["EventType"]["enum"]
-    for needed in ("llm.call", "llm.response", "tool.call", "tool.result", "reasoning", "plan",
-                   "memory.read", "memory.write", "handoff", "message", "ui.action",
-                   "observation", "final_answer", "error", "checkpoint"):
+    for needed in (
+        "llm.call",
+        "llm.response",
+        "tool.call",
+        "tool.result",
+        "reasoning",
+        "plan",
+        "memory.read",
+        "memory.write",
+        "handoff",
+        "message",
+        "ui.action",
+        "observation",
+        "final_answer",
+        "error",
+        "checkpoint",
+    ):
         assert needed in event_types
     assert json.loads(run_cli("schema", "--what", "report").stdout)["title"] == "DiagnosticReport"
 

@@ -6,8 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from conftest import EXAMPLES
-
 from agentdebug.attribute import HeuristicAttributor
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import FREE_TIER_NOTE, diagnose
@@ -15,6 +13,7 @@ from agentdebug.errors import AgentDebugError, NotFoundError
 from agentdebug.plugins import Registry, hookimpl, make_plugin_manager
 from agentdebug.report import render
 from agentdebug.schema import AgentEvent, AgentTrajectory, ErrorInfo, EventType, Finding
+from conftest import EXAMPLES
 
 
 def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
@@ -35,8 +34,15 @@ def attribute(t: AgentTrajectory) -> list[tuple[str | None, int | None]]:
 def test_a_failing_tool_is_charged_to_the_agent_that_called_it() -> None:
     t = traj(
         ev(0, EventType.USER_INPUT, "human", output="Count the even addresses."),
-        ev(1, EventType.MESSAGE, "Excel_Expert", output="```python\ndata['Street Address']...\n```"),
-        ev(2, EventType.TOOL_RESULT, "Computer_terminal", output="exitcode: 1 (execution failed)\nKeyError: 'Street Address'"),
+        ev(
+            1, EventType.MESSAGE, "Excel_Expert", output="```python\ndata['Street Address']...\n```"
+        ),
+        ev(
+            2,
+            EventType.TOOL_RESULT,
+            "Computer_terminal",
+            output="exitcode: 1 (execution failed)\nKeyError: 'Street Address'",
+        ),
         ev(3, EventType.MESSAGE, "Verifier", output="Let me check the columns."),
     )
     assert attribute(t)[0] == ("Excel_Expert", 1)
@@ -46,7 +52,14 @@ def test_a_parent_link_names_the_call_directly() -> None:
     t = traj(
         ev(0, EventType.TOOL_CALL, "planner", input={"q": 1}),
         ev(1, EventType.TOOL_CALL, "coder", input={"code": "1/0"}),
-        AgentEvent(id="e2", type=EventType.TOOL_RESULT, step_index=2, agent_name="sandbox", parent_id="e1", error=ErrorInfo(message="ZeroDivisionError")),
+        AgentEvent(
+            id="e2",
+            type=EventType.TOOL_RESULT,
+            step_index=2,
+            agent_name="sandbox",
+            parent_id="e1",
+            error=ErrorInfo(message="ZeroDivisionError"),
+        ),
     )
     assert attribute(t)[0] == ("coder", 1)
 
@@ -90,9 +103,11 @@ def test_the_example_run_is_traced_back_to_the_bad_search_call() -> None:
     assert report.fix is not None and report.fix.target_step == 3
     assert report.notes[0] == FREE_TIER_NOTE
     assert report.cost.calls == 0
-    assert {"action.repeated_action", "observation.error_ignored", "verification.premature_success"} <= set(
-        report.failure_modes
-    )
+    assert {
+        "action.repeated_action",
+        "observation.error_ignored",
+        "verification.premature_success",
+    } <= set(report.failure_modes)
 
 
 def test_a_crashing_detector_is_named_in_the_report_and_the_rest_goes_on() -> None:

@@ -10,10 +10,9 @@ from pathlib import Path
 
 import pluggy
 import pytest
-from conftest import EXAMPLES, run_cli
-
 from agentdebug.plugins import HookSpecs, Registry, make_plugin_manager
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
+from conftest import EXAMPLES, run_cli
 
 
 def test_builtins_come_through_the_same_hooks_as_plugins() -> None:
@@ -47,7 +46,9 @@ def test_on_report_hook_sees_every_report_and_cannot_break_it(tmp_path: Path) ->
 
     class Listener:
         @hookimpl
-        def agentdebug_on_report(self, report: DiagnosticReport, trajectory: AgentTrajectory) -> None:
+        def agentdebug_on_report(
+            self, report: DiagnosticReport, trajectory: AgentTrajectory
+        ) -> None:
             seen.append(report.trajectory_id)
             raise RuntimeError("a buggy plugin")
 
@@ -73,8 +74,16 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
         [
-            sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
-            "--disable-pip-version-check", "--target", str(target),
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--disable-pip-version-check",
+            "--target",
+            str(target),
             str(EXAMPLES / "agentdebug-example-detector"),
         ],
         check=True,
@@ -83,13 +92,18 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def test_a_third_party_detector_finding_appears_in_the_report(installed_example: Path, tmp_path: Path) -> None:
+def test_a_third_party_detector_finding_appears_in_the_report(
+    installed_example: Path, tmp_path: Path
+) -> None:
     run_file = tmp_path / "leak.json"
     run_file.write_text(
         json.dumps(
             [
                 {"role": "user", "content": "Who handles refunds?"},
-                {"role": "assistant", "content": "Write to jane.doe@example.com, she handles refunds."},
+                {
+                    "role": "assistant",
+                    "content": "Write to jane.doe@example.com, she handles refunds.",
+                },
             ]
         )
     )

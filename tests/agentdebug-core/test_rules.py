@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-
 from agentdebug.detect import RulePack
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, ErrorInfo, EventType, Finding
 
@@ -33,7 +32,10 @@ def modes(findings: list[Finding]) -> list[tuple[str, int | None]]:
         ("HTTP 429: Too Many Requests", "system.rate_limited"),
         ("Request timed out after 30s", "system.timeout"),
         ("401 Unauthorized: invalid api key", "system.auth_error"),
-        ("FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'", "system.resource_not_found"),
+        (
+            "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'",
+            "system.resource_not_found",
+        ),
         ("ModuleNotFoundError: No module named 'pandas'", "system.environment_setup"),
         ("This model's maximum context length is 8192 tokens", "system.resource_exhaustion"),
         ("GraphRecursionError: Recursion limit of 25 reached", "planning.step_limit_exhausted"),
@@ -59,11 +61,30 @@ def test_the_word_json_or_error_in_a_prompt_is_not_a_failure() -> None:
     """Rules read only where their signal lives: a user asking for JSON, or talking
     about errors, is not a format error or a tool error."""
     findings = run(
-        ev(0, EventType.USER_INPUT, agent="user", output="Return valid JSON. Error: if unsure, say so. {bad json"),
+        ev(
+            0,
+            EventType.USER_INPUT,
+            agent="user",
+            output="Return valid JSON. Error: if unsure, say so. {bad json",
+        ),
         ev(1, EventType.REASONING, output="I must avoid a JSONDecodeError and a timeout."),
-        ev(2, EventType.LLM_CALL, input=[{"role": "user", "content": "Traceback (most recent call last): explain"}]),
-        ev(3, EventType.TOOL_CALL, input={"query": "json error timeout"}, metadata={"tool_name": "search"}),
-        ev(4, EventType.TOOL_RESULT, output="Results about JSON errors and timeouts", metadata={"tool_name": "search"}),
+        ev(
+            2,
+            EventType.LLM_CALL,
+            input=[{"role": "user", "content": "Traceback (most recent call last): explain"}],
+        ),
+        ev(
+            3,
+            EventType.TOOL_CALL,
+            input={"query": "json error timeout"},
+            metadata={"tool_name": "search"},
+        ),
+        ev(
+            4,
+            EventType.TOOL_RESULT,
+            output="Results about JSON errors and timeouts",
+            metadata={"tool_name": "search"},
+        ),
     )
     assert findings == []
 
@@ -72,7 +93,12 @@ def test_malformed_tool_call_arguments_are_found() -> None:
     findings = run(
         ev(0, EventType.TOOL_CALL, input='{"city": "Paris", ', metadata={"tool_name": "weather"}),
         ev(1, EventType.TOOL_CALL, input={"name": "weather", "arguments": "{oops"}),
-        ev(2, EventType.TOOL_CALL, input={"x": 1}, metadata={"tool_name": "ok", "arguments_error": "Expecting value"}),
+        ev(
+            2,
+            EventType.TOOL_CALL,
+            input={"x": 1},
+            metadata={"tool_name": "ok", "arguments_error": "Expecting value"},
+        ),
         ev(3, EventType.TOOL_CALL, input='{"fine": true}', metadata={"tool_name": "ok"}),
     )
     assert modes(findings) == [
@@ -87,7 +113,14 @@ def test_repeated_actions_without_progress_are_found_once() -> None:
     events = []
     for i in range(4):
         events.append(ev(2 * i, EventType.TOOL_CALL, input=call, metadata={"tool_name": "search"}))
-        events.append(ev(2 * i + 1, EventType.TOOL_RESULT, output="no results", metadata={"tool_name": "search"}))
+        events.append(
+            ev(
+                2 * i + 1,
+                EventType.TOOL_RESULT,
+                output="no results",
+                metadata={"tool_name": "search"},
+            )
+        )
     findings = run(*events)
     assert modes(findings) == [("action.repeated_action", 2)]
     assert "4 times" in findings[0].message
@@ -98,7 +131,14 @@ def test_repetition_with_new_results_each_time_is_progress() -> None:
     events = []
     for i in range(4):
         events.append(ev(2 * i, EventType.TOOL_CALL, input=call, metadata={"tool_name": "pager"}))
-        events.append(ev(2 * i + 1, EventType.TOOL_RESULT, output=f"page {i}", metadata={"tool_name": "pager"}))
+        events.append(
+            ev(
+                2 * i + 1,
+                EventType.TOOL_RESULT,
+                output=f"page {i}",
+                metadata={"tool_name": "pager"},
+            )
+        )
     assert run(*events) == []
 
 
@@ -127,16 +167,36 @@ def test_an_error_fixed_by_a_later_success_is_not_premature() -> None:
 
 def test_an_error_result_treated_as_success() -> None:
     findings = run(
-        ev(0, EventType.TOOL_RESULT, agent="Computer_terminal", output="exitcode: 1 (execution failed)\nNameError: x"),
-        ev(1, EventType.MESSAGE, agent="Coder", output="The code ran successfully, the answer is 42."),
+        ev(
+            0,
+            EventType.TOOL_RESULT,
+            agent="Computer_terminal",
+            output="exitcode: 1 (execution failed)\nNameError: x",
+        ),
+        ev(
+            1,
+            EventType.MESSAGE,
+            agent="Coder",
+            output="The code ran successfully, the answer is 42.",
+        ),
     )
     assert ("observation.error_ignored", 1) in modes(findings)
 
 
 def test_a_reply_that_acknowledges_the_error_is_fine() -> None:
     findings = run(
-        ev(0, EventType.TOOL_RESULT, agent="Computer_terminal", output="exitcode: 1 (execution failed)\nNameError: x"),
-        ev(1, EventType.MESSAGE, agent="Coder", output="The code failed with a NameError; I will fix it and it should then run successfully."),
+        ev(
+            0,
+            EventType.TOOL_RESULT,
+            agent="Computer_terminal",
+            output="exitcode: 1 (execution failed)\nNameError: x",
+        ),
+        ev(
+            1,
+            EventType.MESSAGE,
+            agent="Coder",
+            output="The code failed with a NameError; I will fix it and it should then run successfully.",
+        ),
     )
     assert [m for m, _ in modes(findings)] == ["system.tool_error"]
 
@@ -151,9 +211,13 @@ def test_handoff_to_an_unknown_agent() -> None:
     assert findings[0].confidence > 0.8
 
 
-@pytest.mark.parametrize("answer", ["", "None", "  n/a ", "[]", "Error: could not compute", "I'm sorry, I cannot help"])
+@pytest.mark.parametrize(
+    "answer", ["", "None", "  n/a ", "[]", "Error: could not compute", "I'm sorry, I cannot help"]
+)
 def test_empty_or_invalid_final_answers(answer: str) -> None:
-    assert modes(run(ev(0, EventType.FINAL_ANSWER, output=answer))) == [("verification.invalid_final_output", 0)]
+    assert modes(run(ev(0, EventType.FINAL_ANSWER, output=answer))) == [
+        ("verification.invalid_final_output", 0)
+    ]
 
 
 def test_a_real_final_answer_is_fine() -> None:

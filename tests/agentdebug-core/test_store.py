@@ -7,7 +7,6 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
-
 from agentdebug.diagnose import diagnose
 from agentdebug.errors import NotFoundError, StoreError
 from agentdebug.schema import (
@@ -23,7 +22,14 @@ from agentdebug.store import JSONLStore, RunQuery, SQLiteStore, TraceStore, open
 from agentdebug.store.sqlite import SCHEMA_VERSION
 
 
-def make_run(run_id: str, *, framework: str = "fw", status: str = "failure", agent: str = "a", hours_ago: int = 0) -> AgentTrajectory:
+def make_run(
+    run_id: str,
+    *,
+    framework: str = "fw",
+    status: str = "failure",
+    agent: str = "a",
+    hours_ago: int = 0,
+) -> AgentTrajectory:
     start = datetime(2026, 11, 1, tzinfo=UTC) - timedelta(hours=hours_ago)
     return AgentTrajectory(
         id=run_id,
@@ -142,7 +148,7 @@ def test_sqlite_schema_is_versioned_and_a_newer_file_is_refused(tmp_path: Path) 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "not.db"
     path.write_text("hello, I am text")
-    with pytest.raises(StoreError, match="not.db"):
+    with pytest.raises(StoreError, match=r"not\.db"):
         SQLiteStore(path)
 
 

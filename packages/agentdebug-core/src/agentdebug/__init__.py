@@ -1,10 +1,10 @@
 """agentdebug: capture a failing agent run, find the step that caused it, fix and rerun.
 
-    from agentdebug import AgentDebug, EventType
-    dbg = AgentDebug()
-    with dbg.trace(goal="Book flight", framework="my-agent") as t:
-        t.record(EventType.PLAN, agent_name="planner", output="Search fares")
-        report = t.analyze()
+from agentdebug import AgentDebug, EventType
+dbg = AgentDebug()
+with dbg.trace(goal="Book flight", framework="my-agent") as t:
+    t.record(EventType.PLAN, agent_name="planner", output="Search fares")
+    report = t.analyze()
 """
 
 from __future__ import annotations

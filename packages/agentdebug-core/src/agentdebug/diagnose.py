@@ -18,7 +18,6 @@ from agentdebug.schema import (
     AuditEntry,
     Cost,
     DiagnosticReport,
-    EventType,
     Finding,
     Fix,
     Hypothesis,
@@ -49,7 +48,11 @@ def diagnose(
     reg = registry or get_registry()
     if not trajectory.events:
         raise AgentDebugError(f"run '{trajectory.id}' has no events to diagnose")
-    chosen = [reg.detector(name) for name in detectors] if detectors is not None else list(reg.detectors.values())
+    chosen = (
+        [reg.detector(name) for name in detectors]
+        if detectors is not None
+        else list(reg.detectors.values())
+    )
     att = reg.attributor(attributor)
     audit: list[AuditEntry] = []
     notes: list[str] = []
@@ -61,7 +64,9 @@ def diagnose(
             found = list(det.detect(trajectory))
         except Exception as exc:
             log.exception("detector %s failed", det.name)
-            notes.append(f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing")
+            notes.append(
+                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing"
+            )
             audit.append(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
             continue
         for finding in found:
@@ -72,17 +77,21 @@ def diagnose(
         findings.extend(found)
         audit.append(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
 
-    findings.sort(key=lambda f: (f.step_index if f.step_index is not None else 10**9))
+    findings.sort(key=lambda f: f.step_index if f.step_index is not None else 10**9)
     started = time.perf_counter()
     hypotheses: list[Hypothesis] = []
     try:
         hypotheses = att.attribute(trajectory, findings)
-        audit.append(_audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)"))
+        audit.append(
+            _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
+        )
     except AgentDebugError:
         raise
     except Exception as exc:
         log.exception("attributor %s failed", att.name)
-        notes.append(f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named")
+        notes.append(
+            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named"
+        )
         audit.append(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
 
     cost = Cost.of(audit)
@@ -110,7 +119,9 @@ def diagnose(
     return report
 
 
-def _audit(stage: str, strategy: str, started: float, *, outcome: str = "ok", detail: str | None = None) -> AuditEntry:
+def _audit(
+    stage: str, strategy: str, started: float, *, outcome: str = "ok", detail: str | None = None
+) -> AuditEntry:
     return AuditEntry(
         stage=stage,
         strategy=strategy,
@@ -168,4 +179,3 @@ def _fix(root: Hypothesis | None, reg: Registry) -> Fix | None:
         target_step=root.step_index,
         rationale=shorten(root.rationale, 300) if root.rationale else None,
     )
-

@@ -25,7 +25,9 @@ from agentdebug.text import compact_json, flatten, shorten
 FORMATS = ("text", "json", "md")
 
 
-def render(report: DiagnosticReport, trajectory: AgentTrajectory, fmt: str = "text", *, width: int = 100) -> str:
+def render(
+    report: DiagnosticReport, trajectory: AgentTrajectory, fmt: str = "text", *, width: int = 100
+) -> str:
     if fmt == "text":
         return render_text(report, trajectory, width=width)
     if fmt == "md":
@@ -74,7 +76,9 @@ def _evidence_line(ev: Evidence, width: int) -> str:
     return f"{where}{field}:{quote}{note}{grounded}"
 
 
-def _selected_positions(trajectory: AgentTrajectory, report: DiagnosticReport, context: int = 1) -> list[int]:
+def _selected_positions(
+    trajectory: AgentTrajectory, report: DiagnosticReport, context: int = 1
+) -> list[int]:
     """Which events to show: first and last, every finding, each hypothesis with context."""
     events = trajectory.events
     marked = {f.event_id for f in report.findings} | {h.event_id for h in report.hypotheses[:3]}
@@ -138,7 +142,9 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     for f in report.findings:
         if f.event_id and f.event_id not in marks:
             marks[f.event_id] = [f.mode_id]
-    out += timeline(trajectory, width=width, positions=_selected_positions(trajectory, report), marks=marks)
+    out += timeline(
+        trajectory, width=width, positions=_selected_positions(trajectory, report), marks=marks
+    )
     out.append("")
     if root is not None:
         out += _hypothesis_block("Root cause", root, reg, width)
@@ -191,7 +197,9 @@ def _last_line(report: DiagnosticReport, reg: Registry, width: int) -> str:
     if symptom is None:
         return "NoFailureFound: no detector reported an error in this run"
     mode = reg.failure_modes.get(symptom.mode_id)
-    name = "".join(w.capitalize() for w in (mode.name if mode else symptom.mode_id).replace("-", " ").split())
+    name = "".join(
+        w.capitalize() for w in (mode.name if mode else symptom.mode_id).replace("-", " ").split()
+    )
     return f"{name}: {shorten(symptom.message, width)}"
 
 
@@ -235,13 +243,25 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
             out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
     if report.fix is not None:
         out += ["", "## Fix", "", report.fix.directive]
-    out += ["", "## Hypotheses", "", "| rank | agent | step | mode | confidence | strategy |", "|---|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Hypotheses",
+        "",
+        "| rank | agent | step | mode | confidence | strategy |",
+        "|---|---|---|---|---|---|",
+    ]
     for rank, h in enumerate(report.hypotheses, start=1):
         out.append(
             f"| {rank} | {_md_cell(h.agent_name or '—')} | {h.step_index} | {h.mode_id or '—'} "
             f"| {h.confidence:.2f} | {h.strategy} |"
         )
-    out += ["", "## Findings", "", "| step | agent | mode | confidence | message |", "|---|---|---|---|---|"]
+    out += [
+        "",
+        "## Findings",
+        "",
+        "| step | agent | mode | confidence | message |",
+        "|---|---|---|---|---|",
+    ]
     for f in report.findings:
         out.append(
             f"| {f.step_index} | {_md_cell(f.agent_name or '—')} | {f.mode_id} | {f.confidence:.2f} "
@@ -259,7 +279,9 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     return "\n".join(out) + "\n"
 
 
-def render_run(trajectory: AgentTrajectory, *, width: int = 100, reports: Sequence[DiagnosticReport] = ()) -> str:
+def render_run(
+    trajectory: AgentTrajectory, *, width: int = 100, reports: Sequence[DiagnosticReport] = ()
+) -> str:
     """`agentdebug show`: the run's header and its whole timeline."""
     out = [
         f"Run {trajectory.id}",

@@ -62,7 +62,9 @@ class HeuristicAttributor:
     def __init__(self, *, max_hypotheses: int = 5) -> None:
         self.max_hypotheses = max_hypotheses
 
-    def attribute(self, trajectory: AgentTrajectory, findings: Sequence[Finding]) -> list[Hypothesis]:
+    def attribute(
+        self, trajectory: AgentTrajectory, findings: Sequence[Finding]
+    ) -> list[Hypothesis]:
         events = trajectory.events
         if not events:
             return []
@@ -103,7 +105,12 @@ class HeuristicAttributor:
                 # repeat is where it should have changed.
                 first = by_id.get(finding.evidence[0].event_id or "")
                 if first is not None and first.id != event.id:
-                    charge(first, 0.6 * conf, f"first of the repeated actions: {finding.message}", finding)
+                    charge(
+                        first,
+                        0.6 * conf,
+                        f"first of the repeated actions: {finding.message}",
+                        finding,
+                    )
                     charge(event, 0.4 * conf, finding.message, finding)
                 else:
                     charge(event, conf, finding.message, finding)
@@ -154,11 +161,17 @@ class HeuristicAttributor:
         if not decisions:
             return []
         picks: list[tuple[AgentEvent, float, str]] = [
-            (decisions[0], 0.15, "no detector fired; the first decision commits the run to its approach")
+            (
+                decisions[0],
+                0.15,
+                "no detector fired; the first decision commits the run to its approach",
+            )
         ]
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
         if finals[-1].id != decisions[0].id:
-            picks.append((finals[-1], 0.1, "no detector fired; this step produced the final answer"))
+            picks.append(
+                (finals[-1], 0.1, "no detector fired; this step produced the final answer")
+            )
         return [
             Hypothesis(
                 agent_name=e.agent_name,

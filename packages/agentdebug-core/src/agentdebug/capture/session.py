@@ -66,7 +66,9 @@ class AgentDebug:
         flush_interval: float = 0.1,
     ) -> None:
         self._store_arg = store
-        self._store: TraceStore | None = store if not isinstance(store, (str, Path, type(None))) else None
+        self._store: TraceStore | None = (
+            store if not isinstance(store, (str, Path, type(None))) else None
+        )
         self._writer: BackgroundWriter | None = None
         self._lock = threading.Lock()
         self._store_error: str | None = None
@@ -83,7 +85,9 @@ class AgentDebug:
                         self._store = open_store(self._store_arg)  # type: ignore[arg-type]
                     except Exception as exc:
                         self._store_error = str(exc)
-                        log.error("agentdebug: cannot open the store (%s); runs stay in memory", exc)
+                        log.error(
+                            "agentdebug: cannot open the store (%s); runs stay in memory", exc
+                        )
         return self._store
 
     def _writer_for_capture(self) -> BackgroundWriter | None:
@@ -118,7 +122,9 @@ class AgentDebug:
             metadata=dict(metadata or {}),
         )
 
-    def diagnose(self, trajectory: AgentTrajectory, *, attributor: str | None = None) -> DiagnosticReport:
+    def diagnose(
+        self, trajectory: AgentTrajectory, *, attributor: str | None = None
+    ) -> DiagnosticReport:
         """Diagnose a trajectory and keep the report in the store (if there is one)."""
         from agentdebug.diagnose import diagnose
 
@@ -256,7 +262,7 @@ class TraceSession:
         """
         try:
             if type.__class__ is not EventType:
-                type, metadata = self._coerce_type(type, metadata)  # noqa: A001
+                type, metadata = self._coerce_type(type, metadata)
             if step_index is None:
                 step_index = self._last_step + 1
             elif step_index.__class__ is not int or step_index < 0:
@@ -275,7 +281,7 @@ class TraceSession:
                 (
                     self,
                     seq,
-                    type.value,  # type: ignore[union-attr]
+                    type.value,
                     agent_name,
                     step_index,
                     input,
@@ -296,7 +302,9 @@ class TraceSession:
             return None
 
     @staticmethod
-    def _extra(artifacts: Sequence[Artifact] | None, checkpoint: CheckpointRef | None) -> dict[str, Any]:
+    def _extra(
+        artifacts: Sequence[Artifact] | None, checkpoint: CheckpointRef | None
+    ) -> dict[str, Any]:
         extra: dict[str, Any] = {}
         if artifacts:
             extra["artifacts"] = [a.model_dump(mode="json") for a in artifacts]
@@ -392,7 +400,9 @@ class TraceSession:
         """Everything recorded so far, as a trajectory."""
         self.flush()
         store = self.debugger.store
-        outcome = self._inferred_outcome() if self.ended_at else Outcome(status=OutcomeStatus.RUNNING)
+        outcome = (
+            self._inferred_outcome() if self.ended_at else Outcome(status=OutcomeStatus.RUNNING)
+        )
         stored = None
         if store is not None:
             try:
@@ -405,7 +415,8 @@ class TraceSession:
         return self._from_memory(stored, outcome)
 
     def _from_memory(self, stored: AgentTrajectory | None, outcome: Outcome) -> AgentTrajectory:
-        from agentdebug.capture.writer import event_json, max_event_bytes
+        from agentdebug.capture.writer import event_json
+        from agentdebug.limits import max_event_bytes
 
         docs = [row.data for row in self.spill]
         docs += [event_json(item, max_event_bytes()) for item in self._memory]

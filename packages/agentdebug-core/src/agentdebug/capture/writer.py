@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import traceback
 import weakref
@@ -24,6 +23,7 @@ import orjson
 from pydantic import BaseModel
 
 from agentdebug.gcutil import gc_paused
+from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentTrajectory, ErrorInfo, Outcome
 from agentdebug.store.base import EventRow, TraceStore
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentdebug.capture")
 
-DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 CHUNK = 4096
 _HEAD_BYTES = 64 * 1024
 
@@ -54,13 +53,6 @@ _HEAD_BYTES = 64 * 1024
     _EVENT_ID,
     _TS,
 ) = range(15)
-
-
-def max_event_bytes() -> int:
-    try:
-        return int(os.environ.get("AGENTDEBUG_MAX_EVENT_BYTES", DEFAULT_MAX_EVENT_BYTES))
-    except ValueError:
-        return DEFAULT_MAX_EVENT_BYTES
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -94,9 +86,10 @@ def error_dict(error: Any) -> dict[str, Any]:
     if isinstance(error, ErrorInfo):
         return error.model_dump(exclude_none=True)
     if isinstance(error, dict):
-        return {"message": str(error.get("message", error)), **{
-            k: str(v) for k, v in error.items() if k in ("type", "traceback") and v is not None
-        }}
+        return {
+            "message": str(error.get("message", error)),
+            **{k: str(v) for k, v in error.items() if k in ("type", "traceback") and v is not None},
+        }
     return {"message": str(error)}
 
 
@@ -140,7 +133,11 @@ def event_json(item: tuple[Any, ...], limit: int) -> bytes:
         doc["metadata"] = notes
         data = dumps(doc)
         if len(data) > limit:  # the bulk is somewhere else (metadata): keep the core only
-            keep = {k: doc[k] for k in ("id", "type", "step_index", "agent_name", "timestamp") if k in doc}
+            keep: dict[str, Any] = {
+                k: doc[k]
+                for k in ("id", "type", "step_index", "agent_name", "timestamp")
+                if k in doc
+            }
             keep["metadata"] = {"truncated": True, "original_bytes": len(data)}
             data = dumps(keep)
         log.warning("event %s exceeded %d bytes and was truncated", event_id, limit)
@@ -239,7 +236,8 @@ class BackgroundWriter:
                         batch[1].append(row)
             for session, rows in batches.values():
                 if session.store_failed or not self._guard(
-                    session, lambda s=session, r=rows: self.store.append_events(s.id, r)  # type: ignore[misc]
+                    session,
+                    lambda s=session, r=rows: self.store.append_events(s.id, r),  # type: ignore[misc]
                 ):
                     session.spill.extend(rows)
 

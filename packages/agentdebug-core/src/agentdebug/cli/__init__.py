@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import sys
+
 import click
 
 from agentdebug.cli.app import cli

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 import orjson
+from pydantic import BaseModel
 
 from agentdebug.errors import AgentDebugError, InputError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
@@ -57,7 +58,9 @@ def expand(paths: tuple[str, ...]) -> list[Path]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files += sorted(p for p in path.rglob("*") if p.suffix in {".json", ".jsonl"} and p.is_file())
+            files += sorted(
+                p for p in path.rglob("*") if p.suffix in {".json", ".jsonl"} and p.is_file()
+            )
         elif path.exists():
             files.append(path)
         else:
@@ -94,7 +97,9 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
                     runs += 1
             except AgentDebugError as exc:
                 failures.append((path, str(exc)))
-    click.echo(f"imported {runs} run(s) from {len(files) - len(failures)} file(s) into {store.location}")
+    click.echo(
+        f"imported {runs} run(s) from {len(files) - len(failures)} file(s) into {store.location}"
+    )
     if failures:
         click.echo(f"{len(failures)} file(s) failed:", err=True)
         for _path, message in failures:
@@ -128,7 +133,12 @@ def parse_when(value: str | None, option: str) -> datetime | None:
 @click.option("--status", type=click.Choice(["success", "failure", "unknown", "running"]))
 @click.option("--framework", metavar="NAME")
 @click.option("--agent", metavar="NAME", help="Runs in which this agent acted.")
-@click.option("--mode", "failure_mode", metavar="MODE_ID", help="Runs whose diagnosis found this failure mode.")
+@click.option(
+    "--mode",
+    "failure_mode",
+    metavar="MODE_ID",
+    help="Runs whose diagnosis found this failure mode.",
+)
 @click.option("--since", metavar="WHEN", help="ISO date or age such as 2h, 7d.")
 @click.option("--until", metavar="WHEN")
 @click.option("--limit", default=50, show_default=True)
@@ -218,9 +228,19 @@ def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTr
 
 @cli.command()
 @click.argument("target", metavar="RUN_ID|FILE")
-@click.option("--format", "out_fmt", type=click.Choice(["text", "json", "md"]), default="text", show_default=True)
-@click.option("--attributor", default="heuristic", show_default=True, help="Attribution strategy by name.")
-@click.option("--input-format", "in_fmt", metavar="NAME", help="Importer to use when TARGET is a file.")
+@click.option(
+    "--format",
+    "out_fmt",
+    type=click.Choice(["text", "json", "md"]),
+    default="text",
+    show_default=True,
+)
+@click.option(
+    "--attributor", default="heuristic", show_default=True, help="Attribution strategy by name."
+)
+@click.option(
+    "--input-format", "in_fmt", metavar="NAME", help="Importer to use when TARGET is a file."
+)
 @click.option("--no-store", is_flag=True, help="Do not keep the imported run and the report.")
 @click.option("--width", default=100, show_default=True)
 @pass_ctx
@@ -265,7 +285,12 @@ def schema(what: str) -> None:
     """Print the JSON Schema of the trace (or of an event or a report)."""
     from agentdebug.schema import AgentEvent
 
-    model = {"trajectory": AgentTrajectory, "event": AgentEvent, "report": DiagnosticReport}[what]
+    models: dict[str, type[BaseModel]] = {
+        "trajectory": AgentTrajectory,
+        "event": AgentEvent,
+        "report": DiagnosticReport,
+    }
+    model = models[what]
     click.echo(orjson.dumps(model.model_json_schema(), option=orjson.OPT_INDENT_2).decode())
 
 
@@ -290,7 +315,11 @@ def plugins() -> None:
 
 
 @cli.command()
-@click.option("--crosswalk", type=click.Choice(["mast", "trail", "agentrx"]), help="Show one published taxonomy mapped onto ours.")
+@click.option(
+    "--crosswalk",
+    type=click.Choice(["mast", "trail", "agentrx"]),
+    help="Show one published taxonomy mapped onto ours.",
+)
 def taxonomy(crosswalk: str | None) -> None:
     """List the failure modes, or map a published taxonomy onto them."""
     from agentdebug.plugins import get_registry

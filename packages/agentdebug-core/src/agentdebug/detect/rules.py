@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from agentdebug.schema import AgentEvent, AgentTrajectory, Evidence, EventType, Finding, Severity
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Severity
 from agentdebug.text import compact_json, flatten, shorten
 
 ACTION_TYPES = frozenset(
@@ -182,7 +182,11 @@ class RuleContext:
 def failure_of(event: AgentEvent) -> tuple[str, str] | None:
     """(mode, quote) when the event reports a failure in its error field or tool output."""
     if event.error is not None:
-        text = event.error.message if not event.error.type else f"{event.error.type}: {event.error.message}"
+        text = (
+            event.error.message
+            if not event.error.type
+            else f"{event.error.type}: {event.error.message}"
+        )
         return classify_error(text), event.error.message
     if event.type in RESULT_TYPES:
         output = flatten(event.output, limit=20000)
@@ -244,7 +248,14 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             event,
             f"{what}: {shorten(quote, 120)}",
             confidence=0.9 if event.error is not None else 0.7,
-            evidence=[Evidence(event_id=event.id, step_index=event.step_index, field=field_name, quote=quote[:300])],
+            evidence=[
+                Evidence(
+                    event_id=event.id,
+                    step_index=event.step_index,
+                    field=field_name,
+                    quote=quote[:300],
+                )
+            ],
         )
 
 
@@ -275,7 +286,14 @@ def rule_malformed_tool_call(ctx: RuleContext) -> Iterator[Finding]:
                 event,
                 f"arguments for {tool_name(event) or 'a tool'} do not parse: {shorten(str(problem), 100)}",
                 confidence=0.9,
-                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="input", quote=quote[:300])],
+                evidence=[
+                    Evidence(
+                        event_id=event.id,
+                        step_index=event.step_index,
+                        field="input",
+                        quote=quote[:300],
+                    )
+                ],
             )
 
 
@@ -297,10 +315,10 @@ def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[
     for actions in by_agent.values():
         run: list[AgentEvent] = []
         last_key: str | None = None
-        for event in [*actions, None]:
-            key = _action_key(event) if event is not None else None
-            if key is not None and key == last_key:
-                run.append(event)  # type: ignore[arg-type]
+        for maybe in [*actions, None]:
+            key = _action_key(maybe) if maybe is not None else None
+            if maybe is not None and key is not None and key == last_key:
+                run.append(maybe)
                 continue
             if len(run) >= min_repeats and _no_progress(ctx, run):
                 first_repeat = run[1]
@@ -325,7 +343,7 @@ def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[
                         for e in run[:3]
                     ],
                 )
-            run = [event] if (event is not None and key is not None) else []
+            run = [maybe] if (maybe is not None and key is not None) else []
             last_key = key
 
 
@@ -336,7 +354,7 @@ def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
     start, end = index[run[0].id], index[run[-1].id]
     results = [
         compact_json(e.output) if e.error is None else f"error:{e.error.message}"
-        for e in events[start:end + 1]
+        for e in events[start : end + 1]
         if e.type in RESULT_TYPES
     ]
     return len(set(results)) <= 1
@@ -355,7 +373,9 @@ def _resolved(ctx: RuleContext, failed: AgentEvent, until: int) -> bool:
             continue
         if not started or event.type not in RESULT_TYPES or event.id in ctx.failures:
             continue
-        if (name and tool_name(event) == name) or (not name and event.agent_name == failed.agent_name):
+        if (name and tool_name(event) == name) or (
+            not name and event.agent_name == failed.agent_name
+        ):
             return True
     return False
 
@@ -408,7 +428,9 @@ def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
         f"({shorten(ctx.failures[first.id][1], 80)}) was never resolved",
         confidence=0.75,
         evidence=[
-            Evidence(event_id=claim.id, step_index=claim.step_index, field="output", quote=quote.strip()),
+            Evidence(
+                event_id=claim.id, step_index=claim.step_index, field="output", quote=quote.strip()
+            ),
             Evidence(
                 event_id=first.id,
                 step_index=first.step_index,
@@ -442,7 +464,12 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
             f"{event.step_index} as a success",
             confidence=0.7,
             evidence=[
-                Evidence(event_id=follower.id, step_index=follower.step_index, field="output", quote=quote),
+                Evidence(
+                    event_id=follower.id,
+                    step_index=follower.step_index,
+                    field="output",
+                    quote=quote,
+                ),
                 Evidence(
                     event_id=event.id,
                     step_index=event.step_index,
@@ -474,7 +501,11 @@ def rule_unknown_handoff(ctx: RuleContext) -> Iterator[Finding]:
             f"handoff to '{target}', which is not an agent of this run "
             f"(agents: {', '.join(traj.agent_names()[:8])})",
             confidence=0.85 if declared else 0.55,
-            evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="metadata", quote=target)],
+            evidence=[
+                Evidence(
+                    event_id=event.id, step_index=event.step_index, field="metadata", quote=target
+                )
+            ],
         )
 
 
@@ -489,9 +520,18 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
                 "invalid_final_output",
                 "verification.invalid_final_output",
                 event,
-                "the final answer is empty" if not text else f"the final answer is a placeholder ('{text}')",
+                "the final answer is empty"
+                if not text
+                else f"the final answer is a placeholder ('{text}')",
                 confidence=0.9,
-                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=text or None)],
+                evidence=[
+                    Evidence(
+                        event_id=event.id,
+                        step_index=event.step_index,
+                        field="output",
+                        quote=text or None,
+                    )
+                ],
             )
         elif _INVALID_ANSWER.match(text):
             yield _finding(
@@ -500,7 +540,14 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
                 event,
                 f"the final answer is an error or a refusal: {shorten(text, 100)}",
                 confidence=0.7,
-                evidence=[Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=text[:200])],
+                evidence=[
+                    Evidence(
+                        event_id=event.id,
+                        step_index=event.step_index,
+                        field="output",
+                        quote=text[:200],
+                    )
+                ],
             )
 
 
@@ -533,5 +580,5 @@ class RulePack:
                 if key not in seen:
                     seen.add(key)
                     findings.append(finding)
-        findings.sort(key=lambda f: (f.step_index if f.step_index is not None else -1))
+        findings.sort(key=lambda f: f.step_index if f.step_index is not None else -1)
         return findings

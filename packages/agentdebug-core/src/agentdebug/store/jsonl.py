@@ -154,7 +154,9 @@ class JSONLStore:
                 b'{"kind":"events","run_id":'
                 + orjson.dumps(trajectory.id)
                 + b',"events":['
-                + b",".join(e.model_dump_json(exclude_defaults=True).encode() for e in trajectory.events)
+                + b",".join(
+                    e.model_dump_json(exclude_defaults=True).encode() for e in trajectory.events
+                )
                 + b"]}"
             )
         if label is not None:
@@ -191,12 +193,10 @@ class JSONLStore:
             head = run.header
             status = (head.get("outcome") or {}).get("status", "unknown")
             started = _parse_dt(head.get("started_at"))
-            modes = sorted(
-                {f["mode_id"] for r in run.reports[-1:] for f in r.get("findings", [])}
+            modes = sorted({f["mode_id"] for r in run.reports[-1:] for f in r.get("findings", [])})
+            agents_in_events = (
+                {orjson.loads(e).get("agent_name") for e in run.events} if q.agent else set()
             )
-            agents_in_events = {
-                orjson.loads(e).get("agent_name") for e in run.events
-            } if q.agent else set()
             if q.status and status != q.status:
                 continue
             if q.framework and head.get("framework") != q.framework:

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from agentdebug.errors import NotFoundError, StoreError
+from agentdebug.gcutil import gc_paused
 from agentdebug.schema import (
     AgentTrajectory,
     DiagnosticReport,
@@ -205,7 +206,9 @@ class SQLiteStore:
 
     # -- capture ----------------------------------------------------------------
 
-    def _upsert_run(self, db: sqlite3.Connection, header: AgentTrajectory, n_events: int | None) -> int:
+    def _upsert_run(
+        self, db: sqlite3.Connection, header: AgentTrajectory, n_events: int | None
+    ) -> int:
         db.execute(
             "INSERT INTO runs(id, goal, framework, status, started_at, ended_at, parent_id,"
             " n_events, header) VALUES (?,?,?,?,?,?,?,?,?)"
@@ -289,7 +292,7 @@ class SQLiteStore:
         self._tx(work)
 
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
-        with self._lock:
+        with self._lock, gc_paused():
             heads = self._query("SELECT header, num FROM runs WHERE id=?", (run_id,))
             if not heads:
                 raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
@@ -330,7 +333,9 @@ class SQLiteStore:
             where.append("r.framework = ?")
             args.append(q.framework)
         if q.agent:
-            where.append("EXISTS (SELECT 1 FROM run_agents a WHERE a.agent_name = ? AND a.run_id = r.id)")
+            where.append(
+                "EXISTS (SELECT 1 FROM run_agents a WHERE a.agent_name = ? AND a.run_id = r.id)"
+            )
             args.append(q.agent)
         if q.failure_mode:
             where.append(

@@ -73,43 +73,28 @@ TAXONOMIES: dict[str, tuple[str, ...]] = {
 }
 
 
-def _key(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+def _category_key(text: str) -> str:
+    key = re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+    for suffix in (" errors", " error", " issues", " issue", " failures", " failure"):
+        if key.endswith(suffix):
+            key = key[: -len(suffix)]
+            break
+    return key.rstrip("s")
 
 
-_TRAIL_BY_KEY = {_key(c): c for c in TRAIL_CATEGORIES}
-_TRAIL_ALIASES = {
-    "context handling failure": "Context Handling Failures",
-    "tool selection": "Tool Selection Errors",
-    "tool selection error": "Tool Selection Errors",
-    "formatting error": "Formatting Errors",
-    "environment setup error": "Environment Setup Errors",
-    "authentication error": "Authentication Errors",
-    "service error": "Service Errors",
-    "timeout issue": "Timeout Issues",
-    "tool definition issue": "Tool Definition Issues",
-    "instruction non compliance": "Instruction Non-compliance",
-    "language only": "Language-only",
-    "tool related": "Tool-related",
-}
+_TRAIL_INDEX = {_category_key(c): c for c in TRAIL_CATEGORIES}
 
 
-def normalize_trail_category(raw: str) -> str:
+def normalize_trail_category(raw: object) -> str:
     """TRAIL's canonical spelling for an annotated category.
 
-    The annotations spell some categories several ways ("Context Handling Failure",
-    "Goal deviation", " Tool Selection"); unknown names come back stripped.
+    The annotations spell some categories several ways (" Context Handling Failure",
+    "Goal deviation", "Tool Selection"); case, spacing, punctuation, singular or
+    plural and a missing "Errors" do not matter. A category outside TRAIL's
+    taxonomy comes back trimmed, not invented.
     """
-    key = _key(raw)
-    if key in _TRAIL_BY_KEY:
-        return _TRAIL_BY_KEY[key]
-    if key in _TRAIL_ALIASES:
-        return _TRAIL_ALIASES[key]
-    singular = key[:-1] if key.endswith("s") else key
-    for cand, name in _TRAIL_BY_KEY.items():
-        if cand.rstrip("s") == singular:
-            return name
-    return raw.strip()
+    text = " ".join(str(raw or "").split())
+    return _TRAIL_INDEX.get(_category_key(text), text)
 
 
 def modes_for(taxonomy: str, name: str, modes: Iterable[FailureMode]) -> list[str]:

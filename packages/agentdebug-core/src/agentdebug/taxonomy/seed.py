@@ -184,8 +184,7 @@ SEED_MODES: list[FailureMode] = [
     _mode(
         "observation.error_ignored",
         "Error result treated as success",
-        "A tool or agent reports an error, and the agent carries on as if the step had "
-        "worked.",
+        "A tool or agent reports an error, and the agent carries on as if the step had worked.",
         "A tool result carrying an error (or error text), followed by a step that uses its "
         "result or declares the step done.",
         "Handle the error: retry with a fix, or take another path; never build on a failed step.",
@@ -231,8 +230,7 @@ SEED_MODES: list[FailureMode] = [
         "No adaptation after failure",
         "After a failed attempt the agent neither diagnoses the failure nor changes its "
         "approach; it retries the same way or gives up.",
-        "An error followed by an identical attempt, or by abandoning the goal without "
-        "analysis.",
+        "An error followed by an identical attempt, or by abandoning the goal without analysis.",
         "State why the attempt failed and choose a different approach that addresses it.",
         mast=("1.5 Unaware of termination conditions",),
         trail=("Goal Deviation",),
@@ -275,8 +273,7 @@ SEED_MODES: list[FailureMode] = [
     _mode(
         "verification.invalid_final_output",
         "Empty or invalid final output",
-        "The run's final answer is missing, empty, a placeholder, or not in the required "
-        "format.",
+        "The run's final answer is missing, empty, a placeholder, or not in the required format.",
         "A final-answer event with empty content, 'None', an error text, or output that "
         "breaks the requested format.",
         "Produce a complete final answer in the requested format.",
@@ -322,8 +319,7 @@ SEED_MODES: list[FailureMode] = [
         "coordination.ignored_input",
         "Other agent's input ignored",
         "An agent disregards a correction, warning or result given by another agent.",
-        "A message from one agent followed by the addressee acting as if it had not "
-        "been sent.",
+        "A message from one agent followed by the addressee acting as if it had not been sent.",
         "Take the other agent's input into account, or say explicitly why it is rejected.",
         mast=("2.5 Ignored other agent's input",),
         trail=("Context Handling Failures",),
@@ -355,8 +351,7 @@ SEED_MODES: list[FailureMode] = [
     _mode(
         "system.tool_error",
         "Tool or runtime error",
-        "A tool, API or code execution fails: an exception, a non-zero exit code, a "
-        "server error.",
+        "A tool, API or code execution fails: an exception, a non-zero exit code, a server error.",
         "An error field on a tool event, a traceback, or 'exitcode: 1' in a tool result.",
         "Inspect the error, fix its cause (arguments, code, dependency), and retry once.",
         trail=("Service Errors",),

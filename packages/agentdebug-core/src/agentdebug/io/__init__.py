@@ -1,0 +1,59 @@
+"""Importers: other people's files as trajectories.
+
+    from agentdebug.io import import_file, import_paths
+    runs = import_file("run.json")                 # format detected
+    batch = import_paths(["traces/"])              # folders, going on past bad files
+    for path, why in batch.failures: print(why)
+
+Built-in formats, in the order auto-detection tries them (most specific first):
+``whowhen``, ``trail``, ``otlp``, ``messages``, ``events``. Plugins add more
+through the ``agentdebug_importers`` hook.
+"""
+
+from __future__ import annotations
+
+from agentdebug.io.detect import (
+    BatchImport,
+    detect_importer,
+    expand_paths,
+    import_file,
+    import_paths,
+    import_source,
+)
+from agentdebug.io.events import EventsImporter
+from agentdebug.io.messages import MessagesImporter
+from agentdebug.io.otlp import OtlpImporter
+from agentdebug.io.source import parse_bytes, read_source
+from agentdebug.io.trail import TrailImporter, load_trail_annotations
+from agentdebug.io.whowhen import WhoWhenImporter
+from agentdebug.stages import Importer
+
+
+def builtin_importers() -> list[Importer]:
+    """The built-in importers, in the order auto-detection should try them."""
+    return [
+        WhoWhenImporter(),
+        TrailImporter(),
+        OtlpImporter(),
+        MessagesImporter(),
+        EventsImporter(),
+    ]
+
+
+__all__ = [
+    "BatchImport",
+    "EventsImporter",
+    "MessagesImporter",
+    "OtlpImporter",
+    "TrailImporter",
+    "WhoWhenImporter",
+    "builtin_importers",
+    "detect_importer",
+    "expand_paths",
+    "import_file",
+    "import_paths",
+    "import_source",
+    "load_trail_annotations",
+    "parse_bytes",
+    "read_source",
+]

@@ -1,0 +1,175 @@
+"""agentdebug's own format: serialized trajectories and lists of events.
+
+Accepted shapes:
+
+* one serialized :class:`AgentTrajectory` (an object with ``events``; ``id``
+  defaults to the file name's stem);
+* a JSON array of event objects (one run, id = file stem);
+* JSON Lines where each line is an event (one run) or each line a whole
+  trajectory (one run per line).
+
+Events may leave out ``id`` (then ``e{i}``) and ``step_index`` (then their
+position), and may give ``error`` as just its message. Anything else wrong is an :class:`InputError` naming the record (event
+index, or line number for JSON Lines) and the field as a JSON path, e.g.
+``events[2].step_index``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentdebug.errors import InputError
+from agentdebug.io._common import check_size, from_validation_error, join_path, type_name
+from agentdebug.limits import max_event_bytes
+from agentdebug.schema import AgentEvent, AgentTrajectory
+from agentdebug.stages import ImportedRun, Source
+
+EVENT_FIELDS = frozenset(AgentEvent.model_fields)
+_SIZED_FIELDS = ("input", "output", "metadata", "error", "artifacts")
+
+
+def _looks_like_events(items: Sequence[Any]) -> str | None:
+    if not items:
+        return "empty list"
+    if not all(isinstance(item, Mapping) for item in items):
+        return "list items are not all objects"
+    if any("type" in item for item in items):
+        return None
+    if all(set(item) <= EVENT_FIELDS for item in items):
+        return None
+    return "list items are not events (no 'type')"
+
+
+class EventsImporter:
+    """Reads agentdebug trajectories and event lists."""
+
+    name = "events"
+    description = "agentdebug trajectory JSON, or a list / JSON Lines of AgentEvent objects"
+
+    def sniff(self, source: Source) -> str | None:
+        if source.records is not None:
+            if all(isinstance(r, Mapping) and "events" in r for r in source.records):
+                return None
+            return _looks_like_events(source.records)
+        doc = source.document
+        if isinstance(doc, Mapping):
+            if "events" not in doc:
+                return "no 'events' field"
+            return None
+        if isinstance(doc, list):
+            return _looks_like_events(doc)
+        return "not a JSON list or object"
+
+    def load(self, source: Source) -> Iterator[ImportedRun]:
+        stem = source.path.stem
+        if source.records is not None:
+            records = source.records
+            if all(isinstance(r, Mapping) and "events" in r for r in records):
+                for number, record in enumerate(records, start=1):
+                    assert isinstance(record, Mapping)
+                    yield ImportedRun(
+                        _trajectory(record, source, f"{stem}-{number}", record=number)
+                    )
+                return
+            events = _events(records, source, prefix="", record_base=1, line_records=True)
+            yield ImportedRun(_build({"id": stem}, events, source, record=None))
+            return
+        doc = source.document
+        if isinstance(doc, list):
+            events = _events(doc, source, prefix="", record_base=0, line_records=False)
+            yield ImportedRun(_build({"id": stem}, events, source, record=None))
+        else:
+            assert isinstance(doc, Mapping)
+            yield ImportedRun(_trajectory(doc, source, stem, record=None))
+
+
+def _events(
+    items: Sequence[Any],
+    source: Source,
+    *,
+    prefix: str,
+    record_base: int,
+    line_records: bool,
+    record: int | None = None,
+) -> list[AgentEvent]:
+    """Validate events one by one so an error names the event it is in.
+
+    ``line_records``: each item is its own JSON Lines record (numbered from
+    ``record_base``); otherwise the record is the event's index, or ``record``
+    (the line of a whole trajectory) when given.
+    """
+    name = source.name
+    if not items:
+        raise InputError(
+            "no events: the event list is empty", source=name, record=record, field=prefix or None
+        )
+    limit = max_event_bytes()
+    events: list[AgentEvent] = []
+    seen: dict[str, int] = {}
+    for index, item in enumerate(items):
+        rec = index + record_base if line_records or record is None else record
+        path = "" if line_records else join_path(prefix, index)
+        if not isinstance(item, Mapping):
+            raise InputError(
+                f"expected an event object, got {type_name(item)}",
+                source=name,
+                record=rec,
+                field=path or None,
+            )
+        data = dict(item)
+        for key in _SIZED_FIELDS:
+            if key in data:
+                check_size(
+                    data[key], source=name, record=rec, field=join_path(path, key), limit=limit
+                )
+        if isinstance(data.get("error"), str):  # the short form: just the message
+            data["error"] = {"message": data["error"]}
+        data.setdefault("id", f"e{index}")
+        if data.get("step_index") is None:
+            data["step_index"] = index
+        try:
+            event = AgentEvent.model_validate(data)
+        except ValidationError as exc:
+            raise from_validation_error(exc, source=name, record=rec, prefix=path) from None
+        if event.id in seen:
+            raise InputError(
+                f"duplicate event id {event.id!r} (also event {seen[event.id]})",
+                source=name,
+                record=rec,
+                field=join_path(path, "id"),
+            )
+        seen[event.id] = index
+        events.append(event)
+    return events
+
+
+def _trajectory(
+    doc: Mapping[str, Any], source: Source, default_id: str, *, record: int | None
+) -> AgentTrajectory:
+    items = doc.get("events")
+    if not isinstance(items, list):
+        raise InputError(
+            f"expected a list, got {type_name(items)}",
+            source=source.name,
+            record=record,
+            field="events",
+        )
+    events = _events(
+        items, source, prefix="events", record_base=0, line_records=False, record=record
+    )
+    header = {k: v for k, v in doc.items() if k != "events"}
+    if not header.get("id"):
+        header["id"] = default_id
+    return _build(header, events, source, record=record)
+
+
+def _build(
+    header: Mapping[str, Any], events: list[AgentEvent], source: Source, *, record: int | None
+) -> AgentTrajectory:
+    try:
+        return AgentTrajectory.model_validate({**header, "events": events})
+    except ValidationError as exc:
+        raise from_validation_error(exc, source=source.name, record=record) from None

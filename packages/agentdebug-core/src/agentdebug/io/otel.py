@@ -1,0 +1,390 @@
+"""OpenTelemetry spans as a trajectory: the mapping shared by the TRAIL and OTLP importers.
+
+Both importers first turn their file into :class:`Span` objects (plain values,
+attributes as one flat dict) and then call :func:`spans_to_trajectory`, so a span
+means the same thing whichever file it came from. What individual attributes mean
+(OpenInference, GenAI conventions) is in :mod:`agentdebug.io.semconv`.
+
+Decisions:
+
+* One span is one event. The event id is the span id (so span ids quoted
+  elsewhere, such as TRAIL's annotation ``location``, are event ids) and
+  ``parent_id`` the parent span id (None where the parent is not in the file; the
+  id is kept in ``metadata.missing_parent``).
+* Order is start time, ties broken by tree preorder; ``step_index`` is the
+  position in that order.
+* Types: LLM spans are LLM_CALL (input = the input messages, output = the output
+  message's text, or the message with its tool calls); TOOL spans are one
+  TOOL_CALL event carrying both the arguments (input) and the result (output);
+  AGENT spans are AGENT_START; RETRIEVER spans MEMORY_READ; everything else
+  (CHAIN, plain functions) SPAN. smolagents ``Step N`` spans keep ``N`` in
+  ``metadata.agent_step``.
+* A span with error status gets ``error``: the status message, else the
+  exception event's message, with the exception type and stack trace.
+* ``agent_name`` is the span's own ``gen_ai.agent.name`` or the name of the
+  nearest enclosing agent span (see :func:`~agentdebug.io.semconv.agent_label`;
+  ``CodeAgent.run`` -> ``CodeAgent``). Spans outside every agent have none.
+* Attribute values are kept whole; those not turned into a field stay in
+  ``metadata.attributes``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from agentdebug.errors import InputError
+from agentdebug.io._common import from_validation_error, json_size
+from agentdebug.io.semconv import agent_label, content_fields, span_kind, task_of, unflatten
+from agentdebug.limits import MAX_EVENT_BYTES_ENV, max_event_bytes
+from agentdebug.schema import (
+    AgentEvent,
+    AgentInfo,
+    AgentTrajectory,
+    ErrorInfo,
+    EventType,
+    Outcome,
+    OutcomeStatus,
+)
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_STEP = re.compile(r"^Step (\d+)$")
+_EXC_PREFIX = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt)):")
+_ISO_DURATION = re.compile(
+    r"^P(?:(?P<d>\d+(?:\.\d+)?)D)?(?:T(?:(?P<h>\d+(?:\.\d+)?)H)?(?:(?P<m>\d+(?:\.\d+)?)M)?"
+    r"(?:(?P<s>\d+(?:\.\d+)?)S)?)?$"
+)
+
+KIND_TO_TYPE = {
+    "LLM": EventType.LLM_CALL,
+    "TOOL": EventType.TOOL_CALL,
+    "AGENT": EventType.AGENT_START,
+    "RETRIEVER": EventType.MEMORY_READ,
+}
+
+
+@dataclass
+class Span:
+    """One span, read from whatever file format, before it becomes an event."""
+
+    span_id: str
+    parent_id: str | None
+    name: str
+    attributes: dict[str, Any]
+    start: datetime | None = None
+    duration_ms: float | None = None
+    status: str = "unset"  # "ok" | "error" | "unset"
+    status_message: str | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    otel_kind: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+    #: Where the span is in its file, e.g. ``spans[0].child_spans[2]``.
+    path: str = ""
+    #: Where the attributes are, relative to ``path``.
+    attributes_path: str = "attributes"
+    #: Input and output a format found outside the attributes (TRAIL function logs).
+    fallback_input: Any = None
+    fallback_output: Any = None
+
+
+# -- small readers ----------------------------------------------------------------------
+
+
+def parse_iso_duration(value: Any) -> float | None:
+    """``PT1M48.75533S`` -> 108755.33 (milliseconds); None if not an ISO-8601 duration."""
+    if not isinstance(value, str):
+        return None
+    match = _ISO_DURATION.match(value.strip())
+    if not match or value.strip() in ("P", "PT"):
+        return None
+    parts = {k: float(v) if v else 0.0 for k, v in match.groupdict().items()}
+    seconds = parts["d"] * 86400 + parts["h"] * 3600 + parts["m"] * 60 + parts["s"]
+    return round(seconds * 1000.0, 3)
+
+
+def parse_timestamp(value: Any) -> datetime | None:
+    """An ISO-8601 string (``Z`` allowed) as an aware datetime; naive means UTC."""
+    if not isinstance(value, str) or not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def from_unix_nano(value: Any) -> datetime | None:
+    try:
+        nanos = int(value)
+    except (TypeError, ValueError):
+        return None
+    if nanos <= 0:
+        return None
+    return _EPOCH + timedelta(microseconds=nanos // 1000)
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def _error(span: Span) -> dict[str, Any] | None:
+    exception = next((e for e in span.events if e.get("name") == "exception"), None)
+    if span.status != "error":
+        return None
+    attrs = exception.get("attributes", {}) if exception else {}
+    message = span.status_message or attrs.get("exception.message") or "span status is ERROR"
+    exc_type = attrs.get("exception.type")
+    if not exc_type:
+        prefix = _EXC_PREFIX.match(str(message))
+        exc_type = prefix.group(1) if prefix else None
+    return {
+        "message": str(message),
+        "type": str(exc_type) if exc_type else None,
+        "traceback": attrs.get("exception.stacktrace"),
+    }
+
+
+# -- the trajectory ---------------------------------------------------------------------
+
+
+def _ordered(spans: Sequence[Span]) -> list[Span]:
+    """Start-time order; ties (and spans without a start) by tree preorder."""
+    by_id = {s.span_id: s for s in spans}
+    children: dict[str | None, list[tuple[int, Span]]] = {}
+    for position, span in enumerate(spans):
+        parent = span.parent_id if span.parent_id in by_id else None
+        children.setdefault(parent, []).append((position, span))
+    preorder: list[Span] = []
+    starts: dict[str, int] = {}
+
+    def key(item: tuple[int, Span]) -> tuple[int, int]:
+        return (starts.get(item[1].span_id, 0), item[0])
+
+    def visit(parent: str | None, inherited: int) -> None:
+        kids = children.get(parent, [])
+        for _, span in kids:
+            starts[span.span_id] = _micros(span.start) if span.start else inherited
+        for _, span in sorted(kids, key=key):
+            preorder.append(span)
+            visit(span.span_id, starts[span.span_id])
+
+    visit(None, 0)
+    rank = {s.span_id: i for i, s in enumerate(preorder)}
+    return sorted(preorder, key=lambda s: (starts[s.span_id], rank[s.span_id]))
+
+
+def _agent_names(
+    spans: Sequence[Span], kinds: Mapping[str, str], by_id: Mapping[str, Span]
+) -> dict[str, str | None]:
+    """Each span's agent: its own ``gen_ai.agent.name`` or the nearest agent span's name.
+
+    Worked out along parent links, not in time order, so a child whose clock runs
+    ahead of its parent's still finds its agent.
+    """
+    names: dict[str, str | None] = {}
+
+    def name_of(span: Span) -> str | None:
+        if span.span_id in names:
+            return names[span.span_id]
+        names[span.span_id] = None  # guards against a parent cycle
+        own = span.attributes.get("gen_ai.agent.name")
+        if kinds[span.span_id] == "AGENT":
+            result: str | None = agent_label(span.name, span.attributes)
+        elif isinstance(own, str) and own:
+            result = own
+        else:
+            parent = by_id.get(span.parent_id) if span.parent_id else None
+            result = name_of(parent) if parent is not None else None
+        names[span.span_id] = result
+        return result
+
+    for span in spans:
+        name_of(span)
+    return names
+
+
+def _managed_roles(spans: Sequence[Span], kinds: Mapping[str, str]) -> dict[str, str]:
+    """What a smolagents manager says each of its managed agents is for."""
+    roles: dict[str, str] = {}
+    for span in spans:
+        if kinds[span.span_id] != "AGENT":
+            continue
+        managed = unflatten(span.attributes, "smolagents.managed_agents")
+        for entry in managed if isinstance(managed, list) else []:
+            if isinstance(entry, Mapping) and isinstance(entry.get("name"), str):
+                roles.setdefault(entry["name"], str(entry.get("description") or ""))
+    return roles
+
+
+def _framework(scopes: Iterable[str]) -> str | None:
+    for scope in scopes:
+        if scope.startswith("openinference.instrumentation."):
+            return scope.split(".", 2)[2]
+    return None
+
+
+def spans_to_trajectory(
+    spans: Sequence[Span],
+    *,
+    trajectory_id: str,
+    source: str,
+    framework: str | None = None,
+    goal: str | None = None,
+    reference_answer: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> AgentTrajectory:
+    """One trajectory from the spans of one trace (see the module docstring)."""
+    if not spans:
+        raise InputError("no events: the trace has no spans", source=source)
+    seen: dict[str, Span] = {}
+    for span in spans:
+        if span.span_id in seen:
+            raise InputError(
+                f"duplicate span id {span.span_id!r} (also at {seen[span.span_id].path})",
+                source=source,
+                record=span.span_id,
+                field=span.path or None,
+            )
+        seen[span.span_id] = span
+    limit = max_event_bytes()
+    ordered = _ordered(spans)
+    if len(ordered) != len(spans):
+        placed = {s.span_id for s in ordered}
+        stray = next(s for s in spans if s.span_id not in placed)
+        raise InputError(
+            f"span {stray.span_id!r} is its own ancestor (parent links form a cycle)",
+            source=source,
+            record=stray.span_id,
+            field=stray.path or None,
+        )
+    kinds = {span.span_id: span_kind(span.attributes) for span in spans}
+    names = _agent_names(spans, kinds, seen)
+    managed_roles = _managed_roles(spans, kinds)
+    agents: dict[str, AgentInfo] = {}
+    root_agent: tuple[Span, Any, Any] | None = None
+    scopes: list[str] = []
+    events: list[AgentEvent] = []
+
+    for step, span in enumerate(ordered):
+        _check_span_size(span, source, limit)
+        kind = kinds[span.span_id]
+        used: set[str] = {"openinference.span.kind", "gen_ai.operation.name", "gen_ai.agent.name"}
+        inp, out, meta = content_fields(span.attributes, kind, used)
+        if inp is None:
+            inp = span.fallback_input
+        if out is None:
+            out = span.fallback_output
+        agent_name = names.get(span.span_id)
+        if kind == "AGENT" and agent_name is not None:
+            used.update(("agent.name", "smolagents.name"))
+            if agent_name not in agents:
+                role = managed_roles.get(agent_name) or meta.get("agent_description")
+                agents[agent_name] = AgentInfo(
+                    name=agent_name,
+                    role=str(role) if role else None,
+                    tools=list(meta.get("tools") or []),
+                )
+            if root_agent is None:
+                root_agent = (span, inp, out)
+        step_match = _STEP.match(span.name)
+        if step_match:
+            meta["agent_step"] = int(step_match.group(1))
+        if kind:
+            meta["kind"] = kind
+        if span.otel_kind:
+            meta["span_kind"] = span.otel_kind
+        meta["status"] = span.status
+        if span.status_message and span.status != "error":
+            meta["status_message"] = span.status_message
+        other_events = [
+            e for e in span.events if e.get("name") != "exception" or span.status != "error"
+        ]
+        if other_events:
+            meta["span_events"] = other_events
+        leftover = {k: v for k, v in span.attributes.items() if k not in used}
+        if leftover:
+            meta["attributes"] = leftover
+        for key, value in span.metadata.items():
+            meta.setdefault(key, value)
+        if isinstance(meta.get("scope"), str):
+            scopes.append(meta["scope"])
+        parent_id = span.parent_id if span.parent_id in seen else None
+        if span.parent_id and parent_id is None:
+            meta["missing_parent"] = span.parent_id
+        data: dict[str, Any] = {
+            "id": span.span_id,
+            "type": KIND_TO_TYPE.get(kind, EventType.SPAN),
+            "step_index": step,
+            "agent_name": agent_name,
+            "module": span.name,
+            "parent_id": parent_id,
+            "timestamp": span.start,
+            "duration_ms": span.duration_ms,
+            "input": inp,
+            "output": out,
+            "error": _error(span),
+            "metadata": meta,
+        }
+        try:
+            events.append(AgentEvent.model_validate(data))
+        except ValidationError as exc:
+            raise from_validation_error(
+                exc, source=source, record=span.span_id, prefix=span.path
+            ) from None
+
+    outcome = Outcome()
+    if root_agent is not None:
+        span, inp, out = root_agent
+        goal = goal or task_of(inp)
+        error = _error(span)
+        outcome = Outcome(
+            status=OutcomeStatus.FAILURE if error else OutcomeStatus.UNKNOWN,
+            final_answer=out,
+            error=ErrorInfo.model_validate(error) if error else None,
+        )
+    starts = [s.start for s in spans if s.start]
+    ends = [
+        s.start + timedelta(milliseconds=s.duration_ms)
+        for s in spans
+        if s.start and s.duration_ms is not None
+    ]
+    return AgentTrajectory(
+        id=trajectory_id,
+        goal=goal,
+        framework=framework or _framework(scopes),
+        agents=list(agents.values()),
+        events=events,
+        outcome=outcome,
+        reference_answer=reference_answer,
+        metadata=dict(metadata or {}),
+        started_at=min(starts) if starts else None,
+        ended_at=max(ends) if ends else None,
+    )
+
+
+def _check_span_size(span: Span, source: str, limit: int) -> None:
+    """Refuse a span whose attributes together exceed the per-event limit."""
+    total = 0
+    largest = ("", 0)
+    for key, value in span.attributes.items():
+        size = json_size(value, limit)
+        total += size
+        if size > largest[1]:
+            largest = (key, size)
+    for extra in (span.fallback_input, span.fallback_output):
+        total += json_size(extra, limit)
+    if total > limit:
+        where = f"{span.path}.{span.attributes_path}" if span.path else span.attributes_path
+        raise InputError(
+            f"span of {total:,} bytes is over the per-event limit of {limit:,} bytes "
+            f"(largest value: '{largest[0]}', {largest[1]:,} bytes; raise "
+            f"{MAX_EVENT_BYTES_ENV} to import it)",
+            source=source,
+            record=span.span_id,
+            field=f"{where}.{largest[0]}" if largest[0] else where,
+        )

@@ -1,0 +1,258 @@
+"""OTLP JSON: what an OpenTelemetry collector's file exporter (or ``/v1/traces``) holds.
+
+``{resourceSpans: [{resource, scopeSpans: [{scope, spans: [...]}]}]}``; a span has
+``traceId``, ``spanId``, ``parentSpanId``, ``name``, ``kind``,
+``startTimeUnixNano``, ``endTimeUnixNano``, ``attributes`` as a list of
+``{key, value: {stringValue | intValue | ...}}``, ``status {code, message}`` and
+``events``. JSON Lines of such objects (the collector's file exporter) are read
+as one export. Parents are found by ``parentSpanId``; each ``traceId`` becomes one
+trajectory, whose id is the trace id. The snake_case spelling of the protobuf
+field names (``resource_spans``, ``span_id``, ...) is accepted too.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agentdebug.errors import InputError
+from agentdebug.io._common import type_name
+from agentdebug.io.otel import Span, from_unix_nano, spans_to_trajectory
+from agentdebug.stages import ImportedRun, Source
+
+_HEX = re.compile(r"^[0-9a-fA-F]+$")
+_SPAN_KINDS = {
+    0: "UNSPECIFIED",
+    1: "INTERNAL",
+    2: "SERVER",
+    3: "CLIENT",
+    4: "PRODUCER",
+    5: "CONSUMER",
+}
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def get(obj: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``obj[key]`` under its camelCase or snake_case spelling."""
+    if key in obj:
+        return obj[key]
+    return obj.get(_snake(key), default)
+
+
+def any_value(value: Any) -> Any:
+    """An OTLP ``AnyValue`` as a plain value."""
+    if not isinstance(value, Mapping):
+        return value
+    for key in ("stringValue", "boolValue", "doubleValue"):
+        found = get(value, key)
+        if found is not None:
+            return found
+    integer = get(value, "intValue")
+    if integer is not None:
+        try:
+            return int(integer)
+        except (TypeError, ValueError):
+            return integer
+    array = get(value, "arrayValue")
+    if isinstance(array, Mapping):
+        return [any_value(v) for v in array.get("values") or []]
+    kvlist = get(value, "kvlistValue")
+    if isinstance(kvlist, Mapping):
+        return attributes(kvlist.get("values") or [])
+    raw = get(value, "bytesValue")
+    if raw is not None:
+        return raw
+    return None
+
+
+def attributes(items: Any) -> dict[str, Any]:
+    """An OTLP ``[{key, value}]`` list as a dict (a plain dict is accepted as is)."""
+    if isinstance(items, Mapping):
+        return dict(items)
+    out: dict[str, Any] = {}
+    for item in items or []:
+        if isinstance(item, Mapping) and "key" in item:
+            out[str(item["key"])] = any_value(item.get("value"))
+    return out
+
+
+def normalise_id(raw: Any) -> str | None:
+    """A trace or span id as lowercase hex (OTLP/JSON uses hex; protobuf JSON base64)."""
+    if raw is None or raw == "":
+        return None
+    text = str(raw)
+    if _HEX.match(text) and len(text) in (16, 32):
+        return text.lower()
+    try:
+        decoded = base64.b64decode(text, validate=True)
+    except (binascii.Error, ValueError):
+        return text
+    if len(decoded) in (8, 16):
+        hexed = decoded.hex()
+        return None if set(hexed) == {"0"} else hexed
+    return text
+
+
+def _status(raw: Any) -> tuple[str, str | None]:
+    if not isinstance(raw, Mapping):
+        return "unset", None
+    code = raw.get("code")
+    text = str(code).upper() if code is not None else ""
+    message = raw.get("message") or None
+    if text in ("2", "STATUS_CODE_ERROR", "ERROR"):
+        return "error", message
+    if text in ("1", "STATUS_CODE_OK", "OK"):
+        return "ok", message
+    return "unset", message
+
+
+def _kind(raw: Any) -> str | None:
+    if isinstance(raw, int):
+        return _SPAN_KINDS.get(raw)
+    if isinstance(raw, str) and raw:
+        return raw.upper().removeprefix("SPAN_KIND_")
+    return None
+
+
+class OtlpImporter:
+    """Reads OTLP JSON trace exports (one trajectory per trace id)."""
+
+    name = "otlp"
+    description = "OpenTelemetry OTLP JSON export ({resourceSpans:[...]}) or its JSON Lines"
+
+    def sniff(self, source: Source) -> str | None:
+        docs = source.records if source.records is not None else [source.document]
+        for doc in docs:
+            if not isinstance(doc, Mapping):
+                return "not a JSON object"
+            if not isinstance(get(doc, "resourceSpans"), list):
+                return "no 'resourceSpans' list"
+        return None
+
+    def load(self, source: Source) -> Iterator[ImportedRun]:
+        docs = source.records if source.records is not None else [source.document]
+        traces: dict[str, list[Span]] = {}
+        resources: dict[str, dict[str, Any]] = {}
+        for number, doc in enumerate(docs, start=1):
+            assert isinstance(doc, Mapping)
+            base = f"[{number}]." if source.records is not None else ""
+            _collect(doc, source.name, base, traces, resources)
+        if not traces:
+            raise InputError(
+                "no events: the export holds no spans", source=source.name, field="resourceSpans"
+            )
+        for trace_id, spans in traces.items():
+            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": source.path.name}
+            resource = resources.get(trace_id) or {}
+            if resource:
+                metadata["resource"] = resource
+                if "service.name" in resource:
+                    metadata["service_name"] = resource["service.name"]
+            yield ImportedRun(
+                trajectory=spans_to_trajectory(
+                    spans, trajectory_id=trace_id, source=source.name, metadata=metadata
+                )
+            )
+
+
+def _collect(
+    doc: Mapping[str, Any],
+    name: str,
+    base: str,
+    traces: dict[str, list[Span]],
+    resources: dict[str, dict[str, Any]],
+) -> None:
+    for r, resource_spans in enumerate(get(doc, "resourceSpans") or []):
+        rpath = f"{base}resourceSpans[{r}]"
+        if not isinstance(resource_spans, Mapping):
+            raise InputError(
+                f"expected an object, got {type_name(resource_spans)}", source=name, field=rpath
+            )
+        resource = get(resource_spans, "resource") or {}
+        resource_attrs = attributes(
+            resource.get("attributes") if isinstance(resource, Mapping) else None
+        )
+        scopes = get(resource_spans, "scopeSpans")
+        if scopes is None:
+            scopes = get(resource_spans, "instrumentationLibrarySpans") or []
+        for s, scope_spans in enumerate(scopes):
+            spath = f"{rpath}.scopeSpans[{s}]"
+            if not isinstance(scope_spans, Mapping):
+                raise InputError(
+                    f"expected an object, got {type_name(scope_spans)}", source=name, field=spath
+                )
+            scope = get(scope_spans, "scope") or get(scope_spans, "instrumentationLibrary") or {}
+            scope_name = scope.get("name") if isinstance(scope, Mapping) else None
+            for i, raw in enumerate(get(scope_spans, "spans") or []):
+                span, trace_id = _span(raw, name, f"{spath}.spans[{i}]", scope_name)
+                traces.setdefault(trace_id, []).append(span)
+                if resource_attrs:
+                    resources.setdefault(trace_id, resource_attrs)
+
+
+def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
+    if not isinstance(raw, Mapping):
+        raise InputError(f"expected a span object, got {type_name(raw)}", source=name, field=path)
+    span_id = normalise_id(get(raw, "spanId"))
+    if span_id is None:
+        raise InputError("missing", source=name, record=path, field=f"{path}.spanId")
+    trace_id = normalise_id(get(raw, "traceId"))
+    if trace_id is None:
+        raise InputError("missing", source=name, record=span_id, field=f"{path}.traceId")
+    start_raw = get(raw, "startTimeUnixNano")
+    end_raw = get(raw, "endTimeUnixNano")
+    start = from_unix_nano(start_raw)
+    duration: float | None = None
+    try:
+        if start_raw is not None and end_raw is not None:
+            nanos = int(end_raw) - int(start_raw)
+            duration = round(nanos / 1e6, 6) if nanos >= 0 else None
+    except (TypeError, ValueError):
+        raise InputError(
+            f"expected nanoseconds since the epoch, got {end_raw!r}",
+            source=name,
+            record=span_id,
+            field=f"{path}.endTimeUnixNano",
+        ) from None
+    status, message = _status(get(raw, "status"))
+    events = []
+    for event in get(raw, "events") or []:
+        if isinstance(event, Mapping):
+            moment = from_unix_nano(get(event, "timeUnixNano"))
+            events.append(
+                {
+                    "name": event.get("name"),
+                    "timestamp": moment.isoformat() if moment else None,
+                    "attributes": attributes(event.get("attributes")),
+                }
+            )
+    metadata: dict[str, Any] = {}
+    if scope_name:
+        metadata["scope"] = scope_name
+    links = get(raw, "links")
+    if links:
+        metadata["links"] = links
+    return (
+        Span(
+            span_id=span_id,
+            parent_id=normalise_id(get(raw, "parentSpanId")),
+            name=str(raw.get("name") or ""),
+            attributes=attributes(raw.get("attributes")),
+            start=start,
+            duration_ms=duration,
+            status=status,
+            status_message=message,
+            events=events,
+            otel_kind=_kind(raw.get("kind")),
+            metadata=metadata,
+            path=path,
+            attributes_path="attributes",
+        ),
+        trace_id,
+    )

@@ -1,0 +1,262 @@
+"""What span attributes mean: OpenInference and OpenTelemetry GenAI conventions.
+
+OpenInference (``openinference.span.kind``, ``input.value``,
+``llm.input_messages.N.message.role``, ``llm.model_name``, ``tool.name``, ...) and
+the GenAI semantic conventions (``gen_ai.operation.name``, ``gen_ai.agent.name``,
+``gen_ai.tool.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ...) say the
+same things in different words; this module reads both into one vocabulary: a kind
+(LLM, TOOL, AGENT, CHAIN, ...), an input, an output and typed metadata.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from agentdebug.io._common import parse_json_text
+
+_NAMED_AGENT = re.compile(r"You're a helpful agent named '([^']+)'")
+_GENAI_OPS = {
+    "chat": "LLM",
+    "text_completion": "LLM",
+    "generate_content": "LLM",
+    "completion": "LLM",
+    "execute_tool": "TOOL",
+    "invoke_agent": "AGENT",
+    "create_agent": "AGENT",
+    "embeddings": "EMBEDDING",
+}
+_TASK_KEYS = ("task", "input", "query", "question", "prompt", "message")
+
+
+def as_int(value: Any) -> int | None:
+    """Token counts arrive as strings in some exports."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def unflatten(attributes: Mapping[str, Any], prefix: str) -> Any:
+    """Rebuild ``prefix.0.message.role``-style keys into lists and dicts."""
+    root: dict[str, Any] = {}
+    dot = prefix + "."
+    for key, value in attributes.items():
+        if not key.startswith(dot):
+            continue
+        node = root
+        parts = key[len(dot) :].split(".")
+        for part in parts[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = node[part] = {}
+            node = child
+        node[parts[-1]] = value
+    return _listify(root) if root else None
+
+
+def _listify(node: Any) -> Any:
+    if not isinstance(node, dict):
+        return node
+    if node and all(k.isdigit() for k in node):
+        return [_listify(node[k]) for k in sorted(node, key=int)]
+    return {k: _listify(v) for k, v in node.items()}
+
+
+def span_kind(attributes: Mapping[str, Any]) -> str:
+    """OpenInference kind (LLM, TOOL, AGENT, CHAIN, ...), or one inferred from GenAI keys."""
+    kind = attributes.get("openinference.span.kind")
+    if isinstance(kind, str) and kind:
+        return kind.upper()
+    op = attributes.get("gen_ai.operation.name")
+    if isinstance(op, str) and op in _GENAI_OPS:
+        return _GENAI_OPS[op]
+    if "gen_ai.tool.name" in attributes:
+        return "TOOL"
+    if "gen_ai.agent.name" in attributes and "gen_ai.request.model" not in attributes:
+        return "AGENT"
+    if "gen_ai.request.model" in attributes or "gen_ai.system" in attributes:
+        return "LLM"
+    return ""
+
+
+def _message(raw: Any) -> Any:
+    """An OpenInference ``message`` dict as a chat message ``{role, content, ...}``."""
+    if not isinstance(raw, Mapping):
+        return raw
+    msg = raw.get("message", raw)
+    if not isinstance(msg, Mapping):
+        return msg
+    out: dict[str, Any] = {}
+    if "role" in msg:
+        out["role"] = msg["role"]
+    if "name" in msg:
+        out["name"] = msg["name"]
+    content = msg.get("content")
+    if content is None and isinstance(msg.get("contents"), list):
+        texts = [
+            str(c.get("message_content", {}).get("text", ""))
+            for c in msg["contents"]
+            if isinstance(c, Mapping) and isinstance(c.get("message_content"), Mapping)
+        ]
+        content = "\n".join(t for t in texts if t) or None
+    out["content"] = content
+    calls = msg.get("tool_calls")
+    if isinstance(calls, list):
+        out["tool_calls"] = [_tool_call(c) for c in calls]
+    if "tool_call_id" in msg:
+        out["tool_call_id"] = msg["tool_call_id"]
+    return out
+
+
+def _tool_call(raw: Any) -> Any:
+    call = raw.get("tool_call", raw) if isinstance(raw, Mapping) else raw
+    if not isinstance(call, Mapping):
+        return call
+    out: dict[str, Any] = {}
+    if "id" in call:
+        out["id"] = call["id"]
+    function = call.get("function")
+    if isinstance(function, Mapping):
+        out["name"] = function.get("name")
+        out["arguments"] = parse_json_text(function.get("arguments"))
+    return out
+
+
+def _messages(attributes: Mapping[str, Any], used: set[str], *prefixes: str) -> Any:
+    """Messages under the first prefix present (flattened keys or one JSON string)."""
+    for prefix in prefixes:
+        if prefix in attributes:
+            used.add(prefix)
+            value = parse_json_text(attributes[prefix])
+            return [_message(m) for m in value] if isinstance(value, list) else value
+        flat = unflatten(attributes, prefix)
+        if flat is not None:
+            used.update(k for k in attributes if k.startswith(prefix + "."))
+            return [_message(m) for m in flat] if isinstance(flat, list) else flat
+    return None
+
+
+def _output_of(messages: Any) -> Any:
+    """A single message with no tool calls is its text; anything else stays structured."""
+    if isinstance(messages, list) and len(messages) == 1:
+        only = messages[0]
+        if isinstance(only, Mapping) and not only.get("tool_calls"):
+            return only.get("content")
+        if isinstance(only, Mapping):
+            return {k: v for k, v in only.items() if k != "role"}
+    return messages
+
+
+def task_of(value: Any) -> str | None:
+    """The task text in an agent's input: the string, or its ``task``/``input``/... key."""
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping):
+        for key in _TASK_KEYS:
+            if isinstance(value.get(key), str) and value[key]:
+                return str(value[key])
+    return None
+
+
+def agent_label(name: str, attrs: Mapping[str, Any]) -> str:
+    """The name an agent span's agent goes by.
+
+    ``gen_ai.agent.name`` (or ``agent.name`` / ``smolagents.name``); else the name
+    a smolagents managed agent is given in its task ("You're a helpful agent named
+    'X'"); else the span name without ``.run`` (``CodeAgent.run`` -> ``CodeAgent``).
+    """
+    for key in ("gen_ai.agent.name", "agent.name", "smolagents.name"):
+        if isinstance(attrs.get(key), str) and attrs[key]:
+            return str(attrs[key])
+    task = task_of(parse_json_text(attrs.get("input.value")))
+    if task:
+        named = _NAMED_AGENT.search(task[:2000])
+        if named:
+            return named.group(1)
+    return name[: -len(".run")] if name.endswith(".run") else name
+
+
+def content_fields(
+    attrs: Mapping[str, Any], kind: str, used: set[str]
+) -> tuple[Any, Any, dict[str, Any]]:
+    """Input, output and typed metadata of a span of ``kind``; adds consumed keys to ``used``.
+
+    LLM spans: input = the input messages, output = the output message's text (or
+    the message, when it carries tool calls); ``input.value``/``output.value`` hold
+    the same messages as JSON and are not kept twice. TOOL spans: arguments and
+    result. Other spans: ``input.value`` and ``output.value``, parsed when JSON.
+    """
+    meta: dict[str, Any] = {}
+
+    def take(key: str) -> Any:
+        used.add(key)
+        return attrs.get(key)
+
+    inp: Any = None
+    out: Any = None
+    tokens: dict[str, int | None] = {}
+    for name, key in (
+        ("prompt", "llm.token_count.prompt"),
+        ("completion", "llm.token_count.completion"),
+        ("total", "llm.token_count.total"),
+        ("prompt", "gen_ai.usage.input_tokens"),
+        ("completion", "gen_ai.usage.output_tokens"),
+    ):
+        if key in attrs:
+            tokens.setdefault(name, as_int(take(key)))
+    if tokens:
+        meta["tokens"] = tokens
+    if kind == "LLM":
+        inp = _messages(attrs, used, "llm.input_messages", "gen_ai.input.messages", "gen_ai.prompt")
+        out = _messages(
+            attrs, used, "llm.output_messages", "gen_ai.output.messages", "gen_ai.completion"
+        )
+        out = _output_of(out)
+        for key in ("llm.model_name", "gen_ai.request.model", "gen_ai.response.model"):
+            if key in attrs:
+                meta.setdefault("model", take(key))
+        if "llm.invocation_parameters" in attrs:
+            meta["invocation_parameters"] = parse_json_text(take("llm.invocation_parameters"))
+        if "llm.provider" in attrs or "gen_ai.system" in attrs:
+            meta["provider"] = take("llm.provider") or take("gen_ai.system")
+    elif kind == "TOOL":
+        for key in ("tool.name", "gen_ai.tool.name"):
+            if key in attrs:
+                meta.setdefault("tool_name", take(key))
+        for key in ("tool.description", "gen_ai.tool.description"):
+            if key in attrs:
+                meta.setdefault("tool_description", take(key))
+        if "tool.parameters" in attrs:
+            meta["tool_parameters"] = parse_json_text(take("tool.parameters"))
+        if "gen_ai.tool.call.id" in attrs:
+            meta["tool_call_id"] = take("gen_ai.tool.call.id")
+        if "gen_ai.tool.call.arguments" in attrs:
+            inp = parse_json_text(take("gen_ai.tool.call.arguments"))
+        if "gen_ai.tool.call.result" in attrs:
+            out = parse_json_text(take("gen_ai.tool.call.result"))
+    elif kind == "AGENT":
+        tools = parse_json_text(attrs.get("smolagents.tools_names"))
+        if isinstance(tools, list):
+            used.add("smolagents.tools_names")
+            meta["tools"] = [str(t) for t in tools]
+        managed = unflatten(attrs, "smolagents.managed_agents")
+        if isinstance(managed, list):
+            used.update(k for k in attrs if k.startswith("smolagents.managed_agents."))
+            meta["managed_agents"] = managed
+        if "gen_ai.agent.id" in attrs:
+            meta["agent_id"] = take("gen_ai.agent.id")
+        if "gen_ai.agent.description" in attrs:
+            meta["agent_description"] = take("gen_ai.agent.description")
+    if inp is None and "input.value" in attrs:
+        inp = parse_json_text(take("input.value"))
+        used.add("input.mime_type")
+    elif "input.value" in attrs and kind == "LLM":
+        used.update(("input.value", "input.mime_type"))  # the same messages, as JSON
+    if out is None and "output.value" in attrs:
+        out = parse_json_text(take("output.value"))
+        used.add("output.mime_type")
+    elif "output.value" in attrs and kind == "LLM":
+        used.update(("output.value", "output.mime_type"))
+    return inp, out, meta

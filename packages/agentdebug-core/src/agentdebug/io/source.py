@@ -1,0 +1,140 @@
+"""Reading a file once, strictly, into a :class:`~agentdebug.stages.Source`.
+
+A file is either one JSON document or JSON Lines (one JSON value per non-empty
+line). It is parsed here, once, so every importer's ``sniff`` sees the same parsed
+value and none re-reads the file. The reader is strict: broken JSON is an error
+that says where it broke, never a guess at what was meant.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+
+from agentdebug.errors import InputError
+from agentdebug.limits import MAX_FILE_BYTES_ENV, max_file_bytes
+from agentdebug.stages import Source
+
+_BOM = b"\xef\xbb\xbf"
+_JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+
+
+def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
+    """Read and parse ``path``; raise :class:`InputError` saying where it is broken.
+
+    ``max_bytes`` (default ``$AGENTDEBUG_MAX_IMPORT_BYTES`` or 200 MiB) bounds the
+    file size: a bigger file is refused before it is loaded into memory.
+    """
+    path = Path(path)
+    name = str(path)
+    limit = max_file_bytes() if max_bytes is None else max_bytes
+    try:
+        size = path.stat().st_size
+        if path.is_dir():
+            raise InputError("is a directory, not a file", source=name)
+        if size > limit:
+            raise InputError(
+                f"file of {size:,} bytes is over the import limit of {limit:,} bytes "
+                f"(raise {MAX_FILE_BYTES_ENV} to import it)",
+                source=name,
+            )
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError("no such file", source=name) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror or exc}", source=name) from None
+
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if not data.strip():
+        raise InputError("the file is empty", source=name)
+    _check_utf8(data, name)
+    if path.suffix.lower() in _JSONL_SUFFIXES:
+        return _parse_lines_first(path, data)
+    return _parse_document_first(path, data)
+
+
+def parse_bytes(data: bytes, *, name: str = "<bytes>") -> Source:
+    """Parse bytes already in memory as :func:`read_source` parses a file."""
+    if data.startswith(_BOM):
+        data = data[len(_BOM) :]
+    if not data.strip():
+        raise InputError("the input is empty", source=name)
+    _check_utf8(data, name)
+    return _parse_document_first(Path(name), data)
+
+
+def _check_utf8(data: bytes, name: str) -> None:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        bad = data[exc.start : exc.end].hex(" ")
+        raise InputError(
+            f"not UTF-8 text: invalid byte(s) {bad} at byte offset {exc.start} (line {line})",
+            source=name,
+        ) from None
+
+
+def _document_error(exc: orjson.JSONDecodeError, name: str) -> InputError:
+    return InputError(
+        f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} (character {exc.pos})",
+        source=name,
+    )
+
+
+def _parse_document_first(path: Path, data: bytes) -> Source:
+    """One JSON document; failing that, JSON Lines if the first line stands alone."""
+    name = str(path)
+    try:
+        return _document_source(path, orjson.loads(data))
+    except orjson.JSONDecodeError as exc:
+        document_error = exc
+    lines = data.split(b"\n")
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None:  # pragma: no cover - empty input is refused earlier
+        raise _document_error(document_error, name)
+    try:
+        orjson.loads(lines[first])
+    except orjson.JSONDecodeError:
+        # The first line is no JSON value by itself: this is one document, broken.
+        raise _document_error(document_error, name) from None
+    if sum(1 for line in lines if line.strip()) < 2:
+        raise _document_error(document_error, name)
+    return Source(path=path, records=_parse_lines(lines, name))
+
+
+def _parse_lines_first(path: Path, data: bytes) -> Source:
+    """A ``.jsonl`` file: JSON Lines; a pretty-printed single document is accepted too."""
+    lines = data.split(b"\n")
+    try:
+        return Source(path=path, records=_parse_lines(lines, str(path)))
+    except InputError as lines_error:
+        try:
+            document = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            raise lines_error from None
+        return _document_source(path, document)
+
+
+def _document_source(path: Path, document: object) -> Source:
+    if document is None:
+        raise InputError("the file holds only 'null'", source=str(path))
+    return Source(path=path, document=document)
+
+
+def _parse_lines(lines: list[bytes], name: str) -> list[object]:
+    records: list[object] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append(orjson.loads(line))
+        except orjson.JSONDecodeError as exc:
+            raise InputError(
+                f"line {number} is not valid JSON: {exc.msg} at column {exc.colno}",
+                source=name,
+                record=number,
+            ) from None
+    return records

@@ -1,0 +1,166 @@
+"""OpenAI-style chat messages: tool calls linked to their results, one step per message."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from agentdebug.errors import InputError
+from agentdebug.io import MessagesImporter, import_file
+from agentdebug.schema import AgentTrajectory, EventType
+
+FIXTURES = Path(__file__).parent / "fixtures" / "io"
+IMPORTERS = [MessagesImporter()]
+
+
+def _load(path: Path) -> AgentTrajectory:
+    runs = import_file(path, importers=IMPORTERS)
+    assert len(runs) == 1
+    return runs[0].trajectory
+
+
+def test_tool_calls_are_linked_to_their_results_by_tool_call_id() -> None:
+    t = _load(FIXTURES / "messages_tool_calls.json")
+    by_id = {e.id: e for e in t.events}
+    oslo, paris = by_id["m2.0"], by_id["m2.1"]
+    assert oslo.type is EventType.TOOL_CALL and paris.type is EventType.TOOL_CALL
+    assert oslo.input == {"city": "Oslo"}
+    assert oslo.metadata["tool_name"] == "get_weather"
+    # results arrive out of order and still find their call
+    assert by_id["m3"].type is EventType.TOOL_RESULT and by_id["m3"].parent_id == "m2.1"
+    assert by_id["m4"].parent_id == "m2.0"
+    assert by_id["m4"].output == "Oslo: 4°C, rain"
+    assert by_id["m6"].parent_id == "m5.0"
+    assert by_id["m6"].output == "Paris: 12°C, sun"  # a list of parts, as text
+
+
+def test_malformed_tool_call_arguments_are_kept_with_the_reason() -> None:
+    t = _load(FIXTURES / "messages_tool_calls.json")
+    paris = t.event("m2.1")
+    assert paris is not None
+    assert paris.input == '{"city": "Paris"'
+    assert "not valid JSON" in paris.metadata["arguments_error"]
+    oslo = t.event("m2.0")
+    assert oslo is not None and "arguments_error" not in oslo.metadata
+
+
+def test_roles_types_steps_and_the_final_answer() -> None:
+    t = _load(FIXTURES / "messages_tool_calls.json")
+    assert [(e.id, e.type, e.step_index) for e in t.events] == [
+        ("m1", EventType.USER_INPUT, 1),
+        ("m2.0", EventType.TOOL_CALL, 2),
+        ("m2.1", EventType.TOOL_CALL, 2),
+        ("m3", EventType.TOOL_RESULT, 3),
+        ("m4", EventType.TOOL_RESULT, 4),
+        ("m5", EventType.LLM_RESPONSE, 5),
+        ("m5.0", EventType.TOOL_CALL, 5),
+        ("m6", EventType.TOOL_RESULT, 6),
+        ("m7", EventType.FINAL_ANSWER, 7),
+    ]
+    assert t.event("m5.0") is not None and t.event("m5.0").parent_id == "m5"  # type: ignore[union-attr]
+    assert t.outcome.final_answer == "Oslo is 4°C with rain; Paris is 12°C and sunny."
+    assert t.goal == "Find the weather in Oslo and Paris"
+    assert t.metadata["app"] == "weather-bot"
+    assert t.metadata["system_prompt"] == "You are a weather assistant. Use the tools."
+    assert t.agents[0].name == "assistant"
+    assert t.agents[0].instructions == "You are a weather assistant. Use the tools."
+    assert t.id == "messages-messages_tool_calls"
+
+
+def test_a_plain_list_of_messages() -> None:
+    t = _load(FIXTURES / "messages_plain_list.json")
+    assert [e.type for e in t.events] == [EventType.USER_INPUT, EventType.FINAL_ANSWER]
+    assert t.events[1].agent_name == "greeter"
+    assert t.goal == "Say hi"
+
+
+def test_no_final_answer_when_the_run_ends_on_a_tool_call(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "assistant", "content": "thinking"},
+                {
+                    "role": "assistant",
+                    "tool_calls": [
+                        {"id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
+                    ],
+                },
+            ]
+        )
+    )
+    t = _load(path)
+    assert [e.type for e in t.events] == [
+        EventType.USER_INPUT,
+        EventType.LLM_RESPONSE,
+        EventType.TOOL_CALL,
+    ]
+    assert t.events[2].input == {}
+    assert t.outcome.final_answer is None
+
+
+def test_a_tool_result_with_an_unknown_call_id_is_kept_unlinked(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(
+        json.dumps(
+            [
+                {"role": "user", "content": "go"},
+                {"role": "tool", "tool_call_id": "nope", "content": "x"},
+            ]
+        )
+    )
+    t = _load(path)
+    assert t.events[1].parent_id is None
+    assert t.events[1].metadata["unmatched_tool_call"] is True
+
+
+def test_one_conversation_per_json_line(tmp_path: Path) -> None:
+    path = tmp_path / "chats.jsonl"
+    lines = [
+        {"id": "first", "messages": [{"role": "user", "content": "a"}]},
+        {"messages": [{"role": "user", "content": "b"}, {"role": "assistant", "content": "c"}]},
+    ]
+    path.write_text("\n".join(json.dumps(x) for x in lines))
+    runs = import_file(path, importers=IMPORTERS)
+    assert [r.trajectory.id for r in runs] == ["first", "messages-chats-2"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "record", "field", "words"),
+    [
+        (
+            [{"role": "user", "content": "a"}, {"role": "robot", "content": "b"}],
+            1,
+            "messages[1].role",
+            "unknown role 'robot'",
+        ),
+        ([{"role": "user", "content": 5}], 0, "messages[0].content", "string or a list"),
+        (
+            [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"arguments": "{}"}}]}],
+            0,
+            "messages[0].tool_calls[0].function.name",
+            "missing tool name",
+        ),
+        (
+            [{"role": "assistant", "tool_calls": "f()"}],
+            0,
+            "messages[0].tool_calls",
+            "expected a list",
+        ),
+        ([], None, "messages", "no events"),
+        ([{"role": "system", "content": "only rules"}], None, "messages", "no events"),
+    ],
+)
+def test_bad_messages_name_record_and_field(
+    tmp_path: Path, messages: list[object], record: int | None, field: str, words: str
+) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps({"messages": messages}))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.record == record
+    assert info.value.field == field
+    assert words in str(info.value)
+    assert "chat.json" in str(info.value)

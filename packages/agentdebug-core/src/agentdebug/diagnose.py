@@ -11,6 +11,8 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from agentdebug.audit import audit_scope
+from agentdebug.audit import record as record_audit
 from agentdebug.errors import AgentDebugError
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
@@ -23,6 +25,7 @@ from agentdebug.schema import (
     Hypothesis,
     Severity,
 )
+from agentdebug.stages import Attributor, Detector
 from agentdebug.text import shorten
 
 log = logging.getLogger("agentdebug.diagnose")
@@ -54,45 +57,9 @@ def diagnose(
         else list(reg.detectors.values())
     )
     att = reg.attributor(attributor)
-    audit: list[AuditEntry] = []
-    notes: list[str] = []
-    findings: list[Finding] = []
-
-    for det in chosen:
-        started = time.perf_counter()
-        try:
-            found = list(det.detect(trajectory))
-        except Exception as exc:
-            log.exception("detector %s failed", det.name)
-            notes.append(
-                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing"
-            )
-            audit.append(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
-            continue
-        for finding in found:
-            if finding.mode_id not in reg.failure_modes:
-                notes.append(
-                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept"
-                )
-        findings.extend(found)
-        audit.append(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
-
-    findings.sort(key=lambda f: f.step_index if f.step_index is not None else 10**9)
-    started = time.perf_counter()
-    hypotheses: list[Hypothesis] = []
-    try:
-        hypotheses = att.attribute(trajectory, findings)
-        audit.append(
-            _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
-        )
-    except AgentDebugError:
-        raise
-    except Exception as exc:
-        log.exception("attributor %s failed", att.name)
-        notes.append(
-            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named"
-        )
-        audit.append(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
+    with audit_scope() as log:
+        findings, hypotheses, notes = _run(trajectory, chosen, att, reg)
+    audit = log.entries
 
     cost = Cost.of(audit)
     tier = "model" if cost.calls else "free"
@@ -117,6 +84,55 @@ def diagnose(
     )
     reg.notify_report(report, trajectory)
     return report
+
+
+def _run(
+    trajectory: AgentTrajectory,
+    chosen: Sequence[Detector],
+    att: Attributor,
+    reg: Registry,
+) -> tuple[list[Finding], list[Hypothesis], list[str]]:
+    """Detectors then the attributor, each guarded; audit entries go to the scope."""
+    notes: list[str] = []
+    findings: list[Finding] = []
+    for det in chosen:
+        started = time.perf_counter()
+        try:
+            found = list(det.detect(trajectory))
+        except AgentDebugError:
+            raise
+        except Exception as exc:
+            log.exception("detector %s failed", det.name)
+            notes.append(
+                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing"
+            )
+            record_audit(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
+            continue
+        for finding in found:
+            if finding.mode_id not in reg.failure_modes:
+                notes.append(
+                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept"
+                )
+        findings.extend(found)
+        record_audit(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
+
+    findings.sort(key=lambda f: f.step_index if f.step_index is not None else 10**9)
+    started = time.perf_counter()
+    hypotheses: list[Hypothesis] = []
+    try:
+        hypotheses = att.attribute(trajectory, findings)
+        record_audit(
+            _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
+        )
+    except AgentDebugError:
+        raise
+    except Exception as exc:
+        log.exception("attributor %s failed", att.name)
+        notes.append(
+            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named"
+        )
+        record_audit(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
+    return findings, hypotheses, notes
 
 
 def _audit(

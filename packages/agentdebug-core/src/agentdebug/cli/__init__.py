@@ -11,6 +11,7 @@ import sys
 
 import click
 
+from agentdebug.cli import bench as _bench  # noqa: F401 - registers `agentdebug bench`
 from agentdebug.cli.app import cli
 from agentdebug.errors import AgentDebugError
 

@@ -53,21 +53,6 @@ def cli(ctx: click.Context, store: str | None, debug: bool) -> None:
 # -- ingest -------------------------------------------------------------------------------
 
 
-def expand(paths: tuple[str, ...]) -> list[Path]:
-    files: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            files += sorted(
-                p for p in path.rglob("*") if p.suffix in {".json", ".jsonl"} and p.is_file()
-            )
-        elif path.exists():
-            files.append(path)
-        else:
-            raise InputError("no such file or folder", source=raw)
-    return files
-
-
 def _import(path: Path, fmt: str | None) -> list[tuple[AgentTrajectory, GoldLabel | None]]:
     from agentdebug.io import import_file
 
@@ -85,7 +70,9 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     OpenAI message lists, agentdebug event lists). Bad files are reported and
     skipped; the exit status is non-zero if any file failed.
     """
-    files = expand(paths)
+    from agentdebug.io import expand_paths
+
+    files = expand_paths(paths)
     store = obj.store
     failures: list[tuple[Path, str]] = []
     runs = 0

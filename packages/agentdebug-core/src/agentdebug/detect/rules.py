@@ -551,6 +551,65 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
             )
 
 
+_LEDGER_FLAG = re.compile(
+    r'"(?P<key>is_progress_being_made|is_in_loop)"\s*:\s*\{\s*"reason"\s*:\s*"(?P<reason>(?:[^"\\]|\\.)*)"'
+    r'\s*,\s*"answer"\s*:\s*(?P<answer>true|false)',
+)
+
+
+def rule_stall_reported(ctx: RuleContext) -> Iterator[Finding]:
+    """An orchestrator's own progress ledger saying the run stalled or loops.
+
+    Orchestrators such as Magentic-One write a ledger after every turn with
+    ``is_progress_being_made`` and ``is_in_loop``. The first time it reports no
+    progress (or a loop), the step that stalled is the last action by another
+    agent just before that ledger; that step is what the finding points at.
+    """
+    events = ctx.trajectory.events
+    for i, event in enumerate(events):
+        if event.type not in (EventType.REASONING, EventType.PLAN):
+            continue
+        text = flatten(event.output, limit=20000)
+        if "is_progress_being_made" not in text and "is_in_loop" not in text:
+            continue
+        flags = {m.group("key"): m for m in _LEDGER_FLAG.finditer(text)}
+        loop = flags.get("is_in_loop")
+        progress = flags.get("is_progress_being_made")
+        looping = loop is not None and loop.group("answer") == "true"
+        stalled = progress is not None and progress.group("answer") == "false"
+        if not (looping or stalled):
+            continue
+        subject = next(
+            (
+                e
+                for e in reversed(events[:i])
+                if e.type in DECISION_TYPES and e.agent_name and e.agent_name != event.agent_name
+            ),
+            None,
+        )
+        if subject is None:
+            continue
+        flag = loop if looping else progress
+        assert flag is not None
+        yield _finding(
+            "stall_reported",
+            "action.repeated_action" if looping else "reflection.no_adaptation",
+            subject,
+            f"{event.agent_name or 'the orchestrator'} reported "
+            f"{'a loop' if looping else 'no progress'} right after this step",
+            confidence=0.5,
+            evidence=[
+                Evidence(
+                    event_id=event.id,
+                    step_index=event.step_index,
+                    field="output",
+                    quote=flag.group("reason")[:300],
+                )
+            ],
+        )
+        return
+
+
 RULES: list[Rule] = [
     Rule("errors", "tool, model and runtime errors, classified", rule_errors),
     Rule("malformed_tool_call", "tool-call arguments that do not parse", rule_malformed_tool_call),
@@ -559,6 +618,7 @@ RULES: list[Rule] = [
     Rule("error_ignored", "an error result treated as success", rule_error_ignored),
     Rule("unknown_handoff", "handoff to an agent the run does not have", rule_unknown_handoff),
     Rule("invalid_final_output", "an empty or invalid final answer", rule_invalid_final_output),
+    Rule("stall_reported", "the orchestrator's own ledger reports a stall", rule_stall_reported),
 ]
 
 

@@ -27,7 +27,9 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 def measure(name: str, trajectories: list[AgentTrajectory], repeats: int) -> None:
     pack = RulePack()
     events = sum(len(t.events) for t in trajectories)
-    chars = sum(len(flatten(e.output)) + len(flatten(e.input)) for t in trajectories for e in t.events)
+    chars = sum(
+        len(flatten(e.output)) + len(flatten(e.input)) for t in trajectories for e in t.events
+    )
     times = []
     findings = 0
     for _ in range(repeats):

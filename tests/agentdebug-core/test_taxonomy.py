@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from agentdebug.taxonomy import (
     AGENTRX_CATEGORIES,
     MAST_MODES,

@@ -113,23 +113,31 @@ class Cost(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
     latency_ms: float = 0.0
+    cached_calls: int = 0
+    cached_input_tokens: int = 0
+    cached_output_tokens: int = 0
 
     def __add__(self, other: Cost) -> Cost:
         return Cost(
-            calls=self.calls + other.calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            latency_ms=self.latency_ms + other.latency_ms,
+            **{name: getattr(self, name) + getattr(other, name) for name in Cost.model_fields}
         )
 
     @classmethod
     def of(cls, audit: list[AuditEntry]) -> Cost:
-        calls = [a for a in audit if a.stage == "llm" and not a.cached]
+        """Every request sent to a server is a call (failed attempts and malformed
+        answers included), with the tokens the server reported; answers replayed from
+        the cache are counted apart, with the usage recorded when they were made."""
+        llm = [a for a in audit if a.stage == "llm"]
+        live = [a for a in llm if not a.cached]
+        cached = [a for a in llm if a.cached]
         return cls(
-            calls=len(calls),
-            input_tokens=sum(a.input_tokens for a in calls),
-            output_tokens=sum(a.output_tokens for a in calls),
-            latency_ms=sum(a.latency_ms for a in calls),
+            calls=len(live),
+            input_tokens=sum(a.input_tokens for a in live),
+            output_tokens=sum(a.output_tokens for a in live),
+            latency_ms=sum(a.latency_ms for a in live),
+            cached_calls=len(cached),
+            cached_input_tokens=sum(a.input_tokens for a in cached),
+            cached_output_tokens=sum(a.output_tokens for a in cached),
         )
 
 

@@ -61,3 +61,10 @@ class _ScopedLog(AuditLog):
         super().add(entry)
         if self.parent is not None:
             self.parent.add(entry)
+
+
+def note(strategy: str, text: str) -> None:
+    """Say something the report's reader must know (a fallback, a stop, a limit).
+
+    Notes travel with the audit trail and become the report's notes."""
+    record(AuditEntry(stage="note", strategy=strategy, detail=text))

@@ -18,16 +18,27 @@ def agentdebug_failure_modes() -> Sequence[FailureMode]:
 
 @hookimpl
 def agentdebug_detectors() -> Sequence[Detector]:
+    from agentdebug.detect.judge import LLMJudge
     from agentdebug.detect.rules import RulePack
 
-    return [RulePack()]
+    return [RulePack(), LLMJudge()]
 
 
 @hookimpl
 def agentdebug_attributors() -> Sequence[Attributor]:
+    from agentdebug.attribute.all_at_once import AllAtOnceAttributor
+    from agentdebug.attribute.binary_search import BinarySearchAttributor
     from agentdebug.attribute.heuristic import HeuristicAttributor
+    from agentdebug.attribute.router import RouterAttributor
+    from agentdebug.attribute.step_by_step import StepByStepAttributor
 
-    return [HeuristicAttributor()]
+    return [
+        HeuristicAttributor(),
+        AllAtOnceAttributor(),
+        StepByStepAttributor(),
+        BinarySearchAttributor(),
+        RouterAttributor(),
+    ]
 
 
 @hookimpl

@@ -11,9 +11,18 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from agentdebug.audit import audit_scope
+from agentdebug.audit import audit_scope, note
 from agentdebug.audit import record as record_audit
 from agentdebug.errors import AgentDebugError
+from agentdebug.llm import (
+    Budget,
+    LLMError,
+    LLMSettings,
+    NoModelConfigured,
+    budget_scope,
+    current_settings,
+    use_settings,
+)
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentTrajectory,
@@ -36,6 +45,12 @@ FREE_TIER_NOTE = (
 )
 
 
+FREE_TIER_WITH_MODEL_NOTE = (
+    "free tier: rules and heuristic attribution only; a model is configured but this "
+    "attributor does not use it (try --attributor auto)"
+)
+
+
 def new_report_id() -> str:
     return "r" + uuid.uuid4().hex[:15]
 
@@ -46,25 +61,44 @@ def diagnose(
     attributor: str = "heuristic",
     detectors: Sequence[str] | None = None,
     registry: Registry | None = None,
+    settings: LLMSettings | None = None,
+    with_reference: bool = False,
+    budget: Budget | None = None,
+    judge: bool = False,
+    no_fallback: bool | None = None,
 ) -> DiagnosticReport:
-    """Run the detectors and one attributor over a trajectory."""
+    """Run the detectors and one attributor over a trajectory.
+
+    ``with_reference`` lets strategies see the task's reference answer (the
+    Who&When "with ground truth" setting); by default it is hidden. ``judge`` adds
+    the LLM judge to the detectors. ``budget`` caps model calls and tokens. When a
+    model-based stage cannot run or fails, the heuristic answer is used and the
+    report says which call failed; with ``no_fallback`` the error is raised instead.
+    """
     reg = registry or get_registry()
     if not trajectory.events:
         raise AgentDebugError(f"run '{trajectory.id}' has no events to diagnose")
-    chosen = (
-        [reg.detector(name) for name in detectors]
-        if detectors is not None
-        else list(reg.detectors.values())
+    llm = settings or current_settings()
+    strict = llm.no_fallback if no_fallback is None else no_fallback
+    seen = (
+        trajectory if with_reference else trajectory.model_copy(update={"reference_answer": None})
     )
+    if detectors is not None:
+        chosen = [reg.detector(name) for name in detectors]
+    else:
+        chosen = [d for d in reg.detectors.values() if judge or not getattr(d, "on_request", False)]
     att = reg.attributor(attributor)
-    with audit_scope() as log:
-        findings, hypotheses, notes = _run(trajectory, chosen, att, reg)
-    audit = log.entries
+    with use_settings(llm), budget_scope(budget), audit_scope() as log:
+        chosen = _usable(chosen, llm, strict)
+        att = _usable_attributor(att, reg, llm, strict)
+        findings, hypotheses = _run(seen, chosen, att, reg, strict)
+    audit = [a for a in log.entries if a.stage != "note"]
+    notes = [a.detail or "" for a in log.entries if a.stage == "note"]
 
     cost = Cost.of(audit)
-    tier = "model" if cost.calls else "free"
+    tier = "model" if cost.calls or cost.cached_calls else "free"
     if tier == "free":
-        notes.insert(0, FREE_TIER_NOTE)
+        notes.insert(0, FREE_TIER_NOTE if not llm.configured else FREE_TIER_WITH_MODEL_NOTE)
     symptom = _symptom(trajectory, findings)
     root = hypotheses[0] if hypotheses else None
     report = DiagnosticReport(
@@ -81,9 +115,48 @@ def diagnose(
         audit=audit,
         cost=cost,
         notes=notes,
+        metadata={"with_reference": with_reference, "model": llm.model}
+        if llm.configured
+        else {"with_reference": with_reference},
     )
     reg.notify_report(report, trajectory)
     return report
+
+
+def _needs_model(strategy: object) -> bool:
+    return bool(getattr(strategy, "requires_model", False))
+
+
+def _usable(detectors: list[Detector], llm: LLMSettings, strict: bool) -> list[Detector]:
+    if llm.configured:
+        return detectors
+    out = []
+    for det in detectors:
+        if not _needs_model(det):
+            out.append(det)
+            continue
+        if strict:
+            raise NoModelConfigured(f"detector '{det.name}' needs a model")
+        note(
+            "diagnose",
+            f"detector '{det.name}' needs a model and none is configured; it did not run",
+        )
+    return out
+
+
+def _usable_attributor(
+    att: Attributor, reg: Registry, llm: LLMSettings, strict: bool
+) -> Attributor:
+    if llm.configured or not _needs_model(att):
+        return att
+    if strict:
+        raise NoModelConfigured(f"attributor '{att.name}' needs a model")
+    note(
+        "diagnose",
+        f"attributor '{att.name}' needs a model and none is configured; "
+        "the heuristic attributor answered instead",
+    )
+    return reg.attributor("heuristic")
 
 
 def _run(
@@ -91,27 +164,35 @@ def _run(
     chosen: Sequence[Detector],
     att: Attributor,
     reg: Registry,
-) -> tuple[list[Finding], list[Hypothesis], list[str]]:
+    strict: bool,
+) -> tuple[list[Finding], list[Hypothesis]]:
     """Detectors then the attributor, each guarded; audit entries go to the scope."""
-    notes: list[str] = []
     findings: list[Finding] = []
     for det in chosen:
         started = time.perf_counter()
         try:
             found = list(det.detect(trajectory))
+        except LLMError as exc:
+            if strict:
+                raise
+            note("diagnose", f"detector '{det.name}' failed: {exc}; its findings are missing")
+            record_audit(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
+            continue
         except AgentDebugError:
             raise
         except Exception as exc:
             log.exception("detector %s failed", det.name)
-            notes.append(
-                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing"
+            note(
+                "diagnose",
+                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing",
             )
             record_audit(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
             continue
         for finding in found:
             if finding.mode_id not in reg.failure_modes:
-                notes.append(
-                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept"
+                note(
+                    "diagnose",
+                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept",
                 )
         findings.extend(found)
         record_audit(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
@@ -124,15 +205,26 @@ def _run(
         record_audit(
             _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
         )
+    except LLMError as exc:
+        if strict:
+            raise
+        record_audit(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
+        fallback = reg.attributor("heuristic")
+        hypotheses = fallback.attribute(trajectory, findings)
+        note(
+            "diagnose",
+            f"attributor '{att.name}' failed: {exc}; the heuristic attributor's answer is used instead",
+        )
     except AgentDebugError:
         raise
     except Exception as exc:
         log.exception("attributor %s failed", att.name)
-        notes.append(
-            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named"
+        note(
+            "diagnose",
+            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named",
         )
         record_audit(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
-    return findings, hypotheses, notes
+    return findings, hypotheses
 
 
 def _audit(

@@ -41,7 +41,12 @@ def bucket_of(n_steps: int) -> str:
 
 @dataclass
 class TraceScore:
-    """One trace's prediction against its gold label."""
+    """One trace's prediction against its gold label.
+
+    ``calls`` are requests that reached a server; ``cached_calls`` were replayed
+    from the response cache. Tokens count both (they measure what the strategy
+    asks of a model, which is what a fresh run pays), with the server's usage.
+    """
 
     trace: str
     subset: str
@@ -52,6 +57,7 @@ class TraceScore:
     pred_step: int | None = None
     confidence: float | None = None
     calls: int = 0
+    cached_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
     seconds: float = 0.0
@@ -96,6 +102,7 @@ class TraceScore:
             "step_ok": self.step_ok,
             "step_within_1": self.step_near,
             "calls": self.calls,
+            "cached_calls": self.cached_calls,
             "input_tokens": self.input_tokens,
             "output_tokens": self.output_tokens,
             "seconds": round(self.seconds, 4),
@@ -138,6 +145,7 @@ def summarize(scores: Sequence[TraceScore]) -> dict[str, Any]:
         "agent_and_step": pct(s.agent_ok and s.step_ok for s in scores),
         "agent_and_step_within_1": pct(s.agent_ok and s.step_near for s in scores),
         "calls_per_trace": spread([float(s.calls) for s in scores]),
+        "cached_calls_per_trace": spread([float(s.cached_calls) for s in scores]),
         "input_tokens_per_trace": spread([float(s.input_tokens) for s in scores]),
         "output_tokens_per_trace": spread([float(s.output_tokens) for s in scores]),
         "seconds_per_trace": spread([s.seconds for s in scores]),

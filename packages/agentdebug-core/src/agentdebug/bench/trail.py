@@ -24,9 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentdebug.audit import audit_scope
 from agentdebug.errors import AgentDebugError, InputError
+from agentdebug.llm import Budget, LLMSettings
 from agentdebug.plugins import get_registry
-from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
+from agentdebug.schema import AgentTrajectory, Cost, DiagnosticReport, GoldLabel
 from agentdebug.taxonomy import normalize_trail_category
 
 Progress = Callable[["TrailScore"], None]
@@ -178,6 +180,9 @@ def run_trail(
     root: str | Path,
     *,
     attributor: str = "heuristic",
+    judge: bool = False,
+    settings: LLMSettings | None = None,
+    budget: Budget | None = None,
     progress: Progress | None = None,
     extra_config: dict[str, Any] | None = None,
 ) -> TrailResult:
@@ -198,19 +203,34 @@ def run_trail(
         gold = [(str(e["location"]), str(e["category"])) for e in label.errors if e.get("location")]
         score = TrailScore(trace=trace_path.stem, gold=gold)
         t0 = time.perf_counter()
-        try:
-            report = diagnose(trajectory, attributor=attributor)
-            score.predicted = predictions(report)
-            score.calls = report.cost.calls
-            score.input_tokens = report.cost.input_tokens
-            score.output_tokens = report.cost.output_tokens
-        except AgentDebugError as exc:
-            score.error = str(exc)
-        except Exception as exc:
-            score.error = f"{type(exc).__name__}: {exc}"
+        with audit_scope() as log:
+            try:
+                report = diagnose(
+                    trajectory,
+                    attributor=attributor,
+                    judge=judge,
+                    settings=settings,
+                    budget=budget,
+                    no_fallback=True,
+                )
+                score.predicted = predictions(report)
+            except AgentDebugError as exc:
+                score.error = str(exc)
+            except Exception as exc:
+                score.error = f"{type(exc).__name__}: {exc}"
+        cost = Cost.of(log.entries)
+        score.calls = cost.calls + cost.cached_calls
+        score.input_tokens = cost.input_tokens + cost.cached_input_tokens
+        score.output_tokens = cost.output_tokens + cost.cached_output_tokens
         score.seconds = time.perf_counter() - t0
         scores.append(score)
         if progress is not None:
             progress(score)
-    config = {"attributor": attributor, "path": str(root), **(extra_config or {})}
+    config = {
+        "attributor": attributor,
+        "judge": judge,
+        "path": str(root),
+        "model": settings.model if settings is not None else None,
+        **(extra_config or {}),
+    }
     return TrailResult(config, scores, time.perf_counter() - started, failures)

@@ -15,9 +15,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agentdebug.audit import audit_scope
 from agentdebug.bench.metrics import TraceScore, grouped
 from agentdebug.errors import AgentDebugError, InputError
-from agentdebug.schema import AgentTrajectory, GoldLabel
+from agentdebug.llm import Budget, LLMSettings
+from agentdebug.schema import AgentTrajectory, Cost, GoldLabel
 from agentdebug.stages import ImportedRun
 
 Progress = Callable[[TraceScore], None]
@@ -81,32 +83,49 @@ def score_run(
         gold_step=label.step_index,
     )
     started = time.perf_counter()
-    try:
-        agent, step, confidence, report = attribute(prepare(traj, with_reference=with_reference))
-        score.pred_agent, score.pred_step, score.confidence = agent, step, confidence
-        if report is not None:
-            score.calls = report.cost.calls
-            score.input_tokens = report.cost.input_tokens
-            score.output_tokens = report.cost.output_tokens
+    with audit_scope() as log:
+        try:
+            agent, step, confidence, report = attribute(
+                prepare(traj, with_reference=with_reference)
+            )
+            score.pred_agent, score.pred_step, score.confidence = agent, step, confidence
             score.notes = [n for n in report.notes if not n.startswith("free tier")]
             if agent is None and step is None:
                 score.error = "no answer" + (f": {'; '.join(score.notes)}" if score.notes else "")
-    except AgentDebugError as exc:
-        score.error = str(exc)
-    except Exception as exc:  # a strategy's bug is a wrong answer, and is reported
-        score.error = f"{type(exc).__name__}: {exc}"
+        except AgentDebugError as exc:
+            score.error = str(exc)
+        except Exception as exc:  # a strategy's bug is a wrong answer, and is reported
+            score.error = f"{type(exc).__name__}: {exc}"
+    # Counted from the audit trail, so calls made before a failure count too.
+    cost = Cost.of(log.entries)
+    score.calls, score.cached_calls = cost.calls, cost.cached_calls
+    score.input_tokens = cost.input_tokens + cost.cached_input_tokens
+    score.output_tokens = cost.output_tokens + cost.cached_output_tokens
     score.seconds = time.perf_counter() - started
     return score
 
 
 def diagnosis_attributor(
     attributor: str,
+    *,
+    with_reference: bool,
+    settings: LLMSettings | None = None,
+    budget: Budget | None = None,
 ) -> Callable[[AgentTrajectory], tuple[str | None, int | None, float | None, Any]]:
-    """Attribution through the full diagnosis pipeline, as a user would get it."""
+    """Attribution through the full diagnosis pipeline, as a user would get it, but
+    with no fallback: a strategy that cannot answer is scored as not answering,
+    never credited with the heuristic's answer."""
     from agentdebug.diagnose import diagnose
 
     def attribute(traj: AgentTrajectory) -> tuple[str | None, int | None, float | None, Any]:
-        report = diagnose(traj, attributor=attributor)
+        report = diagnose(
+            traj,
+            attributor=attributor,
+            settings=settings,
+            budget=budget,
+            with_reference=with_reference,
+            no_fallback=True,
+        )
         root = report.root_cause
         if root is None:
             return None, None, None, report
@@ -122,10 +141,14 @@ def run_whowhen(
     with_reference: bool = False,
     workers: int = 1,
     progress: Progress | None = None,
+    settings: LLMSettings | None = None,
+    budget: Budget | None = None,
     extra_config: dict[str, Any] | None = None,
 ) -> BenchResult:
     runs, failures = load_whowhen(paths)
-    attribute = diagnosis_attributor(attributor)
+    attribute = diagnosis_attributor(
+        attributor, with_reference=with_reference, settings=settings, budget=budget
+    )
     started = time.perf_counter()
 
     def one(run: ImportedRun) -> TraceScore:
@@ -144,6 +167,8 @@ def run_whowhen(
         "with_reference": with_reference,
         "paths": [str(p) for p in paths],
         "workers": workers,
+        "model": settings.model if settings is not None else None,
+        "budget": str(budget) if budget is not None else None,
         **(extra_config or {}),
     }
     return BenchResult("whowhen", config, scores, time.perf_counter() - started, failures)

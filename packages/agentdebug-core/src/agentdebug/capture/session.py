@@ -123,12 +123,15 @@ class AgentDebug:
         )
 
     def diagnose(
-        self, trajectory: AgentTrajectory, *, attributor: str | None = None
+        self, trajectory: AgentTrajectory, *, attributor: str | None = None, **options: Any
     ) -> DiagnosticReport:
-        """Diagnose a trajectory and keep the report in the store (if there is one)."""
+        """Diagnose a trajectory and keep the report in the store (if there is one).
+
+        ``options`` are those of :func:`agentdebug.diagnose.diagnose` (settings,
+        budget, judge, with_reference, no_fallback)."""
         from agentdebug.diagnose import diagnose
 
-        report = diagnose(trajectory, attributor=attributor or self.attributor)
+        report = diagnose(trajectory, attributor=attributor or self.attributor, **options)
         store = self.store
         if store is not None:
             try:
@@ -426,6 +429,6 @@ class TraceSession:
         header = self._header(outcome)
         return header.model_copy(update={"events": events})
 
-    def analyze(self, *, attributor: str | None = None) -> DiagnosticReport:
+    def analyze(self, *, attributor: str | None = None, **options: Any) -> DiagnosticReport:
         """Diagnose the run as recorded so far and keep the report beside it."""
-        return self.debugger.diagnose(self.trajectory(), attributor=attributor)
+        return self.debugger.diagnose(self.trajectory(), attributor=attributor, **options)

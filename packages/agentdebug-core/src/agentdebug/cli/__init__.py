@@ -12,6 +12,7 @@ import sys
 import click
 
 from agentdebug.cli import bench as _bench  # noqa: F401 - registers `agentdebug bench`
+from agentdebug.cli import model as _model  # noqa: F401 - registers `config`, `scripted-server`
 from agentdebug.cli.app import cli
 from agentdebug.errors import AgentDebugError
 

@@ -12,6 +12,7 @@ import click
 import orjson
 from pydantic import BaseModel
 
+from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError, InputError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
 from agentdebug.store import RunQuery, TraceStore, open_store
@@ -223,31 +224,64 @@ def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTr
     show_default=True,
 )
 @click.option(
-    "--attributor", default="heuristic", show_default=True, help="Attribution strategy by name."
+    "--attributor",
+    default="heuristic",
+    show_default=True,
+    help="Strategy: heuristic, all-at-once, step-by-step, binary-search, or auto (the router).",
+)
+@click.option(
+    "--budget",
+    metavar="LIMIT",
+    help="Cap model use: 20000 (tokens), 8calls, or 8calls,50000tokens.",
+)
+@click.option("--judge", is_flag=True, help="Also run the LLM judge detector (one model call).")
+@click.option(
+    "--with-reference", is_flag=True, help="Let strategies see the run's reference answer."
 )
 @click.option(
     "--input-format", "in_fmt", metavar="NAME", help="Importer to use when TARGET is a file."
 )
 @click.option("--no-store", is_flag=True, help="Do not keep the imported run and the report.")
 @click.option("--width", default=100, show_default=True)
+@model_options
 @pass_ctx
 def diagnose(
     obj: Ctx,
+    /,
     target: str,
     out_fmt: str,
     attributor: str,
+    budget: str | None,
+    judge: bool,
+    with_reference: bool,
     in_fmt: str | None,
     no_store: bool,
     width: int,
+    **model: Any,
 ) -> None:
-    """Diagnose a stored run (by id or id prefix) or a run file."""
+    """Diagnose a stored run (by id or id prefix) or a run file.
+
+    With no model configured this is the free tier (rules and heuristic
+    attribution). Configure a model with --model/--base-url/--api-key, the
+    AGENTDEBUG_* (or OPENAI_*) environment variables, or `agentdebug config set`.
+    """
     from agentdebug.diagnose import diagnose as run_diagnosis
+    from agentdebug.llm import Budget
     from agentdebug.report import render
 
+    settings = settings_from(model)
+    limit = Budget.parse(budget) if budget else None
     trajectories = _targets(obj, target, in_fmt, keep=not no_store)
     reports: list[dict[str, Any]] = []
     for trajectory in trajectories:
-        report: DiagnosticReport = run_diagnosis(trajectory, attributor=attributor)
+        report: DiagnosticReport = run_diagnosis(
+            trajectory,
+            attributor=attributor,
+            settings=settings,
+            budget=limit,
+            judge=judge,
+            with_reference=with_reference,
+        )
         if not no_store:
             obj.store.save_report(report)
         if out_fmt == "json" and len(trajectories) > 1:

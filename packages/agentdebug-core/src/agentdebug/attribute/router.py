@@ -1,0 +1,129 @@
+"""The router (``--attributor auto``): spend model calls only where they pay.
+
+1. The free tier first: the rule findings and the heuristic attributor.
+2. With a model configured, one cheap pass: all-at-once.
+3. If the two agree, or the model is confident, stop there.
+4. Otherwise escalate, one costlier strategy at a time (step-by-step on short
+   traces, binary search on long ones), until two strategies agree or the list is
+   exhausted; then the best-supported answer wins.
+Every stage respects the budget the user set (``--budget``); when it runs out the
+router stops and answers with what it has, and says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from agentdebug.attribute.heuristic import HeuristicAttributor
+from agentdebug.attribute.model_common import TraceFacts
+from agentdebug.audit import note
+from agentdebug.llm import BudgetExceeded, current_settings
+from agentdebug.plugins import get_registry
+from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
+
+SHORT_TRACE = 16
+
+
+def _key(h: Hypothesis) -> tuple[str | None, int | None]:
+    return (h.agent_name, h.step_index)
+
+
+@dataclass
+class _Vote:
+    hypothesis: Hypothesis
+    strategies: list[str] = field(default_factory=list)
+
+
+class RouterAttributor:
+    name = "auto"
+    requires_model = False
+
+    def __init__(self, *, accept_confidence: float = 0.7, short_trace: int = SHORT_TRACE) -> None:
+        self.accept_confidence = accept_confidence
+        self.short_trace = short_trace
+
+    def escalation(self, trajectory: AgentTrajectory) -> list[str]:
+        """Costlier strategies to try, cheapest first for this trace's length."""
+        n = len(TraceFacts.of(trajectory).blameable)
+        order = ["step-by-step", "binary-search"] if n <= self.short_trace else ["binary-search"]
+        if "deepdebug" in get_registry().attributors:
+            order.append("deepdebug")
+        return order
+
+    def attribute(
+        self, trajectory: AgentTrajectory, findings: Sequence[Finding]
+    ) -> list[Hypothesis]:
+        free = HeuristicAttributor().attribute(trajectory, findings)
+        if not current_settings().configured:
+            return free
+        votes: list[_Vote] = []
+        route: list[str] = []
+
+        def vote(strategy: str, answer: list[Hypothesis]) -> Hypothesis | None:
+            if not answer:
+                route.append(f"{strategy}: no answer")
+                return None
+            top = answer[0]
+            route.append(
+                f"{strategy}: {top.agent_name} at step {top.step_index} ({top.confidence:.2f})"
+            )
+            for v in votes:
+                if _key(v.hypothesis) == _key(top):
+                    v.strategies.append(strategy)
+                    if strategy != "heuristic":
+                        v.hypothesis = top  # the model's rationale and evidence are richer
+                    return top
+            votes.append(_Vote(top, [strategy]))
+            return top
+
+        vote("heuristic", free)
+        registry = get_registry()
+        for strategy in ["all-at-once", *self.escalation(trajectory)]:
+            try:
+                answer = registry.attributor(strategy).attribute(trajectory, findings)
+            except BudgetExceeded as exc:
+                note(
+                    self.name,
+                    f"budget exhausted before {strategy} ({exc}); answering with what earlier stages found",
+                )
+                break
+            top = vote(strategy, answer)
+            if top is None:
+                continue
+            agreed = next(v for v in votes if _key(v.hypothesis) == _key(top))
+            if len(agreed.strategies) >= 2 or (
+                strategy == "all-at-once" and top.confidence >= self.accept_confidence
+            ):
+                break
+        return self._ranked(votes, free, route)
+
+    def _ranked(
+        self, votes: list[_Vote], free: list[Hypothesis], route: list[str]
+    ) -> list[Hypothesis]:
+        def strength(v: _Vote) -> tuple[int, int, float]:
+            model_votes = sum(1 for s in v.strategies if s != "heuristic")
+            return (len(v.strategies), model_votes, v.hypothesis.confidence)
+
+        ordered = sorted(votes, key=strength, reverse=True)
+        out: list[Hypothesis] = []
+        for rank, v in enumerate(ordered):
+            agreement = len(v.strategies)
+            conf = v.hypothesis.confidence
+            if agreement >= 2:
+                conf = min(0.95, 1 - (1 - conf) * 0.5)
+            meta = {**v.hypothesis.metadata, "supported_by": v.strategies}
+            if rank == 0:
+                meta["route"] = route
+            out.append(
+                v.hypothesis.model_copy(
+                    update={
+                        "confidence": round(conf, 3),
+                        "metadata": meta,
+                        "strategy": f"{self.name}:{'+'.join(v.strategies)}",
+                    }
+                )
+            )
+        seen = {_key(h) for h in out}
+        out += [h for h in free[1:] if _key(h) not in seen]
+        return out

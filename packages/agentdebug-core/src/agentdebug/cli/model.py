@@ -1,0 +1,74 @@
+"""Model settings on the command line, and the `config` and `scripted-server` commands."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from agentdebug.cli.app import cli
+from agentdebug.cli.options import model_options, settings_from
+
+
+@cli.group()
+def config() -> None:
+    """Show or change the model settings kept in the config file."""
+
+
+@config.command("show")
+@model_options
+def config_show(**params: Any) -> None:
+    """The settings in effect (flags > environment > config file > defaults)."""
+    from agentdebug.llm import config_path
+
+    settings = settings_from(params)
+    click.echo(f"config file: {config_path()}")
+    for key, value in settings.describe().items():
+        click.echo(f"{key:<18} {value}")
+    if not settings.configured:
+        click.echo("no model configured: diagnosis runs the free tier", err=True)
+
+
+@config.command("set")
+@click.argument("key")
+@click.argument("value")
+def config_set(key: str, value: str) -> None:
+    """Set KEY (model, base_url, api_key, timeout, ...) in the config file."""
+    from agentdebug.llm import config_path, write_config_value
+
+    write_config_value(key, value)
+    click.echo(f"{key} set in {config_path()}")
+
+
+@config.command("unset")
+@click.argument("key")
+def config_unset(key: str) -> None:
+    """Remove KEY from the config file."""
+    from agentdebug.llm import config_path, unset_config_value
+
+    unset_config_value(key)
+    click.echo(f"{key} removed from {config_path()}")
+
+
+@config.command("path")
+def config_where() -> None:
+    """Print where the config file is (AGENTDEBUG_CONFIG overrides it)."""
+    from agentdebug.llm import config_path
+
+    click.echo(str(config_path()))
+
+
+@cli.command("scripted-server")
+@click.option("--port", default=8765, show_default=True)
+def scripted_server(port: int) -> None:
+    """Run a local OpenAI-compatible server that answers every request with a
+    minimal valid instance of the requested JSON schema.
+
+    For dry runs: `agentdebug bench whowhen DATA --attributor all-at-once
+    --base-url http://127.0.0.1:8765/v1 --model scripted` exercises the whole model
+    path (prompts, structured output, token counts, cache) without a real model.
+    The answers carry no judgement, so the accuracy it prints means nothing.
+    """
+    from agentdebug.llm.testing import schema_answerer, serve_forever
+
+    serve_forever(port, schema_answerer)

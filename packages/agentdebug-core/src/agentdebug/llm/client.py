@@ -1,0 +1,544 @@
+"""The model client: one validated answer per question, every attempt audited.
+
+:meth:`LLMClient.structured` sends a chat to any OpenAI-compatible server and
+returns an instance of a pydantic model, or raises. Around the request it:
+
+- answers from the response cache when the same request was answered before;
+- checks the budget before each request (refused requests are never sent);
+- picks the structured-output form the server accepts (json_schema, then
+  json_object with a schema, then the schema in the prompt), and remembers it;
+- retries 408/409/429/5xx, timeouts, connection errors and unreadable bodies with
+  exponential backoff and jitter (honouring Retry-After), never other 4xx;
+- repairs an answer that does not validate with one follow-up request, and raises
+  :class:`MalformedAnswer` if that fails too;
+- records an :class:`AuditEntry` for every request and cache hit, with the token
+  counts the server reported (0 when it reported none, never an estimate).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import random
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from agentdebug.audit import record
+from agentdebug.llm import budget
+from agentdebug.llm.answers import (
+    FORMS,
+    Form,
+    json_schema_of,
+    messages_for,
+    parse_answer,
+    repair_message,
+    response_format,
+    schema_name,
+)
+from agentdebug.llm.cache import ResponseCache, request_key
+from agentdebug.llm.config import LLMSettings, current_settings
+from agentdebug.llm.errors import BudgetExceeded, LLMCallFailed, MalformedAnswer, NoModelConfigured
+from agentdebug.schema import AuditEntry
+from agentdebug.tokens import count_tokens
+
+if TYPE_CHECKING:
+    import openai
+
+T = TypeVar("T", bound=BaseModel)
+
+#: Backoff sleeping; tests replace it (``monkeypatch.setattr(client, "sleep", ...)``).
+sleep: Callable[[float], None] = time.sleep
+#: A number in [0, 1) that spreads retries out; replaceable for deterministic tests.
+jitter: Callable[[], float] = random.random
+
+BACKOFF_BASE = 0.5
+BACKOFF_FACTOR = 2.0
+BACKOFF_CAP = 20.0
+#: A server's Retry-After is honoured up to this many seconds.
+RETRY_AFTER_CAP = 60.0
+#: Statuses retried as transient (besides every 5xx): timeout, conflict, rate limit.
+RETRY_STATUSES = frozenset({408, 409, 429})
+#: Statuses with which a server may reject a response_format it does not support.
+REJECTION_STATUSES = frozenset({400, 422, 500, 501})
+_FORMAT_WORDS = (
+    "response_format",
+    "json_schema",
+    "json schema",
+    "json_object",
+    "schema",
+    "grammar",
+)
+
+
+@dataclass(frozen=True)
+class Structured(Generic[T]):
+    """A validated answer and what it cost.
+
+    ``input_tokens``/``output_tokens`` sum the server-reported usage of every
+    request made for this answer (for a cache hit: the usage recorded when it was
+    made); ``attempts`` counts those requests (0 for a cache hit).
+    """
+
+    value: T
+    raw: str
+    input_tokens: int
+    output_tokens: int
+    cached: bool
+    attempts: int
+
+
+@dataclass
+class _Answer:
+    """One HTTP 200 with a readable chat completion."""
+
+    text: str
+    finish_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    key: str
+
+
+class _FormRejected(Exception):
+    """The server refused this response_format; try the next form."""
+
+
+class _BadBody(Exception):
+    """A 200 response that is not a chat completion."""
+
+
+@dataclass
+class _Run:
+    """Bookkeeping for one :meth:`LLMClient.structured` call."""
+
+    strategy: str
+    purpose: str
+    attempts: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+def cache_path_for(settings: LLMSettings) -> Path:
+    """``settings.cache_path``, else ``<AGENTDEBUG_HOME>/llm-cache.db``."""
+    if settings.cache_path:
+        return Path(settings.cache_path).expanduser()
+    from agentdebug.store.base import default_home
+
+    return default_home() / "llm-cache.db"
+
+
+_slots: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def _shared_slots(base_url: str, model: str, concurrency: int) -> threading.BoundedSemaphore:
+    """One semaphore per endpoint, model and concurrency, shared by every client."""
+    with _slots_lock:
+        key = (base_url, model, concurrency)
+        if key not in _slots:
+            _slots[key] = threading.BoundedSemaphore(concurrency)
+        return _slots[key]
+
+
+class LLMClient:
+    """A client for one model on one OpenAI-compatible endpoint; thread-safe."""
+
+    def __init__(self, settings: LLMSettings, *, cache: ResponseCache | None = None) -> None:
+        if not settings.model:
+            raise NoModelConfigured()
+        import openai
+
+        self.settings = settings
+        self.model: str = settings.model
+        self._openai = openai.OpenAI(
+            api_key=settings.api_key or os.environ.get("OPENAI_API_KEY") or "not-needed",
+            base_url=settings.base_url,
+            timeout=settings.timeout,
+            max_retries=0,
+        )
+        self.base_url = str(self._openai.base_url).rstrip("/")
+        self._slots = _shared_slots(self.base_url, self.model, settings.concurrency)
+        if settings.cache and cache is None:
+            cache = ResponseCache(cache_path_for(settings))
+        self.cache = cache if settings.cache else None
+        self._learned: Form | None = None
+
+    @property
+    def response_form(self) -> Form | None:
+        """The structured-output form this server accepted (None until one did)."""
+        return self._learned
+
+    def close(self) -> None:
+        self._openai.close()
+        if self.cache is not None:
+            self.cache.close()
+
+    # ----------------------------------------------------------------- public
+
+    def structured(
+        self,
+        *,
+        messages: list[dict[str, str]],
+        schema: type[T],
+        strategy: str,
+        purpose: str = "",
+    ) -> Structured[T]:
+        """Ask for an answer shaped like ``schema``; return it validated, or raise
+        LLMCallFailed, MalformedAnswer, BudgetExceeded (all LLMError)."""
+        run = _Run(strategy=strategy, purpose=purpose)
+        json_schema = json_schema_of(schema)
+        name = schema_name(schema)
+        forms = self._forms()
+        requests = [(form, self._request(form, messages, name, json_schema)) for form in forms]
+        if self.cache is not None:
+            for _, request in requests:
+                hit = self._from_cache(request, schema, run)
+                if hit is not None:
+                    return hit
+        for i, (form, request) in enumerate(requests):
+            fallback = forms[i + 1] if i + 1 < len(forms) else None
+            try:
+                answer = self._send(request, run, form=form, fallback=fallback)
+            except _FormRejected:
+                continue
+            self._learned = form
+            return self._finish(request, answer, schema, run, form)
+        raise AssertionError("the last form is never rejected")  # pragma: no cover
+
+    # --------------------------------------------------------------- requests
+
+    def _forms(self) -> tuple[Form, ...]:
+        chosen = self.settings.response_format
+        if chosen != "auto":
+            return (chosen,)
+        start = FORMS.index(self._learned) if self._learned is not None else 0
+        return FORMS[start:]
+
+    def _request(
+        self, form: Form, messages: list[dict[str, str]], name: str, json_schema: dict[str, Any]
+    ) -> dict[str, Any]:
+        """The request body as sent (and as keyed in the cache, with the endpoint)."""
+        return {
+            "model": self.model,
+            "messages": messages_for(form, messages, json_schema),
+            "temperature": self.settings.temperature,
+            "max_tokens": self.settings.max_output_tokens,
+            "response_format": response_format(form, name, json_schema),
+        }
+
+    def _key(self, request: dict[str, Any]) -> str:
+        return request_key({"base_url": self.base_url, **request})
+
+    def _from_cache(
+        self, request: dict[str, Any], schema: type[T], run: _Run
+    ) -> Structured[T] | None:
+        assert self.cache is not None
+        started = time.monotonic()
+        key = self._key(request)
+        hit = self.cache.get(key)
+        if hit is None:
+            return None
+        value, _ = parse_answer(hit.raw, schema)
+        if value is None:
+            return None
+        self._audit(
+            run,
+            key=key,
+            outcome="ok",
+            reason="answer from cache",
+            input_tokens=hit.input_tokens,
+            output_tokens=hit.output_tokens,
+            latency_ms=(time.monotonic() - started) * 1000,
+            cached=True,
+        )
+        return Structured(
+            value=value,
+            raw=hit.raw,
+            input_tokens=hit.input_tokens,
+            output_tokens=hit.output_tokens,
+            cached=True,
+            attempts=0,
+        )
+
+    def _finish(
+        self, request: dict[str, Any], answer: _Answer, schema: type[T], run: _Run, form: Form
+    ) -> Structured[T]:
+        value, problem = parse_answer(answer.text, schema, finish_reason=answer.finish_reason)
+        if value is not None:
+            self._audit_answer(run, answer, "ok", f"{form} answer")
+            return self._done(request, answer, value, run)
+        self._audit_answer(
+            run, answer, "malformed", f"answer does not match the schema ({problem}); asking again"
+        )
+        repair = dict(request)
+        repair["messages"] = [
+            *request["messages"],
+            {"role": "assistant", "content": answer.text},
+            {"role": "user", "content": repair_message(problem or "")},
+        ]
+        second = self._send(repair, run, form=form, fallback=None)
+        value, problem = parse_answer(second.text, schema, finish_reason=second.finish_reason)
+        if value is not None:
+            self._audit_answer(run, second, "ok", f"repaired {form} answer")
+            return self._done(request, second, value, run)
+        self._audit_answer(run, second, "malformed", f"repaired answer still invalid ({problem})")
+        raise MalformedAnswer(problem or "invalid answer", raw=second.text)
+
+    def _done(self, request: dict[str, Any], answer: _Answer, value: T, run: _Run) -> Structured[T]:
+        # Stored under the original request, so asking the same question again is
+        # answered from the cache even when this answer needed a repair round.
+        if self.cache is not None:
+            self.cache.put(
+                self._key(request),
+                answer.text,
+                input_tokens=run.input_tokens,
+                output_tokens=run.output_tokens,
+            )
+        return Structured(
+            value=value,
+            raw=answer.text,
+            input_tokens=run.input_tokens,
+            output_tokens=run.output_tokens,
+            cached=False,
+            attempts=run.attempts,
+        )
+
+    def _send(
+        self, request: dict[str, Any], run: _Run, *, form: Form, fallback: Form | None
+    ) -> _Answer:
+        """One answer from the server, retrying what is worth retrying."""
+        import openai
+
+        key = self._key(request)
+        estimate = sum(count_tokens(m.get("content") or "") for m in request["messages"])
+        kwargs = {k: v for k, v in request.items() if v is not None}
+        retry = 0
+        while True:
+            try:
+                reservation = budget.reserve(estimate)
+            except BudgetExceeded as exc:
+                self._audit(run, key=key, outcome="budget", reason=f"not sent: {exc}")
+                raise
+            run.attempts += 1
+            status: int | None = None
+            retry_after: float | None = None
+            started = time.monotonic()
+            try:
+                with self._slots:
+                    started = time.monotonic()
+                    completion = self._openai.chat.completions.create(**kwargs)
+                    latency_ms = (time.monotonic() - started) * 1000
+                answer = _read_completion(completion, key, latency_ms)
+                reservation.settle(answer.input_tokens + answer.output_tokens)
+                run.input_tokens += answer.input_tokens
+                run.output_tokens += answer.output_tokens
+                return answer
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                reason = _server_message(exc)
+                retry_after = _retry_after(exc)
+            except openai.APITimeoutError:
+                reason = f"no answer within {self.settings.timeout:g} s"
+            except openai.APIConnectionError as exc:
+                cause = exc.__cause__ or exc
+                reason = f"cannot reach {self.base_url} ({_short(str(cause), 120)})"
+            except (openai.APIResponseValidationError, _BadBody, ValueError) as exc:
+                status = 200
+                reason = f"the response is not a chat completion ({_short(str(exc), 120)})"
+            finally:
+                reservation.settle(0)
+            latency_ms = (time.monotonic() - started) * 1000
+            label = f"HTTP {status}: {reason}" if status is not None else reason
+            if fallback is not None and self._rejects_form(status, reason):
+                self._audit(
+                    run,
+                    key=key,
+                    outcome="retry",
+                    reason=f"response_format {form} rejected ({label}), falling back to {fallback}",
+                    latency_ms=latency_ms,
+                )
+                raise _FormRejected()
+            if _transient(status) and retry < self.settings.max_retries:
+                delay = backoff_delay(retry, retry_after)
+                shown = reason if status in (None, 200) else f"HTTP {status}"
+                self._audit(
+                    run,
+                    key=key,
+                    outcome="retry",
+                    reason=f"{shown}, retrying in {delay:.1f} s",
+                    latency_ms=latency_ms,
+                )
+                sleep(delay)
+                retry += 1
+                continue
+            self._audit(run, key=key, outcome="error", reason=label, latency_ms=latency_ms)
+            raise LLMCallFailed(reason, attempts=run.attempts, status=status)
+
+    def _rejects_form(self, status: int | None, reason: str) -> bool:
+        """Whether an error says "I do not take this response_format".
+
+        An error whose message names the response format or schema is a rejection.
+        So is any 400/422/500/501 while no form has worked yet on this client:
+        llama.cpp answers json_schema with a bare 500, and retrying it would only
+        waste the backoff. Once a form has worked, other errors are ordinary ones.
+        """
+        if status not in REJECTION_STATUSES:
+            return False
+        text = reason.lower()
+        return any(word in text for word in _FORMAT_WORDS) or self._learned is None
+
+    # ------------------------------------------------------------------ audit
+
+    def _audit_answer(self, run: _Run, answer: _Answer, outcome: str, reason: str) -> None:
+        self._audit(
+            run,
+            key=answer.key,
+            outcome=outcome,
+            reason=reason,
+            input_tokens=answer.input_tokens,
+            output_tokens=answer.output_tokens,
+            latency_ms=answer.latency_ms,
+        )
+
+    def _audit(
+        self,
+        run: _Run,
+        *,
+        key: str,
+        outcome: str,
+        reason: str,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        latency_ms: float = 0.0,
+        cached: bool = False,
+    ) -> None:
+        record(
+            AuditEntry(
+                stage="llm",
+                strategy=run.strategy,
+                outcome=outcome,
+                model=self.model,
+                prompt_hash=key[:16],
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                latency_ms=round(latency_ms, 3),
+                cached=cached,
+                detail=f"{run.purpose}: {reason}" if run.purpose else reason,
+            )
+        )
+
+
+def _transient(status: int | None) -> bool:
+    return status is None or status == 200 or status in RETRY_STATUSES or status >= 500
+
+
+def backoff_delay(retry: int, retry_after: float | None = None) -> float:
+    """Seconds to wait before retry number ``retry`` (0-based): the server's
+    Retry-After (capped), else 0.5 s doubling to at most 20 s, jittered down to
+    half so that parallel clients do not retry in step."""
+    if retry_after is not None:
+        return min(max(retry_after, 0.0), RETRY_AFTER_CAP)
+    ceiling = min(BACKOFF_CAP, BACKOFF_BASE * BACKOFF_FACTOR**retry)
+    return ceiling * (0.5 + 0.5 * jitter())
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def _server_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message: Any = body.get("message") or body.get("error") or body.get("detail")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return _short(str(message))
+    if isinstance(body, str) and body.strip():
+        return _short(body)
+    return _short(exc.message)
+
+
+def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
+    if isinstance(completion, str | bytes):
+        raise _BadBody("the server did not send JSON")
+    try:
+        choice = completion.choices[0]
+        content = choice.message.content
+        finish_reason = getattr(choice, "finish_reason", None)
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise _BadBody(f"no choices[0].message: {exc}") from None
+    usage = getattr(completion, "usage", None)
+    return _Answer(
+        text=content if isinstance(content, str) else ("" if content is None else str(content)),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        input_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+        output_tokens=_count(getattr(usage, "completion_tokens", 0)),
+        latency_ms=latency_ms,
+        key=key,
+    )
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def _short(text: str, limit: int = 300) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+_clients: dict[tuple[LLMSettings, str], LLMClient] = {}
+_clients_lock = threading.Lock()
+
+
+def get_client(settings: LLMSettings | None = None) -> LLMClient:
+    """The shared client for ``settings`` (default: :func:`current_settings`).
+
+    Equal settings get the same client, so parallel diagnoses share its
+    concurrency limit, cache connection and learned response form.
+    """
+    chosen = settings if settings is not None else current_settings()
+    if not chosen.configured:
+        raise NoModelConfigured()
+    key = (chosen, str(cache_path_for(chosen)) if chosen.cache else "")
+    with _clients_lock:
+        client = _clients.get(key)
+        if client is None:
+            client = _clients[key] = LLMClient(chosen)
+        return client
+
+
+def reset_clients() -> None:
+    """Close and forget every shared client (tests; a changed AGENTDEBUG_HOME)."""
+    with _clients_lock:
+        clients = list(_clients.values())
+        _clients.clear()
+    for client in clients:
+        client.close()

@@ -152,3 +152,24 @@ def test_ingest_a_benchmark_folder_and_diagnose_a_run(home: Path) -> None:
     diag = run_cli("diagnose", run_id)
     assert diag.returncode == 0
     assert "Root cause:" in diag.stdout
+
+
+def test_config_set_show_unset(tmp_path: Path) -> None:
+    env = {
+        "AGENTDEBUG_CONFIG": str(tmp_path / "config.toml"),
+        "AGENTDEBUG_MODEL": "",
+        "OPENAI_MODEL": "",
+    }
+    assert run_cli("config", "set", "model", "llama3.1", env=env).returncode == 0
+    assert run_cli("config", "set", "api_key", "sk-secret-value-1234", env=env).returncode == 0
+    shown = run_cli("config", "show", env=env)
+    assert "llama3.1" in shown.stdout
+    assert "sk-secret-value-1234" not in shown.stdout and "1234" in shown.stdout
+    flag = run_cli("config", "show", "--model", "other", env=env)
+    assert "other" in flag.stdout and "llama3.1" not in flag.stdout
+    assert "unknown setting 'colour'" in one_line_error(
+        run_cli("config", "set", "colour", "blue", env=env)
+    )
+    assert "timeout" in one_line_error(run_cli("config", "set", "timeout", "soon", env=env))
+    assert run_cli("config", "unset", "model", env=env).returncode == 0
+    assert "llama3.1" not in run_cli("config", "show", env=env).stdout

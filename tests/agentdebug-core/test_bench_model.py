@@ -218,3 +218,61 @@ def test_bench_dry_run_end_to_end_through_the_command_line(tmp_path: Path) -> No
     finally:
         server.terminate()
         server.wait(timeout=10)
+
+
+TRAIL = DATA / "trail"
+
+
+def test_trail_harness_end_to_end_with_a_judge_that_answers_the_annotations() -> None:
+    """The judge answers every annotated error at its span's step, with the mode whose
+    first TRAIL category is the annotated one (where the crosswalk has one)."""
+    from agentdebug.bench import run_trail, summarize_trail
+    from agentdebug.io import TrailImporter, import_file, load_trail_annotations
+    from agentdebug.taxonomy import SEED_MODES
+
+    mode_for: dict[str, str] = {}
+    for mode in SEED_MODES:
+        if mode.crosswalk.trail:
+            mode_for.setdefault(mode.crosswalk.trail[0], mode.id)
+    answers: list[tuple[str, str, str]] = []  # (goal, last span id, the judge's answer)
+    joint: list[float] = []
+    located: list[float] = []
+    for path in sorted((TRAIL / "gaia" / "traces").glob("*.json")):
+        trajectory = import_file(path, importers=[TrailImporter()])[0].trajectory
+        label = load_trail_annotations(TRAIL / "gaia" / "annotations" / path.name)
+        step_of = {e.id: e.step_index for e in trajectory.events}
+        errors = label.errors[:8]  # the judge lists at most 8 findings
+        findings = [
+            {
+                "step": step_of[e["location"]],
+                "failure_mode": mode_for.get(e["category"], "reflection.flawed_reasoning"),
+                "description": "annotated error",
+                "evidence": "",
+                "confidence": 0.9,
+            }
+            for e in errors
+        ]
+        assert trajectory.goal
+        last = trajectory.events[-1].id  # one goal is shared by two traces: the span ids differ
+        answers.append((trajectory.goal, last, json.dumps({"findings": findings})))
+        gold = {(e["location"], e["category"]) for e in label.errors}
+        hit = {(e["location"], e["category"]) for e in errors if e["category"] in mode_for}
+        if gold:
+            joint.append(len(hit) / len(gold))
+            spans = {e["location"] for e in label.errors}
+            located.append(len(spans & {e["location"] for e in errors}) / len(spans))
+
+    def judge(request: dict[str, Any]) -> str:
+        text = "\n".join(str(m["content"]) for m in request["messages"])
+        hits = [answer for goal, last, answer in answers if goal in text and last in text]
+        assert len(hits) == 1, f"{len(hits)} traces match this prompt"
+        return hits[0]
+
+    with ScriptedServer(judge) as server:
+        result = run_trail(TRAIL, judge=True, settings=settings(server))
+    summary = summarize_trail(result.scores)
+    assert summary["traces"] == 72 and summary["failed"] == 0, [s.error for s in result.scores][:2]
+    assert summary["calls_per_trace"] == 1.0
+    assert summary["location_recall"] == round(100 * sum(located) / len(located), 1)
+    assert summary["location_recall"] == 100.0  # every annotated span is named
+    assert summary["location_category_recall"] == round(100 * sum(joint) / len(joint), 1)

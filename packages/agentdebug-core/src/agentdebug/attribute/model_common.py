@@ -40,6 +40,10 @@ class Quote(BaseModel):
     text: str = Field(description="copied verbatim from that step")
 
 
+UNATTRIBUTED = "unattributed"
+_MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
+
+
 @dataclass(frozen=True)
 class TraceFacts:
     """The blameable steps of a trajectory and who acted in each."""
@@ -50,6 +54,9 @@ class TraceFacts:
 
     @classmethod
     def of(cls, trajectory: AgentTrajectory) -> TraceFacts:
+        """Steps where an agent acted, and steps with a model call that no agent
+        owns (a harness's own LLM call, common in span exports), named
+        :data:`UNATTRIBUTED`; user turns and bare tool output are not decisions."""
         steps = steps_of(trajectory)
         agent_at: dict[int, str] = {}
         event_at: dict[int, str] = {}
@@ -61,7 +68,17 @@ class TraceFacts:
             if acting is not None and acting.agent_name:
                 agent_at[step.index] = acting.agent_name
                 event_at[step.index] = acting.id
+                continue
+            model_call = next((e for e in step.events if e.type in _MODEL_TYPES), None)
+            if model_call is not None:
+                agent_at[step.index] = UNATTRIBUTED
+                event_at[step.index] = model_call.id
         return cls(steps=steps, agent_at=agent_at, event_at=event_at)
+
+    def agent(self, step: int) -> str | None:
+        """The agent acting at ``step``; None for an unattributed model call."""
+        name = self.agent_at.get(step)
+        return None if name == UNATTRIBUTED else name
 
     @property
     def blameable(self) -> list[int]:
@@ -184,6 +201,10 @@ def hypothesis(
     """
     meta = dict(metadata or {})
     acting = facts.agent_at.get(step)
+    if acting == UNATTRIBUTED:
+        acting = None
+    if agent == UNATTRIBUTED:
+        agent = None
     if agent and acting and agent != acting:
         meta["agent_acting_at_step"] = acting
         acting = agent

@@ -105,7 +105,7 @@ class StepByStepAttributor:
         return hypothesis(
             facts=facts,
             step=step,
-            agent=facts.agent_at.get(step),
+            agent=facts.agent(step),
             strategy=self.name,
             confidence=verdict.error_probability if confidence is None else confidence,
             rationale=f"{verdict.reason} ({how})",

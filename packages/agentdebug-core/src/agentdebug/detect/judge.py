@@ -77,7 +77,7 @@ class LLMJudge:
                     message=item.description,
                     event_id=event_id,
                     step_index=item.step,
-                    agent_name=facts.agent_at.get(item.step),
+                    agent_name=facts.agent(item.step),
                     confidence=item.confidence,
                     evidence=[
                         Evidence(

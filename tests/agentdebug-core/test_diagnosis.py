@@ -135,7 +135,7 @@ def test_a_crashing_detector_is_named_in_the_report_and_the_rest_goes_on() -> No
 def test_unknown_attributor_and_empty_runs_are_clear_errors() -> None:
     with pytest.raises(
         NotFoundError,
-        match="unknown attributor 'magic' \\(known: all-at-once, auto, binary-search, heuristic, step-by-step\\)",
+        match="unknown attributor 'magic' \\(known: all-at-once, auto, binary-search, deepdebug, heuristic, lifecycle, step-by-step\\)",
     ):
         diagnose(traj(ev(0, EventType.MESSAGE, "a", output="x")), attributor="magic")
     with pytest.raises(AgentDebugError, match="has no events"):

@@ -28,7 +28,9 @@ def agentdebug_detectors() -> Sequence[Detector]:
 def agentdebug_attributors() -> Sequence[Attributor]:
     from agentdebug.attribute.all_at_once import AllAtOnceAttributor
     from agentdebug.attribute.binary_search import BinarySearchAttributor
+    from agentdebug.attribute.deepdebug import DeepDebugAttributor
     from agentdebug.attribute.heuristic import HeuristicAttributor
+    from agentdebug.attribute.lifecycle import LifecycleAttributor
     from agentdebug.attribute.router import RouterAttributor
     from agentdebug.attribute.step_by_step import StepByStepAttributor
 
@@ -37,6 +39,8 @@ def agentdebug_attributors() -> Sequence[Attributor]:
         AllAtOnceAttributor(),
         StepByStepAttributor(),
         BinarySearchAttributor(),
+        LifecycleAttributor(),
+        DeepDebugAttributor(),
         RouterAttributor(),
     ]
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from agentdebug.audit import audit_scope, note
 from agentdebug.audit import record as record_audit
 from agentdebug.errors import AgentDebugError
+from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
 from agentdebug.llm import (
     Budget,
     LLMError,
@@ -92,6 +93,7 @@ def diagnose(
         chosen = _usable(chosen, llm, strict)
         att = _usable_attributor(att, reg, llm, strict)
         findings, hypotheses = _run(seen, chosen, att, reg, strict)
+        findings, hypotheses = _grounded(seen, findings, hypotheses)
     audit = [a for a in log.entries if a.stage != "note"]
     notes = [a.detail or "" for a in log.entries if a.stage == "note"]
 
@@ -121,6 +123,32 @@ def diagnose(
     )
     reg.notify_report(report, trajectory)
     return report
+
+
+def _grounded(
+    trajectory: AgentTrajectory, findings: list[Finding], hypotheses: list[Hypothesis]
+) -> tuple[list[Finding], list[Hypothesis]]:
+    """Every quote checked against the trace; claims resting on quotes that are not
+    there lose confidence (see :mod:`agentdebug.evidence`). Hypotheses keep the
+    strategy's ranking: grounding informs the reader, it does not re-rank."""
+    started = time.perf_counter()
+    grounder = Grounder(trajectory)
+    findings = ground_findings(findings, grounder)
+    hypotheses = ground_hypotheses(hypotheses, grounder)
+    evidence = [e for f in findings for e in f.evidence] + [
+        e for h in hypotheses for e in h.evidence
+    ]
+    checked = [e for e in evidence if e.grounded is not None]
+    missing = sum(1 for e in checked if e.grounded is False)
+    record_audit(
+        _audit(
+            "ground",
+            "evidence",
+            started,
+            detail=f"{len(checked)} quote(s) checked, {missing} not found in the trace",
+        )
+    )
+    return findings, hypotheses
 
 
 def _needs_model(strategy: object) -> bool:
@@ -275,7 +303,19 @@ def _summary(
 
 
 def _fix(root: Hypothesis | None, reg: Registry) -> Fix | None:
-    if root is None or root.mode_id is None:
+    """The strategy's own fix when it wrote one (DeepDebug does), else the remedy of
+    the root cause's failure mode, addressed to its agent and step."""
+    if root is None:
+        return None
+    own = root.metadata.get("fix")
+    if isinstance(own, str) and own.strip():
+        return Fix(
+            directive=own.strip(),
+            target_agent=root.agent_name,
+            target_step=root.step_index,
+            rationale=shorten(root.rationale, 300) if root.rationale else None,
+        )
+    if root.mode_id is None:
         return None
     mode = reg.failure_modes.get(root.mode_id)
     if mode is None:

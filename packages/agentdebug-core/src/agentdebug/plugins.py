@@ -66,6 +66,13 @@ class HookSpecs:
         raise NotImplementedError
 
     @hookspec
+    def agentdebug_debugging_hints(self, trajectory: AgentTrajectory) -> Sequence[str]:
+        """Short descriptions of similar past cases (failure, cause, fix) that a
+        diagnosis agent may use as hints; called by DeepDebug's global read, with
+        the run being diagnosed. The Error Hub implements it."""
+        raise NotImplementedError
+
+    @hookspec
     def agentdebug_on_report(self, report: DiagnosticReport, trajectory: AgentTrajectory) -> None:
         """Called after every diagnosis with the finished report; return nothing.
         An exception here is logged and does not fail the diagnosis."""

@@ -152,6 +152,7 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         out.append("Root cause: none named (no finding and no structural candidate)")
     if report.fix is not None:
         out.append(f"Fix: {report.fix.directive}")
+    out += _lifecycle_lines(root, width)
     others = report.hypotheses[1:4]
     if others:
         out.append("Also considered:")
@@ -189,6 +190,28 @@ def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int) -> l
         lines.append(f"    why: {shorten(h.rationale, width * 2)}")
     for ev in h.evidence[:4]:
         lines.append(f"    evidence: {_evidence_line(ev, width - 30)}")
+    return lines
+
+
+def _instances(root: Hypothesis | None) -> list[dict[str, object]]:
+    raw = root.metadata.get("instances") if root is not None else None
+    return [i for i in raw if isinstance(i, dict)] if isinstance(raw, list) else []
+
+
+def _lifecycle_lines(root: Hypothesis | None, width: int) -> list[str]:
+    """Every error instance error-lifecycle tracking saw, with its state."""
+    instances = _instances(root)
+    if not instances:
+        return []
+    lines = [
+        f"Error lifecycle ({len(instances)} instance(s); only costly and active ones were candidates):"
+    ]
+    for inst in instances:
+        lines.append(
+            f"    {inst.get('id')} [{inst.get('state')}] from step {inst.get('first_step')} "
+            f"({inst.get('agent') or '-'}), {inst.get('object')}: "
+            f"{shorten(str(inst.get('description') or ''), width - 40)}"
+        )
     return lines
 
 
@@ -243,6 +266,21 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
             out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
     if report.fix is not None:
         out += ["", "## Fix", "", report.fix.directive]
+    instances = _instances(root)
+    if instances:
+        out += [
+            "",
+            "## Error lifecycle",
+            "",
+            "| id | state | first step | agent | object | description |",
+            "|---|---|---|---|---|---|",
+        ]
+        for inst in instances:
+            out.append(
+                f"| {inst.get('id')} | {inst.get('state')} | {inst.get('first_step')} "
+                f"| {_md_cell(str(inst.get('agent') or '—'))} | {_md_cell(str(inst.get('object')))} "
+                f"| {_md_cell(shorten(str(inst.get('description') or ''), 160))} |"
+            )
     out += [
         "",
         "## Hypotheses",

@@ -140,20 +140,38 @@ def fit_view(
     *,
     focus: Sequence[int] = (),
     window_range: tuple[int, int] | None = None,
+    budget: int | None = None,
+    medium_radius: int = 2,
+    system: str = "system",
     **values: str,
 ) -> str:
     """The prompt ``template`` with ``$trace`` filled by a view that fits the budget.
 
-    The frame (instructions, lists) is rendered first with an empty trace and its
-    size subtracted from the prompt budget, so the whole prompt fits.
+    The frame (system prompt, instructions, lists) is rendered first with an empty
+    trace and its size subtracted from ``budget`` (default: the prompt budget), so
+    the whole prompt fits.
     """
-    frame = render_prompt(template, trace="", **values) + render_prompt("system")
-    room = prompt_budget() - count_tokens(frame) - 64
+    frame = render_prompt(template, trace="", **values) + render_prompt(system)
+    room = (budget or prompt_budget()) - count_tokens(frame) - 64
     if window_range is not None:
-        view = window(trajectory, window_range[0], window_range[1], budget_tokens=room, focus=focus)
+        view = window(
+            trajectory,
+            window_range[0],
+            window_range[1],
+            budget_tokens=room,
+            focus=focus,
+            medium_radius=medium_radius,
+        )
     else:
-        view = build_view(trajectory, focus=focus, budget_tokens=room)
+        view = build_view(trajectory, focus=focus, budget_tokens=room, medium_radius=medium_radius)
     return render_prompt(template, trace=view.text, **values)
+
+
+def chat_with(system: str, user: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": render_prompt(system)},
+        {"role": "user", "content": user},
+    ]
 
 
 def mode_ids() -> list[str]:

@@ -3,9 +3,11 @@
 1. The free tier first: the rule findings and the heuristic attributor.
 2. With a model configured, one cheap pass: all-at-once.
 3. If the two agree, or the model is confident, stop there.
-4. Otherwise escalate, one costlier strategy at a time (step-by-step on short
-   traces, binary search on long ones), until two strategies agree or the list is
-   exhausted; then the best-supported answer wins.
+4. Otherwise escalate, one costlier strategy at a time: step-by-step on short
+   traces (≤ 16 steps), binary search on middling ones, error-lifecycle tracking
+   on long ones (> 30 steps); DeepDebug last, only when the strategies still
+   disagree. Stop as soon as two strategies agree; otherwise the best-supported
+   answer wins.
 Every stage respects the budget the user set (``--budget``); when it runs out the
 router stops and answers with what it has, and says so.
 """
@@ -23,6 +25,7 @@ from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
 
 SHORT_TRACE = 16
+LONG_TRACE = 30
 
 
 def _key(h: Hypothesis) -> tuple[str | None, int | None]:
@@ -44,12 +47,17 @@ class RouterAttributor:
         self.short_trace = short_trace
 
     def escalation(self, trajectory: AgentTrajectory) -> list[str]:
-        """Costlier strategies to try, cheapest first for this trace's length."""
+        """Costlier strategies to try, for this trace's length; DeepDebug, the most
+        thorough, only when the others still disagree."""
         n = len(TraceFacts.of(trajectory).blameable)
-        order = ["step-by-step", "binary-search"] if n <= self.short_trace else ["binary-search"]
-        if "deepdebug" in get_registry().attributors:
-            order.append("deepdebug")
-        return order
+        if n <= self.short_trace:
+            order = ["step-by-step"]
+        elif n <= LONG_TRACE:
+            order = ["binary-search"]
+        else:
+            order = ["lifecycle"]  # long traces: errors pile up, most do not matter
+        known = get_registry().attributors
+        return [s for s in [*order, "deepdebug"] if s in known]
 
     def attribute(
         self, trajectory: AgentTrajectory, findings: Sequence[Finding]
@@ -101,9 +109,13 @@ class RouterAttributor:
     def _ranked(
         self, votes: list[_Vote], free: list[Hypothesis], route: list[str]
     ) -> list[Hypothesis]:
+        """Most agreement first; without agreement the most thorough strategy asked
+        (the last rung of the ladder) decides; confidence breaks remaining ties."""
+        asked = [line.split(":", 1)[0] for line in route]
+
         def strength(v: _Vote) -> tuple[int, int, float]:
-            model_votes = sum(1 for s in v.strategies if s != "heuristic")
-            return (len(v.strategies), model_votes, v.hypothesis.confidence)
+            thoroughness = max(asked.index(s) for s in v.strategies)
+            return (len(v.strategies), thoroughness, v.hypothesis.confidence)
 
         ordered = sorted(votes, key=strength, reverse=True)
         out: list[Hypothesis] = []

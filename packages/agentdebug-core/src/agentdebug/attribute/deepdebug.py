@@ -1,0 +1,400 @@
+"""DeepDebug: a multi-turn, read-only diagnosis agent.
+
+1. Global read: the whole record (fitted to a share of the one-pass budget); the
+   model reconstructs goal and history, says where the failure becomes visible,
+   and names a first candidate with its evidence and a fix.
+2. Structure-guided probe, by the trace's shape, without showing the first
+   candidate (so the second is independent):
+   - several agents: walk the handoff chain upstream from the visible failure and
+     read those steps in full, with their neighbours;
+   - one agent: bisect the steps before the failure on a cheap overview, then
+     re-read the surviving region in full.
+3. Cross-examination: if both candidates name the same step, accept; otherwise
+   put the two side by side with their inputs, outputs and downstream effects and
+   let the model pick the stronger causal explanation.
+4. The answer: agent, step, explanation, quoted evidence (grounded by the
+   pipeline) and one concrete fix, usable by recovery as a retry directive.
+
+Usually two to five calls, each recorded in the audit trail with what it read.
+Budget: the global read gets 75 % of what one all-at-once pass would send, the
+probe 30 % and the cross-examination 25 %, so that DeepDebug stays near 1.3x the
+one-pass tokens. Past cases can come in as hints through the
+``agentdebug_debugging_hints`` hook (the Error Hub feeds it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from agentdebug.attribute.model_common import (
+    AttributionAnswer,
+    Quote,
+    TraceFacts,
+    _enum,
+    attribution_schema,
+    chat,
+    chat_with,
+    checks_block,
+    client,
+    evidence_from,
+    fit_view,
+    hypothesis,
+    mode_ids,
+    narrowed,
+)
+from agentdebug.audit import record as record_audit
+from agentdebug.llm import render_prompt
+from agentdebug.plugins import get_registry
+from agentdebug.schema import AgentTrajectory, AuditEntry, EventType, Finding, Hypothesis
+from agentdebug.tokens import count_tokens
+
+GLOBAL_SHARE, PROBE_SHARE, CROSS_SHARE = 0.75, 0.30, 0.25
+MIN_CALL_TOKENS = 1_200
+REGION = 3
+MAX_HINTS = 3
+
+
+class GlobalRead(AttributionAnswer):
+    goal: str
+    history: str
+    failure_step: int
+    fix: str
+
+
+class HalfAnswer(BaseModel):
+    half: Literal["first", "second", "unclear"]
+    reason: str
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+class CrossAnswer(BaseModel):
+    choice: Literal["A", "B"]
+    reason: str
+    evidence: list[Quote] = Field(default_factory=list, max_length=5)
+    fix: str
+    confidence: float = Field(ge=0.0, le=1.0)
+
+
+def _inspect(detail: str) -> None:
+    record_audit(AuditEntry(stage="inspect", strategy="deepdebug", detail=detail))
+
+
+def _span(steps: Sequence[int]) -> str:
+    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
+
+
+class DeepDebugAttributor:
+    name = "deepdebug"
+    requires_model = True
+
+    def attribute(
+        self, trajectory: AgentTrajectory, findings: Sequence[Finding]
+    ) -> list[Hypothesis]:
+        facts = TraceFacts.of(trajectory)
+        if not facts.blameable:
+            return []
+        one_pass = self._one_pass_tokens(trajectory, findings)
+        first = self._global_read(trajectory, findings, facts, one_pass)
+        failure = min(max(first.failure_step, facts.blameable[0]), facts.blameable[-1])
+        if len(facts.agents) > 1:
+            second = self._chain_probe(trajectory, facts, failure, one_pass)
+        else:
+            second = self._bisect_probe(trajectory, facts, failure, one_pass)
+        if second is None or second.step == first.step:
+            _inspect(
+                "candidates agree" if second is not None else "the probe gave no second candidate"
+            )
+            agree = second is not None
+            confidence = (
+                min(0.95, max(first.confidence, second.confidence) + 0.15)
+                if second
+                else first.confidence
+            )
+            return [
+                self._result(
+                    facts,
+                    first.step,
+                    first.agent,
+                    confidence,
+                    first.reason,
+                    first.evidence,
+                    first.fix,
+                    first.failure_mode,
+                    {"agreed": agree, "failure_step": failure},
+                )
+            ]
+        return self._cross_examine(trajectory, facts, first, second, failure, one_pass)
+
+    # -- budgets ----------------------------------------------------------------------------
+
+    def _one_pass_tokens(self, trajectory: AgentTrajectory, findings: Sequence[Finding]) -> int:
+        """What one all-at-once pass would send: the yardstick for every stage's share."""
+        prompt = fit_view(
+            trajectory, "all_at_once", checks=checks_block(findings), modes=", ".join(mode_ids())
+        )
+        return count_tokens(prompt) + count_tokens(render_prompt("system"))
+
+    @staticmethod
+    def _share(one_pass: int, share: float) -> int:
+        return max(MIN_CALL_TOKENS, int(one_pass * share))
+
+    # -- 1. global read --------------------------------------------------------------------------
+
+    def _hints(self, trajectory: AgentTrajectory) -> str:
+        pm = get_registry().plugin_manager
+        if pm is None:
+            return ""
+        hints = [
+            h for batch in pm.hook.agentdebug_debugging_hints(trajectory=trajectory) for h in batch
+        ]
+        if not hints:
+            return ""
+        _inspect(f"{len(hints)} hint(s) from past cases; {min(len(hints), MAX_HINTS)} shown")
+        lines = ["Similar past cases (hints; they may not apply here):"]
+        lines += [f"- {h}" for h in hints[:MAX_HINTS]]
+        return "\n" + "\n".join(lines) + "\n"
+
+    def _global_read(
+        self,
+        trajectory: AgentTrajectory,
+        findings: Sequence[Finding],
+        facts: TraceFacts,
+        one_pass: int,
+    ) -> GlobalRead:
+        modes = mode_ids()
+        schema = narrowed(
+            GlobalRead,
+            "GlobalRead",
+            agent=(_enum(facts.agents), ...),
+            step=(_enum(facts.blameable), ...),
+            failure_step=(_enum(facts.blameable), ...),
+            failure_mode=(_enum(modes) | None, None),
+        )
+        budget = self._share(one_pass, GLOBAL_SHARE)
+        user = fit_view(
+            trajectory,
+            "deepdebug_global",
+            budget=budget,
+            hints=self._hints(trajectory),
+            checks=checks_block(findings),
+        )
+        _inspect(f"global read of the whole run within {budget} tokens")
+        return (
+            client()
+            .structured(
+                messages=chat(user), schema=schema, strategy=self.name, purpose="global read"
+            )
+            .value
+        )
+
+    # -- 2. structure-guided probe -------------------------------------------------------------
+
+    def chain(
+        self, trajectory: AgentTrajectory, facts: TraceFacts, failure: int, length: int = 4
+    ) -> list[int]:
+        """Steps along the handoffs that led to ``failure``, newest first: each step's
+        agent got its work from the latest handoff (or message) addressed to it,
+        else from the latest step of another agent."""
+        handoffs: dict[int, str] = {}
+        for event in trajectory.events:
+            target = event.metadata.get("target")
+            if event.type in (EventType.HANDOFF, EventType.MESSAGE) and isinstance(target, str):
+                handoffs[event.step_index] = target
+        out = [failure]
+        current = failure
+        while len(out) < length:
+            agent = facts.agent(current)
+            earlier = [s for s in facts.blameable if s < current]
+            given = [s for s in earlier if agent is not None and handoffs.get(s) == agent]
+            other = [s for s in earlier if facts.agent(s) != agent]
+            previous = (given or other)[-1:]
+            if not previous:
+                break
+            current = previous[0]
+            out.append(current)
+        return out
+
+    def _candidate_schema(self, facts: TraceFacts) -> type[AttributionAnswer]:
+        return attribution_schema(facts, mode_ids())
+
+    def _chain_probe(
+        self, trajectory: AgentTrajectory, facts: TraceFacts, failure: int, one_pass: int
+    ) -> AttributionAnswer | None:
+        steps = self.chain(trajectory, facts, failure)
+        budget = self._share(one_pass, PROBE_SHARE)
+        user = fit_view(
+            trajectory,
+            "deepdebug_chain",
+            focus=sorted(steps),
+            budget=budget,
+            medium_radius=1,
+            system="system_short",
+            failure_step=str(failure),
+            chain=" <- ".join(f"step {s} ({facts.agent(s) or 'no agent'})" for s in steps),
+        )
+        _inspect(
+            f"probe: handoff chain {' <- '.join(map(str, steps))} read in full within {budget} tokens"
+        )
+        return (
+            client()
+            .structured(
+                messages=chat_with("system_short", user),
+                schema=self._candidate_schema(facts),
+                strategy=self.name,
+                purpose="probe the handoff chain",
+            )
+            .value
+        )
+
+    def _bisect_probe(
+        self, trajectory: AgentTrajectory, facts: TraceFacts, failure: int, one_pass: int
+    ) -> AttributionAnswer | None:
+        steps = [s for s in facts.blameable if s <= failure] or facts.blameable
+        budget = self._share(one_pass, PROBE_SHARE)
+        rounds = max(0, (len(steps) // REGION).bit_length() - 1)
+        per_call = max(MIN_CALL_TOKENS, budget // (rounds + 1))
+        lo, hi = 0, len(steps) - 1
+        llm = client()
+        while hi - lo + 1 > REGION:
+            mid = (lo + hi) // 2
+            first, second = steps[lo : mid + 1], steps[mid + 1 : hi + 1]
+            user = fit_view(
+                trajectory,
+                "deepdebug_bisect",
+                window_range=(steps[lo], steps[hi]),
+                budget=per_call,
+                medium_radius=0,
+                system="system_short",
+                failure_step=str(failure),
+                low=str(steps[lo]),
+                high=str(steps[hi]),
+                first_half=f"The first part is {_span(first)}",
+                second_half=f"the second part is {_span(second)}",
+            )
+            _inspect(f"probe: overview of {_span(steps[lo : hi + 1])} to halve it")
+            verdict = llm.structured(
+                messages=chat_with("system_short", user),
+                schema=HalfAnswer,
+                strategy=self.name,
+                purpose=f"bisect {_span(steps[lo : hi + 1])}",
+            ).value
+            if verdict.half == "unclear":
+                _inspect(f"bisection stopped: {_span(steps[lo : hi + 1])} unclear")
+                break
+            lo, hi = (lo, mid) if verdict.half == "first" else (mid + 1, hi)
+        region = steps[lo : hi + 1]
+        user = fit_view(
+            trajectory,
+            "deepdebug_region",
+            window_range=(region[0], failure if failure >= region[-1] else region[-1]),
+            focus=region,
+            budget=per_call,
+            medium_radius=1,
+            system="system_short",
+            failure_step=str(failure),
+            low=str(region[0]),
+            high=str(region[-1]),
+        )
+        _inspect(f"probe: re-read {_span(region)} in full")
+        return llm.structured(
+            messages=chat_with("system_short", user),
+            schema=self._candidate_schema(facts),
+            strategy=self.name,
+            purpose=f"read {_span(region)}",
+        ).value
+
+    # -- 3. cross-examination -------------------------------------------------------------------
+
+    def _cross_examine(
+        self,
+        trajectory: AgentTrajectory,
+        facts: TraceFacts,
+        first: GlobalRead,
+        second: AttributionAnswer,
+        failure: int,
+        one_pass: int,
+    ) -> list[Hypothesis]:
+        budget = self._share(one_pass, CROSS_SHARE)
+        user = fit_view(
+            trajectory,
+            "deepdebug_cross",
+            focus=sorted({first.step, second.step}),
+            budget=budget,
+            medium_radius=1,
+            system="system_short",
+            step_a=str(first.step),
+            agent_a=first.agent,
+            reason_a=first.reason,
+            step_b=str(second.step),
+            agent_b=second.agent,
+            reason_b=second.reason,
+        )
+        _inspect(f"cross-examination of step {first.step} against step {second.step}")
+        verdict = (
+            client()
+            .structured(
+                messages=chat_with("system_short", user),
+                schema=CrossAnswer,
+                strategy=self.name,
+                purpose="cross-examine two candidates",
+            )
+            .value
+        )
+        won, lost = (first, second) if verdict.choice == "A" else (second, first)
+        meta = {"agreed": False, "failure_step": failure, "candidates": [first.step, second.step]}
+        quotes = list(verdict.evidence) + list(won.evidence)
+        best = self._result(
+            facts,
+            won.step,
+            won.agent,
+            verdict.confidence,
+            verdict.reason,
+            quotes[:4],
+            verdict.fix,
+            won.failure_mode,
+            meta,
+        )
+        other = self._result(
+            facts,
+            lost.step,
+            lost.agent,
+            min(0.3, lost.confidence),
+            lost.reason,
+            lost.evidence,
+            "",
+            lost.failure_mode,
+            {"rejected_by": "cross-examination"},
+        )
+        return [best, other]
+
+    # -- 4. the answer ---------------------------------------------------------------------------
+
+    def _result(
+        self,
+        facts: TraceFacts,
+        step: int,
+        agent: str,
+        confidence: float,
+        reason: str,
+        quotes: Sequence[Quote],
+        fix: str,
+        mode: str | None,
+        meta: dict[str, object],
+    ) -> Hypothesis:
+        metadata = dict(meta)
+        if fix.strip():
+            metadata["fix"] = fix.strip()
+        return hypothesis(
+            facts=facts,
+            step=step,
+            agent=agent,
+            strategy=self.name,
+            confidence=confidence,
+            rationale=reason,
+            mode_id=mode,
+            evidence=evidence_from(quotes, facts),
+            metadata=metadata,
+        )

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from agentdebug import plugins
 from agentdebug.attribute.deepdebug import DeepDebugAttributor
-from agentdebug.attribute.lifecycle import windows
+from agentdebug.attribute.lifecycle import MIN_WINDOW_TOKENS, windows
 from agentdebug.attribute.model_common import TraceFacts
 from agentdebug.diagnose import diagnose
 from agentdebug.llm import LLMSettings
@@ -62,7 +62,11 @@ SAYS = {
 }
 
 
-def lyon() -> AgentTrajectory:
+FILLER = " Working notes: " + "the table has many rows and columns to read " * 80
+
+
+def lyon(*, filler: bool = True) -> AgentTrajectory:
+    """12 steps, long enough (with filler) that lifecycle reads them in several windows."""
     agents = ["reader", "calculator", "writer"]
     return AgentTrajectory(
         id="lyon",
@@ -73,7 +77,7 @@ def lyon() -> AgentTrajectory:
                 type=EventType.MESSAGE,
                 step_index=i,
                 agent_name=agents[i % 3],
-                output=SAYS[i],
+                output=SAYS[i] + (FILLER if filler else ""),
             )
             for i in range(12)
         ],
@@ -85,25 +89,38 @@ def window_of(request: dict[str, Any]) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
-def trigger(
-    step: int,
-    obj: str,
-    wrong: str,
-    ref: str,
-    *,
-    conflict: str = "task",
-    continues: str | None = None,
-) -> dict[str, Any]:
-    return {
-        "step": step,
-        "conflict": conflict,
-        "phase": "reason",
-        "object": obj,
-        "continues": continues,
-        "wrong_quote": wrong,
-        "reference_quote": ref,
-        "description": f"wrong {obj}",
-    }
+# (step, object, wrong quote, reference quote, conflict, fixed at, relied on at)
+ERRORS = [
+    (2, "census year", "use the 2019 column", "in 2020", "task", None, [5]),  # active
+    (3, "unit conversion", "divide by 100", "in thousands", "task", 4, []),  # resolved
+    (
+        4,
+        "city",
+        "Using Paris data from memory",
+        "Report the population of Lyon",
+        "task",
+        11,
+        [],
+    ),  # costly
+    (
+        6,
+        "font",
+        "the font in the table is small",
+        "open the census table",
+        "history",
+        None,
+        [],
+    ),  # latent
+    (
+        7,
+        "footnote",
+        "the footnote says to ignore Lyon",
+        "Report the population",
+        "task",
+        None,
+        [],
+    ),  # invented
+]
 
 
 def lifecycle_script(final_choice: str = "E1") -> Any:
@@ -114,75 +131,69 @@ def lifecycle_script(final_choice: str = "E1") -> Any:
                 {"error": final_choice, "reason": "it decided the number", "confidence": 0.8}
             )
         lo, hi = window
+        text = text_of(request)
+        open_ids = {
+            obj: eid for eid, obj in re.findall(r"^- (E\d+) \(from step \d+, ([^)]+)\)", text, re.M)
+        }
         triggers: list[dict[str, Any]] = []
         updates: list[dict[str, Any]] = []
-        for step in range(lo, hi + 1):
-            if step == 2:
-                triggers.append(trigger(2, "census year", "use the 2019 column", "in 2020"))
-            if step == 3:
-                triggers.append(trigger(3, "unit conversion", "divide by 100", "in thousands"))
-            if step == 4:
-                updates.append(
-                    {"error": "E2", "step": 4, "status": "resolved", "quote": "divide by 1000"}
-                )
+        for step, obj, wrong, ref, conflict, fixed, relied in ERRORS:
+            if lo <= step <= hi:
                 triggers.append(
-                    trigger(
-                        4,
-                        "city",
-                        "Using Paris data from memory",
-                        "Report the population of Lyon",
-                        conflict="task",
-                    )
-                )
-            if step == 5:
-                updates.append(
                     {
-                        "error": "E1",
-                        "step": 5,
-                        "status": "relied_on",
-                        "quote": "Taking the 2019 value",
+                        "step": step,
+                        "conflict": conflict,
+                        "phase": "reason",
+                        "object": obj,
+                        "continues": None,
+                        "wrong_quote": wrong,
+                        "reference_quote": ref,
+                        "description": f"wrong {obj}",
+                        "fixed_at": fixed if fixed is not None and fixed <= hi else None,
+                        "relied_on": [r for r in relied if r <= hi],
                     }
                 )
-            if step == 6:
-                triggers.append(
-                    trigger(
-                        6,
-                        "font",
-                        "the font in the table is small",
-                        "open the census table",
-                        conflict="history",
+            elif step < lo and obj in open_ids:
+                if fixed is not None and lo <= fixed <= hi:
+                    updates.append(
+                        {"error": open_ids[obj], "step": fixed, "status": "resolved", "quote": ""}
                     )
-                )
-            if step == 7:  # an invented quote: must be discarded
-                triggers.append(
-                    trigger(
-                        7, "footnote", "the footnote says to ignore Lyon", "Report the population"
-                    )
-                )
-            if step == 11:
-                updates.append(
-                    {
-                        "error": "E3",
-                        "step": 11,
-                        "status": "resolved",
-                        "quote": "Dropping the Paris figure",
-                    }
-                )
+                updates += [
+                    {"error": open_ids[obj], "step": r, "status": "relied_on", "quote": ""}
+                    for r in relied
+                    if lo <= r <= hi
+                ]
         return json.dumps({"triggers": triggers, "updates": updates})
 
     return script
 
 
-def test_windows_fit_the_one_pass_budget() -> None:
-    groups = windows(list(range(130)), 32_000)
+def trigger(step: int, obj: str, wrong: str, ref: str) -> dict[str, Any]:
+    return {
+        "step": step,
+        "conflict": "task",
+        "phase": "reason",
+        "object": obj,
+        "continues": None,
+        "wrong_quote": wrong,
+        "reference_quote": ref,
+        "description": f"wrong {obj}",
+    }
+
+
+def test_windows_are_as_many_as_the_budget_affords() -> None:
+    groups = windows(list(range(130)), 27_000)
     assert sum(len(g) for g in groups) == 130
-    assert len(groups) == 32_000 * 85 // 100 // 2_000  # as many as the budget affords
-    assert windows(list(range(3)), 32_000) == [[0, 1], [2]]
+    assert len(groups) == 27_000 // MIN_WINDOW_TOKENS
+    assert windows(list(range(3)), 27_000) == [[0, 1], [2]]
+    assert windows(list(range(40)), 1_000) == [list(range(40))]
 
 
 def test_lifecycle_tracks_every_error_and_blames_a_survivor() -> None:
     with ScriptedServer(lifecycle_script("E1")) as server:
         report = diagnose(lyon(), attributor="lifecycle", settings=settings_for(server))
+    windows_read = [window_of(r) for r in server.requests if window_of(r) is not None]
+    assert len(windows_read) >= 3  # several windows: errors are followed across them
     root = report.root_cause
     assert root is not None and (root.step_index, root.agent_name) == (2, "writer")
     states = {
@@ -198,7 +209,7 @@ def test_lifecycle_tracks_every_error_and_blames_a_survivor() -> None:
     assert any(
         "step 7 trigger discarded: the wrong commitment is not in the trace" in d for d in details
     )
-    # Windows read only their own steps in full, then one final call compared E1 and E3.
+    # Then one final call compared the candidates, E1 (active) and E3 (costly).
     finals = [r for r in server.requests if window_of(r) is None]
     assert len(finals) == 1
     final_text = text_of(finals[0])

@@ -16,9 +16,10 @@
    pipeline) and one concrete fix, usable by recovery as a retry directive.
 
 Usually two to five calls, each recorded in the audit trail with what it read.
-Budget: the global read gets 75 % of what one all-at-once pass would send, the
-probe 30 % and the cross-examination 25 %, so that DeepDebug stays near 1.3x the
-one-pass tokens. Past cases can come in as hints through the
+Budget: measured against what one all-at-once pass would send (A): the probe gets
+30 % of A, the cross-examination 20 % (each at least 900 tokens), and the global
+read what is left of 1.25 A (at least half of A), so that DeepDebug stays within
+1.3x the one-pass tokens even when every stage runs. Past cases can come in as hints through the
 ``agentdebug_debugging_hints`` hook (the Error Hub feeds it).
 """
 
@@ -44,15 +45,15 @@ from agentdebug.attribute.model_common import (
     hypothesis,
     mode_ids,
     narrowed,
+    one_pass_tokens,
 )
 from agentdebug.audit import record as record_audit
-from agentdebug.llm import render_prompt
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, AuditEntry, EventType, Finding, Hypothesis
-from agentdebug.tokens import count_tokens
 
-GLOBAL_SHARE, PROBE_SHARE, CROSS_SHARE = 0.75, 0.30, 0.25
-MIN_CALL_TOKENS = 1_200
+TARGET_SHARE = 1.25  # of one all-at-once pass, when every stage runs
+PROBE_SHARE, CROSS_SHARE, MIN_GLOBAL_SHARE = 0.30, 0.20, 0.5
+MIN_CALL_TOKENS = 900
 REGION = 3
 MAX_HINTS = 3
 
@@ -96,7 +97,7 @@ class DeepDebugAttributor:
         facts = TraceFacts.of(trajectory)
         if not facts.blameable:
             return []
-        one_pass = self._one_pass_tokens(trajectory, findings)
+        one_pass = one_pass_tokens(trajectory, findings)
         first = self._global_read(trajectory, findings, facts, one_pass)
         failure = min(max(first.failure_step, facts.blameable[0]), facts.blameable[-1])
         if len(facts.agents) > 1:
@@ -130,16 +131,13 @@ class DeepDebugAttributor:
 
     # -- budgets ----------------------------------------------------------------------------
 
-    def _one_pass_tokens(self, trajectory: AgentTrajectory, findings: Sequence[Finding]) -> int:
-        """What one all-at-once pass would send: the yardstick for every stage's share."""
-        prompt = fit_view(
-            trajectory, "all_at_once", checks=checks_block(findings), modes=", ".join(mode_ids())
-        )
-        return count_tokens(prompt) + count_tokens(render_prompt("system"))
-
     @staticmethod
     def _share(one_pass: int, share: float) -> int:
         return max(MIN_CALL_TOKENS, int(one_pass * share))
+
+    def _global_budget(self, one_pass: int) -> int:
+        rest = self._share(one_pass, PROBE_SHARE) + self._share(one_pass, CROSS_SHARE)
+        return max(int(one_pass * MIN_GLOBAL_SHARE), int(one_pass * TARGET_SHARE) - rest)
 
     # -- 1. global read --------------------------------------------------------------------------
 
@@ -173,7 +171,7 @@ class DeepDebugAttributor:
             failure_step=(_enum(facts.blameable), ...),
             failure_mode=(_enum(modes) | None, None),
         )
-        budget = self._share(one_pass, GLOBAL_SHARE)
+        budget = self._global_budget(one_pass)
         user = fit_view(
             trajectory,
             "deepdebug_global",

@@ -4,7 +4,9 @@ For long traces where errors pile up and most do not matter:
 
 1. The trace is read in windows of a few steps. In each prompt the window's steps
    are full, the two steps before it medium, the distant past coarse (the views
-   module), so the whole read costs no more than one all-at-once pass.
+   module). All windows and the final call together get the tokens one
+   all-at-once pass would send (85 % for the windows, 15 % for the final call),
+   so on long traces the whole read costs no more than one pass.
 2. The model names error triggers in the window: (step, conflict type, phase, the
    wrong commitment quoted, the violated reference quoted). Both quotes must be
    found in the trace (the grounding check); a trigger that fails is discarded.
@@ -34,20 +36,21 @@ from pydantic import BaseModel, Field
 from agentdebug.attribute.model_common import (
     TraceFacts,
     _enum,
-    chat,
     chat_with,
     client,
     fit_view,
     hypothesis,
     narrowed,
+    one_pass_tokens,
     prompt_budget,
 )
 from agentdebug.audit import record as record_audit
 from agentdebug.evidence import Grounder
 from agentdebug.schema import AgentTrajectory, AuditEntry, Evidence, Finding, Hypothesis
 
-MIN_WINDOW_TOKENS = 2_000
+MIN_WINDOW_TOKENS = 1_800
 FINAL_SHARE = 0.15
+MIN_FINAL_TOKENS = 1_200
 
 
 class State(StrEnum):
@@ -66,6 +69,8 @@ class Trigger(BaseModel):
     wrong_quote: str
     reference_quote: str
     description: str
+    fixed_at: int | None = None
+    relied_on: list[int] = Field(default_factory=list, max_length=8)
 
 
 class Update(BaseModel):
@@ -128,11 +133,10 @@ def _audit(detail: str, outcome: str = "ok") -> None:
     )
 
 
-def windows(steps: Sequence[int], total_budget: int) -> list[list[int]]:
-    """Contiguous groups of steps, as many as the budget affords (each window's
-    prompt needs at least MIN_WINDOW_TOKENS), never fewer steps than 2 each."""
-    usable = int(total_budget * (1 - FINAL_SHARE))
-    count = max(1, min(math.ceil(len(steps) / 2), usable // MIN_WINDOW_TOKENS))
+def windows(steps: Sequence[int], window_budget: int) -> list[list[int]]:
+    """Contiguous groups of steps, as many as ``window_budget`` (all windows
+    together) affords at MIN_WINDOW_TOKENS each, never fewer than 2 steps each."""
+    count = max(1, min(math.ceil(len(steps) / 2), window_budget // MIN_WINDOW_TOKENS))
     size = max(1, math.ceil(len(steps) / count))
     return [list(steps[i : i + size]) for i in range(0, len(steps), size)]
 
@@ -149,9 +153,11 @@ class LifecycleAttributor:
         if not blameable:
             return []
         all_steps = [s.index for s in facts.steps]
-        total = prompt_budget()
-        groups = windows(all_steps, total)
-        per_window = int(total * (1 - FINAL_SHARE)) // len(groups)
+        # The whole read costs no more than one all-at-once pass would.
+        total = min(prompt_budget(), one_pass_tokens(trajectory, findings))
+        final_budget = max(MIN_FINAL_TOKENS, int(total * FINAL_SHARE))
+        groups = windows(all_steps, total - final_budget)
+        per_window = max(MIN_WINDOW_TOKENS, (total - final_budget) // len(groups))
         grounder = Grounder(trajectory)
         instances: list[Instance] = []
         _audit(
@@ -173,7 +179,7 @@ class LifecycleAttributor:
                 or "none"
             )
         )
-        return self._decide(trajectory, facts, instances, int(total * FINAL_SHARE))
+        return self._decide(trajectory, facts, instances, final_budget)
 
     # -- stage 2 and 3: triggers, grounding, grouping, updates ---------------------------
 
@@ -196,11 +202,18 @@ class LifecycleAttributor:
             or "(none)"
         )
         ids = [i.id for i in open_]
+        later = [s for s in group if s > judged[0]]
+        later_step: Any = _enum(later) if later else int
         trigger_schema = narrowed(
             Trigger,
             "Trigger",
             step=(_enum(judged), ...),
             continues=((_enum(ids) | None) if ids else None, None),
+            fixed_at=((_enum(later) | None) if later else None, None),
+            relied_on=(
+                list[later_step],
+                Field(default_factory=list, max_length=8 if later else 0),
+            ),
         )
         update_schema = narrowed(Update, "Update", error=(_enum(ids), ...)) if ids else Update
         schema = narrowed(
@@ -219,6 +232,7 @@ class LifecycleAttributor:
             focus=judged,
             budget=budget,
             medium_radius=2,
+            system="system_short",
             first=str(group[0]),
             last=str(group[-1]),
             open_errors=listing,
@@ -226,7 +240,7 @@ class LifecycleAttributor:
         answer = (
             client()
             .structured(
-                messages=chat(user),
+                messages=chat_with("system_short", user),
                 schema=schema,
                 strategy=self.name,
                 purpose=f"error triggers in steps {group[0]}–{group[-1]}",
@@ -276,6 +290,19 @@ class LifecycleAttributor:
         return trigger
 
     def _group(self, instances: list[Instance], trigger: Trigger) -> None:
+        target = self._instance_for(instances, trigger)
+        target.triggers.append(trigger)
+        # What happens to it later in the same window.
+        target.relied_on += [s for s in trigger.relied_on if s > trigger.step]
+        if (
+            trigger.fixed_at is not None
+            and trigger.fixed_at > trigger.step
+            and target.resolved_at is None
+        ):
+            target.resolved_at = trigger.fixed_at
+            _audit(f"{target.id} resolved at step {trigger.fixed_at}")
+
+    def _instance_for(self, instances: list[Instance], trigger: Trigger) -> Instance:
         target = next(
             (i for i in instances if trigger.continues and i.id == trigger.continues), None
         )
@@ -290,7 +317,7 @@ class LifecycleAttributor:
             _audit(f"{target.id} opened at step {trigger.step}: {trigger.description}")
         elif trigger.step > target.first_step:
             target.relied_on.append(trigger.step)
-        target.triggers.append(trigger)
+        return target
 
     def _apply_update(
         self, grounder: Grounder, instances: list[Instance], update: Update, group: list[int]
@@ -366,7 +393,7 @@ class LifecycleAttributor:
             trajectory,
             "lifecycle_final",
             focus=[c.first_step for c in candidates],
-            budget=max(budget, MIN_WINDOW_TOKENS),
+            budget=budget,
             medium_radius=0,
             system="system_short",
             instances=listing,

@@ -167,6 +167,15 @@ def fit_view(
     return render_prompt(template, trace=view.text, **values)
 
 
+def one_pass_tokens(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> int:
+    """The prompt tokens one all-at-once pass would send for this run: the yardstick
+    that the multi-call strategies divide among their calls."""
+    prompt = fit_view(
+        trajectory, "all_at_once", checks=checks_block(findings), modes=", ".join(mode_ids())
+    )
+    return count_tokens(prompt) + count_tokens(render_prompt("system"))
+
+
 def chat_with(system: str, user: str) -> list[dict[str, str]]:
     return [
         {"role": "system", "content": render_prompt(system)},

@@ -28,7 +28,7 @@ from agentdebug.llm import LLMSettings
 from agentdebug.llm.testing import ScriptedServer, schema_answerer
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "whowhen"
-DEFAULT = "heuristic,all-at-once,step-by-step,binary-search,auto"
+DEFAULT = "heuristic,all-at-once,step-by-step,binary-search,lifecycle,deepdebug,auto"
 
 
 def main() -> None:

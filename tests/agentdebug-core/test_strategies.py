@@ -390,3 +390,23 @@ def test_cli_diagnose_with_a_model_and_no_fallback(tmp_path: Path) -> None:
         )
     assert bad.returncode == 1
     assert bad.stderr.startswith("error:") and "401" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_reports_show_per_claim_whether_its_quotes_are_in_the_trace() -> None:
+    from agentdebug.report import render
+
+    quotes = [
+        {"step": 3, "text": '"date": "14/12/2026"'},  # JSON as the model copies it from the input
+        {"step": 3, "text": "the user asked for a refund"},  # invented
+    ]
+    with ScriptedServer([Reply(answer("searcher", 3, confidence=0.8, evidence=quotes))]) as server:
+        report = diagnose(EXAMPLE, attributor="all-at-once", settings=settings_for(server))
+    root = report.root_cause
+    assert root is not None
+    assert [e.grounded for e in root.evidence] == [True, False]
+    assert root.confidence == 0.6  # 0.8 x 0.75 for the missing quote
+    assert root.metadata["grounding"]["missing"] == 1
+    text = render(report, EXAMPLE, "text")
+    assert '"the user asked for a refund" [NOT FOUND in trace]' in text
+    assert "[grounded: normalized]" in text
+    assert any(a.stage == "ground" and "1 not found" in (a.detail or "") for a in report.audit)

@@ -37,7 +37,8 @@ Match kinds
                 zero-width characters dropped; markdown markers ``**``, ``__`` and
                 backticks dropped; case folded; every whitespace run one space. The
                 quote alone is also stripped of surrounding quotes, punctuation and
-                backslashes.
+                backslashes. A quote of JSON written with spaces (``"a": 1, "b"``)
+                also matches the trace's compact JSON of a tool call (``"a":1,"b"``).
     FRAGMENTS   the quote has ellipses ("...", "…", "[...]", "(...)"): it is split
                 there; fragments under 2 words are ignored (unless all are, then
                 all count); every kept fragment must occur, normalised, in order,
@@ -142,6 +143,12 @@ _WORD_BYTES = bytes(
     b if b >= 0x80 or chr(b).isalnum() or b == ord("_") else 0x20 for b in range(256)
 )
 _SEP = "\x00"  # between the parts of one event
+_JSON_GAP = re.compile(
+    r' ?([:,]) (?=["\[{\d-]|true\b|false\b|null\b)'  # '"a": 1, "b"' -> '"a":1,"b"'
+    r'|(?<=[\w"\]}]) ([:,])'  # '"a" : 1' -> '"a": 1'
+    r"|(?<=[\[{]) | (?=[\]}])"  # '{ "a" }' -> '{"a"}'
+)
+_SMALL_JSON = 20_000  # compact JSON up to this size is normalised too (model quotes of tool calls)
 
 
 def _unescape(m: re.Match[str]) -> str:
@@ -169,6 +176,14 @@ def normalize(text: str) -> str:
     return " ".join(text.split())
 
 
+def json_compacted(norm: str) -> str:
+    """A normalised quote of JSON written with spaces ('{"a": 1, "b": [2]}') as the
+    trace's compact JSON of a tool call has it ('{"a":1,"b":[2]}'). Applied to the
+    quote only, and tried against the compact JSON the trace holds, so prose is
+    never changed."""
+    return _JSON_GAP.sub(lambda m: m.group(1) or m.group(2) or "", norm)
+
+
 def _words(norm: str) -> bytes:
     """The words of normalised text, one space between, one around."""
     return b" " + b" ".join(norm.encode("utf-8", "replace").translate(_WORD_BYTES).split()) + b" "
@@ -180,8 +195,10 @@ def _words(norm: str) -> bytes:
 class _Text:
     """The searchable text of one source: raw now, normalised and in words on first need.
 
-    Compact JSON is searched raw only (its strings are in the readable text, which
-    is normalised); the strings the readable text leaves out are normalised only.
+    Compact JSON is normalised only when small (a tool call's arguments, which models
+    quote with their own spacing); big payloads are searched raw, their strings being
+    in the readable text anyway. The strings the readable text leaves out are
+    normalised only.
     """
 
     __slots__ = ("_norm", "_pending", "_words", "fields", "offsets", "raw")
@@ -251,7 +268,8 @@ def _event_parts(event: AgentEvent) -> list[tuple[str, str, int]]:
         if payload is not None:
             parts.append((name, flatten(payload), both))
             if isinstance(payload, (dict, list)):
-                parts.append((name, compact_json(payload), _RAW))
+                dumped = compact_json(payload)
+                parts.append((name, dumped, both if len(dumped) <= _SMALL_JSON else _RAW))
                 parts.append((name, "\n".join(_left_out(payload)), _NORM))
     if event.error is not None:
         err = event.error
@@ -275,6 +293,8 @@ class _Query:
     def __init__(self, quote: str) -> None:
         self.raw = quote.strip()
         self.norm = normalize(self.raw).strip(_STRIP)
+        compact = json_compacted(self.norm) if '"' in self.norm else self.norm
+        self.compact = compact if compact != self.norm else None
         pieces = [p.strip(_STRIP) for p in _ELLIPSIS.split(self.norm)]
         words = [_words(p).split() for p in pieces]
         self.fragments: tuple[str, ...] = ()
@@ -377,6 +397,8 @@ class Grounder:
         for source in scope:
             text = self._text(source)
             if (pos := text.norm[0].find(q.norm)) >= 0:
+                return MatchKind.NORMALIZED, source, 1.0, text.field(pos, True)
+            if q.compact is not None and (pos := text.norm[0].find(q.compact)) >= 0:
                 return MatchKind.NORMALIZED, source, 1.0, text.field(pos, True)
         for source in scope if q.fragments else []:
             text = self._text(source)

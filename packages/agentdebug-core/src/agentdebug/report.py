@@ -62,18 +62,23 @@ def _mode_name(mode_id: str | None, reg: Registry) -> str:
 
 
 def _evidence_line(ev: Evidence, width: int) -> str:
+    """One piece of evidence: where, the quote, and whether the trace holds it."""
     where = f"step {ev.step_index}" if ev.step_index is not None else (ev.event_id or "trace")
     field = f" {ev.field}" if ev.field else ""
     quote = f' "{shorten(ev.quote, width)}"' if ev.quote else ""
-    note = f" ({ev.note})" if ev.note else ""
-    grounded = ""
     if ev.grounded is True:
-        grounded = " [grounded]"
+        tag = f" [grounded: {ev.match}]" if ev.match and ev.match != "exact" else " [grounded]"
     elif ev.grounded is False:
-        grounded = " [NOT FOUND in trace]"
+        tag = " [NOT FOUND in trace]"
+    else:
+        tag = ""
+    note = ev.note or ""
+    # Only the notes a reader needs: where a quote really was, or what it means.
+    shown = [n for n in note.split("; ") if n and ("found at" in n or not ev.match)]
+    extra = f" ({'; '.join(shown)})" if shown else ""
     if ev.after_blamed_step:
-        grounded += " [after the blamed step]"
-    return f"{where}{field}:{quote}{note}{grounded}"
+        tag += " [after the blamed step]"
+    return f"{where}{field}:{quote}{extra}{tag}"
 
 
 def _selected_positions(

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.detect.rules import DECISION_TYPES, RESULT_TYPES
+from agentdebug.detect.signals import DECISION_TYPES, RESULT_TYPES
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Hypothesis
 
 ENVIRONMENT_MODES = frozenset(

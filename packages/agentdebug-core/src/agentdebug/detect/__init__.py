@@ -1,5 +1,6 @@
 """Detection: finding what went wrong in a trajectory."""
 
-from agentdebug.detect.rules import RULES, Rule, RulePack, classify_error, failure_of
+from agentdebug.detect.rules import RULES, Rule, RulePack
+from agentdebug.detect.signals import classify_error, failure_of
 
 __all__ = ["RULES", "Rule", "RulePack", "classify_error", "failure_of"]

@@ -14,96 +14,18 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from agentdebug.detect.signals import (
+    ACTION_TYPES,
+    DECISION_TYPES,
+    RESULT_TYPES,
+    SPEECH_TYPES,
+    failure_of,
+    handoff_target,
+    tool_name,
+)
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Severity
 from agentdebug.text import compact_json, flatten, shorten
 
-ACTION_TYPES = frozenset(
-    {
-        EventType.TOOL_CALL,
-        EventType.HANDOFF,
-        EventType.MESSAGE,
-        EventType.LLM_RESPONSE,
-        EventType.UI_ACTION,
-    }
-)
-RESULT_TYPES = frozenset({EventType.TOOL_RESULT, EventType.OBSERVATION})
-SPEECH_TYPES = frozenset(
-    {
-        EventType.MESSAGE,
-        EventType.LLM_RESPONSE,
-        EventType.REASONING,
-        EventType.PLAN,
-        EventType.FINAL_ANSWER,
-        EventType.HANDOFF,
-    }
-)
-DECISION_TYPES = ACTION_TYPES | SPEECH_TYPES
-
-# Error text -> failure mode, most specific first. Matched against error fields and
-# tool outputs only.
-ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "planning.step_limit_exhausted",
-        re.compile(
-            r"recursion limit|GraphRecursionError|MaxTurnsExceeded|max(?:imum)?[ _-]?"
-            r"(?:iterations|turns|steps)|step limit|iteration limit",
-            re.I,
-        ),
-    ),
-    (
-        "system.guardrail_triggered",
-        re.compile(r"guardrail|tripwire|content (?:policy|filter)", re.I),
-    ),
-    (
-        "system.resource_exhaustion",
-        re.compile(
-            r"context[_ ]length|maximum context|context window|out of memory|MemoryError|"
-            r"quota exceeded|insufficient[_ ]quota|token limit",
-            re.I,
-        ),
-    ),
-    ("system.rate_limited", re.compile(r"\b429\b|rate[ _-]?limit|too many requests", re.I)),
-    (
-        "system.auth_error",
-        re.compile(
-            r"\b40[13]\b|unauthori[sz]ed|forbidden|permission denied|invalid api[ _-]?key|"
-            r"authentication (?:failed|error)",
-            re.I,
-        ),
-    ),
-    ("system.timeout", re.compile(r"timed? ?out|timeout|deadline exceeded", re.I)),
-    (
-        "action.malformed_tool_call",
-        re.compile(
-            r"validation ?error|invalid (?:tool )?arguments?|unknown tool|not a valid tool|"
-            r"tool .{0,40} (?:does not exist|not found)|missing (?:\d+ )?required "
-            r"(?:positional )?(?:argument|parameter)|unexpected keyword argument|"
-            r"could not parse (?:the )?tool",
-            re.I,
-        ),
-    ),
-    (
-        "system.environment_setup",
-        re.compile(
-            r"ModuleNotFoundError|No module named|ImportError|command not found|not installed",
-            re.I,
-        ),
-    ),
-    (
-        "system.resource_not_found",
-        re.compile(
-            r"\b404\b|FileNotFoundError|No such file or directory|does not exist|not found",
-            re.I,
-        ),
-    ),
-]
-
-# Failure markers in a tool's own output, for tools that report failure in text.
-_OUTPUT_FAILURE = re.compile(
-    r"exitcode:\s*[1-9]|execution failed|Traceback \(most recent call last\)|"
-    r"^\s*(?:Error|Exception|\w+Error):",
-    re.I | re.M,
-)
 _SUCCESS_CLAIM = re.compile(
     r"\b(?:successfully|succeeded|task (?:is )?(?:complete|completed|done|finished|solved)|"
     r"all done|has been (?:completed|resolved|fixed)|works? (?:now|correctly|as expected)|"
@@ -121,41 +43,6 @@ _INVALID_ANSWER = re.compile(
     r"couldn't|was unable|am unable))",
     re.I,
 )
-
-
-def classify_error(text: str) -> str:
-    for mode_id, pattern in ERROR_CLASSES:
-        if pattern.search(text):
-            return mode_id
-    return "system.tool_error"
-
-
-def tool_name(event: AgentEvent) -> str | None:
-    meta = event.metadata
-    for key in ("tool_name", "tool", "function"):
-        value = meta.get(key)
-        if isinstance(value, str) and value:
-            return value
-    if isinstance(event.input, dict):
-        for key in ("tool_name", "tool", "name"):
-            value = event.input.get(key)
-            if isinstance(value, str) and value:
-                return value
-    return event.module
-
-
-def handoff_target(event: AgentEvent) -> str | None:
-    for key in ("target", "to_agent", "target_agent", "to"):
-        value = event.metadata.get(key)
-        if isinstance(value, str) and value:
-            return value
-    for payload in (event.input, event.output):
-        if isinstance(payload, dict):
-            for key in ("target", "to_agent", "agent", "assistant"):
-                value = payload.get(key)
-                if isinstance(value, str) and value:
-                    return value
-    return None
 
 
 def _norm_agent(name: str) -> str:
@@ -177,25 +64,6 @@ class RuleContext:
             if failure is not None:
                 ctx.failures[event.id] = failure
         return ctx
-
-
-def failure_of(event: AgentEvent) -> tuple[str, str] | None:
-    """(mode, quote) when the event reports a failure in its error field or tool output."""
-    if event.error is not None:
-        text = (
-            event.error.message
-            if not event.error.type
-            else f"{event.error.type}: {event.error.message}"
-        )
-        return classify_error(text), event.error.message
-    if event.type in RESULT_TYPES:
-        output = flatten(event.output, limit=20000)
-        match = _OUTPUT_FAILURE.search(output)
-        if match:
-            start = max(0, match.start())
-            quote = output[start : start + 160].strip()
-            return classify_error(output), quote
-    return None
 
 
 @dataclass(frozen=True)

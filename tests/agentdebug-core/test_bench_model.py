@@ -21,20 +21,6 @@ WHOWHEN = DATA / "whowhen"
 pytestmark = pytest.mark.skipif(not WHOWHEN.is_dir(), reason="../shared/data not present")
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    for var in (
-        "AGENTDEBUG_MODEL",
-        "AGENTDEBUG_BASE_URL",
-        "AGENTDEBUG_API_KEY",
-        "OPENAI_MODEL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-
-
 Table = dict[tuple[str, str], tuple[str, int]]
 
 

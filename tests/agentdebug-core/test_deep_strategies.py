@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,20 +18,6 @@ from agentdebug.llm.testing import ScriptedServer
 from agentdebug.plugins import Registry, hookimpl, make_plugin_manager
 from agentdebug.report import render
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
-
-
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    for var in (
-        "AGENTDEBUG_MODEL",
-        "AGENTDEBUG_BASE_URL",
-        "AGENTDEBUG_API_KEY",
-        "OPENAI_MODEL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-    ):
-        monkeypatch.delenv(var, raising=False)
 
 
 def settings_for(server: ScriptedServer) -> LLMSettings:

@@ -18,20 +18,6 @@ from conftest import EXAMPLES, run_cli
 EXAMPLE = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
 
 
-@pytest.fixture(autouse=True)
-def _no_user_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    for var in (
-        "AGENTDEBUG_MODEL",
-        "AGENTDEBUG_BASE_URL",
-        "AGENTDEBUG_API_KEY",
-        "OPENAI_MODEL",
-        "OPENAI_BASE_URL",
-        "OPENAI_API_KEY",
-    ):
-        monkeypatch.delenv(var, raising=False)
-
-
 def settings_for(server: ScriptedServer, **kw: Any) -> LLMSettings:
     return LLMSettings(
         model="scripted",

@@ -66,6 +66,16 @@ class RuleContext:
         return ctx
 
 
+def _failure_evidence(ctx: RuleContext, event: AgentEvent) -> Evidence:
+    """The evidence of a failing event: its error, or the failure in its output."""
+    return Evidence(
+        event_id=event.id,
+        step_index=event.step_index,
+        field="error" if event.error else "output",
+        quote=ctx.failures[event.id][1][:300],
+    )
+
+
 @dataclass(frozen=True)
 class Rule:
     id: str
@@ -299,12 +309,7 @@ def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
             Evidence(
                 event_id=claim.id, step_index=claim.step_index, field="output", quote=quote.strip()
             ),
-            Evidence(
-                event_id=first.id,
-                step_index=first.step_index,
-                field="error" if first.error else "output",
-                quote=ctx.failures[first.id][1][:300],
-            ),
+            _failure_evidence(ctx, first),
         ],
     )
 
@@ -338,12 +343,7 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
                     field="output",
                     quote=quote,
                 ),
-                Evidence(
-                    event_id=event.id,
-                    step_index=event.step_index,
-                    field="error" if event.error else "output",
-                    quote=ctx.failures[event.id][1][:300],
-                ),
+                _failure_evidence(ctx, event),
             ],
         )
 

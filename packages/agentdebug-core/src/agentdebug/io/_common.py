@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from agentdebug.errors import InputError
 from agentdebug.limits import MAX_EVENT_BYTES_ENV, max_event_bytes
+from agentdebug.stages import Source
 
 
 def json_size(value: Any, limit: int) -> int:
@@ -131,3 +132,13 @@ def parse_json_text(value: Any) -> Any:
             except orjson.JSONDecodeError:
                 return value
     return value
+
+
+def not_one_object(source: Source) -> str | None:
+    """Why ``source`` is not a single JSON object (None when it is): the first
+    question of every importer that reads one object per file."""
+    if source.records is not None:
+        return "JSON Lines, not one JSON object"
+    if not isinstance(source.document, Mapping):
+        return "not a JSON object"
+    return None

@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from agentdebug.errors import InputError
-from agentdebug.io._common import type_name
+from agentdebug.io._common import not_one_object, type_name
 from agentdebug.io.otel import Span, parse_iso_duration, parse_timestamp, spans_to_trajectory
 from agentdebug.schema import AgentTrajectory, GoldLabel
 from agentdebug.stages import ImportedRun, Source
@@ -45,11 +45,9 @@ class TrailImporter:
     description = "TRAIL / Patronus trace: {trace_id, spans:[...]} with nested child_spans"
 
     def sniff(self, source: Source) -> str | None:
+        if (why := not_one_object(source)) is not None:
+            return why
         doc = source.document
-        if source.records is not None:
-            return "JSON Lines, not one JSON object"
-        if not isinstance(doc, Mapping):
-            return "not a JSON object"
         spans = doc.get("spans")
         if not isinstance(spans, list):
             return "no 'spans' list"

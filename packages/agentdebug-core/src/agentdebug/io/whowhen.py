@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentdebug.errors import InputError
-from agentdebug.io._common import check_size, from_validation_error, type_name
+from agentdebug.io._common import check_size, from_validation_error, not_one_object, type_name
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
@@ -79,11 +79,9 @@ class WhoWhenImporter:
     description = "Who&When benchmark run (Algorithm-Generated or Hand-Crafted) with its gold label"
 
     def sniff(self, source: Source) -> str | None:
+        if (why := not_one_object(source)) is not None:
+            return why
         doc = source.document
-        if source.records is not None:
-            return "JSON Lines, not one JSON object"
-        if not isinstance(doc, Mapping):
-            return "not a JSON object"
         if not isinstance(doc.get("history"), list):
             return "no 'history' list"
         if "question" not in doc:

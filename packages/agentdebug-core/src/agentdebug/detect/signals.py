@@ -11,11 +11,14 @@ import re
 from agentdebug.schema import AgentEvent, EventType
 from agentdebug.text import flatten
 
+# An imported LLM span (OpenTelemetry) is one LLM_CALL event holding the model's
+# output, so it is a decision too; captured runs record the output as LLM_RESPONSE.
 ACTION_TYPES = frozenset(
     {
         EventType.TOOL_CALL,
         EventType.HANDOFF,
         EventType.MESSAGE,
+        EventType.LLM_CALL,
         EventType.LLM_RESPONSE,
         EventType.UI_ACTION,
     }

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import click
 import orjson
-from pydantic import BaseModel
 
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError, InputError
@@ -306,13 +306,12 @@ def schema(what: str) -> None:
     """Print the JSON Schema of the trace (or of an event or a report)."""
     from agentdebug.schema import AgentEvent
 
-    models: dict[str, type[BaseModel]] = {
-        "trajectory": AgentTrajectory,
-        "event": AgentEvent,
-        "report": DiagnosticReport,
+    schemas: dict[str, Callable[[], dict[str, Any]]] = {
+        "trajectory": AgentTrajectory.model_json_schema,
+        "event": AgentEvent.model_json_schema,
+        "report": DiagnosticReport.model_json_schema,
     }
-    model = models[what]
-    click.echo(orjson.dumps(model.model_json_schema(), option=orjson.OPT_INDENT_2).decode())
+    click.echo(orjson.dumps(schemas[what](), option=orjson.OPT_INDENT_2).decode())
 
 
 @cli.command()

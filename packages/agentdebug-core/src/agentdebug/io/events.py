@@ -27,7 +27,7 @@ from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentTrajectory
 from agentdebug.stages import ImportedRun, Source
 
-EVENT_FIELDS = frozenset(AgentEvent.model_fields)
+EVENT_FIELDS = frozenset(AgentEvent.field_names())
 _SIZED_FIELDS = ("input", "output", "metadata", "error", "artifacts")
 
 

@@ -7,11 +7,13 @@ back at events by id; nothing writes into a trajectory after it is finished.
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
+from pydantic.dataclasses import dataclass as pydantic_dataclass
 
 SCHEMA_VERSION = "1.0"
 
@@ -83,7 +85,8 @@ class CheckpointRef(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-class AgentEvent(BaseModel):
+@pydantic_dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+class AgentEvent:
     """One thing that happened in a run.
 
     ``step_index`` is the position the run's own framework gives the step (for
@@ -93,9 +96,13 @@ class AgentEvent(BaseModel):
     ``error`` takes an :class:`ErrorInfo` or its dict form; use ``ErrorInfo.coerce``
     for strings and exceptions. (A coercing validator here would run for every
     event of every load and costs more than the rest of the validation.)
-    """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    A frozen, slotted pydantic dataclass rather than a model: a run can hold
+    100,000 events, and without a ``__dict__`` and a fields-set per instance an
+    event is a third of the objects, so loading a run is about twice as fast and
+    the collector has a third as much to scan. The ``model_*`` methods below keep
+    the model API that the rest of agentdebug (and users) call.
+    """
 
     id: str
     type: EventType
@@ -109,8 +116,37 @@ class AgentEvent(BaseModel):
     output: Any = None
     error: ErrorInfo | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
-    artifacts: list[Artifact] = Field(default_factory=list)
+    artifacts: tuple[Artifact, ...] = ()
     checkpoint: CheckpointRef | None = None
+
+    @classmethod
+    def model_validate(cls, data: Any) -> AgentEvent:
+        return _EVENT.validate_python(data)
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> AgentEvent:
+        return _EVENT.validate_json(data)
+
+    @classmethod
+    def model_json_schema(cls) -> dict[str, Any]:
+        return _EVENT.json_schema()
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        return tuple(f.name for f in dataclasses.fields(cls))
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        out: dict[str, Any] = _EVENT.dump_python(self, **options)
+        return out
+
+    def model_dump_json(self, **options: Any) -> str:
+        return _EVENT.dump_json(self, **options).decode()
+
+    def model_copy(self, *, update: dict[str, Any] | None = None) -> AgentEvent:
+        return dataclasses.replace(self, **(update or {}))
+
+
+_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 
 
 class OutcomeStatus(StrEnum):

@@ -262,3 +262,23 @@ def test_trail_harness_end_to_end_with_a_judge_that_answers_the_annotations() ->
     assert summary["location_recall"] == round(100 * sum(located) / len(located), 1)
     assert summary["location_recall"] == 100.0  # every annotated span is named
     assert summary["location_category_recall"] == round(100 * sum(joint) / len(joint), 1)
+
+
+@pytest.mark.parametrize("strategy", ["lifecycle", "deepdebug", "auto"])
+def test_the_harness_runs_every_model_strategy_end_to_end(strategy: str) -> None:
+    from agentdebug.llm.testing import schema_answerer
+
+    files = [
+        *sorted((WHOWHEN / "Algorithm-Generated").glob("*.json"))[:3],
+        *sorted((WHOWHEN / "Hand-Crafted").glob("*.json"))[:2],
+    ]
+    with ScriptedServer(schema_answerer) as server:
+        result = run_whowhen(files, attributor=strategy, settings=settings(server))
+    scores = result.scores
+    assert len(scores) == 5
+    # The schema answerer's findings never ground, so lifecycle may have no answer;
+    # what matters here is that every trace ran through the real client, no crash.
+    crashed = [s.error for s in scores if s.error and not s.error.startswith("no answer")]
+    assert crashed == []
+    assert all(s.calls >= 1 for s in scores)
+    assert len(server.requests) == sum(s.calls for s in scores)

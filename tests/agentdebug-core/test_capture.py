@@ -88,9 +88,91 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
     assert len(events) == 5
     assert events[0].type is EventType.SPAN and events[0].metadata["original_type"] == "not-a-type"
     assert events[1].step_index == 1 and events[2].step_index == 2
-    assert "serialisation_error" in events[3].metadata
+    assert events[3].metadata["capture_notes"]["output_unserialisable"].startswith("TypeError")
+    assert events[3].output == "<unprintable Unprintable>"
     assert sorted(events[4].output) == [1, 2]
     assert "unknown event type" in caplog.text
+
+
+def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
+    class Opaque:
+        def __repr__(self) -> str:
+            return "Opaque()"
+
+    loop: list[object] = []
+    loop.append(loop)  # a self-referencing payload
+    dbg = AgentDebug()
+    with dbg.trace(goal={"task": "odd"}, run_id=7, agents=[{"name": "alpha"}, 3]) as t:  # type: ignore[arg-type]
+        t.record(EventType.MESSAGE, agent_name=7, output="a")  # type: ignore[arg-type]
+        t.record(EventType.MESSAGE, metadata="x", duration_ms="slow", output="b")  # type: ignore[arg-type]
+        t.record(EventType.MESSAGE, parent_id=3, module=["m"], duration_ms=-1, output="c")  # type: ignore[arg-type]
+        t.record(EventType.TOOL_RESULT, input={"keep": "me"}, output=loop)
+        t.record(EventType.TOOL_RESULT, input=2**70, output=Opaque())
+        t.record(EventType.MESSAGE, event_id=5, output="d")  # type: ignore[arg-type]
+        t.record(EventType.MESSAGE, event_id="same", output="first")
+        t.record(EventType.MESSAGE, event_id="same", output="second")
+        t.record(EventType.MESSAGE, event_id="e0", output="looks automatic")
+        t.record(
+            EventType.MESSAGE, artifacts=[{"name": "shot", "uri": "file:///s.png"}], output="e"
+        )  # type: ignore[list-item]
+        t.record(EventType.FINAL_ANSWER, output=Opaque())
+        t.set_outcome("success", final_answer=Opaque())
+        report = t.analyze()
+    assert report.trajectory_id == "7"
+    stored = open_store(home).load_trajectory("7")
+    assert stored.goal == "{'task': 'odd'}" and [a.name for a in stored.agents] == ["alpha", "3"]
+    assert (
+        stored.outcome.status is OutcomeStatus.SUCCESS and stored.outcome.final_answer == "Opaque()"
+    )
+    e = stored.events
+    assert (
+        e[0].agent_name == "7"
+        and e[0].metadata["capture_notes"]["agent_name_coerced_from"] == "int"
+    )
+    assert e[1].metadata["value"] == "x" and e[1].duration_ms is None
+    assert e[1].metadata["capture_notes"]["duration_ms_dropped"] == "'slow'"
+    assert (e[2].parent_id, e[2].module, e[2].duration_ms) == ("3", "['m']", None)
+    assert e[3].input == {"keep": "me"}  # the good field survives the bad one
+    assert "output_unserialisable" in e[3].metadata["capture_notes"]
+    assert e[4].output == "Opaque()"
+    ids = [ev.id for ev in e]
+    assert len(ids) == len(set(ids)) and "5" in ids and "same" in ids and "e0#u" in ids
+    assert e[9].artifacts[0].uri == "file:///s.png"
+
+
+def test_a_recorded_payload_is_kept_as_it_was_when_recorded(home: Path) -> None:
+    dbg = AgentDebug()
+    messages = [{"role": "user", "content": "hi"}]
+    with dbg.trace(goal="snapshot") as t:
+        t.record(EventType.LLM_CALL, input=messages)
+        messages.append({"role": "assistant", "content": "hello"})  # the agent goes on
+        t.record(EventType.LLM_CALL, input=messages)
+    events = open_store(home).load_trajectory(t.id).events
+    assert len(events[0].input) == 1 and len(events[1].input) == 2
+
+
+def test_an_exception_overrides_a_success_claimed_earlier(home: Path) -> None:
+    dbg = AgentDebug()
+    with pytest.raises(ValueError), dbg.trace(goal="g") as t:
+        t.set_outcome("success")
+        raise ValueError("late failure")
+    outcome = open_store(home).load_trajectory(t.id).outcome
+    assert outcome.status is OutcomeStatus.FAILURE
+    assert outcome.reason == "the run raised an exception after it was marked success"
+
+
+def test_reusing_a_run_id_starts_the_run_afresh(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="first", run_id="same") as t:
+        for i in range(3):
+            t.record(EventType.MESSAGE, agent_name="a", output=f"first {i}")
+    with dbg.trace(goal="second", run_id="same") as t:
+        t.record(EventType.MESSAGE, agent_name="b", output="second 0")
+    stored = open_store(home).load_trajectory("same")
+    assert [e.output for e in stored.events] == ["second 0"]
+    assert stored.goal == "second"
+    (summary,) = open_store(home).list_runs()
+    assert summary.n_events == 1
 
 
 def test_a_broken_store_is_logged_and_the_agent_goes_on(

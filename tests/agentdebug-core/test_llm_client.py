@@ -478,7 +478,7 @@ def test_call_budget_refuses_without_sending() -> None:
     assert (err.value.kind, err.value.spent, err.value.limit) == ("calls", 2, 2)
     last = log.entries[-1]
     assert last.outcome == "budget" and (last.input_tokens, last.output_tokens) == (0, 0)
-    assert log.cost.calls == 3  # the refused request is audited, tokens 0
+    assert log.cost.calls == 2  # the refused request is audited but was never sent
 
 
 def test_retries_count_against_the_call_budget() -> None:

@@ -169,3 +169,22 @@ def test_a_failed_write_leaves_earlier_data_intact(tmp_path: Path) -> None:
         store.save_report(diagnose(bad))  # report for a run that is not stored
     assert store.load_trajectory("good") == make_run("good")
     assert [r.id for r in store.list_runs()] == ["good"]
+
+
+def test_a_damaged_stored_event_is_one_clear_line(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save_trajectory(make_run("r"))
+    store.close()
+    db = sqlite3.connect(tmp_path / "s.db")
+    db.execute(
+        """UPDATE events SET data = '{"id":"e0","type":"plan","step_index":"abc"}' WHERE rowid = (SELECT min(rowid) FROM events)"""
+    )
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError) as err:
+        SQLiteStore(tmp_path / "s.db").load_trajectory("r")
+    message = str(err.value)
+    assert "\n" not in message
+    assert message.endswith(
+        "run 'r' is stored damaged: field '0.step_index': Input should be a valid integer, unable to parse string as an integer"
+    )

@@ -396,3 +396,49 @@ def test_reports_show_per_claim_whether_its_quotes_are_in_the_trace() -> None:
     assert '"the user asked for a refund" [NOT FOUND in trace]' in text
     assert "[grounded: normalized]" in text
     assert any(a.stage == "ground" and "1 not found" in (a.detail or "") for a in report.audit)
+
+
+def test_router_keeps_what_it_paid_for_when_a_later_stage_fails() -> None:
+    def script(request: dict[str, Any]) -> Reply | str:
+        if "is step" in user_text(request):  # step-by-step: the server breaks down
+            return Reply(status=500, content="overloaded")
+        return answer("searcher", 9, confidence=0.4)
+
+    with ScriptedServer(script) as server:
+        report = diagnose(EXAMPLE, attributor="auto", settings=settings_for(server))
+    root = report.root_cause
+    assert root is not None and root.strategy.startswith(
+        "auto:"
+    )  # not the plain heuristic fallback
+    assert {h.step_index for h in report.hypotheses} >= {3, 9}
+    assert any("step-by-step failed" in n for n in report.notes)
+
+
+def test_a_prompt_budget_too_small_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from agentdebug.errors import ConfigError
+
+    monkeypatch.setenv("AGENTDEBUG_PROMPT_BUDGET", "50")
+    with (
+        ScriptedServer([]) as server,
+        pytest.raises(ConfigError, match="raise AGENTDEBUG_PROMPT_BUDGET"),
+    ):
+        diagnose(EXAMPLE, attributor="all-at-once", settings=settings_for(server))
+    assert server.requests == []
+
+
+def test_a_model_attributor_that_crashes_falls_back_and_says_so(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentdebug.attribute import all_at_once
+
+    def boom(*args: Any, **kwargs: Any) -> str:
+        raise RuntimeError("a bug in the strategy")
+
+    monkeypatch.setattr(all_at_once, "fit_view", boom)
+    with ScriptedServer([]) as server:
+        report = diagnose(EXAMPLE, attributor="all-at-once", settings=settings_for(server))
+    assert report.root_cause is not None and report.root_cause.strategy == "heuristic"
+    assert any(
+        "RuntimeError: a bug in the strategy" in n and "heuristic" in n for n in report.notes
+    )
+    assert not any(n.startswith("free tier") for n in report.notes)  # no contradictory note

@@ -89,7 +89,8 @@ def diagnose(
     else:
         chosen = [d for d in reg.detectors.values() if judge or not getattr(d, "on_request", False)]
     att = reg.attributor(attributor)
-    with use_settings(llm), budget_scope(budget), audit_scope() as log:
+    active = llm.model_copy(update={"no_fallback": True}) if strict and not llm.no_fallback else llm
+    with use_settings(active), budget_scope(budget), audit_scope() as log:
         chosen = _usable(chosen, llm, strict)
         att = _usable_attributor(att, reg, llm, strict)
         findings, hypotheses = _run(seen, chosen, att, reg, strict)
@@ -99,7 +100,7 @@ def diagnose(
 
     cost = Cost.of(audit)
     tier = "model" if cost.calls or cost.cached_calls else "free"
-    if tier == "free":
+    if tier == "free" and not _needs_model(att):
         notes.insert(0, FREE_TIER_NOTE if not llm.configured else FREE_TIER_WITH_MODEL_NOTE)
     symptom = _symptom(trajectory, findings)
     root = hypotheses[0] if hypotheses else None
@@ -233,25 +234,23 @@ def _run(
         record_audit(
             _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
         )
-    except LLMError as exc:
-        if strict:
-            raise
-        record_audit(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
-        fallback = reg.attributor("heuristic")
-        hypotheses = fallback.attribute(trajectory, findings)
-        note(
-            "diagnose",
-            f"attributor '{att.name}' failed: {exc}; the heuristic attributor's answer is used instead",
-        )
-    except AgentDebugError:
-        raise
     except Exception as exc:
-        log.exception("attributor %s failed", att.name)
-        note(
-            "diagnose",
-            f"attributor '{att.name}' failed ({type(exc).__name__}: {exc}); no root cause named",
-        )
-        record_audit(_audit("attribute", att.name, started, outcome="error", detail=str(exc)))
+        if not isinstance(exc, AgentDebugError):
+            log.exception("attributor %s failed", att.name)
+        why = str(exc) if isinstance(exc, LLMError) else f"{type(exc).__name__}: {exc}"
+        if strict or (isinstance(exc, AgentDebugError) and not isinstance(exc, LLMError)):
+            if isinstance(exc, AgentDebugError):
+                raise
+            raise AgentDebugError(f"attributor '{att.name}' failed: {why}") from exc
+        record_audit(_audit("attribute", att.name, started, outcome="error", detail=why))
+        if att.name == "heuristic":
+            note("diagnose", f"attributor '{att.name}' failed ({why}); no root cause named")
+        else:
+            hypotheses = reg.attributor("heuristic").attribute(trajectory, findings)
+            note(
+                "diagnose",
+                f"attributor '{att.name}' failed: {why}; the heuristic attributor's answer is used instead",
+            )
     return findings, hypotheses
 
 

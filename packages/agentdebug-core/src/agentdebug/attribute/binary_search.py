@@ -14,7 +14,14 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from agentdebug.attribute.model_common import TraceFacts, chat, client, fit_view, hypothesis
+from agentdebug.attribute.model_common import (
+    TraceFacts,
+    chat,
+    client,
+    fit_view,
+    hypothesis,
+    span_label,
+)
 from agentdebug.llm import render_prompt
 from agentdebug.schema import AgentTrajectory, Evidence, Finding, Hypothesis
 
@@ -26,10 +33,6 @@ class HalfVerdict(BaseModel):
     reason: str
     evidence: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
-
-
-def _span(steps: Sequence[int]) -> str:
-    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
 
 
 class BinarySearchAttributor:
@@ -57,15 +60,15 @@ class BinarySearchAttributor:
                 focus=steps[lo : hi + 1],
                 low=str(steps[lo]),
                 high=str(steps[hi]),
-                first_half=f"The first part is {_span(first)}",
-                second_half=f"the second part is {_span(second)}",
+                first_half=f"The first part is {span_label(first)}",
+                second_half=f"the second part is {span_label(second)}",
             )
             messages = chat(user)
             answer = llm.structured(
                 messages=messages,
                 schema=HalfVerdict,
                 strategy=self.name,
-                purpose=f"halve {_span(steps[lo : hi + 1])}",
+                purpose=f"halve {span_label(steps[lo : hi + 1])}",
             )
             verdict = answer.value
             if verdict.half == "unclear":
@@ -78,10 +81,10 @@ class BinarySearchAttributor:
                     messages=retry,
                     schema=HalfVerdict,
                     strategy=self.name,
-                    purpose=f"ask again about {_span(steps[lo : hi + 1])}",
+                    purpose=f"ask again about {span_label(steps[lo : hi + 1])}",
                 ).value
             if verdict.half == "unclear":
-                trail.append(f"{_span(steps[lo : hi + 1])}: unclear twice, search stopped")
+                trail.append(f"{span_label(steps[lo : hi + 1])}: unclear twice, search stopped")
                 return [
                     hypothesis(
                         facts=facts,
@@ -97,13 +100,15 @@ class BinarySearchAttributor:
                     )
                 ]
             chosen = first if verdict.half == "first" else second
-            trail.append(f"{_span(steps[lo : hi + 1])} -> {_span(chosen)}: {verdict.reason}")
+            trail.append(
+                f"{span_label(steps[lo : hi + 1])} -> {span_label(chosen)}: {verdict.reason}"
+            )
             if verdict.evidence.strip():
                 evidence.append(
                     Evidence(
                         step_index=chosen[0],
                         quote=verdict.evidence,
-                        note=f"supports {_span(chosen)}",
+                        note=f"supports {span_label(chosen)}",
                     )
                 )
             confidence = min(confidence, verdict.confidence)

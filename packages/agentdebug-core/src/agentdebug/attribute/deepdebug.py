@@ -30,6 +30,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from agentdebug.attribute.binary_search import HalfVerdict
 from agentdebug.attribute.model_common import (
     AttributionAnswer,
     Quote,
@@ -46,8 +47,10 @@ from agentdebug.attribute.model_common import (
     mode_ids,
     narrowed,
     one_pass_tokens,
+    span_label,
 )
 from agentdebug.audit import record as record_audit
+from agentdebug.detect.signals import handoff_target
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, AuditEntry, EventType, Finding, Hypothesis
 
@@ -65,12 +68,6 @@ class GlobalRead(AttributionAnswer):
     fix: str
 
 
-class HalfAnswer(BaseModel):
-    half: Literal["first", "second", "unclear"]
-    reason: str
-    confidence: float = Field(ge=0.0, le=1.0)
-
-
 class CrossAnswer(BaseModel):
     choice: Literal["A", "B"]
     reason: str
@@ -81,10 +78,6 @@ class CrossAnswer(BaseModel):
 
 def _inspect(detail: str) -> None:
     record_audit(AuditEntry(stage="inspect", strategy="deepdebug", detail=detail))
-
-
-def _span(steps: Sequence[int]) -> str:
-    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
 
 
 class DeepDebugAttributor:
@@ -104,16 +97,9 @@ class DeepDebugAttributor:
             second = self._chain_probe(trajectory, facts, failure, one_pass)
         else:
             second = self._bisect_probe(trajectory, facts, failure, one_pass)
-        if second is None or second.step == first.step:
-            _inspect(
-                "candidates agree" if second is not None else "the probe gave no second candidate"
-            )
-            agree = second is not None
-            confidence = (
-                min(0.95, max(first.confidence, second.confidence) + 0.15)
-                if second
-                else first.confidence
-            )
+        if second.step == first.step:
+            _inspect("candidates agree")
+            confidence = min(0.95, max(first.confidence, second.confidence) + 0.15)
             return [
                 self._result(
                     facts,
@@ -124,7 +110,7 @@ class DeepDebugAttributor:
                     first.evidence,
                     first.fix,
                     first.failure_mode,
-                    {"agreed": agree, "failure_step": failure},
+                    {"agreed": True, "failure_step": failure},
                 )
             ]
         return self._cross_examine(trajectory, facts, first, second, failure, one_pass)
@@ -198,9 +184,10 @@ class DeepDebugAttributor:
         else from the latest step of another agent."""
         handoffs: dict[int, str] = {}
         for event in trajectory.events:
-            target = event.metadata.get("target")
-            if event.type in (EventType.HANDOFF, EventType.MESSAGE) and isinstance(target, str):
-                handoffs[event.step_index] = target
+            if event.type in (EventType.HANDOFF, EventType.MESSAGE):
+                target = handoff_target(event)
+                if target is not None:
+                    handoffs[event.step_index] = target
         out = [failure]
         current = failure
         while len(out) < length:
@@ -220,7 +207,7 @@ class DeepDebugAttributor:
 
     def _chain_probe(
         self, trajectory: AgentTrajectory, facts: TraceFacts, failure: int, one_pass: int
-    ) -> AttributionAnswer | None:
+    ) -> AttributionAnswer:
         steps = self.chain(trajectory, facts, failure)
         budget = self._share(one_pass, PROBE_SHARE)
         user = fit_view(
@@ -249,7 +236,7 @@ class DeepDebugAttributor:
 
     def _bisect_probe(
         self, trajectory: AgentTrajectory, facts: TraceFacts, failure: int, one_pass: int
-    ) -> AttributionAnswer | None:
+    ) -> AttributionAnswer:
         steps = [s for s in facts.blameable if s <= failure] or facts.blameable
         budget = self._share(one_pass, PROBE_SHARE)
         rounds = max(0, (len(steps) // REGION).bit_length() - 1)
@@ -269,18 +256,18 @@ class DeepDebugAttributor:
                 failure_step=str(failure),
                 low=str(steps[lo]),
                 high=str(steps[hi]),
-                first_half=f"The first part is {_span(first)}",
-                second_half=f"the second part is {_span(second)}",
+                first_half=f"The first part is {span_label(first)}",
+                second_half=f"the second part is {span_label(second)}",
             )
-            _inspect(f"probe: overview of {_span(steps[lo : hi + 1])} to halve it")
+            _inspect(f"probe: overview of {span_label(steps[lo : hi + 1])} to halve it")
             verdict = llm.structured(
                 messages=chat_with("system_short", user),
-                schema=HalfAnswer,
+                schema=HalfVerdict,
                 strategy=self.name,
-                purpose=f"bisect {_span(steps[lo : hi + 1])}",
+                purpose=f"bisect {span_label(steps[lo : hi + 1])}",
             ).value
             if verdict.half == "unclear":
-                _inspect(f"bisection stopped: {_span(steps[lo : hi + 1])} unclear")
+                _inspect(f"bisection stopped: {span_label(steps[lo : hi + 1])} unclear")
                 break
             lo, hi = (lo, mid) if verdict.half == "first" else (mid + 1, hi)
         region = steps[lo : hi + 1]
@@ -296,12 +283,12 @@ class DeepDebugAttributor:
             low=str(region[0]),
             high=str(region[-1]),
         )
-        _inspect(f"probe: re-read {_span(region)} in full")
+        _inspect(f"probe: re-read {span_label(region)} in full")
         return llm.structured(
             messages=chat_with("system_short", user),
             schema=self._candidate_schema(facts),
             strategy=self.name,
-            purpose=f"read {_span(region)}",
+            purpose=f"read {span_label(region)}",
         ).value
 
     # -- 3. cross-examination -------------------------------------------------------------------

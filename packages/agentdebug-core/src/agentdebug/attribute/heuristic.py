@@ -38,15 +38,27 @@ class _Candidate:
     modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
 
 
-def causing_event(trajectory: AgentTrajectory, event: AgentEvent) -> AgentEvent | None:
+def causing_event(
+    trajectory: AgentTrajectory,
+    event: AgentEvent,
+    *,
+    by_id: dict[str, AgentEvent] | None = None,
+    position: dict[str, int] | None = None,
+) -> AgentEvent | None:
     """The decision that led to a tool result: its parent call, else the nearest
-    preceding decision by an agent other than the tool's own speaker."""
-    by_id = {e.id: e for e in trajectory.events}
+    preceding decision by an agent other than the tool's own speaker. Pass the
+    trajectory's id maps when calling it for many events."""
+    events = trajectory.events
+    by_id = by_id if by_id is not None else {e.id: e for e in events}
     parent = by_id.get(event.parent_id) if event.parent_id else None
     if parent is not None and parent.type in DECISION_TYPES:
         return parent
-    position = next(i for i, e in enumerate(trajectory.events) if e.id == event.id)
-    for prior in reversed(trajectory.events[:position]):
+    at = (
+        position[event.id]
+        if position is not None
+        else next(i for i, e in enumerate(events) if e.id == event.id)
+    )
+    for prior in reversed(events[:at]):
         if prior.type in DECISION_TYPES and prior.agent_name != event.agent_name:
             return prior
         if prior.type is EventType.TOOL_CALL:
@@ -89,7 +101,7 @@ class HeuristicAttributor:
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):
-                cause = causing_event(trajectory, event)
+                cause = causing_event(trajectory, event, by_id=by_id, position=position)
                 if cause is not None:
                     charge(
                         cause,

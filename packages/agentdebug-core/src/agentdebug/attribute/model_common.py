@@ -15,6 +15,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, Field, create_model
 
+from agentdebug.errors import ConfigError
 from agentdebug.llm import LLMClient, get_client, render_prompt
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis
@@ -22,6 +23,7 @@ from agentdebug.tokens import count_tokens
 from agentdebug.views import Step, build_view, steps_of, window
 
 DEFAULT_PROMPT_BUDGET = 32_000
+MIN_VIEW_TOKENS = 200
 _M = TypeVar("_M", bound=BaseModel)
 
 
@@ -120,6 +122,11 @@ def narrowed(base: type[_M], name: str, **fields: Any) -> type[_M]:
     return create_model(name, __base__=base, **fields)
 
 
+def span_label(steps: Sequence[int]) -> str:
+    """``step 4`` or ``steps 4–9``."""
+    return f"step {steps[0]}" if len(steps) == 1 else f"steps {steps[0]}–{steps[-1]}"
+
+
 def checks_block(findings: Sequence[Finding], limit: int = 10) -> str:
     """The rule pack's findings, as a hint the model may weigh (or an empty string)."""
     if not findings:
@@ -153,6 +160,11 @@ def fit_view(
     """
     frame = render_prompt(template, trace="", **values) + render_prompt(system)
     room = (budget or prompt_budget()) - count_tokens(frame) - 64
+    if room < MIN_VIEW_TOKENS:
+        raise ConfigError(
+            f"the prompt budget leaves {room} tokens for the trace after the instructions; "
+            f"raise AGENTDEBUG_PROMPT_BUDGET (now {prompt_budget()})"
+        )
     if window_range is not None:
         view = window(
             trajectory,
@@ -188,10 +200,7 @@ def mode_ids() -> list[str]:
 
 
 def chat(user: str) -> list[dict[str, str]]:
-    return [
-        {"role": "system", "content": render_prompt("system")},
-        {"role": "user", "content": user},
-    ]
+    return chat_with("system", user)
 
 
 def client() -> LLMClient:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from agentdebug.attribute.heuristic import HeuristicAttributor
 from agentdebug.attribute.model_common import TraceFacts
 from agentdebug.audit import note
-from agentdebug.llm import BudgetExceeded, current_settings
+from agentdebug.llm import BudgetExceeded, LLMError, current_settings
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
 
@@ -95,6 +95,15 @@ class RouterAttributor:
                     self.name,
                     f"budget exhausted before {strategy} ({exc}); answering with what earlier stages found",
                 )
+                break
+            except LLMError as exc:
+                if current_settings().no_fallback:
+                    raise
+                note(
+                    self.name,
+                    f"{strategy} failed ({exc}); answering with what earlier stages found",
+                )
+                route.append(f"{strategy}: failed")
                 break
             top = vote(strategy, answer)
             if top is None:

@@ -19,7 +19,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agentdebug.capture.writer import BackgroundWriter, error_dict
+from agentdebug.capture.encode import error_dict, jsonable, snapshot
+from agentdebug.capture.writer import BackgroundWriter
 from agentdebug.schema import (
     AgentInfo,
     AgentTrajectory,
@@ -39,6 +40,7 @@ log = logging.getLogger("agentdebug.capture")
 _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", default=None)
 
 _EVENT_TYPES = {t.value: t for t in EventType}
+_CONTAINERS = frozenset({dict, list})
 _now = time.time
 
 
@@ -111,15 +113,17 @@ class AgentDebug:
         parent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> TraceSession:
+        """A new run to record into; use it as a context manager. Never raises: a
+        value of the wrong type is coerced (its text), and logged."""
         return TraceSession(
             self,
-            goal=goal,
-            framework=framework,
-            run_id=run_id or new_run_id(),
-            agents=[a if isinstance(a, AgentInfo) else AgentInfo(name=a) for a in agents],
-            reference_answer=reference_answer,
-            parent_id=parent_id,
-            metadata=dict(metadata or {}),
+            goal=_text(goal, "goal"),
+            framework=_text(framework, "framework"),
+            run_id=_text(run_id, "run_id") or new_run_id(),
+            agents=[_agent(a) for a in (agents or ())],
+            reference_answer=_text(reference_answer, "reference_answer"),
+            parent_id=_text(parent_id, "parent_id"),
+            metadata=jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata),
         )
 
     def diagnose(
@@ -153,6 +157,33 @@ class AgentDebug:
             self._store = None
 
 
+def _text(value: Any, name: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    log.warning(
+        "agentdebug: %s should be a string, got %s; its text is used", name, type(value).__name__
+    )
+    return str(value)
+
+
+def _agent(value: Any) -> AgentInfo:
+    try:
+        if isinstance(value, AgentInfo):
+            return value
+        if isinstance(value, dict):
+            return AgentInfo.model_validate(value)
+    except Exception as exc:
+        log.warning("agentdebug: agent %r not understood (%s); its text is used", value, exc)
+    return AgentInfo(name=str(value.get("name", value)) if isinstance(value, dict) else str(value))
+
+
+def _wrapped(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    log.warning("agentdebug: metadata should be a dict, got %s", type(metadata).__name__)
+    return {"value": jsonable(metadata)}
+
+
 class TraceSession:
     """One run being recorded. Use as a context manager (sync or async)."""
 
@@ -182,6 +213,7 @@ class TraceSession:
         self.store_failed = False
         self.store_error: str | None = None
         self.spill: list[Any] = []
+        self.user_ids: set[str] = set()  # ids callers gave, kept unique within the run
         self._counter = itertools.count()
         self._last_step = -1
         self._n_errors = 0
@@ -194,7 +226,9 @@ class TraceSession:
         self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
         self._sink = self._writer.queue.append if self._writer is not None else self._memory.append
         if self._writer is not None:
-            self._writer.begin(self, self._header(Outcome(status=OutcomeStatus.RUNNING)))
+            header = self._header(Outcome(status=OutcomeStatus.RUNNING))
+            store = self._writer.store
+            self._writer.control(self, lambda: store.begin_run(header))
 
     # -- context management ------------------------------------------------------
 
@@ -211,12 +245,14 @@ class TraceSession:
         try:
             if exc is not None:
                 self.record(EventType.ERROR, error=exc)
-                if self.outcome is None:
-                    self.outcome = Outcome(
-                        status=OutcomeStatus.FAILURE,
-                        error=ErrorInfo.model_validate(error_dict(exc)),
-                        reason="the run raised an exception",
-                    )
+                claimed = (
+                    f" after it was marked {self.outcome.status.value}" if self.outcome else ""
+                )
+                self.outcome = Outcome(
+                    status=OutcomeStatus.FAILURE,
+                    error=ErrorInfo.model_validate(error_dict(exc)),
+                    reason=f"the run raised an exception{claimed}",
+                )
             self.close()
         finally:
             if self._token is not None:
@@ -258,6 +294,12 @@ class TraceSession:
     ) -> str | None:
         """Record one event; returns its id. Never raises into the agent.
 
+        ``input`` and ``output`` dicts and lists are serialised at once, so that the
+        record keeps them as they were even if the agent changes them later. An
+        ``event_id`` the caller gives is kept unless it repeats one of the run's
+        ids (it then gets a ``#<seq>`` suffix) or looks like an automatic one
+        (``e12``: it gets ``#u``).
+
         This is the agent's hot path: it numbers the event and queues a tuple; the
         background writer does the rest. Safe to call from several threads: the
         sequence number comes from an atomic counter (two threads recording without
@@ -274,11 +316,15 @@ class TraceSession:
                 self._last_step = step_index
             if error is not None:
                 self._n_errors += 1
+            if input.__class__ in _CONTAINERS:
+                input = snapshot(input)
+            if output.__class__ in _CONTAINERS:
+                output = snapshot(output)
             if type is EventType.FINAL_ANSWER:
                 self._final_answer = output
             extra = None
             if artifacts or checkpoint is not None:
-                extra = self._extra(artifacts, checkpoint)
+                extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
             seq = next(self._counter)
             self._sink(
                 (
@@ -303,17 +349,6 @@ class TraceSession:
         except Exception:
             log.exception("agentdebug: an event could not be recorded")
             return None
-
-    @staticmethod
-    def _extra(
-        artifacts: Sequence[Artifact] | None, checkpoint: CheckpointRef | None
-    ) -> dict[str, Any]:
-        extra: dict[str, Any] = {}
-        if artifacts:
-            extra["artifacts"] = [a.model_dump(mode="json") for a in artifacts]
-        if checkpoint is not None:
-            extra["checkpoint"] = checkpoint.model_dump(mode="json")
-        return extra
 
     def _coerce_type(
         self, value: Any, metadata: dict[str, Any] | None
@@ -347,8 +382,8 @@ class TraceSession:
         try:
             self.outcome = Outcome(
                 status=OutcomeStatus(status),
-                final_answer=final_answer,
-                reason=reason,
+                final_answer=jsonable(final_answer),
+                reason=_text(reason, "reason"),
                 error=error_dict(error) if error is not None else None,
             )
         except Exception:
@@ -362,9 +397,16 @@ class TraceSession:
                 status=OutcomeStatus.FAILURE,
                 reason=f"{self._n_errors} event(s) carried an error and no final answer was given",
             )
-        return Outcome(status=OutcomeStatus.UNKNOWN, final_answer=self._final_answer)
+        return Outcome(status=OutcomeStatus.UNKNOWN, final_answer=jsonable(self._final_answer))
 
     def _header(self, outcome: Outcome) -> AgentTrajectory:
+        try:
+            return self._header_of(outcome)
+        except Exception as exc:  # a header that does not validate must not stop the run
+            log.error("agentdebug: run %s header kept minimal: %s", self.id, exc)
+            return AgentTrajectory(id=self.id, outcome=outcome, started_at=self.started_at)
+
+    def _header_of(self, outcome: Outcome) -> AgentTrajectory:
         return AgentTrajectory(
             id=self.id,
             goal=self.goal,
@@ -393,7 +435,9 @@ class TraceSession:
         self.ended_at = datetime.now(UTC)
         try:
             if self._writer is not None:
-                self._writer.finish(self, self._inferred_outcome(), self.ended_at)
+                outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
+                self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
+                self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
 
@@ -418,7 +462,7 @@ class TraceSession:
         return self._from_memory(stored, outcome)
 
     def _from_memory(self, stored: AgentTrajectory | None, outcome: Outcome) -> AgentTrajectory:
-        from agentdebug.capture.writer import event_json
+        from agentdebug.capture.encode import event_json
         from agentdebug.limits import max_event_bytes
 
         docs = [row.data for row in self.spill]

@@ -227,7 +227,8 @@ def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTr
     "--attributor",
     default="heuristic",
     show_default=True,
-    help="Strategy: heuristic, all-at-once, step-by-step, binary-search, or auto (the router).",
+    help="Strategy: heuristic, all-at-once, step-by-step, binary-search, lifecycle, deepdebug, "
+    "or auto (the router).",
 )
 @click.option(
     "--budget",

@@ -55,10 +55,12 @@ class RuleContext:
 
     trajectory: AgentTrajectory
     failures: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (mode, quote)
+    position: dict[str, int] = field(default_factory=dict)  # id -> index in events
 
     @classmethod
     def build(cls, trajectory: AgentTrajectory) -> RuleContext:
         ctx = cls(trajectory)
+        ctx.position = {e.id: i for i, e in enumerate(trajectory.events)}
         for event in trajectory.events:
             failure = failure_of(event)
             if failure is not None:
@@ -117,7 +119,6 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
         if failure is None:
             continue
         mode, quote = failure
-        field_name = "error" if event.error is not None else "output"
         where = tool_name(event)
         what = f"{where} failed" if where else f"{event.type.value} failed"
         yield _finding(
@@ -126,14 +127,7 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             event,
             f"{what}: {shorten(quote, 120)}",
             confidence=0.9 if event.error is not None else 0.7,
-            evidence=[
-                Evidence(
-                    event_id=event.id,
-                    step_index=event.step_index,
-                    field=field_name,
-                    quote=quote[:300],
-                )
-            ],
+            evidence=[_failure_evidence(ctx, event)],
         )
 
 
@@ -228,8 +222,7 @@ def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[
 def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
     """True when the results between the repeated actions bring nothing new."""
     events = ctx.trajectory.events
-    index = {e.id: i for i, e in enumerate(events)}
-    start, end = index[run[0].id], index[run[-1].id]
+    start, end = ctx.position[run[0].id], ctx.position[run[-1].id]
     results = [
         compact_json(e.output) if e.error is None else f"error:{e.error.message}"
         for e in events[start : end + 1]
@@ -242,14 +235,8 @@ def _resolved(ctx: RuleContext, failed: AgentEvent, until: int) -> bool:
     """A later success of the same tool (or agent) before position ``until``."""
     events = ctx.trajectory.events
     name = tool_name(failed)
-    started = False
-    for i, event in enumerate(events):
-        if i >= until:
-            break
-        if event.id == failed.id:
-            started = True
-            continue
-        if not started or event.type not in RESULT_TYPES or event.id in ctx.failures:
+    for event in events[ctx.position[failed.id] + 1 : until]:
+        if event.type not in RESULT_TYPES or event.id in ctx.failures:
             continue
         if (name and tool_name(event) == name) or (
             not name and event.agent_name == failed.agent_name

@@ -16,6 +16,8 @@ from typing import Any, Literal, TypeVar
 import orjson
 from pydantic import BaseModel, ValidationError
 
+from agentdebug.text import shorten
+
 Form = Literal["json_schema", "json_object", "text"]
 FORMS: tuple[Form, ...] = ("json_schema", "json_object", "text")
 
@@ -130,7 +132,7 @@ def describe_errors(exc: ValidationError, limit: int = 8) -> str:
     for err in exc.errors()[:limit]:
         where = ".".join(str(p) for p in err["loc"]) or "the answer"
         given = err.get("input")
-        shown = "" if isinstance(given, dict | list) else f" (got {_short(repr(given), 60)})"
+        shown = "" if isinstance(given, dict | list) else f" (got {shorten(repr(given), 60)})"
         if err["type"] == "missing":
             shown = ""
         parts.append(f"{where}: {err['msg']}{shown}")
@@ -163,8 +165,3 @@ def repair_message(problem: str) -> str:
         "Reply with the corrected answer: one JSON object that matches the requested "
         "schema, and nothing else."
     )
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."

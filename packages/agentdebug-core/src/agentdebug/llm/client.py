@@ -45,6 +45,7 @@ from agentdebug.llm.cache import ResponseCache, request_key
 from agentdebug.llm.config import LLMSettings, current_settings
 from agentdebug.llm.errors import BudgetExceeded, LLMCallFailed, MalformedAnswer, NoModelConfigured
 from agentdebug.schema import AuditEntry
+from agentdebug.text import shorten
 from agentdebug.tokens import count_tokens
 
 if TYPE_CHECKING:
@@ -347,10 +348,10 @@ class LLMClient:
                 reason = f"no answer within {self.settings.timeout:g} s"
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
-                reason = f"cannot reach {self.base_url} ({_short(str(cause), 120)})"
+                reason = f"cannot reach {self.base_url} ({shorten(str(cause), 120)})"
             except (openai.APIResponseValidationError, _BadBody, ValueError) as exc:
                 status = 200
-                reason = f"the response is not a chat completion ({_short(str(exc), 120)})"
+                reason = f"the response is not a chat completion ({shorten(str(exc), 120)})"
             finally:
                 reservation.settle(0)
             latency_ms = (time.monotonic() - started) * 1000
@@ -479,10 +480,10 @@ def _server_message(exc: openai.APIStatusError) -> str:
         if isinstance(message, dict):
             message = message.get("message")
         if message:
-            return _short(str(message))
+            return shorten(str(message), 300)
     if isinstance(body, str) and body.strip():
-        return _short(body)
-    return _short(exc.message)
+        return shorten(body, 300)
+    return shorten(exc.message, 300)
 
 
 def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
@@ -507,11 +508,6 @@ def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and value > 0 else 0
-
-
-def _short(text: str, limit: int = 300) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 _clients: dict[tuple[LLMSettings, str], LLMClient] = {}

@@ -16,8 +16,9 @@ from pathlib import Path
 from typing import Any, NamedTuple, Protocol
 
 import orjson
-from pydantic import TypeAdapter
+from pydantic import TypeAdapter, ValidationError
 
+from agentdebug.errors import StoreError
 from agentdebug.gcutil import gc_paused
 from agentdebug.schema import (
     AgentEvent,
@@ -120,6 +121,20 @@ def assemble(header: bytes, event_docs: Sequence[bytes]) -> AgentTrajectory:
     head: dict[str, Any] = orjson.loads(header)
     head["events"] = events
     return AgentTrajectory.model_validate(head)
+
+
+def damaged(location: str, what: str, exc: Exception) -> StoreError:
+    """One line saying which stored record does not read back, and why."""
+    if isinstance(exc, ValidationError):
+        errors = exc.errors(include_url=False)
+        first: dict[str, Any] = dict(errors[0]) if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()))
+        why = f"field '{where}': {first.get('msg', 'invalid')}" if where else str(first.get("msg"))
+        if len(errors) > 1:
+            why += f"; and {len(errors) - 1} more problem(s)"
+    else:
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return StoreError(f"{location}: {what} is stored damaged: {why}")
 
 
 def default_home() -> Path:

@@ -28,12 +28,14 @@ from typing import Any
 import orjson
 
 from agentdebug.errors import NotFoundError, StoreError
+from agentdebug.gcutil import gc_paused
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, Outcome
 from agentdebug.store.base import (
+    EVENTS_ADAPTER,
     EventRow,
     RunQuery,
     RunSummary,
-    assemble,
+    damaged,
     header_json,
 )
 
@@ -43,7 +45,7 @@ log = logging.getLogger("agentdebug.store")
 @dataclass
 class _Run:
     header: dict[str, Any]
-    events: list[bytes] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
     label: dict[str, Any] | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
 
@@ -56,6 +58,11 @@ class JSONLStore:
         self.location = str(self.path)
         self._lock = threading.RLock()
         self.skipped_lines: list[int] = []
+        # What has been read so far: the file only grows, so each read parses only
+        # the lines added since the last one.
+        self._runs: dict[str, _Run] = {}
+        self._offset = 0
+        self._lines = 0
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._repair_tail()
@@ -84,34 +91,45 @@ class JSONLStore:
     # -- reading --------------------------------------------------------------------
 
     def _scan(self) -> dict[str, _Run]:
-        runs: dict[str, _Run] = {}
-        self.skipped_lines = []
-        with self._lock, open(self.path, "rb") as fh:
-            lines = fh.read().split(b"\n")
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = orjson.loads(line)
-                kind = rec["kind"]
-                if kind == "run":
-                    header = rec["header"]
-                    runs[header["id"]] = _Run(header=header)
-                elif kind == "events":
-                    run = runs[rec["run_id"]]
-                    run.events.extend(orjson.dumps(e) for e in rec["events"])
-                elif kind == "finish":
-                    head = runs[rec["run_id"]].header
-                    head["outcome"] = rec["outcome"]
-                    head["ended_at"] = rec.get("ended_at")
-                elif kind == "report":
-                    runs[rec["report"]["trajectory_id"]].reports.append(rec["report"])
-                elif kind == "label":
-                    runs[rec["run_id"]].label = rec["label"]
-            except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-                self.skipped_lines.append(number)
-                log.warning("%s: line %d skipped (%s)", self.path, number, exc)
-        return runs
+        """Every run in the file, reading only what was appended since the last call
+        (from the start again if the file shrank: someone replaced it)."""
+        with self._lock:
+            size = self.path.stat().st_size
+            if size < self._offset:
+                self._runs, self._offset, self._lines, self.skipped_lines = {}, 0, 0, []
+            if size > self._offset:
+                with open(self.path, "rb") as fh:
+                    fh.seek(self._offset)
+                    chunk = fh.read(size - self._offset)
+                end = chunk.rfind(b"\n") + 1  # a line still being written waits
+                for line in chunk[:end].split(b"\n")[:-1]:
+                    self._lines += 1
+                    if line.strip():
+                        self._parse(line, self._lines)
+                self._offset += end
+            return self._runs
+
+    def _parse(self, line: bytes, number: int) -> None:
+        runs = self._runs
+        try:
+            rec = orjson.loads(line)
+            kind = rec["kind"]
+            if kind == "run":
+                header = rec["header"]
+                runs[header["id"]] = _Run(header=header)
+            elif kind == "events":
+                runs[rec["run_id"]].events.extend(rec["events"])
+            elif kind == "finish":
+                head = runs[rec["run_id"]].header
+                head["outcome"] = rec["outcome"]
+                head["ended_at"] = rec.get("ended_at")
+            elif kind == "report":
+                runs[rec["report"]["trajectory_id"]].reports.append(rec["report"])
+            elif kind == "label":
+                runs[rec["run_id"]].label = rec["label"]
+        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
+            self.skipped_lines.append(number)
+            log.warning("%s: line %d skipped (%s)", self.path, number, exc)
 
     def _run(self, run_id: str) -> _Run:
         runs = self._scan()
@@ -172,9 +190,11 @@ class JSONLStore:
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
         run = self._run(run_id)
         try:
-            return assemble(orjson.dumps(run.header), run.events)
+            with gc_paused():
+                events = EVENTS_ADAPTER.validate_python(run.events)
+            return AgentTrajectory.model_validate({**run.header, "events": events})
         except ValueError as exc:
-            raise StoreError(f"{self.location}: run '{run_id}' is stored damaged: {exc}") from exc
+            raise damaged(self.location, f"run '{run_id}'", exc) from exc
 
     def resolve_id(self, prefix: str) -> str:
         ids = [rid for rid in self._scan() if rid.startswith(prefix)]
@@ -194,9 +214,7 @@ class JSONLStore:
             status = (head.get("outcome") or {}).get("status", "unknown")
             started = _parse_dt(head.get("started_at"))
             modes = sorted({f["mode_id"] for r in run.reports[-1:] for f in r.get("findings", [])})
-            agents_in_events = (
-                {orjson.loads(e).get("agent_name") for e in run.events} if q.agent else set()
-            )
+            agents_in_events = {e.get("agent_name") for e in run.events} if q.agent else set()
             if q.status and status != q.status:
                 continue
             if q.framework and head.get("framework") != q.framework:
@@ -234,11 +252,17 @@ class JSONLStore:
         self._append(b'{"kind":"report","report":' + report.model_dump_json().encode() + b"}")
 
     def load_reports(self, run_id: str) -> list[DiagnosticReport]:
-        return [DiagnosticReport.model_validate(r) for r in self._run(run_id).reports]
+        try:
+            return [DiagnosticReport.model_validate(r) for r in self._run(run_id).reports]
+        except ValueError as exc:
+            raise damaged(self.location, f"a report of run '{run_id}'", exc) from exc
 
     def load_label(self, run_id: str) -> GoldLabel | None:
         label = self._run(run_id).label
-        return GoldLabel.model_validate(label) if label else None
+        try:
+            return GoldLabel.model_validate(label) if label else None
+        except ValueError as exc:
+            raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
 
     def close(self) -> None:
         with self._lock:

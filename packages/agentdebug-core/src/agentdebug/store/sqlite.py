@@ -37,6 +37,7 @@ from agentdebug.store.base import (
     RunQuery,
     RunSummary,
     assemble,
+    damaged,
     event_row,
     header_json,
 )
@@ -242,8 +243,12 @@ class SQLiteStore:
         return num
 
     def begin_run(self, header: AgentTrajectory) -> None:
+        """Start a run; a run id used before starts afresh (its old events go)."""
+
         def work(db: sqlite3.Connection) -> None:
-            self._upsert_run(db, header, None)
+            num = self._upsert_run(db, header, 0)
+            db.execute("DELETE FROM events WHERE key BETWEEN ? AND ?", _event_range(num))
+            db.execute("DELETE FROM run_agents WHERE run_id=?", (header.id,))
 
         self._tx(work)
 
@@ -298,7 +303,7 @@ class SQLiteStore:
                 raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
             head = heads[0]
             docs = [
-                r[0]
+                r[0] if isinstance(r[0], bytes) else str(r[0]).encode()  # text written by hand
                 for r in self._query(
                     "SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key",
                     _event_range(head[1]),
@@ -307,7 +312,7 @@ class SQLiteStore:
         try:
             return assemble(head[0], docs)
         except ValueError as exc:
-            raise StoreError(f"{self.location}: run '{run_id}' is stored damaged: {exc}") from exc
+            raise damaged(self.location, f"run '{run_id}'", exc) from exc
 
     def resolve_id(self, prefix: str) -> str:
         """The full run id for an id or a unique prefix of one."""
@@ -421,11 +426,17 @@ class SQLiteStore:
 
     def load_reports(self, run_id: str) -> list[DiagnosticReport]:
         rows = self._query("SELECT data FROM reports WHERE run_id=? ORDER BY created_at", (run_id,))
-        return [DiagnosticReport.model_validate_json(r[0]) for r in rows]
+        try:
+            return [DiagnosticReport.model_validate_json(r[0]) for r in rows]
+        except ValueError as exc:
+            raise damaged(self.location, f"a report of run '{run_id}'", exc) from exc
 
     def load_label(self, run_id: str) -> GoldLabel | None:
         rows = self._query("SELECT data FROM labels WHERE run_id=?", (run_id,))
-        return GoldLabel.model_validate_json(rows[0][0]) if rows else None
+        try:
+            return GoldLabel.model_validate_json(rows[0][0]) if rows else None
+        except ValueError as exc:
+            raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
 
     def close(self) -> None:
         with self._lock:

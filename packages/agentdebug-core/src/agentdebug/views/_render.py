@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from agentdebug.detect.signals import handoff_target
 from agentdebug.schema import AgentEvent, ErrorInfo, EventType
 from agentdebug.text import compact_json, flatten, shorten
 from agentdebug.views import _extract as ex
@@ -149,8 +150,8 @@ def event_label(event: AgentEvent) -> str:
     """The event type, with what it acted on: ``handoff → WebSurfer``, ``tool.call
     web_search``, ``span Step 2``."""
     meta = event.metadata
-    if event.type is EventType.HANDOFF and meta.get("target"):
-        return f"handoff → {meta['target']}"
+    if event.type is EventType.HANDOFF and (target := handoff_target(event)):
+        return f"handoff → {target}"
     if event.type in (EventType.TOOL_CALL, EventType.TOOL_RESULT) and meta.get("tool_name"):
         return f"{event.type.value} {meta['tool_name']}"
     if event.type is EventType.SPAN and event.module:

@@ -1,0 +1,245 @@
+"""Turning what an agent recorded into event JSON, whatever it passed.
+
+``record`` accepts anything and must never raise, so everything here is total: a
+field of the wrong type is coerced (and the coercion noted in the event's
+metadata), a value that cannot be serialised is kept as its ``repr`` (only that
+field, never the rest of the event), and an event over the size limit is
+truncated with a note. The result always validates as an ``AgentEvent``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+import traceback
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from agentdebug.schema import ErrorInfo
+
+log = logging.getLogger("agentdebug.capture")
+
+_HEAD_BYTES = 64 * 1024
+_AUTO_ID = re.compile(r"^e\d+$")
+
+# Slots of a queued event tuple, in order (see TraceSession.record).
+(
+    SESSION,
+    SEQ,
+    TYPE,
+    AGENT,
+    STEP,
+    INPUT,
+    OUTPUT,
+    ERROR,
+    MODULE,
+    PARENT,
+    DURATION,
+    METADATA,
+    EXTRA,
+    EVENT_ID,
+    TS,
+) = range(15)
+
+
+class Snapshot(bytes):
+    """A payload serialised when it was recorded, so later mutation by the agent
+    (appending to the message list it passed, say) does not change the record."""
+
+
+def _to_jsonable(value: Any) -> Any:
+    """orjson's fallback for objects it does not know."""
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", errors="replace")
+    if isinstance(value, BaseException):
+        return error_dict(value)
+    return repr(value)
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value, default=_to_jsonable, option=orjson.OPT_NON_STR_KEYS)
+
+
+def snapshot(value: Any) -> Any:
+    """``value`` frozen as JSON now if it is a container (so it cannot change under
+    us); anything else unchanged. Never raises: an unserialisable container is
+    left to the writer's per-field fallback."""
+    if isinstance(value, (dict, list)):
+        try:
+            return Snapshot(dumps(value))
+        except Exception:
+            return value
+    return value
+
+
+def jsonable(value: Any) -> Any:
+    """``value`` as plain JSON data (its ``repr`` if it has no JSON form)."""
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    try:
+        return orjson.loads(dumps(value))
+    except Exception:
+        return _safe_repr(value)
+
+
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception:
+        return f"<unprintable {type(value).__name__}>"
+
+
+def error_dict(error: Any) -> dict[str, Any]:
+    if isinstance(error, BaseException):
+        out: dict[str, Any] = {
+            "message": str(error) or type(error).__name__,
+            "type": type(error).__name__,
+        }
+        if error.__traceback__ is not None:
+            out["traceback"] = "".join(
+                traceback.format_exception(type(error), error, error.__traceback__)
+            )
+        return out
+    if isinstance(error, ErrorInfo):
+        return error.model_dump(exclude_none=True)
+    if isinstance(error, dict):
+        return {
+            "message": str(error.get("message", error)),
+            **{k: str(v) for k, v in error.items() if k in ("type", "traceback") and v is not None},
+        }
+    return {"message": str(error)}
+
+
+def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
+    """A payload field as JSON data or a pre-serialised fragment; its repr (noted)
+    when it has no JSON form."""
+    if isinstance(value, Snapshot):
+        return orjson.Fragment(bytes(value))
+    if isinstance(value, (str, float, bool)) or (
+        isinstance(value, int) and -(2**63) <= value < 2**64
+    ):
+        return value
+    try:
+        dumps(value)
+        return value
+    except Exception as exc:
+        notes[f"{key}_unserialisable"] = f"{type(exc).__name__}: {exc}"
+        return _safe_repr(value)
+
+
+def _text_or_none(value: Any, notes: dict[str, Any], key: str) -> str | None:
+    if value is None or isinstance(value, str):
+        return value
+    notes[f"{key}_coerced_from"] = type(value).__name__
+    return _safe_repr(value) if not isinstance(value, (int, float)) else str(value)
+
+
+def event_id(item: tuple[Any, ...]) -> str:
+    """The event's id: the caller's, else ``e<seq>``. A caller's id shaped like an
+    automatic one (``e12``) gets a suffix, so it can never collide with one."""
+    given = item[EVENT_ID]
+    if given is None:
+        return f"e{item[SEQ]}"
+    text = given if isinstance(given, str) else str(given)
+    return f"{text}#u" if _AUTO_ID.match(text) and text != f"e{item[SEQ]}" else text
+
+
+def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:
+    if isinstance(value, orjson.Fragment):
+        text = "(pre-serialised payload)"
+    else:
+        text = value if isinstance(value, str) else dumps(value).decode("utf-8", errors="replace")
+    return {"truncated": True, "original_bytes": size, "head": text[:head]}
+
+
+def event_json(item: tuple[Any, ...], limit: int, event_id_: str | None = None) -> bytes:
+    """The JSON document, shaped like AgentEvent, for one queued tuple. Total: what
+    cannot be kept of the event is noted, the rest is kept."""
+    try:
+        return _event_json(item, limit, event_id_)
+    except Exception as exc:  # a last resort: the event's identity and the reason
+        log.warning("agentdebug: event %s kept without its payload: %s", item[SEQ], exc)
+        return dumps(
+            {
+                "id": event_id_ or event_id(item),
+                "type": item[TYPE],
+                "step_index": item[STEP],
+                "timestamp": item[TS],
+                "metadata": {
+                    "capture_notes": {"event_unserialisable": f"{type(exc).__name__}: {exc}"}
+                },
+            }
+        )
+
+
+def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> bytes:
+    notes: dict[str, Any] = {}
+    doc: dict[str, Any] = {
+        "id": event_id_ or event_id(item),
+        "type": item[TYPE],
+        "step_index": item[STEP],
+        "timestamp": item[TS],
+    }
+    for key, slot in (("agent_name", AGENT), ("module", MODULE), ("parent_id", PARENT)):
+        if item[slot] is not None:
+            doc[key] = _text_or_none(item[slot], notes, key)
+    duration = item[DURATION]
+    if duration is not None:
+        if isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0:
+            doc["duration_ms"] = duration
+        else:
+            notes["duration_ms_dropped"] = _safe_repr(duration)
+    for key, slot in (("input", INPUT), ("output", OUTPUT)):
+        if item[slot] is not None:
+            doc[key] = _field(item[slot], notes, key)
+    if item[ERROR] is not None:
+        try:
+            doc["error"] = error_dict(item[ERROR])
+        except Exception as exc:
+            doc["error"] = {"message": _safe_repr(item[ERROR])}
+            notes["error_coerced"] = str(exc)
+    metadata = item[METADATA]
+    if metadata:
+        if isinstance(metadata, dict):
+            metadata = _field(metadata, notes, "metadata")
+        if not isinstance(metadata, dict):
+            notes["metadata_coerced_from"] = type(item[METADATA]).__name__
+            metadata = {"value": metadata}
+        doc["metadata"] = metadata
+    if item[EXTRA]:
+        for key, value in item[EXTRA].items():
+            if value:
+                doc[key] = _field(value, notes, key)
+    if notes:
+        doc["metadata"] = {**(doc.get("metadata") or {}), "capture_notes": notes}
+    data = dumps(doc)
+    if len(data) > limit:
+        data = _shrink(doc, data, limit)
+    return data
+
+
+def _shrink(doc: dict[str, Any], data: bytes, limit: int) -> bytes:
+    notes = dict(doc.get("metadata") or {})
+    for key in ("input", "output"):
+        if key in doc:
+            size = len(dumps(doc[key]))
+            if size > limit // 4:
+                doc[key] = _truncated(doc[key], size, min(_HEAD_BYTES, limit // 8))
+                notes[f"{key}_truncated_bytes"] = size
+    doc["metadata"] = notes
+    shrunk = dumps(doc)
+    if len(shrunk) > limit:  # the bulk is somewhere else (metadata): keep the core only
+        keep: dict[str, Any] = {
+            k: doc[k] for k in ("id", "type", "step_index", "agent_name", "timestamp") if k in doc
+        }
+        keep["metadata"] = {"truncated": True, "original_bytes": len(data)}
+        shrunk = dumps(keep)
+    log.warning("event %s exceeded %d bytes and was truncated", doc.get("id"), limit)
+    return shrunk

@@ -180,25 +180,40 @@ def event_json(item: tuple[Any, ...], limit: int, event_id_: str | None = None) 
 
 
 def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> bytes:
+    # Written for the common case (strings and None, no notes): this runs once per
+    # event on the writer thread, and its cost is most of the writer's.
     notes: dict[str, Any] = {}
     doc: dict[str, Any] = {
-        "id": event_id_ or event_id(item),
+        "id": event_id_ or (f"e{item[SEQ]}" if item[EVENT_ID] is None else event_id(item)),
         "type": item[TYPE],
         "step_index": item[STEP],
         "timestamp": item[TS],
     }
-    for key, slot in (("agent_name", AGENT), ("module", MODULE), ("parent_id", PARENT)):
-        if item[slot] is not None:
-            doc[key] = _text_or_none(item[slot], notes, key)
-    duration = item[DURATION]
-    if duration is not None:
-        if isinstance(duration, (int, float)) and math.isfinite(duration) and duration >= 0:
-            doc["duration_ms"] = duration
+    value = item[AGENT]
+    if value is not None:
+        doc["agent_name"] = (
+            value if value.__class__ is str else _text_or_none(value, notes, "agent_name")
+        )
+    value = item[MODULE]
+    if value is not None:
+        doc["module"] = value if value.__class__ is str else _text_or_none(value, notes, "module")
+    value = item[PARENT]
+    if value is not None:
+        doc["parent_id"] = (
+            value if value.__class__ is str else _text_or_none(value, notes, "parent_id")
+        )
+    value = item[DURATION]
+    if value is not None:
+        if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
+            doc["duration_ms"] = value
         else:
-            notes["duration_ms_dropped"] = _safe_repr(duration)
-    for key, slot in (("input", INPUT), ("output", OUTPUT)):
-        if item[slot] is not None:
-            doc[key] = _field(item[slot], notes, key)
+            notes["duration_ms_dropped"] = _safe_repr(value)
+    value = item[INPUT]
+    if value is not None:
+        doc["input"] = value if value.__class__ is str else _field(value, notes, "input")
+    value = item[OUTPUT]
+    if value is not None:
+        doc["output"] = value if value.__class__ is str else _field(value, notes, "output")
     if item[ERROR] is not None:
         try:
             doc["error"] = error_dict(item[ERROR])
@@ -214,9 +229,9 @@ def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> byt
             metadata = {"value": metadata}
         doc["metadata"] = metadata
     if item[EXTRA]:
-        for key, value in item[EXTRA].items():
-            if value:
-                doc[key] = _field(value, notes, key)
+        for key, extra in item[EXTRA].items():
+            if extra:
+                doc[key] = _field(extra, notes, key)
     if notes:
         doc["metadata"] = {**(doc.get("metadata") or {}), "capture_notes": notes}
     data = dumps(doc)

@@ -48,6 +48,17 @@ def lookup(table: Table, request: dict[str, Any]) -> tuple[str, int]:
     return hits[0]
 
 
+def gold_answerer(table: Table) -> Any:
+    """A server script that answers every prompt with its trace's gold label."""
+
+    def oracle(request: dict[str, Any]) -> str:
+        agent, step = lookup(table, request)
+        answer = {"agent": agent, "step": step, "failure_mode": None, "reason": "gold"}
+        return json.dumps({**answer, "evidence": [], "confidence": 1.0})
+
+    return oracle
+
+
 def settings(server: ScriptedServer) -> LLMSettings:
     return LLMSettings(
         model="scripted",
@@ -62,18 +73,7 @@ def settings(server: ScriptedServer) -> LLMSettings:
 def test_a_server_that_answers_the_gold_label_scores_100_percent() -> None:
     table = gold()
 
-    def oracle(request: dict[str, Any]) -> str:
-        agent, step = lookup(table, request)
-        return json.dumps(
-            {
-                "agent": agent,
-                "step": step,
-                "failure_mode": None,
-                "reason": "gold",
-                "evidence": [],
-                "confidence": 1.0,
-            }
-        )
+    oracle = gold_answerer(table)
 
     with ScriptedServer(oracle) as server:
         result = run_whowhen(
@@ -141,18 +141,7 @@ def test_a_rerun_is_served_from_the_cache(tmp_path: Path) -> None:
     files = sorted((WHOWHEN / "Algorithm-Generated").glob("*.json"))[:5]
     table = gold()
 
-    def oracle(request: dict[str, Any]) -> str:
-        agent, step = lookup(table, request)
-        return json.dumps(
-            {
-                "agent": agent,
-                "step": step,
-                "failure_mode": None,
-                "reason": "gold",
-                "evidence": [],
-                "confidence": 1.0,
-            }
-        )
+    oracle = gold_answerer(table)
 
     with ScriptedServer(oracle) as server:
         cached = settings(server).model_copy(

@@ -6,6 +6,7 @@
     python3 dev.py lint                 ruff and mypy only
     python3 dev.py agentdebug ARGS...   the agentdebug command, from the core venv
     python3 dev.py python ARGS...       python from the core venv
+    python3 dev.py run PACKAGE ARGS...  python from PACKAGE's venv (examples of plugins)
 
 Needs only a Python 3.11+ with venv; everything else is installed from the package
 registry into .venvs/<package>/ on first use, and again when a pyproject changes.
@@ -112,6 +113,13 @@ def lint() -> int:
     code |= run([str(bin_path(env, "ruff")), "format", "--check", "."], check=False)
     say("mypy")
     code |= run([str(bin_path(env, "mypy"))], check=False)
+    for package in packages()[1:]:  # plugins: checked in their own venv, with their framework
+        plugin_env = ensure_env(package)
+        say(f"mypy packages/{package}/src")
+        code |= run(
+            [str(bin_path(plugin_env, "python")), "-m", "mypy", f"packages/{package}/src"],
+            check=False,
+        )
     return code
 
 
@@ -130,6 +138,12 @@ def main(argv: list[str]) -> int:
     if cmd == "env":
         print(ensure_env(rest[0] if rest else CORE))
         return 0
+    if cmd == "run":
+        if not rest or rest[0] not in packages():
+            print(f"usage: dev.py run PACKAGE ARGS... (packages: {', '.join(packages())})")
+            return 2
+        exe = bin_path(ensure_env(rest[0]), "python")
+        os.execv(str(exe), [str(exe), *rest[1:]])
     if cmd in {"agentdebug", "python"}:
         env = ensure_env(CORE)
         exe = bin_path(env, cmd)

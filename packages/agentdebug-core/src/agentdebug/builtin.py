@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentdebug.plugins import hookimpl
-from agentdebug.stages import Attributor, Detector, Importer
+from agentdebug.stages import Attributor, Detector, Importer, Recoverer
 from agentdebug.taxonomy.model import FailureMode
 
 
@@ -50,3 +50,15 @@ def agentdebug_importers() -> Sequence[Importer]:
     from agentdebug.io import builtin_importers
 
     return builtin_importers()
+
+
+@hookimpl
+def agentdebug_recoverers() -> Sequence[Recoverer]:
+    from agentdebug.recover import (
+        AutoManualRecoverer,
+        CriticRecoverer,
+        NativeRecoverer,
+        ReflexionRecoverer,
+    )
+
+    return [NativeRecoverer(), ReflexionRecoverer(), CriticRecoverer(), AutoManualRecoverer()]

@@ -19,7 +19,7 @@ import pluggy
 
 from agentdebug.errors import NotFoundError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
-from agentdebug.stages import Attributor, Detector, Importer
+from agentdebug.stages import Attributor, Detector, Importer, Recoverer, RerunExecutor
 from agentdebug.taxonomy.model import FailureMode
 
 log = logging.getLogger("agentdebug.plugins")
@@ -56,13 +56,15 @@ class HookSpecs:
         raise NotImplementedError
 
     @hookspec
-    def agentdebug_recoverers(self) -> Sequence[Any]:
-        """Recoverers that turn a report into a retry directive."""
+    def agentdebug_recoverers(self) -> Sequence[Recoverer]:
+        """Recoverers selectable by name (``act --recover NAME``); each turns a report
+        into a RecoveryPlan and changes nothing itself."""
         raise NotImplementedError
 
     @hookspec
-    def agentdebug_rerun_executors(self) -> Sequence[Any]:
-        """Rerun executors, one per framework, that fork a run from a checkpoint."""
+    def agentdebug_rerun_executors(self) -> Sequence[RerunExecutor]:
+        """Rerun executors, keyed by their ``framework``; the closed loop uses the one
+        whose framework matches the run's when the user names none."""
         raise NotImplementedError
 
     @hookspec
@@ -98,8 +100,8 @@ class Registry:
     detectors: dict[str, Detector] = field(default_factory=dict)
     attributors: dict[str, Attributor] = field(default_factory=dict)
     importers: dict[str, Importer] = field(default_factory=dict)
-    recoverers: dict[str, Any] = field(default_factory=dict)
-    rerun_executors: dict[str, Any] = field(default_factory=dict)
+    recoverers: dict[str, Recoverer] = field(default_factory=dict)
+    rerun_executors: dict[str, RerunExecutor] = field(default_factory=dict)
     plugin_manager: pluggy.PluginManager | None = None
     warnings: list[str] = field(default_factory=list)
 
@@ -150,6 +152,13 @@ class Registry:
         except KeyError:
             known = ", ".join(sorted(self.detectors))
             raise NotFoundError(f"unknown detector '{name}' (known: {known})") from None
+
+    def recoverer(self, name: str) -> Recoverer:
+        try:
+            return self.recoverers[name]
+        except KeyError:
+            known = ", ".join(sorted(self.recoverers))
+            raise NotFoundError(f"unknown recoverer '{name}' (known: {known})") from None
 
     def failure_mode(self, mode_id: str) -> FailureMode:
         try:

@@ -11,7 +11,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from agentdebug.schema import AgentTrajectory, Finding, GoldLabel, Hypothesis
+from agentdebug.schema import (
+    AgentTrajectory,
+    DiagnosticReport,
+    Finding,
+    GoldLabel,
+    Hypothesis,
+    RecoveryPlan,
+    RerunRequest,
+    Score,
+)
 
 
 @runtime_checkable
@@ -71,3 +80,33 @@ class Importer(Protocol):
         ...
 
     def load(self, source: Source) -> Iterator[ImportedRun]: ...
+
+
+@runtime_checkable
+class Recoverer(Protocol):
+    """Turns a report into a suggested correction (a retry directive and the step to
+    rerun from). Suggest-only: the policy gate decides whether anything runs."""
+
+    name: str
+
+    def recover(self, trajectory: AgentTrajectory, report: DiagnosticReport) -> RecoveryPlan: ...
+
+
+@runtime_checkable
+class RerunExecutor(Protocol):
+    """Reruns a framework's agent from a step with a directive, through the
+    framework's own state restore; returns the branch trajectory (linked to the
+    original by ``parent_id``, with ``metadata['branch']`` from the request)."""
+
+    framework: str
+
+    def rerun(self, request: RerunRequest) -> AgentTrajectory: ...
+
+
+@runtime_checkable
+class Scorer(Protocol):
+    """Says whether a branch reached the run's goal."""
+
+    name: str
+
+    def score(self, branch: AgentTrajectory, original: AgentTrajectory) -> Score: ...

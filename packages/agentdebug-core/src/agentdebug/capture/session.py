@@ -22,6 +22,7 @@ from typing import Any
 from agentdebug.capture.encode import error_dict, jsonable, snapshot
 from agentdebug.capture.writer import BackgroundWriter
 from agentdebug.schema import (
+    AgentEvent,
     AgentInfo,
     AgentTrajectory,
     Artifact,
@@ -112,6 +113,7 @@ class AgentDebug:
         reference_answer: str | None = None,
         parent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
+        branch_from_event_id: str | None = None,
     ) -> TraceSession:
         """A new run to record into; use it as a context manager. Never raises: a
         value of the wrong type is coerced (its text), and logged."""
@@ -123,6 +125,7 @@ class AgentDebug:
             agents=[_agent(a) for a in (agents or ())],
             reference_answer=_text(reference_answer, "reference_answer"),
             parent_id=_text(parent_id, "parent_id"),
+            branch_from_event_id=_text(branch_from_event_id, "branch_from_event_id"),
             metadata=jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata),
         )
 
@@ -198,6 +201,7 @@ class TraceSession:
         reference_answer: str | None,
         parent_id: str | None,
         metadata: dict[str, Any],
+        branch_from_event_id: str | None = None,
     ) -> None:
         self.debugger = debugger
         self.id = run_id
@@ -206,6 +210,7 @@ class TraceSession:
         self.agents = agents
         self.reference_answer = reference_answer
         self.parent_id = parent_id
+        self.branch_from_event_id = branch_from_event_id
         self.metadata = metadata
         self.started_at = datetime.now(UTC)
         self.ended_at: datetime | None = None
@@ -350,6 +355,48 @@ class TraceSession:
             log.exception("agentdebug: an event could not be recorded")
             return None
 
+    def record_event(
+        self, event: AgentEvent, *, metadata: dict[str, Any] | None = None
+    ) -> str | None:
+        """Record a copy of an event from another run, keeping its id, step,
+        timestamp and payloads (a rerun branch starts with the original's events
+        before the resume point). ``metadata`` is merged into the event's own.
+        Never raises."""
+        try:
+            extra = None
+            if event.artifacts or event.checkpoint is not None:
+                extra = {"artifacts": list(event.artifacts), "checkpoint": event.checkpoint}
+            if event.step_index > self._last_step:
+                self._last_step = event.step_index
+            if event.error is not None:
+                self._n_errors += 1
+            if event.type is EventType.FINAL_ANSWER:
+                self._final_answer = event.output
+            seq = next(self._counter)
+            self._sink(
+                (
+                    self,
+                    seq,
+                    event.type.value,
+                    event.agent_name,
+                    event.step_index,
+                    snapshot(event.input),
+                    snapshot(event.output),
+                    event.error,
+                    event.module,
+                    event.parent_id,
+                    event.duration_ms,
+                    {**event.metadata, **metadata} if metadata else event.metadata or None,
+                    extra,
+                    event.id,
+                    event.timestamp.timestamp() if event.timestamp else _now(),
+                )
+            )
+            return event.id
+        except Exception:
+            log.exception("agentdebug: an event could not be copied")
+            return None
+
     def _coerce_type(
         self, value: Any, metadata: dict[str, Any] | None
     ) -> tuple[EventType, dict[str, Any] | None]:
@@ -416,6 +463,7 @@ class TraceSession:
             reference_answer=self.reference_answer,
             metadata=self.metadata,
             parent_id=self.parent_id,
+            branch_from_event_id=self.branch_from_event_id,
             started_at=self.started_at,
             ended_at=self.ended_at,
         )

@@ -9,8 +9,17 @@ from agentdebug.schema.diagnosis import (
     Fix,
     Hypothesis,
     Severity,
+    Verification,
 )
 from agentdebug.schema.labels import GoldLabel
+from agentdebug.schema.rerun import (
+    Attempt,
+    GateDecision,
+    LoopResult,
+    RecoveryPlan,
+    RerunRequest,
+    Score,
+)
 from agentdebug.schema.trace import (
     SCHEMA_VERSION,
     AgentEvent,
@@ -30,6 +39,7 @@ __all__ = [
     "AgentInfo",
     "AgentTrajectory",
     "Artifact",
+    "Attempt",
     "AuditEntry",
     "CheckpointRef",
     "Cost",
@@ -39,9 +49,15 @@ __all__ = [
     "Evidence",
     "Finding",
     "Fix",
+    "GateDecision",
     "GoldLabel",
     "Hypothesis",
+    "LoopResult",
     "Outcome",
     "OutcomeStatus",
+    "RecoveryPlan",
+    "RerunRequest",
+    "Score",
     "Severity",
+    "Verification",
 ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -141,6 +141,24 @@ class Cost(BaseModel):
         )
 
 
+class Verification(BaseModel):
+    """What a rerun said about a report's root cause.
+
+    ``verified_by_rerun``: a branch that corrected only the blamed step succeeded,
+    so the blamed step was decisive. ``not_confirmed``: the branch still failed (or
+    could not run), so the claim stands untested or wrong."""
+
+    model_config = ConfigDict(frozen=True)
+
+    status: Literal["verified_by_rerun", "not_confirmed"]
+    branch_id: str | None = None
+    resume_step: int | None = None
+    directive: str | None = None
+    score: float | None = None
+    detail: str = ""
+    checked_at: datetime = Field(default_factory=utcnow)
+
+
 class DiagnosticReport(BaseModel):
     """The answer to one diagnosis: what failed, who caused it, what to change."""
 
@@ -161,6 +179,7 @@ class DiagnosticReport(BaseModel):
     cost: Cost = Field(default_factory=Cost)
     notes: list[str] = Field(default_factory=list)
     verified_by_rerun: bool | None = None
+    verification: Verification | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property

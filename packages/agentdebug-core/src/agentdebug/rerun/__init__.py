@@ -1,0 +1,32 @@
+"""Reruns and the closed loop: fork a run from the blamed step with a directive,
+keep the branch beside the original, score it, and go round again if it fails."""
+
+from agentdebug.rerun.branch import checkpoint_before, inherited_events, start_branch
+from agentdebug.rerun.diff import BranchDiff, compare
+from agentdebug.rerun.executors import find_executor, load_executor
+from agentdebug.rerun.loop import closed_loop
+from agentdebug.rerun.score import (
+    CallableScorer,
+    LLMJudgeScorer,
+    OutcomeScorer,
+    ReferenceScorer,
+    final_answer,
+    make_scorer,
+)
+
+__all__ = [
+    "BranchDiff",
+    "CallableScorer",
+    "LLMJudgeScorer",
+    "OutcomeScorer",
+    "ReferenceScorer",
+    "checkpoint_before",
+    "closed_loop",
+    "compare",
+    "final_answer",
+    "find_executor",
+    "inherited_events",
+    "load_executor",
+    "make_scorer",
+    "start_branch",
+]

@@ -1,0 +1,62 @@
+"""Helpers every rerun executor uses to record its branch the same way.
+
+A branch is a full trajectory: it starts with a copy of the original's events
+before the resume step (so it can be read, diagnosed and rerun again on its own),
+then holds what the rerun did. It points at its parent with ``parent_id`` and
+``branch_from_event_id``, and ``metadata['branch']`` says where it resumed, with
+which directive, on whose plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug.capture.session import AgentDebug, TraceSession
+from agentdebug.schema import AgentEvent, AgentTrajectory, RerunRequest
+
+
+def inherited_events(trajectory: AgentTrajectory, resume_step: int) -> list[AgentEvent]:
+    """The events a branch keeps from its parent: every one before the resume step."""
+    return [e for e in trajectory.events if e.step_index < resume_step]
+
+
+def checkpoint_before(trajectory: AgentTrajectory, resume_step: int) -> AgentEvent | None:
+    """The latest event carrying a checkpoint taken at or before the start of the
+    resume step: the state to restore so that the step is redone."""
+    found = None
+    for event in trajectory.events:
+        if event.checkpoint is None:
+            continue
+        if event.step_index <= resume_step:
+            found = event
+        else:
+            break
+    return found
+
+
+def start_branch(
+    debugger: AgentDebug,
+    request: RerunRequest,
+    *,
+    framework: str | None = None,
+    metadata: dict[str, Any] | None = None,
+) -> TraceSession:
+    """A trace session for the branch, already holding the inherited events.
+
+    Use it as the context manager of the rerun; the executor records what the
+    rerun does into it, then returns ``session.trajectory()``."""
+    original = request.trajectory
+    resume = request.resume_event
+    meta = {**original.metadata, **(metadata or {}), "branch": request.branch_metadata()}
+    session = debugger.trace(
+        original.goal,
+        framework=framework or original.framework,
+        agents=list(original.agents),
+        reference_answer=original.reference_answer,
+        parent_id=original.id,
+        metadata=meta,
+        branch_from_event_id=resume.id if resume is not None else None,
+    )
+    for event in inherited_events(original, request.resume_step):
+        session.record_event(event, metadata={"inherited_from": original.id})
+    return session

@@ -1,0 +1,190 @@
+"""Branch comparison: align two runs event by event, find where they part.
+
+Two events match when they have the same type, agent, module and payloads (input,
+output, error message). A branch inherits its parent's events before the resume
+step unchanged, so the first divergence is normally the resume step; anything
+else (an earlier divergence) says the rerun did not start where it claimed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from agentdebug.rerun.score import final_answer
+from agentdebug.schema import AgentEvent, AgentTrajectory
+from agentdebug.text import shorten
+
+
+def _payload(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
+    except TypeError:
+        return repr(value).encode()
+
+
+def signature(event: AgentEvent) -> tuple[Any, ...]:
+    return (
+        event.type.value,
+        event.agent_name,
+        event.module,
+        _payload(event.input),
+        _payload(event.output),
+        event.error.message if event.error else None,
+    )
+
+
+def brief(event: AgentEvent, width: int = 100) -> str:
+    """One line: step, type, agent, and the most telling payload."""
+    value = (
+        event.error.message
+        if event.error
+        else (event.output if event.output is not None else event.input)
+    )
+    text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
+    who = f" {event.agent_name}" if event.agent_name else ""
+    return f"step {event.step_index:>3} {event.type.value:<13}{who}: {shorten(' '.join(text.split()), width)}"
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the alignment: ``same``, ``changed``, ``only_a`` or ``only_b``."""
+
+    tag: str
+    a: AgentEvent | None
+    b: AgentEvent | None
+
+
+@dataclass
+class BranchDiff:
+    a: AgentTrajectory
+    b: AgentTrajectory
+    rows: list[Row] = field(default_factory=list)
+
+    @property
+    def shared_prefix(self) -> int:
+        """How many events both runs share before they first differ."""
+        n = 0
+        for row in self.rows:
+            if row.tag != "same":
+                break
+            n += 1
+        return n
+
+    @property
+    def first_divergence(self) -> Row | None:
+        return next((r for r in self.rows if r.tag != "same"), None)
+
+    @property
+    def related(self) -> str:
+        if self.b.parent_id == self.a.id:
+            return f"{self.b.id} is a branch of {self.a.id}"
+        if self.a.parent_id == self.b.id:
+            return f"{self.a.id} is a branch of {self.b.id}"
+        if self.a.parent_id and self.a.parent_id == self.b.parent_id:
+            return f"both are branches of {self.a.parent_id}"
+        return "the runs are not linked by a rerun"
+
+    def to_dict(self) -> dict[str, Any]:
+        first = self.first_divergence
+        return {
+            "a": _side(self.a),
+            "b": _side(self.b),
+            "related": self.related,
+            "shared_prefix": self.shared_prefix,
+            "first_divergence": None
+            if first is None
+            else {
+                "tag": first.tag,
+                "a_step": first.a.step_index if first.a else None,
+                "b_step": first.b.step_index if first.b else None,
+                "a_event": first.a.id if first.a else None,
+                "b_event": first.b.id if first.b else None,
+            },
+            "rows": [
+                {"tag": r.tag, "a": r.a.id if r.a else None, "b": r.b.id if r.b else None}
+                for r in self.rows
+            ],
+        }
+
+    def render(self, context: int = 2, limit: int = 40) -> str:
+        """Text: both outcomes, the shared prefix, then the aligned events from a
+        little before the first divergence (``-`` only in A, ``+`` only in B,
+        ``~`` changed)."""
+        out = []
+        for label, run in (("A", self.a), ("B", self.b)):
+            side = _side(run)
+            out.append(
+                f"{label}: {run.id}  outcome {side['outcome']}  final answer: {side['final_answer']}"
+            )
+            branch = run.metadata.get("branch")
+            if isinstance(branch, dict) and branch.get("directive"):
+                out.append(
+                    f"   rerun from step {branch.get('resume_step')} with directive: "
+                    f"{shorten(str(branch['directive']), 160)}"
+                )
+        out.append(self.related)
+        first = self.first_divergence
+        if first is None:
+            out.append(f"No divergence: the {len(self.rows)} events are the same.")
+            return "\n".join(out)
+        a_step = first.a.step_index if first.a else "-"
+        b_step = first.b.step_index if first.b else "-"
+        out.append(
+            f"Shared: the first {self.shared_prefix} event(s). "
+            f"First divergence: A step {a_step} / B step {b_step}."
+        )
+        start = max(0, self.shared_prefix - context)
+        shown = self.rows[start : start + limit]
+        for row in shown:
+            if row.tag == "same":
+                out.append(f"    {brief(row.a)}" if row.a else "")
+            elif row.tag == "changed":
+                out.append(f"  ~ A {brief(row.a)}" if row.a else "")
+                out.append(f"    B {brief(row.b)}" if row.b else "")
+            elif row.tag == "only_a" and row.a:
+                out.append(f"  - {brief(row.a)}")
+            elif row.b:
+                out.append(f"  + {brief(row.b)}")
+        if start + limit < len(self.rows):
+            out.append(f"  ... {len(self.rows) - start - limit} more aligned event(s)")
+        return "\n".join(out)
+
+
+def _side(run: AgentTrajectory) -> dict[str, Any]:
+    answer = final_answer(run)
+    return {
+        "id": run.id,
+        "outcome": run.outcome.status.value,
+        "final_answer": shorten(str(answer), 120) if answer is not None else None,
+        "events": len(run.events),
+        "parent_id": run.parent_id,
+    }
+
+
+def compare(a: AgentTrajectory, b: AgentTrajectory) -> BranchDiff:
+    """Align ``a`` and ``b`` (typically an original and its branch)."""
+    sa = [signature(e) for e in a.events]
+    sb = [signature(e) for e in b.events]
+    matcher = difflib.SequenceMatcher(a=sa, b=sb, autojunk=False)
+    rows: list[Row] = []
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            rows += [
+                Row("same", a.events[i], b.events[j])
+                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+            ]
+        elif tag == "replace":
+            n = max(i2 - i1, j2 - j1)
+            for k in range(n):
+                ea = a.events[i1 + k] if i1 + k < i2 else None
+                eb = b.events[j1 + k] if j1 + k < j2 else None
+                rows.append(Row("changed" if ea and eb else ("only_a" if ea else "only_b"), ea, eb))
+        elif tag == "delete":
+            rows += [Row("only_a", a.events[i], None) for i in range(i1, i2)]
+        else:
+            rows += [Row("only_b", None, b.events[j]) for j in range(j1, j2)]
+    return BranchDiff(a, b, rows)

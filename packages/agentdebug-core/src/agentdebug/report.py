@@ -157,6 +157,9 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         out.append("Root cause: none named (no finding and no structural candidate)")
     if report.fix is not None:
         out.append(f"Fix: {report.fix.directive}")
+    verified = verification_line(report)
+    if verified:
+        out.append(verified)
     out += _lifecycle_lines(root, width)
     others = report.hypotheses[1:4]
     if others:
@@ -271,6 +274,9 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
             out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
     if report.fix is not None:
         out += ["", "## Fix", "", report.fix.directive]
+    verified = verification_line(report)
+    if verified:
+        out += ["", f"**{verified}**"]
     instances = _instances(root)
     if instances:
         out += [
@@ -322,6 +328,20 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     return "\n".join(out) + "\n"
 
 
+def verification_line(report: DiagnosticReport) -> str | None:
+    """What a rerun said about the root cause, or None when none was tried."""
+    v = report.verification
+    if v is None:
+        return None
+    if v.status == "verified_by_rerun":
+        return (
+            f"Root cause verified by rerun: branch {v.branch_id} corrected step "
+            f"{v.resume_step} alone and succeeded."
+        )
+    where = f"branch {v.branch_id}" if v.branch_id else "the rerun"
+    return f"Root cause not confirmed by rerun: {where} did not succeed ({v.detail})."
+
+
 def render_run(
     trajectory: AgentTrajectory, *, width: int = 100, reports: Sequence[DiagnosticReport] = ()
 ) -> str:
@@ -336,11 +356,18 @@ def render_run(
         f"  events:    {len(trajectory.events)}",
     ]
     if trajectory.parent_id:
-        out.append(f"  branch of: {trajectory.parent_id}")
+        branch = trajectory.metadata.get("branch")
+        where = ""
+        if isinstance(branch, dict) and branch.get("resume_step") is not None:
+            where = f" (rerun from step {branch['resume_step']}: {branch.get('directive', '')})"
+        out.append(f"  branch of: {trajectory.parent_id}{where}")
     marks: dict[str, list[str]] = {}
     if reports:
         latest = reports[-1]
         out.append(f"  diagnosis: {latest.summary}")
+        verified = verification_line(latest)
+        if verified:
+            out.append(f"  {verified}")
         if latest.root_cause and latest.root_cause.event_id:
             marks[latest.root_cause.event_id] = ["root cause"]
     out.append("")

@@ -104,7 +104,7 @@ def closed_loop(
             attempts.append(
                 Attempt(round=round_, run_id=current.id, report_id=current_report.id, error=error)
             )
-            _save_recovery(store, current_report, attempts[-1])
+            save_attempt(store, current_report, attempts[-1])
             status = "no_plan" if "names no root-cause step" in (error or "") else "error"
             return _result(trajectory, status, attempts, current.id, error or "")
         assert plan.resume_step is not None  # recoverers always set it
@@ -117,7 +117,7 @@ def closed_loop(
         )
         if not decision.approved:
             attempts.append(_attempt(round_, current, current_report, plan, decision))
-            _save_recovery(store, current_report, attempts[-1])
+            save_attempt(store, current_report, attempts[-1])
             return _result(trajectory, "refused", attempts, current.id, decision.reason)
 
         request = RerunRequest(
@@ -138,7 +138,7 @@ def closed_loop(
             log.warning("agentdebug: %s", why, exc_info=not isinstance(exc, AgentDebugError))
             attempts.append(_attempt(round_, current, current_report, plan, decision, error=why))
             _verify(store, current_report, None, request, None, why)
-            _save_recovery(store, current_report, attempts[-1])
+            save_attempt(store, current_report, attempts[-1])
             say(f"round {round_}: {why}; the original run is kept")
             return _result(trajectory, "error", attempts, current.id, why)
 
@@ -151,13 +151,13 @@ def closed_loop(
             attempts.append(
                 _attempt(round_, current, current_report, plan, decision, branch=branch, error=why)
             )
-            _save_recovery(store, current_report, attempts[-1])
+            save_attempt(store, current_report, attempts[-1])
             return _result(trajectory, "error", attempts, branch.id, why)
         attempts.append(
             _attempt(round_, current, current_report, plan, decision, branch=branch, score=score)
         )
         _verify(store, current_report, branch, request, score, score.reason)
-        _save_recovery(store, current_report, attempts[-1])
+        save_attempt(store, current_report, attempts[-1])
         say(
             f"round {round_}: branch {branch.id} {'succeeded' if score.success else 'failed'} "
             f"({judge.name}: {score.reason})"
@@ -276,7 +276,8 @@ def _verify(
     _resave(store, report, {"verified_by_rerun": ok, "verification": verification})
 
 
-def _save_recovery(store: TraceStore, report: DiagnosticReport, attempt: Attempt) -> None:
+def save_attempt(store: TraceStore, report: DiagnosticReport, attempt: Attempt) -> None:
+    """Keep a round (plan, gate decision, branch, score) on the report it acted on."""
     latest = _latest(store, report)
     done = list(latest.metadata.get("recovery", []))
     done.append(attempt.model_dump(mode="json"))

@@ -1,0 +1,196 @@
+"""Commands of the recovery half of the loop: ``act`` (plan, gate, rerun) and ``diff``."""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+import click
+import orjson
+
+from agentdebug.cli.app import Ctx, cli, pass_ctx
+from agentdebug.cli.options import model_options, settings_from
+from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
+
+
+def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
+    reports = obj.store.load_reports(run.id)
+    return reports[-1] if reports else None
+
+
+@cli.command()
+@click.argument("run_id")
+@click.option(
+    "--recover",
+    "strategy",
+    default="native",
+    show_default=True,
+    help="Recoverer: native (the diagnosis's own fix, no model call), reflexion, critic, "
+    "automanual, or one a plugin adds.",
+)
+@click.option("--rerun", is_flag=True, help="Rerun from the blamed step (behind the gate).")
+@click.option(
+    "--executor",
+    metavar="MODULE:FACTORY",
+    help="Rerun executor to build; default: the installed one for the run's framework.",
+)
+@click.option(
+    "--policy",
+    type=click.Choice(["ask", "auto", "never"]),
+    default="ask",
+    show_default=True,
+    help="Gate: ask on the terminal, approve automatically, or never rerun.",
+)
+@click.option("--max-rounds", default=3, show_default=True, help="Loop limit.")
+@click.option(
+    "--scorer",
+    type=click.Choice(["reference", "outcome", "llm"]),
+    help="How a branch is judged (default: the reference answer when the run has one, "
+    "else the branch's outcome).",
+)
+@click.option(
+    "--attributor",
+    help="Diagnose with this attributor when the run has no report yet (and for branches); "
+    "default: auto with a model, heuristic without.",
+)
+@click.option("--fresh", is_flag=True, help="Diagnose again even if the run has a report.")
+@click.option(
+    "--format", "out_fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@model_options
+@pass_ctx
+def act(
+    obj: Ctx,
+    /,
+    run_id: str,
+    strategy: str,
+    rerun: bool,
+    executor: str | None,
+    policy: str,
+    max_rounds: int,
+    scorer: str | None,
+    attributor: str | None,
+    fresh: bool,
+    out_fmt: str,
+    **model: Any,
+) -> None:
+    """Turn a run's diagnosis into a retry directive; with --rerun, close the loop.
+
+    Without --rerun the plan is printed and kept on the report (suggest-only).
+    With --rerun the gate decides, the executor reruns the run from the blamed
+    step with the directive, the branch is stored beside the original and scored,
+    and a failing branch goes round again (up to --max-rounds).
+    """
+    from agentdebug import AgentDebug
+    from agentdebug.capture.auto import configured_attributor
+    from agentdebug.llm import use_settings
+    from agentdebug.plugins import get_registry
+    from agentdebug.rerun import closed_loop, compare, find_executor, load_executor
+    from agentdebug.rerun.loop import save_attempt
+
+    settings = settings_from(model)
+    store = obj.store
+    run = store.load_trajectory(store.resolve_id(run_id))
+    dbg = AgentDebug(store)
+    with use_settings(settings):
+        chosen = attributor or configured_attributor()
+        report = None if fresh else _latest_report(obj, run)
+        if report is None:
+            report = dbg.diagnose(run, attributor=chosen)
+        reg = get_registry()
+        recoverer = reg.recoverer(strategy)
+        if not rerun:
+            plan = recoverer.recover(run, report)
+            save_attempt(
+                store, report, Attempt(round=1, run_id=run.id, report_id=report.id, plan=plan)
+            )
+            if out_fmt == "json":
+                click.echo(plan.model_dump_json(indent=2))
+                return
+            click.echo(report.summary)
+            click.echo(
+                f"\nPlan ({plan.strategy}): rerun from step {plan.resume_step}"
+                + (f" ({plan.target_agent})" if plan.target_agent else "")
+            )
+            click.echo(f"Directive: {plan.directive}")
+            if plan.rationale:
+                click.echo(f"Why: {plan.rationale}")
+            for note in plan.notes:
+                click.echo(f"Note: {note}")
+            click.echo(
+                f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun"
+            )
+            return
+        if executor:
+            if os.getcwd() not in sys.path:
+                sys.path.insert(0, os.getcwd())  # so examples.x:factory resolves from here
+            ex = load_executor(executor)
+        else:
+            ex = find_executor(run.framework, reg)
+        say = (lambda msg: click.echo(msg, err=True)) if out_fmt == "json" else click.echo
+        result = closed_loop(
+            run,
+            debugger=dbg,
+            executor=ex,
+            recoverer=recoverer,
+            policy=policy,  # type: ignore[arg-type]
+            scorer=scorer,
+            max_rounds=max_rounds,
+            report=report,
+            attributor=chosen,
+            progress=say,
+        )
+    if out_fmt == "json":
+        click.echo(result.model_dump_json(indent=2))
+    else:
+        click.echo(_summary(result))
+        if result.final_run_id and result.final_run_id != run.id:
+            click.echo("")
+            click.echo(compare(run, store.load_trajectory(result.final_run_id)).render())
+    if result.status != "succeeded":
+        sys.exit(2)
+
+
+def _summary(result: LoopResult) -> str:
+    lines = [f"\nLoop {result.status}: {result.detail}"]
+    for a in result.attempts:
+        parts = [f"  round {a.round}: run {a.run_id}"]
+        if a.decision is not None:
+            parts.append(f"gate {'approved' if a.decision.approved else 'refused'}")
+        if a.branch_id:
+            parts.append(f"branch {a.branch_id}")
+        if a.score is not None:
+            parts.append(f"{'passed' if a.score.success else 'failed'} ({a.score.scorer})")
+        if a.error:
+            parts.append(a.error)
+        lines.append(", ".join(parts))
+    if result.verified_by_rerun is not None:
+        lines.append(
+            "Root cause: "
+            + ("verified by rerun" if result.verified_by_rerun else "not confirmed by rerun")
+        )
+    return "\n".join(lines)
+
+
+@cli.command()
+@click.argument("run_a")
+@click.argument("run_b")
+@click.option(
+    "--format", "out_fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
+@click.option("--limit", default=40, show_default=True, help="Aligned events to show.")
+@pass_ctx
+def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
+    """Compare two runs (an original and its branch): outcomes, shared prefix,
+    first divergence, and the aligned events from there."""
+    from agentdebug.rerun import compare
+
+    store = obj.store
+    a = store.load_trajectory(store.resolve_id(run_a))
+    b = store.load_trajectory(store.resolve_id(run_b))
+    result = compare(a, b)
+    if out_fmt == "json":
+        click.echo(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
+    else:
+        click.echo(result.render(limit=limit))

@@ -1,0 +1,306 @@
+"""The closed loop with a real rerun executor: branches in the store, verification
+on the report, refusals, failing and broken reruns, scorers, the diff, the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug
+from agentdebug.errors import AgentDebugError, NotFoundError
+from agentdebug.llm import LLMSettings, use_settings
+from agentdebug.llm.testing import ScriptedServer
+from agentdebug.rerun import (
+    CallableScorer,
+    LLMJudgeScorer,
+    OutcomeScorer,
+    ReferenceScorer,
+    closed_loop,
+    compare,
+    find_executor,
+    load_executor,
+)
+from agentdebug.schema import AgentTrajectory, OutcomeStatus
+from conftest import run_cli
+from toy_agent import ToyExecutor, failing_run
+
+HERE = Path(__file__).resolve().parent
+
+
+@pytest.fixture
+def dbg(tmp_path: Path) -> AgentDebug:
+    return AgentDebug(tmp_path / "store")
+
+
+def test_a_successful_rerun_verifies_the_root_cause(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    executor = ToyExecutor(dbg)
+    result = closed_loop(run, debugger=dbg, executor=executor)
+
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    assert len(result.attempts) == 1
+    attempt = result.attempts[0]
+    assert attempt.plan is not None and attempt.plan.resume_step == 1
+    assert attempt.decision is not None and attempt.decision.approved
+    request = executor.requests[0]
+    assert request.resume_step == 1 and request.directive == attempt.plan.directive
+
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.final_run_id or "")
+    assert branch.parent_id == run.id and branch.outcome.status is OutcomeStatus.SUCCESS
+    assert branch.metadata["branch"]["resume_step"] == 1
+    assert branch.metadata["branch"]["directive"] == attempt.plan.directive
+    assert branch.branch_from_event_id == run.events[1].id
+    # the inherited prefix: step 0 copied with its id, marked
+    assert branch.events[0].id == run.events[0].id
+    assert branch.events[0].metadata["inherited_from"] == run.id
+    assert [e.step_index for e in branch.events] == [0, 1, 2, 3]
+
+    (report,) = store.load_reports(run.id)
+    assert report.verified_by_rerun is True
+    assert report.verification is not None and report.verification.branch_id == branch.id
+    recovery = report.metadata["recovery"]
+    assert recovery[0]["decision"]["approved"] is True and recovery[0]["branch_id"] == branch.id
+    # the original is untouched
+    assert store.load_trajectory(run.id).outcome.status is OutcomeStatus.FAILURE
+
+
+def test_a_branch_that_fails_again_goes_round_until_the_limit(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg, "stubborn"), max_rounds=2)
+    assert result.status == "failed" and result.verified_by_rerun is False
+    first, second = result.attempts
+    assert second.run_id == first.branch_id  # round 2 diagnosed the first branch
+    store = dbg.store
+    assert store is not None
+    branch2 = store.load_trajectory(second.branch_id or "")
+    assert branch2.parent_id == first.branch_id
+    (report,) = store.load_reports(run.id)
+    assert report.verified_by_rerun is False
+    assert report.verification is not None and report.verification.status == "not_confirmed"
+    assert store.load_reports(first.branch_id or "")  # the branch got its own diagnosis
+    assert len(store.list_runs()) == 3  # the failure and both repairs are kept
+
+
+def test_an_executor_that_raises_is_reported_and_the_original_kept(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg, "broken"))
+    assert result.status == "error"
+    assert "RuntimeError: the sandbox is gone" in result.detail
+    assert result.attempts[0].branch_id is None and result.verified_by_rerun is False
+    store = dbg.store
+    assert store is not None
+    assert [r.id for r in store.list_runs()] == [run.id]
+    (report,) = store.load_reports(run.id)
+    assert report.verification is not None
+    assert "the sandbox is gone" in report.verification.detail
+
+
+def test_policy_never_refuses_and_records_the_decision(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    executor = ToyExecutor(dbg)
+    result = closed_loop(run, debugger=dbg, executor=executor, policy="never")
+    assert result.status == "refused" and executor.requests == []
+    assert result.verified_by_rerun is None
+    store = dbg.store
+    assert store is not None
+    (report,) = store.load_reports(run.id)
+    assert report.metadata["recovery"][0]["decision"]["approved"] is False
+    assert report.verification is None
+
+
+def test_a_run_that_passes_needs_no_loop(dbg: AgentDebug) -> None:
+    run = failing_run(dbg).model_copy(update={"reference_answer": "Sydney"})
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    assert result.status == "already_ok" and result.attempts == []
+
+
+def test_callable_policy_and_scorer(dbg: AgentDebug) -> None:
+    run = failing_run(dbg, reference=False)
+    seen: list[int | None] = []
+
+    def approve(plan: Any) -> bool:
+        seen.append(plan.resume_step)
+        return True
+
+    result = closed_loop(
+        run,
+        debugger=dbg,
+        executor=ToyExecutor(dbg),
+        policy=approve,
+        scorer=lambda branch: "Canberra" in str(branch.outcome.final_answer),
+    )
+    assert seen == [1] and result.status == "succeeded"
+    assert result.attempts[0].score is not None
+    assert result.attempts[0].score.scorer.startswith("callable:")
+
+
+def test_loop_arguments_are_checked(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    with pytest.raises(AgentDebugError, match="max_rounds must be at least 1"):
+        closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), max_rounds=0)
+    with pytest.raises(NotFoundError, match="no rerun executor for framework 'toy'"):
+        closed_loop(run, debugger=dbg)
+    with pytest.raises(NotFoundError, match="unknown recoverer 'magic'"):
+        closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), recoverer="magic")
+
+
+# -- scorers --------------------------------------------------------------------------------
+
+
+def _with_answer(run: AgentTrajectory, answer: str, reference: str | None) -> AgentTrajectory:
+    outcome = run.outcome.model_copy(update={"final_answer": answer})
+    return run.model_copy(update={"outcome": outcome, "reference_answer": reference})
+
+
+def test_reference_scorer_matches_phrases_not_substrings(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    score = ReferenceScorer().score
+    assert score(_with_answer(run, "The capital is Canberra.", "canberra"), run).success
+    assert score(_with_answer(run, "About 1,234,567 people", "1234567"), run).success
+    miss = score(_with_answer(run, "Canberra-ish", "New Canberra"), run)
+    assert not miss.success and 0 < miss.score < 1
+    assert not score(_with_answer(run, "Canberrans", "Canberra"), run).success
+    with pytest.raises(AgentDebugError, match="has no reference answer"):
+        score(_with_answer(run, "x", None), _with_answer(run, "x", None))
+
+
+def test_outcome_and_callable_scorers(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    assert not OutcomeScorer().score(run, run).success
+    assert CallableScorer(lambda b: 0.75).score(run, run).success
+    with pytest.raises(AgentDebugError, match="returned 'yes'"):
+        CallableScorer(lambda b: "yes").score(run, run)
+
+
+def test_llm_judge_scorer_through_the_server(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    verdict = {"success": False, "score": 0.1, "reason": "Sydney is not the capital."}
+    settings = LLMSettings(model="m", base_url="", api_key="k", cache=False, max_retries=0)
+    with (
+        ScriptedServer([json.dumps(verdict)]) as server,
+        use_settings(settings.model_copy(update={"base_url": server.base_url})),
+    ):
+        score = LLMJudgeScorer().score(run, run)
+        sent = "\n".join(m["content"] for m in server.requests[0]["messages"])
+    assert not score.success and score.reason == "Sydney is not the capital."
+    assert "Final answer: Sydney" in sent and "Reference answer: Canberra" in sent
+    assert score.audit and score.audit[0].stage == "llm"
+
+
+# -- diff -------------------------------------------------------------------------------------
+
+
+def test_diff_shows_the_first_divergence_at_the_resume_step(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.final_run_id or "")
+    diff = compare(run, branch)
+    assert diff.shared_prefix == 1
+    first = diff.first_divergence
+    assert first is not None and first.a is not None and first.b is not None
+    assert first.a.step_index == first.b.step_index == 1
+    text = diff.render()
+    assert f"{branch.id} is a branch of {run.id}" in text
+    assert "outcome failure  final answer: Sydney" in text
+    assert "outcome success  final answer: Canberra" in text
+    assert "First divergence: A step 1 / B step 1." in text
+    assert compare(run, run).first_divergence is None
+
+
+# -- executors --------------------------------------------------------------------------------
+
+
+def test_load_executor_errors_are_clear() -> None:
+    with pytest.raises(AgentDebugError, match="expected module:factory"):
+        load_executor("toy_agent")
+    with pytest.raises(AgentDebugError, match="cannot import no_such_module"):
+        load_executor("no_such_module:make")
+    with pytest.raises(AgentDebugError, match="toy_agent has no 'nope'"):
+        load_executor("toy_agent:nope")
+    with pytest.raises(AgentDebugError, match="returned str, which has no 'framework'"):
+        load_executor("toy_agent:GOAL")
+    assert load_executor("toy_agent:make_executor").framework == "toy"
+    with pytest.raises(NotFoundError, match="install the framework's agentdebug plugin"):
+        find_executor("nothing")
+
+
+# -- CLI ----------------------------------------------------------------------------------------
+
+
+def _stored_failure(home: Path) -> str:
+    dbg = AgentDebug(home)
+    run = failing_run(dbg)
+    dbg.close()
+    return run.id
+
+
+def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
+    run_id = _stored_failure(home)
+    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
+
+    plan = run_cli("act", run_id, env=env)
+    assert plan.returncode == 0, plan.stderr
+    assert "Plan (native): rerun from step 1 (researcher)" in plan.stdout
+    assert "Suggest-only" in plan.stdout
+
+    refused = run_cli("act", run_id, "--rerun", "--executor", "toy_agent:make_executor", env=env)
+    assert refused.returncode == 2
+    assert "needs a terminal" in refused.stdout
+
+    done = run_cli(
+        "act",
+        run_id,
+        "--rerun",
+        "--executor",
+        "toy_agent:make_executor",
+        "--policy",
+        "auto",
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Loop succeeded" in done.stdout and "Root cause: verified by rerun" in done.stdout
+    assert "First divergence: A step 1 / B step 1." in done.stdout
+
+    shown = run_cli("show", run_id)
+    assert "Root cause verified by rerun" in shown.stdout
+
+    listed = run_cli("list", "--json")
+    runs = [json.loads(line) for line in listed.stdout.splitlines()]
+    branch = next(r for r in runs if r["id"] != run_id)
+    diff = run_cli("diff", run_id, branch["id"], "--format", "json")
+    doc = json.loads(diff.stdout)
+    assert doc["related"] == f"{branch['id']} is a branch of {run_id}"
+    assert doc["first_divergence"]["a_step"] == 1
+
+
+def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
+    run_id = _stored_failure(home)
+    env = {"PYTHONPATH": str(HERE)}
+    failed = run_cli(
+        "act",
+        run_id,
+        "--rerun",
+        "--executor",
+        "toy_agent:make_stubborn_executor",
+        "--policy",
+        "auto",
+        "--max-rounds",
+        "2",
+        "--format",
+        "json",
+        env=env,
+    )
+    assert failed.returncode == 2
+    doc = json.loads(failed.stdout)
+    assert doc["status"] == "failed" and len(doc["attempts"]) == 2
+    bad = run_cli("act", run_id, "--rerun", "--executor", "nowhere:thing", env=env)
+    assert bad.returncode == 1 and bad.stderr.startswith("error: executor 'nowhere:thing'")
+    missing = run_cli("act", run_id, "--rerun", "--policy", "auto", env=env)
+    assert missing.returncode == 1 and "no rerun executor for framework 'toy'" in missing.stderr

@@ -274,6 +274,8 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
     listed = run_cli("list", "--json")
     runs = [json.loads(line) for line in listed.stdout.splitlines()]
     branch = next(r for r in runs if r["id"] != run_id)
+    assert branch["parent_id"] == run_id and branch["status"] == "success"
+    assert f"[branch of {run_id}]" in run_cli("list").stdout
     diff = run_cli("diff", run_id, branch["id"], "--format", "json")
     doc = json.loads(diff.stdout)
     assert doc["related"] == f"{branch['id']} is a branch of {run_id}"

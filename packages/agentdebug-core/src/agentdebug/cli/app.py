@@ -168,6 +168,7 @@ def list_runs(
                         "failure_modes": run.failure_modes,
                         "root_agent": run.root_agent,
                         "root_step": run.root_step,
+                        "parent_id": run.parent_id,
                     }
                 ).decode()
             )
@@ -175,9 +176,11 @@ def list_runs(
         started = run.started_at.strftime("%Y-%m-%d %H:%M") if run.started_at else "-"
         root = f"{run.root_agent}@{run.root_step}" if run.root_agent is not None else "-"
         goal = " ".join((run.goal or "").split())
+        if run.parent_id:
+            goal = f"[branch of {run.parent_id}] {goal}"
         click.echo(
             f"{run.id:<28} {run.status:<8} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
-            f"{started:<16}  {root[:28]:<28} {goal[:60]}"
+            f"{started:<16}  {root[:28]:<28} {goal[:80]}"
         )
     if not runs and not as_json:
         click.echo("no runs match", err=True)

@@ -1,0 +1,86 @@
+"""ReAct transcripts through ``agentdebug import``: the transcript inside a JSON file.
+
+The core importers read JSON (one document or JSON Lines), so a transcript comes
+wrapped: ``{"transcript": "Question: ...\\nThought: ...", "goal"?, "id"?,
+"reference_answer"?, "agent_name"?, "metadata"?}``, a list of such objects, or
+one per line. A plain-text transcript file is read with :func:`load_transcript`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from agentdebug.errors import InputError
+from agentdebug.stages import ImportedRun, Source
+
+from agentdebug_react._parse import _LABEL, parse_transcript
+from agentdebug_react._step import DEFAULT_AGENT
+
+
+def _is_transcript(value: Any) -> bool:
+    if not isinstance(value, Mapping):
+        return False
+    text = value.get("transcript")
+    return isinstance(text, str) and any(_LABEL.match(line) for line in text.splitlines()[:200])
+
+
+class TranscriptImporter:
+    """Reads ReAct transcripts wrapped in JSON objects with a ``transcript`` field."""
+
+    name = "react-transcript"
+    description = 'ReAct text transcripts (Thought/Action/Observation) in {"transcript": "..."}'
+
+    def sniff(self, source: Source) -> str | None:
+        items = self._items(source)
+        if items is None:
+            return "not a JSON object or list of objects"
+        if not items:
+            return "empty list"
+        if not all(_is_transcript(item) for item in items):
+            return "no 'transcript' text with Thought/Action/Observation lines"
+        return None
+
+    def load(self, source: Source) -> Iterator[ImportedRun]:
+        items = self._items(source) or []
+        many = len(items) > 1 or source.records is not None or isinstance(source.document, list)
+        for number, item in enumerate(items, start=1):
+            record = number if many else None
+            meta = item.get("metadata")
+            if meta is not None and not isinstance(meta, Mapping):
+                raise InputError(
+                    "must be an object", source=source.name, record=record, field="metadata"
+                )
+            stem = source.path.stem
+            run_id = item.get("id")
+            trajectory = parse_transcript(
+                item["transcript"],
+                goal=_text(item, "goal", source, record),
+                agent_name=_text(item, "agent_name", source, record) or DEFAULT_AGENT,
+                run_id=str(run_id)
+                if run_id is not None
+                else (f"{stem}-{number}" if many else stem),
+                reference_answer=_text(item, "reference_answer", source, record),
+                metadata=meta,
+                source=source.name,
+            )
+            yield ImportedRun(trajectory=trajectory)
+
+    @staticmethod
+    def _items(source: Source) -> list[Mapping[str, Any]] | None:
+        if source.records is not None:
+            values: Any = source.records
+        elif isinstance(source.document, Mapping):
+            values = [source.document]
+        else:
+            values = source.document
+        if not isinstance(values, list) or not all(isinstance(v, Mapping) for v in values):
+            return None
+        return values
+
+
+def _text(item: Mapping[str, Any], key: str, source: Source, record: int | None) -> str | None:
+    value = item.get(key)
+    if value is None or isinstance(value, str):
+        return value
+    raise InputError("must be a string", source=source.name, record=record, field=key)

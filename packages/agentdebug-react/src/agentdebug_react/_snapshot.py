@@ -1,0 +1,221 @@
+"""Checkpoints: the loop's state before every step, kept on the trajectory itself.
+
+A rerun must be able to start from a stored run alone (given the step function),
+so the state before each step travels in the trajectory: a CHECKPOINT event per
+step whose ``metadata['react_checkpoint']`` holds the message list and the
+user's state. Messages are stored as a delta against the previous checkpoint
+(ReAct loops only ever append), so a long run with big observations costs its
+size once, not once per step; a loop that rewrites its history gets a full copy.
+
+The user's own state goes through a :class:`Snapshotter`: two functions that turn
+the state into JSON data and back. The default keeps JSON-able state as it is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar, runtime_checkable
+
+import orjson
+from agentdebug.errors import AgentDebugError
+from agentdebug.rerun.branch import checkpoint_before
+from agentdebug.schema import AgentEvent, AgentTrajectory
+
+from agentdebug_react._step import FRAMEWORK, Message
+
+#: The key, in a CHECKPOINT event's metadata, that holds the snapshot.
+CHECKPOINT_KEY = "react_checkpoint"
+#: Bumped when the stored shape changes; a reader refuses shapes it does not know.
+CHECKPOINT_FORMAT = 1
+
+S = TypeVar("S")
+
+
+@runtime_checkable
+class Snapshotter(Protocol[S]):
+    """Turns the user's state into JSON data and back, for checkpoints.
+
+    ``snapshot`` is called before every step and must not change the state;
+    ``restore`` is called once per rerun and must return a fresh, independent
+    state (the rerun mutates it).
+    """
+
+    def snapshot(self, state: S) -> Any: ...
+
+    def restore(self, data: Any) -> S: ...
+
+
+class JsonSnapshotter:
+    """The default: state that is already JSON data (dicts, lists, strings, numbers,
+    None) is stored as it is and restored as a copy. Anything else makes the
+    checkpoint unrestorable (logged at capture, a clear error at rerun); give the
+    loop a snapshotter of your own for such state."""
+
+    name = "json"
+
+    def snapshot(self, state: Any) -> Any:
+        return state
+
+    def restore(self, data: Any) -> Any:
+        return data
+
+
+def snapshotter_name(snapshotter: object) -> str:
+    name = getattr(snapshotter, "name", None)
+    return name if isinstance(name, str) else type(snapshotter).__qualname__
+
+
+def _default(value: Any) -> Any:
+    """orjson's fallback: pydantic models and the usual containers, nothing guessed."""
+    dump = getattr(value, "model_dump", None)
+    if callable(dump):
+        return dump(mode="json")
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value, default=_default, option=orjson.OPT_NON_STR_KEYS)
+
+
+def copy_json(value: Any) -> Any:
+    """A deep, independent copy of JSON data (through its JSON form)."""
+    return orjson.loads(dumps(value))
+
+
+class Checkpointer:
+    """Takes the checkpoints of one run; remembers the last message list it stored
+    so that the next checkpoint stores only what was appended."""
+
+    def __init__(self, snapshotter: Snapshotter[Any]) -> None:
+        self.snapshotter = snapshotter
+        self.name = snapshotter_name(snapshotter)
+        self._previous: list[bytes] | None = None
+
+    def take(self, step: int, messages: list[Message], state: Any) -> dict[str, Any]:
+        """The checkpoint data for the state before ``step``. Never raises: what
+        cannot be stored is named in ``problem`` and the checkpoint is marked
+        unrestorable."""
+        data: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "step": step, "snapshotter": self.name}
+        problems: list[str] = []
+        try:
+            encoded = [dumps(m) for m in messages]
+        except Exception as exc:
+            problems.append(f"the messages are not JSON data ({exc})")
+            self._previous = None  # the chain is broken: the next checkpoint stores all
+        else:
+            previous = self._previous
+            keep = 0
+            if (
+                previous is not None
+                and len(previous) <= len(encoded)
+                and encoded[: len(previous)] == previous
+            ):
+                keep = len(previous)
+            data["messages_keep"] = keep
+            data["messages_append"] = [orjson.loads(m) for m in encoded[keep:]]
+            data["n_messages"] = len(encoded)
+            self._previous = encoded
+        try:
+            data["state"] = orjson.loads(dumps(self.snapshotter.snapshot(state)))
+        except Exception as exc:
+            problems.append(
+                f"the state could not be snapshotted by the '{self.name}' snapshotter "
+                f"({type(exc).__name__}: {exc}); give the loop a Snapshotter for it"
+            )
+        data["restorable"] = not problems
+        if problems:
+            data["problem"] = "; ".join(problems)
+        return data
+
+
+@dataclass(frozen=True)
+class RestorePoint:
+    """The state to restore for a rerun: the checkpoint event and what it holds."""
+
+    step: int
+    event: AgentEvent
+    messages: list[Message]
+    state_data: Any
+    snapshotter: str | None
+
+
+def react_checkpoints(trajectory: AgentTrajectory) -> list[AgentEvent]:
+    return [
+        e
+        for e in trajectory.events
+        if e.checkpoint is not None and e.checkpoint.framework == FRAMEWORK
+    ]
+
+
+def _data(event: AgentEvent, run_id: str) -> dict[str, Any]:
+    data = event.metadata.get(CHECKPOINT_KEY)
+    if not isinstance(data, dict):
+        raise AgentDebugError(
+            f"run '{run_id}': the checkpoint at step {event.step_index} (event {event.id}) "
+            "holds no snapshot (was it truncated by AGENTDEBUG_MAX_EVENT_BYTES?)"
+        )
+    if data.get("format") != CHECKPOINT_FORMAT:
+        raise AgentDebugError(
+            f"run '{run_id}': the checkpoint at step {event.step_index} has format "
+            f"{data.get('format')!r}; this agentdebug-react reads format {CHECKPOINT_FORMAT}"
+        )
+    return data
+
+
+def restore_point(trajectory: AgentTrajectory, resume_step: int) -> RestorePoint:
+    """The checkpoint to restore to redo ``resume_step``, with its messages rebuilt.
+
+    That is the checkpoint taken at the start of the step (the one
+    :func:`agentdebug.rerun.branch.checkpoint_before` names). A step before the
+    first checkpoint (the user's question, step 0) resumes at the first loop step,
+    since nothing the agent decided comes before it. Raises AgentDebugError saying
+    what is missing when the run cannot be restored.
+    """
+    checkpoints = react_checkpoints(trajectory)
+    if not checkpoints:
+        raise AgentDebugError(
+            f"run '{trajectory.id}' has no ReAct checkpoints to restore (it was not captured "
+            "by agentdebug-react's ReactLoop, or was imported from a transcript)"
+        )
+    found = checkpoint_before(trajectory, resume_step)
+    if found is None or found.checkpoint is None or found.checkpoint.framework != FRAMEWORK:
+        earlier = [e for e in checkpoints if e.step_index <= resume_step]
+        found = earlier[-1] if earlier else checkpoints[0]
+    messages: list[Any] | None = None
+    broken_at: int | None = None
+    for event in checkpoints:
+        data = _data(event, trajectory.id)
+        keep, append = data.get("messages_keep"), data.get("messages_append")
+        linked = isinstance(keep, int) and (
+            keep == 0 or (messages is not None and 0 < keep <= len(messages))
+        )
+        if linked and isinstance(append, list):
+            messages = (messages or [])[:keep] + append  # keep 0: a full copy
+            broken_at = None
+        else:
+            if messages is not None or broken_at is None:
+                broken_at = event.step_index
+            messages = None
+        if event is found:
+            break
+    data = _data(found, trajectory.id)
+    if not data.get("restorable", False):
+        raise AgentDebugError(
+            f"run '{trajectory.id}': the state before step {found.step_index} was not "
+            f"restorable when it was captured: {data.get('problem', 'no reason recorded')}"
+        )
+    if messages is None:
+        raise AgentDebugError(
+            f"run '{trajectory.id}': the message history before step {found.step_index} "
+            f"cannot be rebuilt (the checkpoint at step {broken_at} is incomplete)"
+        )
+    snap = data.get("snapshotter")
+    return RestorePoint(
+        step=found.step_index,
+        event=found,
+        messages=copy_json(messages),
+        state_data=copy_json(data.get("state")),
+        snapshotter=snap if isinstance(snap, str) else None,
+    )

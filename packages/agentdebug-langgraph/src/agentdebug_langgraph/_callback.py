@@ -1,0 +1,862 @@
+"""``AgentDebugCallback``: a LangChain callback handler that records LangGraph runs.
+
+Each top-level graph invocation becomes one trajectory (framework ``langgraph``):
+the input, every node execution (name, LangGraph step, triggers, task id,
+namespace for subgraph nodes, the checkpoint it started from), chat-model calls
+(prompt, answer, tool calls, token usage), tool calls, results and errors,
+interrupts and resumes, ``Send`` fan-out with each branch linked to the node that
+sent it, and the final answer. How it ended is decided by the graph (an exception
+is a failure) and by the user's ``success_check`` on the final state.
+
+Every handler method is on the graph's hot path and runs inside ``_guard``-style
+try blocks: it does a few dict operations and one ``record`` (which only queues a
+tuple for core's background writer) and never raises into the graph.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+from uuid import UUID
+
+from agentdebug import AgentDebug, AgentInfo, EventType, OutcomeStatus, TraceSession
+from agentdebug.capture.auto import ReportCallback, diagnose_failure
+from agentdebug.schema import DiagnosticReport
+from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.callbacks import GraphCallbackHandler, GraphInterruptEvent
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.types import Command
+
+from agentdebug_langgraph import _convert, _pregel
+from agentdebug_langgraph._state import FRAMEWORK, PAUSED, GraphRun, NodeRun, start_counter
+
+log = logging.getLogger("agentdebug.langgraph")
+
+SuccessCheck = Callable[[Any], "bool | str | None"]
+
+_PUSH = "__pregel_push"
+_LIVE_GRAPHS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+_default: AgentDebug | None = None
+
+
+def default_debugger() -> AgentDebug:
+    """One debugger (store and writer thread) shared by every callback that is not
+    given its own, so that many callbacks do not mean many writer threads."""
+    global _default
+    if _default is None:
+        _default = AgentDebug()
+    return _default
+
+
+def live_graph(run_id: str) -> Any:
+    """The compiled graph that made run ``run_id``, while it is alive in this process."""
+    return _LIVE_GRAPHS.get(run_id)
+
+
+class AgentDebugCallback(GraphCallbackHandler):
+    """Records every graph run it sees; diagnoses the ones that fail.
+
+    ``graph.invoke(inputs, config={"callbacks": [AgentDebugCallback()]})`` is all it
+    takes. Options:
+
+    - ``debugger``: where runs go (default: one shared ``AgentDebug()``, i.e.
+      ``$AGENTDEBUG_HOME`` or ``./.agentdebug``).
+    - ``goal``, ``reference_answer``, ``metadata``: stored with each run.
+    - ``success_check(final_state)``: True or None for success; False, a string
+      (the reason) or an ``AssertionError`` for failure. Without it a run that
+      completes is a success.
+    - ``diagnose``: run the diagnosis when a run fails (default True); the report is
+      stored, logged as one paragraph, added to the exception as a note, and given
+      to ``on_report``.
+    - ``graph_factory``: ``"module:function"`` returning the compiled graph (with a
+      persistent checkpointer), recorded so that a stored run can be rerun from
+      another process (``agentdebug`` rerun commands, the closed loop).
+
+    ``session``, ``first_step`` and ``parent_event`` are for rerun executors: record
+    the next graph run into an open (branch) session, numbering its node steps
+    from ``first_step``, under event ``parent_event``; the session's owner closes it.
+    """
+
+    run_inline = True  # called in the graph's own thread/event loop, in order
+    raise_error = False
+
+    def __init__(
+        self,
+        debugger: AgentDebug | None = None,
+        *,
+        goal: str | None = None,
+        reference_answer: str | None = None,
+        success_check: SuccessCheck | None = None,
+        diagnose: bool = True,
+        on_report: ReportCallback | None = None,
+        graph_factory: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        session: TraceSession | None = None,
+        first_step: int = 1,
+        parent_event: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.debugger = debugger
+        self.goal = goal
+        self.reference_answer = reference_answer
+        self.success_check = success_check
+        self.diagnose = diagnose
+        self.on_report = on_report
+        self.graph_factory = graph_factory
+        self.metadata = dict(metadata or {})
+        self._adopt = session  # a branch session the executor opened (used once)
+        self._first_step = first_step
+        self._parent_event = parent_event
+        self._roots: dict[UUID, GraphRun] = {}
+        self._nodes: dict[UUID, NodeRun] = {}
+        self._by_ns: dict[str, NodeRun] = {}
+        self._calls: dict[UUID, tuple[NodeRun, str | None, float, Any]] = {}
+        self._errors_logged = 0
+        self.run_ids: list[str] = []
+        self.reports: list[DiagnosticReport] = []
+
+    # -- reading back -----------------------------------------------------------------
+
+    @property
+    def last_run_id(self) -> str | None:
+        """The trajectory id of the most recent run this callback finished."""
+        return self.run_ids[-1] if self.run_ids else None
+
+    def trajectory(self, run_id: str | None = None) -> Any:
+        """A finished run (default: the last) read back from the store."""
+        rid = run_id or self.last_run_id
+        if rid is None:
+            raise LookupError("this callback has not finished a graph run yet")
+        store = self._debugger().store
+        if store is None:
+            raise LookupError("the agentdebug store could not be opened (see the log)")
+        return store.load_trajectory(rid)
+
+    def _debugger(self) -> AgentDebug:
+        if self.debugger is None:
+            self.debugger = default_debugger()
+        return self.debugger
+
+    def _failed(self, where: str) -> None:
+        """A bug in capture: logged (a few times, then quietly), never raised."""
+        self._errors_logged += 1
+        if self._errors_logged <= 5:
+            log.exception("agentdebug: capture failed in %s; the graph goes on", where)
+
+    # -- chains: the graph and its nodes ------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            md = metadata or {}
+            node = md.get("langgraph_node")
+            if node is None:
+                if md.get("ls_integration") == "langgraph":
+                    self._start_graph(inputs, run_id, md, kwargs.get("name"))
+                return
+            if kwargs.get("name") != node:
+                return  # a branch function or a runnable inside a node
+            self._start_node(node, inputs, run_id, parent_run_id, md)
+        except Exception:
+            self._failed("on_chain_start")
+
+    def _start_graph(self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any) -> None:
+        frame = _pregel.find_graph_frame()
+        graph = _pregel.graph_of(frame)
+        thread = md.get("thread_id")
+        thread_id = str(thread) if thread is not None else None
+        resumed = None
+        if thread_id is not None and self._adopt is None:
+            resumed = PAUSED.take(thread_id)
+        if resumed is not None and _is_fresh_input(inputs):
+            self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
+            resumed = None
+        if resumed is not None:
+            run = resumed
+            run.frame, run.loop, run.loop_checked = frame, None, False
+            run.interrupted = run.interrupt_recorded = False
+            run.segments += 1
+            value = inputs.resume if isinstance(inputs, Command) else None
+            run.input_event = run.session.record(
+                EventType.USER_INPUT,
+                step_index=run.next_step(),
+                input=_convert.compact(value),
+                metadata={"langgraph_event": "resume", "segment": run.segments},
+            )
+            self._roots[run_id] = run
+            return
+        session, owns = self._session_for(inputs, md, name, graph, thread_id)
+        first = self._first_step if not owns else 1
+        run = GraphRun(
+            session=session,
+            owns_session=owns,
+            steps=start_counter(first),
+            graph_name=str(name or "LangGraph"),
+            thread_id=thread_id,
+            frame=frame,
+        )
+        if graph is not None:
+            _LIVE_GRAPHS[session.id] = graph
+        if not owns:
+            run.input_event = self._parent_event
+        elif inputs is not None:
+            run.input_event = session.record(
+                EventType.USER_INPUT,
+                step_index=0,
+                input=_convert.compact(inputs),
+                metadata={"langgraph_event": "input"},
+            )
+        self._roots[run_id] = run
+
+    def _session_for(
+        self, inputs: Any, md: dict[str, Any], name: Any, graph: Any, thread_id: str | None
+    ) -> tuple[TraceSession, bool]:
+        if self._adopt is not None:
+            session, self._adopt = self._adopt, None
+            return session, False
+        goal = self.goal or _convert.first_human_text(inputs)
+        if goal is None and inputs is not None and not isinstance(inputs, Command):
+            goal = _short(inputs)
+        nodes = _node_names(graph)
+        lg: dict[str, Any] = {"graph": str(name or "LangGraph"), "thread_id": thread_id}
+        if nodes:
+            lg["nodes"] = nodes
+        if self.graph_factory:
+            lg["graph_factory"] = self.graph_factory
+        spec = _spec_of(self.success_check)
+        if spec:
+            lg["success_check"] = spec
+        session = self._debugger().trace(
+            goal,
+            framework=FRAMEWORK,
+            agents=[AgentInfo(name=n, role="node") for n in nodes],
+            reference_answer=self.reference_answer,
+            metadata={**self.metadata, "langgraph": lg},
+        )
+        return session, True
+
+    def _start_node(
+        self,
+        node: str,
+        inputs: Any,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        md: dict[str, Any],
+    ) -> None:
+        ns: str = md.get("langgraph_checkpoint_ns") or ""
+        parent_ns, nested, _ = ns.rpartition("|")
+        parent = self._by_ns.get(parent_ns) if nested else None
+        if parent is not None:
+            run = parent.run
+        else:
+            found = self._roots.get(parent_run_id) if parent_run_id is not None else None
+            if found is None:
+                return
+            run = found
+        lg_step = md.get("langgraph_step", -1)
+        path = md.get("langgraph_path") or ()
+        task_id = ns.rpartition(":")[2]
+        step = run.next_step()
+        meta: dict[str, Any] = {
+            "node": node,
+            "langgraph_step": lg_step,
+            "task_id": task_id,
+            "triggers": list(md.get("langgraph_triggers") or ()),
+        }
+        checkpoint = None
+        event_input = None
+        parent_event = run.input_event
+        if parent is not None:
+            agent = f"{parent.agent}/{node}"
+            parent_event = parent.event_id
+            meta["namespace"] = parent.agent
+            meta["root_step"] = parent.root_step
+        else:
+            agent = node
+            checkpoint = self._checkpoint(run, lg_step)
+        if path and path[0] == _PUSH:
+            event_input = _convert.compact(inputs)
+            sender = self._sender(run, parent_ns if nested else "", lg_step, path)
+            if sender is not None:
+                parent_event = sender
+            meta["send"] = True
+        event_id = run.session.record(
+            EventType.AGENT_START,
+            agent_name=agent,
+            step_index=step,
+            input=event_input,
+            parent_id=parent_event,
+            module="langgraph.node",
+            metadata=meta,
+            checkpoint=checkpoint,
+        )
+        rec = NodeRun(
+            run=run,
+            agent=agent,
+            name=node,
+            step=step,
+            event_id=event_id,
+            ns=ns,
+            langgraph_step=lg_step if isinstance(lg_step, int) else -1,
+            root_step=parent.root_step if parent is not None else step,
+        )
+        self._nodes[run_id] = rec
+        self._by_ns[ns] = rec
+
+    def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
+        """The checkpoint this root-level step starts from, when one is persisted."""
+        if not run.loop_checked:
+            run.loop_checked = True
+            run.loop = _pregel.loop_of(run.frame)
+            run.frame = None  # do not keep the graph's frame alive
+            if run.loop is not None:
+                run.persists = _pregel.persists_steps(run.loop)
+                run.checkpointer = _pregel.checkpointer_name(run.loop)
+        if not run.persists:
+            return None
+        found = _pregel.current_checkpoint(run.loop)
+        if found is None:
+            return None
+        checkpoint_id, thread_id = found
+        if thread_id is not None:
+            run.thread_id = thread_id
+        return run.checkpoint_ref(checkpoint_id, thread_id, lg_step)
+
+    def _sender(self, run: GraphRun, ns: str, lg_step: Any, path: Sequence[Any]) -> str | None:
+        """The node whose ``Send`` created this branch (by its index among the step's sends)."""
+        if not isinstance(lg_step, int) or len(path) < 2 or not isinstance(path[1], int):
+            return None
+        senders = run.sends.get((ns, lg_step - 1))
+        if not senders:
+            return None
+        index = path[1]
+        return senders[index] if index < len(senders) else senders[-1]
+
+    def on_chain_end(
+        self,
+        outputs: Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._nodes.pop(run_id, None)
+            if rec is None:
+                root = self._roots.pop(run_id, None)
+                if root is not None:
+                    self._end_graph(root, outputs, None)
+                elif parent_run_id is not None and _convert.has_send(outputs):
+                    sender = self._nodes.get(parent_run_id)
+                    if sender is not None:
+                        self._note_sends(sender, outputs)
+                return
+            self._by_ns.pop(rec.ns, None)
+            self._end_node(rec, outputs)
+        except Exception:
+            self._failed("on_chain_end")
+
+    def _end_node(self, rec: NodeRun, outputs: Any) -> None:
+        run = rec.run
+        meta: dict[str, Any] = {"node": rec.name}
+        if _convert.has_send(outputs):
+            self._note_sends(rec, outputs)
+        update = _convert.compact(outputs)
+        run.session.record(
+            EventType.AGENT_END,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            output=update,
+            parent_id=rec.event_id,
+            module="langgraph.node",
+            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            metadata=meta,
+        )
+
+    def _note_sends(self, rec: NodeRun, outputs: Any) -> None:
+        parent_ns = rec.ns.rpartition("|")[0]
+        key = (parent_ns, rec.langgraph_step)
+        rec.run.sends.setdefault(key, []).extend([rec.event_id] * _convert.count_sends(outputs))
+
+    def on_chain_error(
+        self,
+        error: BaseException,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._nodes.pop(run_id, None)
+            if rec is None:
+                root = self._roots.pop(run_id, None)
+                if root is not None:
+                    self._end_graph(root, None, error)
+                return
+            self._by_ns.pop(rec.ns, None)
+            run = rec.run
+            if isinstance(error, GraphInterrupt):
+                run.interrupted = True
+                run.interrupt_recorded = True
+                values = [_convert.compact(getattr(i, "value", i)) for i in _interrupts(error)]
+                run.session.record(
+                    EventType.CHECKPOINT,
+                    agent_name=rec.agent,
+                    step_index=rec.step,
+                    output=values,
+                    parent_id=rec.event_id,
+                    module="langgraph.interrupt",
+                    metadata={"langgraph_event": "interrupt", "node": rec.name},
+                )
+            elif isinstance(error, GraphBubbleUp):  # a Command for the parent graph
+                self._end_node(rec, error.args[0] if error.args else None)
+            else:
+                run.node_errors.add(id(error))
+                run.session.record(
+                    EventType.ERROR,
+                    agent_name=rec.agent,
+                    step_index=rec.step,
+                    error=error,
+                    parent_id=rec.event_id,
+                    module="langgraph.node",
+                    duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+                    metadata={"node": rec.name},
+                )
+        except Exception:
+            self._failed("on_chain_error")
+
+    # -- the end of a graph run -----------------------------------------------------------
+
+    def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
+        run.loop = None
+        run.frame = None
+        self._forget(run)
+        session = run.session
+        if error is None and (run.interrupted or _has_interrupt(outputs)):
+            self._pause(run, outputs)
+            return
+        failed_exc: Exception | None = None
+        if error is not None:
+            if id(error) not in run.node_errors:
+                session.record(
+                    EventType.ERROR,
+                    step_index=run.last_step + 1,
+                    error=error,
+                    parent_id=run.input_event,
+                    module="langgraph.graph",
+                    metadata={"graph": run.graph_name},
+                )
+            if isinstance(error, Exception):
+                failed_exc = error
+                session.set_outcome(
+                    OutcomeStatus.FAILURE,
+                    error=error,
+                    reason=f"the graph raised {type(error).__name__}",
+                )
+            else:  # stopped by the caller (generator closed, cancelled, Ctrl-C)
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN,
+                    reason=f"the run was stopped ({type(error).__name__})",
+                )
+            failed = failed_exc is not None
+        else:
+            answer = self._record_answer(run, outputs)
+            failed = not self._judge(session, outputs, answer)
+        self._finish(run, failed, failed_exc)
+
+    def _forget(self, run: GraphRun) -> None:
+        """Drop what is left of a finished run (nodes cut short by an interrupt or an
+        error in a parallel branch), so a long-lived handler does not grow."""
+        for run_id in [k for k, rec in self._nodes.items() if rec.run is run]:
+            self._nodes.pop(run_id, None)
+        for ns in [k for k, rec in self._by_ns.items() if rec.run is run]:
+            self._by_ns.pop(ns, None)
+        for run_id in [k for k, call in self._calls.items() if call[0].run is run]:
+            self._calls.pop(run_id, None)
+
+    def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
+        text, msg = _convert.last_ai_text(outputs)
+        answer: Any = text if text is not None else _convert.compact(outputs)
+        agent, step, parent = run.answer_from or (None, run.last_step, run.input_event)
+        if msg is None or text is None:
+            agent, step = None, run.last_step
+        run.session.record(
+            EventType.FINAL_ANSWER,
+            agent_name=agent,
+            step_index=step,
+            output=answer,
+            parent_id=parent,
+            module="langgraph.graph",
+            metadata={"langgraph_event": "final_state"},
+        )
+        return answer
+
+    def _judge(self, session: TraceSession, outputs: Any, answer: Any) -> bool:
+        """Apply the success check; True when the run counts as a success."""
+        verdict: Any = True
+        reason = "the graph completed"
+        if self.success_check is not None:
+            try:
+                verdict = self.success_check(outputs)
+            except AssertionError as exc:
+                verdict = str(exc) or "the success check's assertion failed"
+            except Exception as exc:
+                log.exception("agentdebug: the success check raised; the outcome is unknown")
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN,
+                    final_answer=answer,
+                    reason=f"the success check raised {type(exc).__name__}: {exc}",
+                )
+                return True
+            reason = "the success check passed"
+        else:
+            reason = "the graph completed (no success check given)"
+        if verdict is True or verdict is None:
+            session.set_outcome(OutcomeStatus.SUCCESS, final_answer=answer, reason=reason)
+            return True
+        why = verdict if isinstance(verdict, str) and verdict else "the success check failed"
+        session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=why)
+        return False
+
+    def _finish(self, run: GraphRun, failed: bool, exc: Exception | None) -> None:
+        session = run.session
+        if not run.owns_session:
+            session.flush()
+            return
+        session.close()
+        self.run_ids.append(session.id)
+        if failed and self.diagnose:
+            trajectory = session.trajectory()
+            report = diagnose_failure(
+                self._debugger(), trajectory, exc=exc, on_report=self.on_report
+            )
+            if report is not None:
+                self.reports.append(report)
+
+    def _pause(self, run: GraphRun, outputs: Any) -> None:
+        """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
+        session = run.session
+        if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
+            session.record(
+                EventType.CHECKPOINT,
+                step_index=run.last_step,
+                parent_id=run.input_event,
+                module="langgraph.interrupt",
+                metadata={
+                    "langgraph_event": "interrupt",
+                    "checkpoint_id": run.interrupt_checkpoint,
+                },
+            )
+        if run.thread_id is None or not run.owns_session:
+            session.set_outcome(OutcomeStatus.UNKNOWN, reason="the graph stopped at an interrupt")
+            self._finish(run, False, None)
+            return
+        session.flush()
+        evicted = PAUSED.park(run.thread_id, run)
+        if evicted is not None and evicted is not run:
+            self._finish_paused(evicted, "too many runs were waiting at an interrupt")
+
+    def _finish_paused(self, run: GraphRun, why: str) -> None:
+        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"stopped at an interrupt; {why}")
+        run.session.close()
+
+    # -- LangGraph lifecycle (GraphCallbackHandler) -----------------------------------------
+
+    def on_interrupt(self, event: GraphInterruptEvent) -> None:
+        try:
+            run = self._roots.get(event.run_id) if event.run_id is not None else None
+            if run is not None and not event.checkpoint_ns:
+                run.interrupted = True
+                run.interrupt_checkpoint = event.checkpoint_id
+        except Exception:
+            self._failed("on_interrupt")
+
+    # -- chat models and LLMs ---------------------------------------------------------------
+
+    def _node_for(self, parent_run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:
+        if md:
+            ns = md.get("langgraph_checkpoint_ns")
+            if ns is not None:
+                rec = self._by_ns.get(ns)
+                if rec is not None:
+                    return rec
+        return self._nodes.get(parent_run_id) if parent_run_id is not None else None
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
+            self._start_llm(rec, run_id, _convert.messages(prompt), metadata, kwargs)
+        except Exception:
+            self._failed("on_chat_model_start")
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            prompt = prompts[0] if len(prompts) == 1 else list(prompts)
+            self._start_llm(rec, run_id, prompt, metadata, kwargs)
+        except Exception:
+            self._failed("on_llm_start")
+
+    def _start_llm(
+        self,
+        rec: NodeRun,
+        run_id: UUID,
+        prompt: Any,
+        md: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        params = kwargs.get("invocation_params") or {}
+        model = (
+            params.get("model")
+            or params.get("model_name")
+            or (md or {}).get("ls_model_name")
+            or params.get("_type")
+        )
+        event_id = rec.run.session.record(
+            EventType.LLM_CALL,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            input=prompt,
+            parent_id=rec.event_id,
+            module="langchain.chat_model",
+            metadata={"model": model} if model else None,
+        )
+        self._calls[run_id] = (rec, event_id, time.perf_counter(), model)
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id, None)
+            if call is None:
+                return
+            rec, call_event, started, model = call
+            gens = response.generations
+            gen = gens[0][0] if gens and gens[0] else None
+            msg = getattr(gen, "message", None)
+            meta: dict[str, Any] = {}
+            if model:
+                meta["model"] = model
+            if msg is not None:
+                output: Any = _convert.message(msg)
+                used = _convert.usage(msg)
+                if used:
+                    meta["usage"] = used
+            else:
+                output = {"role": "assistant", "content": getattr(gen, "text", "")}
+            if "usage" not in meta:
+                token_usage = (response.llm_output or {}).get("token_usage")
+                if token_usage:
+                    meta["usage"] = dict(token_usage)
+            run = rec.run
+            event_id = run.session.record(
+                EventType.LLM_RESPONSE,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                output=output,
+                parent_id=call_event,
+                module="langchain.chat_model",
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata=meta or None,
+            )
+            if msg is not None:
+                calls = getattr(msg, "tool_calls", None)
+                if calls:
+                    for c in calls:
+                        if c.get("id"):
+                            run.tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
+                elif getattr(msg, "type", None) == "ai":
+                    run.answer_from = (rec.agent, rec.step, event_id)
+        except Exception:
+            self._failed("on_llm_end")
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id, None)
+            if call is None:
+                return
+            rec, call_event, started, model = call
+            rec.run.session.record(
+                EventType.LLM_RESPONSE,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                error=error,
+                parent_id=call_event,
+                module="langchain.chat_model",
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata={"model": model} if model else None,
+            )
+        except Exception:
+            self._failed("on_llm_error")
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+            call_id = kwargs.get("tool_call_id")
+            run = rec.run
+            # The call belongs to the decision that asked for it: the model's step.
+            decided = run.tool_calls.get(call_id) if call_id else None
+            if decided is not None:
+                parent, step, agent = decided
+            else:
+                parent, step, agent = rec.event_id, rec.step, rec.agent
+            meta: dict[str, Any] = {"tool_name": tool}
+            if call_id:
+                meta["tool_call_id"] = call_id
+            if decided is not None and rec.step != step:
+                meta["executed_by"] = rec.agent
+                meta["executed_step"] = rec.step
+            event_id = run.session.record(
+                EventType.TOOL_CALL,
+                agent_name=agent,
+                step_index=step,
+                input=inputs if inputs is not None else input_str,
+                parent_id=parent,
+                module=tool,
+                metadata=meta,
+            )
+            self._calls[run_id] = (rec, event_id, time.perf_counter(), tool)
+        except Exception:
+            self._failed("on_tool_start")
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id, None)
+            if call is None:
+                return
+            rec, call_event, started, tool = call
+            error = None
+            meta: dict[str, Any] = {"tool_name": tool}
+            if isinstance(output, ToolMessage):
+                result: Any = _convert.compact(output.content)
+                if output.status == "error":
+                    error = {"message": _convert.text_of(output.content), "type": "ToolError"}
+                if output.tool_call_id:
+                    meta["tool_call_id"] = output.tool_call_id
+            else:
+                result = _convert.compact(output)
+            rec.run.session.record(
+                EventType.TOOL_RESULT,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                output=result,
+                error=error,
+                parent_id=call_event,
+                module=tool,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata=meta,
+            )
+        except Exception:
+            self._failed("on_tool_end")
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id, None)
+            if call is None:
+                return
+            rec, call_event, started, tool = call
+            if isinstance(error, GraphBubbleUp):  # an interrupt or Command raised in a tool
+                return
+            rec.run.session.record(
+                EventType.TOOL_RESULT,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                error=error,
+                parent_id=call_event,
+                module=tool,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata={"tool_name": tool},
+            )
+        except Exception:
+            self._failed("on_tool_error")
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _interrupts(error: GraphInterrupt) -> Sequence[Any]:
+    if error.args and isinstance(error.args[0], (list, tuple)):
+        return error.args[0]
+    return ()
+
+
+def _has_interrupt(outputs: Any) -> bool:
+    return isinstance(outputs, dict) and "__interrupt__" in outputs
+
+
+def _is_fresh_input(inputs: Any) -> bool:
+    return inputs is not None and not isinstance(inputs, Command)
+
+
+def _short(value: Any, limit: int = 200) -> str:
+    text = str(_convert.compact(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _node_names(graph: Any) -> list[str]:
+    try:
+        return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
+    except Exception:
+        return []
+
+
+def _spec_of(func: Any) -> str | None:
+    """``module:qualname`` of a importable top-level function, to find it again later."""
+    if func is None:
+        return None
+    module = getattr(func, "__module__", None)
+    qual = getattr(func, "__qualname__", None)
+    if not module or not qual or "<" in qual or module == "__main__":
+        return None
+    return f"{module}:{qual}"

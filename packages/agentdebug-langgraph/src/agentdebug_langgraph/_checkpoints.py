@@ -1,0 +1,163 @@
+"""Finding, in a recorded run and in LangGraph's checkpointer, the state to rerun from.
+
+A blamed step names one node execution (see :mod:`agentdebug_langgraph._state`).
+LangGraph restores whole super-steps, not single nodes, so the rerun starts at the
+checkpoint taken before the blamed node's super-step (for a node inside a
+subgraph: before the super-step of the parent-graph node that contains it); every
+node of that super-step runs again. Capture recorded, on each root-level node
+start, the task id LangGraph gave it and (with a checkpointer) the checkpoint id;
+the task id is what ties a step to a checkpoint exactly, since LangGraph derives
+task ids from the checkpoint they run from and lists them as the snapshot's
+pending tasks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentdebug.errors import AgentDebugError
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
+
+
+@dataclass(frozen=True)
+class ResumePoint:
+    """The root-level super-step a rerun must redo, as the trajectory recorded it."""
+
+    step: int  # the first step index of the super-step: the branch keeps events before it
+    requested_step: int
+    nodes: tuple[str, ...]
+    task_ids: frozenset[str]
+    langgraph_step: int
+    checkpoint_id: str | None
+    thread_id: str | None
+
+
+def _is_root_node(event: AgentEvent) -> bool:
+    return (
+        event.type is EventType.AGENT_START
+        and "node" in event.metadata
+        and "namespace" not in event.metadata
+    )
+
+
+def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
+    """Where to resume for a blamed ``resume_step``; raises when the run holds no
+    LangGraph node events (it was not captured by this plugin)."""
+    starts = [
+        e for e in trajectory.events if e.type is EventType.AGENT_START and "node" in e.metadata
+    ]
+    if not starts:
+        raise AgentDebugError(
+            f"run '{trajectory.id}' has no LangGraph node events to resume from; "
+            "capture it with agentdebug_langgraph.AgentDebugCallback (or instrument())"
+        )
+    at = [e for e in starts if e.step_index == resume_step]
+    if not at:
+        earlier = [e for e in starts if e.step_index <= resume_step]
+        at = earlier[-1:] or starts[:1]
+    node_event = at[0]
+    root_step = node_event.metadata.get("root_step", node_event.step_index)
+    roots = [e for e in starts if _is_root_node(e)]
+    root = next((e for e in roots if e.step_index == root_step), None)
+    if root is None:
+        raise AgentDebugError(
+            f"run '{trajectory.id}': step {root_step} is not a node of the top-level graph"
+        )
+    group = _super_step(roots, root)
+    meta_lg = trajectory.metadata.get("langgraph")
+    lg: dict[str, Any] = meta_lg if isinstance(meta_lg, dict) else {}
+    checkpoint = root.checkpoint
+    thread = checkpoint.thread_id if checkpoint is not None else None
+    return ResumePoint(
+        step=min(e.step_index for e in group),
+        requested_step=resume_step,
+        nodes=tuple(dict.fromkeys(str(e.metadata["node"]) for e in group)),
+        task_ids=frozenset(str(e.metadata.get("task_id")) for e in group),
+        langgraph_step=int(root.metadata.get("langgraph_step", -1)),
+        checkpoint_id=checkpoint.checkpoint_id if checkpoint is not None else None,
+        thread_id=thread or (str(lg["thread_id"]) if lg.get("thread_id") else None),
+    )
+
+
+def _super_step(roots: Sequence[AgentEvent], root: AgentEvent) -> list[AgentEvent]:
+    """The root-level node starts of ``root``'s super-step: the run of consecutive
+    starts with its LangGraph step (a resumed interrupt repeats a step number, so
+    only the consecutive ones count)."""
+    index = next(i for i, e in enumerate(roots) if e.id == root.id)
+    lg_step = root.metadata.get("langgraph_step")
+    lo = index
+    while lo > 0 and roots[lo - 1].metadata.get("langgraph_step") == lg_step:
+        lo -= 1
+    hi = index
+    while hi + 1 < len(roots) and roots[hi + 1].metadata.get("langgraph_step") == lg_step:
+        hi += 1
+    group = list(roots[lo : hi + 1])
+    if root.checkpoint is not None:
+        same = [
+            e
+            for e in group
+            if e.checkpoint is None or e.checkpoint.checkpoint_id == root.checkpoint.checkpoint_id
+        ]
+        group = same or [root]
+    return group
+
+
+def inheritable(trajectory: AgentTrajectory, point: ResumePoint) -> AgentTrajectory:
+    """The trajectory as the branch may inherit it: tool calls that a model decided
+    before the resume step but that ran in a node being redone are left out (the
+    rerun issues them again)."""
+    keep = [
+        e
+        for e in trajectory.events
+        if not (
+            e.step_index < point.step
+            and isinstance(e.metadata.get("executed_step"), int)
+            and e.metadata["executed_step"] >= point.step
+        )
+    ]
+    if len(keep) == len(trajectory.events):
+        return trajectory
+    return trajectory.model_copy(update={"events": keep})
+
+
+def find_snapshot(graph: Any, point: ResumePoint, run_id: str) -> Any:
+    """The ``StateSnapshot`` taken before the resume point's super-step."""
+    thread = {"configurable": {"thread_id": point.thread_id, "checkpoint_ns": ""}}
+    if point.checkpoint_id is not None:
+        config = {"configurable": {**thread["configurable"], "checkpoint_id": point.checkpoint_id}}
+        snap = graph.get_state(config)
+        if snap.metadata is not None and _pending(snap, point):
+            return snap
+    fallback = None
+    for snap in graph.get_state_history(thread):
+        if any(task.id in point.task_ids for task in snap.tasks):
+            return snap
+        if (
+            fallback is None
+            and (snap.metadata or {}).get("step") == point.langgraph_step - 1
+            and _pending(snap, point)
+        ):
+            fallback = snap
+    if fallback is not None:
+        return fallback
+    raise AgentDebugError(
+        f"run '{run_id}': no checkpoint before step {point.step} (node "
+        f"{', '.join(point.nodes)}, LangGraph step {point.langgraph_step}) in thread "
+        f"'{point.thread_id}'. The graph's checkpointer must be the one the run was "
+        "captured with (an InMemorySaver lives only as long as its process; use "
+        "SqliteSaver to rerun stored runs later)"
+    )
+
+
+def _pending(snap: Any, point: ResumePoint) -> bool:
+    return set(point.nodes) <= set(snap.next)
+
+
+def writers_of(graph: Any, snap: Any) -> list[str]:
+    """The nodes that wrote ``snap``: the tasks pending in its parent checkpoint."""
+    if snap.parent_config is None:
+        return []
+    parent = graph.get_state(snap.parent_config)
+    return list(dict.fromkeys(task.name for task in parent.tasks))

@@ -1,0 +1,173 @@
+"""LangChain and LangGraph objects turned into the small JSON shapes a trajectory keeps.
+
+Capture runs on the graph's hot path, so these are hand-written and shallow: a
+message becomes ``{"role", "content", ...}`` in a few dict operations instead of a
+pydantic ``model_dump`` of every field (ids, response metadata, empty kwargs) that a
+reader of the trace never needs. Anything not recognised is returned unchanged and
+left to core's encoder, which keeps its text if it cannot serialise it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+from langgraph.types import Command, Send
+
+_ROLES = {
+    "human": "user",
+    "ai": "assistant",
+    "AIMessageChunk": "assistant",
+    "system": "system",
+    "tool": "tool",
+    "function": "function",
+    "chat": "user",
+}
+_PLAIN = frozenset({str, int, float, bool, type(None)})
+
+
+def message(msg: BaseMessage) -> dict[str, Any]:
+    """One chat message as ``{"role", "content"}`` plus tool calls or the tool's
+    call id and status, the fields diagnosis reads."""
+    out: dict[str, Any] = {"role": _ROLES.get(msg.type, msg.type), "content": msg.content}
+    name = msg.name
+    if name:
+        out["name"] = name
+    tool_calls = getattr(msg, "tool_calls", None)
+    if tool_calls:
+        out["tool_calls"] = [
+            {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")} for c in tool_calls
+        ]
+    call_id = getattr(msg, "tool_call_id", None)
+    if call_id is not None:
+        out["tool_call_id"] = call_id
+        status = getattr(msg, "status", None)
+        if status and status != "success":
+            out["status"] = status
+    return out
+
+
+def messages(batch: Sequence[Any]) -> list[Any]:
+    """The prompt of a chat-model call (``on_chat_model_start`` passes a list of
+    prompts; a graph node sends one)."""
+    return [compact(m) for m in batch]
+
+
+def compact(value: Any) -> Any:
+    """A state, a node's update, a tool's output, with messages, ``Send`` and
+    ``Command`` objects made small; everything else as it is."""
+    cls = value.__class__
+    if cls in _PLAIN:
+        return value
+    if cls is dict:
+        return {k: compact(v) for k, v in value.items()}
+    if cls is list or cls is tuple:
+        return [compact(v) for v in value]
+    if isinstance(value, BaseMessage):
+        return message(value)
+    if cls is Send:
+        return {"send": value.node, "arg": compact(value.arg)}
+    if cls is Command:
+        return command(value)
+    return value
+
+
+def command(cmd: Command[Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {"command": True}
+    if cmd.update is not None:
+        out["update"] = compact(cmd.update)
+    if cmd.goto:
+        out["goto"] = compact(cmd.goto)
+    if cmd.resume is not None:
+        out["resume"] = compact(cmd.resume)
+    if cmd.graph is not None:
+        out["graph"] = cmd.graph
+    return out
+
+
+def has_send(value: Any) -> bool:
+    """Whether a branch function or node returned ``Send`` packets (fan-out)."""
+    cls = value.__class__
+    if cls is Send:
+        return True
+    if cls is list or cls is tuple:
+        return any(v.__class__ is Send for v in value)
+    if cls is Command:
+        goto = value.goto
+        return goto.__class__ is Send or (
+            isinstance(goto, (list, tuple)) and any(g.__class__ is Send for g in goto)
+        )
+    return False
+
+
+def count_sends(value: Any) -> int:
+    cls = value.__class__
+    if cls is Send:
+        return 1
+    if cls is Command:
+        return count_sends(value.goto)
+    if cls is list or cls is tuple:
+        return sum(1 for v in value if v.__class__ is Send)
+    return 0
+
+
+def last_ai_text(state: Any) -> tuple[str | None, BaseMessage | None]:
+    """The final answer of a message-state graph: the last assistant message
+    without tool calls, if the state has a ``messages`` list."""
+    if not isinstance(state, dict):
+        return None, None
+    msgs = state.get("messages")
+    if not isinstance(msgs, list):
+        return None, None
+    for msg in reversed(msgs):
+        if isinstance(msg, BaseMessage) and msg.type in ("ai", "AIMessageChunk"):
+            if getattr(msg, "tool_calls", None):
+                return None, msg
+            return text_of(msg.content), msg
+    return None, None
+
+
+def text_of(content: Any) -> str:
+    """A message's text, also when the content is a list of blocks."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "".join(parts)
+    return str(content)
+
+
+def first_human_text(state: Any) -> str | None:
+    """The user's request in a message-state input: a natural goal for the run."""
+    msgs = state.get("messages") if isinstance(state, dict) else None
+    if isinstance(msgs, BaseMessage):
+        msgs = [msgs]
+    if isinstance(msgs, list):
+        for msg in msgs:
+            if isinstance(msg, BaseMessage) and msg.type == "human":
+                return text_of(msg.content)
+            if isinstance(msg, tuple) and len(msg) == 2 and msg[0] in ("user", "human"):
+                return str(msg[1])
+            if isinstance(msg, dict) and msg.get("role") in ("user", "human"):
+                return text_of(msg.get("content"))
+            if isinstance(msg, str):
+                return msg
+    return None
+
+
+def usage(msg: Any) -> dict[str, Any] | None:
+    """Token counts as the model reported them (``usage_metadata``), never estimated."""
+    meta = getattr(msg, "usage_metadata", None)
+    if not meta:
+        return None
+    return {
+        "input_tokens": meta.get("input_tokens"),
+        "output_tokens": meta.get("output_tokens"),
+        "total_tokens": meta.get("total_tokens"),
+    }

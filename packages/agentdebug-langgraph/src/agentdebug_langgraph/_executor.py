@@ -1,0 +1,279 @@
+"""Rerun a LangGraph run from the checkpoint before the blamed node, the LangGraph way.
+
+``LangGraphRerunExecutor.rerun(request)``:
+
+1. finds the checkpoint before the blamed node's super-step in the graph's own
+   checkpointer (``get_state`` / ``get_state_history``);
+2. forks it with ``update_state``: the directive goes in as a human message on the
+   state's ``messages`` key (or the recoverer's ``state_patch`` is applied). The
+   update is made ``as_node`` the node that wrote that checkpoint, so the edges
+   LangGraph re-evaluates lead to the blamed node again; the fork is checked to
+   have the blamed node pending before anything runs;
+3. runs from the fork with ``graph.invoke(None, fork_config)``, recording the
+   branch with :class:`AgentDebugCallback` into a trajectory that starts with the
+   original's events before the resume step and points at the original
+   (``parent_id``, ``metadata['branch']``).
+
+It needs the graph that made the run, with the same checkpointer. Give it
+directly (``LangGraphRerunExecutor(graph)``); or, for stored runs, let it find the
+graph: still alive in this process, or rebuilt from the ``graph_factory``
+(``"module:function"``) the run was captured with.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.errors import AgentDebugError
+from agentdebug.rerun.branch import start_branch
+from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
+from langchain_core.messages import HumanMessage
+
+from agentdebug_langgraph._callback import (
+    AgentDebugCallback,
+    SuccessCheck,
+    default_debugger,
+    live_graph,
+)
+from agentdebug_langgraph._checkpoints import (
+    ResumePoint,
+    find_snapshot,
+    inheritable,
+    resume_point,
+    writers_of,
+)
+from agentdebug_langgraph._state import FRAMEWORK
+
+log = logging.getLogger("agentdebug.langgraph")
+
+HOW_TO_CHECKPOINT = (
+    "compile the graph with a checkpointer and give each run a thread id, e.g. "
+    "graph = builder.compile(checkpointer=InMemorySaver()) (or SqliteSaver from "
+    "langgraph-checkpoint-sqlite, to rerun stored runs from another process) and "
+    "graph.invoke(inputs, config={'configurable': {'thread_id': '...'}, "
+    "'callbacks': [AgentDebugCallback()]})"
+)
+
+DirectiveUpdate = Callable[[RerunRequest, Any], dict[str, Any]]
+
+
+class LangGraphRerunExecutor:
+    """The ``RerunExecutor`` for LangGraph (``framework = "langgraph"``).
+
+    ``graph``: the compiled graph (found from the run when omitted). ``debugger``:
+    where the branch is recorded (default: the shared ``AgentDebug()``). ``config``:
+    extra run config for the branch (``recursion_limit``, ``configurable`` keys).
+    ``success_check``: judges the branch's final state, as in
+    :class:`AgentDebugCallback` (default: the one the run was captured with, when it
+    was an importable function). ``directive_key``: the state key that takes the
+    directive as a message. ``directive_update(request, snapshot)``: build the state
+    update yourself (for graphs without a message list).
+    """
+
+    framework = FRAMEWORK
+
+    def __init__(
+        self,
+        graph: Any = None,
+        *,
+        debugger: AgentDebug | None = None,
+        config: dict[str, Any] | None = None,
+        success_check: SuccessCheck | None = None,
+        directive_key: str = "messages",
+        directive_update: DirectiveUpdate | None = None,
+    ) -> None:
+        self.graph = graph
+        self.debugger = debugger
+        self.config = dict(config or {})
+        self.success_check = success_check
+        self.directive_key = directive_key
+        self.directive_update = directive_update
+
+    # -- the protocol ---------------------------------------------------------------------
+
+    def rerun(self, request: RerunRequest) -> AgentTrajectory:
+        original = request.trajectory
+        graph = self._graph_for(original)
+        _require_checkpointer(graph, original.id)
+        point = resume_point(original, request.resume_step)
+        if point.thread_id is None:
+            raise AgentDebugError(
+                f"cannot rerun run '{original.id}' from a checkpoint: it was captured "
+                f"without a thread id, so LangGraph saved no state for it. To fix: "
+                f"{HOW_TO_CHECKPOINT}"
+            )
+        snap = find_snapshot(graph, point, original.id)
+        values = self._update(request, snap)
+        fork_config, as_node = fork(graph, snap, values, point)
+        fork_id = str(fork_config["configurable"]["checkpoint_id"])
+        debugger = self.debugger or default_debugger()
+        effective = request.model_copy(
+            update={"resume_step": point.step, "trajectory": inheritable(original, point)}
+        )
+        fork_info = {
+            "from_checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+            "checkpoint_id": fork_id,
+            "thread_id": point.thread_id,
+            "as_node": as_node,
+            "nodes": list(point.nodes),
+            "requested_resume_step": point.requested_step,
+            "resume_step": point.step,
+        }
+        lg = original.metadata.get("langgraph")
+        meta = {"langgraph": {**(lg if isinstance(lg, dict) else {}), "fork": fork_info}}
+        with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
+            fork_event = session.record(
+                EventType.USER_INPUT,
+                step_index=point.step,
+                input=_jsonable_update(values),
+                module="agentdebug.rerun",
+                metadata={"langgraph_event": "fork", "as_node": as_node},
+                checkpoint=CheckpointRef(
+                    framework=FRAMEWORK,
+                    checkpoint_id=fork_id,
+                    thread_id=point.thread_id,
+                    namespace="",
+                    extra={"forked_from": fork_info["from_checkpoint_id"]},
+                ),
+            )
+            callback = AgentDebugCallback(
+                debugger,
+                session=session,
+                first_step=point.step,
+                parent_event=fork_event,
+                diagnose=False,
+                success_check=self._success_check(original),
+            )
+            try:
+                graph.invoke(None, self._run_config(fork_config, callback))
+            except Exception as exc:  # the branch failed; its trajectory says how
+                log.info("agentdebug: branch of run %s raised %s", original.id, exc)
+            if session.outcome is None:
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN, reason="the branch stopped before finishing"
+                )
+        return session.trajectory()
+
+    # -- the pieces ------------------------------------------------------------------------
+
+    def _graph_for(self, trajectory: AgentTrajectory) -> Any:
+        if self.graph is not None:
+            return self.graph
+        for run_id in (trajectory.id, trajectory.parent_id):
+            graph = live_graph(run_id) if run_id else None
+            if graph is not None:
+                return graph
+        lg = trajectory.metadata.get("langgraph")
+        spec = lg.get("graph_factory") if isinstance(lg, dict) else None
+        if isinstance(spec, str) and spec:
+            return _load(spec, "graph factory")()
+        raise AgentDebugError(
+            f"cannot rerun run '{trajectory.id}': its graph is not in this process and "
+            "the run did not record how to rebuild it. Capture with "
+            "AgentDebugCallback(graph_factory='module:function') (a function returning "
+            "the compiled graph, with a persistent checkpointer), or construct "
+            "LangGraphRerunExecutor(graph) with the compiled graph yourself"
+        )
+
+    def _success_check(self, trajectory: AgentTrajectory) -> SuccessCheck | None:
+        if self.success_check is not None:
+            return self.success_check
+        lg = trajectory.metadata.get("langgraph")
+        spec = lg.get("success_check") if isinstance(lg, dict) else None
+        if isinstance(spec, str) and spec:
+            try:
+                check: SuccessCheck = _load(spec, "success check")
+                return check
+            except AgentDebugError as exc:
+                log.warning("agentdebug: %s; the branch is judged without it", exc)
+        return None
+
+    def _update(self, request: RerunRequest, snap: Any) -> dict[str, Any]:
+        """The state update that carries the correction into the fork."""
+        if request.state_patch:
+            return dict(request.state_patch)
+        if self.directive_update is not None:
+            return self.directive_update(request, snap)
+        values = snap.values if isinstance(snap.values, dict) else {}
+        if self.directive_key not in values:
+            keys = ", ".join(sorted(values)) or "none"
+            raise AgentDebugError(
+                f"the graph's state has no '{self.directive_key}' key to carry the "
+                f"directive as a message (its keys: {keys}); give the rerun request a "
+                "state_patch, or LangGraphRerunExecutor(directive_key=... or "
+                "directive_update=...)"
+            )
+        return {self.directive_key: [HumanMessage(content=directive_text(request))]}
+
+    def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
+        extra = dict(self.config)
+        configurable = {**extra.pop("configurable", {}), **fork_config["configurable"]}
+        callbacks = list(extra.pop("callbacks", None) or [])
+        return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
+
+
+def directive_text(request: RerunRequest) -> str:
+    """The correction as the model reads it: what went wrong last time, and the fix.
+    The branch resumes before the mistake, so without the first part the model
+    would not know what the fix is about."""
+    why = request.plan.rationale.strip() if request.plan and request.plan.rationale else ""
+    text = f"A previous attempt at this task went wrong from here. Fix: {request.directive}"
+    return f"{text} (What went wrong: {why})" if why else text
+
+
+def fork(graph: Any, snap: Any, values: dict[str, Any], point: ResumePoint) -> tuple[Any, str]:
+    """``update_state`` on ``snap`` as the node that wrote it, so that the edges
+    LangGraph re-evaluates lead to the blamed node again. Each candidate fork is
+    checked to have the blamed nodes pending; the first that does is used."""
+    candidates = [*writers_of(graph, snap), None]
+    tried: list[str] = []
+    for as_node in dict.fromkeys(candidates):
+        try:
+            config = graph.update_state(snap.config, values, as_node=as_node)
+        except Exception as exc:
+            tried.append(f"as {as_node or 'inferred node'}: {type(exc).__name__}: {exc}")
+            continue
+        pending = set(graph.get_state(config).next)
+        if set(point.nodes) <= pending:
+            return config, as_node or "(inferred)"
+        tried.append(f"as {as_node or 'inferred node'}: next would be {sorted(pending) or 'END'}")
+    raise AgentDebugError(
+        f"cannot fork before node {', '.join(point.nodes)}: no state update leaves it "
+        f"pending ({'; '.join(tried)}). The edges into it depend on the state being "
+        "patched; propose a state_patch that keeps them, or rerun from an earlier step"
+    )
+
+
+def _require_checkpointer(graph: Any, run_id: str) -> None:
+    saver = getattr(graph, "checkpointer", None)
+    if saver is None or saver is False or saver is True:
+        name = getattr(graph, "name", None) or type(graph).__name__
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}' from a checkpoint: graph '{name}' has no "
+            f"checkpointer, so LangGraph kept no state to restore. To fix: {HOW_TO_CHECKPOINT}"
+        )
+
+
+def _load(spec: str, what: str) -> Any:
+    module_name, sep, attr = spec.partition(":")
+    if not sep or not module_name or not attr:
+        raise AgentDebugError(f"{what} '{spec}': expected module:function")
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentDebugError(f"{what} '{spec}': cannot import {module_name}: {exc}") from None
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
+    return target
+
+
+def _jsonable_update(values: dict[str, Any]) -> Any:
+    from agentdebug_langgraph._convert import compact
+
+    return compact(values)

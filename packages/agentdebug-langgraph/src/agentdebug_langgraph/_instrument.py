@@ -1,0 +1,70 @@
+"""``instrument()``: capture every LangGraph run in the process without touching configs.
+
+langchain-core lets a library add a handler to every callback manager it builds
+(``register_configure_hook``). It reads the hook through ``.get()``, which for a
+``ContextVar`` would only see values set in the current thread and context; a
+debugger switched on once must also see graphs run from worker threads and from
+tasks created earlier, so the hook gets a process-wide slot with the same
+``get()``. The hook is registered once (langchain-core has no way to remove one);
+``uninstrument()`` empties the slot. A graph invoked with its own
+``AgentDebugCallback`` in ``config["callbacks"]`` is not captured twice: the hook
+is registered with the handler class, and langchain-core skips it when a handler
+of that class is already there.
+"""
+
+from __future__ import annotations
+
+import threading
+from contextvars import ContextVar
+from typing import Any, cast
+
+from agentdebug_langgraph._callback import AgentDebugCallback
+
+
+class _ProcessWideSlot:
+    """Duck-types the ``ContextVar.get`` that langchain-core's hook calls."""
+
+    def __init__(self) -> None:
+        self.handler: AgentDebugCallback | None = None
+
+    def get(self, default: Any = None) -> AgentDebugCallback | None:
+        return self.handler if self.handler is not None else default
+
+
+_SLOT = _ProcessWideSlot()
+_registered = False
+_lock = threading.Lock()
+
+
+def instrument(callback: AgentDebugCallback | None = None, **options: Any) -> AgentDebugCallback:
+    """Capture every LangGraph graph run in this process from now on.
+
+    ``options`` are those of :class:`AgentDebugCallback` (``debugger``,
+    ``success_check``, ``on_report``, ...), or pass a ready ``callback``. Returns
+    the handler in use (its ``last_run_id`` and ``reports`` tell what it saw).
+    Calling it again replaces the handler."""
+    global _registered
+    if callback is not None and options:
+        raise TypeError("pass either a callback or its options, not both")
+    handler = callback if callback is not None else AgentDebugCallback(**options)
+    with _lock:
+        if not _registered:
+            from langchain_core.tracers.context import register_configure_hook
+
+            register_configure_hook(
+                cast("ContextVar[Any]", _SLOT), True, handle_class=AgentDebugCallback
+            )
+            _registered = True
+        _SLOT.handler = handler
+    return handler
+
+
+def uninstrument() -> None:
+    """Stop capturing runs that were not given a callback explicitly."""
+    with _lock:
+        _SLOT.handler = None
+
+
+def instrumented() -> AgentDebugCallback | None:
+    """The handler ``instrument()`` installed, if capture is on."""
+    return _SLOT.handler

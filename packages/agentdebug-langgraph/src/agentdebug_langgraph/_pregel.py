@@ -1,0 +1,110 @@
+"""Reaching the running graph from inside a callback, to learn its checkpoint ids.
+
+LangChain callbacks are told about runs, not about LangGraph's loop: a node's
+``on_chain_start`` carries its step and task id but not the checkpoint the step
+started from, nor the graph or its checkpointer. Those live in the frame of
+``Pregel.stream`` / ``Pregel.astream`` that is calling us when the graph's own run
+starts. So, once per graph run, :func:`find_graph_frame` walks a few frames up to
+find it; at the first node of the run :func:`loop_of` takes the ``loop`` object
+from that frame (then the frame is dropped), and each node start reads the loop's
+current checkpoint: the state LangGraph would restore to redo that step.
+
+All of this reads LangGraph internals, so every access is guarded: if a future
+LangGraph moves them, capture goes on without checkpoint ids (the rerun executor
+then finds the checkpoint by the task id each node records) and says so once.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from types import FrameType
+from typing import Any
+
+log = logging.getLogger("agentdebug.langgraph")
+
+_STREAM_NAMES = frozenset({"stream", "astream"})
+_MAX_DEPTH = 12
+_warned = False
+
+
+def find_graph_frame() -> FrameType | None:
+    """The frame of the ``Pregel.stream``/``astream`` call that is starting a run."""
+    try:
+        from langgraph.pregel import Pregel
+
+        frame: FrameType | None = sys._getframe(2)
+        for _ in range(_MAX_DEPTH):
+            if frame is None:
+                return None
+            if frame.f_code.co_name in _STREAM_NAMES and isinstance(
+                frame.f_locals.get("self"), Pregel
+            ):
+                return frame
+            frame = frame.f_back
+    except Exception:  # pragma: no cover - interpreter without frames
+        _warn_once("the running graph could not be found from the callback")
+    return None
+
+
+def graph_of(frame: FrameType | None) -> Any:
+    """The compiled graph (a ``Pregel``) whose run the frame executes."""
+    if frame is None:
+        return None
+    try:
+        return frame.f_locals.get("self")
+    except Exception:  # pragma: no cover
+        return None
+
+
+def loop_of(frame: FrameType | None) -> Any:
+    """LangGraph's loop object for the run, once the run has created it."""
+    if frame is None:
+        return None
+    try:
+        loop = frame.f_locals.get("loop")
+    except Exception:  # pragma: no cover
+        return None
+    if loop is None or not hasattr(loop, "checkpoint"):
+        return None
+    return loop
+
+
+def persists_steps(loop: Any) -> bool:
+    """Whether the loop saves a checkpoint at every step (a checkpointer, and a
+    durability other than ``exit``, which saves only the last one)."""
+    try:
+        return loop.checkpointer is not None and getattr(loop, "durability", None) != "exit"
+    except Exception:
+        return False
+
+
+def current_checkpoint(loop: Any) -> tuple[str, str | None] | None:
+    """(checkpoint id, thread id) of the state the loop's current step started from."""
+    try:
+        checkpoint_id = loop.checkpoint["id"]
+        conf = loop.checkpoint_config.get("configurable", {})
+        thread = conf.get("thread_id")
+        return str(checkpoint_id), (str(thread) if thread is not None else None)
+    except Exception:
+        _warn_once("the loop's checkpoint could not be read")
+        return None
+
+
+def checkpointer_name(loop: Any) -> str | None:
+    try:
+        saver = loop.checkpointer
+    except Exception:
+        return None
+    return type(saver).__name__ if saver is not None else None
+
+
+def _warn_once(what: str) -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning(
+            "agentdebug: %s (this LangGraph version keeps it elsewhere); steps are "
+            "recorded without checkpoint ids and reruns find checkpoints by task id",
+            what,
+        )

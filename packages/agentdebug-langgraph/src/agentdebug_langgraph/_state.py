@@ -1,0 +1,128 @@
+"""What the callback keeps about a graph run while it is running.
+
+One :class:`GraphRun` per top-level graph invocation (a resumed interrupt continues
+the same one), one :class:`NodeRun` per node execution. Step indexes are handed out
+per node execution in start order: the graph's input is step 0, each node
+execution (parallel branches and subgraph nodes included) gets the next index,
+and every event inside a node (model calls, tool results) shares the node's
+index. Attribution blames steps and reruns resume at steps, so a blamed step
+always names one node execution, and the checkpoint before it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from agentdebug import TraceSession
+from agentdebug.schema import CheckpointRef
+
+FRAMEWORK = "langgraph"
+
+
+@dataclass(eq=False)
+class GraphRun:
+    """A top-level graph run being recorded into one trace session."""
+
+    session: TraceSession
+    owns_session: bool
+    steps: Iterator[int]
+    graph_name: str
+    thread_id: str | None = None
+    input_event: str | None = None
+    frame: FrameType | None = None
+    loop: Any = None
+    loop_checked: bool = False
+    persists: bool = False
+    checkpointer: str | None = None
+    last_checkpoint: tuple[str, CheckpointRef] | None = None
+    # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
+    tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
+    # (namespace, langgraph step) -> event ids of the nodes that sent Send packets, in order
+    sends: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
+    node_errors: set[int] = field(default_factory=set)
+    interrupted: bool = False
+    interrupt_recorded: bool = False
+    interrupt_checkpoint: str | None = None
+    answer_from: tuple[str, int, str | None] | None = None  # (agent, step, event id)
+    last_step: int = 0
+    segments: int = 1  # invocations recorded into this run (a resume adds one)
+
+    def next_step(self) -> int:
+        step = next(self.steps)
+        if step > self.last_step:
+            self.last_step = step
+        return step
+
+    def checkpoint_ref(self, checkpoint_id: str, thread_id: str | None, step: Any) -> CheckpointRef:
+        """One ref per checkpoint (parallel nodes of a step share it)."""
+        cached = self.last_checkpoint
+        if cached is not None and cached[0] == checkpoint_id:
+            return cached[1]
+        ref = CheckpointRef(
+            framework=FRAMEWORK,
+            checkpoint_id=checkpoint_id,
+            thread_id=thread_id,
+            namespace="",
+            extra={"langgraph_step": step, "before": "this step"},
+        )
+        self.last_checkpoint = (checkpoint_id, ref)
+        return ref
+
+
+@dataclass(eq=False, slots=True)
+class NodeRun:
+    """One node execution: its step index and the event that opened it."""
+
+    run: GraphRun
+    agent: str
+    name: str
+    step: int
+    event_id: str | None
+    ns: str
+    langgraph_step: int
+    root_step: int
+    started: float = field(default_factory=time.perf_counter)
+
+
+def start_counter(first: int) -> Iterator[int]:
+    return itertools.count(first)
+
+
+class PausedRuns:
+    """Runs stopped at an interrupt, by thread id, waiting for ``Command(resume=...)``.
+
+    Process-wide, because a resume is often invoked with a fresh callback. Bounded:
+    the oldest paused run is finished (outcome unknown) when too many wait."""
+
+    def __init__(self, limit: int = 256) -> None:
+        self._runs: dict[str, GraphRun] = {}
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def park(self, thread_id: str, run: GraphRun) -> GraphRun | None:
+        """Keep ``run``; returns a run pushed out (to be finished by the caller)."""
+        with self._lock:
+            evicted = self._runs.pop(thread_id, None)
+            self._runs[thread_id] = run
+            if evicted is None and len(self._runs) > self.limit:
+                oldest = next(iter(self._runs))
+                evicted = self._runs.pop(oldest)
+            return evicted
+
+    def take(self, thread_id: str | None) -> GraphRun | None:
+        if thread_id is None:
+            return None
+        with self._lock:
+            return self._runs.pop(thread_id, None)
+
+    def __contains__(self, thread_id: object) -> bool:
+        return thread_id in self._runs
+
+
+PAUSED = PausedRuns()

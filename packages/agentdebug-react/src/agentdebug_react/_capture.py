@@ -376,6 +376,7 @@ class ReactRun(Generic[S]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        self.done = True  # the run is recorded as ended: no more steps into it
         try:
             status, reason, ok = self._finish(exc)
         except Exception:  # pragma: no cover - _finish guards itself; belt and braces
@@ -452,8 +453,8 @@ class ReactRun(Generic[S]):
     def _begin(self) -> int:
         if self.done:
             raise RuntimeError(
-                f"run {self.session.id} is finished (a final answer, the step limit or an "
-                "error); check run.done before calling step()"
+                f"run {self.session.id} is finished (a final answer, the step limit, an "
+                "error, or the end of its with block); check run.done before calling step()"
             )
         k = self._next
         self.ctx.step = k

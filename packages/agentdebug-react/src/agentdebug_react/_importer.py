@@ -14,7 +14,7 @@ from typing import Any
 from agentdebug.errors import InputError
 from agentdebug.stages import ImportedRun, Source
 
-from agentdebug_react._parse import _LABEL, parse_transcript
+from agentdebug_react._parse import _LABEL, TranscriptError, parse_transcript
 from agentdebug_react._step import DEFAULT_AGENT
 
 
@@ -52,18 +52,20 @@ class TranscriptImporter:
                     "must be an object", source=source.name, record=record, field="metadata"
                 )
             stem = source.path.stem
-            run_id = item.get("id")
-            trajectory = parse_transcript(
-                item["transcript"],
-                goal=_text(item, "goal", source, record),
-                agent_name=_text(item, "agent_name", source, record) or DEFAULT_AGENT,
-                run_id=str(run_id)
-                if run_id is not None
-                else (f"{stem}-{number}" if many else stem),
-                reference_answer=_text(item, "reference_answer", source, record),
-                metadata=meta,
-                source=source.name,
-            )
+            given = item.get("id")
+            run_id = str(given) if given is not None else (f"{stem}-{number}" if many else stem)
+            try:
+                trajectory = parse_transcript(
+                    item["transcript"],
+                    goal=_text(item, "goal", source, record),
+                    agent_name=_text(item, "agent_name", source, record) or DEFAULT_AGENT,
+                    run_id=run_id,
+                    reference_answer=_text(item, "reference_answer", source, record),
+                    metadata=meta,
+                    source=source.name,
+                )
+            except TranscriptError as exc:
+                raise exc.located(record=record, field="transcript") from None
             yield ImportedRun(trajectory=trajectory)
 
     @staticmethod

@@ -54,10 +54,35 @@ class JsonSnapshotter:
     name = "json"
 
     def snapshot(self, state: Any) -> Any:
+        _check_plain(state, "state")
         return state
 
     def restore(self, data: Any) -> Any:
         return data
+
+
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _check_plain(value: Any, where: str) -> None:
+    """Refuse what JSON would store but not give back (a dataclass comes back as a
+    dict, a tuple as a list): the rerun would get a state of another type."""
+    if isinstance(value, _PLAIN):
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise TypeError(f"{where} has a {type(key).__name__} key; JSON keys are strings")
+            _check_plain(item, f"{where}[{key!r}]")
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _check_plain(item, f"{where}[{i}]")
+        return
+    raise TypeError(
+        f"{where} is a {type(value).__name__}, not plain JSON data (dict, list, str, "
+        "number, bool, None)"
+    )
 
 
 def snapshotter_name(snapshotter: object) -> str:

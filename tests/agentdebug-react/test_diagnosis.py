@@ -1,0 +1,118 @@
+"""Automatic diagnosis: when the loop raises or its answer fails the success check."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from agentdebug import AgentDebug, DiagnosticReport, EventType, OutcomeStatus
+from agentdebug.store import open_store
+from agentdebug_react import ReactLoop, Step, StepContext
+from conftest import Counter, make_counter_loop
+
+
+class ToolBroke(Exception):
+    """The user's own exception type."""
+
+
+def test_an_exception_propagates_unchanged_with_the_diagnosis_as_a_note(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    reports: list[DiagnosticReport] = []
+    raised = ToolBroke("the search API is down")
+
+    def step(ctx: StepContext[None]) -> Step:
+        if ctx.step == 1:
+            return Step(thought="search", action="search", action_input="x", observation="ok")
+        raise raised
+
+    dbg = AgentDebug(tmp_path / "store")
+    loop = ReactLoop(step, debugger=dbg, on_report=reports.append)
+    with caplog.at_level(logging.WARNING, logger="agentdebug"), pytest.raises(ToolBroke) as info:
+        loop.run("find x")
+
+    assert info.value is raised  # the same object, the same type
+    notes = getattr(raised, "__notes__", [])
+    assert len(notes) == 1 and notes[0].startswith("agentdebug diagnosis ")
+    assert "agentdebug show" in notes[0]
+    assert len(reports) == 1
+    report = reports[0]
+    assert report.id in notes[0]
+    assert any(report.id in r.getMessage() for r in caplog.records)  # the one-paragraph summary
+    # the run and its report are in the SQLite store, side by side
+    dbg.close()
+    store = open_store(tmp_path / "store")
+    run = store.load_trajectory(report.trajectory_id)
+    assert [r.id for r in store.load_reports(run.id)] == [report.id]
+    error = run.events[-1]
+    assert error.type is EventType.ERROR and error.step_index == 2
+    assert error.error is not None and error.error.type == "ToolBroke"
+    assert "Traceback" in (error.error.traceback or "")
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.reason == "the step function raised ToolBroke at step 2"
+    assert [e.type for e in run.events].count(EventType.ERROR) == 1  # recorded once
+
+
+def test_an_exception_in_the_users_loop_between_steps(dbg: AgentDebug) -> None:
+    reports: list[DiagnosticReport] = []
+    loop = make_counter_loop(dbg, on_report=reports.append)
+    with pytest.raises(KeyError) as info, loop.capture("q") as run:
+        run.step()
+        raise KeyError("the user's own bug")
+    assert run.result is not None and run.result.report is reports[0]
+    assert info.value.__notes__[0].startswith("agentdebug diagnosis")
+    out = run.result.trajectory().outcome
+    assert out.reason == "the loop raised KeyError between steps"
+
+
+def test_a_failed_success_check_is_diagnosed_and_blames_the_decisive_step(
+    dbg: AgentDebug,
+) -> None:
+    reports: list[DiagnosticReport] = []
+    result = make_counter_loop(dbg, on_report=reports.append).run("q")
+    assert result.ok is False
+    assert result.report is not None and reports == [result.report]
+    assert result.report.tier == "free"
+    root = result.report.root_cause
+    assert root is not None and root.step_index == 1 and root.agent_name == "agent"
+    stored = dbg.store.load_reports(result.run_id) if dbg.store else []
+    assert [r.id for r in stored] == [result.report.id]
+
+
+def test_no_diagnosis_when_it_passes_or_is_turned_off(dbg: AgentDebug) -> None:
+    reports: list[DiagnosticReport] = []
+    ok = make_counter_loop(dbg, success=lambda a: True, on_report=reports.append).run("q")
+    off = make_counter_loop(dbg, auto_diagnose=False, on_report=reports.append).run("q")
+    assert ok.report is None and off.report is None and reports == []
+    assert off.ok is False
+
+
+def test_a_broken_on_report_callback_is_logged(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
+    def explode(report: DiagnosticReport) -> None:
+        raise RuntimeError("callback bug")
+
+    with caplog.at_level(logging.ERROR, logger="agentdebug"):
+        result = make_counter_loop(dbg, on_report=explode).run("q")
+    assert result.report is not None
+    assert any("on_report callback failed" in r.getMessage() for r in caplog.records)
+
+
+def test_keyboard_interrupt_is_recorded_but_not_diagnosed(dbg: AgentDebug) -> None:
+    def stop(ctx: StepContext[None]) -> Step:
+        raise KeyboardInterrupt
+
+    reports: list[DiagnosticReport] = []
+    loop: ReactLoop[None] = ReactLoop(stop, debugger=dbg, on_report=reports.append)
+    with pytest.raises(KeyboardInterrupt):
+        loop.run("q")
+    assert reports == []
+
+
+def test_failure_before_anything_useful_still_propagates(dbg: AgentDebug) -> None:
+    counter = Counter(fail_at=1)
+    with pytest.raises(RuntimeError, match="model crashed at step 1") as info:
+        make_counter_loop(dbg, counter).run("q")
+    assert info.value.__notes__  # the diagnosis ran on the recorded error

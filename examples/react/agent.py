@@ -73,7 +73,7 @@ def calculator(expression: Any) -> str:
     terms = [t.strip() for t in str(expression).split("+")]
     if not all(re.fullmatch(r"-?\d+(?:\.\d+)?", t) for t in terms):
         raise ValueError(f"can only add numbers, got {expression!r}")
-    total = sum(float(t) for t in terms)
+    total = sum((float(t) for t in terms), 0.0)
     return str(int(total)) if total.is_integer() else str(total)
 
 

@@ -34,7 +34,13 @@ from agentdebug.schema import (
     OutcomeStatus,
 )
 
-from agentdebug_react._snapshot import CHECKPOINT_KEY, Checkpointer, JsonSnapshotter, Snapshotter
+from agentdebug_react._snapshot import (
+    CHECKPOINT_KEY,
+    Checkpointer,
+    JsonSnapshotter,
+    Snapshotter,
+    snapshotter_name,
+)
 from agentdebug_react._step import (
     DEFAULT_AGENT,
     FRAMEWORK,
@@ -143,7 +149,7 @@ class ReactLoop(Generic[S]):
             "factory": self.factory,
             "agent_name": self.agent_name,
             "max_steps": self.max_steps,
-            "snapshotter": getattr(self.snapshotter, "name", type(self.snapshotter).__qualname__),
+            "snapshotter": snapshotter_name(self.snapshotter),
             "step_function": getattr(self.step_fn, "__qualname__", type(self.step_fn).__name__),
         }
 

@@ -29,7 +29,7 @@ from agentdebug.rerun.branch import start_branch
 from agentdebug.schema import AgentTrajectory, RerunRequest
 
 from agentdebug_react._capture import ReactLoop, ReactRun
-from agentdebug_react._snapshot import RestorePoint, restore_point
+from agentdebug_react._snapshot import RestorePoint, restore_point, snapshotter_name
 from agentdebug_react._step import FRAMEWORK, StepContext
 
 log = logging.getLogger("agentdebug.react")
@@ -168,7 +168,7 @@ class ReactExecutor:
 
 
 def _restore_state(loop: ReactLoop[Any], point: RestorePoint) -> Any:
-    current = getattr(loop.snapshotter, "name", type(loop.snapshotter).__qualname__)
+    current = snapshotter_name(loop.snapshotter)
     if point.snapshotter and point.snapshotter != current:
         log.warning(
             "agentdebug: the checkpoint was taken with snapshotter '%s' and is restored with '%s'",

@@ -104,6 +104,8 @@ def test_stopping_early_is_a_failure_that_says_why(dbg: AgentDebug) -> None:
     assert out.reason == "the loop ended after 1 step(s) without a final answer"
     with pytest.raises(RuntimeError, match="finished"):
         run.step()
+    with pytest.raises(RuntimeError, match="use it as a context manager"):
+        loop.capture("q?").step()
 
 
 def test_step_limit_is_recorded_as_an_error_event(dbg: AgentDebug) -> None:

@@ -358,6 +358,7 @@ class ReactRun(Generic[S]):
         self._raised: BaseException | None = None
         self._stopped_at_limit = False
         self._checkpointer = Checkpointer(loop.snapshotter)
+        self._entered = False
 
     @property
     def id(self) -> str:
@@ -367,6 +368,7 @@ class ReactRun(Generic[S]):
 
     def __enter__(self) -> ReactRun[S]:
         self.session.__enter__()
+        self._entered = True
         if self._record_goal:
             self._safely(
                 "the user input",
@@ -457,6 +459,11 @@ class ReactRun(Generic[S]):
         return self._end(k, step)
 
     def _begin(self) -> int:
+        if not self._entered:
+            raise RuntimeError(
+                "a run records between its start and its end: use it as a context manager, "
+                "with loop.capture(...) as run: while not run.done: run.step()"
+            )
         if self.done:
             raise RuntimeError(
                 f"run {self.session.id} is finished (a final answer, the step limit, an "
@@ -544,11 +551,10 @@ class ReactRun(Generic[S]):
         self.ctx.directive = directive
         try:
             message = self.loop.directive_message(directive)
-            self.ctx.messages.append(message)
         except Exception:
-            log.exception("agentdebug: the directive message could not be built")
+            log.exception("agentdebug: the directive message could not be built; the default used")
             message = default_directive_message(directive)
-            self.ctx.messages.append(message)
+        self._safely("the directive message", lambda: self.ctx.messages.append(message))
         self._safely(
             "the directive",
             lambda: self.session.record(

@@ -1,4 +1,4 @@
-"""ReAct transcripts through ``agentdebug import``: the transcript inside a JSON file.
+"""ReAct transcripts through ``agentdebug ingest``: the transcript inside a JSON file.
 
 The core importers read JSON (one document or JSON Lines), so a transcript comes
 wrapped: ``{"transcript": "Question: ...\\nThought: ...", "goal"?, "id"?,

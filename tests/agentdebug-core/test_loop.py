@@ -282,6 +282,27 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
     assert doc["first_divergence"]["a_step"] == 1
 
 
+def test_cli_act_keeps_the_branch_in_the_store_it_was_given(home: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other-store"
+    run_id = _stored_failure(other)
+    done = run_cli(
+        "--store",
+        str(other),
+        "act",
+        run_id,
+        "--rerun",
+        "--policy",
+        "auto",
+        "--executor",
+        "toy_agent:make_executor",
+        env={"PYTHONPATH": str(HERE)},
+    )
+    assert done.returncode == 0, done.stderr
+    branches = [r for r in AgentDebug(other).store.list_runs() if r.parent_id == run_id]  # type: ignore[union-attr]
+    assert len(branches) == 1
+    assert not (home / "agentdebug.db").exists()  # nothing went to $AGENTDEBUG_HOME
+
+
 def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
     run_id = _stored_failure(home)
     env = {"PYTHONPATH": str(HERE)}

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentdebug import AgentDebug, EventType
-from agentdebug.rerun import start_branch
+from agentdebug.rerun import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RerunRequest
 
 GOAL = "Name the capital of Australia."
@@ -69,7 +69,7 @@ class ToyExecutor:
     framework = "toy"
 
     def __init__(self, dbg: AgentDebug | None = None, mode: str = "normal") -> None:
-        self.dbg = dbg or AgentDebug()
+        self.dbg = dbg
         self.mode = mode
         self.requests: list[RerunRequest] = []
 
@@ -78,7 +78,8 @@ class ToyExecutor:
         if self.mode == "broken":
             raise RuntimeError("the sandbox is gone")
         corrected = self.mode != "stubborn" and bool(request.directive.strip())
-        with start_branch(self.dbg, request, framework="toy") as t:
+        dbg = self.dbg or branch_debugger(request)
+        with start_branch(dbg, request, framework="toy") as t:
             _steps(t, request.resume_step, corrected=corrected)
         return t.trajectory()
 

@@ -123,6 +123,17 @@ def test_load_transcript_reads_a_text_file(tmp_path: Path) -> None:
         load_transcript(tmp_path / "missing.txt")
 
 
+def test_a_plain_text_transcript_is_ingested_by_agentdebug(tmp_path: Path) -> None:
+    path = tmp_path / "moons.txt"
+    path.write_text(LANGCHAIN)
+    (run,) = [r.trajectory for r in import_file(path)]  # detected among every importer
+    assert run.id == "moons" and run.framework == "react"
+    assert run.events and run.events[0].step_index == 0
+    path.write_text("Thought: a\nObservation: b\n")
+    with pytest.raises(InputError, match=r"moons\.txt.*line 2"):
+        import_file(path)
+
+
 def test_import_a_wrapped_transcript_through_agentdebug(tmp_path: Path) -> None:
     path = tmp_path / "runs.json"
     path.write_text(

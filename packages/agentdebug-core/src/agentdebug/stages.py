@@ -56,12 +56,15 @@ class Source:
     """A file being imported, parsed once and shared by every importer's sniff.
 
     ``document`` is the parsed JSON when the whole file is one JSON value;
-    ``records`` is the parsed lines when it is JSON Lines. At most one is set.
+    ``records`` is the parsed lines when it is JSON Lines; ``text`` is the decoded
+    text of a plain-text file (``.txt``, ``.log``), which is not parsed as JSON, for
+    importers of text formats (ReAct transcripts, say). At most one is set.
     """
 
     path: Path
     document: Any = None
     records: list[Any] | None = None
+    text: str | None = None
 
     @property
     def name(self) -> str:

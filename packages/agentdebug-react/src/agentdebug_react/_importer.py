@@ -1,9 +1,8 @@
-"""ReAct transcripts through ``agentdebug ingest``: the transcript inside a JSON file.
-
-The core importers read JSON (one document or JSON Lines), so a transcript comes
-wrapped: ``{"transcript": "Question: ...\\nThought: ...", "goal"?, "id"?,
+"""ReAct transcripts through ``agentdebug ingest``: a plain-text file (``.txt`` or
+``.log``, which core hands over as text rather than parsing it as JSON) or the transcript wrapped in
+JSON: ``{"transcript": "Question: ...\\nThought: ...", "goal"?, "id"?,
 "reference_answer"?, "agent_name"?, "metadata"?}``, a list of such objects, or
-one per line. A plain-text transcript file is read with :func:`load_transcript`.
+one per line.
 """
 
 from __future__ import annotations
@@ -70,6 +69,8 @@ class TranscriptImporter:
 
     @staticmethod
     def _items(source: Source) -> list[Mapping[str, Any]] | None:
+        if source.text is not None:
+            return [{"transcript": source.text}]
         if source.records is not None:
             values: Any = source.records
         elif isinstance(source.document, Mapping):

@@ -25,7 +25,7 @@ from typing import Any
 
 from agentdebug.capture.session import AgentDebug
 from agentdebug.errors import AgentDebugError
-from agentdebug.rerun.branch import start_branch
+from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, RerunRequest
 
 from agentdebug_react._capture import ReactLoop, ReactRun
@@ -144,7 +144,8 @@ class ReactExecutor:
         }
         if not loop.factory and isinstance(recorded, dict) and recorded.get("factory"):
             react_meta["factory"] = recorded["factory"]
-        debugger = self.debugger or loop.debugger
+        # the executor's own debugger, else the store the closed loop named, else the loop's
+        debugger = self.debugger or branch_debugger(effective, loop.debugger)
         session = start_branch(
             debugger, effective, framework=FRAMEWORK, metadata={FRAMEWORK: react_meta}
         )

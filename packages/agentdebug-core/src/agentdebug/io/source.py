@@ -18,6 +18,7 @@ from agentdebug.stages import Source
 
 _BOM = b"\xef\xbb\xbf"
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
+TEXT_SUFFIXES = {".txt", ".log"}
 
 
 def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
@@ -52,6 +53,8 @@ def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
     _check_utf8(data, name)
     if path.suffix.lower() in _JSONL_SUFFIXES:
         return _parse_lines_first(path, data)
+    if path.suffix.lower() in TEXT_SUFFIXES:
+        return Source(path=path, text=data.decode("utf-8"))
     return _parse_document_first(path, data)
 
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from agentdebug.audit import audit_scope
+from agentdebug.detect.signals import tool_name
 from agentdebug.errors import AgentDebugError
 from agentdebug.llm import NoModelConfigured, current_settings
 from agentdebug.schema import (
@@ -64,8 +65,8 @@ def tool_names(trajectory: AgentTrajectory) -> list[str]:
             seen.setdefault(tool, None)
     for event in trajectory.events:
         if event.type is EventType.TOOL_CALL:
-            name = event.metadata.get("tool") or event.module
-            if isinstance(name, str) and name:
+            name = tool_name(event)
+            if name:
                 seen.setdefault(name, None)
     return list(seen)
 

@@ -1,7 +1,12 @@
 """Reruns and the closed loop: fork a run from the blamed step with a directive,
 keep the branch beside the original, score it, and go round again if it fails."""
 
-from agentdebug.rerun.branch import checkpoint_before, inherited_events, start_branch
+from agentdebug.rerun.branch import (
+    branch_debugger,
+    checkpoint_before,
+    inherited_events,
+    start_branch,
+)
 from agentdebug.rerun.diff import BranchDiff, compare
 from agentdebug.rerun.executors import find_executor, load_executor
 from agentdebug.rerun.loop import closed_loop
@@ -20,6 +25,7 @@ __all__ = [
     "LLMJudgeScorer",
     "OutcomeScorer",
     "ReferenceScorer",
+    "branch_debugger",
     "checkpoint_before",
     "closed_loop",
     "compare",

@@ -9,10 +9,33 @@ which directive, on whose plan.
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 from agentdebug.capture.session import AgentDebug, TraceSession
 from agentdebug.schema import AgentEvent, AgentTrajectory, RerunRequest
+
+_debuggers: dict[str, AgentDebug] = {}
+_lock = threading.Lock()
+
+
+def branch_debugger(request: RerunRequest, fallback: AgentDebug | None = None) -> AgentDebug:
+    """The debugger an executor records its branch with: one on the store the loop
+    named in the request (so the branch lands beside the original), else
+    ``fallback``, else the default store. One per store location per process."""
+    if request.store is None:
+        return fallback or AgentDebug()
+    if (
+        fallback is not None
+        and fallback.store is not None
+        and fallback.store.location == request.store
+    ):
+        return fallback
+    with _lock:
+        dbg = _debuggers.get(request.store)
+        if dbg is None:
+            dbg = _debuggers[request.store] = AgentDebug(request.store)
+        return dbg
 
 
 def inherited_events(trajectory: AgentTrajectory, resume_step: int) -> list[AgentEvent]:

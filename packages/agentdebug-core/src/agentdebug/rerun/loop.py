@@ -130,6 +130,7 @@ def closed_loop(
             report_id=current_report.id,
             state_patch=plan.state_patch,
             attempt=round_,
+            store=store.location,
         )
         try:
             branch = ex.rerun(request)

@@ -59,7 +59,9 @@ class GateDecision(BaseModel):
 class RerunRequest(BaseModel):
     """Everything an executor needs to fork a run: the trajectory to fork, the step
     to resume from (the events before it are kept, the step itself is redone with
-    the directive in view), the directive, and the gate's decision."""
+    the directive in view), the directive, and the gate's decision. ``store`` is
+    where the loop keeps branches: an executor that has no debugger of its own
+    records the branch there (see :func:`agentdebug.rerun.branch_debugger`)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -72,6 +74,7 @@ class RerunRequest(BaseModel):
     report_id: str | None = None
     state_patch: dict[str, Any] | None = None
     attempt: int = 1
+    store: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
 
     @property

@@ -30,7 +30,7 @@ def test_the_example_runs_the_whole_loop(tmp_path: Path) -> None:
     assert "Fix: At step 1, analyst: Locate the resource first" in out
     assert "gate auto: approved" in out
     assert "loop status: succeeded; verified by rerun: True" in out
-    assert "First divergence: A step 1 / B step 1." in out
+    assert "First divergence: step 1, an event only in B." in out  # the directive message
     assert "B step   4 final_answer  analyst: 117200" in out
     assert "the diagnosis is verified by rerun" in out
     assert "agentdebug diagnosis" in proc.stderr  # the automatic diagnosis's summary

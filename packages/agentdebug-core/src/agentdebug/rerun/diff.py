@@ -131,12 +131,14 @@ class BranchDiff:
         if first is None:
             out.append(f"No divergence: the {len(self.rows)} events are the same.")
             return "\n".join(out)
-        a_step = first.a.step_index if first.a else "-"
-        b_step = first.b.step_index if first.b else "-"
-        out.append(
-            f"Shared: the first {self.shared_prefix} event(s). "
-            f"First divergence: A step {a_step} / B step {b_step}."
-        )
+        if first.a is not None and first.b is not None:
+            where = f"A step {first.a.step_index} / B step {first.b.step_index}"
+        elif first.b is not None:
+            where = f"step {first.b.step_index}, an event only in B"
+        else:
+            assert first.a is not None
+            where = f"step {first.a.step_index}, an event only in A"
+        out.append(f"Shared: the first {self.shared_prefix} event(s). First divergence: {where}.")
         start = max(0, self.shared_prefix - context)
         shown = self.rows[start : start + limit]
         for row in shown:
@@ -166,25 +168,33 @@ def _side(run: AgentTrajectory) -> dict[str, Any]:
 
 
 def compare(a: AgentTrajectory, b: AgentTrajectory) -> BranchDiff:
-    """Align ``a`` and ``b`` (typically an original and its branch)."""
+    """Align ``a`` and ``b`` (typically an original and its branch): events with the
+    same content match; inside a stretch that differs, events of the same type and
+    agent pair up as ``changed`` and the rest stand alone."""
     sa = [signature(e) for e in a.events]
     sb = [signature(e) for e in b.events]
-    matcher = difflib.SequenceMatcher(a=sa, b=sb, autojunk=False)
     rows: list[Row] = []
+    matcher = difflib.SequenceMatcher(a=sa, b=sb, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows += [
-                Row("same", a.events[i], b.events[j])
-                for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-            ]
-        elif tag == "replace":
-            n = max(i2 - i1, j2 - j1)
-            for k in range(n):
-                ea = a.events[i1 + k] if i1 + k < i2 else None
-                eb = b.events[j1 + k] if j1 + k < j2 else None
-                rows.append(Row("changed" if ea and eb else ("only_a" if ea else "only_b"), ea, eb))
-        elif tag == "delete":
-            rows += [Row("only_a", a.events[i], None) for i in range(i1, i2)]
+            rows += [Row("same", a.events[i1 + k], b.events[j1 + k]) for k in range(i2 - i1)]
         else:
-            rows += [Row("only_b", None, b.events[j]) for j in range(j1, j2)]
+            rows += _pair(a.events[i1:i2], b.events[j1:j2])
     return BranchDiff(a, b, rows)
+
+
+def _pair(xs: list[AgentEvent], ys: list[AgentEvent]) -> list[Row]:
+    """Rows for a stretch where the two runs differ, paired by (type, agent)."""
+    kind = difflib.SequenceMatcher(
+        a=[(e.type, e.agent_name) for e in xs],
+        b=[(e.type, e.agent_name) for e in ys],
+        autojunk=False,
+    )
+    rows: list[Row] = []
+    for tag, i1, i2, j1, j2 in kind.get_opcodes():
+        if tag == "equal":
+            rows += [Row("changed", xs[i1 + k], ys[j1 + k]) for k in range(i2 - i1)]
+            continue
+        rows += [Row("only_a", x, None) for x in xs[i1:i2]]
+        rows += [Row("only_b", None, y) for y in ys[j1:j2]]
+    return rows

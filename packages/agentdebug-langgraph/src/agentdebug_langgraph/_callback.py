@@ -113,7 +113,8 @@ class AgentDebugCallback(GraphCallbackHandler):
         self._roots: dict[UUID, GraphRun] = {}
         self._nodes: dict[UUID, NodeRun] = {}
         self._by_ns: dict[str, NodeRun] = {}
-        self._calls: dict[UUID, tuple[NodeRun, str | None, float, Any]] = {}
+        # model and tool calls in flight: run id -> (node, prompt or event id, start, name)
+        self._calls: dict[UUID, tuple[NodeRun, Any, float, Any]] = {}
         self._errors_logged = 0
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
@@ -273,7 +274,7 @@ class AgentDebugCallback(GraphCallbackHandler):
             "node": node,
             "langgraph_step": lg_step,
             "task_id": task_id,
-            "triggers": list(md.get("langgraph_triggers") or ()),
+            "triggers": md.get("langgraph_triggers") or (),
         }
         checkpoint = None
         event_input = None
@@ -369,20 +370,16 @@ class AgentDebugCallback(GraphCallbackHandler):
             self._failed("on_chain_end")
 
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
-        run = rec.run
-        meta: dict[str, Any] = {"node": rec.name}
         if _convert.has_send(outputs):
             self._note_sends(rec, outputs)
-        update = _convert.compact(outputs)
-        run.session.record(
+        rec.run.session.record(
             EventType.AGENT_END,
             agent_name=rec.agent,
             step_index=rec.step,
-            output=update,
+            output=_convert.compact(outputs),
             parent_id=rec.event_id,
             module="langgraph.node",
             duration_ms=(time.perf_counter() - rec.started) * 1000.0,
-            metadata=meta,
         )
 
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:
@@ -610,7 +607,7 @@ class AgentDebugCallback(GraphCallbackHandler):
             if rec is None:
                 return
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._start_llm(rec, run_id, _convert.messages(prompt), metadata, kwargs)
+            self._calls[run_id] = (rec, prompt, time.perf_counter(), _model_name(metadata, kwargs))
         except Exception:
             self._failed("on_chat_model_start")
 
@@ -629,49 +626,43 @@ class AgentDebugCallback(GraphCallbackHandler):
             rec = self._node_for(parent_run_id, metadata)
             if rec is None:
                 return
-            prompt = prompts[0] if len(prompts) == 1 else list(prompts)
-            self._start_llm(rec, run_id, prompt, metadata, kwargs)
+            prompt = list(prompts)
+            self._calls[run_id] = (rec, prompt, time.perf_counter(), _model_name(metadata, kwargs))
         except Exception:
             self._failed("on_llm_start")
 
-    def _start_llm(
-        self,
-        rec: NodeRun,
-        run_id: UUID,
-        prompt: Any,
-        md: dict[str, Any] | None,
-        kwargs: dict[str, Any],
-    ) -> None:
-        params = kwargs.get("invocation_params") or {}
-        model = (
-            params.get("model")
-            or params.get("model_name")
-            or (md or {}).get("ls_model_name")
-            or params.get("_type")
-        )
-        event_id = rec.run.session.record(
-            EventType.LLM_CALL,
-            agent_name=rec.agent,
-            step_index=rec.step,
-            input=prompt,
-            parent_id=rec.event_id,
-            module="langchain.chat_model",
-            metadata={"model": model} if model else None,
-        )
-        self._calls[run_id] = (rec, event_id, time.perf_counter(), model)
+    def _prompt(self, rec: NodeRun, prompt: list[Any], meta: dict[str, Any]) -> list[Any]:
+        """The part of the prompt this node's model has not seen in its previous call.
+
+        A graph agent sends its whole history every turn; recording it every turn
+        costs time on the graph's thread and space quadratic in the run's length.
+        So each call records only the messages added since the node's previous
+        call (all of them on the first call, or when the history was rewritten),
+        and ``metadata`` says how long the prompt was and where the new part starts.
+        """
+        seen = rec.run.prompts.get(rec.agent)
+        n = len(prompt)
+        shared = 0
+        if seen is not None:
+            k, first, last = seen
+            if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
+                shared = k
+        rec.run.prompts[rec.agent] = (n, prompt[0], prompt[-1]) if n else None
+        meta["prompt_messages"] = n
+        if shared:
+            meta["prompt_new_from"] = shared
+        return [_convert.message(m) if isinstance(m, BaseMessage) else m for m in prompt[shared:]]
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             call = self._calls.pop(run_id, None)
             if call is None:
                 return
-            rec, call_event, started, model = call
+            rec, prompt, started, model = call
             gens = response.generations
             gen = gens[0][0] if gens and gens[0] else None
             msg = getattr(gen, "message", None)
-            meta: dict[str, Any] = {}
-            if model:
-                meta["model"] = model
+            meta: dict[str, Any] = {"model": model} if model else {}
             if msg is not None:
                 output: Any = _convert.message(msg)
                 used = _convert.usage(msg)
@@ -679,8 +670,8 @@ class AgentDebugCallback(GraphCallbackHandler):
                     meta["usage"] = used
             else:
                 output = {"role": "assistant", "content": getattr(gen, "text", "")}
-            if "usage" not in meta:
-                token_usage = (response.llm_output or {}).get("token_usage")
+            if "usage" not in meta and response.llm_output:
+                token_usage = response.llm_output.get("token_usage")
                 if token_usage:
                     meta["usage"] = dict(token_usage)
             run = rec.run
@@ -688,19 +679,20 @@ class AgentDebugCallback(GraphCallbackHandler):
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
                 step_index=rec.step,
+                input=self._prompt(rec, prompt, meta),
                 output=output,
-                parent_id=call_event,
+                parent_id=rec.event_id,
                 module="langchain.chat_model",
                 duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta or None,
+                metadata=meta,
             )
-            if msg is not None:
-                calls = getattr(msg, "tool_calls", None)
+            if msg is not None and msg.type == "ai":
+                calls = msg.tool_calls
                 if calls:
                     for c in calls:
                         if c.get("id"):
                             run.tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
-                elif getattr(msg, "type", None) == "ai":
+                else:
                     run.answer_from = (rec.agent, rec.step, event_id)
         except Exception:
             self._failed("on_llm_end")
@@ -710,16 +702,18 @@ class AgentDebugCallback(GraphCallbackHandler):
             call = self._calls.pop(run_id, None)
             if call is None:
                 return
-            rec, call_event, started, model = call
+            rec, prompt, started, model = call
+            meta: dict[str, Any] = {"model": model} if model else {}
             rec.run.session.record(
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
                 step_index=rec.step,
+                input=self._prompt(rec, prompt, meta),
                 error=error,
-                parent_id=call_event,
+                parent_id=rec.event_id,
                 module="langchain.chat_model",
                 duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata={"model": model} if model else None,
+                metadata=meta,
             )
         except Exception:
             self._failed("on_llm_error")
@@ -837,6 +831,26 @@ def _has_interrupt(outputs: Any) -> bool:
 
 def _is_fresh_input(inputs: Any) -> bool:
     return inputs is not None and not isinstance(inputs, Command)
+
+
+def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:
+    params = kwargs.get("invocation_params") or {}
+    return (
+        params.get("model")
+        or params.get("model_name")
+        or (md or {}).get("ls_model_name")
+        or params.get("_type")
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two prompt heads are the same message (a rebuilt system prompt is
+    a new object with the same text)."""
+    if a is b:
+        return True
+    if isinstance(a, BaseMessage) and isinstance(b, BaseMessage):
+        return a.type == b.type and a.content == b.content
+    return bool(a == b)
 
 
 def _short(value: Any, limit: int = 200) -> str:

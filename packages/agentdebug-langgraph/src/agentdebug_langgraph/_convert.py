@@ -29,20 +29,23 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 def message(msg: BaseMessage) -> dict[str, Any]:
     """One chat message as ``{"role", "content"}`` plus tool calls or the tool's
-    call id and status, the fields diagnosis reads."""
-    out: dict[str, Any] = {"role": _ROLES.get(msg.type, msg.type), "content": msg.content}
+    call id and status, the fields diagnosis reads. Fields are read by message
+    type: probing a pydantic message for a field it lacks costs microseconds."""
+    kind = msg.type
+    out: dict[str, Any] = {"role": _ROLES.get(kind, kind), "content": msg.content}
     name = msg.name
     if name:
         out["name"] = name
-    tool_calls = getattr(msg, "tool_calls", None)
-    if tool_calls:
-        out["tool_calls"] = [
-            {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")} for c in tool_calls
-        ]
-    call_id = getattr(msg, "tool_call_id", None)
-    if call_id is not None:
-        out["tool_call_id"] = call_id
-        status = getattr(msg, "status", None)
+    if kind == "ai" or kind == "AIMessageChunk":
+        tool_calls = msg.tool_calls  # type: ignore[attr-defined]
+        if tool_calls:
+            out["tool_calls"] = [
+                {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")}
+                for c in tool_calls
+            ]
+    elif kind == "tool":
+        out["tool_call_id"] = msg.tool_call_id  # type: ignore[attr-defined]
+        status = msg.status  # type: ignore[attr-defined]
         if status and status != "success":
             out["status"] = status
     return out

@@ -50,6 +50,8 @@ class GraphRun:
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
     answer_from: tuple[str, int, str | None] | None = None  # (agent, step, event id)
+    # agent -> (length, first, last message) of its previous model prompt
+    prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
     last_step: int = 0
     segments: int = 1  # invocations recorded into this run (a resume adds one)
 

@@ -1,0 +1,191 @@
+"""Real LangGraph graphs for the tests, driven by LangChain's fake chat models."""
+
+from __future__ import annotations
+
+import operator
+import os
+import sqlite3
+from collections.abc import Iterable
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Send, interrupt
+
+# -- a linear graph without a model ------------------------------------------------------
+
+
+class Counter(TypedDict):
+    n: int
+    trail: Annotated[list[str], operator.add]
+
+
+def linear_graph(checkpointer: Any = None) -> Any:
+    def step(name: str) -> Any:
+        def run(state: Counter) -> dict[str, Any]:
+            return {"n": state["n"] + 1, "trail": [name]}
+
+        return run
+
+    g = StateGraph(Counter)
+    for name in ("plan", "act", "report"):
+        g.add_node(name, step(name))
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "act")
+    g.add_edge("act", "report")
+    g.add_edge("report", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+# -- the tool-using agent ------------------------------------------------------------------
+
+
+@tool
+def lookup_order_by_email(email: str) -> str:
+    """Find a customer's order by e-mail address."""
+    raise ValueError(f"'{email}' is not an e-mail address")
+
+
+@tool
+def lookup_order(order_id: str) -> str:
+    """Look an order up by id."""
+    return f"order {order_id}: $42.00"
+
+
+def call(name: str, args: dict[str, Any], call_id: str, **usage: int) -> AIMessage:
+    return AIMessage(
+        content="",
+        tool_calls=[{"name": name, "args": args, "id": call_id}],
+        usage_metadata=usage or None,  # type: ignore[arg-type]
+    )
+
+
+def wrong_then_right() -> list[BaseMessage]:
+    """The original run picks the wrong tool and then claims success; a rerun
+    from the first agent step picks the right one and answers."""
+    return [
+        call(
+            "lookup_order_by_email",
+            {"email": "A123"},
+            "c1",
+            input_tokens=12,
+            output_tokens=5,
+            total_tokens=17,
+        ),
+        AIMessage(content="Your refund for order A123 has been processed successfully."),
+        call("lookup_order", {"order_id": "A123"}, "c2"),
+        AIMessage(content="Order A123 costs $42.00."),
+    ]
+
+
+def scripted(messages: Iterable[BaseMessage]) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter(list(messages)))
+
+
+def order_found(state: dict[str, Any]) -> bool | str:
+    for message in state["messages"]:
+        if isinstance(message, ToolMessage) and message.name == "lookup_order":
+            return True
+    return "the order was never looked up"
+
+
+def tool_agent(model: Any, checkpointer: Any = None) -> Any:
+    def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer)
+
+
+# The graph factory a stored run records: rebuilt from the SQLite file named in
+# the environment, with the model the test put here.
+FACTORY_MODEL: list[Any] = []
+
+
+def sqlite_saver(path: str) -> Any:
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    return SqliteSaver(sqlite3.connect(path, check_same_thread=False))
+
+
+def agent_from_env() -> Any:
+    return tool_agent(FACTORY_MODEL[-1], sqlite_saver(os.environ["LG_TEST_DB"]))
+
+
+# -- subgraph, Send fan-out, interrupt, failure --------------------------------------------
+
+
+class Work(TypedDict):
+    items: list[str]
+    out: Annotated[list[str], operator.add]
+
+
+def subgraph_graph(checkpointer: Any = None) -> Any:
+    inner = StateGraph(Work)
+    inner.add_node("inner", lambda s: {"out": ["inner"]})
+    inner.add_edge(START, "inner")
+    g = StateGraph(Work)
+    g.add_node("sub", inner.compile())
+    g.add_node("after", lambda s: {"out": ["after"]})
+    g.add_edge(START, "sub")
+    g.add_edge("sub", "after")
+    return g.compile(checkpointer=checkpointer)
+
+
+def fan_out_graph(checkpointer: Any = None) -> Any:
+    def route(state: Work) -> list[Send]:
+        return [Send("work", {"items": [item], "out": []}) for item in state["items"]]
+
+    g = StateGraph(Work)
+    g.add_node("plan", lambda s: {"out": ["planned"]})
+    g.add_node("work", lambda s: {"out": [f"did {s['items'][0]}"]})
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", route, ["work"])
+    g.add_edge("work", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def approval_graph(checkpointer: Any) -> Any:
+    def ask(state: Work) -> dict[str, Any]:
+        answer = interrupt({"question": "refund $42?"})
+        return {"out": [f"approved: {answer}"]}
+
+    g = StateGraph(Work)
+    g.add_node("prepare", lambda s: {"out": ["prepared"]})
+    g.add_node("ask", ask)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "ask")
+    g.add_edge("ask", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+class PaymentDeclined(RuntimeError):
+    pass
+
+
+def failing_graph(error: BaseException) -> Any:
+    def charge(state: Work) -> dict[str, Any]:
+        raise error
+
+    g = StateGraph(Work)
+    g.add_node("prepare", lambda s: {"out": ["prepared"]})
+    g.add_node("charge", charge)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "charge")
+    return g.compile()
+
+
+def looping_graph() -> Any:
+    g = StateGraph(Counter)
+    g.add_node("spin", lambda s: {"n": s["n"] + 1, "trail": ["spin"]})
+    g.add_edge(START, "spin")
+    g.add_edge("spin", "spin")
+    return g.compile()

@@ -1,0 +1,261 @@
+"""Capture: what a user sees in the trajectory of a real LangGraph run."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from typing import Any
+
+import agentdebug_langgraph
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug.store import open_store
+from agentdebug_langgraph import AgentDebugCallback, instrument, uninstrument
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from lg_graphs import (
+    approval_graph,
+    fan_out_graph,
+    linear_graph,
+    order_found,
+    scripted,
+    subgraph_graph,
+    tool_agent,
+    wrong_then_right,
+)
+
+
+def of_type(run: AgentTrajectory, kind: EventType) -> list[Any]:
+    return [e for e in run.events if e.type is kind]
+
+
+def starts(run: AgentTrajectory) -> dict[str, list[Any]]:
+    out: dict[str, list[Any]] = {}
+    for event in of_type(run, EventType.AGENT_START):
+        out.setdefault(event.agent_name, []).append(event)
+    return out
+
+
+def test_linear_graph_records_input_nodes_and_final_state(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg, goal="count to three")
+    result = linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert result["n"] == 3
+    run = cb.trajectory()
+    assert run.framework == "langgraph" and run.goal == "count to three"
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    assert [a.name for a in run.agents] == ["plan", "act", "report"]
+    first = run.events[0]
+    assert first.type is EventType.USER_INPUT and first.step_index == 0
+    assert first.input == {"n": 0, "trail": []}
+    nodes = of_type(run, EventType.AGENT_START)
+    assert [(e.agent_name, e.step_index) for e in nodes] == [("plan", 1), ("act", 2), ("report", 3)]
+    assert [e.metadata["langgraph_step"] for e in nodes] == [1, 2, 3]
+    assert nodes[1].metadata["triggers"] == ["branch:to:act"]
+    assert all(e.metadata["task_id"] and e.parent_id == first.id for e in nodes)
+    ends = of_type(run, EventType.AGENT_END)
+    assert [e.output for e in ends] == [
+        {"n": 1, "trail": ["plan"]},
+        {"n": 2, "trail": ["act"]},
+        {"n": 3, "trail": ["report"]},
+    ]
+    assert all(
+        e.duration_ms is not None and e.parent_id == s.id for e, s in zip(ends, nodes, strict=True)
+    )
+    final = of_type(run, EventType.FINAL_ANSWER)
+    assert final[0].output == {"n": 3, "trail": ["plan", "act", "report"]}
+
+
+def test_tool_loop_records_model_calls_tool_calls_and_token_usage(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    graph = tool_agent(scripted(wrong_then_right()[:2]))
+    graph.invoke({"messages": [HumanMessage("Refund order A123")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.goal == "Refund order A123"
+    llm = of_type(run, EventType.LLM_RESPONSE)
+    assert len(llm) == 2
+    assert llm[0].agent_name == "agent" and llm[0].step_index == 1
+    assert llm[0].input == [{"role": "user", "content": "Refund order A123"}]
+    assert llm[0].output["tool_calls"] == [
+        {"id": "c1", "name": "lookup_order_by_email", "args": {"email": "A123"}}
+    ]
+    assert llm[0].metadata["usage"] == {"input_tokens": 12, "output_tokens": 5, "total_tokens": 17}
+    assert llm[0].metadata["model"]
+    # The tool call belongs to the model's decision (step 1), the result to the tools node.
+    (tool_call,) = of_type(run, EventType.TOOL_CALL)
+    assert tool_call.step_index == 1 and tool_call.agent_name == "agent"
+    assert tool_call.parent_id == llm[0].id and tool_call.input == {"email": "A123"}
+    assert tool_call.metadata["tool_name"] == "lookup_order_by_email"
+    assert tool_call.metadata["executed_by"] == "tools"
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.step_index == 2 and result.agent_name == "tools"
+    assert result.parent_id == tool_call.id
+    assert result.error is not None and "not an e-mail address" in result.error.message
+    # The second call records only what the model had not seen before.
+    assert llm[1].metadata["prompt_messages"] == 3 and llm[1].metadata["prompt_new_from"] == 1
+    assert [m["role"] for m in llm[1].input] == ["assistant", "tool"]
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == "Your refund for order A123 has been processed successfully."
+    assert final.agent_name == "agent" and final.step_index == 3
+
+
+def test_subgraph_nodes_are_nested_under_their_parent_node(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    subgraph_graph().invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    by_agent = starts(run)
+    (sub,) = by_agent["sub"]
+    (inner,) = by_agent["sub/inner"]
+    (after,) = by_agent["after"]
+    assert inner.parent_id == sub.id
+    assert inner.metadata["namespace"] == "sub" and inner.metadata["root_step"] == sub.step_index
+    assert sub.step_index < inner.step_index < after.step_index
+    assert "namespace" not in sub.metadata
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+
+
+def test_send_branches_link_to_the_node_that_sent_them(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    out = fan_out_graph().invoke({"items": ["a", "b", "c"], "out": []}, {"callbacks": [cb]})
+    assert sorted(out["out"]) == ["did a", "did b", "did c", "planned"]
+    run = cb.trajectory()
+    (plan,) = starts(run)["plan"]
+    work = starts(run)["work"]
+    assert len(work) == 3
+    assert {e.parent_id for e in work} == {plan.id}
+    assert sorted(e.input["items"][0] for e in work) == ["a", "b", "c"]
+    assert len({e.step_index for e in work}) == 3
+    assert {e.metadata["langgraph_step"] for e in work} == {2}
+    assert all(e.metadata["send"] for e in work)
+
+
+def test_checkpoint_ids_name_the_state_each_step_started_from(dbg: AgentDebug) -> None:
+    graph = linear_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "t-1"}, "callbacks": [cb]}
+    graph.invoke({"n": 0, "trail": []}, config)
+    run = cb.trajectory()
+    assert run.metadata["langgraph"]["thread_id"] == "t-1"
+    nodes = of_type(run, EventType.AGENT_START)
+    assert len({e.checkpoint.checkpoint_id for e in nodes}) == 3
+    for event in nodes:
+        ref = event.checkpoint
+        assert ref.framework == "langgraph" and ref.thread_id == "t-1" and ref.namespace == ""
+        snap = graph.get_state(
+            {"configurable": {"thread_id": "t-1", "checkpoint_id": ref.checkpoint_id}}
+        )
+        assert snap.next == (event.agent_name,)
+        assert [t.id for t in snap.tasks] == [event.metadata["task_id"]]
+
+
+def test_without_a_checkpointer_no_checkpoint_is_claimed(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert all(e.checkpoint is None for e in cb.trajectory().events)
+
+
+def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
+    graph = approval_graph(InMemorySaver())
+    thread = {"configurable": {"thread_id": "approve-1"}}
+    first = AgentDebugCallback(dbg)
+    paused = graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [first]})
+    assert paused["__interrupt__"][0].value == {"question": "refund $42?"}
+    assert first.last_run_id is None  # still running: waiting for the resume
+    # The user resumes with a new callback, as one does in a new request.
+    second = AgentDebugCallback(dbg)
+    done = graph.invoke(Command(resume="yes"), {**thread, "callbacks": [second]})
+    assert done["out"] == ["prepared", "approved: yes"]
+    run = second.trajectory()
+    (interrupt,) = [e for e in run.events if e.metadata.get("langgraph_event") == "interrupt"]
+    assert interrupt.type is EventType.CHECKPOINT and interrupt.agent_name == "ask"
+    assert interrupt.output == [{"question": "refund $42?"}]
+    (resume,) = [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+    assert resume.type is EventType.USER_INPUT and resume.input == "yes"
+    assert resume.step_index > interrupt.step_index
+    asks = starts(run)["ask"]
+    assert len(asks) == 2 and asks[1].step_index > resume.step_index
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
+
+
+def test_stream_and_async_runs_are_captured(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    chunks = list(
+        linear_graph().stream({"n": 0, "trail": []}, {"callbacks": [cb]}, stream_mode="updates")
+    )
+    assert len(chunks) == 3
+    assert cb.trajectory().outcome.status is OutcomeStatus.SUCCESS
+
+    async def run_async() -> Any:
+        return await linear_graph().ainvoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+
+    assert asyncio.run(run_async())["n"] == 3
+    run = cb.trajectory()
+    assert len(cb.run_ids) == 2
+    assert [e.agent_name for e in of_type(run, EventType.AGENT_START)] == ["plan", "act", "report"]
+
+
+def test_instrument_captures_runs_without_passing_callbacks(dbg: AgentDebug) -> None:
+    handler = instrument(debugger=dbg)
+    assert agentdebug_langgraph.instrumented() is handler
+    linear_graph().invoke({"n": 0, "trail": []})
+    assert len(handler.run_ids) == 1
+
+    # a graph run in another thread is captured too
+    thread = threading.Thread(target=lambda: linear_graph().invoke({"n": 0, "trail": []}))
+    thread.start()
+    thread.join()
+    assert len(handler.run_ids) == 2
+
+    # an explicit callback takes the run: it is not recorded twice
+    own = AgentDebugCallback(dbg)
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [own]})
+    assert len(own.run_ids) == 1 and len(handler.run_ids) == 2
+
+    uninstrument()
+    assert agentdebug_langgraph.instrumented() is None
+    linear_graph().invoke({"n": 0, "trail": []})
+    assert len(handler.run_ids) == 2
+    store = dbg.store
+    assert store is not None
+    assert len(store.list_runs()) == 3
+
+
+def test_instrumented_subgraph_and_model_calls_stay_in_the_parent_run(dbg: AgentDebug) -> None:
+    handler = instrument(debugger=dbg, success_check=order_found)
+    graph = tool_agent(scripted(wrong_then_right()[:2]))
+    graph.invoke({"messages": [HumanMessage("Refund order A123")]})
+    assert len(handler.run_ids) == 1  # the chat model's own runs are not separate graphs
+    run = handler.trajectory()
+    assert len(of_type(run, EventType.LLM_RESPONSE)) == 2
+
+
+def test_errors_inside_the_callback_never_break_the_graph(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(value: Any) -> Any:
+        raise RuntimeError("capture bug")
+
+    monkeypatch.setattr(agentdebug_langgraph._convert, "compact", broken)
+    cb = AgentDebugCallback(dbg)
+    with caplog.at_level(logging.ERROR, logger="agentdebug.langgraph"):
+        result = linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert result == {"n": 3, "trail": ["plan", "act", "report"]}
+    assert "capture failed" in caplog.text and "capture bug" in caplog.text
+
+
+def test_a_store_that_cannot_open_does_not_break_the_graph(tmp_path: Any) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("x")
+    cb = AgentDebugCallback(AgentDebug(blocker / "sub"))
+    result = linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert result["n"] == 3
+
+
+def test_default_debugger_uses_agentdebug_home(_home: Any) -> None:
+    cb = AgentDebugCallback()
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert cb.last_run_id is not None
+    cb._debugger().flush()
+    assert open_store(_home).load_trajectory(cb.last_run_id).framework == "langgraph"

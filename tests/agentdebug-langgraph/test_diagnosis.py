@@ -1,0 +1,144 @@
+"""Automatic diagnosis: a failed graph run is explained without the user asking."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, DiagnosticReport, EventType, OutcomeStatus
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.messages import HumanMessage
+from langgraph.errors import GraphRecursionError
+from lg_graphs import (
+    PaymentDeclined,
+    failing_graph,
+    linear_graph,
+    looping_graph,
+    order_found,
+    scripted,
+    tool_agent,
+    wrong_then_right,
+)
+
+
+def test_a_node_that_raises_is_diagnosed_and_the_same_exception_propagates(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
+    error = PaymentDeclined("card declined: insufficient funds")
+    seen: list[DiagnosticReport] = []
+    cb = AgentDebugCallback(dbg, on_report=seen.append)
+    with caplog.at_level(logging.WARNING), pytest.raises(PaymentDeclined) as raised:
+        failing_graph(error).invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    assert raised.value is error
+    notes = getattr(error, "__notes__", [])
+    assert any(n.startswith("agentdebug diagnosis") for n in notes)
+    assert any("During task with name 'charge'" in n for n in notes)  # LangGraph's note kept
+
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.error is not None and run.outcome.error.type == "PaymentDeclined"
+    errors = [e for e in run.events if e.type is EventType.ERROR]
+    assert len(errors) == 1  # recorded at the node, not again for the graph
+    assert errors[0].agent_name == "charge" and "card declined" in errors[0].error.message
+
+    assert len(seen) == 1 and cb.reports == seen
+    report = seen[0]
+    assert report.trajectory_id == run.id and report.tier == "free"
+    store = dbg.store
+    assert store is not None
+    assert [r.id for r in store.load_reports(run.id)] == [report.id]
+    assert report.id in caplog.text  # the one-paragraph summary is logged
+
+
+def test_soft_failure_from_the_success_check_is_diagnosed_without_raising(
+    dbg: AgentDebug,
+) -> None:
+    seen: list[DiagnosticReport] = []
+    cb = AgentDebugCallback(dbg, success_check=order_found, on_report=seen.append)
+    graph = tool_agent(scripted(wrong_then_right()[:2]))
+    out = graph.invoke({"messages": [HumanMessage("Refund order A123")]}, {"callbacks": [cb]})
+    assert out["messages"][-1].content.endswith("processed successfully.")
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.reason == "the order was never looked up"
+    assert run.outcome.final_answer == out["messages"][-1].content
+    (report,) = seen
+    root = report.root_cause
+    assert root is not None
+    # The decisive error is the first tool choice, not the false claim at the end.
+    assert (root.agent_name, root.step_index) == ("agent", 1)
+    assert report.fix is not None and report.fix.target_step == 1
+    assert "verification.premature_success" in report.failure_modes
+
+
+@pytest.mark.parametrize(
+    ("check", "status"),
+    [
+        (lambda state: True, OutcomeStatus.SUCCESS),
+        (lambda state: None, OutcomeStatus.SUCCESS),
+        (lambda state: False, OutcomeStatus.FAILURE),
+        (lambda state: "n is wrong", OutcomeStatus.FAILURE),
+    ],
+)
+def test_success_check_verdicts(dbg: AgentDebug, check: Any, status: OutcomeStatus) -> None:
+    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert cb.trajectory().outcome.status is status
+    assert cb.reports == []
+
+
+def test_an_assertion_in_the_success_check_is_a_failure_with_its_message(dbg: AgentDebug) -> None:
+    def check(state: dict[str, Any]) -> None:
+        assert state["n"] == 4, "expected four steps"
+
+    cb = AgentDebugCallback(dbg, success_check=check)
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert (run.outcome.reason or "").startswith("expected four steps")
+    assert len(cb.reports) == 1
+
+
+def test_a_successful_run_is_not_diagnosed(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg, success_check=lambda s: s["n"] == 3)
+    linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    assert cb.reports == []
+    store = dbg.store
+    assert store is not None and store.load_reports(cb.last_run_id or "") == []
+
+
+def test_diagnosis_can_be_switched_off(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(PaymentDeclined) as raised:
+        failing_graph(PaymentDeclined("no")).invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    assert not any(n.startswith("agentdebug") for n in getattr(raised.value, "__notes__", []))
+    assert cb.reports == []
+    assert cb.trajectory().outcome.status is OutcomeStatus.FAILURE
+
+
+def test_a_recursion_limit_is_recorded_at_graph_level_and_classified(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(GraphRecursionError):
+        looping_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb], "recursion_limit": 5})
+    run = cb.trajectory()
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name is None and error.module == "langgraph.graph"
+    assert error.step_index > max(e.step_index for e in run.events if e is not error)
+    (report,) = cb.reports
+    assert "planning.step_limit_exhausted" in report.failure_modes
+
+
+def test_a_failing_on_report_callback_is_logged_not_raised(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
+    def broken(report: DiagnosticReport) -> None:
+        raise RuntimeError("user callback bug")
+
+    cb = AgentDebugCallback(dbg, on_report=broken)
+    error = PaymentDeclined("declined")
+    with caplog.at_level(logging.ERROR), pytest.raises(PaymentDeclined) as raised:
+        failing_graph(error).invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    assert raised.value is error
+    assert "on_report callback failed" in caplog.text
+    assert len(cb.reports) == 1

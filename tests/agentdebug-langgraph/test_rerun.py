@@ -1,0 +1,242 @@
+"""Checkpoint rerun: fork before the blamed node, run the branch, link it to the original."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import lg_graphs
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug.errors import AgentDebugError
+from agentdebug.plugins import get_registry
+from agentdebug.rerun import closed_loop, compare, find_executor
+from agentdebug.schema import RecoveryPlan, RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langchain_core.messages import HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from lg_graphs import (
+    linear_graph,
+    order_found,
+    scripted,
+    sqlite_saver,
+    tool_agent,
+    wrong_then_right,
+)
+
+REQUEST = {"messages": [HumanMessage("Refund order A123")]}
+
+
+def failed_run(dbg: AgentDebug, graph: Any, thread: str, **options: Any) -> AgentDebugCallback:
+    cb = AgentDebugCallback(dbg, success_check=order_found, **options)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": thread}, "callbacks": [cb]})
+    assert cb.reports, "the scenario must fail and be diagnosed"
+    return cb
+
+
+def request_from(run: AgentTrajectory, cb: AgentDebugCallback) -> RerunRequest:
+    report = cb.reports[0]
+    root = report.root_cause
+    assert root is not None and root.step_index is not None and report.fix is not None
+    plan = RecoveryPlan(
+        strategy="native",
+        directive=report.fix.directive,
+        resume_step=root.step_index,
+        rationale=root.rationale,
+    )
+    return RerunRequest(
+        trajectory=run, resume_step=root.step_index, directive=plan.directive, plan=plan
+    )
+
+
+def assert_branch_of(branch: AgentTrajectory, original: AgentTrajectory, step: int) -> None:
+    assert branch.parent_id == original.id
+    assert branch.metadata["branch"]["parent_id"] == original.id
+    assert branch.metadata["branch"]["resume_step"] == step
+    resumed = next(e for e in original.events if e.step_index >= step)
+    assert branch.branch_from_event_id == resumed.id
+    inherited = [e for e in branch.events if e.metadata.get("inherited_from") == original.id]
+    assert inherited and all(e.step_index < step for e in inherited)
+
+
+def new_nodes(branch: AgentTrajectory) -> list[str | None]:
+    """The nodes the branch ran itself (not inherited from its parent)."""
+    return [
+        e.agent_name
+        for e in branch.events
+        if e.type is EventType.AGENT_START and "inherited_from" not in e.metadata
+    ]
+
+
+def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDebug) -> None:
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = failed_run(dbg, graph, "t-mem")
+    original = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    result = closed_loop(
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert branch.outcome.final_answer == "Order A123 costs $42.00."
+    assert_branch_of(branch, original, 1)
+
+    # LangGraph's own history: the fork is a child of the checkpoint before the
+    # blamed agent step, and the directive is in the forked state.
+    fork = branch.metadata["langgraph"]["fork"]
+    blamed = next(e for e in original.events if e.type is EventType.AGENT_START)
+    assert fork["from_checkpoint_id"] == blamed.checkpoint.checkpoint_id
+    assert fork["as_node"] == "__start__" and fork["nodes"] == ["agent"]
+    snap = graph.get_state(
+        {"configurable": {"thread_id": "t-mem", "checkpoint_id": fork["checkpoint_id"]}}
+    )
+    assert snap.parent_config["configurable"]["checkpoint_id"] == fork["from_checkpoint_id"]
+    assert snap.next == ("agent",)
+    directive = snap.values["messages"][-1]
+    assert isinstance(directive, HumanMessage) and "Fix:" in directive.content
+    # The branch records the fork and then redoes the agent step with the right tool.
+    fork_event = next(e for e in branch.events if e.metadata.get("langgraph_event") == "fork")
+    assert fork_event.checkpoint.checkpoint_id == fork["checkpoint_id"]
+    calls = [e.input for e in branch.events if e.type is EventType.TOOL_CALL]
+    assert calls == [{"order_id": "A123"}]
+    diff = compare(original, branch)
+    assert diff.first_divergence is not None
+
+
+def test_rerun_with_sqlite_checkpointer_across_a_reopened_connection(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    db = str(tmp_path / "checkpoints.db")
+    saver = sqlite_saver(db)
+    model = scripted(wrong_then_right())
+    cb = failed_run(dbg, tool_agent(model, saver), "t-sql")
+    original = cb.trajectory()
+    saver.conn.close()
+    gc.collect()
+
+    reopened = tool_agent(model, sqlite_saver(db))  # a new graph on a new connection
+    executor = LangGraphRerunExecutor(reopened, debugger=dbg, success_check=order_found)
+    branch = executor.rerun(request_from(original, cb))
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert_branch_of(branch, original, 1)
+    history = list(reopened.get_state_history({"configurable": {"thread_id": "t-sql"}}))
+    assert any(
+        s.config["configurable"]["checkpoint_id"]
+        == branch.metadata["langgraph"]["fork"]["checkpoint_id"]
+        for s in history
+    )
+
+
+def test_registered_executor_rebuilds_the_graph_from_the_recorded_factory(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = str(tmp_path / "factory.db")
+    monkeypatch.setenv("LG_TEST_DB", db)
+    model = scripted(wrong_then_right())
+    monkeypatch.setattr(lg_graphs, "FACTORY_MODEL", [model])
+    graph = lg_graphs.agent_from_env()
+    cb = failed_run(dbg, graph, "t-factory", graph_factory="lg_graphs:agent_from_env")
+    original = cb.trajectory()
+    assert original.metadata["langgraph"]["graph_factory"] == "lg_graphs:agent_from_env"
+    assert original.metadata["langgraph"]["success_check"] == "lg_graphs:order_found"
+    graph.checkpointer.conn.close()
+    del graph
+    gc.collect()
+
+    executor = find_executor("langgraph", get_registry())
+    assert executor.framework == "langgraph"
+    result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
+    assert result.status == "succeeded", result.detail
+
+
+def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: AgentDebug) -> None:
+    graph = tool_agent(scripted(wrong_then_right()))
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"callbacks": [cb]})
+    original = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg)
+    with pytest.raises(AgentDebugError) as raised:
+        executor.rerun(request_from(original, cb))
+    message = str(raised.value)
+    assert "no checkpointer" in message
+    assert "compile(checkpointer=InMemorySaver())" in message and "thread_id" in message
+    result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
+    assert result.status == "error" and "no checkpointer" in result.detail
+
+
+def test_a_run_captured_without_thread_id_is_refused(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    tool_agent(scripted(wrong_then_right())).invoke(REQUEST, {"callbacks": [cb]})
+    with_saver = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    executor = LangGraphRerunExecutor(with_saver, debugger=dbg)
+    with pytest.raises(AgentDebugError, match="without a thread id"):
+        executor.rerun(request_from(cb.trajectory(), cb))
+
+
+def test_a_stored_run_whose_graph_is_gone_is_refused_clearly(dbg: AgentDebug) -> None:
+    cb = failed_run(dbg, tool_agent(scripted(wrong_then_right()), InMemorySaver()), "t-gone")
+    original = cb.trajectory()
+    stranger = original.model_copy(update={"id": "elsewhere"})
+    with pytest.raises(AgentDebugError, match="graph_factory="):
+        LangGraphRerunExecutor(debugger=dbg).rerun(request_from(stranger, cb))
+
+
+def test_state_patch_forks_a_graph_without_messages(dbg: AgentDebug) -> None:
+    graph = linear_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "skip" in s["trail"] or "no skip")
+    graph.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "t-p"}, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    request = RerunRequest(
+        trajectory=original, resume_step=2, directive="note a skip", state_patch={"trail": ["skip"]}
+    )
+    executor = LangGraphRerunExecutor(
+        graph, debugger=dbg, success_check=lambda s: "skip" in s["trail"] or "no skip"
+    )
+    branch = executor.rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert branch.outcome.final_answer["trail"] == ["plan", "skip", "act", "report"]
+    assert branch.metadata["langgraph"]["fork"]["as_node"] == "plan"
+    assert_branch_of(branch, original, 2)
+    assert new_nodes(branch) == ["act", "report"]
+
+    # without a patch, a state with no messages cannot carry the directive
+    plain = request.model_copy(update={"state_patch": None})
+    with pytest.raises(AgentDebugError, match="no 'messages' key"):
+        executor.rerun(plain)
+
+
+def test_blaming_a_subgraph_node_reruns_its_parent_node(dbg: AgentDebug) -> None:
+    graph = lg_graphs.subgraph_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    graph.invoke(
+        {"items": [], "out": []}, {"configurable": {"thread_id": "t-s"}, "callbacks": [cb]}
+    )
+    original = cb.trajectory()
+    inner = next(e for e in original.events if e.agent_name == "sub/inner")
+    request = RerunRequest(
+        trajectory=original,
+        resume_step=inner.step_index,
+        directive="again",
+        state_patch={"out": []},
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["nodes"] == ["sub"] and fork["requested_resume_step"] == inner.step_index
+    assert branch.metadata["branch"]["resume_step"] == 1
+    assert new_nodes(branch) == ["sub", "sub/inner", "after"]
+
+
+def test_the_plugin_module_does_not_import_langgraph() -> None:
+    code = (
+        "import sys, agentdebug_langgraph._plugin as p;"
+        "print('langgraph' in sys.modules, p.RegisteredExecutor().framework)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "langgraph"]

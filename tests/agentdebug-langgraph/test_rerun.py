@@ -240,3 +240,61 @@ def test_the_plugin_module_does_not_import_langgraph() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "langgraph"]
+
+
+def test_async_graphs_are_captured_and_rerun_with_ainvoke(dbg: AgentDebug) -> None:
+    import asyncio
+
+    from langgraph.graph import START, StateGraph
+    from lg_graphs import Counter
+
+    async def plan(state: Counter) -> dict[str, Any]:
+        return {"n": state["n"] + 1, "trail": ["plan"]}
+
+    async def act(state: Counter) -> dict[str, Any]:
+        return {"n": state["n"] + 1, "trail": ["act"]}
+
+    builder = StateGraph(Counter)
+    builder.add_node("plan", plan)
+    builder.add_node("act", act)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "act")
+    graph = builder.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "t-async"}, "callbacks": [cb]}
+    asyncio.run(graph.ainvoke({"n": 0, "trail": []}, config))
+    original = cb.trajectory()
+    assert [
+        e.checkpoint is not None for e in original.events if e.type is EventType.AGENT_START
+    ] == [
+        True,
+        True,
+    ]
+    request = RerunRequest(
+        trajectory=original, resume_step=2, directive="again", state_patch={"trail": ["fixed"]}
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request)
+    assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act"]
+    assert new_nodes(branch) == ["act"]
+
+
+def test_blaming_one_parallel_branch_reruns_its_whole_super_step(dbg: AgentDebug) -> None:
+    graph = lg_graphs.fan_out_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "t-fan"}, "callbacks": [cb]}
+    graph.invoke({"items": ["a", "b"], "out": []}, config)
+    original = cb.trajectory()
+    work = [
+        e for e in original.events if e.agent_name == "work" and e.type is EventType.AGENT_START
+    ]
+    request = RerunRequest(
+        trajectory=original,
+        resume_step=work[1].step_index,
+        directive="again",
+        state_patch={"out": ["patched"]},
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["resume_step"] == work[0].step_index and fork["as_node"] == "plan"
+    assert new_nodes(branch) == ["work", "work"]
+    assert sorted(branch.outcome.final_answer["out"]) == ["did a", "did b", "patched", "planned"]

@@ -110,11 +110,13 @@ class AgentDebugCallback(GraphCallbackHandler):
         self._adopt = session  # a branch session the executor opened (used once)
         self._first_step = first_step
         self._parent_event = parent_event
-        self._roots: dict[UUID, GraphRun] = {}
-        self._nodes: dict[UUID, NodeRun] = {}
+        self._roots: dict[int, GraphRun] = {}
+        self._nodes: dict[int, NodeRun] = {}
         self._by_ns: dict[str, NodeRun] = {}
+        # Keyed by ``run_id.int``: a UUID hashes in Python code, an int in C, and
+        # these dicts are touched several times per node on the graph's hot path.
         # model and tool calls in flight: run id -> (node, prompt or event id, start, name)
-        self._calls: dict[UUID, tuple[NodeRun, Any, float, Any]] = {}
+        self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
         self._errors_logged = 0
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
@@ -196,7 +198,7 @@ class AgentDebugCallback(GraphCallbackHandler):
                 input=_convert.compact(value),
                 metadata={"langgraph_event": "resume", "segment": run.segments},
             )
-            self._roots[run_id] = run
+            self._roots[run_id.int] = run
             return
         session, owns = self._session_for(inputs, md, name, graph, thread_id)
         first = self._first_step if not owns else 1
@@ -219,7 +221,7 @@ class AgentDebugCallback(GraphCallbackHandler):
                 input=_convert.compact(inputs),
                 metadata={"langgraph_event": "input"},
             )
-        self._roots[run_id] = run
+        self._roots[run_id.int] = run
 
     def _session_for(
         self, inputs: Any, md: dict[str, Any], name: Any, graph: Any, thread_id: str | None
@@ -262,7 +264,7 @@ class AgentDebugCallback(GraphCallbackHandler):
         if parent is not None:
             run = parent.run
         else:
-            found = self._roots.get(parent_run_id) if parent_run_id is not None else None
+            found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
             if found is None:
                 return
             run = found
@@ -286,7 +288,8 @@ class AgentDebugCallback(GraphCallbackHandler):
             meta["root_step"] = parent.root_step
         else:
             agent = node
-            checkpoint = self._checkpoint(run, lg_step)
+            if run.persists or not run.loop_checked:
+                checkpoint = self._checkpoint(run, lg_step)
         if path and path[0] == _PUSH:
             event_input = _convert.compact(inputs)
             sender = self._sender(run, parent_ns if nested else "", lg_step, path)
@@ -313,7 +316,7 @@ class AgentDebugCallback(GraphCallbackHandler):
             langgraph_step=lg_step if isinstance(lg_step, int) else -1,
             root_step=parent.root_step if parent is not None else step,
         )
-        self._nodes[run_id] = rec
+        self._nodes[run_id.int] = rec
         self._by_ns[ns] = rec
 
     def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
@@ -354,13 +357,17 @@ class AgentDebugCallback(GraphCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
-            rec = self._nodes.pop(run_id, None)
+            rec = self._nodes.pop(run_id.int, None)
             if rec is None:
-                root = self._roots.pop(run_id, None)
+                root = self._roots.pop(run_id.int, None)
                 if root is not None:
                     self._end_graph(root, outputs, None)
-                elif parent_run_id is not None and _convert.has_send(outputs):
-                    sender = self._nodes.get(parent_run_id)
+                elif (
+                    parent_run_id is not None
+                    and outputs.__class__ is not dict
+                    and _convert.has_send(outputs)
+                ):
+                    sender = self._nodes.get(parent_run_id.int)
                     if sender is not None:
                         self._note_sends(sender, outputs)
                 return
@@ -370,7 +377,7 @@ class AgentDebugCallback(GraphCallbackHandler):
             self._failed("on_chain_end")
 
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
-        if _convert.has_send(outputs):
+        if outputs.__class__ is not dict and _convert.has_send(outputs):
             self._note_sends(rec, outputs)
         rec.run.session.record(
             EventType.AGENT_END,
@@ -396,9 +403,9 @@ class AgentDebugCallback(GraphCallbackHandler):
         **kwargs: Any,
     ) -> None:
         try:
-            rec = self._nodes.pop(run_id, None)
+            rec = self._nodes.pop(run_id.int, None)
             if rec is None:
-                root = self._roots.pop(run_id, None)
+                root = self._roots.pop(run_id.int, None)
                 if root is not None:
                     self._end_graph(root, None, error)
                 return
@@ -573,7 +580,7 @@ class AgentDebugCallback(GraphCallbackHandler):
 
     def on_interrupt(self, event: GraphInterruptEvent) -> None:
         try:
-            run = self._roots.get(event.run_id) if event.run_id is not None else None
+            run = self._roots.get(event.run_id.int) if event.run_id is not None else None
             if run is not None and not event.checkpoint_ns:
                 run.interrupted = True
                 run.interrupt_checkpoint = event.checkpoint_id
@@ -589,7 +596,7 @@ class AgentDebugCallback(GraphCallbackHandler):
                 rec = self._by_ns.get(ns)
                 if rec is not None:
                     return rec
-        return self._nodes.get(parent_run_id) if parent_run_id is not None else None
+        return self._nodes.get(parent_run_id.int) if parent_run_id is not None else None
 
     def on_chat_model_start(
         self,
@@ -607,7 +614,12 @@ class AgentDebugCallback(GraphCallbackHandler):
             if rec is None:
                 return
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._calls[run_id] = (rec, prompt, time.perf_counter(), _model_name(metadata, kwargs))
+            self._calls[run_id.int] = (
+                rec,
+                prompt,
+                time.perf_counter(),
+                _model_name(metadata, kwargs),
+            )
         except Exception:
             self._failed("on_chat_model_start")
 
@@ -627,7 +639,12 @@ class AgentDebugCallback(GraphCallbackHandler):
             if rec is None:
                 return
             prompt = list(prompts)
-            self._calls[run_id] = (rec, prompt, time.perf_counter(), _model_name(metadata, kwargs))
+            self._calls[run_id.int] = (
+                rec,
+                prompt,
+                time.perf_counter(),
+                _model_name(metadata, kwargs),
+            )
         except Exception:
             self._failed("on_llm_start")
 
@@ -655,7 +672,7 @@ class AgentDebugCallback(GraphCallbackHandler):
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            call = self._calls.pop(run_id, None)
+            call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
             rec, prompt, started, model = call
@@ -699,7 +716,7 @@ class AgentDebugCallback(GraphCallbackHandler):
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            call = self._calls.pop(run_id, None)
+            call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
             rec, prompt, started, model = call
@@ -760,13 +777,13 @@ class AgentDebugCallback(GraphCallbackHandler):
                 module=tool,
                 metadata=meta,
             )
-            self._calls[run_id] = (rec, event_id, time.perf_counter(), tool)
+            self._calls[run_id.int] = (rec, event_id, time.perf_counter(), tool)
         except Exception:
             self._failed("on_tool_start")
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            call = self._calls.pop(run_id, None)
+            call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
             rec, call_event, started, tool = call
@@ -796,7 +813,7 @@ class AgentDebugCallback(GraphCallbackHandler):
 
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
-            call = self._calls.pop(run_id, None)
+            call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
             rec, call_event, started, tool = call

@@ -22,9 +22,11 @@ graph: still alive in this process, or rebuilt from the ``graph_factory``
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import logging
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
@@ -71,7 +73,9 @@ class LangGraphRerunExecutor:
     :class:`AgentDebugCallback` (default: the one the run was captured with, when it
     was an importable function). ``directive_key``: the state key that takes the
     directive as a message. ``directive_update(request, snapshot)``: build the state
-    update yourself (for graphs without a message list).
+    update yourself (for graphs without a message list). ``asynchronous``: run the
+    branch with ``ainvoke`` (graphs whose nodes are coroutines); the checkpointer
+    must still offer the synchronous methods (``InMemorySaver`` and ``SqliteSaver`` do).
     """
 
     framework = FRAMEWORK
@@ -85,6 +89,7 @@ class LangGraphRerunExecutor:
         success_check: SuccessCheck | None = None,
         directive_key: str = "messages",
         directive_update: DirectiveUpdate | None = None,
+        asynchronous: bool = False,
     ) -> None:
         self.graph = graph
         self.debugger = debugger
@@ -92,6 +97,7 @@ class LangGraphRerunExecutor:
         self.success_check = success_check
         self.directive_key = directive_key
         self.directive_update = directive_update
+        self.asynchronous = asynchronous
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -149,7 +155,7 @@ class LangGraphRerunExecutor:
                 success_check=self._success_check(original),
             )
             try:
-                graph.invoke(None, self._run_config(fork_config, callback))
+                self._invoke(graph, self._run_config(fork_config, callback))
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
             if session.outcome is None:
@@ -208,6 +214,17 @@ class LangGraphRerunExecutor:
                 "directive_update=...)"
             )
         return {self.directive_key: [HumanMessage(content=directive_text(request))]}
+
+    def _invoke(self, graph: Any, config: Any) -> Any:
+        if not self.asynchronous:
+            return graph.invoke(None, config)
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(graph.ainvoke(None, config))
+        # called from async code: run the branch's event loop in a thread of its own
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(asyncio.run, graph.ainvoke(None, config)).result()
 
     def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
         extra = dict(self.config)

@@ -142,3 +142,29 @@ def test_a_failing_on_report_callback_is_logged_not_raised(
     assert raised.value is error
     assert "on_report callback failed" in caplog.text
     assert len(cb.reports) == 1
+
+
+def test_an_error_inside_a_subgraph_is_recorded_once_at_the_inner_node(dbg: AgentDebug) -> None:
+    from langgraph.graph import START, StateGraph
+    from lg_graphs import Work
+
+    error = PaymentDeclined("inner failure")
+
+    def charge(state: Work) -> dict[str, Any]:
+        raise error
+
+    inner = StateGraph(Work)
+    inner.add_node("charge", charge)
+    inner.add_edge(START, "charge")
+    outer = StateGraph(Work)
+    outer.add_node("billing", inner.compile())
+    outer.add_edge(START, "billing")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(PaymentDeclined) as raised:
+        outer.compile().invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    assert raised.value is error
+    run = cb.trajectory()
+    (recorded,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert recorded.agent_name == "billing/charge"
+    root = cb.reports[0].root_cause
+    assert root is not None and root.agent_name == "billing/charge"

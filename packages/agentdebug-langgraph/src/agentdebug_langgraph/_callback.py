@@ -327,7 +327,6 @@ class AgentDebugCallback(GraphCallbackHandler):
             run.frame = None  # do not keep the graph's frame alive
             if run.loop is not None:
                 run.persists = _pregel.persists_steps(run.loop)
-                run.checkpointer = _pregel.checkpointer_name(run.loop)
         if not run.persists:
             return None
         found = _pregel.current_checkpoint(run.loop)
@@ -411,6 +410,9 @@ class AgentDebugCallback(GraphCallbackHandler):
                 return
             self._by_ns.pop(rec.ns, None)
             run = rec.run
+            if id(error) in run.node_errors:
+                return  # already recorded where it was raised (a node inside a subgraph)
+            run.node_errors.add(id(error))
             if isinstance(error, GraphInterrupt):
                 run.interrupted = True
                 run.interrupt_recorded = True
@@ -427,7 +429,6 @@ class AgentDebugCallback(GraphCallbackHandler):
             elif isinstance(error, GraphBubbleUp):  # a Command for the parent graph
                 self._end_node(rec, error.args[0] if error.args else None)
             else:
-                run.node_errors.add(id(error))
                 run.session.record(
                     EventType.ERROR,
                     agent_name=rec.agent,

@@ -91,14 +91,6 @@ def current_checkpoint(loop: Any) -> tuple[str, str | None] | None:
         return None
 
 
-def checkpointer_name(loop: Any) -> str | None:
-    try:
-        saver = loop.checkpointer
-    except Exception:
-        return None
-    return type(saver).__name__ if saver is not None else None
-
-
 def _warn_once(what: str) -> None:
     global _warned
     if not _warned:

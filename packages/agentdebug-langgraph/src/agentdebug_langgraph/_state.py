@@ -39,13 +39,12 @@ class GraphRun:
     loop: Any = None
     loop_checked: bool = False
     persists: bool = False
-    checkpointer: str | None = None
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
     # (namespace, langgraph step) -> event ids of the nodes that sent Send packets, in order
     sends: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
-    node_errors: set[int] = field(default_factory=set)
+    node_errors: set[int] = field(default_factory=set)  # ids of exceptions already recorded
     interrupted: bool = False
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from agentdebug.errors import InputError
-from agentdebug.io import read_source
+from agentdebug.io import import_file, read_source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "io"
 
@@ -122,3 +122,21 @@ def test_a_file_over_the_size_limit_is_refused_before_loading(
     assert "AGENTDEBUG_MAX_IMPORT_BYTES" in str(info.value)
     # and the argument wins over the environment
     assert read_source(path, max_bytes=10_000).document is not None
+
+
+def test_a_log_or_txt_file_holding_json_is_read_as_json(tmp_path: Path) -> None:
+    path = tmp_path / "run.log"
+    path.write_bytes((FIXTURES / "events_lines.jsonl").read_bytes())
+    source = read_source(path)
+    assert source.records is not None and source.text is None
+    assert import_file(path)  # the events importer takes it, as before
+
+
+def test_a_plain_text_file_is_handed_over_as_text(tmp_path: Path) -> None:
+    path = tmp_path / "notes.txt"
+    path.write_text("Thought: look it up\nAction: search\n")
+    source = read_source(path)
+    assert source.document is None and source.records is None
+    assert source.text == "Thought: look it up\nAction: search\n"
+    with pytest.raises(InputError, match="no importer recognises this file"):
+        import_file(path)  # no core importer reads free text

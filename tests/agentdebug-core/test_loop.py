@@ -23,7 +23,7 @@ from agentdebug.rerun import (
     find_executor,
     load_executor,
 )
-from agentdebug.schema import AgentTrajectory, OutcomeStatus
+from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan
 from conftest import run_cli
 from toy_agent import ToyExecutor, failing_run
 
@@ -91,13 +91,83 @@ def test_an_executor_that_raises_is_reported_and_the_original_kept(dbg: AgentDeb
     result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg, "broken"))
     assert result.status == "error"
     assert "RuntimeError: the sandbox is gone" in result.detail
-    assert result.attempts[0].branch_id is None and result.verified_by_rerun is False
+    assert result.attempts[0].branch_id is None
+    assert result.verified_by_rerun is None  # nothing ran, so nothing was tested
     store = dbg.store
     assert store is not None
     assert [r.id for r in store.list_runs()] == [run.id]
     (report,) = store.load_reports(run.id)
-    assert report.verification is not None
-    assert "the sandbox is gone" in report.verification.detail
+    assert report.verification is None
+    assert "the sandbox is gone" in report.metadata["recovery"][0]["error"]
+
+
+def test_a_rerun_that_cannot_run_leaves_an_earlier_verification(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    assert closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg)).verified_by_rerun
+    store = dbg.store
+    assert store is not None
+    (report,) = store.load_reports(run.id)
+    again = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg, "broken"), report=report)
+    assert again.status == "error"
+    (report,) = store.load_reports(run.id)
+    assert report.verified_by_rerun is True
+    assert report.verification is not None and report.verification.status == "verified_by_rerun"
+    assert [a["error"] is None for a in report.metadata["recovery"]] == [True, False]
+
+
+def test_the_loop_on_a_jsonl_store_keeps_one_report_with_everything(tmp_path: Path) -> None:
+    dbg = AgentDebug(tmp_path / "runs.jsonl")
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    assert result.status == "succeeded"
+    store = dbg.store
+    assert store is not None
+    (report,) = store.load_reports(run.id)  # saved three times, one version kept
+    assert report.verified_by_rerun is True and len(report.metadata["recovery"]) == 1
+    dbg.close()
+    reopened = AgentDebug(tmp_path / "runs.jsonl").store
+    assert reopened is not None
+    (reread,) = reopened.load_reports(run.id)
+    assert reread.verification is not None and reread.metadata["recovery"]
+
+
+def test_a_scorer_that_raises_is_an_error_attempt_with_the_branch_kept(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+
+    def picky(branch: AgentTrajectory) -> bool:
+        if branch.parent_id:
+            raise KeyError("score_field")
+        return False
+
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), scorer=picky)
+    assert result.status == "error" and "KeyError: 'score_field'" in result.detail
+    attempt = result.attempts[0]
+    assert attempt.branch_id is not None and attempt.error is not None
+    store = dbg.store
+    assert store is not None
+    assert store.load_trajectory(attempt.branch_id).parent_id == run.id
+    (report,) = store.load_reports(run.id)
+    assert report.metadata["recovery"][0]["branch_id"] == attempt.branch_id
+
+    def broken(branch: AgentTrajectory) -> bool:
+        raise ValueError("no")
+
+    with pytest.raises(AgentDebugError, match=r"cannot judge run .*ValueError: no"):
+        closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), scorer=broken)
+
+
+def test_a_recoverer_without_a_resume_step_ends_with_no_plan(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+
+    class Vague:
+        name = "vague"
+
+        def recover(self, trajectory: AgentTrajectory, report: Any) -> RecoveryPlan:
+            return RecoveryPlan(strategy="vague", directive="Try harder.", resume_step=None)
+
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), recoverer=Vague())
+    assert result.status == "no_plan"
+    assert result.detail == "recoverer 'vague' named no step to rerun from"
 
 
 def test_policy_never_refuses_and_records_the_decision(dbg: AgentDebug) -> None:
@@ -115,8 +185,17 @@ def test_policy_never_refuses_and_records_the_decision(dbg: AgentDebug) -> None:
 
 def test_a_run_that_passes_needs_no_loop(dbg: AgentDebug) -> None:
     run = failing_run(dbg).model_copy(update={"reference_answer": "Sydney"})
-    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), scorer="reference")
     assert result.status == "already_ok" and result.attempts == []
+
+
+def test_the_runs_own_verdict_outweighs_a_matching_reference(dbg: AgentDebug) -> None:
+    # the success check said failure although the answer contains the reference phrase
+    run = failing_run(dbg).model_copy(update={"reference_answer": "Sydney"})
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    assert result.status == "succeeded"  # the loop ran: the recorded failure counts
+    assert result.attempts[0].score is not None
+    assert result.attempts[0].score.scorer == "outcome"
 
 
 def test_callable_policy_and_scorer(dbg: AgentDebug) -> None:
@@ -165,6 +244,10 @@ def test_reference_scorer_matches_phrases_not_substrings(dbg: AgentDebug) -> Non
     miss = score(_with_answer(run, "Canberra-ish", "New Canberra"), run)
     assert not miss.success and 0 < miss.score < 1
     assert not score(_with_answer(run, "Canberrans", "Canberra"), run).success
+    assert not score(_with_answer(run, "It changed by 5 points", "-5"), run).success
+    assert score(_with_answer(run, "It changed by -5 points", "-5"), run).success
+    assert not score(_with_answer(run, "Growth was 3.5", "3.5%"), run).success
+    assert score(_with_answer(run, "well-known: 3.5%", "3.5%"), run).success
     with pytest.raises(AgentDebugError, match="has no reference answer"):
         score(_with_answer(run, "x", None), _with_answer(run, "x", None))
 
@@ -222,6 +305,8 @@ def test_load_executor_errors_are_clear() -> None:
         load_executor("toy_agent")
     with pytest.raises(AgentDebugError, match="cannot import no_such_module"):
         load_executor("no_such_module:make")
+    with pytest.raises(AgentDebugError, match="importing broken_module failed: RuntimeError"):
+        load_executor("broken_module:make")
     with pytest.raises(AgentDebugError, match="toy_agent has no 'nope'"):
         load_executor("toy_agent:nope")
     with pytest.raises(AgentDebugError, match="returned str, which has no 'framework'"):

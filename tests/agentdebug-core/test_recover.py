@@ -128,17 +128,23 @@ def test_automanual_keeps_rules_in_the_manual_and_offers_them_later(
         use_settings(settings_for(server)),
     ):
         plan1 = AutoManualRecoverer(manual).recover(run, report)
+        assert manual.rules() == []  # a suggestion changes nothing until approved
+        AutoManualRecoverer(manual).approved(plan1, run)
         plan2 = AutoManualRecoverer(manual).recover(run, report)
         second_prompt = user_text(server.requests[1])
-    assert plan1.rules == ["Search for exactly what the goal asks for."]
+    assert plan1.rules == plan1.new_rules == ["Search for exactly what the goal asks for."]
     assert "- Search for exactly what the goal asks for." in second_prompt  # offered back
+    assert plan2.new_rules == ["Never answer over a tool error."]  # the repeat is dropped
+    AutoManualRecoverer(manual).approved(plan2, run)
     texts = [r.text for r in manual.rules()]
     assert texts == [
         "Search for exactly what the goal asks for.",
         "Never answer over a tool error.",
     ]
     assert plan2.rules == texts and "Rules from the project's manual:" in plan2.directive
-    assert manual.rules()[0].source_run == run.id and manual.rules()[0].framework == "toy"
+    first_rule = manual.rules()[0]
+    assert first_rule.source_run == run.id and first_rule.framework == "toy"
+    assert report.root_cause is not None and first_rule.mode_id == report.root_cause.mode_id
     directive = manual.directive_for("toy")
     assert directive is not None and "Never answer over a tool error." in directive
     assert manual.directive_for("langgraph") is None  # framework-specific rules stay there
@@ -205,6 +211,15 @@ def test_gate_callable_policies() -> None:
 
     broken = decide(PLAN, boom)
     assert not broken.approved and "ValueError: no approvals today" in broken.reason
+    vague = decide(PLAN, lambda p: "no")
+    assert not vague.approved and "returned 'no', not a bool" in vague.reason
+    assert not decide(PLAN, lambda p: (True, "a", "b")).approved
+
+
+def test_the_ask_question_goes_to_stderr(capsys: pytest.CaptureFixture[str]) -> None:
+    assert decide(PLAN, "ask", stdin=Terminal("y\n")).approved
+    out, err = capsys.readouterr()
+    assert out == "" and "Rerun from step 1" in err
 
 
 def test_gate_unknown_policy() -> None:

@@ -213,3 +213,31 @@ def test_goal_or_messages_are_required(dbg: AgentDebug) -> None:
         make_counter_loop(dbg).run()
     with pytest.raises(ValueError, match="max_steps"):
         ReactLoop(Counter(), max_steps=0)
+
+
+def test_the_manual_of_earlier_failures_is_offered_to_every_run(
+    dbg: AgentDebug, tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    from agentdebug.recover import Manual
+
+    manual = Manual(tmp_path / "manual.json")
+    manual.add(
+        ["List a folder before reading from it."], framework="react", mode_id=None, source_run="r0"
+    )
+    manual.add(["Only for LangGraph."], framework="langgraph", mode_id=None, source_run="r1")
+    seen: list[list[Any]] = []
+
+    def step(ctx: StepContext[Any]) -> Step:
+        seen.append(list(ctx.messages))
+        return Step.finish("done")
+
+    result = ReactLoop(step, debugger=dbg, manual=manual.path, auto_diagnose=False).run("q")
+    first = seen[0][0]
+    assert first["role"] == "system" and "List a folder before reading from it." in first["content"]
+    assert "Only for LangGraph." not in first["content"]
+    assert result.trajectory().metadata["manual_rules"] == 1
+
+    (tmp_path / "broken.json").write_text("{")
+    broken = ReactLoop(step, debugger=dbg, manual=tmp_path / "broken.json", auto_diagnose=False)
+    assert broken.run("q").answer == "done"  # an unreadable manual does not stop the agent
+    assert "could not be read" in caplog.text

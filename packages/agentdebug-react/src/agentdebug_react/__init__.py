@@ -18,14 +18,8 @@ such a transcript into a trajectory.
 
 from __future__ import annotations
 
-from agentdebug_react._capture import (
-    DIRECTIVE_PREFIX,
-    ReactLoop,
-    ReactRun,
-    default_directive_message,
-    react_loop,
-)
 from agentdebug_react._importer import TranscriptImporter
+from agentdebug_react._loop import ReactLoop, react_loop
 from agentdebug_react._parse import (
     TranscriptError,
     load_transcript,
@@ -34,6 +28,7 @@ from agentdebug_react._parse import (
     parse_transcript,
 )
 from agentdebug_react._rerun import ReactExecutor, load_loop
+from agentdebug_react._run import DIRECTIVE_PREFIX, ReactRun, default_directive_message
 from agentdebug_react._snapshot import (
     CHECKPOINT_KEY,
     JsonSnapshotter,

@@ -28,7 +28,8 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, RerunRequest
 
-from agentdebug_react._capture import ReactLoop, ReactRun
+from agentdebug_react._loop import ReactLoop
+from agentdebug_react._run import ReactRun
 from agentdebug_react._snapshot import RestorePoint, restore_point, snapshotter_name
 from agentdebug_react._step import FRAMEWORK, StepContext
 
@@ -251,6 +252,11 @@ def load_loop(spec: str) -> ReactLoop[Any]:
         raise AgentDebugError(
             f"ReAct loop factory '{spec}': cannot import {module_name}: {exc}"
         ) from None
+    except Exception as exc:  # the user's module failed while importing
+        raise AgentDebugError(
+            f"ReAct loop factory '{spec}': importing {module_name} failed: "
+            f"{type(exc).__name__}: {exc}"
+        ) from exc
     for part in attr.split("."):
         target = getattr(target, part, None)
         if target is None:

@@ -45,9 +45,9 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
 @click.option("--max-rounds", default=3, show_default=True, help="Loop limit.")
 @click.option(
     "--scorer",
-    type=click.Choice(["reference", "outcome", "llm"]),
-    help="How a branch is judged (default: the reference answer when the run has one, "
-    "else the branch's outcome).",
+    type=click.Choice(["default", "reference", "outcome", "llm"]),
+    help="How a branch is judged. default: the run's recorded outcome (the framework's "
+    "success check) when it has one, else its reference answer.",
 )
 @click.option(
     "--attributor",
@@ -87,7 +87,7 @@ def act(
     from agentdebug.llm import use_settings
     from agentdebug.plugins import get_registry
     from agentdebug.rerun import closed_loop, compare, find_executor, load_executor
-    from agentdebug.rerun.loop import save_attempt
+    from agentdebug.rerun.record import save_attempt
 
     settings = settings_from(model)
     store = obj.store
@@ -148,7 +148,7 @@ def act(
         if result.final_run_id and result.final_run_id != run.id:
             click.echo("")
             click.echo(compare(run, store.load_trajectory(result.final_run_id)).render())
-    if result.status != "succeeded":
+    if result.status not in ("succeeded", "already_ok"):
         sys.exit(2)
 
 

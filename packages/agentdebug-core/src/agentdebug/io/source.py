@@ -53,8 +53,11 @@ def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
     _check_utf8(data, name)
     if path.suffix.lower() in _JSONL_SUFFIXES:
         return _parse_lines_first(path, data)
-    if path.suffix.lower() in TEXT_SUFFIXES:
-        return Source(path=path, text=data.decode("utf-8"))
+    if path.suffix.lower() in TEXT_SUFFIXES:  # JSON saved as .log/.txt stays JSON
+        try:
+            return _parse_document_first(path, data)
+        except InputError:
+            return Source(path=path, text=data.decode("utf-8"))
     return _parse_document_first(path, data)
 
 

@@ -3,9 +3,11 @@ offered to later runs (after Chen et al., 2024, who build an agent's manual from
 its own interactions).
 
 The manual is a JSON file (``<AGENTDEBUG_HOME>/manual.json`` by default, or
-``AGENTDEBUG_MANUAL``). Each recovery adds the new rules with where they came
-from; the plan's directive carries the manual's rules for the run's framework, so
-the rerun (and any later run that asks :meth:`Manual.directive_for`) reads them.
+``AGENTDEBUG_MANUAL``). A plan proposes new rules; they are kept, with where they
+came from, only when the gate approves the plan (suggest-only: a suggestion
+nobody approved changes nothing). The plan's directive carries the manual's rules
+for the run's framework, and any later run can ask :meth:`Manual.directive_for`
+(the ReAct plugin's ``manual=`` option does).
 """
 
 from __future__ import annotations
@@ -157,14 +159,9 @@ class AutoManualRecoverer:
             purpose="rules from the failure",
             manual="\n".join(f"- {r.text}" for r in existing) or "(none yet)",
         )
-        root = report.root_cause
-        added = manual.add(
-            answer.rules,
-            framework=trajectory.framework,
-            mode_id=root.mode_id if root else None,
-            source_run=trajectory.id,
-        )
-        rules = [r.text for r in existing] + [r.text for r in added]
+        known = {_norm(r.text) for r in existing}
+        new = [t.strip() for t in answer.rules if t.strip() and _norm(t) not in known]
+        rules = [r.text for r in existing] + new
         lines = [answer.directive.strip()]
         if rules:
             lines.append("Rules from the project's manual:")
@@ -174,7 +171,18 @@ class AutoManualRecoverer:
             trajectory,
             report,
             "\n".join(lines),
-            rationale=f"{len(added)} new rule(s) added to {manual.path}",
+            rationale=f"{len(new)} new rule(s), kept in {manual.path} if the plan is approved",
             audit=audit,
             rules=rules,
+            new_rules=new,
+        )
+
+    def approved(self, plan: RecoveryPlan, trajectory: AgentTrajectory) -> None:
+        """The gate approved the plan: keep its new rules in the manual, for later runs.
+        A suggestion that nobody approved changes nothing."""
+        self.manual.add(
+            plan.new_rules,
+            framework=trajectory.framework,
+            mode_id=plan.mode_id,
+            source_run=trajectory.id,
         )

@@ -34,7 +34,8 @@ def decide(
     stdout: TextIO | None = None,
 ) -> GateDecision:
     """Apply ``policy`` to ``plan``. Never raises for a policy's own failure: a
-    callable that raises is a refusal that names the exception."""
+    callable that raises, or returns something other than a bool or
+    ``(bool, reason)``, is a refusal that says so."""
     name = policy_name(policy)
     if callable(policy) and not isinstance(policy, str):
         try:
@@ -46,10 +47,19 @@ def decide(
                 reason=f"the policy raised {type(exc).__name__}: {exc}",
                 decided_by="callable",
             )
-        approved, reason = verdict if isinstance(verdict, tuple) else (verdict, "")
+        approved, reason = (
+            verdict if isinstance(verdict, tuple) and len(verdict) == 2 else (verdict, "")
+        )
+        if not isinstance(approved, bool):
+            return GateDecision(
+                policy=name,
+                approved=False,
+                reason=f"the policy returned {verdict!r}, not a bool or (bool, reason); refused",
+                decided_by="callable",
+            )
         return GateDecision(
             policy=name,
-            approved=bool(approved),
+            approved=approved,
             reason=str(reason)
             or ("approved by the policy" if approved else "refused by the policy"),
             decided_by="callable",
@@ -60,8 +70,8 @@ def decide(
         return GateDecision(
             policy=name, approved=False, reason="policy 'never': the plan is a suggestion only"
         )
-    if policy == "ask":
-        return _ask(plan, stdin or sys.stdin, stdout or sys.stdout)
+    if policy == "ask":  # the question goes to stderr, so stdout stays the command's output
+        return _ask(plan, stdin or sys.stdin, stdout or sys.stderr)
     raise AgentDebugError(f"unknown policy '{policy}' (use one of {', '.join(POLICIES)})")
 
 

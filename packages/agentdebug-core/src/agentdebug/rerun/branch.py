@@ -25,11 +25,8 @@ def branch_debugger(request: RerunRequest, fallback: AgentDebug | None = None) -
     ``fallback``, else the default store. One per store location per process."""
     if request.store is None:
         return fallback or AgentDebug()
-    if (
-        fallback is not None
-        and fallback.store is not None
-        and fallback.store.location == request.store
-    ):
+    opened = fallback._store if fallback is not None else None  # never open one just to compare
+    if fallback is not None and opened is not None and opened.location == request.store:
         return fallback
     with _lock:
         dbg = _debuggers.get(request.store)

@@ -33,6 +33,10 @@ def load_executor(spec: str, *args: Any) -> RerunExecutor:
         module = importlib.import_module(module_name)
     except ImportError as exc:
         raise AgentDebugError(f"executor '{spec}': cannot import {module_name}: {exc}") from None
+    except Exception as exc:  # the user's module failed while importing
+        raise AgentDebugError(
+            f"executor '{spec}': importing {module_name} failed: {type(exc).__name__}: {exc}"
+        ) from exc
     target: Any = module
     for part in attr.split("."):
         target = getattr(target, part, None)

@@ -3,15 +3,13 @@ passes or the round limit is reached.
 
 Round 1 diagnoses the original run; each later round diagnoses the previous
 branch (a branch is a full run: it carries the inherited prefix). Every report,
-every branch and every decision stays in the store: branches as trajectories
-linked to their parent, plans and gate decisions on the report of the run they
-were made for, under ``metadata['recovery']``.
+every branch and every decision stays in the store (see :mod:`.record`).
 
 Rerun-verified root cause: a report whose blamed step, corrected alone, turned the
 run into a success is marked ``verified_by_rerun``; one whose branch still failed
-(or could not run) is marked ``not_confirmed``. That is the definition of a
-decisive error (the earliest step whose correction alone makes the run succeed)
-made testable.
+is marked ``not_confirmed``. That is the definition of a decisive error (the
+earliest step whose correction alone makes the run succeed) made testable. A
+rerun that could not run at all tests nothing and changes no verification.
 """
 
 from __future__ import annotations
@@ -22,25 +20,27 @@ from typing import Any
 
 from agentdebug.capture.auto import configured_attributor
 from agentdebug.capture.session import AgentDebug
-from agentdebug.errors import AgentDebugError, NotFoundError
+from agentdebug.errors import AgentDebugError
 from agentdebug.llm import LLMError
 from agentdebug.plugins import Registry, get_registry
+from agentdebug.recover.base import RecoveryError
 from agentdebug.recover.gate import Policy, decide, policy_name
 from agentdebug.rerun.executors import find_executor
+from agentdebug.rerun.record import (
+    ensure_stored,
+    record_verification,
+    save_attempt,
+)
 from agentdebug.rerun.score import make_scorer
 from agentdebug.schema import (
     AgentTrajectory,
     Attempt,
     DiagnosticReport,
-    GateDecision,
     LoopResult,
     RecoveryPlan,
     RerunRequest,
-    Score,
-    Verification,
 )
 from agentdebug.stages import Recoverer, RerunExecutor, Scorer
-from agentdebug.store import TraceStore
 
 log = logging.getLogger("agentdebug.rerun")
 
@@ -65,9 +65,10 @@ def closed_loop(
     """Run the loop on a failed run; returns every round and how it ended.
 
     ``executor`` defaults to the installed one for the run's framework;
-    ``scorer`` to the reference answer when the run has one, else the branch's
-    outcome. ``report`` (the run's existing diagnosis) skips round 1's diagnosis.
-    ``diagnose_options`` go to :func:`agentdebug.diagnose.diagnose`.
+    ``scorer`` to the run's recorded outcome (the framework's success check) when
+    it has one, else its reference answer. ``report`` (the run's existing
+    diagnosis) skips round 1's diagnosis. ``diagnose_options`` go to
+    :func:`agentdebug.diagnose.diagnose`.
     """
     if max_rounds < 1:
         raise AgentDebugError(f"max_rounds must be at least 1, got {max_rounds}")
@@ -77,11 +78,16 @@ def closed_loop(
         raise AgentDebugError("the closed loop keeps every branch in the store, and none is open")
     say = progress or (lambda _msg: None)
     rec = reg.recoverer(recoverer) if isinstance(recoverer, str) else recoverer
-    judge = make_scorer(scorer, trajectory)
+    judge = make_scorer(scorer)
     ex = executor or find_executor(trajectory.framework, reg)
-    _ensure_stored(store, trajectory)
+    ensure_stored(store, trajectory)
 
-    first = judge.score(trajectory, trajectory)
+    try:
+        first = judge.score(trajectory, trajectory)
+    except Exception as exc:
+        raise AgentDebugError(
+            f"the {judge.name} scorer cannot judge run '{trajectory.id}': {_why(exc)}"
+        ) from exc
     if first.success:
         say(f"run {trajectory.id} already passes the {judge.name} scorer: {first.reason}")
         return LoopResult(
@@ -99,26 +105,32 @@ def closed_loop(
                 current, attributor=attributor or configured_attributor(), **diagnose_options
             )
         say(f"round {round_}: {current_report.summary}")
-        plan, error = _recover(rec, current, current_report)
-        if plan is None:
-            attempts.append(
-                Attempt(round=round_, run_id=current.id, report_id=current_report.id, error=error)
+        plan, status, error = _recover(rec, current, current_report)
+        if plan is None or plan.resume_step is None:
+            why = error or f"recoverer '{rec.name}' named no step to rerun from"
+            attempt = Attempt(
+                round=round_, run_id=current.id, report_id=current_report.id, plan=plan, error=why
             )
-            save_attempt(store, current_report, attempts[-1])
-            status = "no_plan" if "names no root-cause step" in (error or "") else "error"
-            return _result(trajectory, status, attempts, current.id, error or "")
-        assert plan.resume_step is not None  # recoverers always set it
+            return _end(store, current_report, attempts, attempt, trajectory, status, why)
         say(
-            f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: {plan.directive}"
+            f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: "
+            f"{plan.directive}"
         )
         decision = decide(plan, policy)
-        say(
-            f"round {round_}: gate {decision.policy}: {'approved' if decision.approved else 'refused'} ({decision.reason})"
+        verdict = "approved" if decision.approved else "refused"
+        say(f"round {round_}: gate {decision.policy}: {verdict} ({decision.reason})")
+        attempt = Attempt(
+            round=round_,
+            run_id=current.id,
+            report_id=current_report.id,
+            plan=plan,
+            decision=decision,
         )
         if not decision.approved:
-            attempts.append(_attempt(round_, current, current_report, plan, decision))
-            save_attempt(store, current_report, attempts[-1])
-            return _result(trajectory, "refused", attempts, current.id, decision.reason)
+            return _end(
+                store, current_report, attempts, attempt, trajectory, "refused", decision.reason
+            )
+        _approved(rec, plan, current)
 
         request = RerunRequest(
             trajectory=current,
@@ -135,34 +147,29 @@ def closed_loop(
         try:
             branch = ex.rerun(request)
         except Exception as exc:
-            why = f"rerun by the '{getattr(ex, 'framework', '?')}' executor failed: {type(exc).__name__}: {exc}"
+            why = f"the rerun by the '{getattr(ex, 'framework', '?')}' executor failed: {_why(exc)}"
             log.warning("agentdebug: %s", why, exc_info=not isinstance(exc, AgentDebugError))
-            attempts.append(_attempt(round_, current, current_report, plan, decision, error=why))
-            _verify(store, current_report, None, request, None, why)
-            save_attempt(store, current_report, attempts[-1])
             say(f"round {round_}: {why}; the original run is kept")
-            return _result(trajectory, "error", attempts, current.id, why)
+            attempt = attempt.model_copy(update={"error": why})
+            return _end(store, current_report, attempts, attempt, trajectory, "error", why)
 
         branch = _linked(branch, request)
-        _ensure_stored(store, branch, replace=True)
+        ensure_stored(store, branch, replace=True)
+        attempt = attempt.model_copy(update={"branch_id": branch.id})
         try:
             score = judge.score(branch, trajectory)
-        except (AgentDebugError, LLMError) as exc:
-            why = f"scoring branch {branch.id} failed: {exc}"
-            attempts.append(
-                _attempt(round_, current, current_report, plan, decision, branch=branch, error=why)
+        except Exception as exc:
+            why = f"scoring branch {branch.id} with the {judge.name} scorer failed: {_why(exc)}"
+            attempt = attempt.model_copy(update={"error": why})
+            return _end(
+                store, current_report, attempts, attempt, trajectory, "error", why, branch.id
             )
-            save_attempt(store, current_report, attempts[-1])
-            return _result(trajectory, "error", attempts, branch.id, why)
-        attempts.append(
-            _attempt(round_, current, current_report, plan, decision, branch=branch, score=score)
-        )
-        _verify(store, current_report, branch, request, score, score.reason)
-        save_attempt(store, current_report, attempts[-1])
-        say(
-            f"round {round_}: branch {branch.id} {'succeeded' if score.success else 'failed'} "
-            f"({judge.name}: {score.reason})"
-        )
+        attempt = attempt.model_copy(update={"score": score})
+        attempts.append(attempt)
+        record_verification(store, current_report, branch, request, score)
+        save_attempt(store, current_report, attempt)
+        outcome = "succeeded" if score.success else "failed"
+        say(f"round {round_}: branch {branch.id} {outcome} ({judge.name}: {score.reason})")
         if score.success:
             return _result(trajectory, "succeeded", attempts, branch.id, score.reason)
         current, current_report = branch, None
@@ -171,50 +178,66 @@ def closed_loop(
     )
 
 
+def _why(exc: BaseException) -> str:
+    return (
+        str(exc) if isinstance(exc, (AgentDebugError, LLMError)) else f"{type(exc).__name__}: {exc}"
+    )
+
+
 def _recover(
     rec: Recoverer, run: AgentTrajectory, report: DiagnosticReport
-) -> tuple[RecoveryPlan | None, str | None]:
+) -> tuple[RecoveryPlan | None, str, str | None]:
+    """The plan, or why there is none: ``no_plan`` when the report gives nothing to
+    act on, ``error`` when the recoverer failed."""
     try:
-        return rec.recover(run, report), None
+        return rec.recover(run, report), "no_plan", None
+    except RecoveryError as exc:
+        return None, "no_plan", str(exc)
     except (AgentDebugError, LLMError) as exc:
-        return None, f"recoverer '{rec.name}': {exc}"
+        return None, "error", str(exc)
     except Exception as exc:
         log.exception("recoverer %s failed", rec.name)
-        return None, f"recoverer '{rec.name}' failed: {type(exc).__name__}: {exc}"
+        return None, "error", f"recoverer '{rec.name}' failed: {type(exc).__name__}: {exc}"
 
 
-def _attempt(
-    round_: int,
-    run: AgentTrajectory,
+def _approved(rec: Recoverer, plan: RecoveryPlan, run: AgentTrajectory) -> None:
+    """Tell a recoverer its plan passed the gate (AutoManual keeps its rules then)."""
+    hook = getattr(rec, "approved", None)
+    if hook is None:
+        return
+    try:
+        hook(plan, run)
+    except Exception:
+        log.exception("agentdebug: recoverer %s failed after its plan was approved", rec.name)
+
+
+def _end(
+    store: Any,
     report: DiagnosticReport,
-    plan: RecoveryPlan,
-    decision: GateDecision,
-    *,
-    branch: AgentTrajectory | None = None,
-    score: Score | None = None,
-    error: str | None = None,
-) -> Attempt:
-    return Attempt(
-        round=round_,
-        run_id=run.id,
-        report_id=report.id,
-        plan=plan,
-        decision=decision,
-        branch_id=branch.id if branch else None,
-        score=score,
-        error=error,
-    )
+    attempts: list[Attempt],
+    attempt: Attempt,
+    original: AgentTrajectory,
+    status: str,
+    detail: str,
+    final: str | None = None,
+) -> LoopResult:
+    attempts.append(attempt)
+    save_attempt(store, report, attempt)
+    return _result(original, status, attempts, final or attempt.run_id, detail)
 
 
 def _result(
     original: AgentTrajectory, status: Any, attempts: list[Attempt], final: str, detail: str
 ) -> LoopResult:
+    """``verified_by_rerun`` speaks of the original's root cause: what the first
+    round's scored branch said, None when no branch was scored."""
     first = attempts[0] if attempts else None
-    verified = None
-    if first is not None and first.branch_id is not None and first.score is not None:
-        verified = first.score.success
-    elif first is not None and first.decision is not None and first.decision.approved:
-        verified = False  # the rerun itself failed
+    verified = first.score.success if first is not None and first.score is not None else None
+    if status == "succeeded" and verified is False:
+        detail += (
+            " (a later round succeeded; the first branch, which corrected only the blamed "
+            "step, did not, so the original root cause is not confirmed)"
+        )
     return LoopResult(
         original_id=original.id,
         status=status,
@@ -241,60 +264,3 @@ def _linked(branch: AgentTrajectory, request: RerunRequest) -> AgentTrajectory:
     if branch.branch_from_event_id is None and request.resume_event is not None:
         update["branch_from_event_id"] = request.resume_event.id
     return branch.model_copy(update=update) if update else branch
-
-
-def _ensure_stored(store: TraceStore, run: AgentTrajectory, *, replace: bool = False) -> None:
-    try:
-        stored = store.load_trajectory(run.id)
-    except NotFoundError:
-        store.save_trajectory(run)
-        return
-    if replace and (
-        stored.parent_id != run.parent_id
-        or stored.metadata != run.metadata
-        or len(stored.events) != len(run.events)
-    ):
-        store.save_trajectory(run)
-
-
-def _verify(
-    store: TraceStore,
-    report: DiagnosticReport,
-    branch: AgentTrajectory | None,
-    request: RerunRequest,
-    score: Score | None,
-    detail: str,
-) -> None:
-    ok = score is not None and score.success
-    verification = Verification(
-        status="verified_by_rerun" if ok else "not_confirmed",
-        branch_id=branch.id if branch else None,
-        resume_step=request.resume_step,
-        directive=request.directive,
-        score=score.score if score else None,
-        detail=detail,
-    )
-    _resave(store, report, {"verified_by_rerun": ok, "verification": verification})
-
-
-def save_attempt(store: TraceStore, report: DiagnosticReport, attempt: Attempt) -> None:
-    """Keep a round (plan, gate decision, branch, score) on the report it acted on."""
-    latest = _latest(store, report)
-    done = list(latest.metadata.get("recovery", []))
-    done.append(attempt.model_dump(mode="json"))
-    _resave(store, latest, {"metadata": {**latest.metadata, "recovery": done}})
-
-
-def _latest(store: TraceStore, report: DiagnosticReport) -> DiagnosticReport:
-    for stored in store.load_reports(report.trajectory_id):
-        if stored.id == report.id:
-            return stored
-    return report
-
-
-def _resave(store: TraceStore, report: DiagnosticReport, update: dict[str, Any]) -> None:
-    latest = _latest(store, report)
-    try:
-        store.save_report(latest.model_copy(update=update))
-    except AgentDebugError as exc:
-        log.error("agentdebug: report %s not updated: %s", report.id, exc)

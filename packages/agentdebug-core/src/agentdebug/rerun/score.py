@@ -1,10 +1,12 @@
 """Scorers: did a branch reach the run's goal?
 
+- ``default``: the branch's recorded outcome when it has one (``success`` or
+  ``failure``: the framework plugin sets it from the user's success check), else
+  the reference answer.
 - ``reference``: the branch's final answer matches the run's reference answer
-  (normalised: case, punctuation, thousands separators and whitespace ignored; the
-  reference must appear as a whole phrase in the answer).
-- ``outcome``: the branch's own outcome (the framework plugin sets it from the
-  user's success check) is ``success``.
+  (normalised: case, punctuation, thousands separators and whitespace ignored,
+  signs and percent kept; the reference must appear as a whole phrase).
+- ``outcome``: the branch's own outcome is ``success``.
 - a callable: ``fn(branch) -> bool | float | Score``.
 - ``llm``: a model judges the final answer against the goal (and the reference).
 """
@@ -24,7 +26,9 @@ from agentdebug.stages import Scorer
 from agentdebug.text import shorten
 
 _NUMBER_SEP = re.compile(r"(?<=\d)[,_](?=\d{3}\b)")
-_WORD = re.compile(r"[a-z0-9]+(?:\.[0-9]+)?")
+# words and numbers; a minus sign before a number and a trailing percent are kept,
+# so "-5" is not "5" and "3.5%" is not "3.5"
+_WORD = re.compile(r"(?<![a-z0-9])-(?=[0-9])[0-9]+(?:\.[0-9]+)?%?|[a-z0-9]+(?:\.[0-9]+)?%?")
 
 
 def final_answer(trajectory: AgentTrajectory) -> Any:
@@ -39,6 +43,14 @@ def final_answer(trajectory: AgentTrajectory) -> Any:
 
 def words(text: str) -> list[str]:
     return _WORD.findall(_NUMBER_SEP.sub("", text.lower()))
+
+
+def reference_in(answer: Any, reference: str) -> bool:
+    """Whether ``reference`` appears as a whole phrase in ``answer`` (normalised)."""
+    want = words(reference)
+    got = words(answer if isinstance(answer, str) else str(answer))
+    n = len(want)
+    return bool(want) and any(got[i : i + n] == want for i in range(len(got) - n + 1))
 
 
 class ReferenceScorer:
@@ -59,8 +71,7 @@ class ReferenceScorer:
         want, got = words(reference), words(answer if isinstance(answer, str) else str(answer))
         if not want:
             raise AgentDebugError(f"run '{original.id}': the reference answer has no words")
-        n = len(want)
-        found = any(got[i : i + n] == want for i in range(len(got) - n + 1))
+        found = reference_in(answer, reference)
         recall = sum(1 for w in set(want) if w in set(got)) / len(set(want))
         return Score(
             success=found,
@@ -81,6 +92,29 @@ class OutcomeScorer:
         ok = status is OutcomeStatus.SUCCESS
         reason = branch.outcome.reason or f"the run's outcome is '{status.value}'"
         return Score(success=ok, score=1.0 if ok else 0.0, scorer=self.name, reason=reason)
+
+
+class DefaultScorer:
+    """The run's own verdict when it has one, else the reference answer.
+
+    A plugin records ``success`` or ``failure`` from the user's success check; that
+    check knows the task better than a phrase match, so it wins. Runs without a
+    verdict (``unknown``) are judged by the reference answer; with neither, the
+    scorer says so (use a callable or the llm scorer)."""
+
+    name = "default"
+
+    def score(self, branch: AgentTrajectory, original: AgentTrajectory) -> Score:
+        status = branch.outcome.status
+        if status in (OutcomeStatus.SUCCESS, OutcomeStatus.FAILURE):
+            verdict = OutcomeScorer().score(branch, original)
+            return verdict.model_copy(update={"scorer": "outcome"})
+        if branch.reference_answer or original.reference_answer:
+            return ReferenceScorer().score(branch, original)
+        raise AgentDebugError(
+            f"run '{branch.id}' has no recorded outcome and no reference answer to judge it by "
+            "(give a success check, a reference answer, a callable scorer, or --scorer llm)"
+        )
 
 
 class CallableScorer:
@@ -150,18 +184,16 @@ class LLMJudgeScorer:
         )
 
 
-SCORERS = ("reference", "outcome", "llm")
+SCORERS = ("default", "reference", "outcome", "llm")
 
 
-def make_scorer(
-    spec: str | Scorer | Callable[[AgentTrajectory], Any] | None, trajectory: AgentTrajectory
-) -> Scorer:
-    """A scorer from a name, an object, a callable, or None (the reference answer when
-    the run has one, else the recorded outcome)."""
+def make_scorer(spec: str | Scorer | Callable[[AgentTrajectory], Any] | None) -> Scorer:
+    """A scorer from a name, an object, a callable, or None (the default scorer)."""
     if spec is None:
-        return ReferenceScorer() if trajectory.reference_answer else OutcomeScorer()
+        return DefaultScorer()
     if isinstance(spec, str):
         table: dict[str, Callable[[], Scorer]] = {
+            "default": DefaultScorer,
             "reference": ReferenceScorer,
             "outcome": OutcomeScorer,
             "llm": LLMJudgeScorer,

@@ -25,6 +25,8 @@ class RecoveryPlan(BaseModel):
     Suggest-only: nothing runs until the policy gate approves it. ``state_patch``
     is an optional change to the framework's state at the resume point (a
     LangGraph state update, say) that a recoverer may propose beside the directive.
+    ``rules`` are the manual rules the directive carries; ``new_rules`` those this
+    plan would add to the manual once approved (AutoManual).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -34,9 +36,11 @@ class RecoveryPlan(BaseModel):
     resume_step: int | None
     resume_event_id: str | None = None
     target_agent: str | None = None
+    mode_id: str | None = None
     rationale: str = ""
     state_patch: dict[str, Any] | None = None
     rules: list[str] = Field(default_factory=list)
+    new_rules: list[str] = Field(default_factory=list)
     report_id: str | None = None
     trajectory_id: str | None = None
     audit: list[AuditEntry] = Field(default_factory=list)

@@ -123,8 +123,14 @@ class JSONLStore:
                 head = runs[rec["run_id"]].header
                 head["outcome"] = rec["outcome"]
                 head["ended_at"] = rec.get("ended_at")
-            elif kind == "report":
-                runs[rec["report"]["trajectory_id"]].reports.append(rec["report"])
+            elif kind == "report":  # a report saved again replaces its earlier version
+                reports = runs[rec["report"]["trajectory_id"]].reports
+                rid = rec["report"].get("id")
+                at = next((i for i, r in enumerate(reports) if r.get("id") == rid), None)
+                if at is None:
+                    reports.append(rec["report"])
+                else:
+                    reports[at] = rec["report"]
             elif kind == "label":
                 runs[rec["run_id"]].label = rec["label"]
         except (orjson.JSONDecodeError, KeyError, TypeError) as exc:

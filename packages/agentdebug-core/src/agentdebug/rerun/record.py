@@ -1,0 +1,85 @@
+"""What the closed loop keeps in the store: runs and branches, and on each report
+the rounds that acted on it (``metadata['recovery']``) and what a rerun said about
+its root cause (``verification``)."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from agentdebug.errors import AgentDebugError, NotFoundError
+from agentdebug.schema import (
+    AgentTrajectory,
+    Attempt,
+    DiagnosticReport,
+    RerunRequest,
+    Score,
+    Verification,
+)
+from agentdebug.store import TraceStore
+
+log = logging.getLogger("agentdebug.rerun")
+
+
+def ensure_stored(store: TraceStore, run: AgentTrajectory, *, replace: bool = False) -> None:
+    """Put ``run`` in the store unless it is there; with ``replace``, also when the
+    stored copy differs in its links or events (an executor that recorded elsewhere)."""
+    try:
+        stored = store.load_trajectory(run.id)
+    except NotFoundError:
+        store.save_trajectory(run)
+        return
+    if replace and (
+        stored.parent_id != run.parent_id
+        or stored.metadata != run.metadata
+        or len(stored.events) != len(run.events)
+    ):
+        store.save_trajectory(run)
+
+
+def latest_report(store: TraceStore, report: DiagnosticReport) -> DiagnosticReport:
+    """The newest stored version of ``report`` (it is saved again as the loop goes)."""
+    for stored in reversed(store.load_reports(report.trajectory_id)):
+        if stored.id == report.id:
+            return stored
+    return report
+
+
+def update_report(store: TraceStore, report: DiagnosticReport, update: dict[str, Any]) -> None:
+    latest = latest_report(store, report)
+    try:
+        store.save_report(latest.model_copy(update=update))
+    except AgentDebugError as exc:
+        log.error("agentdebug: report %s not updated: %s", report.id, exc)
+
+
+def save_attempt(store: TraceStore, report: DiagnosticReport, attempt: Attempt) -> None:
+    """Keep a round (plan, gate decision, branch, score, error) on the report it acted on."""
+    latest = latest_report(store, report)
+    done = list(latest.metadata.get("recovery", []))
+    done.append(attempt.model_dump(mode="json"))
+    update_report(store, latest, {"metadata": {**latest.metadata, "recovery": done}})
+
+
+def record_verification(
+    store: TraceStore,
+    report: DiagnosticReport,
+    branch: AgentTrajectory,
+    request: RerunRequest,
+    score: Score,
+) -> Verification:
+    """What a scored branch says about the report's root cause. Only a branch that
+    ran and was scored says anything: a rerun that could not run leaves the
+    verification as it was (the attempt, with its error, is kept apart)."""
+    recorded = branch.metadata.get("branch")
+    resumed = recorded.get("resume_step") if isinstance(recorded, dict) else None
+    verification = Verification(
+        status="verified_by_rerun" if score.success else "not_confirmed",
+        branch_id=branch.id,
+        resume_step=resumed if isinstance(resumed, int) else request.resume_step,
+        directive=request.directive,
+        score=score.score,
+        detail=score.reason,
+    )
+    update_report(store, report, {"verified_by_rerun": score.success, "verification": verification})
+    return verification

@@ -169,7 +169,7 @@ def closed_loop(
         record_verification(store, current_report, branch, request, score)
         save_attempt(store, current_report, attempt)
         outcome = "succeeded" if score.success else "failed"
-        say(f"round {round_}: branch {branch.id} {outcome} ({judge.name}: {score.reason})")
+        say(f"round {round_}: branch {branch.id} {outcome} ({score.scorer}: {score.reason})")
         if score.success:
             return _result(trajectory, "succeeded", attempts, branch.id, score.reason)
         current, current_report = branch, None

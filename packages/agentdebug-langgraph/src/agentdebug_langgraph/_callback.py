@@ -655,8 +655,9 @@ class AgentDebugCallback(GraphCallbackHandler):
         A graph agent sends its whole history every turn; recording it every turn
         costs time on the graph's thread and space quadratic in the run's length.
         So each call records only the messages added since the node's previous
-        call (all of them on the first call, or when the history was rewritten),
-        and ``metadata`` says how long the prompt was and where the new part starts.
+        call (all of them on the first call, or when the history was rewritten);
+        when it records a part, ``metadata`` says how long the prompt was
+        (``prompt_messages``) and where the new part starts (``prompt_new_from``).
         """
         seen = rec.run.prompts.get(rec.agent)
         n = len(prompt)
@@ -666,8 +667,8 @@ class AgentDebugCallback(GraphCallbackHandler):
             if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
                 shared = k
         rec.run.prompts[rec.agent] = (n, prompt[0], prompt[-1]) if n else None
-        meta["prompt_messages"] = n
         if shared:
+            meta["prompt_messages"] = n
             meta["prompt_new_from"] = shared
         return [_convert.message(m) if isinstance(m, BaseMessage) else m for m in prompt[shared:]]
 

@@ -24,6 +24,9 @@ environment, ``.venvs/bench-agentdebugx-langgraph`` (built on first use, with th
 same langgraph and langchain-core versions as ours). Each implementation's
 overhead is measured against the no-callback time in its own environment.
 Targets: ours adds at most 15% over none, and at most half of what agentdebugx adds.
+
+``--latency MS`` makes the fake model sleep per call, as a model behind a network
+does; the graph then waits, and the writer thread's work no longer competes with it.
 """
 
 from __future__ import annotations
@@ -44,7 +47,7 @@ REF_SPEC = "agentdebugx==0.5.2"
 
 WORKLOAD = r"""
 import gc, json, os, sys, time
-impl, steps, home = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+impl, steps, home, latency = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 os.chdir(home)
 os.environ["AGENTDEBUG_HOME"] = home
 os.environ["OTEL_SDK_DISABLED"] = "true"
@@ -57,7 +60,9 @@ class State(TypedDict):
     n: int
     last: str
 
-model = FakeMessagesListChatModel(responses=[AIMessage(content="next")])
+model = FakeMessagesListChatModel(
+    responses=[AIMessage(content="next")], sleep=latency / 1000 if latency else None
+)
 
 def agent(state):
     reply = model.invoke([HumanMessage(content=f"step {state['n']}")])
@@ -120,10 +125,10 @@ def ensure_reference() -> Path:
     return py
 
 
-def run(python: str, impl: str, steps: int) -> float:
+def run(python: str, impl: str, steps: int, latency: float) -> float:
     with tempfile.TemporaryDirectory(prefix=f"lg-bench-{impl}-") as home:
         proc = subprocess.run(
-            [python, "-c", WORKLOAD, impl, str(steps), home],
+            [python, "-c", WORKLOAD, impl, str(steps), home, str(latency)],
             capture_output=True,
             text=True,
             check=False,
@@ -137,6 +142,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        help="milliseconds the fake model sleeps per call (0: a CPU-bound graph, the default)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
     try:
@@ -157,12 +168,13 @@ def main() -> None:
     for i in range(args.repeats):
         order = plan[i % len(plan) :] + plan[: i % len(plan)]
         for name, python in order:
-            times[name].append(run(python, name.removesuffix("-x"), args.steps))
+            times[name].append(run(python, name.removesuffix("-x"), args.steps, args.latency))
     med = {name: statistics.median(values) for name, values in times.items()}
     ours = med["ours"] / med["none"] - 1.0
     ref = med["agentdebugx"] / med["none-x"] - 1.0
+    latency = f" sleeping {args.latency:g} ms per call" if args.latency else ""
     print(
-        f"LangGraph capture overhead: {args.steps:,}-step graph, fake chat model, "
+        f"LangGraph capture overhead: {args.steps:,}-step graph, fake chat model{latency}, "
         f"median of {args.repeats} fresh processes each"
     )
     print(f"{'':34} {'wall (s)':>9} {'per step (us)':>14} {'overhead':>9}")

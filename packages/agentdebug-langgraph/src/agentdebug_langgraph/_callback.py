@@ -8,9 +8,10 @@ interrupts and resumes, ``Send`` fan-out with each branch linked to the node tha
 sent it, and the final answer. How it ended is decided by the graph (an exception
 is a failure) and by the user's ``success_check`` on the final state.
 
-Every handler method is on the graph's hot path and runs inside ``_guard``-style
-try blocks: it does a few dict operations and one ``record`` (which only queues a
-tuple for core's background writer) and never raises into the graph.
+Every handler method is on the graph's hot path: it does a few dict operations
+and at most one ``record`` (which only queues a tuple for core's background
+writer), inside a ``try`` that logs its own failures and never raises into the
+graph. Model and tool events are in :mod:`agentdebug_langgraph._models`.
 """
 
 from __future__ import annotations
@@ -25,12 +26,12 @@ from uuid import UUID
 from agentdebug import AgentDebug, AgentInfo, EventType, OutcomeStatus, TraceSession
 from agentdebug.capture.auto import ReportCallback, diagnose_failure
 from agentdebug.schema import DiagnosticReport
-from langchain_core.messages import BaseMessage, ToolMessage
-from langgraph.callbacks import GraphCallbackHandler, GraphInterruptEvent
+from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
 
 from agentdebug_langgraph import _convert, _pregel
+from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._state import FRAMEWORK, PAUSED, GraphRun, NodeRun, start_counter
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -56,7 +57,7 @@ def live_graph(run_id: str) -> Any:
     return _LIVE_GRAPHS.get(run_id)
 
 
-class AgentDebugCallback(GraphCallbackHandler):
+class AgentDebugCallback(ModelAndToolEvents):
     """Records every graph run it sees; diagnoses the ones that fail.
 
     ``graph.invoke(inputs, config={"callbacks": [AgentDebugCallback()]})`` is all it
@@ -79,9 +80,6 @@ class AgentDebugCallback(GraphCallbackHandler):
     the next graph run into an open (branch) session, numbering its node steps
     from ``first_step``, under event ``parent_event``; the session's owner closes it.
     """
-
-    run_inline = True  # called in the graph's own thread/event loop, in order
-    raise_error = False
 
     def __init__(
         self,
@@ -110,14 +108,6 @@ class AgentDebugCallback(GraphCallbackHandler):
         self._adopt = session  # a branch session the executor opened (used once)
         self._first_step = first_step
         self._parent_event = parent_event
-        self._roots: dict[int, GraphRun] = {}
-        self._nodes: dict[int, NodeRun] = {}
-        self._by_ns: dict[str, NodeRun] = {}
-        # Keyed by ``run_id.int``: a UUID hashes in Python code, an int in C, and
-        # these dicts are touched several times per node on the graph's hot path.
-        # model and tool calls in flight: run id -> (node, prompt or event id, start, name)
-        self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
-        self._errors_logged = 0
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
 
@@ -142,12 +132,6 @@ class AgentDebugCallback(GraphCallbackHandler):
         if self.debugger is None:
             self.debugger = default_debugger()
         return self.debugger
-
-    def _failed(self, where: str) -> None:
-        """A bug in capture: logged (a few times, then quietly), never raised."""
-        self._errors_logged += 1
-        if self._errors_logged <= 5:
-            log.exception("agentdebug: capture failed in %s; the graph goes on", where)
 
     # -- chains: the graph and its nodes ------------------------------------------------
 
@@ -588,255 +572,6 @@ class AgentDebugCallback(GraphCallbackHandler):
         except Exception:
             self._failed("on_interrupt")
 
-    # -- chat models and LLMs ---------------------------------------------------------------
-
-    def _node_for(self, parent_run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:
-        if md:
-            ns = md.get("langgraph_checkpoint_ns")
-            if ns is not None:
-                rec = self._by_ns.get(ns)
-                if rec is not None:
-                    return rec
-        return self._nodes.get(parent_run_id.int) if parent_run_id is not None else None
-
-    def on_chat_model_start(
-        self,
-        serialized: dict[str, Any] | None,
-        messages: list[list[BaseMessage]],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            rec = self._node_for(parent_run_id, metadata)
-            if rec is None:
-                return
-            prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._calls[run_id.int] = (
-                rec,
-                prompt,
-                time.perf_counter(),
-                _model_name(metadata, kwargs),
-            )
-        except Exception:
-            self._failed("on_chat_model_start")
-
-    def on_llm_start(
-        self,
-        serialized: dict[str, Any] | None,
-        prompts: list[str],
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            rec = self._node_for(parent_run_id, metadata)
-            if rec is None:
-                return
-            prompt = list(prompts)
-            self._calls[run_id.int] = (
-                rec,
-                prompt,
-                time.perf_counter(),
-                _model_name(metadata, kwargs),
-            )
-        except Exception:
-            self._failed("on_llm_start")
-
-    def _prompt(self, rec: NodeRun, prompt: list[Any], meta: dict[str, Any]) -> list[Any]:
-        """The part of the prompt this node's model has not seen in its previous call.
-
-        A graph agent sends its whole history every turn; recording it every turn
-        costs time on the graph's thread and space quadratic in the run's length.
-        So each call records only the messages added since the node's previous
-        call (all of them on the first call, or when the history was rewritten);
-        when it records a part, ``metadata`` says how long the prompt was
-        (``prompt_messages``) and where the new part starts (``prompt_new_from``).
-        """
-        seen = rec.run.prompts.get(rec.agent)
-        n = len(prompt)
-        shared = 0
-        if seen is not None:
-            k, first, last = seen
-            if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
-                shared = k
-        rec.run.prompts[rec.agent] = (n, prompt[0], prompt[-1]) if n else None
-        if shared:
-            meta["prompt_messages"] = n
-            meta["prompt_new_from"] = shared
-        return [_convert.message(m) if isinstance(m, BaseMessage) else m for m in prompt[shared:]]
-
-    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        try:
-            call = self._calls.pop(run_id.int, None)
-            if call is None:
-                return
-            rec, prompt, started, model = call
-            gens = response.generations
-            gen = gens[0][0] if gens and gens[0] else None
-            msg = getattr(gen, "message", None)
-            meta: dict[str, Any] = {"model": model} if model else {}
-            if msg is not None:
-                output: Any = _convert.message(msg)
-                used = _convert.usage(msg)
-                if used:
-                    meta["usage"] = used
-            else:
-                output = {"role": "assistant", "content": getattr(gen, "text", "")}
-            if "usage" not in meta and response.llm_output:
-                token_usage = response.llm_output.get("token_usage")
-                if token_usage:
-                    meta["usage"] = dict(token_usage)
-            run = rec.run
-            event_id = run.session.record(
-                EventType.LLM_RESPONSE,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                input=self._prompt(rec, prompt, meta),
-                output=output,
-                parent_id=rec.event_id,
-                module="langchain.chat_model",
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta,
-            )
-            if msg is not None and msg.type == "ai":
-                calls = msg.tool_calls
-                if calls:
-                    for c in calls:
-                        if c.get("id"):
-                            run.tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
-                else:
-                    run.answer_from = (rec.agent, rec.step, event_id)
-        except Exception:
-            self._failed("on_llm_end")
-
-    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        try:
-            call = self._calls.pop(run_id.int, None)
-            if call is None:
-                return
-            rec, prompt, started, model = call
-            meta: dict[str, Any] = {"model": model} if model else {}
-            rec.run.session.record(
-                EventType.LLM_RESPONSE,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                input=self._prompt(rec, prompt, meta),
-                error=error,
-                parent_id=rec.event_id,
-                module="langchain.chat_model",
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta,
-            )
-        except Exception:
-            self._failed("on_llm_error")
-
-    # -- tools ---------------------------------------------------------------------------------
-
-    def on_tool_start(
-        self,
-        serialized: dict[str, Any] | None,
-        input_str: str,
-        *,
-        run_id: UUID,
-        parent_run_id: UUID | None = None,
-        tags: list[str] | None = None,
-        metadata: dict[str, Any] | None = None,
-        inputs: dict[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        try:
-            rec = self._node_for(parent_run_id, metadata)
-            if rec is None:
-                return
-            tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
-            call_id = kwargs.get("tool_call_id")
-            run = rec.run
-            # The call belongs to the decision that asked for it: the model's step.
-            decided = run.tool_calls.get(call_id) if call_id else None
-            if decided is not None:
-                parent, step, agent = decided
-            else:
-                parent, step, agent = rec.event_id, rec.step, rec.agent
-            meta: dict[str, Any] = {"tool_name": tool}
-            if call_id:
-                meta["tool_call_id"] = call_id
-            if decided is not None and rec.step != step:
-                meta["executed_by"] = rec.agent
-                meta["executed_step"] = rec.step
-            event_id = run.session.record(
-                EventType.TOOL_CALL,
-                agent_name=agent,
-                step_index=step,
-                input=inputs if inputs is not None else input_str,
-                parent_id=parent,
-                module=tool,
-                metadata=meta,
-            )
-            self._calls[run_id.int] = (rec, event_id, time.perf_counter(), tool)
-        except Exception:
-            self._failed("on_tool_start")
-
-    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
-        try:
-            call = self._calls.pop(run_id.int, None)
-            if call is None:
-                return
-            rec, call_event, started, tool = call
-            error = None
-            meta: dict[str, Any] = {"tool_name": tool}
-            if isinstance(output, ToolMessage):
-                result: Any = _convert.compact(output.content)
-                if output.status == "error":
-                    error = {"message": _convert.text_of(output.content), "type": "ToolError"}
-                if output.tool_call_id:
-                    meta["tool_call_id"] = output.tool_call_id
-            else:
-                result = _convert.compact(output)
-            rec.run.session.record(
-                EventType.TOOL_RESULT,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                output=result,
-                error=error,
-                parent_id=call_event,
-                module=tool,
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta,
-            )
-        except Exception:
-            self._failed("on_tool_end")
-
-    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
-        try:
-            call = self._calls.pop(run_id.int, None)
-            if call is None:
-                return
-            rec, call_event, started, tool = call
-            if isinstance(error, GraphBubbleUp):  # an interrupt or Command raised in a tool
-                return
-            rec.run.session.record(
-                EventType.TOOL_RESULT,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                error=error,
-                parent_id=call_event,
-                module=tool,
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata={"tool_name": tool},
-            )
-        except Exception:
-            self._failed("on_tool_error")
-
-
-# -- helpers --------------------------------------------------------------------------------
-
 
 def _interrupts(error: GraphInterrupt) -> Sequence[Any]:
     if error.args and isinstance(error.args[0], (list, tuple)):
@@ -850,26 +585,6 @@ def _has_interrupt(outputs: Any) -> bool:
 
 def _is_fresh_input(inputs: Any) -> bool:
     return inputs is not None and not isinstance(inputs, Command)
-
-
-def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:
-    params = kwargs.get("invocation_params") or {}
-    return (
-        params.get("model")
-        or params.get("model_name")
-        or (md or {}).get("ls_model_name")
-        or params.get("_type")
-    )
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether two prompt heads are the same message (a rebuilt system prompt is
-    a new object with the same text)."""
-    if a is b:
-        return True
-    if isinstance(a, BaseMessage) and isinstance(b, BaseMessage):
-        return a.type == b.type and a.content == b.content
-    return bool(a == b)
 
 
 def _short(value: Any, limit: int = 200) -> str:

@@ -1,0 +1,47 @@
+"""What every part of the callback shares: the tables of runs, nodes and calls in
+flight, and the rule that capture never raises into the graph."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+from uuid import UUID
+
+from langgraph.callbacks import GraphCallbackHandler
+
+from agentdebug_langgraph._state import GraphRun, NodeRun
+
+log = logging.getLogger("agentdebug.langgraph")
+
+
+class CaptureBase(GraphCallbackHandler):
+    """The handler's state. Tables are keyed by ``run_id.int``: a UUID hashes in
+    Python code, an int in C, and these dicts are touched several times per node
+    on the graph's hot path."""
+
+    run_inline = True  # called in the graph's own thread or event loop, in order
+    raise_error = False
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._roots: dict[int, GraphRun] = {}
+        self._nodes: dict[int, NodeRun] = {}
+        self._by_ns: dict[str, NodeRun] = {}
+        # model and tool calls in flight: run id -> (node, prompt or event id, start, name)
+        self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
+        self._errors_logged = 0
+
+    def _failed(self, where: str) -> None:
+        """A bug in capture: logged (a few times, then quietly), never raised."""
+        self._errors_logged += 1
+        if self._errors_logged <= 5:
+            log.exception("agentdebug: capture failed in %s; the graph goes on", where)
+
+    def _node_for(self, parent_run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:
+        if md:
+            ns = md.get("langgraph_checkpoint_ns")
+            if ns is not None:
+                rec = self._by_ns.get(ns)
+                if rec is not None:
+                    return rec
+        return self._nodes.get(parent_run_id.int) if parent_run_id is not None else None

@@ -1,0 +1,285 @@
+"""Chat-model, LLM and tool events inside graph nodes.
+
+A model call is one ``llm.response`` event, recorded when the model answers: the
+prompt (only what the node's model had not seen in its previous call), the reply
+with its tool calls, token usage as the model reported it. A tool call is filed
+under the model step that asked for it (matched by tool-call id), its result
+under the node that ran it, so that attribution blames the decision, not the
+tool node that carried it out.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from uuid import UUID
+
+from agentdebug import EventType
+from langchain_core.messages import BaseMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
+
+from agentdebug_langgraph import _convert
+from agentdebug_langgraph._base import CaptureBase
+from agentdebug_langgraph._state import NodeRun
+
+
+class ModelAndToolEvents(CaptureBase):
+    """The model and tool half of :class:`~agentdebug_langgraph.AgentDebugCallback`."""
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
+            self._calls[run_id.int] = (
+                rec,
+                prompt,
+                time.perf_counter(),
+                _model_name(metadata, kwargs),
+            )
+        except Exception:
+            self._failed("on_chat_model_start")
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            prompt = list(prompts)
+            self._calls[run_id.int] = (
+                rec,
+                prompt,
+                time.perf_counter(),
+                _model_name(metadata, kwargs),
+            )
+        except Exception:
+            self._failed("on_llm_start")
+
+    def _prompt(self, rec: NodeRun, prompt: list[Any], meta: dict[str, Any]) -> list[Any]:
+        """The part of the prompt this node's model has not seen in its previous call.
+
+        A graph agent sends its whole history every turn; recording it every turn
+        costs time on the graph's thread and space quadratic in the run's length.
+        So each call records only the messages added since the node's previous
+        call (all of them on the first call, or when the history was rewritten);
+        when it records a part, ``metadata`` says how long the prompt was
+        (``prompt_messages``) and where the new part starts (``prompt_new_from``).
+        """
+        seen = rec.run.prompts.get(rec.agent)
+        n = len(prompt)
+        shared = 0
+        if seen is not None:
+            k, first, last = seen
+            if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
+                shared = k
+        rec.run.prompts[rec.agent] = (n, prompt[0], prompt[-1]) if n else None
+        if shared:
+            meta["prompt_messages"] = n
+            meta["prompt_new_from"] = shared
+        return [_convert.message(m) if isinstance(m, BaseMessage) else m for m in prompt[shared:]]
+
+    def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id.int, None)
+            if call is None:
+                return
+            rec, prompt, started, model = call
+            gens = response.generations
+            gen = gens[0][0] if gens and gens[0] else None
+            msg = getattr(gen, "message", None)
+            meta: dict[str, Any] = {"model": model} if model else {}
+            if msg is not None:
+                output: Any = _convert.message(msg)
+                used = _convert.usage(msg)
+                if used:
+                    meta["usage"] = used
+            else:
+                output = {"role": "assistant", "content": getattr(gen, "text", "")}
+            if "usage" not in meta and response.llm_output:
+                token_usage = response.llm_output.get("token_usage")
+                if token_usage:
+                    meta["usage"] = dict(token_usage)
+            run = rec.run
+            event_id = run.session.record(
+                EventType.LLM_RESPONSE,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                input=self._prompt(rec, prompt, meta),
+                output=output,
+                parent_id=rec.event_id,
+                module="langchain.chat_model",
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata=meta,
+            )
+            if msg is not None and msg.type == "ai":
+                calls = msg.tool_calls
+                if calls:
+                    for c in calls:
+                        if c.get("id"):
+                            run.tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
+                else:
+                    run.answer_from = (rec.agent, rec.step, event_id)
+        except Exception:
+            self._failed("on_llm_end")
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id.int, None)
+            if call is None:
+                return
+            rec, prompt, started, model = call
+            meta: dict[str, Any] = {"model": model} if model else {}
+            rec.run.session.record(
+                EventType.LLM_RESPONSE,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                input=self._prompt(rec, prompt, meta),
+                error=error,
+                parent_id=rec.event_id,
+                module="langchain.chat_model",
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata=meta,
+            )
+        except Exception:
+            self._failed("on_llm_error")
+
+    # -- tools ---------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        try:
+            rec = self._node_for(parent_run_id, metadata)
+            if rec is None:
+                return
+            tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
+            call_id = kwargs.get("tool_call_id")
+            run = rec.run
+            # The call belongs to the decision that asked for it: the model's step.
+            decided = run.tool_calls.get(call_id) if call_id else None
+            if decided is not None:
+                parent, step, agent = decided
+            else:
+                parent, step, agent = rec.event_id, rec.step, rec.agent
+            meta: dict[str, Any] = {"tool_name": tool}
+            if call_id:
+                meta["tool_call_id"] = call_id
+            if decided is not None and rec.step != step:
+                meta["executed_by"] = rec.agent
+                meta["executed_step"] = rec.step
+            event_id = run.session.record(
+                EventType.TOOL_CALL,
+                agent_name=agent,
+                step_index=step,
+                input=inputs if inputs is not None else input_str,
+                parent_id=parent,
+                module=tool,
+                metadata=meta,
+            )
+            self._calls[run_id.int] = (rec, event_id, time.perf_counter(), tool)
+        except Exception:
+            self._failed("on_tool_start")
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id.int, None)
+            if call is None:
+                return
+            rec, call_event, started, tool = call
+            error = None
+            meta: dict[str, Any] = {"tool_name": tool}
+            if isinstance(output, ToolMessage):
+                result: Any = _convert.compact(output.content)
+                if output.status == "error":
+                    error = {"message": _convert.text_of(output.content), "type": "ToolError"}
+                if output.tool_call_id:
+                    meta["tool_call_id"] = output.tool_call_id
+            else:
+                result = _convert.compact(output)
+            rec.run.session.record(
+                EventType.TOOL_RESULT,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                output=result,
+                error=error,
+                parent_id=call_event,
+                module=tool,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata=meta,
+            )
+        except Exception:
+            self._failed("on_tool_end")
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        try:
+            call = self._calls.pop(run_id.int, None)
+            if call is None:
+                return
+            rec, call_event, started, tool = call
+            if isinstance(error, GraphBubbleUp):  # an interrupt or Command raised in a tool
+                return
+            rec.run.session.record(
+                EventType.TOOL_RESULT,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                error=error,
+                parent_id=call_event,
+                module=tool,
+                duration_ms=(time.perf_counter() - started) * 1000.0,
+                metadata={"tool_name": tool},
+            )
+        except Exception:
+            self._failed("on_tool_error")
+
+
+# -- helpers --------------------------------------------------------------------------------
+
+
+def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:
+    params = kwargs.get("invocation_params") or {}
+    return (
+        params.get("model")
+        or params.get("model_name")
+        or (md or {}).get("ls_model_name")
+        or params.get("_type")
+    )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two prompt heads are the same message (a rebuilt system prompt is
+    a new object with the same text)."""
+    if a is b:
+        return True
+    if isinstance(a, BaseMessage) and isinstance(b, BaseMessage):
+        return a.type == b.type and a.content == b.content
+    return bool(a == b)

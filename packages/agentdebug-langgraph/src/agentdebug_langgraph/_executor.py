@@ -48,6 +48,7 @@ from agentdebug_langgraph._checkpoints import (
     resume_point,
     writers_of,
 )
+from agentdebug_langgraph._convert import compact
 from agentdebug_langgraph._state import FRAMEWORK
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -135,7 +136,7 @@ class LangGraphRerunExecutor:
             fork_event = session.record(
                 EventType.USER_INPUT,
                 step_index=point.step,
-                input=_jsonable_update(values),
+                input=compact(values),
                 module="agentdebug.rerun",
                 metadata={"langgraph_event": "fork", "as_node": as_node},
                 checkpoint=CheckpointRef(
@@ -288,9 +289,3 @@ def _load(spec: str, what: str) -> Any:
         if target is None:
             raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
     return target
-
-
-def _jsonable_update(values: dict[str, Any]) -> Any:
-    from agentdebug_langgraph._convert import compact
-
-    return compact(values)

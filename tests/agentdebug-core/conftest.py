@@ -9,39 +9,19 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agentdebug.llm import reset_clients
-from agentdebug.plugins import reset_registry
+from agentdebug.testing import isolated
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO.parent / "shared" / "data"
 EXAMPLES = REPO / "examples"
 
 
-MODEL_ENV = (
-    "AGENTDEBUG_MODEL",
-    "AGENTDEBUG_BASE_URL",
-    "AGENTDEBUG_API_KEY",
-    "AGENTDEBUG_PROMPT_BUDGET",
-    "OPENAI_MODEL",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-)
-
-
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Each test gets its own AGENTDEBUG_HOME, no model settings from the machine
     (environment or the user's config file), and a freshly built registry."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    for var in MODEL_ENV:
-        monkeypatch.delenv(var, raising=False)
-    reset_registry()
-    reset_clients()
-    yield home
-    reset_registry()
-    reset_clients()
+    with isolated(tmp_path, monkeypatch) as home:
+        yield home
 
 
 @pytest.fixture

@@ -9,34 +9,18 @@ from pathlib import Path
 
 import pytest
 from agentdebug import AgentDebug
-from agentdebug.plugins import reset_registry
+from agentdebug.testing import isolated
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
-
-MODEL_ENV = (
-    "AGENTDEBUG_MODEL",
-    "AGENTDEBUG_BASE_URL",
-    "AGENTDEBUG_API_KEY",
-    "OPENAI_MODEL",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-)
 
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    home = tmp_path / "home"
-    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    for var in MODEL_ENV:
-        monkeypatch.delenv(var, raising=False)
-    reset_registry()
-    yield home
-    from agentdebug_langgraph import uninstrument
+    with isolated(tmp_path, monkeypatch) as home:
+        yield home
+        from agentdebug_langgraph import uninstrument
 
-    uninstrument()
-    reset_registry()
+        uninstrument()
 
 
 @pytest.fixture

@@ -9,32 +9,17 @@ from typing import Any
 
 import pytest
 from agentdebug import AgentDebug
-from agentdebug.plugins import reset_registry
+from agentdebug.testing import isolated
 from agentdebug_react import Message, ReactLoop, Step, StepContext
 
 REPO = Path(__file__).resolve().parents[2]
-
-MODEL_ENV = (
-    "AGENTDEBUG_MODEL",
-    "AGENTDEBUG_BASE_URL",
-    "AGENTDEBUG_API_KEY",
-    "OPENAI_MODEL",
-    "OPENAI_BASE_URL",
-    "OPENAI_API_KEY",
-)
 
 
 @pytest.fixture(autouse=True)
 def _home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Each test gets its own AGENTDEBUG_HOME and no model settings from the machine."""
-    home = tmp_path / "home"
-    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
-    for var in MODEL_ENV:
-        monkeypatch.delenv(var, raising=False)
-    reset_registry()
-    yield home
-    reset_registry()
+    with isolated(tmp_path, monkeypatch) as home:
+        yield home
 
 
 @pytest.fixture

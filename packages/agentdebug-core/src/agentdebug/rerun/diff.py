@@ -44,7 +44,10 @@ def brief(event: AgentEvent, width: int = 100) -> str:
         if event.error
         else (event.output if event.output is not None else event.input)
     )
-    text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
+    if value is None:
+        text = ""
+    else:
+        text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
     who = f" {event.agent_name}" if event.agent_name else ""
     return f"step {event.step_index:>3} {event.type.value:<13}{who}: {shorten(' '.join(text.split()), width)}"
 

@@ -412,3 +412,64 @@ def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
     assert bad.returncode == 1 and bad.stderr.startswith("error: executor 'nowhere:thing'")
     missing = run_cli("act", run_id, "--rerun", "--policy", "auto", env=env)
     assert missing.returncode == 1 and "no rerun executor for framework 'toy'" in missing.stderr
+
+
+def test_cli_act_with_a_model_recoverer_through_the_server(home: Path) -> None:
+    run_id = _stored_failure(home)
+    answer = {
+        "reflection": "You searched for the largest city instead of the capital.",
+        "directive": "Search city_search for the capital of Australia.",
+    }
+    with ScriptedServer(lambda request: json.dumps(answer)) as server:
+        env = {"PYTHONPATH": str(HERE)}
+        model = ["--model", "scripted", "--base-url", server.base_url, "--api-key", "k"]
+        model += ["--attributor", "heuristic"]  # only the recoverer asks the model
+        plan = run_cli("act", run_id, "--recover", "reflexion", "--format", "json", *model, env=env)
+        assert plan.returncode == 0, plan.stderr
+        doc = json.loads(plan.stdout)
+        assert doc["strategy"] == "reflexion" and doc["resume_step"] == 1
+        assert doc["directive"].endswith("Search city_search for the capital of Australia.")
+        assert doc["cost"]["calls"] == 1
+        done = run_cli(
+            "act",
+            run_id,
+            "--recover",
+            "reflexion",
+            "--rerun",
+            "--policy",
+            "auto",
+            "--executor",
+            "toy_agent:make_executor",
+            *model,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr
+        assert "Loop succeeded" in done.stdout
+        # the same question again is answered from the response cache
+        assert len(server.requests) == 1
+    reports = AgentDebug(home).store.load_reports(run_id)  # type: ignore[union-attr]
+    kept = [a for r in reports for a in r.metadata.get("recovery", [])]
+    assert [a["plan"]["strategy"] for a in kept] == ["reflexion", "reflexion"]
+    assert [a["plan"]["cost"]["calls"] for a in kept] == [1, 0]
+    assert kept[1]["plan"]["cost"]["cached_calls"] == 1
+
+
+def test_native_uses_deepdebugs_own_fix(dbg: AgentDebug) -> None:
+    from agentdebug.recover import NativeRecoverer
+    from agentdebug.schema import DiagnosticReport, Fix, Hypothesis
+
+    run = failing_run(dbg)
+    report = DiagnosticReport(
+        id="r1",
+        trajectory_id=run.id,
+        tier="model",
+        hypotheses=[
+            Hypothesis(agent_name="researcher", step_index=1, strategy="deepdebug", confidence=0.8)
+        ],
+        fix=Fix(
+            directive="Query city_search for the capital, not the largest city.", target_step=1
+        ),
+    )
+    plan = NativeRecoverer().recover(run, report)
+    assert plan.directive == "Query city_search for the capital, not the largest city."
+    assert plan.rationale == "directive taken from the diagnosis's own fix" and plan.cost.calls == 0

@@ -24,6 +24,9 @@ log = logging.getLogger("agentdebug.capture")
 
 _HEAD_BYTES = 64 * 1024
 _AUTO_ID = re.compile(r"^e\d+$")
+_INF = math.inf
+_OPTIONS = orjson.OPT_NON_STR_KEYS
+_Fragment = orjson.Fragment
 
 # Slots of a queued event tuple, in order (see TraceSession.record).
 (
@@ -64,7 +67,7 @@ def _to_jsonable(value: Any) -> Any:
 
 
 def dumps(value: Any) -> bytes:
-    return orjson.dumps(value, default=_to_jsonable, option=orjson.OPT_NON_STR_KEYS)
+    return orjson.dumps(value, default=_to_jsonable, option=_OPTIONS)
 
 
 def snapshot(value: Any) -> Any:
@@ -258,3 +261,83 @@ def _shrink(doc: dict[str, Any], data: bytes, limit: int) -> bytes:
         shrunk = dumps(keep)
     log.warning("event %s exceeded %d bytes and was truncated", doc.get("id"), limit)
     return shrunk
+
+
+def batch_json(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) -> bytes | None:
+    """The events of ``items`` as one JSON array, built with a single serialisation:
+    the writer's common case. ``ids`` maps positions in ``items`` to the ids the
+    writer settled for events that came with their own.
+
+    Each element is exactly what :func:`event_json` makes of the item, and the
+    loop is that function's common case unrolled (no notes to take, payloads left
+    to the one serialisation to check). None when the careful path is needed: a
+    field to coerce or note, a value that does not serialise, or a batch big
+    enough that one of its events could be over ``limit`` (an array no bigger than
+    the limit cannot hold an event that is)."""
+    docs: list[dict[str, Any]] = []
+    append = docs.append
+    i = -1
+    for (
+        _,
+        seq,
+        type_,
+        agent,
+        step,
+        input_,
+        output,
+        error,
+        module,
+        parent,
+        duration,
+        metadata,
+        extra,
+        _,
+        ts,
+    ) in items:
+        i += 1
+        doc: dict[str, Any] = {
+            "id": (ids.get(i) if ids else None) or f"e{seq}",
+            "type": type_,
+            "step_index": step,
+            "timestamp": ts,
+        }
+        if agent is not None:
+            if agent.__class__ is not str:
+                return None
+            doc["agent_name"] = agent
+        if module is not None:
+            if module.__class__ is not str:
+                return None
+            doc["module"] = module
+        if parent is not None:
+            if parent.__class__ is not str:
+                return None
+            doc["parent_id"] = parent
+        if duration is not None:
+            cls = duration.__class__
+            if not ((cls is float or cls is int) and 0 <= duration < _INF):
+                return None
+            doc["duration_ms"] = duration
+        if input_ is not None:
+            doc["input"] = _Fragment(bytes(input_)) if input_.__class__ is Snapshot else input_
+        if output is not None:
+            doc["output"] = _Fragment(bytes(output)) if output.__class__ is Snapshot else output
+        if error is not None:
+            try:
+                doc["error"] = error_dict(error)
+            except Exception:
+                return None
+        if metadata:
+            if metadata.__class__ is not dict:
+                return None
+            doc["metadata"] = metadata
+        if extra:
+            for key, value in extra.items():
+                if value:
+                    doc[key] = value
+        append(doc)
+    try:
+        data = orjson.dumps(docs, default=_to_jsonable, option=_OPTIONS)
+    except Exception:
+        return None
+    return data if len(data) <= limit else None

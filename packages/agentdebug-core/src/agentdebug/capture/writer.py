@@ -2,12 +2,21 @@
 
 ``record`` only appends a tuple to a deque; so do the start and the end of a run
 (as control items, so they keep their order among the events). A daemon thread
-wakes every ``interval`` seconds, turns the queued tuples into JSON rows and
-writes them in one transaction per run and chunk, so a process killed mid-run
-keeps everything up to the last flush. A store that fails is retried a few times
-(another process may hold the database for a moment); if it keeps failing, that
-is logged once and the run's rows are kept in memory (the session's spill) so it
-can still be analysed. The agent is never interrupted.
+wakes every ``interval`` seconds (sooner when a chunk's worth is waiting), turns
+the queued tuples into JSON, one array per run and chunk, and writes all that is
+waiting in one transaction per run, so a process killed mid-run keeps everything
+up to the last flush.
+
+Writing what is waiting at once is what lets a fast agent and its writer run
+side by side: SQLite works without Python's GIL, and a thread that gives the GIL
+up waits for it to come back (up to the interpreter's switch interval) while the
+agent runs, so the writer gives it up once per write, not once per statement or
+chunk. The backlog a busy agent builds meanwhile is the next write's batch.
+
+A store that fails is retried a few times (another process may hold the
+database for a moment); if it keeps failing, that is logged once and the run's
+rows are kept in memory (the session's spill) so it can still be analysed. The
+agent is never interrupted.
 """
 
 from __future__ import annotations
@@ -18,22 +27,39 @@ import threading
 import time
 import weakref
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.capture.encode import AGENT, EVENT_ID, SEQ, SESSION, event_id, event_json
+from agentdebug.capture.encode import (
+    AGENT,
+    EVENT_ID,
+    SEQ,
+    SESSION,
+    batch_json,
+    event_id,
+    event_json,
+)
 from agentdebug.gcutil import gc_paused
 from agentdebug.limits import max_event_bytes
-from agentdebug.store.base import EventRow, TraceStore
+from agentdebug.store.base import EventBatch, EventRow, TraceStore
 
 if TYPE_CHECKING:
     from agentdebug.capture.session import TraceSession
 
 log = logging.getLogger("agentdebug.capture")
 
-CHUNK = 4096
+CHUNK = 4096  # events encoded at a time
+BATCH = 65536  # the most events written in one transaction
+BATCH_BYTES = 64 * 1024 * 1024  # the most JSON written in one transaction
+POLL = 0.01  # how often the thread looks at the queue's length
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
+
+# One run's events in a chunk: (session, queued tuples, position -> the id settled
+# for an event that came with its own)
+_Batch = tuple["TraceSession", list[tuple[Any, ...]], dict[int, str]]
+# What is written in order: a session's rows, or a store call for it
+_Job = tuple["TraceSession", "Sequence[EventRow] | Callable[[], None]"]
 
 
 class BackgroundWriter:
@@ -58,50 +84,119 @@ class BackgroundWriter:
     # -- the drain -----------------------------------------------------------------
 
     def flush(self) -> None:
+        """Write everything queued so far; returns once it is in the store."""
         with self._lock:
             self._drain_locked()
 
     def _drain_locked(self) -> None:
-        """Write what is queued, at most ``CHUNK`` events per transaction, so that
-        the rows being built stay few and the memory they use is reused."""
+        """Encode what is queued, ``CHUNK`` events at a time (so the objects being
+        built stay few and their memory is reused), and write it: at every start or
+        end of a run, else when the queue is empty or ``BATCH`` events wait."""
         queue = self.queue
+        popleft = queue.popleft
+        jobs: list[_Job] = []
+        waiting = 0
         while queue:
-            batches: dict[int, tuple[TraceSession, list[EventRow]]] = {}
+            batches: dict[int, _Batch] = {}
             pending: tuple[Any, ...] | None = None
+            last: _Batch | None = None
+            for _ in range(CHUNK):
+                try:
+                    item = popleft()
+                except IndexError:
+                    break
+                session = item[0]
+                if session is _CONTROL:
+                    pending = item
+                    break
+                if last is not None and last[0] is session and item[EVENT_ID] is None:
+                    last[1].append(item)  # the common case: the same run, no caller's id
+                    continue
+                last = self._add(batches, item)
             with gc_paused():
-                for _ in range(CHUNK):
-                    try:
-                        item = queue.popleft()
-                    except IndexError:
-                        break
-                    if item[0] is _CONTROL:
-                        pending = item
-                        break
-                    self._add(batches, item)
-            self._write(batches)
+                for session, items, ids in batches.values():
+                    jobs.append((session, self._rows(items, ids)))
+                    waiting += len(items)
             if pending is not None:
-                self._guard(pending[1], pending[2])
+                jobs.append((pending[1], pending[2]))
+            if pending is not None or waiting >= BATCH or not queue:
+                self._run(jobs)
+                jobs = []
+                waiting = 0
+        if jobs:
+            self._run(jobs)
 
-    def _add(
-        self, batches: dict[int, tuple[TraceSession, list[EventRow]]], item: tuple[Any, ...]
-    ) -> None:
+    def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch:
         session = item[SESSION]
-        given = None
+        batch = batches.get(id(session))
+        if batch is None:
+            batch = batches[id(session)] = (session, [], {})
         if item[EVENT_ID] is not None:  # a caller's id: unique within the run
             given = event_id(item)
             if given in session.user_ids:
                 given = f"{given}#{item[SEQ]}"
             session.user_ids.add(given)
-        data = event_json(item, self._limit, given)
-        row = EventRow(item[SEQ], item[AGENT] if isinstance(item[AGENT], str) else None, data)
-        batch = batches.get(id(session))
-        if batch is None:
-            batches[id(session)] = (session, [row])
-        else:
-            batch[1].append(row)
+            batch[2][len(batch[1])] = given
+        batch[1].append(item)
+        return batch
 
-    def _write(self, batches: dict[int, tuple[TraceSession, list[EventRow]]]) -> None:
-        for session, rows in batches.values():
+    def _rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
+        """The run's rows for these events: one JSON array when their sequence
+        numbers follow on (as they do unless several threads record into the run at
+        once), else a row each."""
+        limit = self._limit
+        first = items[0][SEQ]
+        if [item[SEQ] for item in items] == list(range(first, first + len(items))):
+            agents = {a for a in {item[AGENT] for item in items} if a and isinstance(a, str)}
+            array = batch_json(items, ids, limit)
+            if array is None:  # the careful path, event by event
+                docs = [event_json(item, limit, ids.get(i)) for i, item in enumerate(items)]
+                array = b"[" + b",".join(docs) + b"]"
+            return EventBatch(first, len(items), array, agents)
+        return [
+            EventRow(
+                item[SEQ],
+                item[AGENT] if isinstance(item[AGENT], str) else None,
+                event_json(item, limit, ids.get(i)),
+            )
+            for i, item in enumerate(items)
+        ]
+
+    # -- writing ------------------------------------------------------------------
+
+    def _run(self, jobs: list[_Job]) -> None:
+        """Run the jobs in order; a run's batches that follow on are written as one."""
+        i = 0
+        while i < len(jobs):
+            session, work = jobs[i]
+            i += 1
+            if callable(work):
+                self._guard(session, work)
+                continue
+            rows: Sequence[EventRow] = work
+            if isinstance(rows, EventBatch):
+                parts = [rows]
+                size = len(rows.array)
+                while i < len(jobs):
+                    follow = jobs[i]
+                    nxt = follow[1]
+                    if (
+                        follow[0] is not session
+                        or not isinstance(nxt, EventBatch)
+                        or nxt.first != parts[-1].first + parts[-1].length
+                        or size + len(nxt.array) > BATCH_BYTES
+                    ):
+                        break
+                    parts.append(nxt)
+                    size += len(nxt.array)
+                    i += 1
+                if len(parts) > 1:
+                    rows = EventBatch(
+                        parts[0].first,
+                        sum(p.length for p in parts),
+                        b"[" + b",".join(p.array[1:-1] for p in parts) + b"]",
+                        set().union(*(p.agents for p in parts)),
+                    )
             if session.store_failed or not self._guard(
                 session,
                 lambda s=session, r=rows: self.store.append_events(s.id, r),  # type: ignore[misc]
@@ -131,15 +226,24 @@ class BackgroundWriter:
                 )
         return False
 
+    # -- the thread -----------------------------------------------------------------
+
     def _loop(self) -> None:
+        """Write every ``interval`` seconds; sooner when a chunk's worth is waiting,
+        so that a fast producer's events are written while it goes on rather than
+        all at its end."""
+        poll = min(self.interval, POLL)
+        due = time.monotonic() + self.interval
         while not self._stopped:
-            self._wake.wait(self.interval)
+            self._wake.wait(poll)
             self._wake.clear()
-            if self.queue:
+            queue = self.queue
+            if queue and (len(queue) >= CHUNK or time.monotonic() >= due):
                 try:
                     self.flush()
                 except Exception:  # the thread must survive anything
                     log.exception("agentdebug writer failed")
+                due = time.monotonic() + self.interval
 
     def close(self) -> None:
         self.flush()

@@ -9,11 +9,11 @@ them without knowing the schema and loads a whole run with one validation pass.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, overload
 
 import orjson
 from pydantic import TypeAdapter, ValidationError
@@ -42,6 +42,49 @@ class EventRow(NamedTuple):
     seq: int
     agent_name: str | None
     data: bytes
+
+
+class EventBatch(Sequence[EventRow]):
+    """Events of one run with consecutive sequence numbers (``first``, ``first + 1``,
+    ...), as one JSON array: what capture's writer hands a store.
+
+    The writer builds the array with one serialisation, and a store that can take
+    the array whole (SQLite, which splits it with ``json_each`` without holding
+    Python's GIL) never makes a Python object per event. For any other store it is
+    an ordinary sequence of :class:`EventRow`, made on first use.
+    """
+
+    __slots__ = ("_rows", "agents", "array", "first", "length")
+
+    def __init__(self, first: int, length: int, array: bytes, agents: set[str]) -> None:
+        self.first = first
+        self.length = length
+        self.array = array
+        self.agents = agents  # the agent names of these events
+        self._rows: list[EventRow] | None = None
+
+    def rows(self) -> list[EventRow]:
+        if self._rows is None:
+            self._rows = [
+                EventRow(self.first + i, doc.get("agent_name"), orjson.dumps(doc))
+                for i, doc in enumerate(orjson.loads(self.array))
+            ]
+        return self._rows
+
+    def __len__(self) -> int:
+        return self.length
+
+    @overload
+    def __getitem__(self, index: int) -> EventRow: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[EventRow]: ...
+
+    def __getitem__(self, index: int | slice) -> EventRow | list[EventRow]:
+        return self.rows()[index]
+
+    def __iter__(self) -> Iterator[EventRow]:
+        return iter(self.rows())
 
 
 @dataclass(frozen=True)
@@ -114,10 +157,12 @@ def event_row(seq: int, event: AgentEvent) -> EventRow:
     return EventRow(seq, event.agent_name, event.model_dump_json(exclude_defaults=True).encode())
 
 
-def assemble(header: bytes, event_docs: Sequence[bytes]) -> AgentTrajectory:
-    """A trajectory from its stored header and its events' JSON, in one pass."""
+def assemble(header: bytes, event_docs: Sequence[bytes] | bytes) -> AgentTrajectory:
+    """A trajectory from its stored header and its events' JSON (one document each,
+    or all of them as one JSON array), in one validation pass."""
+    array = event_docs if isinstance(event_docs, bytes) else b"[" + b",".join(event_docs) + b"]"
     with gc_paused():
-        events = EVENTS_ADAPTER.validate_json(b"[" + b",".join(event_docs) + b"]")
+        events = EVENTS_ADAPTER.validate_json(array)
     head: dict[str, Any] = orjson.loads(header)
     head["events"] = events
     return AgentTrajectory.model_validate(head)

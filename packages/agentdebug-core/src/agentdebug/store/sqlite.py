@@ -33,6 +33,7 @@ from agentdebug.schema import (
     Outcome,
 )
 from agentdebug.store.base import (
+    EventBatch,
     EventRow,
     RunQuery,
     RunSummary,
@@ -127,6 +128,35 @@ def _insert_events(db: sqlite3.Connection, num: int, rows: Sequence[EventRow]) -
         )
 
 
+# A batch from capture is written by one statement: an insert into this view,
+# whose trigger splits the batch's JSON array into rows (json_each), counts them
+# into the run and notes its agents. One statement is its own transaction, and
+# all of it runs inside sqlite3_step, which does not hold Python's GIL: the
+# writer thread hands the GIL back once per batch, and the agent's thread runs
+# while SQLite works. TEMP objects live in this connection only (not in the file).
+_BATCH_SCHEMA = (
+    "CREATE TEMP VIEW IF NOT EXISTS event_batches(num, run_id, base, events, n, agents)"
+    " AS SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0",
+    "CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches"
+    " BEGIN"
+    " INSERT OR REPLACE INTO events(key, data)"
+    "  SELECT NEW.base + key, CAST(value AS BLOB) FROM json_each(NEW.events);"
+    " UPDATE runs SET n_events = n_events + NEW.n WHERE num = NEW.num;"
+    " INSERT OR IGNORE INTO run_agents(run_id, agent_name)"
+    "  SELECT NEW.run_id, value FROM json_each(NEW.agents);"
+    " END",
+)
+_BATCH_INSERT = (
+    "INSERT INTO event_batches(num, run_id, base, events, n, agents) VALUES (?,?,?,?,?,?)"
+)
+
+# A run's events and their sequence numbers, each concatenated in one pass
+_CONCAT_EVENTS = (
+    "SELECT CAST(group_concat(data, ',') AS BLOB), group_concat(key - ?, ',')"
+    " FROM events WHERE key BETWEEN ? AND ?"
+)
+
+
 def _event_range(num: int) -> tuple[int, int]:
     return num << _SEQ_BITS, ((num + 1) << _SEQ_BITS) - 1
 
@@ -155,7 +185,11 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=OFF")
+            # the longest value SQLite takes (a batch of events is bound as one)
+            self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
+            for statement in _BATCH_SCHEMA:
+                self._db.execute(statement)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
 
@@ -253,12 +287,45 @@ class SQLiteStore:
         self._tx(work)
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
+        if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):
+            return
+
         def work(db: sqlite3.Connection) -> None:
             _insert_events(db, self._num(db, run_id), rows)
             db.execute("UPDATE runs SET n_events = n_events + ? WHERE id=?", (len(rows), run_id))
             _note_agents(db, run_id, rows)
 
         self._tx(work)
+
+    def _append_batch(self, run_id: str, batch: EventBatch) -> bool:
+        """Write a batch in one statement; False (nothing written) if SQLite will
+        not take it as an array (too long, or JSON its parser refuses), for the
+        row-by-row path instead."""
+        if len(batch.array) > self._max_length:
+            return False
+        with self._lock:
+            try:
+                num = self._num(self._db, run_id)
+                self._db.execute(
+                    _BATCH_INSERT,
+                    (
+                        num,
+                        run_id,
+                        (num << _SEQ_BITS) + batch.first,
+                        batch.array,
+                        batch.length,
+                        orjson.dumps(sorted(batch.agents)).decode(),
+                    ),
+                )
+            except sqlite3.DataError:
+                return False
+            except sqlite3.OperationalError as exc:
+                if "JSON" in str(exc):
+                    return False
+                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+        return True
 
     def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
         rows = self._query("SELECT header FROM runs WHERE id=?", (run_id,))
@@ -302,17 +369,40 @@ class SQLiteStore:
             if not heads:
                 raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
             head = heads[0]
-            docs = [
-                r[0] if isinstance(r[0], bytes) else str(r[0]).encode()  # text written by hand
-                for r in self._query(
-                    "SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key",
-                    _event_range(head[1]),
-                )
-            ]
+            array = self._events_array(head[1])
         try:
-            return assemble(head[0], docs)
+            return assemble(head[0], array)
         except ValueError as exc:
             raise damaged(self.location, f"run '{run_id}'", exc) from exc
+
+    def _events_array(self, num: int) -> bytes:
+        """The run's events as one JSON array, in key order.
+
+        SQLite concatenates the rows itself (no Python object per row), and the
+        keys beside them in the same pass: group_concat promises no order, so the
+        keys say which order it used. They come in key order from the range scan;
+        should they ever not, the rows are fetched one by one, in ORDER BY order.
+        """
+        lo, hi = _event_range(num)
+        try:
+            found = self._db.execute(_CONCAT_EVENTS, (lo, lo, hi)).fetchone()
+            data: bytes | None = found[0]
+            seqs: str | None = found[1]
+        except sqlite3.DatabaseError:  # too long for one value: row by row
+            data, seqs = None, "unknown"
+        if seqs is None:
+            return b"[]"
+        if data is not None:
+            order = orjson.loads("[" + seqs + "]")
+            if order == sorted(order):
+                return b"[" + data + b"]"
+        docs = [
+            r[0] if isinstance(r[0], bytes) else str(r[0]).encode()  # text written by hand
+            for r in self._query(
+                "SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key", (lo, hi)
+            )
+        ]
+        return b"[" + b",".join(docs) + b"]"
 
     def resolve_id(self, prefix: str) -> str:
         """The full run id for an id or a unique prefix of one."""

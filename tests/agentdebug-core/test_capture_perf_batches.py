@@ -1,0 +1,170 @@
+"""Capture's batched writes: one JSON array per run and chunk, split by SQLite.
+
+The writer serialises a chunk of a run's events in one go and SQLite splits the
+array into rows; these tests hold that path to what the event-by-event path
+writes, and check the cases that must leave it (a field to coerce, threads
+interleaving sequence numbers, a store that cannot take the array, loading rows
+in key order)."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from agentdebug import AgentDebug, EventType
+from agentdebug.capture.encode import batch_json, event_json, snapshot
+from agentdebug.schema import Artifact, CheckpointRef
+from agentdebug.store import open_store
+from agentdebug.store.base import EventBatch, EventRow
+from agentdebug.store.sqlite import SQLiteStore
+
+S = object()
+
+
+def item(seq: int, **fields: Any) -> tuple[Any, ...]:
+    order = ["type", "agent", "step", "input", "output", "error", "module", "parent"]
+    order += ["duration", "metadata", "extra", "event_id", "ts"]
+    values = {"type": "message", "step": seq, "ts": 1700000000.25 + seq, **fields}
+    return (S, seq, *(values.get(k) for k in order))
+
+
+PLAIN = [
+    item(0, agent="a", output="x"),
+    item(1, input=snapshot({"q": [1, 2]}), output=snapshot(["é", None])),
+    item(2, module="m", parent="e0", duration=1.5, metadata={"k": (1, 2), 3: "int key"}),
+    item(3, error=ValueError("boom"), output=7),
+    item(4, error={"message": "m", "type": "T"}, output={1, 2}),
+    item(
+        5,
+        extra={
+            "artifacts": [Artifact(name="s", uri="file:///s")],
+            "checkpoint": CheckpointRef(framework="f", checkpoint_id="c"),
+        },
+    ),
+    item(6, output=b"\xff", duration=0),
+]
+
+
+def test_the_batch_array_is_what_the_event_by_event_path_writes() -> None:
+    ids = {4: "given"}
+    array = batch_json(PLAIN, ids, 1 << 20)
+    assert array is not None
+    one_by_one = [orjson.loads(event_json(it, 1 << 20, ids.get(i))) for i, it in enumerate(PLAIN)]
+    assert orjson.loads(array) == one_by_one
+
+
+def _loop() -> list[Any]:
+    loop: list[Any] = []
+    loop.append(loop)
+    return loop
+
+
+@pytest.mark.parametrize(
+    "odd",
+    [
+        item(9, agent=7),
+        item(9, module=["m"]),
+        item(9, duration=-1.0),
+        item(9, duration=float("nan")),
+        item(9, metadata="not a dict"),
+        item(9, output=2**70),
+        item(9, output=_loop()),
+        item(9, input="\ud800"),
+    ],
+)
+def test_a_field_to_coerce_sends_the_batch_down_the_careful_path(odd: tuple[Any, ...]) -> None:
+    assert batch_json([*PLAIN, odd], {}, 1 << 20) is None
+    assert orjson.loads(event_json(odd, 1 << 20))["id"] == "e9"  # which keeps the event
+
+
+def test_a_batch_that_could_hold_an_oversized_event_is_left_to_the_careful_path() -> None:
+    assert batch_json(PLAIN, {}, 100) is None
+
+
+def test_an_event_batch_reads_as_rows_for_stores_that_want_rows() -> None:
+    docs = [event_json(it, 1 << 20) for it in PLAIN]
+    batch = EventBatch(5, len(docs), b"[" + b",".join(docs) + b"]", {"a"})
+    assert len(batch) == len(PLAIN)
+    assert [r.seq for r in batch] == list(range(5, 5 + len(PLAIN)))
+    assert batch[0].agent_name == "a"
+    assert [orjson.loads(r.data) for r in batch] == [orjson.loads(d) for d in docs]
+
+
+def test_the_store_falls_back_to_rows_when_sqlite_refuses_the_array(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with AgentDebug(store).trace(goal="g") as t:
+        t.record(EventType.MESSAGE, agent_name="a", output="kept")
+    bad = EventBatch(1, 1, b"[{not json", {"b"})
+    bad._rows = [EventRow(1, "b", b'{"id":"x","type":"message","step_index":1}')]
+    store.append_events(t.id, bad)
+    events = store.load_trajectory(t.id).events
+    assert [e.id for e in events] == ["e0", "x"]
+    assert [r.id for r in store.list_runs()] == [t.id]
+
+
+def test_threads_interleaving_sequence_numbers_still_store_every_event(home: Path) -> None:
+    dbg = AgentDebug(flush_interval=0.01)
+    with dbg.trace(goal="threads") as t:
+
+        def work(n: int) -> None:
+            for i in range(2000):
+                t.record(EventType.TOOL_CALL, agent_name=f"w{n}", input={"i": i}, event_id=None)
+                if i % 500 == 0:
+                    time.sleep(0.001)
+
+        threads = [threading.Thread(target=work, args=(n,)) for n in range(4)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+    events = open_store(home).load_trajectory(t.id).events
+    assert [e.id for e in events] == [f"e{i}" for i in range(8000)]
+    for n in range(4):
+        assert [e.input["i"] for e in events if e.agent_name == f"w{n}"] == list(range(2000))
+
+
+def test_a_run_loads_in_key_order_whatever_order_the_rows_were_written(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with AgentDebug(store).trace(goal="g") as t:
+        for i in range(50):
+            t.record(EventType.MESSAGE, output=f"m{i}")
+    # Rewrite the rows in reverse order, so the table's pages are not in key order.
+    db = sqlite3.connect(tmp_path / "s.db")
+    rows = db.execute("SELECT key, data FROM events ORDER BY key DESC").fetchall()
+    db.execute("DELETE FROM events")
+    db.executemany("INSERT INTO events(key, data) VALUES (?,?)", rows)
+    db.commit()
+    db.close()
+    events = SQLiteStore(tmp_path / "s.db").load_trajectory(t.id).events
+    assert [e.output for e in events] == [f"m{i}" for i in range(50)]
+
+
+def test_rows_concatenated_out_of_key_order_are_read_again_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentdebug.store import sqlite as sqlite_store
+
+    store = SQLiteStore(tmp_path / "s.db")
+    with AgentDebug(store).trace(goal="g") as t:
+        for i in range(20):
+            t.record(EventType.MESSAGE, output=f"m{i}")
+    monkeypatch.setattr(
+        sqlite_store,
+        "_CONCAT_EVENTS",
+        "SELECT CAST(group_concat(data, ',') AS BLOB), group_concat(k, ',') FROM"
+        " (SELECT data, key - ? AS k FROM events WHERE key BETWEEN ? AND ? ORDER BY key DESC)",
+    )
+    events = store.load_trajectory(t.id).events
+    assert [e.output for e in events] == [f"m{i}" for i in range(20)]
+
+
+def test_a_run_without_events_loads(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "s.db")
+    with AgentDebug(store).trace(goal="empty") as t:
+        pass
+    assert store.load_trajectory(t.id).events == []

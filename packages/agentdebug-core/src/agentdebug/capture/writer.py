@@ -91,16 +91,21 @@ class BackgroundWriter:
     def _drain_locked(self) -> None:
         """Encode what is queued, ``CHUNK`` events at a time (so the objects being
         built stay few and their memory is reused), and write it: at every start or
-        end of a run, else when the queue is empty or ``BATCH`` events wait."""
+        end of a run, when ``BATCH`` events wait, and at the end."""
         queue = self.queue
         popleft = queue.popleft
         jobs: list[_Job] = []
         waiting = 0
-        while queue:
+        # Only what is queued now: chasing an agent that keeps recording would
+        # mean a stream of small transactions, each costing a commit and a GIL
+        # hand-over; what it records meanwhile waits for the next round.
+        left = len(queue)
+        while left > 0:
             batches: dict[int, _Batch] = {}
             pending: tuple[Any, ...] | None = None
             last: _Batch | None = None
-            for _ in range(CHUNK):
+            for _ in range(min(CHUNK, left)):
+                left -= 1
                 try:
                     item = popleft()
                 except IndexError:
@@ -119,7 +124,7 @@ class BackgroundWriter:
                     waiting += len(items)
             if pending is not None:
                 jobs.append((pending[1], pending[2]))
-            if pending is not None or waiting >= BATCH or not queue:
+            if pending is not None or waiting >= BATCH or left <= 0:
                 self._run(jobs)
                 jobs = []
                 waiting = 0

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentdebug.capture")
 
 CHUNK = 4096  # events encoded at a time
-BATCH = 65536  # the most events written in one transaction
+BATCH = 16384  # the most events written in one transaction
 BATCH_BYTES = 64 * 1024 * 1024  # the most JSON written in one transaction
 POLL = 0.01  # how often the thread looks at the queue's length
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)

@@ -134,7 +134,7 @@ def _insert_events(db: sqlite3.Connection, num: int, rows: Sequence[EventRow]) -
 # all of it runs inside sqlite3_step, which does not hold Python's GIL: the
 # writer thread hands the GIL back once per batch, and the agent's thread runs
 # while SQLite works. TEMP objects live in this connection only (not in the file).
-_BATCH_SCHEMA = (
+_BATCH_SCHEMA: tuple[str, ...] = (
     "CREATE TEMP VIEW IF NOT EXISTS event_batches(num, run_id, base, events, n, agents)"
     " AS SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0",
     "CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches"
@@ -148,6 +148,30 @@ _BATCH_SCHEMA = (
 )
 _BATCH_INSERT = (
     "INSERT INTO event_batches(num, run_id, base, events, n, agents) VALUES (?,?,?,?,?,?)"
+)
+
+# A run's start, in one statement for the same reason: its row (a run id used
+# before starts afresh, keeping its number) and none of its old events or agents.
+_BATCH_SCHEMA += (
+    "CREATE TEMP VIEW IF NOT EXISTS run_starts(id, goal, framework, status, started_at,"
+    " ended_at, parent_id, header) AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
+    " WHERE 0",
+    "CREATE TEMP TRIGGER IF NOT EXISTS run_starts_insert INSTEAD OF INSERT ON run_starts"
+    " BEGIN"
+    " INSERT INTO runs(id, goal, framework, status, started_at, ended_at, parent_id, n_events,"
+    "  header) VALUES (NEW.id, NEW.goal, NEW.framework, NEW.status, NEW.started_at,"
+    "  NEW.ended_at, NEW.parent_id, 0, NEW.header)"
+    "  ON CONFLICT(id) DO UPDATE SET goal=excluded.goal, framework=excluded.framework,"
+    "  status=excluded.status, started_at=excluded.started_at, ended_at=excluded.ended_at,"
+    "  parent_id=excluded.parent_id, header=excluded.header, n_events=0;"
+    " DELETE FROM events WHERE key BETWEEN (SELECT num FROM runs WHERE id = NEW.id) << 32"
+    "  AND ((SELECT num FROM runs WHERE id = NEW.id) << 32) + 4294967295;"
+    " DELETE FROM run_agents WHERE run_id = NEW.id;"
+    " END",
+)
+_RUN_START = (
+    "INSERT INTO run_starts(id, goal, framework, status, started_at, ended_at, parent_id,"
+    " header) VALUES (?,?,?,?,?,?,?,?)"
 )
 
 # A run's events and their sequence numbers, each concatenated in one pass
@@ -279,12 +303,21 @@ class SQLiteStore:
     def begin_run(self, header: AgentTrajectory) -> None:
         """Start a run; a run id used before starts afresh (its old events go)."""
 
-        def work(db: sqlite3.Connection) -> None:
-            num = self._upsert_run(db, header, 0)
-            db.execute("DELETE FROM events WHERE key BETWEEN ? AND ?", _event_range(num))
-            db.execute("DELETE FROM run_agents WHERE run_id=?", (header.id,))
-
-        self._tx(work)
+        args = (
+            header.id,
+            header.goal,
+            header.framework,
+            header.outcome.status.value,
+            _ts(header.started_at),
+            _ts(header.ended_at),
+            header.parent_id,
+            header_json(header),
+        )
+        with self._lock:
+            try:
+                self._db.execute(_RUN_START, args)  # one statement, its own transaction
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: write failed: {exc}") from exc
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
         if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):

@@ -8,9 +8,12 @@ file up to date.
 
 An event row is ``(key, data)``: ``key`` is ``run number << 32 | sequence``, so the
 table's own b-tree keeps each run's events together and in order, with no second
-index to maintain, and ``data`` is the event's JSON. Capture inserts rows many to a
-statement. Both choices come from measurement: per bound parameter and per
-statement is where Python's sqlite3 spends its time, and capture must stay cheap.
+index to maintain, and ``data`` is the event's JSON. Capture hands over a run's
+events as one JSON array, which a single statement splits into rows (``json_each``
+in a TEMP trigger), and a run loads as its rows concatenated by SQLite. These
+choices come from measurement: per bound parameter, per statement and per Python
+object is where Python's sqlite3 spends its time (and holds the GIL), and capture
+must stay cheap.
 """
 
 from __future__ import annotations

@@ -134,8 +134,9 @@ def test_rerun_with_sqlite_checkpointer_across_a_reopened_connection(
 
 
 def test_registered_executor_rebuilds_the_graph_from_the_recorded_factory(
-    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    _home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    dbg = AgentDebug(tmp_path / "project-store")  # not the default store
     db = str(tmp_path / "factory.db")
     monkeypatch.setenv("LG_TEST_DB", db)
     model = scripted(wrong_then_right())
@@ -153,6 +154,10 @@ def test_registered_executor_rebuilds_the_graph_from_the_recorded_factory(
     assert executor.framework == "langgraph"
     result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
     assert result.status == "succeeded", result.detail
+    store = dbg.store
+    assert store is not None  # the branch is recorded in the loop's store, beside the run
+    assert store.load_trajectory(result.final_run_id or "").parent_id == original.id
+    assert not (_home / "agentdebug.db").exists()  # and nothing went to the default store
 
 
 def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: AgentDebug) -> None:

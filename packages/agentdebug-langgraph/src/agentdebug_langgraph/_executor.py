@@ -31,7 +31,7 @@ from typing import Any
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.errors import AgentDebugError
-from agentdebug.rerun.branch import start_branch
+from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import HumanMessage
 
@@ -68,7 +68,8 @@ class LangGraphRerunExecutor:
     """The ``RerunExecutor`` for LangGraph (``framework = "langgraph"``).
 
     ``graph``: the compiled graph (found from the run when omitted). ``debugger``:
-    where the branch is recorded (default: the shared ``AgentDebug()``). ``config``:
+    where the branch is recorded (default: the store the closed loop names in the
+    request, else the shared ``AgentDebug()``). ``config``:
     extra run config for the branch (``recursion_limit``, ``configurable`` keys).
     ``success_check``: judges the branch's final state, as in
     :class:`AgentDebugCallback` (default: the one the run was captured with, when it
@@ -117,7 +118,10 @@ class LangGraphRerunExecutor:
         values = self._update(request, snap)
         fork_config, as_node = fork(graph, snap, values, point)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
-        debugger = self.debugger or default_debugger()
+        # the executor's own debugger, else the store the closed loop keeps branches in
+        debugger = self.debugger or (
+            branch_debugger(request) if request.store else default_debugger()
+        )
         effective = request.model_copy(
             update={"resume_step": point.step, "trajectory": inheritable(original, point)}
         )

@@ -168,3 +168,46 @@ def test_a_run_without_events_loads(tmp_path: Path) -> None:
     with AgentDebug(store).trace(goal="empty") as t:
         pass
     assert store.load_trajectory(t.id).events == []
+
+
+def test_an_unhashable_agent_name_costs_no_other_event(tmp_path: Path) -> None:
+    dbg = AgentDebug(tmp_path / "store")
+    with dbg.trace(goal="a") as a, dbg.trace(goal="x") as x:
+        a.record(EventType.PLAN, agent_name="planner", output="A1")
+        x.record(EventType.SPAN, agent_name={"not": "a name"}, output="X1")  # type: ignore[arg-type]
+        x.record(EventType.SPAN, agent_name=["also", "not"], output="X2")  # type: ignore[arg-type]
+        a.record(EventType.PLAN, agent_name="planner", output="A2")
+    store = dbg.store
+    assert store is not None
+    assert [e.output for e in store.load_trajectory(a.id).events] == ["A1", "A2"]
+    xs = store.load_trajectory(x.id)
+    assert [e.output for e in xs.events] == ["X1", "X2"]
+    assert xs.events[0].agent_name is not None  # coerced to text, noted in the event
+    assert xs.outcome.status.value != "running"  # the run's end was written too
+
+
+@pytest.mark.parametrize("found_by", ["probe", "failed insert"])
+def test_a_sqlite_without_json_each_writes_row_by_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, found_by: str
+) -> None:
+    import agentdebug.store.sqlite as sqlite_store
+
+    if found_by == "probe":
+        monkeypatch.setattr(sqlite_store, "_has_json_each", lambda db: False)
+    else:  # the probe passes but the trigger's table function is missing when it runs
+        schema = tuple(
+            st.replace("json_each", "json_each_missing") for st in sqlite_store._BATCH_SCHEMA
+        )
+        monkeypatch.setattr(sqlite_store, "_BATCH_SCHEMA", schema)
+    dbg = AgentDebug(tmp_path / "store")
+    with dbg.trace(goal="old sqlite") as t:
+        for i in range(50):
+            t.record(EventType.TOOL_RESULT, agent_name="tool", output=f"r{i}")
+    assert t.store_failed is False
+    store = dbg.store
+    assert store is not None
+    run = store.load_trajectory(t.id)
+    assert [e.output for e in run.events] == [f"r{i}" for i in range(50)]
+    from agentdebug.store import RunQuery
+
+    assert [r.id for r in store.list_runs(RunQuery(agent="tool"))] == [t.id]  # agents noted

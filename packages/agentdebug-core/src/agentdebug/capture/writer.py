@@ -120,7 +120,7 @@ class BackgroundWriter:
                 last = self._add(batches, item)
             with gc_paused():
                 for session, items, ids in batches.values():
-                    jobs.append((session, self._rows(items, ids)))
+                    jobs.append((session, self._safe_rows(items, ids)))
                     waiting += len(items)
             if pending is not None:
                 jobs.append((pending[1], pending[2]))
@@ -145,6 +145,22 @@ class BackgroundWriter:
         batch[1].append(item)
         return batch
 
+    def _safe_rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
+        """:meth:`_rows`, and should it fail, a row per event by the total path: one
+        odd event must never cost the others in the drain (or a run's end)."""
+        try:
+            return self._rows(items, ids)
+        except Exception:
+            log.exception("agentdebug: batch encoding failed; events written one by one")
+            return [
+                EventRow(
+                    item[SEQ],
+                    item[AGENT] if item[AGENT].__class__ is str else None,
+                    event_json(item, self._limit, ids.get(i)),
+                )
+                for i, item in enumerate(items)
+            ]
+
     def _rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
         """The run's rows for these events: one JSON array when their sequence
         numbers follow on (as they do unless several threads record into the run at
@@ -152,7 +168,8 @@ class BackgroundWriter:
         limit = self._limit
         first = items[0][SEQ]
         if [item[SEQ] for item in items] == list(range(first, first + len(items))):
-            agents = {a for a in {item[AGENT] for item in items} if a and isinstance(a, str)}
+            # only string names count (and only they hash: a caller may pass a list)
+            agents = {a for item in items if (a := item[AGENT]).__class__ is str and a}
             array = batch_json(items, ids, limit)
             if array is None:  # the careful path, event by event
                 docs = [event_json(item, limit, ids.get(i)) for i, item in enumerate(items)]
@@ -240,7 +257,8 @@ class BackgroundWriter:
         poll = min(self.interval, POLL)
         due = time.monotonic() + self.interval
         while not self._stopped:
-            self._wake.wait(poll)
+            # look often only while there is something to write; idle, sleep long
+            self._wake.wait(poll if self.queue else self.interval)
             self._wake.clear()
             queue = self.queue
             if queue and (len(queue) >= CHUNK or time.monotonic() >= due):

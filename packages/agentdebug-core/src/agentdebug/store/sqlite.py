@@ -184,6 +184,16 @@ _CONCAT_EVENTS = (
 )
 
 
+def _has_json_each(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite has JSON1's ``json_each`` (builds before 3.38 may lack
+    it; the batch trigger is created either way, and fails only when it runs)."""
+    try:
+        db.execute("SELECT count(*) FROM json_each('[1]')").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
 def _event_range(num: int) -> tuple[int, int]:
     return num << _SEQ_BITS, ((num + 1) << _SEQ_BITS) - 1
 
@@ -217,6 +227,7 @@ class SQLiteStore:
             self._migrate()
             for statement in _BATCH_SCHEMA:
                 self._db.execute(statement)
+            self._json_each = _has_json_each(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
 
@@ -337,7 +348,7 @@ class SQLiteStore:
         """Write a batch in one statement; False (nothing written) if SQLite will
         not take it as an array (too long, or JSON its parser refuses), for the
         row-by-row path instead."""
-        if len(batch.array) > self._max_length:
+        if not self._json_each or len(batch.array) > self._max_length:
             return False
         with self._lock:
             try:
@@ -356,7 +367,7 @@ class SQLiteStore:
             except sqlite3.DataError:
                 return False
             except sqlite3.OperationalError as exc:
-                if "JSON" in str(exc):
+                if "json" in str(exc).lower():
                     return False
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
             except sqlite3.DatabaseError as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 import os
 import sqlite3
+import time
 from collections.abc import Iterable
 from typing import Annotated, Any, TypedDict
 
@@ -189,3 +190,28 @@ def looping_graph() -> Any:
     g.add_edge(START, "spin")
     g.add_edge("spin", "spin")
     return g.compile()
+
+
+def two_senders_graph(checkpointer: Any = None) -> Any:
+    """``a`` and ``b`` run in parallel and each sends one ``work`` branch; ``a`` is
+    slow, so the nodes finish in the opposite order to the one LangGraph numbers
+    their packets in."""
+
+    def a(state: Work) -> dict[str, Any]:
+        time.sleep(0.05)
+        return {"out": ["a"]}
+
+    g = StateGraph(Work)
+    g.add_node("a", a)
+    g.add_node("b", lambda s: {"out": ["b"]})
+    g.add_node("work", lambda s: {"out": [f"work:{s['items'][0]}"]})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    g.add_conditional_edges(
+        "a", lambda s: [Send("work", {"items": ["from_a"], "out": []})], ["work"]
+    )
+    g.add_conditional_edges(
+        "b", lambda s: [Send("work", {"items": ["from_b"], "out": []})], ["work"]
+    )
+    g.add_edge("work", END)
+    return g.compile(checkpointer=checkpointer)

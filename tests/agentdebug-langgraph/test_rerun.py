@@ -303,3 +303,36 @@ def test_blaming_one_parallel_branch_reruns_its_whole_super_step(dbg: AgentDebug
     assert fork["resume_step"] == work[0].step_index and fork["as_node"] == "plan"
     assert new_nodes(branch) == ["work", "work"]
     assert sorted(branch.outcome.final_answer["out"]) == ["did a", "did b", "patched", "planned"]
+
+
+def test_two_senders_link_and_rerun_every_branch_of_their_super_step(dbg: AgentDebug) -> None:
+    graph = lg_graphs.two_senders_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    graph.invoke(
+        {"items": [], "out": []}, {"configurable": {"thread_id": "t-two"}, "callbacks": [cb]}
+    )
+    original = cb.trajectory()
+    by_id = {e.id: e for e in original.events}
+    work = [
+        e for e in original.events if e.agent_name == "work" and e.type is EventType.AGENT_START
+    ]
+    # each branch points at the node that sent it, whichever finished first
+    links = {e.input["items"][0]: by_id[e.parent_id or ""].agent_name for e in work}
+    assert links == {"from_a": "a", "from_b": "b"}
+
+    request = RerunRequest(
+        trajectory=original,
+        resume_step=work[0].step_index,
+        directive="again",
+        state_patch={"out": ["patched"]},
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    assert new_nodes(branch) == ["work", "work"]  # neither sibling branch is dropped
+    assert sorted(branch.outcome.final_answer["out"]) == [
+        "a",
+        "b",
+        "patched",
+        "work:from_a",
+        "work:from_b",
+    ]
+    assert branch.metadata["langgraph"]["fork"]["as_node"] == "all of a, b"

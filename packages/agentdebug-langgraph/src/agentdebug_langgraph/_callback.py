@@ -32,7 +32,14 @@ from langgraph.types import Command
 
 from agentdebug_langgraph import _convert, _pregel
 from agentdebug_langgraph._models import ModelAndToolEvents
-from agentdebug_langgraph._state import FRAMEWORK, PAUSED, GraphRun, NodeRun, start_counter
+from agentdebug_langgraph._state import (
+    FRAMEWORK,
+    PAUSED,
+    GraphRun,
+    NodeRun,
+    start_counter,
+    task_path_key,
+)
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -299,6 +306,7 @@ class AgentDebugCallback(ModelAndToolEvents):
             ns=ns,
             langgraph_step=lg_step if isinstance(lg_step, int) else -1,
             root_step=parent.root_step if parent is not None else step,
+            path=tuple(path),
         )
         self._nodes[run_id.int] = rec
         self._by_ns[ns] = rec
@@ -325,9 +333,11 @@ class AgentDebugCallback(ModelAndToolEvents):
         """The node whose ``Send`` created this branch (by its index among the step's sends)."""
         if not isinstance(lg_step, int) or len(path) < 2 or not isinstance(path[1], int):
             return None
-        senders = run.sends.get((ns, lg_step - 1))
-        if not senders:
+        noted = run.sends.get((ns, lg_step - 1))
+        if not noted:
             return None
+        # nodes finish in any order; LangGraph numbers the packets in task-path order
+        senders = [event for _, event in sorted(noted, key=lambda entry: entry[0])]
         index = path[1]
         return senders[index] if index < len(senders) else senders[-1]
 
@@ -375,7 +385,8 @@ class AgentDebugCallback(ModelAndToolEvents):
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:
         parent_ns = rec.ns.rpartition("|")[0]
         key = (parent_ns, rec.langgraph_step)
-        rec.run.sends.setdefault(key, []).extend([rec.event_id] * _convert.count_sends(outputs))
+        entry = (task_path_key(rec.path), rec.event_id)
+        rec.run.sends.setdefault(key, []).extend([entry] * _convert.count_sends(outputs))
 
     def on_chain_error(
         self,

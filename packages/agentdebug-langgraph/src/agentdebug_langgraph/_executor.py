@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -248,25 +249,53 @@ def directive_text(request: RerunRequest) -> str:
 
 
 def fork(graph: Any, snap: Any, values: dict[str, Any], point: ResumePoint) -> tuple[Any, str]:
-    """``update_state`` on ``snap`` as the node that wrote it, so that the edges
-    LangGraph re-evaluates lead to the blamed node again. Each candidate fork is
-    checked to have the blamed nodes pending; the first that does is used."""
-    candidates = [*writers_of(graph, snap), None]
+    """A state update on ``snap`` made as the node(s) that wrote it, so that the
+    edges LangGraph re-evaluates lead to the same tasks again: the blamed nodes and
+    every sibling of their super-step (parallel nodes, each ``Send`` branch).
+
+    When several nodes wrote ``snap``, one super-step of updates, one per writer
+    (``bulk_update_state``), keeps all their edges; a single ``update_state`` as
+    one of them would re-run only that one's edges and drop the others' tasks.
+    Each candidate is checked against ``snap``'s own pending tasks (as a multiset)
+    before it is used; the first that keeps them all is the fork."""
+    from langgraph.types import StateUpdate
+
+    writers = writers_of(graph, snap)
+    wanted = Counter(str(n) for n in snap.next)
+    attempts: list[tuple[str, Callable[[], Any]]] = []
+    if len(writers) > 1:
+        updates = [StateUpdate(values, writers[0], None)]
+        updates += [StateUpdate(None, w, None) for w in writers[1:]]
+        attempts.append(
+            (
+                f"all of {', '.join(writers)}",
+                lambda: graph.bulk_update_state(snap.config, [updates]),
+            )
+        )
+
+    def as_one(node: str | None) -> Callable[[], Any]:
+        return lambda: graph.update_state(snap.config, values, as_node=node)
+
+    for as_node in dict.fromkeys([*writers, None]):
+        attempts.append((as_node or "(inferred)", as_one(as_node)))
     tried: list[str] = []
-    for as_node in dict.fromkeys(candidates):
+    for label, make in attempts:
         try:
-            config = graph.update_state(snap.config, values, as_node=as_node)
+            config = make()
         except Exception as exc:
-            tried.append(f"as {as_node or 'inferred node'}: {type(exc).__name__}: {exc}")
+            tried.append(f"as {label}: {type(exc).__name__}: {exc}")
             continue
-        pending = set(graph.get_state(config).next)
-        if set(point.nodes) <= pending:
-            return config, as_node or "(inferred)"
-        tried.append(f"as {as_node or 'inferred node'}: next would be {sorted(pending) or 'END'}")
+        pending = Counter(str(n) for n in graph.get_state(config).next)
+        missing = wanted - pending
+        if set(point.nodes) <= set(pending) and not missing:
+            return config, label
+        lost = f", without {', '.join(sorted(missing.elements()))}" if missing else ""
+        tried.append(f"as {label}: next would be {sorted(pending.elements()) or 'END'}{lost}")
     raise AgentDebugError(
-        f"cannot fork before node {', '.join(point.nodes)}: no state update leaves it "
-        f"pending ({'; '.join(tried)}). The edges into it depend on the state being "
-        "patched; propose a state_patch that keeps them, or rerun from an earlier step"
+        f"cannot fork before node {', '.join(point.nodes)}: no state update leaves its "
+        f"super-step's tasks pending ({'; '.join(tried)}). The edges into it depend on "
+        "the state being patched; propose a state_patch that keeps them, or rerun from "
+        "an earlier step"
     )
 
 

@@ -42,8 +42,9 @@ class GraphRun:
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
-    # (namespace, langgraph step) -> event ids of the nodes that sent Send packets, in order
-    sends: dict[tuple[str, int], list[str | None]] = field(default_factory=dict)
+    # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
+    # per Send packet; sorted by the key, they are in the order LangGraph numbers them
+    sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
     node_errors: set[int] = field(default_factory=set)  # ids of exceptions already recorded
     interrupted: bool = False
     interrupt_recorded: bool = False
@@ -88,6 +89,7 @@ class NodeRun:
     ns: str
     langgraph_step: int
     root_step: int
+    path: tuple[Any, ...] = ()
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -127,3 +129,14 @@ class PausedRuns:
 
 
 PAUSED = PausedRuns()
+
+
+def task_path_key(path: Any) -> str:
+    """A task path as LangGraph orders the tasks of a super-step when it applies their
+    writes (so ``Send`` packets are numbered in this order): zero-padded integers,
+    nested paths prefixed with ``~``."""
+    if isinstance(path, (tuple, list)):
+        return "~" + ", ".join(task_path_key(x) for x in path)
+    if isinstance(path, int):
+        return f"{path:010d}"
+    return str(path)

@@ -355,6 +355,7 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
 
     shown = run_cli("show", run_id)
     assert "Root cause verified by rerun" in shown.stdout
+    assert "  rerun:     branch " in shown.stdout and "(success)" in shown.stdout
 
     listed = run_cli("list", "--json")
     runs = [json.loads(line) for line in listed.stdout.splitlines()]

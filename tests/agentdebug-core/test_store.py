@@ -97,6 +97,16 @@ def test_list_filters_by_status_framework_agent_mode_and_time(store: TraceStore)
     assert old.n_events == 2
 
 
+def test_list_finds_the_branches_of_a_run(store: TraceStore) -> None:
+    store.save_trajectory(make_run("orig"))
+    store.save_trajectory(make_run("b1").model_copy(update={"parent_id": "orig"}))
+    store.save_trajectory(make_run("b2", hours_ago=1).model_copy(update={"parent_id": "orig"}))
+    store.save_trajectory(make_run("other").model_copy(update={"parent_id": "b1"}))
+    found = store.list_runs(RunQuery(parent_id="orig"))
+    assert sorted(r.id for r in found) == ["b1", "b2"]
+    assert all(r.parent_id == "orig" for r in found)
+
+
 def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:
     store.save_trajectory(make_run("abc-1"))
     store.save_trajectory(make_run("abc-2"))

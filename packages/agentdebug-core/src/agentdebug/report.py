@@ -8,6 +8,7 @@ naming the failure. Long runs are elided around the steps that matter.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
 
 import orjson
 
@@ -21,6 +22,9 @@ from agentdebug.schema import (
     Hypothesis,
 )
 from agentdebug.text import compact_json, flatten, shorten
+
+if TYPE_CHECKING:
+    from agentdebug.store.base import RunSummary
 
 FORMATS = ("text", "json", "md")
 
@@ -343,7 +347,11 @@ def verification_line(report: DiagnosticReport) -> str | None:
 
 
 def render_run(
-    trajectory: AgentTrajectory, *, width: int = 100, reports: Sequence[DiagnosticReport] = ()
+    trajectory: AgentTrajectory,
+    *,
+    width: int = 100,
+    reports: Sequence[DiagnosticReport] = (),
+    branches: Sequence[RunSummary] = (),
 ) -> str:
     """`agentdebug show`: the run's header and its whole timeline."""
     out = [
@@ -370,6 +378,8 @@ def render_run(
             out.append(f"  {verified}")
         if latest.root_cause and latest.root_cause.event_id:
             marks[latest.root_cause.event_id] = ["root cause"]
+    for branch in reversed(branches):  # oldest first
+        out.append(f"  rerun:     branch {branch.id} ({branch.status})")
     out.append("")
     out += timeline(trajectory, width=width, marks=marks)
     return "\n".join(out)

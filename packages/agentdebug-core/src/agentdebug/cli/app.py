@@ -197,7 +197,10 @@ def show(obj: Ctx, run_id: str, width: int) -> None:
     store = obj.store
     full = store.resolve_id(run_id)
     trajectory = store.load_trajectory(full)
-    click.echo(render_run(trajectory, width=width, reports=store.load_reports(full)))
+    branches = store.list_runs(RunQuery(parent_id=full, limit=None))
+    click.echo(
+        render_run(trajectory, width=width, reports=store.load_reports(full), branches=branches)
+    )
 
 
 # -- diagnose ------------------------------------------------------------------------------

@@ -115,6 +115,7 @@ class RunQuery:
     failure_mode: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    parent_id: str | None = None  # the branches of this run
     limit: int | None = 100
 
 

@@ -233,6 +233,8 @@ class JSONLStore:
                 continue
             if q.until and (started is None or started > q.until):
                 continue
+            if q.parent_id and head.get("parent_id") != q.parent_id:
+                continue
             root = (run.reports[-1].get("hypotheses") or [None])[0] if run.reports else None
             out.append(
                 RunSummary(

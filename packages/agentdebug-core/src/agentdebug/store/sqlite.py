@@ -490,6 +490,9 @@ class SQLiteStore:
         if q.until:
             where.append("r.started_at <= ?")
             args.append(q.until.timestamp())
+        if q.parent_id:
+            where.append("r.parent_id = ?")
+            args.append(q.parent_id)
         sql = (
             "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
             " r.parent_id, r.header,"

@@ -362,6 +362,8 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
     branch = next(r for r in runs if r["id"] != run_id)
     assert branch["parent_id"] == run_id and branch["status"] == "success"
     assert f"[branch of {run_id}]" in run_cli("list").stdout
+    only = run_cli("list", "--branches-of", run_id[:8], "--json").stdout.splitlines()
+    assert [json.loads(line)["id"] for line in only] == [branch["id"]]
     diff = run_cli("diff", run_id, branch["id"], "--format", "json")
     doc = json.loads(diff.stdout)
     assert doc["related"] == f"{branch['id']} is a branch of {run_id}"

@@ -129,6 +129,7 @@ def parse_when(value: str | None, option: str) -> datetime | None:
 )
 @click.option("--since", metavar="WHEN", help="ISO date or age such as 2h, 7d.")
 @click.option("--until", metavar="WHEN")
+@click.option("--branches-of", "parent", metavar="RUN_ID", help="Only the reruns of this run.")
 @click.option("--limit", default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @pass_ctx
@@ -140,6 +141,7 @@ def list_runs(
     failure_mode: str | None,
     since: str | None,
     until: str | None,
+    parent: str | None,
     limit: int,
     as_json: bool,
 ) -> None:
@@ -151,6 +153,7 @@ def list_runs(
         failure_mode=failure_mode,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
+        parent_id=obj.store.resolve_id(parent) if parent else None,
         limit=limit,
     )
     runs = obj.store.list_runs(query)

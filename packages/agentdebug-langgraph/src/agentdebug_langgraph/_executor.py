@@ -36,12 +36,7 @@ from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import HumanMessage
 
-from agentdebug_langgraph._callback import (
-    AgentDebugCallback,
-    SuccessCheck,
-    default_debugger,
-    live_graph,
-)
+from agentdebug_langgraph._callback import AgentDebugCallback, default_debugger, live_graph
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
     find_snapshot,
@@ -50,6 +45,7 @@ from agentdebug_langgraph._checkpoints import (
     writers_of,
 )
 from agentdebug_langgraph._convert import compact
+from agentdebug_langgraph._ending import SuccessCheck
 from agentdebug_langgraph._state import FRAMEWORK
 
 log = logging.getLogger("agentdebug.langgraph")

@@ -1,0 +1,173 @@
+"""How a graph run ends: the final answer, the user's success check, the outcome,
+the automatic diagnosis of a failure, and a pause at an interrupt.
+
+The third part of :class:`~agentdebug_langgraph.AgentDebugCallback` (after the
+tables in :mod:`._base` and the model and tool events in :mod:`._models`); the
+callback itself (:mod:`._callback`) records the graph and its nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from agentdebug import AgentDebug, EventType, OutcomeStatus, TraceSession
+from agentdebug.capture.auto import ReportCallback, diagnose_failure
+from agentdebug.schema import DiagnosticReport
+
+from agentdebug_langgraph import _convert
+from agentdebug_langgraph._base import log
+from agentdebug_langgraph._models import ModelAndToolEvents
+from agentdebug_langgraph._state import PAUSED, GraphRun
+
+SuccessCheck = Callable[[Any], "bool | str | None"]
+
+
+class RunEnding(ModelAndToolEvents):
+    """Ends graph runs; the options it reads are set by AgentDebugCallback."""
+
+    success_check: SuccessCheck | None
+    diagnose: bool
+    on_report: ReportCallback | None
+    run_ids: list[str]
+    reports: list[DiagnosticReport]
+
+    def _debugger(self) -> AgentDebug:
+        raise NotImplementedError
+
+    def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
+        run.loop = None
+        run.frame = None
+        self._forget(run)
+        session = run.session
+        if error is None and (run.interrupted or _has_interrupt(outputs)):
+            self._pause(run, outputs)
+            return
+        failed_exc: Exception | None = None
+        if error is not None:
+            if id(error) not in run.node_errors:
+                session.record(
+                    EventType.ERROR,
+                    step_index=run.last_step + 1,
+                    error=error,
+                    parent_id=run.input_event,
+                    module="langgraph.graph",
+                    metadata={"graph": run.graph_name},
+                )
+            if isinstance(error, Exception):
+                failed_exc = error
+                session.set_outcome(
+                    OutcomeStatus.FAILURE,
+                    error=error,
+                    reason=f"the graph raised {type(error).__name__}",
+                )
+            else:  # stopped by the caller (generator closed, cancelled, Ctrl-C)
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN,
+                    reason=f"the run was stopped ({type(error).__name__})",
+                )
+            failed = failed_exc is not None
+        else:
+            answer = self._record_answer(run, outputs)
+            failed = not self._judge(session, outputs, answer)
+        self._finish(run, failed, failed_exc)
+
+    def _forget(self, run: GraphRun) -> None:
+        """Drop what is left of a finished run (nodes cut short by an interrupt or an
+        error in a parallel branch), so a long-lived handler does not grow."""
+        for run_id in [k for k, rec in self._nodes.items() if rec.run is run]:
+            self._nodes.pop(run_id, None)
+        for ns in [k for k, rec in self._by_ns.items() if rec.run is run]:
+            self._by_ns.pop(ns, None)
+        for run_id in [k for k, call in self._calls.items() if call[0].run is run]:
+            self._calls.pop(run_id, None)
+
+    def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
+        text, msg = _convert.last_ai_text(outputs)
+        answer: Any = text if text is not None else _convert.compact(outputs)
+        agent, step, parent = run.answer_from or (None, run.last_step, run.input_event)
+        if msg is None or text is None:
+            agent, step = None, run.last_step
+        run.session.record(
+            EventType.FINAL_ANSWER,
+            agent_name=agent,
+            step_index=step,
+            output=answer,
+            parent_id=parent,
+            module="langgraph.graph",
+            metadata={"langgraph_event": "final_state"},
+        )
+        return answer
+
+    def _judge(self, session: TraceSession, outputs: Any, answer: Any) -> bool:
+        """Apply the success check; True when the run counts as a success."""
+        verdict: Any = True
+        reason = "the graph completed"
+        if self.success_check is not None:
+            try:
+                verdict = self.success_check(outputs)
+            except AssertionError as exc:
+                verdict = str(exc) or "the success check's assertion failed"
+            except Exception as exc:
+                log.exception("agentdebug: the success check raised; the outcome is unknown")
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN,
+                    final_answer=answer,
+                    reason=f"the success check raised {type(exc).__name__}: {exc}",
+                )
+                return True
+            reason = "the success check passed"
+        else:
+            reason = "the graph completed (no success check given)"
+        if verdict is True or verdict is None:
+            session.set_outcome(OutcomeStatus.SUCCESS, final_answer=answer, reason=reason)
+            return True
+        why = verdict if isinstance(verdict, str) and verdict else "the success check failed"
+        session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=why)
+        return False
+
+    def _finish(self, run: GraphRun, failed: bool, exc: Exception | None) -> None:
+        session = run.session
+        if not run.owns_session:
+            session.flush()
+            return
+        session.close()
+        self.run_ids.append(session.id)
+        if failed and self.diagnose:
+            trajectory = session.trajectory()
+            report = diagnose_failure(
+                self._debugger(), trajectory, exc=exc, on_report=self.on_report
+            )
+            if report is not None:
+                self.reports.append(report)
+
+    def _pause(self, run: GraphRun, outputs: Any) -> None:
+        """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
+        session = run.session
+        if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
+            session.record(
+                EventType.CHECKPOINT,
+                step_index=run.last_step,
+                parent_id=run.input_event,
+                module="langgraph.interrupt",
+                metadata={
+                    "langgraph_event": "interrupt",
+                    "checkpoint_id": run.interrupt_checkpoint,
+                },
+            )
+        if run.thread_id is None or not run.owns_session:
+            session.set_outcome(OutcomeStatus.UNKNOWN, reason="the graph stopped at an interrupt")
+            self._finish(run, False, None)
+            return
+        session.flush()
+        evicted = PAUSED.park(run.thread_id, run)
+        if evicted is not None and evicted is not run:
+            self._finish_paused(evicted, "too many runs were waiting at an interrupt")
+
+    def _finish_paused(self, run: GraphRun, why: str) -> None:
+        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"stopped at an interrupt; {why}")
+        run.session.close()
+
+
+def _has_interrupt(outputs: Any) -> bool:
+    return isinstance(outputs, dict) and "__interrupt__" in outputs

@@ -38,16 +38,8 @@ class ModelAndToolEvents(CaptureBase):
         **kwargs: Any,
     ) -> None:
         try:
-            rec = self._node_for(parent_run_id, metadata)
-            if rec is None:
-                return
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._calls[run_id.int] = (
-                rec,
-                prompt,
-                time.perf_counter(),
-                _model_name(metadata, kwargs),
-            )
+            self._begin_call(run_id, parent_run_id, metadata, kwargs, prompt)
         except Exception:
             self._failed("on_chat_model_start")
 
@@ -63,18 +55,27 @@ class ModelAndToolEvents(CaptureBase):
         **kwargs: Any,
     ) -> None:
         try:
-            rec = self._node_for(parent_run_id, metadata)
-            if rec is None:
-                return
-            prompt = list(prompts)
+            self._begin_call(run_id, parent_run_id, metadata, kwargs, list(prompts))
+        except Exception:
+            self._failed("on_llm_start")
+
+    def _begin_call(
+        self,
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        metadata: dict[str, Any] | None,
+        kwargs: dict[str, Any],
+        prompt: list[Any],
+    ) -> None:
+        """Remember a model call made inside a node, until its answer comes."""
+        rec = self._node_for(parent_run_id, metadata)
+        if rec is not None:
             self._calls[run_id.int] = (
                 rec,
                 prompt,
                 time.perf_counter(),
                 _model_name(metadata, kwargs),
             )
-        except Exception:
-            self._failed("on_llm_start")
 
     def _prompt(self, rec: NodeRun, prompt: list[Any], meta: dict[str, Any]) -> list[Any]:
         """The part of the prompt this node's model has not seen in its previous call.

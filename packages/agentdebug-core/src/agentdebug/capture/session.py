@@ -230,10 +230,17 @@ class TraceSession:
             self.store_error = debugger._store_error
         self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
         self._sink = self._writer.queue.append if self._writer is not None else self._memory.append
+        # Queued events name their run by this number, not by the session object: a
+        # tuple of plain values leaves the garbage collector's lists at its first
+        # pass, where one holding an object is scanned again by every collection
+        # while it waits (about a fifth of ``record``'s time). The writer keeps the
+        # session alive through an anchor queued ahead of its events instead.
+        self._key = self._writer.register(self) if self._writer is not None else 0
+        self._anchored = self._writer is None  # an anchor is queued ahead of new events
         if self._writer is not None:
             header = self._header(Outcome(status=OutcomeStatus.RUNNING))
             store = self._writer.store
-            self._writer.control(self, lambda: store.begin_run(header))
+            self._writer.control(self, lambda: store.begin_run(header), opens=1)
 
     # -- context management ------------------------------------------------------
 
@@ -331,9 +338,11 @@ class TraceSession:
             if artifacts or checkpoint is not None:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
             seq = next(self._counter)
+            if not self._anchored:
+                self._anchor()
             self._sink(
                 (
-                    self,
+                    self._key,
                     seq,
                     type.value,
                     agent_name,
@@ -373,9 +382,11 @@ class TraceSession:
             if event.type is EventType.FINAL_ANSWER:
                 self._final_answer = event.output
             seq = next(self._counter)
+            if not self._anchored:
+                self._anchor()
             self._sink(
                 (
-                    self,
+                    self._key,
                     seq,
                     event.type.value,
                     event.agent_name,
@@ -396,6 +407,12 @@ class TraceSession:
         except Exception:
             log.exception("agentdebug: an event could not be copied")
             return None
+
+    def _anchor(self) -> None:
+        """Queue this session ahead of the events that follow (see ``_key``)."""
+        self._anchored = True
+        if self._writer is not None:
+            self._writer.anchor(self)
 
     def _coerce_type(
         self, value: Any, metadata: dict[str, Any] | None
@@ -484,7 +501,9 @@ class TraceSession:
         try:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
-                self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
+                self._writer.control(
+                    self, lambda: store.finish_run(self.id, outcome, ended), opens=-1
+                )
                 self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)

@@ -22,6 +22,7 @@ agent is never interrupted.
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import threading
 import time
@@ -33,8 +34,8 @@ from typing import TYPE_CHECKING, Any
 from agentdebug.capture.encode import (
     AGENT,
     EVENT_ID,
+    RUN_KEY,
     SEQ,
-    SESSION,
     batch_json,
     event_id,
     event_json,
@@ -52,8 +53,11 @@ CHUNK = 4096  # events encoded at a time
 BATCH = 16384  # the most events written in one transaction
 BATCH_BYTES = 64 * 1024 * 1024  # the most JSON written in one transaction
 POLL = 0.01  # how often the thread looks at the queue's length
+AHEAD = 4  # the most encoded submissions waiting for the store thread
+WAKE = 4096  # queued events that start a drain before the interval is up
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
+_ANCHOR = object()  # first slot of a session queued ahead of its events
 
 # One run's events in a chunk: (session, queued tuples, position -> the id settled
 # for an event that came with its own)
@@ -72,14 +76,52 @@ class BackgroundWriter:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._stopped = False
+        self._wrote = False  # since the store's last idle moment
+        self._open = 0  # runs started and not yet ended
+        # run key -> session; the session lives as long as its agent holds it or an
+        # anchor of it waits in the queue, and one drain longer (``_held``)
+        self._sessions: weakref.WeakValueDictionary[int, TraceSession] = (
+            weakref.WeakValueDictionary()
+        )
+        self._keys = itertools.count(1)
+        self._held: list[TraceSession] = []
+        self._lost = 0  # events whose session was gone (logged once)
+        self._lock_open = threading.Lock()
         self._limit = max_event_bytes()
+        # encoded jobs go to the store thread in order; counted so a flush can wait
+        self._jobs: deque[list[_Job]] = deque()
+        self._ready = threading.Condition(threading.Lock())
+        self._submitted = 0
+        self._done = 0
         self._thread = threading.Thread(target=self._loop, name="agentdebug-writer", daemon=True)
+        self._store_thread = threading.Thread(
+            target=self._store_loop, name="agentdebug-store", daemon=True
+        )
         self._thread.start()
+        self._store_thread.start()
         atexit.register(_flush_at_exit, weakref.ref(self))
 
-    def control(self, session: TraceSession, action: Callable[[], None]) -> None:
-        """Queue a store call (a run's start or end) in order with the events."""
+    def register(self, session: TraceSession) -> int:
+        """The number a new session's events carry in the queue."""
+        key = next(self._keys)
+        self._sessions[key] = session
+        return key
+
+    def anchor(self, session: TraceSession) -> None:
+        """Queue the session itself ahead of its next events: the queue holds it
+        until they are written, even if the agent lets go of it first."""
+        self.queue.append((_ANCHOR, session))
+
+    def control(self, session: TraceSession, action: Callable[[], None], opens: int = 0) -> None:
+        """Queue a store call in order with the events: a run's start (``opens=1``),
+        its end (``opens=-1``) or anything else. While a run is open the thread
+        looks at the queue every ``POLL`` seconds (it cannot be woken by
+        ``record``, which must stay cheap); with none open it sleeps ``interval``."""
         self.queue.append((_CONTROL, session, action))
+        if opens:
+            with self._lock_open:
+                self._open += opens
+        self._wake.set()
 
     # -- the drain -----------------------------------------------------------------
 
@@ -87,6 +129,10 @@ class BackgroundWriter:
         """Write everything queued so far; returns once it is in the store."""
         with self._lock:
             self._drain_locked()
+            target = self._submitted
+        with self._ready:
+            while self._done < target and self._store_thread.is_alive():
+                self._ready.wait(1.0)
 
     def _drain_locked(self) -> None:
         """Encode what is queued, ``CHUNK`` events at a time (so the objects being
@@ -100,24 +146,32 @@ class BackgroundWriter:
         # mean a stream of small transactions, each costing a commit and a GIL
         # hand-over; what it records meanwhile waits for the next round.
         left = len(queue)
+        held: list[TraceSession] = []
         while left > 0:
             batches: dict[int, _Batch] = {}
             pending: tuple[Any, ...] | None = None
             last: _Batch | None = None
+            last_key = None
             for _ in range(min(CHUNK, left)):
                 left -= 1
                 try:
                     item = popleft()
                 except IndexError:
                     break
-                session = item[0]
-                if session is _CONTROL:
+                key = item[0]
+                if key is _ANCHOR:
+                    anchored: TraceSession = item[1]
+                    anchored._anchored = False  # the next event queues a new anchor
+                    held.append(anchored)
+                    continue
+                if key is _CONTROL:
                     pending = item
                     break
-                if last is not None and last[0] is session and item[EVENT_ID] is None:
-                    last[1].append(item)  # the common case: the same run, no caller's id
+                if key == last_key and item[EVENT_ID] is None:
+                    last[1].append(item)  # type: ignore[index]  # the same run, no caller's id
                     continue
                 last = self._add(batches, item)
+                last_key = key if last is not None else None
             with gc_paused():
                 for session, items, ids in batches.values():
                     jobs.append((session, self._safe_rows(items, ids)))
@@ -125,17 +179,27 @@ class BackgroundWriter:
             if pending is not None:
                 jobs.append((pending[1], pending[2]))
             if pending is not None or waiting >= BATCH or left <= 0:
-                self._run(jobs)
+                self._submit(jobs)
                 jobs = []
                 waiting = 0
         if jobs:
-            self._run(jobs)
+            self._submit(jobs)
+        # sessions anchored in this drain stay alive through the next one: an event
+        # recorded while its anchor was being taken may come in the next drain
+        self._held = held
 
-    def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch:
-        session = item[SESSION]
-        batch = batches.get(id(session))
+    def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch | None:
+        key = item[RUN_KEY]
+        batch = batches.get(key)
         if batch is None:
-            batch = batches[id(session)] = (session, [], {})
+            session = self._sessions.get(key)
+            if session is None:  # cannot happen while anchors precede events
+                self._lost += 1
+                if self._lost == 1:
+                    log.error("agentdebug: an event of a run no longer recorded was dropped")
+                return None
+            batch = batches[key] = (session, [], {})
+        session = batch[0]
         if item[EVENT_ID] is not None:  # a caller's id: unique within the run
             given = event_id(item)
             if given in session.user_ids:
@@ -186,8 +250,43 @@ class BackgroundWriter:
 
     # -- writing ------------------------------------------------------------------
 
+    def _submit(self, jobs: list[_Job]) -> None:
+        """Hand encoded jobs to the store thread and go on encoding: SQLite works
+        without the GIL, so the next chunk is encoded while this one is written.
+        Waits while ``AHEAD`` submissions are still unwritten (memory stays bounded)."""
+        with self._ready:
+            while self._submitted - self._done >= AHEAD and self._store_thread.is_alive():
+                self._ready.wait(1.0)
+            self._jobs.append(jobs)
+            self._submitted += 1
+            self._ready.notify_all()
+
+    def _store_loop(self) -> None:
+        """The store thread: write submitted jobs in the order they came, all that
+        wait at once (a run's batches become one statement): each statement costs
+        this thread a wait for the GIL when SQLite is done, so when it falls behind
+        it catches up in fewer, longer statements."""
+        jobs_queue = self._jobs
+        while True:
+            with self._ready:
+                while not jobs_queue:
+                    if self._stopped:
+                        return
+                    self._ready.wait()
+                taken = len(jobs_queue)
+                jobs = [job for _ in range(taken) for job in jobs_queue.popleft()]
+            try:
+                self._run(jobs)
+            except Exception:  # the thread must survive anything
+                log.exception("agentdebug store writes failed")
+            del jobs  # the written bytes, and the sessions, are not kept while idle
+            with self._ready:
+                self._done += taken
+                self._ready.notify_all()
+
     def _run(self, jobs: list[_Job]) -> None:
         """Run the jobs in order; a run's batches that follow on are written as one."""
+        self._wrote = True
         i = 0
         while i < len(jobs):
             session, work = jobs[i]
@@ -257,22 +356,30 @@ class BackgroundWriter:
         poll = min(self.interval, POLL)
         due = time.monotonic() + self.interval
         while not self._stopped:
-            # look often only while there is something to write; idle, sleep long
-            self._wake.wait(poll if self.queue else self.interval)
+            # look often while a run is open or something waits; else sleep long
+            self._wake.wait(poll if self._open > 0 or self.queue else self.interval)
             self._wake.clear()
             queue = self.queue
-            if queue and (len(queue) >= CHUNK or time.monotonic() >= due):
-                try:
-                    self.flush()
-                except Exception:  # the thread must survive anything
-                    log.exception("agentdebug writer failed")
+            try:
+                if queue and (len(queue) >= WAKE or time.monotonic() >= due):
+                    with self._lock:  # encode and hand over; the store thread writes
+                        self._drain_locked()
+                    due = time.monotonic() + self.interval
+                elif self._wrote and not queue and time.monotonic() >= due:
+                    self._wrote = False  # a whole interval with nothing to write
+                    self.store.idle()
+            except Exception:  # the thread must survive anything
+                log.exception("agentdebug writer failed")
                 due = time.monotonic() + self.interval
 
     def close(self) -> None:
         self.flush()
         self._stopped = True
         self._wake.set()
+        with self._ready:
+            self._ready.notify_all()
         self._thread.join(timeout=5)
+        self._store_thread.join(timeout=5)
 
 
 def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:

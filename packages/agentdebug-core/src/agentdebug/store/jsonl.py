@@ -272,6 +272,9 @@ class JSONLStore:
         except ValueError as exc:
             raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
 
+    def idle(self) -> None:
+        """Nothing to keep up: every append is already in the file."""
+
     def close(self) -> None:
         with self._lock:
             self._fh.close()

@@ -45,6 +45,7 @@ from agentdebug.store.base import (
     event_row,
     header_json,
 )
+from agentdebug.store.wal import WalKeeper
 
 SCHEMA_VERSION = 1
 
@@ -222,6 +223,8 @@ class SQLiteStore:
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute("PRAGMA foreign_keys=OFF")
+            self._wal = WalKeeper(self.path)
+            self._wal.configure(self._db)
             # the longest value SQLite takes (a batch of events is bound as one)
             self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
@@ -264,7 +267,8 @@ class SQLiteStore:
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: read failed: {exc}") from exc
 
-    def _tx(self, work: Callable[[sqlite3.Connection], None]) -> None:
+    def _tx(self, work: Callable[[sqlite3.Connection], None], nbytes: int = 0) -> None:
+        """Run ``work`` in one write transaction (about ``nbytes`` of data)."""
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
@@ -276,6 +280,12 @@ class SQLiteStore:
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
+            self._wal.wrote(self._db, nbytes)
+
+    def idle(self) -> None:
+        """Nothing is being written: fold the write-ahead log into the file if
+        enough waits (see :mod:`agentdebug.store.wal`)."""
+        self._wal.idle()
 
     # -- capture ----------------------------------------------------------------
 
@@ -332,6 +342,7 @@ class SQLiteStore:
                 self._db.execute(_RUN_START, args)  # one statement, its own transaction
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
+            self._wal.wrote(self._db, len(args[-1]))
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
         if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):
@@ -342,7 +353,7 @@ class SQLiteStore:
             db.execute("UPDATE runs SET n_events = n_events + ? WHERE id=?", (len(rows), run_id))
             _note_agents(db, run_id, rows)
 
-        self._tx(work)
+        self._tx(work, sum(len(r.data) for r in rows))
 
     def _append_batch(self, run_id: str, batch: EventBatch) -> bool:
         """Write a batch in one statement; False (nothing written) if SQLite will
@@ -372,6 +383,7 @@ class SQLiteStore:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
+            self._wal.wrote(self._db, len(batch.array))
         return True
 
     def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
@@ -408,7 +420,7 @@ class SQLiteStore:
                     (trajectory.id, label.model_dump_json().encode()),
                 )
 
-        self._tx(work)
+        self._tx(work, sum(len(r.data) for r in rows))
 
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
         with self._lock, gc_paused():
@@ -579,5 +591,6 @@ class SQLiteStore:
             raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
 
     def close(self) -> None:
+        self._wal.close()
         with self._lock:
             self._db.close()

@@ -26,7 +26,6 @@ _HEAD_BYTES = 64 * 1024
 _AUTO_ID = re.compile(r"^e\d+$")
 _INF = math.inf
 _OPTIONS = orjson.OPT_NON_STR_KEYS
-_Fragment = orjson.Fragment
 
 # Slots of a queued event tuple, in order (see TraceSession.record).
 (
@@ -48,9 +47,13 @@ _Fragment = orjson.Fragment
 ) = range(15)
 
 
-class Snapshot(bytes):
-    """A payload serialised when it was recorded, so later mutation by the agent
-    (appending to the message list it passed, say) does not change the record."""
+# A payload serialised when it was recorded, so later mutation by the agent
+# (appending to the message list it passed, say) does not change the record. An
+# orjson fragment is written into the event's JSON as it is, and, unlike a bytes
+# subclass, is not tracked by the garbage collector: a queued event holding one
+# leaves the collector's lists at its first pass instead of being scanned again by
+# every collection the agent's own allocations trigger while it waits.
+Snapshot = orjson.Fragment
 
 
 def _to_jsonable(value: Any) -> Any:
@@ -130,8 +133,8 @@ def error_dict(error: Any) -> dict[str, Any]:
 def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
     """A payload field as JSON data or a pre-serialised fragment; its repr (noted)
     when it has no JSON form."""
-    if isinstance(value, Snapshot):
-        return orjson.Fragment(bytes(value))
+    if value.__class__ is Snapshot:
+        return value
     if isinstance(value, (str, float, bool)) or (
         isinstance(value, int) and -(2**63) <= value < 2**64
     ):
@@ -232,6 +235,8 @@ def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> byt
             notes["error_coerced"] = str(exc)
     metadata = item[METADATA]
     if metadata:
+        if metadata.__class__ is Snapshot:  # frozen by record; a dict again, for the notes
+            metadata = orjson.loads(dumps(metadata))
         if isinstance(metadata, dict):
             metadata = _field(metadata, notes, "metadata")
         if not isinstance(metadata, dict):
@@ -326,16 +331,16 @@ def batch_json(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) ->
                 return None
             doc["duration_ms"] = duration
         if input_ is not None:
-            doc["input"] = _Fragment(bytes(input_)) if input_.__class__ is Snapshot else input_
+            doc["input"] = input_
         if output is not None:
-            doc["output"] = _Fragment(bytes(output)) if output.__class__ is Snapshot else output
+            doc["output"] = output
         if error is not None:
             try:
                 doc["error"] = error_dict(error)
             except Exception:
                 return None
         if metadata:
-            if metadata.__class__ is not dict:
+            if metadata.__class__ is not Snapshot and metadata.__class__ is not dict:
                 return None
             doc["metadata"] = metadata
         if extra:

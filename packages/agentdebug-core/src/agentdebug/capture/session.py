@@ -332,6 +332,8 @@ class TraceSession:
                 input = snapshot(input)
             if output.__class__ in _CONTAINERS:
                 output = snapshot(output)
+            if metadata.__class__ is dict:  # frozen too, and then not tracked by the GC
+                metadata = snapshot(metadata) if metadata else None
             if type is EventType.FINAL_ANSWER:
                 self._final_answer = output
             extra = None

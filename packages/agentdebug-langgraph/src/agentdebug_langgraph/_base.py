@@ -21,6 +21,17 @@ class CaptureBase(GraphCallbackHandler):
 
     run_inline = True  # called in the graph's own thread or event loop, in order
     raise_error = False
+    # Plain attributes rather than the base class's properties: LangChain reads one
+    # before every event it hands a handler. Retriever, retry and custom events
+    # are not recorded, so LangChain need not call for them at all (tool events
+    # go by ``ignore_agent``).
+    ignore_chain = False
+    ignore_llm = False
+    ignore_chat_model = False
+    ignore_agent = False
+    ignore_retriever = True
+    ignore_retry = True
+    ignore_custom_event = True
 
     def __init__(self) -> None:
         super().__init__()

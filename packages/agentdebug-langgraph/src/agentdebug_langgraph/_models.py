@@ -98,7 +98,8 @@ class ModelAndToolEvents(CaptureBase):
         if shared:
             meta["prompt_messages"] = n
             meta["prompt_new_from"] = shared
-        return [_convert.message(m) if isinstance(m, BaseMessage) else m for m in prompt[shared:]]
+        message, is_message = _convert.message, _convert.is_message
+        return [message(m) if is_message(m) else m for m in prompt[shared:]]
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
@@ -281,6 +282,6 @@ def _same(a: Any, b: Any) -> bool:
     a new object with the same text)."""
     if a is b:
         return True
-    if isinstance(a, BaseMessage) and isinstance(b, BaseMessage):
-        return a.type == b.type and a.content == b.content
+    if _convert.is_message(a) and _convert.is_message(b):
+        return bool(a.type == b.type and a.content == b.content)
     return bool(a == b)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 import threading
 import time
 import uuid
@@ -19,8 +20,19 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from agentdebug.capture.encode import error_dict, jsonable, snapshot
+import orjson
+
+from agentdebug.capture.encode import (
+    ENCODED,
+    ENCODED_LEN,
+    error_dict,
+    event_json,
+    jsonable,
+    snapshot,
+    to_json,
+)
 from agentdebug.capture.writer import BackgroundWriter
+from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
     AgentInfo,
@@ -43,6 +55,9 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 _EVENT_TYPES = {t.value: t for t in EventType}
 _CONTAINERS = frozenset({dict, list})
 _now = time.time
+_INF = math.inf
+_memoryview = memoryview
+_orjson_dumps = orjson.dumps
 
 
 def current_session() -> TraceSession | None:
@@ -236,6 +251,7 @@ class TraceSession:
         # while it waits (about a fifth of ``record``'s time). The writer keeps the
         # session alive through an anchor queued ahead of its events instead.
         self._key = self._writer.register(self) if self._writer is not None else 0
+        self._limit = max_event_bytes()  # an event over it takes the careful path
         self._anchored = self._writer is None  # an anchor is queued ahead of new events
         if self._writer is not None:
             header = self._header(Outcome(status=OutcomeStatus.RUNNING))
@@ -306,16 +322,20 @@ class TraceSession:
     ) -> str | None:
         """Record one event; returns its id. Never raises into the agent.
 
-        ``input`` and ``output`` dicts and lists are serialised at once, so that the
+        ``input``, ``output`` and ``metadata`` are serialised at once, so that the
         record keeps them as they were even if the agent changes them later. An
         ``event_id`` the caller gives is kept unless it repeats one of the run's
         ids (it then gets a ``#<seq>`` suffix) or looks like an automatic one
         (``e12``: it gets ``#u``).
 
-        This is the agent's hot path: it numbers the event and queues a tuple; the
-        background writer does the rest. Safe to call from several threads: the
-        sequence number comes from an atomic counter (two threads recording without
-        explicit steps may share a step number, which is harmless).
+        This is the agent's hot path: it numbers the event and queues it for
+        the background writer. An event of plain values is queued as a tuple of
+        them (the writer encodes many at once, cheaper per event than one by
+        one). An event with a dict or list to freeze is turned into its JSON
+        here, in one serialisation, since its payloads would be serialised now
+        anyway and then again inside the event. Safe to call from several
+        threads: the sequence number comes from an atomic counter (two threads
+        recording without explicit steps may share a step number, harmless).
         """
         try:
             if type.__class__ is not EventType:
@@ -326,27 +346,80 @@ class TraceSession:
                 step_index = self._coerce_step(step_index)
             if step_index > self._last_step:
                 self._last_step = step_index
+            seq = next(self._counter)
+            if not self._anchored:
+                self._anchor()
+            if (
+                (input.__class__ in _CONTAINERS or output.__class__ in _CONTAINERS or metadata)
+                and error is None
+                and event_id is None
+                and (agent_name is None or agent_name.__class__ is str)
+                and (module is None or module.__class__ is str)
+                and (parent_id is None or parent_id.__class__ is str)
+                and (metadata is None or metadata.__class__ is dict)
+                and (
+                    duration_ms is None
+                    or (
+                        (duration_ms.__class__ is float or duration_ms.__class__ is int)
+                        and 0 <= duration_ms < _INF
+                    )
+                )
+            ):
+                # Payloads to freeze: they would be serialised now anyway, and then
+                # again inside the event, so the event is made here in one go (its
+                # fields in the order the writer's careful path writes them).
+                eid = f"e{seq}"
+                doc: dict[str, Any] = {
+                    "id": eid,
+                    "type": type,
+                    "step_index": step_index,
+                    "timestamp": _now(),
+                }
+                if agent_name is not None:
+                    doc["agent_name"] = agent_name
+                if module is not None:
+                    doc["module"] = module
+                if parent_id is not None:
+                    doc["parent_id"] = parent_id
+                if duration_ms is not None:
+                    doc["duration_ms"] = duration_ms
+                if input is not None:
+                    doc["input"] = input
+                if output is not None:
+                    doc["output"] = output
+                if metadata:
+                    doc["metadata"] = metadata
+                if artifacts:
+                    doc["artifacts"] = list(artifacts)
+                if checkpoint is not None:
+                    doc["checkpoint"] = checkpoint
+                try:  # as dumps_kept, inline: this is the hot path
+                    data: bytes | None = _memoryview(_orjson_dumps(doc, default=to_json)).tobytes()
+                except Exception:  # no JSON form, or keys to coerce: the careful path
+                    data = None
+                if data is not None and len(data) <= self._limit:
+                    if type is EventType.FINAL_ANSWER:
+                        self._final_answer = snapshot(output)
+                    self._sink((self._key, seq, data, agent_name))
+                    return eid
             if error is not None:
                 self._n_errors += 1
             if input.__class__ in _CONTAINERS:
                 input = snapshot(input)
             if output.__class__ in _CONTAINERS:
                 output = snapshot(output)
-            if metadata.__class__ is dict:  # frozen too, and then not tracked by the GC
+            if metadata.__class__ is dict:
                 metadata = snapshot(metadata) if metadata else None
             if type is EventType.FINAL_ANSWER:
                 self._final_answer = output
             extra = None
             if artifacts or checkpoint is not None:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
-            seq = next(self._counter)
-            if not self._anchored:
-                self._anchor()
             self._sink(
                 (
                     self._key,
                     seq,
-                    type.value,
+                    type,
                     agent_name,
                     step_index,
                     input,
@@ -531,11 +604,11 @@ class TraceSession:
         return self._from_memory(stored, outcome)
 
     def _from_memory(self, stored: AgentTrajectory | None, outcome: Outcome) -> AgentTrajectory:
-        from agentdebug.capture.encode import event_json
-        from agentdebug.limits import max_event_bytes
-
         docs = [row.data for row in self.spill]
-        docs += [event_json(item, max_event_bytes()) for item in self._memory]
+        docs += [
+            item[ENCODED] if len(item) == ENCODED_LEN else event_json(item, self._limit)
+            for item in self._memory
+        ]
         events = list(stored.events) if stored is not None else []
         events += EVENTS_ADAPTER.validate_json(b"[" + b",".join(docs) + b"]")
         events.sort(key=lambda e: (e.timestamp or self.started_at, e.step_index))

@@ -24,6 +24,7 @@ from __future__ import annotations
 import atexit
 import itertools
 import logging
+import operator
 import threading
 import time
 import weakref
@@ -33,6 +34,8 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.capture.encode import (
     AGENT,
+    ENCODED,
+    ENCODED_LEN,
     EVENT_ID,
     RUN_KEY,
     SEQ,
@@ -58,6 +61,9 @@ WAKE = 4096  # queued events that start a drain before the interval is up
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
 _ANCHOR = object()  # first slot of a session queued ahead of its events
+_seq_of = operator.itemgetter(SEQ)
+_agent_of = operator.itemgetter(AGENT)
+_encoded_of = operator.itemgetter(ENCODED)
 
 # One run's events in a chunk: (session, queued tuples, position -> the id settled
 # for an event that came with its own)
@@ -167,7 +173,7 @@ class BackgroundWriter:
                 if key is _CONTROL:
                     pending = item
                     break
-                if key == last_key and item[EVENT_ID] is None:
+                if key == last_key and (len(item) == ENCODED_LEN or item[EVENT_ID] is None):
                     last[1].append(item)  # type: ignore[index]  # the same run, no caller's id
                     continue
                 last = self._add(batches, item)
@@ -200,7 +206,7 @@ class BackgroundWriter:
                 return None
             batch = batches[key] = (session, [], {})
         session = batch[0]
-        if item[EVENT_ID] is not None:  # a caller's id: unique within the run
+        if len(item) != ENCODED_LEN and item[EVENT_ID] is not None:  # a caller's id: unique
             given = event_id(item)
             if given in session.user_ids:
                 given = f"{given}#{item[SEQ]}"
@@ -208,6 +214,13 @@ class BackgroundWriter:
             batch[2][len(batch[1])] = given
         batch[1].append(item)
         return batch
+
+    def _doc(self, item: tuple[Any, ...], given_id: str | None) -> bytes:
+        """One event's JSON: as ``record`` encoded it, or by the careful path."""
+        if len(item) == ENCODED_LEN:
+            data: bytes = item[ENCODED]
+            return data
+        return event_json(item, self._limit, given_id)
 
     def _safe_rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
         """:meth:`_rows`, and should it fail, a row per event by the total path: one
@@ -220,7 +233,7 @@ class BackgroundWriter:
                 EventRow(
                     item[SEQ],
                     item[AGENT] if item[AGENT].__class__ is str else None,
-                    event_json(item, self._limit, ids.get(i)),
+                    self._doc(item, ids.get(i)),
                 )
                 for i, item in enumerate(items)
             ]
@@ -228,22 +241,32 @@ class BackgroundWriter:
     def _rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
         """The run's rows for these events: one JSON array when their sequence
         numbers follow on (as they do unless several threads record into the run at
-        once), else a row each."""
-        limit = self._limit
+        once), else a row each. Events ``record`` encoded are joined as they are
+        (loops in C: this is the writer's share of the GIL for a busy agent)."""
         first = items[0][SEQ]
-        if [item[SEQ] for item in items] == list(range(first, first + len(items))):
-            # only string names count (and only they hash: a caller may pass a list)
-            agents = {a for item in items if (a := item[AGENT]).__class__ is str and a}
-            array = batch_json(items, ids, limit)
+        n = len(items)
+        if list(map(_seq_of, items)) == list(range(first, first + n)):
+            try:
+                agents = set(map(_agent_of, items))
+            except TypeError:  # a caller passed an unhashable name
+                agents = {a for item in items if (a := item[AGENT]).__class__ is str}
+            agents = {a for a in agents if a.__class__ is str and a}
+            array: bytes | None
+            try:
+                array = b"[" + b",".join(list(map(_encoded_of, items))) + b"]"
+            except TypeError:  # some came as they were recorded: encode those here
+                array = None
+                if not any(len(item) == ENCODED_LEN for item in items):
+                    array = batch_json(items, ids, self._limit)
             if array is None:  # the careful path, event by event
-                docs = [event_json(item, limit, ids.get(i)) for i, item in enumerate(items)]
+                docs = [self._doc(item, ids.get(i)) for i, item in enumerate(items)]
                 array = b"[" + b",".join(docs) + b"]"
-            return EventBatch(first, len(items), array, agents)
+            return EventBatch(first, n, array, agents)
         return [
             EventRow(
                 item[SEQ],
                 item[AGENT] if isinstance(item[AGENT], str) else None,
-                event_json(item, limit, ids.get(i)),
+                self._doc(item, ids.get(i)),
             )
             for i, item in enumerate(items)
         ]

@@ -58,6 +58,49 @@ def test_the_batch_array_is_what_the_event_by_event_path_writes() -> None:
     assert orjson.loads(array) == one_by_one
 
 
+def test_an_event_record_encodes_itself_is_what_the_careful_path_writes(home: Path) -> None:
+    """Events with payloads to freeze are encoded by ``record`` itself; the stored
+    document must be the one the writer's careful path makes of the same event."""
+    ref = CheckpointRef(framework="f", checkpoint_id="c")
+    art = Artifact(name="s", uri="file:///s")
+    with AgentDebug(home).trace(goal="encoded") as t:
+        t.record(
+            EventType.LLM_RESPONSE,
+            agent_name="a",
+            step_index=3,
+            input=[{"role": "user", "content": "é"}],
+            output={"role": "assistant", "tool_calls": [{"id": 1}]},
+            module="m",
+            parent_id="e0",
+            duration_ms=1.5,
+            metadata={"model": "x", "usage": (1, 2)},
+            artifacts=[art],
+            checkpoint=ref,
+        )
+        t.record(EventType.AGENT_END, output={"n": 1}, duration_ms=0)
+    db = sqlite3.connect(Path(home) / "agentdebug.db")
+    stored = [row[0] for row in db.execute("SELECT data FROM events ORDER BY key")]
+    db.close()
+    assert len(stored) == 2
+    ts = [orjson.loads(doc)["timestamp"] for doc in stored]
+    first = item(
+        0,
+        type="llm.response",
+        agent="a",
+        step=3,
+        input=snapshot([{"role": "user", "content": "é"}]),
+        output=snapshot({"role": "assistant", "tool_calls": [{"id": 1}]}),
+        module="m",
+        parent="e0",
+        duration=1.5,
+        metadata=snapshot({"model": "x", "usage": (1, 2)}),
+        extra={"artifacts": [art], "checkpoint": ref},
+        ts=ts[0],
+    )
+    second = item(1, type="agent.end", step=4, output=snapshot({"n": 1}), duration=0, ts=ts[1])
+    assert stored == [event_json(first, 1 << 20), event_json(second, 1 << 20)]
+
+
 def _loop() -> list[Any]:
     loop: list[Any] = []
     loop.append(loop)

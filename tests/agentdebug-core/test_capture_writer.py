@@ -107,3 +107,27 @@ def test_the_log_stays_bounded_while_an_agent_never_pauses(
     wal = Path(f"{store.path}-wal")
     assert wal.stat().st_size < 4 * 1024 * 1024  # SQLite's default would not bound it lower
     assert len(store.load_trajectory(t.id).events) == 30_000
+
+
+def test_queued_events_hold_nothing_the_garbage_collector_must_scan(home: Path) -> None:
+    """A queued event that holds a tracked object (a session, an enum member, a
+    payload container) is rescanned by every collection the agent's own
+    allocations trigger while it waits: capture then slows the agent down in
+    proportion to its backlog. Plain values and frozen payloads leave the
+    collector's lists at its first pass."""
+    dbg = AgentDebug(home, flush_interval=60)  # nothing is drained during the test
+    with dbg.trace(goal="gc") as t:
+        t.record(EventType.TOOL_RESULT, agent_name="a", output="plain", step_index=1)
+        t.record(EventType.AGENT_START, agent_name="a", metadata={"triggers": ("x", "y")})
+        t.record(EventType.LLM_RESPONSE, input=[{"role": "user"}], output={"k": [1, 2]})
+        t.record(EventType.MESSAGE, output={1, 2})  # no JSON form as it is: kept raw
+        writer = dbg._writer
+        assert writer is not None
+        events = [item for item in writer.queue if isinstance(item[0], int)]
+        assert len(events) == 4
+        gc.collect()
+        assert [gc.is_tracked(item) for item in events[:3]] == [False, False, False]
+    stored = open_store(home).load_trajectory(t.id).events
+    assert stored[1].metadata == {"triggers": ["x", "y"]}
+    assert stored[2].output == {"k": [1, 2]}
+    assert sorted(stored[3].output) == [1, 2]

@@ -349,67 +349,69 @@ class TraceSession:
             seq = next(self._counter)
             if not self._anchored:
                 self._anchor()
-            if (
-                (input.__class__ in _CONTAINERS or output.__class__ in _CONTAINERS or metadata)
-                and error is None
-                and event_id is None
-                and (agent_name is None or agent_name.__class__ is str)
-                and (module is None or module.__class__ is str)
-                and (parent_id is None or parent_id.__class__ is str)
-                and (metadata is None or metadata.__class__ is dict)
-                and (
-                    duration_ms is None
-                    or (
-                        (duration_ms.__class__ is float or duration_ms.__class__ is int)
-                        and 0 <= duration_ms < _INF
+            if input.__class__ in _CONTAINERS or output.__class__ in _CONTAINERS or metadata:
+                if (
+                    error is None
+                    and event_id is None
+                    and (agent_name is None or agent_name.__class__ is str)
+                    and (module is None or module.__class__ is str)
+                    and (parent_id is None or parent_id.__class__ is str)
+                    and (metadata is None or metadata.__class__ is dict)
+                    and (
+                        duration_ms is None
+                        or (
+                            (duration_ms.__class__ is float or duration_ms.__class__ is int)
+                            and 0 <= duration_ms < _INF
+                        )
                     )
-                )
-            ):
-                # Payloads to freeze: they would be serialised now anyway, and then
-                # again inside the event, so the event is made here in one go (its
-                # fields in the order the writer's careful path writes them).
-                eid = f"e{seq}"
-                doc: dict[str, Any] = {
-                    "id": eid,
-                    "type": type,
-                    "step_index": step_index,
-                    "timestamp": _now(),
-                }
-                if agent_name is not None:
-                    doc["agent_name"] = agent_name
-                if module is not None:
-                    doc["module"] = module
-                if parent_id is not None:
-                    doc["parent_id"] = parent_id
-                if duration_ms is not None:
-                    doc["duration_ms"] = duration_ms
-                if input is not None:
-                    doc["input"] = input
-                if output is not None:
-                    doc["output"] = output
-                if metadata:
-                    doc["metadata"] = metadata
-                if artifacts:
-                    doc["artifacts"] = list(artifacts)
-                if checkpoint is not None:
-                    doc["checkpoint"] = checkpoint
-                try:  # as dumps_kept, inline: this is the hot path
-                    data: bytes | None = _memoryview(_orjson_dumps(doc, default=to_json)).tobytes()
-                except Exception:  # no JSON form, or keys to coerce: the careful path
-                    data = None
-                if data is not None and len(data) <= self._limit:
-                    if type is EventType.FINAL_ANSWER:
-                        self._final_answer = snapshot(output)
-                    self._sink((self._key, seq, data, agent_name))
-                    return eid
+                ):
+                    # Payloads to freeze: they would be serialised now anyway, and then
+                    # again inside the event, so the event is made here in one go (its
+                    # fields in the order the writer's careful path writes them).
+                    eid = f"e{seq}"
+                    doc: dict[str, Any] = {
+                        "id": eid,
+                        "type": type,
+                        "step_index": step_index,
+                        "timestamp": _now(),
+                    }
+                    if agent_name is not None:
+                        doc["agent_name"] = agent_name
+                    if module is not None:
+                        doc["module"] = module
+                    if parent_id is not None:
+                        doc["parent_id"] = parent_id
+                    if duration_ms is not None:
+                        doc["duration_ms"] = duration_ms
+                    if input is not None:
+                        doc["input"] = input
+                    if output is not None:
+                        doc["output"] = output
+                    if metadata:
+                        doc["metadata"] = metadata
+                    if artifacts:
+                        doc["artifacts"] = list(artifacts)
+                    if checkpoint is not None:
+                        doc["checkpoint"] = checkpoint
+                    try:  # as dumps_kept, inline: this is the hot path
+                        data: bytes | None = _memoryview(
+                            _orjson_dumps(doc, default=to_json)
+                        ).tobytes()
+                    except Exception:  # no JSON form, or keys to coerce: the careful path
+                        data = None
+                    if data is not None and len(data) <= self._limit:
+                        if type is EventType.FINAL_ANSWER:
+                            self._final_answer = snapshot(output)
+                        self._sink((self._key, seq, data, agent_name))
+                        return eid
+                if input.__class__ in _CONTAINERS:
+                    input = snapshot(input)
+                if output.__class__ in _CONTAINERS:
+                    output = snapshot(output)
+                if metadata.__class__ is dict:
+                    metadata = snapshot(metadata) if metadata else None
             if error is not None:
                 self._n_errors += 1
-            if input.__class__ in _CONTAINERS:
-                input = snapshot(input)
-            if output.__class__ in _CONTAINERS:
-                output = snapshot(output)
-            if metadata.__class__ is dict:
-                metadata = snapshot(metadata) if metadata else None
             if type is EventType.FINAL_ANSWER:
                 self._final_answer = output
             extra = None
@@ -419,7 +421,7 @@ class TraceSession:
                 (
                     self._key,
                     seq,
-                    type,
+                    type._value_,  # the str: a member is tracked by the GC, its value not
                     agent_name,
                     step_index,
                     input,

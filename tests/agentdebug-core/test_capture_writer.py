@@ -4,15 +4,19 @@ long a session lives, and when the store folds its write-ahead log into the file
 from __future__ import annotations
 
 import gc
+import logging
 import shutil
 import sqlite3
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug.store import open_store
 from agentdebug.store import wal as wal_module
+from agentdebug.store.jsonl import JSONLStore
 from agentdebug.store.sqlite import SQLiteStore
 
 
@@ -93,20 +97,39 @@ def test_the_log_is_folded_into_the_database_file_once_the_writer_is_idle(
 def test_the_log_stays_bounded_while_an_agent_never_pauses(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wal_module, "WAL_MAX", 256 * 1024)
+    monkeypatch.setattr(wal_module, "WAL_MAX_PAGES", 64)  # 256 KiB
+    monkeypatch.setattr(wal_module, "WAL_FILE_LIMIT", 256 * 1024)
     monkeypatch.setattr(wal_module, "WAL_IDLE", 1 << 40)  # no idle checkpoints here
     dbg = AgentDebug(home, flush_interval=0.01)
     payload = "x" * 200
     with dbg.trace(goal="long") as t:
         for i in range(30_000):  # about 8 MB of events
             t.record(EventType.TOOL_RESULT, agent_name="a", output=payload, step_index=i)
-            if i % 5000 == 0:
-                time.sleep(0.02)
+            if i % 1000 == 0:
+                time.sleep(0.02)  # let the writer take them in small transactions
     store = dbg.store
     assert isinstance(store, SQLiteStore)
     wal = Path(f"{store.path}-wal")
-    assert wal.stat().st_size < 4 * 1024 * 1024  # SQLite's default would not bound it lower
+    assert wal.stat().st_size < 2 * 1024 * 1024
     assert len(store.load_trajectory(t.id).events) == 30_000
+
+
+def test_reports_alone_do_not_grow_the_log_without_bound(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wal_module, "WAL_MAX_PAGES", 64)
+    monkeypatch.setattr(wal_module, "WAL_FILE_LIMIT", 256 * 1024)
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="reports") as t:
+        t.record(EventType.ERROR, error="boom")
+    store = dbg.store
+    assert isinstance(store, SQLiteStore)
+    report = t.analyze()
+    big = report.model_copy(update={"summary": "y" * 20_000})
+    for i in range(300):  # about 6 MB of reports, no capture writer involved
+        store.save_report(big.model_copy(update={"id": f"r{i}"}))
+    assert Path(f"{store.path}-wal").stat().st_size < 2 * 1024 * 1024
+    assert len(store.load_reports(t.id)) >= 300
 
 
 def test_queued_events_hold_nothing_the_garbage_collector_must_scan(home: Path) -> None:
@@ -131,3 +154,103 @@ def test_queued_events_hold_nothing_the_garbage_collector_must_scan(home: Path) 
     assert stored[1].metadata == {"triggers": ["x", "y"]}
     assert stored[2].output == {"k": [1, 2]}
     assert sorted(stored[3].output) == [1, 2]
+
+
+def test_a_run_recording_after_the_debugger_closed_keeps_its_events(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    dbg = AgentDebug(home)
+    t = dbg.trace(goal="outlives its debugger")
+    t.record(EventType.PLAN, output="before")
+    dbg.close()
+    t.record(EventType.MESSAGE, output="after")  # nothing is left to write it ...
+    t.close()
+    # ... so it is kept in memory, and said so, not queued for a thread that is gone
+    assert [e.output for e in t.trajectory().events] == ["before", "after"]
+    assert t.store_failed
+    assert any("kept in memory" in r.getMessage() for r in caplog.records)
+
+
+def test_a_store_without_an_idle_hook_is_written_without_complaint(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    class MinimalStore:  # a user's store, written to the protocol's older shape
+        def __init__(self) -> None:
+            self.inner = JSONLStore(tmp_path / "runs.jsonl")
+            self.location = "minimal"
+
+        def begin_run(self, header: Any) -> None:
+            self.inner.begin_run(header)
+
+        def append_events(self, run_id: str, rows: Any) -> None:
+            self.inner.append_events(run_id, rows)
+
+        def finish_run(self, *args: Any) -> None:
+            self.inner.finish_run(*args)
+
+        def load_trajectory(self, run_id: str) -> Any:
+            return self.inner.load_trajectory(run_id)
+
+        def close(self) -> None:
+            self.inner.close()
+
+    store = MinimalStore()
+    dbg = AgentDebug(store, flush_interval=0.02)  # type: ignore[arg-type]
+    with dbg.trace(goal="minimal") as t:
+        for burst in range(3):
+            t.record(EventType.PLAN, output=f"burst {burst}")
+            time.sleep(0.1)  # the writer has idle moments in between
+    assert len(store.load_trajectory(t.id).events) == 3
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+def test_an_event_whose_recording_spans_two_drains_is_kept(home: Path) -> None:
+    """The anchor that keeps an unclosed session alive is queued just before its
+    event, not before the event is encoded: encoding can run arbitrary code (a
+    payload's ``repr``) and take any time, drains included."""
+    dbg = AgentDebug(home, flush_interval=60)
+    entered, go = threading.Event(), threading.Event()
+
+    class Slow:
+        def __repr__(self) -> str:  # orjson falls back to it
+            entered.set()
+            go.wait(5)
+            return "slow"
+
+    holder = {"s": dbg.trace(goal="race")}
+    run_id = holder["s"].id
+    holder["s"].record(EventType.PLAN, output="first")
+    dbg.flush()
+    dbg.flush()
+
+    def worker() -> None:
+        holder.pop("s").record(EventType.TOOL_CALL, input={"x": Slow()}, output="second")
+
+    th = threading.Thread(target=worker)
+    th.start()
+    assert entered.wait(5)
+    dbg.flush()
+    dbg.flush()
+    go.set()
+    th.join()
+    gc.collect()
+    dbg.flush()
+    events = open_store(home).load_trajectory(run_id).events
+    assert [e.output for e in events] == ["first", "second"]
+
+
+def test_a_run_let_go_without_closing_stops_counting_as_open(home: Path) -> None:
+    """While a run is open the writer looks at its queue every 10 ms; a run the
+    agent dropped without closing must not keep it doing so for good."""
+    dbg = AgentDebug(home)
+    t = dbg.trace(goal="dropped")
+    t.record(EventType.PLAN, output="x")
+    closed = dbg.trace(goal="closed")
+    closed.close()
+    writer = dbg._writer
+    assert writer is not None and writer._open == 1
+    del t
+    for _ in range(3):  # its queued events written; the writer holds it no longer
+        dbg.flush()
+    gc.collect()
+    assert writer._open == 0

@@ -256,7 +256,8 @@ class TraceSession:
         if self._writer is not None:
             header = self._header(Outcome(status=OutcomeStatus.RUNNING))
             store = self._writer.store
-            self._writer.control(self, lambda: store.begin_run(header), opens=1)
+            self._writer.control(self, lambda: store.begin_run(header))
+            self._open_token = self._writer.opened(self)
 
     # -- context management ------------------------------------------------------
 
@@ -347,9 +348,11 @@ class TraceSession:
             if step_index > self._last_step:
                 self._last_step = step_index
             seq = next(self._counter)
-            if not self._anchored:
-                self._anchor()
-            if input.__class__ in _CONTAINERS or output.__class__ in _CONTAINERS or metadata:
+            if (
+                input.__class__ in _CONTAINERS
+                or output.__class__ in _CONTAINERS
+                or (metadata.__class__ is dict and metadata)  # a dict's truth never raises
+            ):
                 if (
                     error is None
                     and event_id is None
@@ -402,6 +405,8 @@ class TraceSession:
                     if data is not None and len(data) <= self._limit:
                         if type is EventType.FINAL_ANSWER:
                             self._final_answer = snapshot(output)
+                        if not self._anchored:  # just before queueing: see _key
+                            self._anchor()
                         self._sink((self._key, seq, data, agent_name))
                         return eid
                 if input.__class__ in _CONTAINERS:
@@ -417,6 +422,8 @@ class TraceSession:
             extra = None
             if artifacts or checkpoint is not None:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
+            if not self._anchored:
+                self._anchor()
             self._sink(
                 (
                     self._key,
@@ -458,28 +465,27 @@ class TraceSession:
                 self._n_errors += 1
             if event.type is EventType.FINAL_ANSWER:
                 self._final_answer = event.output
-            seq = next(self._counter)
-            if not self._anchored:
-                self._anchor()
-            self._sink(
-                (
-                    self._key,
-                    seq,
-                    event.type.value,
-                    event.agent_name,
-                    event.step_index,
-                    snapshot(event.input),
-                    snapshot(event.output),
-                    event.error,
-                    event.module,
-                    event.parent_id,
-                    event.duration_ms,
-                    {**event.metadata, **metadata} if metadata else event.metadata or None,
-                    extra,
-                    event.id,
-                    event.timestamp.timestamp() if event.timestamp else _now(),
-                )
+            merged = {**event.metadata, **metadata} if metadata else event.metadata
+            item = (
+                self._key,
+                next(self._counter),
+                event.type.value,
+                event.agent_name,
+                event.step_index,
+                snapshot(event.input),
+                snapshot(event.output),
+                event.error,
+                event.module,
+                event.parent_id,
+                event.duration_ms,
+                snapshot(merged) if merged else None,
+                extra,
+                event.id,
+                event.timestamp.timestamp() if event.timestamp else _now(),
             )
+            if not self._anchored:  # just before queueing: see _key
+                self._anchor()
+            self._sink(item)
             return event.id
         except Exception:
             log.exception("agentdebug: an event could not be copied")
@@ -578,9 +584,8 @@ class TraceSession:
         try:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
-                self._writer.control(
-                    self, lambda: store.finish_run(self.id, outcome, ended), opens=-1
-                )
+                self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
+                self._writer.ended(self._open_token)
                 self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)

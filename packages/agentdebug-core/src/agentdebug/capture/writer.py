@@ -91,6 +91,7 @@ class BackgroundWriter:
         )
         self._keys = itertools.count(1)
         self._held: list[TraceSession] = []
+        self._held_before: list[TraceSession] = []
         self._lost = 0  # events whose session was gone (logged once)
         self._lock_open = threading.Lock()
         self._limit = max_event_bytes()
@@ -99,6 +100,7 @@ class BackgroundWriter:
         self._ready = threading.Condition(threading.Lock())
         self._submitted = 0
         self._done = 0
+        self._store_running = True
         self._thread = threading.Thread(target=self._loop, name="agentdebug-writer", daemon=True)
         self._store_thread = threading.Thread(
             target=self._store_loop, name="agentdebug-store", daemon=True
@@ -118,16 +120,28 @@ class BackgroundWriter:
         until they are written, even if the agent lets go of it first."""
         self.queue.append((_ANCHOR, session))
 
-    def control(self, session: TraceSession, action: Callable[[], None], opens: int = 0) -> None:
-        """Queue a store call in order with the events: a run's start (``opens=1``),
-        its end (``opens=-1``) or anything else. While a run is open the thread
-        looks at the queue every ``POLL`` seconds (it cannot be woken by
-        ``record``, which must stay cheap); with none open it sleeps ``interval``."""
+    def control(self, session: TraceSession, action: Callable[[], None]) -> None:
+        """Queue a store call (a run's start or end) in order with the events."""
         self.queue.append((_CONTROL, session, action))
-        if opens:
-            with self._lock_open:
-                self._open += opens
         self._wake.set()
+
+    def opened(self, session: TraceSession) -> list[bool]:
+        """Count a run as open until :meth:`ended` is called with the token this
+        returns, or the session is garbage collected without being closed. While
+        a run is open the thread looks at the queue every ``POLL`` seconds (it
+        cannot be woken by ``record``, which must stay cheap); with none open it
+        sleeps ``interval``."""
+        token = [True]
+        with self._lock_open:
+            self._open += 1
+        weakref.finalize(session, self.ended, token)
+        return token
+
+    def ended(self, token: list[bool]) -> None:
+        with self._lock_open:
+            if token[0]:
+                token[0] = False
+                self._open -= 1
 
     # -- the drain -----------------------------------------------------------------
 
@@ -137,7 +151,7 @@ class BackgroundWriter:
             self._drain_locked()
             target = self._submitted
         with self._ready:
-            while self._done < target and self._store_thread.is_alive():
+            while self._done < target and self._store_running:
                 self._ready.wait(1.0)
 
     def _drain_locked(self) -> None:
@@ -190,9 +204,9 @@ class BackgroundWriter:
                 waiting = 0
         if jobs:
             self._submit(jobs)
-        # sessions anchored in this drain stay alive through the next one: an event
-        # recorded while its anchor was being taken may come in the next drain
-        self._held = held
+        # sessions anchored in this drain stay alive through the next two: an event
+        # recorded while its anchor was being taken may come a drain later
+        self._held_before, self._held = self._held, held
 
     def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch | None:
         key = item[RUN_KEY]
@@ -276,13 +290,20 @@ class BackgroundWriter:
     def _submit(self, jobs: list[_Job]) -> None:
         """Hand encoded jobs to the store thread and go on encoding: SQLite works
         without the GIL, so the next chunk is encoded while this one is written.
-        Waits while ``AHEAD`` submissions are still unwritten (memory stays bounded)."""
+        Waits while ``AHEAD`` submissions are still unwritten (memory stays bounded).
+        Once the store thread has stopped (the writer was closed, and a run goes on
+        recording), the jobs are written here, so nothing waits for a thread that
+        is gone, and a failing store still ends in the session's spill."""
         with self._ready:
-            while self._submitted - self._done >= AHEAD and self._store_thread.is_alive():
-                self._ready.wait(1.0)
-            self._jobs.append(jobs)
-            self._submitted += 1
-            self._ready.notify_all()
+            if self._store_running:
+                while self._submitted - self._done >= AHEAD and self._store_running:
+                    self._ready.wait(1.0)
+                if self._store_running:
+                    self._jobs.append(jobs)
+                    self._submitted += 1
+                    self._ready.notify_all()
+                    return
+        self._run(jobs)  # the store thread wrote all it was given before it stopped
 
     def _store_loop(self) -> None:
         """The store thread: write submitted jobs in the order they came, all that
@@ -294,6 +315,8 @@ class BackgroundWriter:
             with self._ready:
                 while not jobs_queue:
                     if self._stopped:
+                        self._store_running = False  # decided under the lock: _submit sees it
+                        self._ready.notify_all()
                         return
                     self._ready.wait()
                 taken = len(jobs_queue)
@@ -390,7 +413,9 @@ class BackgroundWriter:
                     due = time.monotonic() + self.interval
                 elif self._wrote and not queue and time.monotonic() >= due:
                     self._wrote = False  # a whole interval with nothing to write
-                    self.store.idle()
+                    idle = getattr(self.store, "idle", None)  # a user's store may lack it
+                    if idle is not None:
+                        idle()
             except Exception:  # the thread must survive anything
                 log.exception("agentdebug writer failed")
                 due = time.monotonic() + self.interval

@@ -36,11 +36,6 @@ EVENTS_ADAPTER: TypeAdapter[list[AgentEvent]] = TypeAdapter(
 )
 
 
-# A run loaded from JSON longer than this (some thousands of events) goes straight
-# to the collector's oldest generation (see agentdebug.gcutil).
-PROMOTE_BYTES = 1 << 20
-
-
 class EventRow(NamedTuple):
     """One event on its way into a store: its position, its agent, its JSON document.
 
@@ -176,7 +171,7 @@ def assemble(header: bytes, event_docs: Sequence[bytes] | bytes) -> AgentTraject
     """A trajectory from its stored header and its events' JSON (one document each,
     or all of them as one JSON array), in one validation pass."""
     array = event_docs if isinstance(event_docs, bytes) else b"[" + b",".join(event_docs) + b"]"
-    with gc_paused(promote=len(array) > PROMOTE_BYTES):
+    with gc_paused():
         events = EVENTS_ADAPTER.validate_json(array)
     head: dict[str, Any] = orjson.loads(header)
     head["events"] = events

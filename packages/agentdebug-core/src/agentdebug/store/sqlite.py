@@ -280,7 +280,7 @@ class SQLiteStore:
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
-            self._wal.wrote(self._db, nbytes)
+            self._wal.wrote(nbytes)
 
     def idle(self) -> None:
         """Nothing is being written: fold the write-ahead log into the file if
@@ -342,7 +342,7 @@ class SQLiteStore:
                 self._db.execute(_RUN_START, args)  # one statement, its own transaction
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
-            self._wal.wrote(self._db, len(args[-1]))
+            self._wal.wrote(len(args[-1]))
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
         if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):
@@ -383,7 +383,7 @@ class SQLiteStore:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
-            self._wal.wrote(self._db, len(batch.array))
+            self._wal.wrote(len(batch.array))
         return True
 
     def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:

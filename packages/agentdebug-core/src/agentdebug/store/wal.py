@@ -6,13 +6,15 @@ both, while it writes. For capture that thread is the background writer, and a
 fast agent's run passes 1,000 pages every few thousand events, so most of a run's
 write time went to copying pages that were already durable in the log.
 
-The store turns that off (``wal_autocheckpoint=0``) and checkpoints itself:
+So the store checkpoints:
 
-- when the log has taken :data:`WAL_MAX` bytes since the last checkpoint, in line
-  (so the log stays bounded however long an agent writes without a pause);
-- when the writer is idle and at least :data:`WAL_IDLE` bytes wait, on a
-  connection of its own, so readers (loading a run, listing runs) are not held
-  behind it.
+- when the writer is idle and at least :data:`WAL_IDLE` bytes were written since
+  the last checkpoint, on a connection of its own, so that readers (loading a
+  run, listing runs) are not held behind it;
+- and, as SQLite does, inside a commit, but only once the log holds
+  :data:`WAL_MAX_PAGES` pages (SQLite counts them itself, so the log stays bounded
+  whatever writes it: a long burst of capture, reports, imports); after such a
+  checkpoint the log file is cut back to :data:`WAL_FILE_LIMIT` bytes.
 
 A commit is durable in the log either way; a checkpoint only moves pages, and one
 that is interrupted (the process exits) is finished by the next connection.
@@ -29,12 +31,13 @@ from pathlib import Path
 log = logging.getLogger("agentdebug.store")
 
 WAL_IDLE = 4 * 1024 * 1024  # about SQLite's own 1,000 pages
-WAL_MAX = 64 * 1024 * 1024
+WAL_MAX_PAGES = 16384  # 64 MiB of 4 KiB pages
+WAL_FILE_LIMIT = 64 * 1024 * 1024
 MIN_WRITE = 4096  # what any committed transaction adds at least (one page)
 
 
 class WalKeeper:
-    """Counts what a store's connection writes and checkpoints its log."""
+    """Counts what a store's connection writes and checkpoints its log when idle."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -45,15 +48,13 @@ class WalKeeper:
 
     @staticmethod
     def configure(db: sqlite3.Connection) -> None:
-        """Turn SQLite's in-commit checkpoints off on the store's connection."""
-        db.execute("PRAGMA wal_autocheckpoint=0")
+        """SQLite's in-commit checkpoints only as a backstop, on a connection."""
+        db.execute(f"PRAGMA wal_autocheckpoint={int(WAL_MAX_PAGES)}")
+        db.execute(f"PRAGMA journal_size_limit={int(WAL_FILE_LIMIT)}")
 
-    def wrote(self, db: sqlite3.Connection, nbytes: int) -> None:
-        """After a commit on ``db`` (under the store's lock): checkpoint in line
-        once the log is past :data:`WAL_MAX`."""
+    def wrote(self, nbytes: int) -> None:
+        """After a commit: about ``nbytes`` more wait in the log."""
         self.pending += max(nbytes, MIN_WRITE)
-        if self.pending >= WAL_MAX:
-            self._checkpoint(db)
 
     def idle(self) -> None:
         """The writer has nothing queued: checkpoint if enough is waiting."""
@@ -62,21 +63,18 @@ class WalKeeper:
         with self._lock:
             if self._closed:
                 return
-            if self._own is None:
-                self._own = sqlite3.connect(
-                    self.path, check_same_thread=False, isolation_level=None, timeout=5
-                )
-                self.configure(self._own)
-            self._checkpoint(self._own)
-
-    def _checkpoint(self, db: sqlite3.Connection) -> None:
-        try:
-            busy, frames, done = db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        except sqlite3.DatabaseError as exc:  # the next write or idle moment tries again
-            log.warning("agentdebug: checkpoint of %s failed: %s", self.path, exc)
-            return
-        if not busy and frames == done:
-            self.pending = 0
+            try:
+                if self._own is None:
+                    self._own = sqlite3.connect(
+                        self.path, check_same_thread=False, isolation_level=None, timeout=5
+                    )
+                    self.configure(self._own)
+                busy, frames, done = self._own.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+            except sqlite3.DatabaseError as exc:  # the next idle moment tries again
+                log.warning("agentdebug: checkpoint of %s failed: %s", self.path, exc)
+                return
+            if not busy and frames == done:
+                self.pending = 0
 
     def close(self) -> None:
         with self._lock:

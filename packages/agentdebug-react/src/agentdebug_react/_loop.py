@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, cast, overload
 
 from agentdebug.capture.auto import ReportCallback
-from agentdebug.capture.session import AgentDebug
+from agentdebug.capture.debugger import AgentDebug
 from agentdebug.recover import Manual
 from agentdebug.rerun.score import reference_in
 from agentdebug.schema import AgentInfo

@@ -23,7 +23,7 @@ import sys
 import threading
 from typing import Any
 
-from agentdebug.capture.session import AgentDebug
+from agentdebug.capture.debugger import AgentDebug
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, RerunRequest

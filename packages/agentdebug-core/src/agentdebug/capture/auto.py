@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentdebug.capture.session import AgentDebug
+from agentdebug.capture.debugger import AgentDebug
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
 
 log = logging.getLogger("agentdebug.auto")

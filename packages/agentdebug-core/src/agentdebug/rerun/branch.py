@@ -12,7 +12,8 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from agentdebug.capture.session import AgentDebug, TraceSession
+from agentdebug.capture.debugger import AgentDebug
+from agentdebug.capture.session import TraceSession
 from agentdebug.schema import AgentEvent, AgentTrajectory, RerunRequest
 
 _debuggers: dict[str, AgentDebug] = {}

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from agentdebug.capture.auto import configured_attributor
-from agentdebug.capture.session import AgentDebug
+from agentdebug.capture.debugger import AgentDebug
 from agentdebug.errors import AgentDebugError
 from agentdebug.llm import LLMError
 from agentdebug.plugins import Registry, get_registry

@@ -1,0 +1,146 @@
+"""``AgentDebug``: the entry point that opens the store and hands out sessions.
+
+It owns the store (opened on first use) and the one background writer that all
+its sessions share; a session (:mod:`agentdebug.capture.session`) is the run
+being recorded.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from agentdebug.capture.encode import jsonable
+from agentdebug.capture.session import TraceSession, new_run_id, text_or_none
+from agentdebug.capture.writer import BackgroundWriter
+from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
+from agentdebug.store import TraceStore, open_store
+
+log = logging.getLogger("agentdebug.capture")
+
+
+class AgentDebug:
+    """Entry point: opens the store lazily and hands out trace sessions.
+
+    ``store`` is a store object, a path (see :func:`agentdebug.store.open_store`)
+    or None for ``$AGENTDEBUG_HOME`` / ``./.agentdebug``.
+    """
+
+    def __init__(
+        self,
+        store: TraceStore | str | Path | None = None,
+        *,
+        attributor: str = "heuristic",
+        flush_interval: float = 0.1,
+    ) -> None:
+        self._store_arg = store
+        self._store: TraceStore | None = (
+            store if not isinstance(store, (str, Path, type(None))) else None
+        )
+        self._writer: BackgroundWriter | None = None
+        self._lock = threading.Lock()
+        self._store_error: str | None = None
+        self.attributor = attributor
+        self.flush_interval = flush_interval
+
+    @property
+    def store(self) -> TraceStore | None:
+        """The store, opened on first use; None (with the reason logged) if it cannot open."""
+        if self._store is None and self._store_error is None:
+            with self._lock:
+                if self._store is None and self._store_error is None:
+                    try:
+                        self._store = open_store(self._store_arg)  # type: ignore[arg-type]
+                    except Exception as exc:
+                        self._store_error = str(exc)
+                        log.error(
+                            "agentdebug: cannot open the store (%s); runs stay in memory", exc
+                        )
+        return self._store
+
+    def _writer_for_capture(self) -> BackgroundWriter | None:
+        if self._writer is None:
+            store = self.store
+            if store is None:
+                return None
+            with self._lock:
+                if self._writer is None:
+                    self._writer = BackgroundWriter(store, interval=self.flush_interval)
+        return self._writer
+
+    def trace(
+        self,
+        goal: str | None = None,
+        *,
+        framework: str | None = None,
+        run_id: str | None = None,
+        agents: Sequence[AgentInfo | str] = (),
+        reference_answer: str | None = None,
+        parent_id: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        branch_from_event_id: str | None = None,
+    ) -> TraceSession:
+        """A new run to record into; use it as a context manager. Never raises: a
+        value of the wrong type is coerced (its text), and logged."""
+        return TraceSession(
+            self,
+            goal=text_or_none(goal, "goal"),
+            framework=text_or_none(framework, "framework"),
+            run_id=text_or_none(run_id, "run_id") or new_run_id(),
+            agents=[_agent(a) for a in (agents or ())],
+            reference_answer=text_or_none(reference_answer, "reference_answer"),
+            parent_id=text_or_none(parent_id, "parent_id"),
+            branch_from_event_id=text_or_none(branch_from_event_id, "branch_from_event_id"),
+            metadata=jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata),
+        )
+
+    def diagnose(
+        self, trajectory: AgentTrajectory, *, attributor: str | None = None, **options: Any
+    ) -> DiagnosticReport:
+        """Diagnose a trajectory and keep the report in the store (if there is one).
+
+        ``options`` are those of :func:`agentdebug.diagnose.diagnose` (settings,
+        budget, judge, with_reference, no_fallback)."""
+        from agentdebug.diagnose import diagnose
+
+        report = diagnose(trajectory, attributor=attributor or self.attributor, **options)
+        store = self.store
+        if store is not None:
+            try:
+                store.save_report(report)
+            except Exception as exc:
+                log.error("agentdebug: report %s not stored: %s", report.id, exc)
+        return report
+
+    def flush(self) -> None:
+        if self._writer is not None:
+            self._writer.flush()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+        if self._store is not None:
+            self._store.close()
+            self._store = None
+
+
+def _agent(value: Any) -> AgentInfo:
+    try:
+        if isinstance(value, AgentInfo):
+            return value
+        if isinstance(value, dict):
+            return AgentInfo.model_validate(value)
+    except Exception as exc:
+        log.warning("agentdebug: agent %r not understood (%s); its text is used", value, exc)
+    return AgentInfo(name=str(value.get("name", value)) if isinstance(value, dict) else str(value))
+
+
+def _wrapped(metadata: Any) -> dict[str, Any]:
+    if metadata is None:
+        return {}
+    log.warning("agentdebug: metadata should be a dict, got %s", type(metadata).__name__)
+    return {"value": jsonable(metadata)}

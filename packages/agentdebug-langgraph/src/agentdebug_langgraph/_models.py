@@ -123,17 +123,7 @@ class ModelAndToolEvents(CaptureBase):
                 if token_usage:
                     meta["usage"] = dict(token_usage)
             run = rec.run
-            event_id = run.session.record(
-                EventType.LLM_RESPONSE,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                input=self._prompt(rec, prompt, meta),
-                output=output,
-                parent_id=rec.event_id,
-                module="langchain.chat_model",
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta,
-            )
+            event_id = self._record_response(rec, prompt, started, meta, output=output)
             if msg is not None and msg.type == "ai":
                 calls = msg.tool_calls
                 if calls:
@@ -152,19 +142,33 @@ class ModelAndToolEvents(CaptureBase):
                 return
             rec, prompt, started, model = call
             meta: dict[str, Any] = {"model": model} if model else {}
-            rec.run.session.record(
-                EventType.LLM_RESPONSE,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                input=self._prompt(rec, prompt, meta),
-                error=error,
-                parent_id=rec.event_id,
-                module="langchain.chat_model",
-                duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata=meta,
-            )
+            self._record_response(rec, prompt, started, meta, error=error)
         except Exception:
             self._failed("on_llm_error")
+
+    def _record_response(
+        self,
+        rec: NodeRun,
+        prompt: list[Any],
+        started: float,
+        meta: dict[str, Any],
+        *,
+        output: Any = None,
+        error: BaseException | None = None,
+    ) -> str | None:
+        """The model call's one event: its new prompt, and its answer or error."""
+        return rec.run.session.record(
+            EventType.LLM_RESPONSE,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            input=self._prompt(rec, prompt, meta),
+            output=output,
+            error=error,
+            parent_id=rec.event_id,
+            module="langchain.chat_model",
+            duration_ms=(time.perf_counter() - started) * 1000.0,
+            metadata=meta,
+        )
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -61,8 +61,8 @@ ENCODED_LEN = 4
 Snapshot = orjson.Fragment
 
 
-def _to_jsonable(value: Any) -> Any:
-    """orjson's fallback for objects it does not know."""
+def to_json(value: Any) -> Any:
+    """orjson's ``default``: the JSON form of objects it does not know."""
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
     if isinstance(value, (set, frozenset, tuple)):
@@ -74,18 +74,15 @@ def _to_jsonable(value: Any) -> Any:
     return repr(value)
 
 
-to_json = _to_jsonable  # orjson's ``default`` for what it does not know
-
-
 def dumps(value: Any) -> bytes:
     """``value`` as JSON; dict keys that are not strings become strings.
 
     orjson serialises about twice as fast without ``OPT_NON_STR_KEYS``, and keys
     that are not strings are rare, so that option is used only when it is needed."""
     try:
-        return orjson.dumps(value, default=_to_jsonable)
+        return orjson.dumps(value, default=to_json)
     except orjson.JSONEncodeError:
-        return orjson.dumps(value, default=_to_jsonable, option=_OPTIONS)
+        return orjson.dumps(value, default=to_json, option=_OPTIONS)
 
 
 def dumps_kept(value: Any) -> bytes:

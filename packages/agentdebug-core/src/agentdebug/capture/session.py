@@ -56,8 +56,6 @@ _EVENT_TYPES = {t.value: t for t in EventType}
 _CONTAINERS = frozenset({dict, list})
 _now = time.time
 _INF = math.inf
-_memoryview = memoryview
-_orjson_dumps = orjson.dumps
 
 
 def current_session() -> TraceSession | None:
@@ -273,8 +271,8 @@ class TraceSession:
                     if checkpoint is not None:
                         doc["checkpoint"] = checkpoint
                     try:  # as dumps_kept, inline: this is the hot path
-                        data: bytes | None = _memoryview(
-                            _orjson_dumps(doc, default=to_json)
+                        data: bytes | None = memoryview(
+                            orjson.dumps(doc, default=to_json)
                         ).tobytes()
                     except Exception:  # no JSON form, or keys to coerce: the careful path
                         data = None

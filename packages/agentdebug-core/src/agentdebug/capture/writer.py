@@ -295,14 +295,13 @@ class BackgroundWriter:
         recording), the jobs are written here, so nothing waits for a thread that
         is gone, and a failing store still ends in the session's spill."""
         with self._ready:
+            while self._store_running and self._submitted - self._done >= AHEAD:
+                self._ready.wait(1.0)
             if self._store_running:
-                while self._submitted - self._done >= AHEAD and self._store_running:
-                    self._ready.wait(1.0)
-                if self._store_running:
-                    self._jobs.append(jobs)
-                    self._submitted += 1
-                    self._ready.notify_all()
-                    return
+                self._jobs.append(jobs)
+                self._submitted += 1
+                self._ready.notify_all()
+                return
         self._run(jobs)  # the store thread wrote all it was given before it stopped
 
     def _store_loop(self) -> None:

@@ -185,6 +185,19 @@ _CONCAT_EVENTS = (
 )
 
 
+def _run_columns(header: AgentTrajectory) -> tuple[Any, ...]:
+    """A run's row from its header: id, goal, framework, status, start, end, parent."""
+    return (
+        header.id,
+        header.goal,
+        header.framework,
+        header.outcome.status.value,
+        _ts(header.started_at),
+        _ts(header.ended_at),
+        header.parent_id,
+    )
+
+
 def _has_json_each(db: sqlite3.Connection) -> bool:
     """Whether this SQLite has JSON1's ``json_each`` (builds before 3.38 may lack
     it; the batch trigger is created either way, and fails only when it runs)."""
@@ -299,17 +312,7 @@ class SQLiteStore:
             " status=excluded.status, started_at=excluded.started_at, ended_at=excluded.ended_at,"
             " parent_id=excluded.parent_id, header=excluded.header"
             + (", n_events=excluded.n_events" if n_events is not None else ""),
-            (
-                header.id,
-                header.goal,
-                header.framework,
-                header.outcome.status.value,
-                _ts(header.started_at),
-                _ts(header.ended_at),
-                header.parent_id,
-                n_events or 0,
-                header_json(header),
-            ),
+            (*_run_columns(header), n_events or 0, header_json(header)),
         )
         num = int(db.execute("SELECT num FROM runs WHERE id=?", (header.id,)).fetchone()[0])
         self._nums[header.id] = num
@@ -327,16 +330,7 @@ class SQLiteStore:
     def begin_run(self, header: AgentTrajectory) -> None:
         """Start a run; a run id used before starts afresh (its old events go)."""
 
-        args = (
-            header.id,
-            header.goal,
-            header.framework,
-            header.outcome.status.value,
-            _ts(header.started_at),
-            _ts(header.ended_at),
-            header.parent_id,
-            header_json(header),
-        )
+        args = (*_run_columns(header), header_json(header))
         with self._lock:
             try:
                 self._db.execute(_RUN_START, args)  # one statement, its own transaction

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, EventType
+from agentdebug.capture import writer as writer_module
 from agentdebug.store import open_store
 from agentdebug.store import wal as wal_module
 from agentdebug.store.jsonl import JSONLStore
@@ -97,7 +98,7 @@ def test_the_log_is_folded_into_the_database_file_once_the_writer_is_idle(
 def test_the_log_stays_bounded_while_an_agent_never_pauses(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wal_module, "WAL_MAX_PAGES", 64)  # 256 KiB
+    monkeypatch.setattr(wal_module, "WAL_MAX_BYTES", 256 * 1024)
     monkeypatch.setattr(wal_module, "WAL_FILE_LIMIT", 256 * 1024)
     monkeypatch.setattr(wal_module, "WAL_IDLE", 1 << 40)  # no idle checkpoints here
     dbg = AgentDebug(home, flush_interval=0.01)
@@ -117,7 +118,7 @@ def test_the_log_stays_bounded_while_an_agent_never_pauses(
 def test_reports_alone_do_not_grow_the_log_without_bound(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(wal_module, "WAL_MAX_PAGES", 64)
+    monkeypatch.setattr(wal_module, "WAL_MAX_BYTES", 256 * 1024)
     monkeypatch.setattr(wal_module, "WAL_FILE_LIMIT", 256 * 1024)
     dbg = AgentDebug(home)
     with dbg.trace(goal="reports") as t:
@@ -239,18 +240,64 @@ def test_an_event_whose_recording_spans_two_drains_is_kept(home: Path) -> None:
     assert [e.output for e in events] == ["first", "second"]
 
 
-def test_a_run_let_go_without_closing_stops_counting_as_open(home: Path) -> None:
-    """While a run is open the writer looks at its queue every 10 ms; a run the
-    agent dropped without closing must not keep it doing so for good."""
-    dbg = AgentDebug(home)
-    t = dbg.trace(goal="dropped")
-    t.record(EventType.PLAN, output="x")
-    closed = dbg.trace(goal="closed")
-    closed.close()
-    writer = dbg._writer
-    assert writer is not None and writer._open == 1
-    del t
-    for _ in range(3):  # its queued events written; the writer holds it no longer
-        dbg.flush()
-    gc.collect()
-    assert writer._open == 0
+def test_a_burst_faster_than_the_writer_is_written_as_it_goes_with_a_bounded_queue(
+    home: Path,
+) -> None:
+    """An agent that records faster than the writer wakes up encodes batches on its
+    own thread: the queue (and the memory it holds) stays near ``BEHIND`` events,
+    and the events reach the database while the run is still going."""
+    dbg = AgentDebug(home, flush_interval=3600)  # the writer thread never comes round
+    n = 4 * writer_module.BEHIND
+    longest = 0
+    with dbg.trace(goal="burst") as t:
+        writer = dbg._writer
+        assert writer is not None
+        for i in range(n):
+            t.record(EventType.TOOL_RESULT, agent_name="a", output=f"r{i}", step_index=i)
+            longest = max(longest, len(writer.queue))
+        deadline = time.monotonic() + 10
+        store = dbg.store
+        assert isinstance(store, SQLiteStore)
+        while _events_on_disk(store.path) < n - writer_module.BEHIND:
+            assert time.monotonic() < deadline, "a burst waited for the end of the run"
+            time.sleep(0.02)
+    assert longest <= writer_module.BEHIND + 1  # (the run's start item)
+    assert len(store.load_trajectory(t.id).events) == n
+
+
+def test_an_agent_never_waits_for_a_store_that_is_stuck(tmp_path: Path) -> None:
+    """Helping the writer must not hand the agent the store's delays: with the
+    store thread stuck in a write, recording goes on and the events wait."""
+    release = threading.Event()
+
+    class StuckStore(JSONLStore):
+        def append_events(self, run_id: str, rows: Any) -> None:
+            release.wait(30)
+            super().append_events(run_id, rows)
+
+    store = StuckStore(tmp_path / "runs.jsonl")
+    dbg = AgentDebug(store, flush_interval=3600)
+    n = (writer_module.AHEAD + 3) * writer_module.BEHIND
+    session = dbg.trace(goal="stuck")
+
+    def agent() -> None:
+        for i in range(n):
+            session.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i)
+
+    th = threading.Thread(target=agent)
+    th.start()
+    th.join(20)
+    recorded_while_stuck = not th.is_alive()
+    release.set()
+    th.join()
+    session.close()
+    assert recorded_while_stuck, "the agent waited for the stuck store"
+    assert len(store.load_trajectory(session.id).events) == n
+
+
+def _events_on_disk(path: Path) -> int:
+    db = sqlite3.connect(path)
+    try:
+        return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
+    finally:
+        db.close()

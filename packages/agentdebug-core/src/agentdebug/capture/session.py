@@ -30,6 +30,7 @@ from agentdebug.capture.encode import (
     snapshot,
     to_json,
 )
+from agentdebug.capture.writer import BEHIND
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
@@ -54,8 +55,13 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 
 _EVENT_TYPES = {t.value: t for t in EventType}
 _CONTAINERS = frozenset({dict, list})
+_FINAL = EventType.FINAL_ANSWER
 _now = time.time
 _INF = math.inf
+
+
+def _none_waiting() -> int:
+    return 0
 
 
 def current_session() -> TraceSession | None:
@@ -119,6 +125,7 @@ class TraceSession:
             self.store_error = debugger._store_error
         self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
         self._sink = self._writer.queue.append if self._writer is not None else self._memory.append
+        self._backlog = self._writer.queue.__len__ if self._writer is not None else _none_waiting
         # Queued events name their run by this number, not by the session object: a
         # tuple of plain values leaves the garbage collector's lists at its first
         # pass, where one holding an object is scanned again by every collection
@@ -131,7 +138,6 @@ class TraceSession:
             header = self._header(Outcome(status=OutcomeStatus.RUNNING))
             store = self._writer.store
             self._writer.control(self, lambda: store.begin_run(header))
-            self._open_token = self._writer.opened(self)
 
     # -- context management ------------------------------------------------------
 
@@ -277,11 +283,13 @@ class TraceSession:
                     except Exception:  # no JSON form, or keys to coerce: the careful path
                         data = None
                     if data is not None and len(data) <= self._limit:
-                        if type is EventType.FINAL_ANSWER:
+                        if type is _FINAL:
                             self._final_answer = snapshot(output)
                         if not self._anchored:  # just before queueing: see _key
                             self._anchor()
                         self._sink((self._key, seq, data, agent_name))
+                        if self._backlog() >= BEHIND:
+                            self._writer.help()  # type: ignore[union-attr]
                         return eid
                 if input.__class__ in _CONTAINERS:
                     input = snapshot(input)
@@ -291,7 +299,7 @@ class TraceSession:
                     metadata = snapshot(metadata) if metadata else None
             if error is not None:
                 self._n_errors += 1
-            if type is EventType.FINAL_ANSWER:
+            if type is _FINAL:
                 self._final_answer = output
             extra = None
             if artifacts or checkpoint is not None:
@@ -317,6 +325,8 @@ class TraceSession:
                     _now(),
                 )
             )
+            if self._backlog() >= BEHIND:  # the writer is behind: help it (bounded queue)
+                self._writer.help()  # type: ignore[union-attr]
             return event_id or f"e{seq}"
         except Exception:
             log.exception("agentdebug: an event could not be recorded")
@@ -337,7 +347,7 @@ class TraceSession:
                 self._last_step = event.step_index
             if event.error is not None:
                 self._n_errors += 1
-            if event.type is EventType.FINAL_ANSWER:
+            if event.type is _FINAL:
                 self._final_answer = event.output
             merged = {**event.metadata, **metadata} if metadata else event.metadata
             item = (
@@ -459,7 +469,6 @@ class TraceSession:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
                 self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
-                self._writer.ended(self._open_token)
                 self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)

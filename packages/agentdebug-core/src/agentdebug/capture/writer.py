@@ -2,16 +2,19 @@
 
 ``record`` only appends a tuple to a deque; so do the start and the end of a run
 (as control items, so they keep their order among the events). A daemon thread
-wakes every ``interval`` seconds (sooner when a chunk's worth is waiting), turns
-the queued tuples into JSON, one array per run and chunk, and writes all that is
-waiting in one transaction per run, so a process killed mid-run keeps everything
-up to the last flush.
+wakes every ``interval`` seconds (at once for a run's start or end), turns the
+queued tuples into JSON, one array per run and chunk, and hands them to a second
+thread that writes them in order, one transaction per run, so a process killed
+mid-run keeps everything up to the last flush.
 
-Writing what is waiting at once is what lets a fast agent and its writer run
-side by side: SQLite works without Python's GIL, and a thread that gives the GIL
-up waits for it to come back (up to the interpreter's switch interval) while the
-agent runs, so the writer gives it up once per write, not once per statement or
-chunk. The backlog a busy agent builds meanwhile is the next write's batch.
+Every time a thread wakes it takes the GIL from the agent, and a thread that
+gives the GIL up (to let SQLite work) waits for it to come back, up to the
+interpreter's switch interval, while the agent runs. So the threads wake seldom
+and do much each time: the writer once an interval, the store thread once per
+hand-over, with all that waits written as one statement. An agent that records
+faster than that (``BEHIND`` events waiting) encodes a batch on its own thread
+(:meth:`BackgroundWriter.help`), which bounds the queue and spares the hand-overs;
+SQLite's share still runs beside it, on the store thread.
 
 A store that fails is retried a few times (another process may hold the
 database for a moment); if it keeps failing, that is logged once and the run's
@@ -55,9 +58,8 @@ log = logging.getLogger("agentdebug.capture")
 CHUNK = 4096  # events encoded at a time
 BATCH = 16384  # the most events written in one transaction
 BATCH_BYTES = 64 * 1024 * 1024  # the most JSON written in one transaction
-POLL = 0.01  # how often the thread looks at the queue's length
 AHEAD = 4  # the most encoded submissions waiting for the store thread
-WAKE = 4096  # queued events that start a drain before the interval is up
+BEHIND = 8192  # queued events at which ``record`` encodes a batch itself
 RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
 _ANCHOR = object()  # first slot of a session queued ahead of its events
@@ -83,7 +85,6 @@ class BackgroundWriter:
         self._wake = threading.Event()
         self._stopped = False
         self._wrote = False  # since the store's last idle moment
-        self._open = 0  # runs started and not yet ended
         # run key -> session; the session lives as long as its agent holds it or an
         # anchor of it waits in the queue, and one drain longer (``_held``)
         self._sessions: weakref.WeakValueDictionary[int, TraceSession] = (
@@ -93,7 +94,6 @@ class BackgroundWriter:
         self._held: list[TraceSession] = []
         self._held_before: list[TraceSession] = []
         self._lost = 0  # events whose session was gone (logged once)
-        self._lock_open = threading.Lock()
         self._limit = max_event_bytes()
         # encoded jobs go to the store thread in order; counted so a flush can wait
         self._jobs: deque[list[_Job]] = deque()
@@ -125,23 +125,21 @@ class BackgroundWriter:
         self.queue.append((_CONTROL, session, action))
         self._wake.set()
 
-    def opened(self, session: TraceSession) -> list[bool]:
-        """Count a run as open until :meth:`ended` is called with the token this
-        returns, or the session is garbage collected without being closed. While
-        a run is open the thread looks at the queue every ``POLL`` seconds (it
-        cannot be woken by ``record``, which must stay cheap); with none open it
-        sleeps ``interval``."""
-        token = [True]
-        with self._lock_open:
-            self._open += 1
-        weakref.finalize(session, self.ended, token)
-        return token
+    def help(self) -> None:
+        """Called by ``record`` when ``BEHIND`` events wait: the recording thread
+        encodes a batch of them itself and hands it to the store thread.
 
-    def ended(self, token: list[bool]) -> None:
-        with self._lock_open:
-            if token[0]:
-                token[0] = False
-                self._open -= 1
+        A burst that outpaces the writer thread then costs its GIL share in one
+        place, instead of three threads taking it from one another every switch
+        interval (each hand-over a wait), and the queue and the memory it holds
+        stay bounded. Never waits: if the writer is encoding, or the store thread
+        has ``AHEAD`` batches to write already, the events stay queued."""
+        if self._submitted - self._done >= AHEAD or not self._lock.acquire(blocking=False):
+            return
+        try:
+            self._drain_locked(BATCH)
+        finally:
+            self._lock.release()
 
     # -- the drain -----------------------------------------------------------------
 
@@ -154,10 +152,11 @@ class BackgroundWriter:
             while self._done < target and self._store_running:
                 self._ready.wait(1.0)
 
-    def _drain_locked(self) -> None:
-        """Encode what is queued, ``CHUNK`` events at a time (so the objects being
-        built stay few and their memory is reused), and write it: at every start or
-        end of a run, when ``BATCH`` events wait, and at the end."""
+    def _drain_locked(self, most: int | None = None) -> None:
+        """Encode what is queued (at most ``most`` items), ``CHUNK`` events at a
+        time (so the objects being built stay few and their memory is reused), and
+        write it: at every start or end of a run, when ``BATCH`` events wait, and
+        at the end."""
         queue = self.queue
         popleft = queue.popleft
         jobs: list[_Job] = []
@@ -165,7 +164,7 @@ class BackgroundWriter:
         # Only what is queued now: chasing an agent that keeps recording would
         # mean a stream of small transactions, each costing a commit and a GIL
         # hand-over; what it records meanwhile waits for the next round.
-        left = len(queue)
+        left = len(queue) if most is None else min(len(queue), most)
         held: list[TraceSession] = []
         while left > 0:
             batches: dict[int, _Batch] = {}
@@ -395,29 +394,24 @@ class BackgroundWriter:
     # -- the thread -----------------------------------------------------------------
 
     def _loop(self) -> None:
-        """Write every ``interval`` seconds; sooner when a chunk's worth is waiting,
-        so that a fast producer's events are written while it goes on rather than
-        all at its end."""
-        poll = min(self.interval, POLL)
-        due = time.monotonic() + self.interval
+        """Write what is queued every ``interval`` seconds (at once for a run's start
+        or end). A burst faster than that is encoded by the recording thread itself
+        (see :meth:`help`), so this thread never needs to look more often: each
+        time it wakes it takes the GIL from the agent."""
         while not self._stopped:
-            # look often while a run is open or something waits; else sleep long
-            self._wake.wait(poll if self._open > 0 or self.queue else self.interval)
+            self._wake.wait(self.interval)
             self._wake.clear()
-            queue = self.queue
             try:
-                if queue and (len(queue) >= WAKE or time.monotonic() >= due):
+                if self.queue:
                     with self._lock:  # encode and hand over; the store thread writes
                         self._drain_locked()
-                    due = time.monotonic() + self.interval
-                elif self._wrote and not queue and time.monotonic() >= due:
+                elif self._wrote:
                     self._wrote = False  # a whole interval with nothing to write
                     idle = getattr(self.store, "idle", None)  # a user's store may lack it
                     if idle is not None:
                         idle()
             except Exception:  # the thread must survive anything
                 log.exception("agentdebug writer failed")
-                due = time.monotonic() + self.interval
 
     def close(self) -> None:
         self.flush()

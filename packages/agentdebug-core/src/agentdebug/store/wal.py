@@ -12,9 +12,9 @@ So the store checkpoints:
   the last checkpoint, on a connection of its own, so that readers (loading a
   run, listing runs) are not held behind it;
 - and, as SQLite does, inside a commit, but only once the log holds
-  :data:`WAL_MAX_PAGES` pages (SQLite counts them itself, so the log stays bounded
-  whatever writes it: a long burst of capture, reports, imports); after such a
-  checkpoint the log file is cut back to :data:`WAL_FILE_LIMIT` bytes.
+  :data:`WAL_MAX_BYTES` of pages (SQLite counts them itself, so the log stays
+  bounded whatever writes it: a long burst of capture, reports, imports); after
+  such a checkpoint the log file is cut back to :data:`WAL_FILE_LIMIT` bytes.
 
 A commit is durable in the log either way; a checkpoint only moves pages, and one
 that is interrupted (the process exits) is finished by the next connection.
@@ -31,9 +31,8 @@ from pathlib import Path
 log = logging.getLogger("agentdebug.store")
 
 WAL_IDLE = 4 * 1024 * 1024  # about SQLite's own 1,000 pages
-WAL_MAX_PAGES = 16384  # 64 MiB of 4 KiB pages
+WAL_MAX_BYTES = 64 * 1024 * 1024  # SQLite's in-commit checkpoint, as a backstop
 WAL_FILE_LIMIT = 64 * 1024 * 1024
-MIN_WRITE = 4096  # what any committed transaction adds at least (one page)
 
 
 class WalKeeper:
@@ -42,19 +41,21 @@ class WalKeeper:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.pending = 0  # bytes written since the last complete checkpoint (estimate)
+        self.page_size = 4096  # what any committed transaction adds at least
         self._lock = threading.Lock()
         self._own: sqlite3.Connection | None = None
         self._closed = False
 
-    @staticmethod
-    def configure(db: sqlite3.Connection) -> None:
+    def configure(self, db: sqlite3.Connection) -> None:
         """SQLite's in-commit checkpoints only as a backstop, on a connection."""
-        db.execute(f"PRAGMA wal_autocheckpoint={int(WAL_MAX_PAGES)}")
+        self.page_size = int(db.execute("PRAGMA page_size").fetchone()[0])
+        pages = max(1, WAL_MAX_BYTES // self.page_size)
+        db.execute(f"PRAGMA wal_autocheckpoint={pages}")
         db.execute(f"PRAGMA journal_size_limit={int(WAL_FILE_LIMIT)}")
 
     def wrote(self, nbytes: int) -> None:
         """After a commit: about ``nbytes`` more wait in the log."""
-        self.pending += max(nbytes, MIN_WRITE)
+        self.pending += max(nbytes, self.page_size)
 
     def idle(self) -> None:
         """The writer has nothing queued: checkpoint if enough is waiting."""

@@ -19,7 +19,7 @@ from agentdebug.schema import (
     OutcomeStatus,
 )
 from agentdebug.store import JSONLStore, RunQuery, SQLiteStore, TraceStore, open_store
-from agentdebug.store.sqlite import SCHEMA_VERSION
+from agentdebug.store.sqlite import PAGE_SIZE, SCHEMA_VERSION
 
 
 def make_run(
@@ -153,6 +153,30 @@ def test_sqlite_schema_is_versioned_and_a_newer_file_is_refused(tmp_path: Path) 
     db.close()
     with pytest.raises(StoreError, match="newer than this agentdebug understands"):
         SQLiteStore(path)
+
+
+def test_a_store_made_by_an_older_version_keeps_its_page_size_and_works(
+    tmp_path: Path,
+) -> None:
+    """New stores use 16 KiB pages; a file made with SQLite's default 4 KiB pages
+    (earlier versions of agentdebug) opens, is written and read as it is."""
+    fresh = SQLiteStore(tmp_path / "new.db")
+    assert fresh._db.execute("PRAGMA page_size").fetchone()[0] == PAGE_SIZE == 16384
+    fresh.close()
+    old_path = tmp_path / "old.db"
+    old = SQLiteStore(old_path)
+    old.close()
+    old_path.unlink()
+    db = sqlite3.connect(old_path)  # an empty file with 4 KiB pages, schema made by us
+    db.execute("PRAGMA page_size=4096")
+    db.execute("PRAGMA journal_mode=WAL")
+    db.close()
+    store = SQLiteStore(old_path)
+    assert store._db.execute("PRAGMA page_size").fetchone()[0] == 4096
+    run = make_run("run-old")
+    store.save_trajectory(run)
+    store.close()
+    assert SQLiteStore(old_path).load_trajectory("run-old") == run
 
 
 def test_a_file_that_is_not_a_database_is_a_clear_error(tmp_path: Path) -> None:

@@ -30,7 +30,7 @@ def item(seq: int, **fields: Any) -> tuple[Any, ...]:
     order = ["type", "agent", "step", "input", "output", "error", "module", "parent"]
     order += ["duration", "metadata", "extra", "event_id", "ts"]
     values = {"type": "message", "step": seq, "ts": 1700000000.25 + seq, **fields}
-    return (S, seq, *(values.get(k) for k in order))
+    return (S, seq, *(values.get(k) for k in order), f"e{seq}")
 
 
 PLAIN = [

@@ -27,7 +27,9 @@ _AUTO_ID = re.compile(r"^e\d+$")
 _INF = math.inf
 _OPTIONS = orjson.OPT_NON_STR_KEYS
 
-# Slots of a queued event tuple, in order (see TraceSession.record).
+# Slots of a queued event tuple, in order (see TraceSession.record). EVENT_ID is
+# the id the caller gave, if any; AUTO_ID the automatic ``e<seq>``, which
+# ``record`` makes anyway for its return value (so the writer need not again).
 (
     RUN_KEY,
     SEQ,
@@ -44,7 +46,8 @@ _OPTIONS = orjson.OPT_NON_STR_KEYS
     EXTRA,
     EVENT_ID,
     TS,
-) = range(15)
+    AUTO_ID,
+) = range(16)
 
 # An event ``record`` encoded itself is queued as (run key, seq, its JSON, agent):
 # the JSON sits where a raw event has its type, the agent where a raw one has it.
@@ -173,9 +176,9 @@ def event_id(item: tuple[Any, ...]) -> str:
     automatic one (``e12``) gets a suffix, so it can never collide with one."""
     given = item[EVENT_ID]
     if given is None:
-        return f"e{item[SEQ]}"
+        return item[AUTO_ID]  # type: ignore[no-any-return]
     text = given if isinstance(given, str) else str(given)
-    return f"{text}#u" if _AUTO_ID.match(text) and text != f"e{item[SEQ]}" else text
+    return f"{text}#u" if _AUTO_ID.match(text) and text != item[AUTO_ID] else text
 
 
 def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:
@@ -211,7 +214,7 @@ def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> byt
     # event on the writer thread, and its cost is most of the writer's.
     notes: dict[str, Any] = {}
     doc: dict[str, Any] = {
-        "id": event_id_ or (f"e{item[SEQ]}" if item[EVENT_ID] is None else event_id(item)),
+        "id": event_id_ or (item[AUTO_ID] if item[EVENT_ID] is None else event_id(item)),
         "type": item[TYPE],
         "step_index": item[STEP],
         "timestamp": item[TS],
@@ -305,7 +308,7 @@ def batch_json(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) ->
     i = -1
     for (
         _,
-        seq,
+        _,
         type_,
         agent,
         step,
@@ -319,10 +322,11 @@ def batch_json(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) ->
         extra,
         _,
         ts,
+        auto_id,
     ) in items:
         i += 1
         doc: dict[str, Any] = {
-            "id": (ids.get(i) if ids else None) or f"e{seq}",
+            "id": (ids.get(i) if ids else None) or auto_id,
             "type": type_,
             "step_index": step,
             "timestamp": ts,

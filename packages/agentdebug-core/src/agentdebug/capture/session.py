@@ -56,6 +56,7 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 _EVENT_TYPES = {t.value: t for t in EventType}
 _CONTAINERS = frozenset({dict, list})
 _FINAL = EventType.FINAL_ANSWER
+_LOOK = 255  # record looks at the writer's backlog every 256 events
 _now = time.time
 _INF = math.inf
 
@@ -288,7 +289,7 @@ class TraceSession:
                         if not self._anchored:  # just before queueing: see _key
                             self._anchor()
                         self._sink((self._key, seq, data, agent_name))
-                        if self._backlog() >= BEHIND:
+                        if not seq & _LOOK and self._backlog() >= BEHIND:
                             self._writer.help()  # type: ignore[union-attr]
                         return eid
                 if input.__class__ in _CONTAINERS:
@@ -306,6 +307,7 @@ class TraceSession:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
             if not self._anchored:
                 self._anchor()
+            eid = f"e{seq}"
             self._sink(
                 (
                     self._key,
@@ -323,11 +325,12 @@ class TraceSession:
                     extra,
                     event_id,
                     _now(),
+                    eid,
                 )
             )
-            if self._backlog() >= BEHIND:  # the writer is behind: help it (bounded queue)
+            if not seq & _LOOK and self._backlog() >= BEHIND:  # the writer is behind: help it
                 self._writer.help()  # type: ignore[union-attr]
-            return event_id or f"e{seq}"
+            return event_id or eid
         except Exception:
             log.exception("agentdebug: an event could not be recorded")
             return None
@@ -350,9 +353,10 @@ class TraceSession:
             if event.type is _FINAL:
                 self._final_answer = event.output
             merged = {**event.metadata, **metadata} if metadata else event.metadata
+            seq = next(self._counter)
             item = (
                 self._key,
-                next(self._counter),
+                seq,
                 event.type.value,
                 event.agent_name,
                 event.step_index,
@@ -366,6 +370,7 @@ class TraceSession:
                 extra,
                 event.id,
                 event.timestamp.timestamp() if event.timestamp else _now(),
+                f"e{seq}",
             )
             if not self._anchored:  # just before queueing: see _key
                 self._anchor()

@@ -302,3 +302,33 @@ def _events_on_disk(path: Path) -> int:
         return int(db.execute("SELECT count(*) FROM events").fetchone()[0])
     finally:
         db.close()
+
+
+def test_a_dropped_run_keeps_a_long_backlog_written_a_batch_at_a_time(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A run let go (never closed) with more than a few batches of events queued
+    behind one anchor (the writer was behind): recording threads then write that
+    backlog a batch at a time (``help``), and no event of the run may be dropped
+    because its session was let go between those batches."""
+    monkeypatch.setattr(session_module, "BEHIND", 1 << 40)  # help only when told below
+    dbg = AgentDebug(home, flush_interval=3600)  # only this test drains
+    dropped = dbg.trace(goal="dropped")
+    writer = dbg._writer
+    assert writer is not None
+    dbg.flush()  # the run's start is written; its events all queue behind one anchor
+    n = 3 * writer_module.BATCH + 100
+    for i in range(n):
+        dropped.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i)
+    run_id = dropped.id
+    del dropped
+    for _ in range(4):  # a batch at a time, each written before the next is taken
+        writer.help()
+        deadline = time.monotonic() + 10
+        while writer._done < writer._submitted:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        gc.collect()
+    dbg.flush()
+    assert not [r for r in caplog.records if "dropped" in r.getMessage()]
+    assert len(open_store(home).load_trajectory(run_id).events) == n

@@ -203,9 +203,15 @@ class BackgroundWriter:
                 waiting = 0
         if jobs:
             self._submit(jobs)
-        # sessions anchored in this drain stay alive through the next two: an event
-        # recorded while its anchor was being taken may come a drain later
-        self._held_before, self._held = self._held, held
+        # Sessions anchored in this drain stay alive through the next two whole
+        # drains: an event recorded while its anchor was being taken may come a
+        # drain later. A partial drain (``most``, on a recording thread) may leave
+        # any number of a session's events behind its anchor, so it only adds to
+        # what is held; the next whole drain takes all of them.
+        if most is None:
+            self._held_before, self._held = self._held, held
+        else:
+            self._held.extend(held)
 
     def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch | None:
         key = item[RUN_KEY]

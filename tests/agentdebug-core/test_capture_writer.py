@@ -332,3 +332,78 @@ def test_a_dropped_run_keeps_a_long_backlog_written_a_batch_at_a_time(
     dbg.flush()
     assert not [r for r in caplog.records if "dropped" in r.getMessage()]
     assert len(open_store(home).load_trajectory(run_id).events) == n
+
+
+def test_helping_never_waits_for_the_store_even_across_a_run_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch that meets a run's start or end is handed over in two parts; with
+    the store stuck and its queue of batches nearly full, the recording thread
+    must still not wait for it."""
+    monkeypatch.setattr(session_module, "BEHIND", 1 << 40)  # help only when told below
+    release = threading.Event()
+
+    class StuckStore(JSONLStore):
+        def append_events(self, run_id: str, rows: Any) -> None:
+            release.wait(30)
+            super().append_events(run_id, rows)
+
+    store = StuckStore(tmp_path / "runs.jsonl")
+    dbg = AgentDebug(store, flush_interval=3600)
+    first = dbg.trace(goal="first")
+    writer = dbg._writer
+    assert writer is not None
+    dbg.flush()  # the run's start is written; event writes will block
+    step = 0
+    while writer._submitted - writer._done < writer_module.AHEAD - 1:
+        for _ in range(writer_module.BATCH):
+            first.record(EventType.TOOL_RESULT, output="x", step_index=step)
+            step += 1
+        writer.help()
+    monkeypatch.setattr(writer._wake, "set", lambda: None)  # keep the writer thread out
+    second = dbg.trace(goal="second")  # its start is queued among the events
+    for _ in range(10):
+        first.record(EventType.TOOL_RESULT, output="x", step_index=step)
+        step += 1
+    helper = threading.Thread(target=writer.help)
+    helper.start()
+    helper.join(10)
+    returned_while_stuck = not helper.is_alive()
+    release.set()
+    helper.join()
+    second.close()
+    first.close()
+    assert returned_while_stuck, "help() waited for the stuck store"
+    assert [e.step_index for e in store.load_trajectory(first.id).events] == list(range(step))
+    assert store.load_trajectory(second.id).outcome.status.value != "running"
+
+
+def test_an_interrupt_while_helping_keeps_every_event(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ctrl-C lands in the main thread, which is often the one recording, and so
+    the one encoding a batch when the writer is behind: the events it had taken
+    go back to the queue, and the run still has all of them."""
+    monkeypatch.setattr(session_module, "BEHIND", 1 << 40)
+    dbg = AgentDebug(home, flush_interval=3600)
+    writer = dbg._writer_for_capture()
+    assert writer is not None
+    original = writer._safe_rows
+    calls = {"n": 0}
+
+    def interrupted(items: Any, ids: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():  # where signals land
+            calls["n"] += 1
+            if calls["n"] == 2:  # mid-drain, after a first chunk
+                raise KeyboardInterrupt
+        return original(items, ids)
+
+    monkeypatch.setattr(writer, "_safe_rows", interrupted)
+    n = 3 * writer_module.CHUNK
+    with dbg.trace(goal="interrupted") as t:
+        for i in range(n):
+            t.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i)
+        with pytest.raises(KeyboardInterrupt):
+            writer.help()
+    events = open_store(home).load_trajectory(t.id).events
+    assert [e.output for e in events] == [f"r{i}" for i in range(n)]

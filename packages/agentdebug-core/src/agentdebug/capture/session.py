@@ -375,6 +375,8 @@ class TraceSession:
             if not self._anchored:  # just before queueing: see _key
                 self._anchor()
             self._sink(item)
+            if not seq & _LOOK and self._backlog() >= BEHIND:  # copying a long run
+                self._writer.help()  # type: ignore[union-attr]
             return event.id
         except Exception:
             log.exception("agentdebug: an event could not be copied")

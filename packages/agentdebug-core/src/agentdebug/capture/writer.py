@@ -86,7 +86,7 @@ class BackgroundWriter:
         self._stopped = False
         self._wrote = False  # since the store's last idle moment
         # run key -> session; the session lives as long as its agent holds it or an
-        # anchor of it waits in the queue, and one drain longer (``_held``)
+        # anchor of it waits in the queue, and two whole drains longer (``_held``)
         self._sessions: weakref.WeakValueDictionary[int, TraceSession] = (
             weakref.WeakValueDictionary()
         )
@@ -131,13 +131,20 @@ class BackgroundWriter:
 
         A burst that outpaces the writer thread then costs its GIL share in one
         place, instead of three threads taking it from one another every switch
-        interval (each hand-over a wait), and the queue and the memory it holds
-        stay bounded. Never waits: if the writer is encoding, or the store thread
-        has ``AHEAD`` batches to write already, the events stay queued."""
-        if self._submitted - self._done >= AHEAD or not self._lock.acquire(blocking=False):
+        interval (each hand-over a wait). Never waits for the store: if the writer
+        is encoding, the store thread has ``AHEAD`` batches to write already, or
+        it has stopped (the debugger was closed), the events stay queued. Never
+        raises: a batch that cannot be encoded is logged, as on the writer thread.
+        """
+        if not self._store_running or self._submitted - self._done >= AHEAD:
+            return
+        if not self._lock.acquire(blocking=False):
             return
         try:
-            self._drain_locked(BATCH)
+            if self._store_running and self._submitted - self._done < AHEAD:
+                self._drain_locked(BATCH)
+        except Exception:
+            log.exception("agentdebug: a batch of events could not be encoded")
         finally:
             self._lock.release()
 
@@ -153,65 +160,83 @@ class BackgroundWriter:
                 self._ready.wait(1.0)
 
     def _drain_locked(self, most: int | None = None) -> None:
-        """Encode what is queued (at most ``most`` items), ``CHUNK`` events at a
-        time (so the objects being built stay few and their memory is reused), and
-        write it: at every start or end of a run, when ``BATCH`` events wait, and
-        at the end."""
+        """Encode what is queued, ``CHUNK`` events at a time (so the objects being
+        built stay few and their memory is reused), and hand it to the store
+        thread: at every start or end of a run, when ``BATCH`` events wait, and at
+        the end.
+
+        A whole drain (the writer thread, a flush) takes everything queued when it
+        starts. A partial one (``most`` items, on a recording thread: ``help``)
+        never waits for the store thread: it stops once ``AHEAD`` batches wait to
+        be written, and puts what it took and did not hand over back at the
+        queue's front. So does a signal (Ctrl-C) that interrupts it: a recording
+        thread is often the main one, where signals land."""
         queue = self.queue
-        popleft = queue.popleft
-        jobs: list[_Job] = []
-        waiting = 0
         # Only what is queued now: chasing an agent that keeps recording would
         # mean a stream of small transactions, each costing a commit and a GIL
-        # hand-over; what it records meanwhile waits for the next round.
-        left = len(queue) if most is None else min(len(queue), most)
+        # hand-over; what it records meanwhile waits for the next round. Taken in
+        # one call (no bytecode runs in between, so no signal handler either).
+        n = len(queue) if most is None else min(len(queue), most)
+        taken = list(map(operator.call, itertools.repeat(queue.popleft, n)))
+        handed = 0  # taken[:handed] is with the store thread
         held: list[TraceSession] = []
-        while left > 0:
-            batches: dict[int, _Batch] = {}
-            pending: tuple[Any, ...] | None = None
-            last: _Batch | None = None
-            last_key = None
-            for _ in range(min(CHUNK, left)):
-                left -= 1
-                try:
-                    item = popleft()
-                except IndexError:
-                    break
-                key = item[0]
-                if key is _ANCHOR:
-                    anchored: TraceSession = item[1]
-                    anchored._anchored = False  # the next event queues a new anchor
-                    held.append(anchored)
-                    continue
-                if key is _CONTROL:
-                    pending = item
-                    break
-                if key == last_key and (len(item) == ENCODED_LEN or item[EVENT_ID] is None):
-                    last[1].append(item)  # type: ignore[index]  # the same run, no caller's id
-                    continue
-                last = self._add(batches, item)
-                last_key = key if last is not None else None
-            with gc_paused():
-                for session, items, ids in batches.values():
-                    jobs.append((session, self._safe_rows(items, ids)))
-                    waiting += len(items)
-            if pending is not None:
-                jobs.append((pending[1], pending[2]))
-            if pending is not None or waiting >= BATCH or left <= 0:
-                self._submit(jobs)
-                jobs = []
-                waiting = 0
-        if jobs:
-            self._submit(jobs)
-        # Sessions anchored in this drain stay alive through the next two whole
-        # drains: an event recorded while its anchor was being taken may come a
-        # drain later. A partial drain (``most``, on a recording thread) may leave
-        # any number of a session's events behind its anchor, so it only adds to
-        # what is held; the next whole drain takes all of them.
-        if most is None:
-            self._held_before, self._held = self._held, held
-        else:
-            self._held.extend(held)
+        try:
+            jobs: list[_Job] = []
+            waiting = 0
+            i = 0
+            while i < n:
+                batches: dict[int, _Batch] = {}
+                pending: tuple[Any, ...] | None = None
+                last: _Batch | None = None
+                last_key = None
+                end = min(i + CHUNK, n)
+                while i < end:
+                    item = taken[i]
+                    i += 1
+                    key = item[0]
+                    if key is _ANCHOR:
+                        anchored: TraceSession = item[1]
+                        anchored._anchored = False  # the next event queues a new anchor
+                        held.append(anchored)
+                        continue
+                    if key is _CONTROL:
+                        pending = item
+                        break
+                    if key == last_key and (len(item) == ENCODED_LEN or item[EVENT_ID] is None):
+                        last[1].append(item)  # type: ignore[index]  # same run, no caller's id
+                        continue
+                    last = self._add(batches, item)
+                    last_key = key if last is not None else None
+                with gc_paused():
+                    for session, items, ids in batches.values():
+                        jobs.append((session, self._safe_rows(items, ids)))
+                        waiting += len(items)
+                if pending is not None:
+                    jobs.append((pending[1], pending[2]))
+                if jobs and (pending is not None or waiting >= BATCH or i >= n):
+                    self._submit(jobs, wait=most is None)
+                    handed = i  # (a signal just before this replays a prefix: idempotent)
+                    jobs = []
+                    waiting = 0
+                    if most is not None and self._submitted - self._done >= AHEAD:
+                        break
+            handed = i  # the rest, if any, was left for later (``AHEAD``)
+        except BaseException as exc:
+            if isinstance(exc, Exception):
+                handed = n  # a bug or an odd event: that chunk is lost (logged by the caller)
+            raise
+        finally:
+            if handed < n:
+                queue.extendleft(reversed(taken[handed:]))  # in order, ahead of newer ones
+            # Sessions anchored in this drain stay alive through the next two whole
+            # drains: an event recorded while its anchor was being taken may come
+            # a drain later. A partial drain may leave any number of a session's
+            # events behind its anchor, so it only adds to what is held; the next
+            # whole drain takes all of them.
+            if most is None:
+                self._held_before, self._held = self._held, held
+            else:
+                self._held.extend(held)
 
     def _add(self, batches: dict[int, _Batch], item: tuple[Any, ...]) -> _Batch | None:
         key = item[RUN_KEY]
@@ -292,15 +317,17 @@ class BackgroundWriter:
 
     # -- writing ------------------------------------------------------------------
 
-    def _submit(self, jobs: list[_Job]) -> None:
+    def _submit(self, jobs: list[_Job], *, wait: bool = True) -> None:
         """Hand encoded jobs to the store thread and go on encoding: SQLite works
         without the GIL, so the next chunk is encoded while this one is written.
-        Waits while ``AHEAD`` submissions are still unwritten (memory stays bounded).
-        Once the store thread has stopped (the writer was closed, and a run goes on
-        recording), the jobs are written here, so nothing waits for a thread that
-        is gone, and a failing store still ends in the session's spill."""
+        Waits while ``AHEAD`` submissions are still unwritten (memory stays
+        bounded), unless ``wait`` is False (a recording thread helping, which
+        checks that limit itself). Once the store thread has stopped (the writer
+        was closed, and a run goes on recording), the jobs are written here, so
+        nothing waits for a thread that is gone, and a failing store still ends
+        in the session's spill."""
         with self._ready:
-            while self._store_running and self._submitted - self._done >= AHEAD:
+            while wait and self._store_running and self._submitted - self._done >= AHEAD:
                 self._ready.wait(1.0)
             if self._store_running:
                 self._jobs.append(jobs)
@@ -327,16 +354,16 @@ class BackgroundWriter:
                 jobs = [job for _ in range(taken) for job in jobs_queue.popleft()]
             try:
                 self._run(jobs)
-            except Exception:  # the thread must survive anything
+            except BaseException:  # the thread must survive anything
                 log.exception("agentdebug store writes failed")
             del jobs  # the written bytes, and the sessions, are not kept while idle
             with self._ready:
                 self._done += taken
+                self._wrote = True  # after the write: the next idle moment folds it in
                 self._ready.notify_all()
 
     def _run(self, jobs: list[_Job]) -> None:
         """Run the jobs in order; a run's batches that follow on are written as one."""
-        self._wrote = True
         i = 0
         while i < len(jobs):
             session, work = jobs[i]
@@ -411,13 +438,13 @@ class BackgroundWriter:
                 if self.queue:
                     with self._lock:  # encode and hand over; the store thread writes
                         self._drain_locked()
-                elif self._wrote:
-                    self._wrote = False  # a whole interval with nothing to write
+                elif self._wrote and self._done == self._submitted:
+                    self._wrote = False  # nothing queued, nothing being written
                     idle = getattr(self.store, "idle", None)  # a user's store may lack it
                     if idle is not None:
                         idle()
-            except Exception:  # the thread must survive anything
-                log.exception("agentdebug writer failed")
+            except BaseException:  # the thread must survive anything (a payload's
+                log.exception("agentdebug writer failed")  # repr may even raise SystemExit)
 
     def close(self) -> None:
         self.flush()

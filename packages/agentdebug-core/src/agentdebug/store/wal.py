@@ -30,7 +30,7 @@ from pathlib import Path
 
 log = logging.getLogger("agentdebug.store")
 
-WAL_IDLE = 4 * 1024 * 1024  # about SQLite's own 1,000 pages
+WAL_IDLE = 4 * 1024 * 1024  # SQLite's own default, 1,000 pages, at 4 KiB each
 WAL_MAX_BYTES = 64 * 1024 * 1024  # SQLite's in-commit checkpoint, as a backstop
 WAL_FILE_LIMIT = 64 * 1024 * 1024
 

@@ -270,13 +270,7 @@ def test_an_agent_never_waits_for_a_store_that_is_stuck(tmp_path: Path) -> None:
     """Helping the writer must not hand the agent the store's delays: with the
     store thread stuck in a write, recording goes on and the events wait."""
     release = threading.Event()
-
-    class StuckStore(JSONLStore):
-        def append_events(self, run_id: str, rows: Any) -> None:
-            release.wait(30)
-            super().append_events(run_id, rows)
-
-    store = StuckStore(tmp_path / "runs.jsonl")
+    store = StuckStore(tmp_path / "runs.jsonl", release)
     dbg = AgentDebug(store, flush_interval=3600)
     n = (writer_module.AHEAD + 3) * writer_module.BEHIND
     session = dbg.trace(goal="stuck")
@@ -294,6 +288,18 @@ def test_an_agent_never_waits_for_a_store_that_is_stuck(tmp_path: Path) -> None:
     session.close()
     assert recorded_while_stuck, "the agent waited for the stuck store"
     assert len(store.load_trajectory(session.id).events) == n
+
+
+class StuckStore(JSONLStore):
+    """A store whose event writes wait until ``release`` is set."""
+
+    def __init__(self, path: Path, release: threading.Event) -> None:
+        super().__init__(path)
+        self.release = release
+
+    def append_events(self, run_id: str, rows: Any) -> None:
+        self.release.wait(30)
+        super().append_events(run_id, rows)
 
 
 def _events_on_disk(path: Path) -> int:
@@ -342,13 +348,7 @@ def test_helping_never_waits_for_the_store_even_across_a_run_start(
     must still not wait for it."""
     monkeypatch.setattr(session_module, "BEHIND", 1 << 40)  # help only when told below
     release = threading.Event()
-
-    class StuckStore(JSONLStore):
-        def append_events(self, run_id: str, rows: Any) -> None:
-            release.wait(30)
-            super().append_events(run_id, rows)
-
-    store = StuckStore(tmp_path / "runs.jsonl")
+    store = StuckStore(tmp_path / "runs.jsonl", release)
     dbg = AgentDebug(store, flush_interval=3600)
     first = dbg.trace(goal="first")
     writer = dbg._writer

@@ -402,8 +402,36 @@ def test_an_interrupt_while_helping_keeps_every_event(
     n = 3 * writer_module.CHUNK
     with dbg.trace(goal="interrupted") as t:
         for i in range(n):
-            t.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i)
+            given = f"call-{i}" if i % 7 == 0 else None  # ids the caller chose
+            t.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i, event_id=given)
         with pytest.raises(KeyboardInterrupt):
             writer.help()
     events = open_store(home).load_trajectory(t.id).events
     assert [e.output for e in events] == [f"r{i}" for i in range(n)]
+    # an event whose id was settled before the interrupt keeps it when written
+    assert [e.id for e in events if e.id.startswith("call-")] == [
+        f"call-{i}" for i in range(0, n, 7)
+    ]
+
+
+def test_an_event_id_that_cannot_be_printed_costs_nothing_else(home: Path) -> None:
+    """A caller's ``event_id`` object whose ``str`` raises is kept as its repr;
+    the events around it, and other runs' events, are all written."""
+
+    class Odd:
+        def __str__(self) -> str:
+            raise RuntimeError("no text")
+
+        def __repr__(self) -> str:
+            return "<odd id>"
+
+    dbg = AgentDebug(home, flush_interval=3600)
+    with dbg.trace(goal="a") as a, dbg.trace(goal="b") as b:
+        for i in range(100):
+            a.record(EventType.PLAN, output=f"a{i}", event_id=Odd() if i == 50 else None)  # type: ignore[arg-type]
+            b.record(EventType.PLAN, output=f"b{i}")
+    store = open_store(home)
+    assert len(store.load_trajectory(b.id).events) == 100
+    events = store.load_trajectory(a.id).events
+    assert len(events) == 100
+    assert events[50].id == "<odd id>"

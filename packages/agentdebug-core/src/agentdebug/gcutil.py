@@ -15,8 +15,8 @@ from contextlib import contextmanager
 @contextmanager
 def gc_paused() -> Iterator[None]:
     was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    try:  # disabled inside: a signal right after it still re-enables
+        gc.disable()
         yield
     finally:
         if was_enabled:

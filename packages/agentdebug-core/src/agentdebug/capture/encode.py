@@ -119,10 +119,21 @@ def jsonable(value: Any) -> Any:
         return _safe_repr(value)
 
 
+def _safe_str(value: Any) -> str:
+    try:
+        return str(value)
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a user's __str__ may raise anything, even SystemExit
+        return _safe_repr(value)
+
+
 def _safe_repr(value: Any) -> str:
     try:
         return repr(value)
-    except Exception:
+    except KeyboardInterrupt:
+        raise
+    except BaseException:  # a user's __repr__ may raise anything, even SystemExit
         return f"<unprintable {type(value).__name__}>"
 
 
@@ -177,7 +188,7 @@ def event_id(item: tuple[Any, ...]) -> str:
     given = item[EVENT_ID]
     if given is None:
         return item[AUTO_ID]  # type: ignore[no-any-return]
-    text = given if isinstance(given, str) else str(given)
+    text = given if isinstance(given, str) else _safe_str(given)
     return f"{text}#u" if _AUTO_ID.match(text) and text != item[AUTO_ID] else text
 
 

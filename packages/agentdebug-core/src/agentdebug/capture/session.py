@@ -114,7 +114,9 @@ class TraceSession:
         self.store_failed = False
         self.store_error: str | None = None
         self.spill: list[Any] = []
-        self.user_ids: set[str] = set()  # ids callers gave, kept unique within the run
+        # ids callers gave, kept unique within the run: id -> the event's sequence
+        # number (settling an event's id twice, as a drain put back does, is no repeat)
+        self.user_ids: dict[str, int] = {}
         self._counter = itertools.count()
         self._last_step = -1
         self._n_errors = 0

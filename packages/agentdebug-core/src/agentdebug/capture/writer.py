@@ -13,8 +13,10 @@ interpreter's switch interval, while the agent runs. So the threads wake seldom
 and do much each time: the writer once an interval, the store thread once per
 hand-over, with all that waits written as one statement. An agent that records
 faster than that (``BEHIND`` events waiting) encodes a batch on its own thread
-(:meth:`BackgroundWriter.help`), which bounds the queue and spares the hand-overs;
-SQLite's share still runs beside it, on the store thread.
+(:meth:`BackgroundWriter.help`), which bounds the queue while the store keeps
+up and spares the hand-overs; SQLite's share still runs beside it, on the store
+thread. The agent never waits for the store: when the store is slow, events wait
+in memory.
 
 A store that fails is retried a few times (another process may hold the
 database for a moment); if it keeps failing, that is logged once and the run's
@@ -97,7 +99,8 @@ class BackgroundWriter:
         self._limit = max_event_bytes()
         # encoded jobs go to the store thread in order; counted so a flush can wait
         self._jobs: deque[list[_Job]] = deque()
-        self._ready = threading.Condition(threading.Lock())
+        self._ready_lock = threading.Lock()
+        self._ready = threading.Condition(self._ready_lock)
         self._submitted = 0
         self._done = 0
         self._store_running = True
@@ -133,8 +136,9 @@ class BackgroundWriter:
         place, instead of three threads taking it from one another every switch
         interval (each hand-over a wait). Never waits for the store: if the writer
         is encoding, the store thread has ``AHEAD`` batches to write already, or
-        it has stopped (the debugger was closed), the events stay queued. Never
-        raises: a batch that cannot be encoded is logged, as on the writer thread.
+        it has stopped (the debugger was closed), the events stay queued. Raises
+        nothing but a KeyboardInterrupt (which puts the batch back in the queue):
+        a batch that cannot be encoded is logged, as on the writer thread.
         """
         if not self._store_running or self._submitted - self._done >= AHEAD:
             return
@@ -143,7 +147,9 @@ class BackgroundWriter:
         try:
             if self._store_running and self._submitted - self._done < AHEAD:
                 self._drain_locked(BATCH)
-        except Exception:
+        except KeyboardInterrupt:
+            raise
+        except BaseException:  # a payload's repr may raise anything
             log.exception("agentdebug: a batch of events could not be encoded")
         finally:
             self._lock.release()
@@ -155,7 +161,7 @@ class BackgroundWriter:
         with self._lock:
             self._drain_locked()
             target = self._submitted
-        with self._ready:
+        with self._ready_lock:
             while self._done < target and self._store_running:
                 self._ready.wait(1.0)
 
@@ -179,6 +185,7 @@ class BackgroundWriter:
         n = len(queue) if most is None else min(len(queue), most)
         taken = list(map(operator.call, itertools.repeat(queue.popleft, n)))
         handed = 0  # taken[:handed] is with the store thread
+        upto, expect = 0, -1  # the hand-over in flight: taken[:upto], the count it makes
         held: list[TraceSession] = []
         try:
             jobs: list[_Job] = []
@@ -214,16 +221,20 @@ class BackgroundWriter:
                 if pending is not None:
                     jobs.append((pending[1], pending[2]))
                 if jobs and (pending is not None or waiting >= BATCH or i >= n):
+                    upto, expect = i, self._submitted + 1
                     self._submit(jobs, wait=most is None)
-                    handed = i  # (a signal just before this replays a prefix: idempotent)
+                    handed = i
                     jobs = []
                     waiting = 0
                     if most is not None and self._submitted - self._done >= AHEAD:
                         break
             handed = i  # the rest, if any, was left for later (``AHEAD``)
-        except BaseException as exc:
-            if isinstance(exc, Exception):
-                handed = n  # a bug or an odd event: that chunk is lost (logged by the caller)
+        except KeyboardInterrupt:
+            if self._submitted == expect:  # it came after the hand-over in flight
+                handed = max(handed, upto)
+            raise
+        except BaseException:  # a bug: what this drain took since its last hand-over
+            handed = max(handed, i)  # is lost (logged by the caller), the rest kept
             raise
         finally:
             if handed < n:
@@ -252,9 +263,10 @@ class BackgroundWriter:
         session = batch[0]
         if len(item) != ENCODED_LEN and item[EVENT_ID] is not None:  # a caller's id: unique
             given = event_id(item)
-            if given in session.user_ids:
-                given = f"{given}#{item[SEQ]}"
-            session.user_ids.add(given)
+            seq = item[SEQ]
+            if session.user_ids.setdefault(given, seq) != seq:  # another event's id
+                given = f"{given}#{seq}"
+                session.user_ids[given] = seq
             batch[2][len(batch[1])] = given
         batch[1].append(item)
         return batch
@@ -326,12 +338,14 @@ class BackgroundWriter:
         was closed, and a run goes on recording), the jobs are written here, so
         nothing waits for a thread that is gone, and a failing store still ends
         in the session's spill."""
-        with self._ready:
+        with self._ready_lock:  # (a C lock: no signal between taking it and the block)
             while wait and self._store_running and self._submitted - self._done >= AHEAD:
                 self._ready.wait(1.0)
             if self._store_running:
-                self._jobs.append(jobs)
+                # counted first: a signal can land only after the append, with both
+                # done, so an interrupted drain knows the batch was handed over
                 self._submitted += 1
+                self._jobs.append(jobs)
                 self._ready.notify_all()
                 return
         self._run(jobs)  # the store thread wrote all it was given before it stopped
@@ -343,13 +357,13 @@ class BackgroundWriter:
         it catches up in fewer, longer statements."""
         jobs_queue = self._jobs
         while True:
-            with self._ready:
+            with self._ready_lock:
                 while not jobs_queue:
                     if self._stopped:
                         self._store_running = False  # decided under the lock: _submit sees it
                         self._ready.notify_all()
                         return
-                    self._ready.wait()
+                    self._ready.wait(1.0)  # (a notify lost to a signal costs a second)
                 taken = len(jobs_queue)
                 jobs = [job for _ in range(taken) for job in jobs_queue.popleft()]
             try:
@@ -357,7 +371,7 @@ class BackgroundWriter:
             except BaseException:  # the thread must survive anything
                 log.exception("agentdebug store writes failed")
             del jobs  # the written bytes, and the sessions, are not kept while idle
-            with self._ready:
+            with self._ready_lock:
                 self._done += taken
                 self._wrote = True  # after the write: the next idle moment folds it in
                 self._ready.notify_all()
@@ -450,7 +464,7 @@ class BackgroundWriter:
         self.flush()
         self._stopped = True
         self._wake.set()
-        with self._ready:
+        with self._ready_lock:
             self._ready.notify_all()
         self._thread.join(timeout=5)
         self._store_thread.join(timeout=5)

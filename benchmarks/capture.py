@@ -15,8 +15,8 @@ Figures (per event, median of ``--repeats`` runs, each in a fresh process):
 - memory: tracemalloc's peak during recording and closing (a separate run, since
   tracing slows everything down);
 - load: reading the stored run back into a trajectory object.
-Ratios are agentdebug / agentdebugx measured in the same invocation, so the noise
-of a shared machine mostly cancels.
+Ratios are agentdebug / agentdebugx measured in the same invocation, the runs of
+the two interleaved, so the noise of a shared machine mostly cancels.
 """
 
 from __future__ import annotations
@@ -112,10 +112,15 @@ def main() -> None:
     n = args.events
     impls = {"ours": sys.executable, "agentdebugx": str(ensure_reference())}
     results: dict[str, dict[str, float]] = {}
-    for impl, python in impls.items():
-        timing = [run(python, impl, "time", n) for _ in range(args.repeats)]
-        memory = [run(python, impl, "memory", n) for _ in range(args.repeats)]
-        loads = [run(python, impl, "load", n) for _ in range(args.repeats)]
+    # Interleaved (ours, reference, ours, ...), so that a busy spell on the shared
+    # machine falls on both implementations alike rather than on one of them.
+    runs: dict[tuple[str, str], list[dict[str, float]]] = {}
+    for mode in ("time", "memory", "load"):
+        for _ in range(args.repeats):
+            for impl, python in impls.items():
+                runs.setdefault((impl, mode), []).append(run(python, impl, mode, n))
+    for impl in impls:
+        timing, memory, loads = (runs[impl, mode] for mode in ("time", "memory", "load"))
         assert all(r["loaded_events"] >= n for r in loads), loads
         results[impl] = {
             "record_us": statistics.median(r["record_s"] for r in timing) / n * 1e6,

@@ -435,3 +435,23 @@ def test_an_event_id_that_cannot_be_printed_costs_nothing_else(home: Path) -> No
     events = store.load_trajectory(a.id).events
     assert len(events) == 100
     assert events[50].id == "<odd id>"
+
+
+def test_a_payload_whose_repr_raises_system_exit_is_noted_not_fatal(home: Path) -> None:
+    """Capture turns odd values into text with their ``repr``; one that raises even
+    ``SystemExit`` is kept as ``<unprintable ...>``, and neither the writer nor
+    the runs around it stop."""
+
+    class Poison:
+        def __repr__(self) -> str:
+            raise SystemExit("repr")
+
+    dbg = AgentDebug(home, flush_interval=0.02)
+    with dbg.trace(goal="a") as a, dbg.trace(goal="b") as b:
+        a.record(EventType.TOOL_RESULT, output="x", agent_name=Poison())  # type: ignore[arg-type]
+        for i in range(10):
+            b.record(EventType.TOOL_RESULT, output=f"b{i}", step_index=i)
+    store = open_store(home)
+    (odd,) = store.load_trajectory(a.id).events
+    assert odd.agent_name == "<unprintable Poison>"
+    assert len(store.load_trajectory(b.id).events) == 10

@@ -120,21 +120,25 @@ def jsonable(value: Any) -> Any:
 
 
 def _safe_str(value: Any) -> str:
-    try:
-        return str(value)
-    except KeyboardInterrupt:
-        raise
-    except BaseException:  # a user's __str__ may raise anything, even SystemExit
-        return _safe_repr(value)
+    text = _printed(str, value)
+    return text if text is not None else _safe_repr(value)
 
 
 def _safe_repr(value: Any) -> str:
+    text = _printed(repr, value)
+    return text if text is not None else f"<unprintable {type(value).__name__}>"
+
+
+def _printed(how: Any, value: Any) -> str | None:
+    """``how(value)``, or None if it raises (a user's ``__str__``/``__repr__`` may
+    raise anything, even SystemExit; a Ctrl-C is let through)."""
     try:
-        return repr(value)
+        text: str = how(value)
+        return text
     except KeyboardInterrupt:
         raise
-    except BaseException:  # a user's __repr__ may raise anything, even SystemExit
-        return f"<unprintable {type(value).__name__}>"
+    except BaseException:
+        return None
 
 
 def error_dict(error: Any) -> dict[str, Any]:

@@ -61,10 +61,6 @@ _now = time.time
 _INF = math.inf
 
 
-def _none_waiting() -> int:
-    return 0
-
-
 def current_session() -> TraceSession | None:
     """The session recording in this thread or task, if any."""
     return _current.get()
@@ -128,7 +124,6 @@ class TraceSession:
             self.store_error = debugger._store_error
         self._memory: list[tuple[Any, ...]] = []  # events when there is no store at all
         self._sink = self._writer.queue.append if self._writer is not None else self._memory.append
-        self._backlog = self._writer.queue.__len__ if self._writer is not None else _none_waiting
         # Queued events name their run by this number, not by the session object: a
         # tuple of plain values leaves the garbage collector's lists at its first
         # pass, where one holding an object is scanned again by every collection
@@ -291,8 +286,8 @@ class TraceSession:
                         if not self._anchored:  # just before queueing: see _key
                             self._anchor()
                         self._sink((self._key, seq, data, agent_name))
-                        if not seq & _LOOK and self._backlog() >= BEHIND:
-                            self._writer.help()  # type: ignore[union-attr]
+                        if not seq & _LOOK:
+                            self._keep_up()
                         return eid
                 if input.__class__ in _CONTAINERS:
                     input = snapshot(input)
@@ -330,8 +325,8 @@ class TraceSession:
                     eid,
                 )
             )
-            if not seq & _LOOK and self._backlog() >= BEHIND:  # the writer is behind: help it
-                self._writer.help()  # type: ignore[union-attr]
+            if not seq & _LOOK:
+                self._keep_up()
             return event_id or eid
         except Exception:
             log.exception("agentdebug: an event could not be recorded")
@@ -377,12 +372,18 @@ class TraceSession:
             if not self._anchored:  # just before queueing: see _key
                 self._anchor()
             self._sink(item)
-            if not seq & _LOOK and self._backlog() >= BEHIND:  # copying a long run
-                self._writer.help()  # type: ignore[union-attr]
+            if not seq & _LOOK:
+                self._keep_up()
             return event.id
         except Exception:
             log.exception("agentdebug: an event could not be copied")
             return None
+
+    def _keep_up(self) -> None:
+        """Every 256 events: if the writer is ``BEHIND``, encode a batch here."""
+        writer = self._writer
+        if writer is not None and len(writer.queue) >= BEHIND:
+            writer.help()
 
     def _anchor(self) -> None:
         """Queue this session ahead of the events that follow (see ``_key``)."""

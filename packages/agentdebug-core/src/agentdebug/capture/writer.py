@@ -140,8 +140,6 @@ class BackgroundWriter:
         nothing but a KeyboardInterrupt (which puts the batch back in the queue):
         a batch that cannot be encoded is logged, as on the writer thread.
         """
-        if not self._store_running or self._submitted - self._done >= AHEAD:
-            return
         if not self._lock.acquire(blocking=False):
             return
         try:

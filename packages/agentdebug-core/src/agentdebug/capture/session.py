@@ -44,7 +44,7 @@ from agentdebug.schema import (
     Outcome,
     OutcomeStatus,
 )
-from agentdebug.store.base import EVENTS_ADAPTER
+from agentdebug.schema.trace import events_from_json
 
 if TYPE_CHECKING:
     from agentdebug.capture.debugger import AgentDebug
@@ -510,7 +510,7 @@ class TraceSession:
             for item in self._memory
         ]
         events = list(stored.events) if stored is not None else []
-        events += EVENTS_ADAPTER.validate_json(b"[" + b",".join(docs) + b"]")
+        events += events_from_json(b"[" + b",".join(docs) + b"]")
         events.sort(key=lambda e: (e.timestamp or self.started_at, e.step_index))
         header = self._header(outcome)
         return header.model_copy(update={"events": events})

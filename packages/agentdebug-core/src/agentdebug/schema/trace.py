@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 from pydantic.dataclasses import dataclass as pydantic_dataclass
+from pydantic_core import CoreConfig, CoreSchema, SchemaValidator, core_schema
 
 SCHEMA_VERSION = "1.0"
 
@@ -85,7 +86,7 @@ class CheckpointRef(BaseModel):
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
-@pydantic_dataclass(frozen=True, slots=True, config=ConfigDict(extra="forbid"))
+@pydantic_dataclass(frozen=True, config=ConfigDict(extra="forbid"))
 class AgentEvent:
     """One thing that happened in a run.
 
@@ -97,11 +98,14 @@ class AgentEvent:
     for strings and exceptions. (A coercing validator here would run for every
     event of every load and costs more than the rest of the validation.)
 
-    A frozen, slotted pydantic dataclass rather than a model: a run can hold
-    100,000 events, and without a ``__dict__`` and a fields-set per instance an
-    event is a third of the objects, so loading a run is about twice as fast and
-    the collector has a third as much to scan. The ``model_*`` methods below keep
-    the model API that the rest of agentdebug (and users) call.
+    A frozen pydantic dataclass rather than a model: a run can hold 100,000
+    events, and without a fields-set per instance an event is fewer objects. An
+    event read back from a store (:func:`events_from_json`) keeps in its
+    ``__dict__`` only the fields its stored document has (stores write events
+    without their defaults); the others are read from the class, where every
+    optional field's default is set. That spares pydantic filling in and setting
+    ten defaults per event, the larger part of loading a run. The ``model_*``
+    methods below keep the model API that the rest of agentdebug (and users) call.
     """
 
     id: str
@@ -147,6 +151,96 @@ class AgentEvent:
 
 
 _EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+_EVENTS: TypeAdapter[list[AgentEvent]] = TypeAdapter(list[AgentEvent])
+
+
+class ReadOnlyDict(dict[str, Any]):
+    """The metadata of a loaded event that has none: one empty dict shared by all
+    such events, so it refuses to be changed (an event is evidence, and a change
+    here would show in every one of them). Any copy of it is an ordinary dict."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs:  # dict(...)-style construction, as copies make: a plain dict
+            return dict(*args, **kwargs)
+        return super().__new__(cls)
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("the metadata of a recorded event cannot be changed")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    setdefault = update = pop = popitem = clear = _refuse
+
+    def copy(self) -> dict[str, Any]:
+        return {}
+
+    def __copy__(self) -> dict[str, Any]:
+        return {}
+
+    def __deepcopy__(self, memo: Any) -> dict[str, Any]:
+        return {}
+
+
+def _stored_event_fields() -> tuple[CoreSchema, dict[str, Any]]:
+    """The schema of a stored event document, and the defaults of its optional fields.
+
+    Derived from AgentEvent's own schema, field by field, so a stored event is
+    validated exactly as the dataclass validates one; only a field left out is
+    left out (not filled in), and is read from the class instead.
+    """
+    schema: Any = _EVENT.core_schema
+    definitions = None
+    if schema["type"] == "definitions":
+        definitions, schema = schema["definitions"], schema["schema"]
+    fields: dict[str, Any] = {}
+    defaults: dict[str, Any] = {}
+    for field in schema["schema"]["fields"]:
+        name, inner = field["name"], field["schema"]
+        if inner["type"] != "default":
+            fields[name] = core_schema.typed_dict_field(inner, required=True)
+            continue
+        fields[name] = core_schema.typed_dict_field(inner["schema"], required=False)
+        if "default" in inner:
+            defaults[name] = inner["default"]
+        elif inner.get("default_factory") is dict:
+            defaults[name] = ReadOnlyDict()
+        else:  # a new field with another factory needs a shared, immutable default here
+            raise TypeError(f"AgentEvent.{name}: no shared default for its default_factory")
+    shape: CoreSchema = core_schema.list_schema(
+        core_schema.typed_dict_schema(fields, extra_behavior="forbid")
+    )
+    if definitions is not None:
+        shape = core_schema.definitions_schema(shape, definitions)
+    return shape, defaults
+
+
+_STORED_SCHEMA, _DEFAULTS = _stored_event_fields()
+for _name, _value in _DEFAULTS.items():
+    setattr(AgentEvent, _name, _value)  # where a loaded event's absent fields are read
+# Strings are not interned while parsing: an event's id, payloads and timestamps are
+# almost all unique, and looking each up in pydantic's string cache costs about 7%
+# of loading a run.
+_STORED = SchemaValidator(_STORED_SCHEMA, CoreConfig(cache_strings="keys"))
+
+
+def _event_of(
+    fields: dict[str, Any], _new: Any = object.__new__, _set: Any = object.__setattr__
+) -> AgentEvent:
+    event: AgentEvent = _new(AgentEvent)
+    _set(event, "__dict__", fields)
+    return event
+
+
+def events_from_json(data: str | bytes) -> list[AgentEvent]:
+    """Events from a JSON array of event documents (as stores keep them), each
+    validated as :class:`AgentEvent` validates one. Raises ``ValidationError``."""
+    return list(map(_event_of, _STORED.validate_json(data)))
+
+
+def events_from_python(docs: Any) -> list[AgentEvent]:
+    """:func:`events_from_json` for documents already parsed (dicts; events pass)."""
+    if isinstance(docs, list) and any(isinstance(d, AgentEvent) for d in docs):
+        return _EVENTS.validate_python(docs)
+    return list(map(_event_of, _STORED.validate_python(docs)))
 
 
 class OutcomeStatus(StrEnum):

@@ -30,8 +30,8 @@ import orjson
 from agentdebug.errors import NotFoundError, StoreError
 from agentdebug.gcutil import gc_paused
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, Outcome
+from agentdebug.schema.trace import events_from_python
 from agentdebug.store.base import (
-    EVENTS_ADAPTER,
     EventRow,
     RunQuery,
     RunSummary,
@@ -197,7 +197,7 @@ class JSONLStore:
         run = self._run(run_id)
         try:
             with gc_paused():
-                events = EVENTS_ADAPTER.validate_python(run.events)
+                events = events_from_python(run.events)
             return AgentTrajectory.model_validate({**run.header, "events": events})
         except ValueError as exc:
             raise damaged(self.location, f"run '{run_id}'", exc) from exc

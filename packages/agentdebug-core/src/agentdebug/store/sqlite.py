@@ -182,11 +182,25 @@ _RUN_START = (
     " header) VALUES (?,?,?,?,?,?,?,?)"
 )
 
-# A run's events and their sequence numbers, each concatenated in one pass
+# A run loads in chunks of this many keys, each concatenated by SQLite in one pass
+LOAD_CHUNK = 4096
 _CONCAT_EVENTS = (
-    "SELECT CAST(group_concat(data, ',') AS BLOB), group_concat(key - ?, ',')"
-    " FROM events WHERE key BETWEEN ? AND ?"
+    "SELECT CAST(group_concat(data, ',') AS BLOB) FROM events WHERE key BETWEEN ? AND ?"
 )
+_FIRST_KEY = "SELECT min(key) FROM events WHERE key BETWEEN ? AND ?"
+_LAST_KEY = "SELECT max(key) FROM events WHERE key BETWEEN ? AND ?"
+
+
+def _concats_in_key_order(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite reads a run's rows for ``_CONCAT_EVENTS`` by a range
+    search of the table's integer key: a b-tree cursor visits them in key order,
+    and an aggregate without GROUP BY takes rows in the order it is fed them.
+    (group_concat itself promises no order, so the plan is checked once, at open.)"""
+    try:
+        plan = db.execute("EXPLAIN QUERY PLAN " + _CONCAT_EVENTS, (0, 0)).fetchall()
+    except sqlite3.DatabaseError:
+        return False
+    return len(plan) == 1 and str(plan[0][-1]).startswith("SEARCH events USING INTEGER PRIMARY KEY")
 
 
 def _run_columns(header: AgentTrajectory) -> tuple[Any, ...]:
@@ -249,6 +263,7 @@ class SQLiteStore:
             for statement in _BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
+            self._concat_ordered = _concats_in_key_order(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
 
@@ -423,44 +438,55 @@ class SQLiteStore:
 
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
         with self._lock, gc_paused():
-            heads = self._query("SELECT header, num FROM runs WHERE id=?", (run_id,))
-            if not heads:
-                raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
-            head = heads[0]
-            array = self._events_array(head[1])
+            try:
+                self._db.execute("BEGIN")  # one snapshot: the header and every chunk
+                try:
+                    heads = self._db.execute(
+                        "SELECT header, num FROM runs WHERE id=?", (run_id,)
+                    ).fetchall()
+                    chunks = self._event_chunks(heads[0][1]) if heads else []
+                finally:
+                    self._db.execute("COMMIT")
+            except sqlite3.DatabaseError as exc:
+                raise StoreError(f"{self.path}: read failed: {exc}") from exc
+        if not heads:
+            raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
         try:
-            return assemble(head[0], array)
+            return assemble(heads[0][0], chunks)
         except ValueError as exc:
             raise damaged(self.location, f"run '{run_id}'", exc) from exc
 
-    def _events_array(self, num: int) -> bytes:
-        """The run's events as one JSON array, in key order.
+    def _event_chunks(self, num: int) -> list[bytes]:
+        """The run's events in key order, as comma-separated JSON documents,
+        ``LOAD_CHUNK`` events' worth of keys to a chunk.
 
-        SQLite concatenates the rows itself (no Python object per row), and the
-        keys beside them in the same pass: group_concat promises no order, so the
-        keys say which order it used. They come in key order from the range scan;
-        should they ever not, the rows are fetched one by one, in ORDER BY order.
+        SQLite concatenates the rows itself (no Python object per row), in key
+        order where the query plan is a range search of the key (see
+        :func:`_concats_in_key_order`); otherwise, or when a chunk is too long
+        for one value, the rows are fetched one by one, in ORDER BY order.
         """
         lo, hi = _event_range(num)
-        try:
-            found = self._db.execute(_CONCAT_EVENTS, (lo, lo, hi)).fetchone()
-            data: bytes | None = found[0]
-            seqs: str | None = found[1]
-        except sqlite3.DatabaseError:  # too long for one value: row by row
-            data, seqs = None, "unknown"
-        if seqs is None:
-            return b"[]"
-        if data is not None:
-            order = orjson.loads("[" + seqs + "]")
-            if order == sorted(order):
-                return b"[" + data + b"]"
-        docs = [
-            r[0] if isinstance(r[0], bytes) else str(r[0]).encode()  # text written by hand
-            for r in self._query(
-                "SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key", (lo, hi)
-            )
-        ]
-        return b"[" + b",".join(docs) + b"]"
+        db = self._db
+        if self._concat_ordered:
+            first = db.execute(_FIRST_KEY, (lo, hi)).fetchone()[0]
+            last = db.execute(_LAST_KEY, (lo, hi)).fetchone()[0]
+            if first is None:
+                return []
+            try:
+                found = (
+                    db.execute(
+                        _CONCAT_EVENTS, (start, min(start + LOAD_CHUNK - 1, last))
+                    ).fetchone()[0]
+                    for start in range(first, last + 1, LOAD_CHUNK)
+                )
+                return [data for data in found if data is not None]
+            except sqlite3.DataError:  # too long for one value: row by row
+                pass
+        rows = db.execute(
+            "SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key", (lo, hi)
+        ).fetchall()
+        docs = [r[0] if isinstance(r[0], bytes) else str(r[0]).encode() for r in rows]
+        return [b",".join(docs[i : i + LOAD_CHUNK]) for i in range(0, len(docs), LOAD_CHUNK)]
 
     def resolve_id(self, prefix: str) -> str:
         """The full run id for an id or a unique prefix of one."""

@@ -39,6 +39,7 @@ from agentdebug_langgraph._state import (
     PAUSED,
     GraphRun,
     NodeRun,
+    node_run,
     start_counter,
     task_path_key,
 )
@@ -46,6 +47,11 @@ from agentdebug_langgraph._state import (
 log = logging.getLogger("agentdebug.langgraph")
 
 _PUSH = "__pregel_push"
+_AGENT_START = EventType.AGENT_START
+_AGENT_END = EventType.AGENT_END
+_NODE = "langgraph.node"
+_clock = time.perf_counter
+_to_json = _convert.to_json
 _LIVE_GRAPHS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _default: AgentDebug | None = None
 
@@ -195,6 +201,7 @@ class AgentDebugCallback(RunEnding):
         first = self._first_step if not owns else 1
         run = GraphRun(
             session=session,
+            emit=session.emitter(_to_json),
             owns_session=owns,
             steps=start_counter(first),
             graph_name=str(name or "LangGraph"),
@@ -261,52 +268,63 @@ class AgentDebugCallback(RunEnding):
             run = found
         lg_step = md.get("langgraph_step", -1)
         path = md.get("langgraph_path") or ()
-        task_id = ns.rpartition(":")[2]
-        step = run.next_step()
+        step = next(run.steps)
+        if step > run.last_step:
+            run.last_step = step
         meta: dict[str, Any] = {
             "node": node,
             "langgraph_step": lg_step,
-            "task_id": task_id,
+            "task_id": ns.rpartition(":")[2],
             "triggers": md.get("langgraph_triggers") or (),
         }
         checkpoint = None
         event_input = None
-        parent_event = run.input_event
         if parent is not None:
             agent = f"{parent.agent}/{node}"
             parent_event = parent.event_id
+            root_step = parent.root_step
             meta["namespace"] = parent.agent
-            meta["root_step"] = parent.root_step
+            meta["root_step"] = root_step
         else:
             agent = node
+            parent_event = run.input_event
+            root_step = step
             if run.persists or not run.loop_checked:
                 checkpoint = self._checkpoint(run, lg_step)
         if path and path[0] == _PUSH:
-            event_input = _convert.compact(inputs)
+            event_input = inputs
             sender = self._sender(run, parent_ns if nested else "", lg_step, path)
             if sender is not None:
                 parent_event = sender
             meta["send"] = True
-        event_id = run.session.record(
-            EventType.AGENT_START,
-            agent_name=agent,
-            step_index=step,
-            input=event_input,
-            parent_id=parent_event,
-            module="langgraph.node",
-            metadata=meta,
-            checkpoint=checkpoint,
-        )
-        rec = NodeRun(
-            run=run,
-            agent=agent,
-            name=node,
-            step=step,
-            event_id=event_id,
-            ns=ns,
-            langgraph_step=lg_step if isinstance(lg_step, int) else -1,
-            root_step=parent.root_step if parent is not None else step,
-            path=tuple(path),
+        doc: dict[str, Any] = {
+            "id": None,
+            "type": _AGENT_START,
+            "step_index": step,
+            "timestamp": None,
+            "agent_name": agent,
+            "module": _NODE,
+            "parent_id": parent_event,
+            "metadata": meta,
+        }
+        if event_input is not None:
+            doc["input"] = event_input
+        if checkpoint is not None:
+            doc["checkpoint"] = checkpoint
+        event_id = run.emit(doc, agent)
+        rec = node_run(
+            (
+                run,
+                agent,
+                node,
+                step,
+                event_id,
+                ns,
+                lg_step if lg_step.__class__ is int else -1,
+                root_step,
+                tuple(path),
+                _clock(),
+            )
         )
         self._nodes[run_id.int] = rec
         self._by_ns[ns] = rec
@@ -357,6 +375,7 @@ class AgentDebugCallback(RunEnding):
                     self._end_graph(root, outputs, None)
                 elif (
                     parent_run_id is not None
+                    and outputs.__class__ is not str  # a branch function's usual answer
                     and outputs.__class__ is not dict
                     and _convert.has_send(outputs)
                 ):
@@ -372,14 +391,19 @@ class AgentDebugCallback(RunEnding):
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
         if outputs.__class__ is not dict and _convert.has_send(outputs):
             self._note_sends(rec, outputs)
-        rec.run.session.record(
-            EventType.AGENT_END,
-            agent_name=rec.agent,
-            step_index=rec.step,
-            output=_convert.compact(outputs),
-            parent_id=rec.event_id,
-            module="langgraph.node",
-            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+        rec.run.emit(
+            {
+                "id": None,
+                "type": _AGENT_END,
+                "step_index": rec.step,
+                "timestamp": None,
+                "agent_name": rec.agent,
+                "module": _NODE,
+                "parent_id": rec.event_id,
+                "duration_ms": (_clock() - rec.started) * 1000.0,
+                "output": outputs,
+            },
+            rec.agent,
         )
 
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:

@@ -22,6 +22,10 @@ from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import CaptureBase
 from agentdebug_langgraph._state import NodeRun
 
+_LLM_RESPONSE = EventType.LLM_RESPONSE
+_CHAT_MODEL = "langchain.chat_model"
+_clock = time.perf_counter
+
 
 class ModelAndToolEvents(CaptureBase):
     """The model and tool half of :class:`~agentdebug_langgraph.AgentDebugCallback`."""
@@ -39,7 +43,13 @@ class ModelAndToolEvents(CaptureBase):
     ) -> None:
         try:
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._begin_call(run_id, parent_run_id, metadata, kwargs, prompt)
+            ns = metadata.get("langgraph_checkpoint_ns") if metadata else None
+            rec = self._by_ns.get(ns) if ns is not None else None
+            if rec is None:
+                rec = self._node_for(parent_run_id, metadata)
+                if rec is None:
+                    return
+            self._calls[run_id.int] = (rec, prompt, _clock(), _model_name(metadata, kwargs))
         except Exception:
             self._failed("on_chat_model_start")
 
@@ -86,20 +96,23 @@ class ModelAndToolEvents(CaptureBase):
         call (all of them on the first call, or when the history was rewritten);
         when it records a part, ``metadata`` says how long the prompt was
         (``prompt_messages``) and where the new part starts (``prompt_new_from``).
+        The messages are made small as the event is encoded
+        (:func:`agentdebug_langgraph._convert.to_json`).
         """
-        seen = rec.run.prompts.get(rec.agent)
+        prompts = rec.run.prompts
+        seen = prompts.get(rec.agent)
         n = len(prompt)
-        shared = 0
+        if not n:
+            prompts[rec.agent] = None
+            return prompt
+        prompts[rec.agent] = (n, prompt[0], prompt[-1])
         if seen is not None:
             k, first, last = seen
             if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
-                shared = k
-        rec.run.prompts[rec.agent] = (n, prompt[0], prompt[-1]) if n else None
-        if shared:
-            meta["prompt_messages"] = n
-            meta["prompt_new_from"] = shared
-        message, is_message = _convert.message, _convert.is_message
-        return [message(m) if is_message(m) else m for m in prompt[shared:]]
+                meta["prompt_messages"] = n
+                meta["prompt_new_from"] = k
+                return prompt[k:]
+        return prompt
 
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
@@ -122,16 +135,31 @@ class ModelAndToolEvents(CaptureBase):
                 token_usage = response.llm_output.get("token_usage")
                 if token_usage:
                     meta["usage"] = dict(token_usage)
-            run = rec.run
-            event_id = self._record_response(rec, prompt, started, meta, output=output)
+            event_id = rec.run.emit(
+                {
+                    "id": None,
+                    "type": _LLM_RESPONSE,
+                    "step_index": rec.step,
+                    "timestamp": None,
+                    "agent_name": rec.agent,
+                    "module": _CHAT_MODEL,
+                    "parent_id": rec.event_id,
+                    "duration_ms": (_clock() - started) * 1000.0,
+                    "input": self._prompt(rec, prompt, meta),
+                    "output": output,
+                    "metadata": meta,
+                },
+                rec.agent,
+            )
             if msg is not None and msg.type == "ai":
-                calls = msg.tool_calls
+                calls = output.get("tool_calls")
                 if calls:
+                    tool_calls = rec.run.tool_calls
                     for c in calls:
-                        if c.get("id"):
-                            run.tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
+                        if c["id"]:
+                            tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
                 else:
-                    run.answer_from = (rec.agent, rec.step, event_id)
+                    rec.run.answer_from = (rec.agent, rec.step, event_id)
         except Exception:
             self._failed("on_llm_end")
 
@@ -142,33 +170,19 @@ class ModelAndToolEvents(CaptureBase):
                 return
             rec, prompt, started, model = call
             meta: dict[str, Any] = {"model": model} if model else {}
-            self._record_response(rec, prompt, started, meta, error=error)
+            rec.run.session.record(
+                EventType.LLM_RESPONSE,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                input=_convert.compact(self._prompt(rec, prompt, meta)),
+                error=error,
+                parent_id=rec.event_id,
+                module=_CHAT_MODEL,
+                duration_ms=(_clock() - started) * 1000.0,
+                metadata=meta,
+            )
         except Exception:
             self._failed("on_llm_error")
-
-    def _record_response(
-        self,
-        rec: NodeRun,
-        prompt: list[Any],
-        started: float,
-        meta: dict[str, Any],
-        *,
-        output: Any = None,
-        error: BaseException | None = None,
-    ) -> str | None:
-        """The model call's one event: its new prompt, and its answer or error."""
-        return rec.run.session.record(
-            EventType.LLM_RESPONSE,
-            agent_name=rec.agent,
-            step_index=rec.step,
-            input=self._prompt(rec, prompt, meta),
-            output=output,
-            error=error,
-            parent_id=rec.event_id,
-            module="langchain.chat_model",
-            duration_ms=(time.perf_counter() - started) * 1000.0,
-            metadata=meta,
-        )
 
     # -- tools ---------------------------------------------------------------------------------
 

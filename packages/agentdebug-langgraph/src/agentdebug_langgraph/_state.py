@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import itertools
 import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
+from typing import Any, NamedTuple
 
 from agentdebug import TraceSession
+from agentdebug.capture.session import Emit
 from agentdebug.schema import CheckpointRef
 
 FRAMEWORK = "langgraph"
@@ -30,6 +30,7 @@ class GraphRun:
     """A top-level graph run being recorded into one trace session."""
 
     session: TraceSession
+    emit: Emit  # the session's emitter (TraceSession.emitter), payloads made small
     owns_session: bool
     steps: Iterator[int]
     graph_name: str
@@ -77,9 +78,12 @@ class GraphRun:
         return ref
 
 
-@dataclass(eq=False, slots=True)
-class NodeRun:
-    """One node execution: its step index and the event that opened it."""
+class NodeRun(NamedTuple):
+    """One node execution: its step index and the event that opened it.
+
+    A named tuple, made by :func:`node_run` in one C call: a graph step makes one
+    of these on its hot path, where a dataclass's ``__init__`` costs half a
+    microsecond."""
 
     run: GraphRun
     agent: str
@@ -89,8 +93,14 @@ class NodeRun:
     ns: str
     langgraph_step: int
     root_step: int
-    path: tuple[Any, ...] = ()
-    started: float = field(default_factory=time.perf_counter)
+    path: tuple[Any, ...]
+    started: float  # time.perf_counter()
+
+
+def node_run(values: tuple[Any, ...], _new: Any = tuple.__new__) -> NodeRun:
+    """A :class:`NodeRun` from its fields, in order."""
+    rec: NodeRun = _new(NodeRun, values)
+    return rec
 
 
 def start_counter(first: int) -> Iterator[int]:

@@ -25,7 +25,7 @@ log = logging.getLogger("agentdebug.capture")
 _HEAD_BYTES = 64 * 1024
 _AUTO_ID = re.compile(r"^e\d+$")
 _INF = math.inf
-_OPTIONS = orjson.OPT_NON_STR_KEYS
+_OPTIONS = NON_STR_KEYS = orjson.OPT_NON_STR_KEYS
 
 # Slots of a queued event tuple, in order (see TraceSession.record). EVENT_ID is
 # the id the caller gave, if any; AUTO_ID the automatic ``e<seq>``, which

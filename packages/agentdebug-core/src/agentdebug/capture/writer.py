@@ -66,6 +66,7 @@ RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
 _ANCHOR = object()  # first slot of a session queued ahead of its events
 _seq_of = operator.itemgetter(SEQ)
+_key_of = operator.itemgetter(RUN_KEY)
 _agent_of = operator.itemgetter(AGENT)
 _encoded_of = operator.itemgetter(ENCODED)
 
@@ -185,6 +186,8 @@ class BackgroundWriter:
         handed = 0  # taken[:handed] is with the store thread
         upto, expect = 0, -1  # the hand-over in flight: taken[:upto], the count it makes
         held: list[TraceSession] = []
+        keys: list[Any] | None = None  # the items' run keys and lengths, made on first use
+        lens: list[int] = []
         try:
             jobs: list[_Job] = []
             waiting = 0
@@ -212,6 +215,19 @@ class BackgroundWriter:
                         continue
                     last = self._add(batches, item)
                     last_key = key if last is not None else None
+                    if last is not None and i < end and len(item) == ENCODED_LEN:
+                        # The rest of the chunk all this run's encoded events (as a
+                        # busy integration's are: TraceSession.emitter)? Taken at
+                        # once, counted in C: the loop above costs the GIL per event.
+                        if keys is None:
+                            keys, lens = list(map(_key_of, taken)), list(map(len, taken))
+                        left = end - i
+                        if (
+                            keys[i:end].count(key) == left
+                            and lens[i:end].count(ENCODED_LEN) == left
+                        ):
+                            last[1].extend(taken[i:end])
+                            i = end
                 with gc_paused():
                     for session, items, ids in batches.values():
                         jobs.append((session, self._safe_rows(items, ids)))

@@ -259,3 +259,58 @@ def test_default_debugger_uses_agentdebug_home(_home: Any) -> None:
     assert cb.last_run_id is not None
     cb._debugger().flush()
     assert open_store(_home).load_trajectory(cb.last_run_id).framework == "langgraph"
+
+
+def test_payloads_are_stored_as_compact_makes_them() -> None:
+    """Node updates are encoded by orjson with the plugin's default (no walk in
+    Python); what is stored must be what ``compact`` makes of the same value."""
+    import orjson
+    from agentdebug_langgraph._convert import compact, payload, to_json
+    from langchain_core.messages import AIMessage, ToolMessage
+    from langgraph.types import Send
+
+    values: list[Any] = [
+        {"messages": [HumanMessage(content="hi"), AIMessage(content="", tool_calls=[])]},
+        {"n": 1, "trail": ("a", "b"), "nested": {"m": [AIMessage(content="x", name="bot")]}},
+        [Send("worker", {"item": 3, "msg": ToolMessage(content="r", tool_call_id="c1")})],
+        Command(update={"n": 2}, goto="next"),
+        Command(goto=[Send("a", 1), Send("b", {"x": HumanMessage(content="q")})]),
+        {"set": {1, 2}, "bytes": b"\xff", "none": None},
+        "plain",
+    ]
+    for value in values:
+        assert orjson.loads(orjson.dumps(payload(value), default=to_json)) == orjson.loads(
+            orjson.dumps(compact(value), default=to_json)
+        ), value
+
+
+def test_a_default_that_raises_costs_the_event_nothing(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentdebug_langgraph import _callback
+
+    def broken(value: Any) -> Any:
+        raise RuntimeError("encoder bug")
+
+    monkeypatch.setattr(_callback, "_to_json", broken)
+
+    class Odd:
+        def __repr__(self) -> str:
+            return "<odd>"
+
+    from langgraph.graph import END, START, StateGraph
+    from typing_extensions import TypedDict
+
+    class State(TypedDict):
+        thing: Any
+
+    g = StateGraph(State)
+    g.add_node("make", lambda s: {"thing": Odd()})
+    g.add_edge(START, "make")
+    g.add_edge("make", END)
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"thing": None}, {"callbacks": [cb]})
+    dbg.flush()
+    run = cb.trajectory()
+    ends = [e for e in run.events if e.type == EventType.AGENT_END]
+    assert len(ends) == 1 and "<odd>" in str(ends[0].output)

@@ -292,7 +292,7 @@ class AgentDebugCallback(RunEnding):
             if run.persists or not run.loop_checked:
                 checkpoint = self._checkpoint(run, lg_step)
         if path and path[0] == _PUSH:
-            event_input = inputs
+            event_input = _convert.payload(inputs)
             sender = self._sender(run, parent_ns if nested else "", lg_step, path)
             if sender is not None:
                 parent_event = sender
@@ -401,7 +401,7 @@ class AgentDebugCallback(RunEnding):
                 "module": _NODE,
                 "parent_id": rec.event_id,
                 "duration_ms": (_clock() - rec.started) * 1000.0,
-                "output": outputs,
+                "output": _convert.payload(outputs),
             },
             rec.agent,
         )

@@ -91,11 +91,20 @@ def compact(value: Any) -> Any:
     return value
 
 
+def payload(value: Any) -> Any:
+    """A node's update or a branch's input, ready for ``TraceSession.emitter``
+    with :func:`to_json`: a dict as it is (orjson walks it in C and asks
+    ``to_json`` only about messages and ``Send`` packets in it), anything else made
+    small here (a ``Command`` is a dataclass, which orjson would write whole
+    without asking)."""
+    return value if value.__class__ is dict else compact(value)
+
+
 def to_json(value: Any) -> Any:
     """orjson's ``default`` for graph payloads: what :func:`compact` makes of the
     objects orjson does not know (messages, ``Send``, ``Command``), anything else
-    as core's encoder has it. Given to ``TraceSession.emit``, it spares walking a
-    node's update in Python: orjson walks it in C and asks only about these."""
+    as core's encoder has it. With :func:`payload`, the stored JSON is what
+    ``compact`` makes of the value, without walking a node's update in Python."""
     if is_message(value):
         return message(value)
     cls = value.__class__

@@ -218,3 +218,19 @@ def test_jsonl_loads_the_same_events(tmp_path: Path) -> None:
     store = JSONLStore(tmp_path / "runs.jsonl")
     store.save_trajectory(AgentTrajectory(id="r", events=[SPARSE, FULL]))
     assert JSONLStore(tmp_path / "runs.jsonl").load_trajectory("r").events == [SPARSE, FULL]
+
+
+def test_a_row_that_is_not_json_past_the_first_chunk_says_where_its_part_starts(
+    tmp_path: Path,
+) -> None:
+    store, run_id = record_run(tmp_path / "s", LOAD_CHUNK + 100)
+    db = sqlite3.connect(store.path)
+    (base,) = db.execute("SELECT min(key) FROM events").fetchone()
+    db.execute("UPDATE events SET data = '{\"id\": ' WHERE key = ?", (base + LOAD_CHUNK + 5,))
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError) as err:
+        SQLiteStore(store.path).load_trajectory(run_id)
+    message = str(err.value)
+    assert "\n" not in message
+    assert f"the events from position {LOAD_CHUNK} on" in message

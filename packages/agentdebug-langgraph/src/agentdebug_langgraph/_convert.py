@@ -96,7 +96,8 @@ def payload(value: Any) -> Any:
     with :func:`to_json`: a dict as it is (orjson walks it in C and asks
     ``to_json`` only about messages and ``Send`` packets in it), anything else made
     small here (a ``Command`` is a dataclass, which orjson would write whole
-    without asking)."""
+    without asking; one inside a dict, which is not a LangGraph update, is written
+    whole, all its fields)."""
     return value if value.__class__ is dict else compact(value)
 
 

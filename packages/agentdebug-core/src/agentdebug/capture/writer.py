@@ -197,6 +197,7 @@ class BackgroundWriter:
                 pending: tuple[Any, ...] | None = None
                 last: _Batch | None = None
                 last_key = None
+                tried = False  # the all-one-run check, once a chunk
                 end = min(i + CHUNK, n)
                 while i < end:
                     item = taken[i]
@@ -215,10 +216,13 @@ class BackgroundWriter:
                         continue
                     last = self._add(batches, item)
                     last_key = key if last is not None else None
-                    if last is not None and i < end and len(item) == ENCODED_LEN:
+                    if last is not None and not tried and i < end and len(item) == ENCODED_LEN:
                         # The rest of the chunk all this run's encoded events (as a
                         # busy integration's are: TraceSession.emitter)? Taken at
                         # once, counted in C: the loop above costs the GIL per event.
+                        # Asked once a chunk: runs recording in turn would otherwise
+                        # have the rest of the chunk counted at every turn.
+                        tried = True
                         if keys is None:
                             keys, lens = list(map(_key_of, taken)), list(map(len, taken))
                         left = end - i

@@ -95,18 +95,22 @@ class AgentEvent:
     is always set: capture numbers events in order when the caller gives none.
 
     ``error`` takes an :class:`ErrorInfo` or its dict form; use ``ErrorInfo.coerce``
-    for strings and exceptions. (A coercing validator here would run for every
-    event of every load and costs more than the rest of the validation.)
-
-    A frozen pydantic dataclass rather than a model: a run can hold 100,000
-    events, and without a fields-set per instance an event is fewer objects. An
-    event read back from a store (:func:`events_from_json`) keeps in its
-    ``__dict__`` only the fields its stored document has (stores write events
-    without their defaults); the others are read from the class, where every
-    optional field's default is set. That spares pydantic filling in and setting
-    ten defaults per event, the larger part of loading a run. The ``model_*``
-    methods below keep the model API that the rest of agentdebug (and users) call.
+    for strings and exceptions.
     """
+
+    # A coercing validator for ``error`` would run for every event of every load
+    # and cost more than the rest of the validation.
+    #
+    # A frozen pydantic dataclass rather than a model: a run can hold 100,000
+    # events, and without a fields-set per instance an event is fewer objects. An
+    # event read back from a store (``events_from_json``) keeps in its ``__dict__``
+    # only the fields its stored document has (stores write events without their
+    # defaults); the others are read from the class, where every optional field's
+    # default is set. That spares pydantic filling in and setting ten defaults per
+    # event, the larger part of loading a run. So ``vars()`` of a loaded event, and
+    # orjson, which writes a dataclass from its ``__dict__``, show only the stored
+    # fields (the rest are their defaults); pydantic's dumps show them all. The
+    # ``model_*`` methods below keep the model API that agentdebug (and users) call.
 
     id: str
     type: EventType

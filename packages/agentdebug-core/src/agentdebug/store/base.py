@@ -206,6 +206,8 @@ def damaged(location: str, what: str, exc: Exception) -> StoreError:
             loc[0] += first_event  # the event's position in the run
         where = ".".join(str(p) for p in loc)
         why = f"field '{where}': {first.get('msg', 'invalid')}" if where else str(first.get("msg"))
+        if not where and first_event:  # not JSON at all: its column counts from here
+            why = f"the events from position {first_event} on: {why}"
         if len(errors) > 1:
             why += f"; and {len(errors) - 1} more problem(s)"
     else:

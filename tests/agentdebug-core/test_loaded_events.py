@@ -67,6 +67,10 @@ def test_a_loaded_event_equals_the_event_that_was_stored() -> None:
     assert sparse.model_dump_json() == SPARSE.model_dump_json()
     assert full.model_dump(mode="json") == FULL.model_dump(mode="json")
     assert dataclasses.asdict(sparse) == dataclasses.asdict(SPARSE)
+    # a constructed event keeps only its non-default fields too: both look alike
+    # to vars() and to orjson (which writes a dataclass from its __dict__)
+    assert vars(sparse) == vars(SPARSE) and vars(full) == vars(FULL)
+    assert orjson.dumps(sparse) == orjson.dumps(SPARSE)
 
 
 def test_absent_fields_read_their_defaults() -> None:

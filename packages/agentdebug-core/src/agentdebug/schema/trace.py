@@ -109,8 +109,10 @@ class AgentEvent:
     # default is set. That spares pydantic filling in and setting ten defaults per
     # event, the larger part of loading a run. So ``vars()`` of a loaded event, and
     # orjson, which writes a dataclass from its ``__dict__``, show only the stored
-    # fields (the rest are their defaults); pydantic's dumps show them all. The
-    # ``model_*`` methods below keep the model API that agentdebug (and users) call.
+    # fields (the rest are their defaults); pydantic's dumps show them all. An
+    # event made by its constructor keeps only its non-default fields too
+    # (``__post_init__``), so both look alike. The ``model_*`` methods below keep
+    # the model API that agentdebug (and users) call.
 
     id: str
     type: EventType
@@ -126,6 +128,17 @@ class AgentEvent:
     metadata: dict[str, Any] = Field(default_factory=dict)
     artifacts: tuple[Artifact, ...] = ()
     checkpoint: CheckpointRef | None = None
+
+    def __post_init__(self) -> None:
+        # Only the fields that differ from their defaults stay in ``__dict__``, as
+        # in a loaded event: the rest are read from the class (half the memory).
+        d = self.__dict__
+        kept = {k: v for k, v in d.items() if v is not None}
+        if not kept.get("metadata", True):
+            del kept["metadata"]
+        if not kept.get("artifacts", True):
+            del kept["artifacts"]
+        object.__setattr__(self, "__dict__", kept)
 
     @classmethod
     def model_validate(cls, data: Any) -> AgentEvent:

@@ -242,9 +242,9 @@ def test_a_sqlite_without_json_each_writes_row_by_row(
         monkeypatch.setattr(sqlite_store, "_has_json_each", lambda db: False)
     else:  # the probe passes but the trigger's table function is missing when it runs
         schema = tuple(
-            st.replace("json_each", "json_each_missing") for st in sqlite_store._BATCH_SCHEMA
+            st.replace("json_each", "json_each_missing") for st in sqlite_store.BATCH_SCHEMA
         )
-        monkeypatch.setattr(sqlite_store, "_BATCH_SCHEMA", schema)
+        monkeypatch.setattr(sqlite_store, "BATCH_SCHEMA", schema)
     dbg = AgentDebug(tmp_path / "store")
     with dbg.trace(goal="old sqlite") as t:
         for i in range(50):

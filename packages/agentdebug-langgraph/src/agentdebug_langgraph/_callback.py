@@ -268,9 +268,7 @@ class AgentDebugCallback(RunEnding):
             run = found
         lg_step = md.get("langgraph_step", -1)
         path = md.get("langgraph_path") or ()
-        step = next(run.steps)
-        if step > run.last_step:
-            run.last_step = step
+        step = run.next_step()
         meta: dict[str, Any] = {
             "node": node,
             "langgraph_step": lg_step,
@@ -375,7 +373,6 @@ class AgentDebugCallback(RunEnding):
                     self._end_graph(root, outputs, None)
                 elif (
                     parent_run_id is not None
-                    and outputs.__class__ is not str  # a branch function's usual answer
                     and outputs.__class__ is not dict
                     and _convert.has_send(outputs)
                 ):

@@ -43,13 +43,7 @@ class ModelAndToolEvents(CaptureBase):
     ) -> None:
         try:
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            ns = metadata.get("langgraph_checkpoint_ns") if metadata else None
-            rec = self._by_ns.get(ns) if ns is not None else None
-            if rec is None:
-                rec = self._node_for(parent_run_id, metadata)
-                if rec is None:
-                    return
-            self._calls[run_id.int] = (rec, prompt, _clock(), _model_name(metadata, kwargs))
+            self._begin_call(run_id, parent_run_id, metadata, kwargs, prompt)
         except Exception:
             self._failed("on_chat_model_start")
 

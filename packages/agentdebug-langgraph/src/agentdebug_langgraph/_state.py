@@ -19,7 +19,7 @@ from types import FrameType
 from typing import Any, NamedTuple
 
 from agentdebug import TraceSession
-from agentdebug.capture.session import Emit
+from agentdebug.capture.emit import Emit
 from agentdebug.schema import CheckpointRef
 
 FRAMEWORK = "langgraph"

@@ -3,7 +3,8 @@
 Capture streams a run into a store in three moves (``begin_run``, ``append_events``
 in batches, ``finish_run``); importers save a finished trajectory at once. Events
 travel as JSON bytes already shaped like :class:`AgentEvent`, so a backend stores
-them without knowing the schema and loads a whole run with one validation pass.
+them without knowing the schema and loads a run by validating its JSON in chunks
+(:func:`assemble`).
 """
 
 from __future__ import annotations

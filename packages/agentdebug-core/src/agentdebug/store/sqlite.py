@@ -3,8 +3,9 @@
 Runs, events, the agents of each run, reports, report failure modes and benchmark
 labels have a table each, so that ``agentdebug list`` can filter by status,
 framework, agent, failure mode and time without loading any trajectory. The schema
-carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` brings an older
-file up to date.
+carries its version in ``PRAGMA user_version``; :data:`MIGRATIONS` (in
+:mod:`agentdebug.store.sqlite_schema`, with the rest of the schema) brings an
+older file up to date.
 
 An event row is ``(key, data)``: ``key`` is ``run number << 32 | sequence``, so the
 table's own b-tree keeps each run's events together and in order, with no second
@@ -45,64 +46,17 @@ from agentdebug.store.base import (
     event_row,
     header_json,
 )
+from agentdebug.store.sqlite_schema import (
+    BATCH_INSERT,
+    BATCH_SCHEMA,
+    MIGRATIONS,
+    PAGE_SIZE,
+    RUN_START,
+    SCHEMA_VERSION,
+)
 from agentdebug.store.wal import WalKeeper
 
-SCHEMA_VERSION = 1
-# Pages of 16 KiB, not SQLite's 4 KiB: a capture burst's rows go in about twice as
-# fast (a quarter as many pages to fill, split and log) and a run reads back in
-# fewer page visits. A page size only takes on a new file; older stores keep theirs.
-PAGE_SIZE = 16384
-
-_SCHEMA_V1 = """
-CREATE TABLE runs (
-    num INTEGER PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    goal TEXT,
-    framework TEXT,
-    status TEXT NOT NULL,
-    started_at REAL,
-    ended_at REAL,
-    parent_id TEXT,
-    n_events INTEGER NOT NULL DEFAULT 0,
-    header BLOB NOT NULL
-);
-CREATE INDEX runs_status ON runs(status);
-CREATE INDEX runs_framework ON runs(framework);
-CREATE INDEX runs_started ON runs(started_at);
-CREATE TABLE events (
-    key INTEGER PRIMARY KEY,
-    data BLOB NOT NULL
-);
-CREATE TABLE run_agents (
-    run_id TEXT NOT NULL,
-    agent_name TEXT NOT NULL,
-    PRIMARY KEY (run_id, agent_name)
-) WITHOUT ROWID;
-CREATE INDEX run_agents_agent ON run_agents(agent_name);
-CREATE TABLE reports (
-    id TEXT PRIMARY KEY,
-    run_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    root_agent TEXT,
-    root_step INTEGER,
-    data BLOB NOT NULL
-);
-CREATE INDEX reports_run ON reports(run_id, created_at);
-CREATE TABLE report_modes (
-    report_id TEXT NOT NULL,
-    run_id TEXT NOT NULL,
-    mode_id TEXT NOT NULL,
-    PRIMARY KEY (report_id, mode_id)
-);
-CREATE INDEX report_modes_mode ON report_modes(mode_id, run_id);
-CREATE TABLE labels (
-    run_id TEXT PRIMARY KEY,
-    data BLOB NOT NULL
-);
-"""
-
-# version reached -> script that reaches it from the version before
-MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
+__all__ = ["LOAD_CHUNK", "MIGRATIONS", "PAGE_SIZE", "SCHEMA_VERSION", "SQLiteStore"]
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -135,52 +89,6 @@ def _insert_events(db: sqlite3.Connection, num: int, rows: Sequence[EventRow]) -
             [(base + row.seq, row.data) for row in rows[full:]],
         )
 
-
-# A batch from capture is written by one statement: an insert into this view,
-# whose trigger splits the batch's JSON array into rows (json_each), counts them
-# into the run and notes its agents. One statement is its own transaction, and
-# all of it runs inside sqlite3_step, which does not hold Python's GIL: the
-# writer thread hands the GIL back once per batch, and the agent's thread runs
-# while SQLite works. TEMP objects live in this connection only (not in the file).
-_BATCH_SCHEMA: tuple[str, ...] = (
-    "CREATE TEMP VIEW IF NOT EXISTS event_batches(num, run_id, base, events, n, agents)"
-    " AS SELECT NULL, NULL, NULL, NULL, NULL, NULL WHERE 0",
-    "CREATE TEMP TRIGGER IF NOT EXISTS event_batches_insert INSTEAD OF INSERT ON event_batches"
-    " BEGIN"
-    " INSERT OR REPLACE INTO events(key, data)"
-    "  SELECT NEW.base + key, CAST(value AS BLOB) FROM json_each(NEW.events);"
-    " UPDATE runs SET n_events = n_events + NEW.n WHERE num = NEW.num;"
-    " INSERT OR IGNORE INTO run_agents(run_id, agent_name)"
-    "  SELECT NEW.run_id, value FROM json_each(NEW.agents);"
-    " END",
-)
-_BATCH_INSERT = (
-    "INSERT INTO event_batches(num, run_id, base, events, n, agents) VALUES (?,?,?,?,?,?)"
-)
-
-# A run's start, in one statement for the same reason: its row (a run id used
-# before starts afresh, keeping its number) and none of its old events or agents.
-_BATCH_SCHEMA += (
-    "CREATE TEMP VIEW IF NOT EXISTS run_starts(id, goal, framework, status, started_at,"
-    " ended_at, parent_id, header) AS SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL"
-    " WHERE 0",
-    "CREATE TEMP TRIGGER IF NOT EXISTS run_starts_insert INSTEAD OF INSERT ON run_starts"
-    " BEGIN"
-    " INSERT INTO runs(id, goal, framework, status, started_at, ended_at, parent_id, n_events,"
-    "  header) VALUES (NEW.id, NEW.goal, NEW.framework, NEW.status, NEW.started_at,"
-    "  NEW.ended_at, NEW.parent_id, 0, NEW.header)"
-    "  ON CONFLICT(id) DO UPDATE SET goal=excluded.goal, framework=excluded.framework,"
-    "  status=excluded.status, started_at=excluded.started_at, ended_at=excluded.ended_at,"
-    "  parent_id=excluded.parent_id, header=excluded.header, n_events=0;"
-    " DELETE FROM events WHERE key BETWEEN (SELECT num FROM runs WHERE id = NEW.id) << 32"
-    "  AND ((SELECT num FROM runs WHERE id = NEW.id) << 32) + 4294967295;"
-    " DELETE FROM run_agents WHERE run_id = NEW.id;"
-    " END",
-)
-_RUN_START = (
-    "INSERT INTO run_starts(id, goal, framework, status, started_at, ended_at, parent_id,"
-    " header) VALUES (?,?,?,?,?,?,?,?)"
-)
 
 # A run loads in chunks of this many keys, each concatenated by SQLite in one pass
 LOAD_CHUNK = 4096
@@ -260,7 +168,7 @@ class SQLiteStore:
             # the longest value SQLite takes (a batch of events is bound as one)
             self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
-            for statement in _BATCH_SCHEMA:
+            for statement in BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
             self._concat_ordered = _concats_in_key_order(self._db)
@@ -353,7 +261,7 @@ class SQLiteStore:
         args = (*_run_columns(header), header_json(header))
         with self._lock:
             try:
-                self._db.execute(_RUN_START, args)  # one statement, its own transaction
+                self._db.execute(RUN_START, args)  # one statement, its own transaction
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
             self._wal.wrote(len(args[-1]))
@@ -379,7 +287,7 @@ class SQLiteStore:
             try:
                 num = self._num(self._db, run_id)
                 self._db.execute(
-                    _BATCH_INSERT,
+                    BATCH_INSERT,
                     (
                         num,
                         run_id,

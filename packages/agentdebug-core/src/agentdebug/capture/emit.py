@@ -1,0 +1,110 @@
+"""The hot path framework integrations record through: ``TraceSession.emitter``.
+
+``record`` checks and coerces every field because a user's agent calls it; an
+integration that builds its events itself knows their types, and on a graph's
+thread those checks cost as much as the rest. So it records documents it builds,
+through a function bound once to the session's state.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Protocol
+
+import orjson
+
+from agentdebug.capture.encode import NON_STR_KEYS, to_json
+from agentdebug.schema import EventType
+
+if TYPE_CHECKING:
+    from agentdebug.capture.session import TraceSession
+
+log = logging.getLogger("agentdebug.capture")
+
+_FINAL = EventType.FINAL_ANSWER
+_LOOK = 255  # as record: look at the writer's backlog every 256 events
+_now = time.time
+
+
+class Emit(Protocol):
+    """What :meth:`TraceSession.emitter` returns: records one event, returns its id."""
+
+    def __call__(self, doc: dict[str, Any], agent_name: str) -> str | None: ...
+
+
+def _through(value: Any, default: Any) -> Any:
+    """A payload as ``default`` makes it JSON (keys that are not strings made
+    strings), for ``record`` to take; as it is if it has no JSON form at all."""
+    if value is None or default is to_json:
+        return value
+    try:
+        return orjson.loads(orjson.dumps(value, default=default, option=NON_STR_KEYS))
+    except Exception:
+        return value
+
+
+def emitter(session: TraceSession, default: Callable[[Any], Any] = to_json) -> Emit:
+    """A function ``emit(doc, agent_name)`` that records one event into
+    ``session`` and returns its id: :meth:`TraceSession.record` for a framework
+    integration on the agent's hot path.
+
+    ``doc`` is the event's document, built by the caller, whose values are
+    already of the right types: ``type`` (an EventType), ``step_index`` (an
+    ``int`` at least 0), ``agent_name``, and any other AgentEvent fields
+    (``module``, ``parent_id``, ``duration_ms`` finite and at least 0,
+    ``input``, ``output``, ``metadata``, ``checkpoint``), with ``"id"`` and
+    ``"timestamp"`` keys (any value) where they should sit in the JSON:
+    ``emit`` fills them in. Nothing is checked or coerced (a graph step
+    records several events, and the checks cost as much as the rest), no
+    error goes with it (use ``record``), and the event is encoded at once, as
+    ``record`` encodes one with payloads; ``default`` is orjson's hook for the
+    objects it does not know (the framework's own payload types). An event
+    that does not go through (a payload without a JSON form, an event over the
+    size limit) is handed to ``record``. Never raises.
+
+    A function bound once to the session's state (an integration holds it for
+    the run), taking a document rather than fields, so that a caller that knows
+    its event's shape builds it in one step. On a graph's thread every bytecode counts (this is most of what
+    capture costs a LangGraph step). It holds the session, not the reverse."""
+    next_seq = session._counter.__next__
+    sink, key, limit = session._sink, session._key, session._limit
+    dumps = orjson.dumps
+
+    def emit(doc: dict[str, Any], agent_name: str) -> str | None:
+        try:
+            seq = next_seq()
+            step = doc["step_index"]
+            if step > session._last_step:
+                session._last_step = step
+            eid = doc["id"] = f"e{seq}"
+            doc["timestamp"] = _now()
+            try:
+                data = memoryview(dumps(doc, default=default)).tobytes()
+            except Exception:  # no JSON form, or keys to coerce: the careful path
+                data = b""
+            if data and len(data) <= limit and doc["type"] is not _FINAL:
+                if not session._anchored:  # just before queueing: see TraceSession._key
+                    session._anchor()
+                sink((key, seq, data, agent_name))
+                if not seq & _LOOK:
+                    session._keep_up()
+                return eid
+            return session.record(
+                doc["type"],
+                agent_name=agent_name,
+                step_index=step,
+                parent_id=doc.get("parent_id"),
+                module=doc.get("module"),
+                duration_ms=doc.get("duration_ms"),
+                input=_through(doc.get("input"), default),
+                output=_through(doc.get("output"), default),
+                metadata=doc.get("metadata"),
+                checkpoint=doc.get("checkpoint"),
+            )
+        except Exception:
+            log.exception("agentdebug: an event could not be recorded")
+            return None
+
+    return emit

@@ -246,13 +246,19 @@ def test_a_burst_faster_than_the_writer_is_written_as_it_goes_with_a_bounded_que
 ) -> None:
     """An agent that records faster than the writer wakes up encodes batches on its
     own thread: the queue (and the memory it holds) stays near ``BEHIND`` events,
-    and the events reach the database while the run is still going."""
+    and the events reach the database while the run is still going.
+
+    While the store keeps up, that is: the run's start is written first (the
+    first write, during a burst, may take longer than the burst, and a store
+    ``AHEAD`` batches behind leaves events queued, as
+    ``test_an_agent_never_waits_for_a_store_that_is_stuck`` asks)."""
     dbg = AgentDebug(home, flush_interval=3600)  # the writer thread never comes round
     n = 4 * writer_module.BEHIND
     longest = 0
     with dbg.trace(goal="burst") as t:
         writer = dbg._writer
         assert writer is not None
+        dbg.flush()  # the run's start is written: three helps fit in AHEAD
         for i in range(n):
             t.record(EventType.TOOL_RESULT, agent_name="a", output=f"r{i}", step_index=i)
             longest = max(longest, len(writer.queue))

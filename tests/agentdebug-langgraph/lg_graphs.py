@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import operator
 import os
 import sqlite3
@@ -9,8 +10,10 @@ import time
 from collections.abc import Iterable
 from typing import Annotated, Any, TypedDict
 
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -104,6 +107,48 @@ def tool_agent(model: Any, checkpointer: Any = None) -> Any:
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
     return g.compile(checkpointer=checkpointer)
+
+
+class StreamingFake(BaseChatModel):
+    """A scripted chat model that streams each answer as one chunk, tool calls
+    as tool-call chunks, as a provider's streaming API delivers them."""
+
+    script: list[AIMessage]
+
+    @property
+    def _llm_type(self) -> str:
+        return "streaming-fake"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        return ChatResult(generations=[ChatGeneration(message=self.script.pop(0))])
+
+    def _stream(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        msg = self.script.pop(0)
+        chunks = [
+            {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+            for i, c in enumerate(msg.tool_calls)
+        ]
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(content=msg.content, tool_call_chunks=chunks)  # type: ignore[arg-type]
+        )
+
+
+def streaming_tool_agent(model: Any) -> Any:
+    """:func:`tool_agent` whose node streams the model's answer and joins the chunks."""
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        reply = None
+        for chunk in model.stream(state["messages"]):
+            reply = chunk if reply is None else reply + chunk
+        return {"messages": [reply]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile()
 
 
 # The graph factory a stored run records: rebuilt from the SQLite file named in

@@ -16,11 +16,13 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from lg_graphs import (
+    StreamingFake,
     approval_graph,
     fan_out_graph,
     linear_graph,
     order_found,
     scripted,
+    streaming_tool_agent,
     subgraph_graph,
     tool_agent,
     wrong_then_right,
@@ -98,6 +100,28 @@ def test_tool_loop_records_model_calls_tool_calls_and_token_usage(dbg: AgentDebu
     (final,) = of_type(run, EventType.FINAL_ANSWER)
     assert final.output == "Your refund for order A123 has been processed successfully."
     assert final.agent_name == "agent" and final.step_index == 3
+
+
+def test_a_streamed_model_call_links_its_tool_calls_and_its_answer(dbg: AgentDebug) -> None:
+    """A node that streams its model gets the answer as chunks (``AIMessageChunk``):
+    the tool call still belongs to the model's decision, and the answer to the
+    model call that gave it."""
+    cb = AgentDebugCallback(dbg)
+    model = StreamingFake(script=[wrong_then_right()[2], wrong_then_right()[3]])
+    streaming_tool_agent(model).invoke(
+        {"messages": [HumanMessage("What does order A123 cost?")]}, {"callbacks": [cb]}
+    )
+    run = cb.trajectory()
+    llm = of_type(run, EventType.LLM_RESPONSE)
+    assert [e.output["role"] for e in llm] == ["assistant", "assistant"]
+    assert llm[0].output["tool_calls"] == [
+        {"id": "c2", "name": "lookup_order", "args": {"order_id": "A123"}}
+    ]
+    (tool_call,) = of_type(run, EventType.TOOL_CALL)
+    assert tool_call.parent_id == llm[0].id and tool_call.step_index == llm[0].step_index
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == "Order A123 costs $42.00."
+    assert final.parent_id == llm[1].id and final.step_index == llm[1].step_index == 3
 
 
 def test_subgraph_nodes_are_nested_under_their_parent_node(dbg: AgentDebug) -> None:

@@ -49,10 +49,12 @@ class CaptureBase(GraphCallbackHandler):
             log.exception("agentdebug: capture failed in %s; the graph goes on", where)
 
     def _node_for(self, parent_run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:
-        if md:
-            ns = md.get("langgraph_checkpoint_ns")
-            if ns is not None:
-                rec = self._by_ns.get(ns)
-                if rec is not None:
-                    return rec
-        return self._nodes.get(parent_run_id.int) if parent_run_id is not None else None
+        """The node a model or tool call runs in: its parent run, when the node
+        calls it directly, else the node of its checkpoint namespace (a call
+        inside a runnable inside the node)."""
+        if parent_run_id is not None:
+            rec = self._nodes.get(parent_run_id.int)
+            if rec is not None:
+                return rec
+        ns = md.get("langgraph_checkpoint_ns") if md else None
+        return self._by_ns.get(ns) if ns is not None else None

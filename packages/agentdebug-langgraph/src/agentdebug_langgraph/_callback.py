@@ -39,7 +39,6 @@ from agentdebug_langgraph._state import (
     PAUSED,
     GraphRun,
     NodeRun,
-    node_run,
     start_counter,
     task_path_key,
 )
@@ -51,6 +50,7 @@ _AGENT_START = EventType.AGENT_START
 _AGENT_END = EventType.AGENT_END
 _NODE = "langgraph.node"
 _clock = time.perf_counter
+_new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
 _LIVE_GRAPHS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _default: AgentDebug | None = None
@@ -159,6 +159,10 @@ class AgentDebugCallback(RunEnding):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        """The graph's start, or a node's: its ``AGENT_START`` event.
+
+        A node's start is written out here rather than in a helper: on the graph's
+        thread a call costs a dozen bytecodes, and every step starts a node."""
         try:
             md = metadata or {}
             node = md.get("langgraph_node")
@@ -168,7 +172,65 @@ class AgentDebugCallback(RunEnding):
                 return
             if kwargs.get("name") != node:
                 return  # a branch function or a runnable inside a node
-            self._start_node(node, inputs, run_id, parent_run_id, md)
+            ns: str = md.get("langgraph_checkpoint_ns") or ""
+            parent = self._by_ns.get(ns.rpartition("|")[0]) if "|" in ns else None
+            if parent is not None:
+                run = parent.run
+            else:
+                found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
+                if found is None:
+                    return
+                run = found
+            lg_step = md.get("langgraph_step", -1)
+            path = md.get("langgraph_path") or ()
+            step = run.next_step()
+            meta: dict[str, Any] = {
+                "node": node,
+                "langgraph_step": lg_step,
+                "task_id": ns.rpartition(":")[2],
+                "triggers": md.get("langgraph_triggers") or (),
+            }
+            doc: dict[str, Any] = {
+                "id": None,
+                "type": _AGENT_START,
+                "step_index": step,
+                "timestamp": None,
+                "agent_name": node,
+                "module": _NODE,
+                "parent_id": run.input_event,
+                "metadata": meta,
+            }
+            root_step = step
+            if parent is not None:
+                doc["agent_name"] = agent = f"{parent.agent}/{node}"
+                doc["parent_id"] = parent.event_id
+                meta["namespace"] = parent.agent
+                root_step = meta["root_step"] = parent.root_step
+            else:
+                agent = node
+                if run.persists or not run.loop_checked:
+                    checkpoint = self._checkpoint(run, lg_step)
+                    if checkpoint is not None:
+                        doc["checkpoint"] = checkpoint
+            if path and path[0] == _PUSH:
+                self._start_branch(run, doc, inputs, "|" in ns, ns, lg_step, path)
+            rec: NodeRun = _new_tuple(
+                NodeRun,
+                (
+                    run,
+                    agent,
+                    node,
+                    step,
+                    run.emit(doc, agent),
+                    ns,
+                    lg_step if lg_step.__class__ is int else -1,
+                    root_step,
+                    path,
+                    _clock(),
+                ),
+            )
+            self._nodes[run_id.int] = rec
+            self._by_ns[ns] = rec
         except Exception:
             self._failed("on_chain_start")
 
@@ -248,84 +310,23 @@ class AgentDebugCallback(RunEnding):
         )
         return session, True
 
-    def _start_node(
+    def _start_branch(
         self,
-        node: str,
+        run: GraphRun,
+        doc: dict[str, Any],
         inputs: Any,
-        run_id: UUID,
-        parent_run_id: UUID | None,
-        md: dict[str, Any],
+        nested: bool,
+        ns: str,
+        lg_step: Any,
+        path: Sequence[Any],
     ) -> None:
-        ns: str = md.get("langgraph_checkpoint_ns") or ""
-        parent_ns, nested, _ = ns.rpartition("|")
-        parent = self._by_ns.get(parent_ns) if nested else None
-        if parent is not None:
-            run = parent.run
-        else:
-            found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
-            if found is None:
-                return
-            run = found
-        lg_step = md.get("langgraph_step", -1)
-        path = md.get("langgraph_path") or ()
-        step = run.next_step()
-        meta: dict[str, Any] = {
-            "node": node,
-            "langgraph_step": lg_step,
-            "task_id": ns.rpartition(":")[2],
-            "triggers": md.get("langgraph_triggers") or (),
-        }
-        checkpoint = None
-        event_input = None
-        if parent is not None:
-            agent = f"{parent.agent}/{node}"
-            parent_event = parent.event_id
-            root_step = parent.root_step
-            meta["namespace"] = parent.agent
-            meta["root_step"] = root_step
-        else:
-            agent = node
-            parent_event = run.input_event
-            root_step = step
-            if run.persists or not run.loop_checked:
-                checkpoint = self._checkpoint(run, lg_step)
-        if path and path[0] == _PUSH:
-            event_input = _convert.payload(inputs)
-            sender = self._sender(run, parent_ns if nested else "", lg_step, path)
-            if sender is not None:
-                parent_event = sender
-            meta["send"] = True
-        doc: dict[str, Any] = {
-            "id": None,
-            "type": _AGENT_START,
-            "step_index": step,
-            "timestamp": None,
-            "agent_name": agent,
-            "module": _NODE,
-            "parent_id": parent_event,
-            "metadata": meta,
-        }
-        if event_input is not None:
-            doc["input"] = event_input
-        if checkpoint is not None:
-            doc["checkpoint"] = checkpoint
-        event_id = run.emit(doc, agent)
-        rec = node_run(
-            (
-                run,
-                agent,
-                node,
-                step,
-                event_id,
-                ns,
-                lg_step if lg_step.__class__ is int else -1,
-                root_step,
-                tuple(path),
-                _clock(),
-            )
-        )
-        self._nodes[run_id.int] = rec
-        self._by_ns[ns] = rec
+        """A node started by a ``Send``: its input (the packet's argument), and the
+        node that sent it as its parent."""
+        doc["input"] = _convert.payload(inputs)
+        sender = self._sender(run, ns.rpartition("|")[0] if nested else "", lg_step, path)
+        if sender is not None:
+            doc["parent_id"] = sender
+        doc["metadata"]["send"] = True
 
     def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
         """The checkpoint this root-level step starts from, when one is persisted."""
@@ -366,18 +367,15 @@ class AgentDebugCallback(RunEnding):
         **kwargs: Any,
     ) -> None:
         try:
-            rec = self._nodes.pop(run_id.int, None)
+            key = run_id.int
+            rec = self._nodes.pop(key, None)
             if rec is None:
-                root = self._roots.pop(run_id.int, None)
+                root = self._roots.pop(key, None)
                 if root is not None:
                     self._end_graph(root, outputs, None)
-                elif (
-                    parent_run_id is not None
-                    and outputs.__class__ is not dict
-                    and _convert.has_send(outputs)
-                ):
-                    sender = self._nodes.get(parent_run_id.int)
-                    if sender is not None:
+                elif outputs.__class__ in _convert.MAY_SEND and parent_run_id is not None:
+                    sender = self._nodes.get(parent_run_id.int)  # a branch function's Sends
+                    if sender is not None and _convert.has_send(outputs):
                         self._note_sends(sender, outputs)
                 return
             self._by_ns.pop(rec.ns, None)
@@ -386,21 +384,26 @@ class AgentDebugCallback(RunEnding):
             self._failed("on_chain_end")
 
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
-        if outputs.__class__ is not dict and _convert.has_send(outputs):
-            self._note_sends(rec, outputs)
+        if outputs.__class__ is dict:  # an update: orjson walks it (see _convert.payload)
+            output = outputs
+        else:
+            if _convert.has_send(outputs):
+                self._note_sends(rec, outputs)
+            output = _convert.compact(outputs)
+        agent = rec.agent
         rec.run.emit(
             {
                 "id": None,
                 "type": _AGENT_END,
                 "step_index": rec.step,
                 "timestamp": None,
-                "agent_name": rec.agent,
+                "agent_name": agent,
                 "module": _NODE,
                 "parent_id": rec.event_id,
                 "duration_ms": (_clock() - rec.started) * 1000.0,
-                "output": _convert.payload(outputs),
+                "output": output,
             },
-            rec.agent,
+            agent,
         )
 
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:

@@ -26,6 +26,7 @@ _ROLES = {
     "chat": "user",
 }
 _PLAIN = frozenset({str, int, float, bool, type(None)})
+_AI = frozenset({"ai", "AIMessageChunk"})
 
 
 _MESSAGE_CLASSES: dict[type, bool] = {}
@@ -51,7 +52,7 @@ def message(msg: BaseMessage) -> dict[str, Any]:
     name = msg.name
     if name:
         out["name"] = name
-    if kind == "ai" or kind == "AIMessageChunk":
+    if kind in _AI:
         tool_calls = msg.tool_calls  # type: ignore[attr-defined]
         if tool_calls:
             out["tool_calls"] = [
@@ -106,9 +107,12 @@ def to_json(value: Any) -> Any:
     objects orjson does not know (messages, ``Send``, ``Command``), anything else
     as core's encoder has it. With :func:`payload`, the stored JSON is what
     ``compact`` makes of the value, without walking a node's update in Python."""
-    if is_message(value):
-        return message(value)
     cls = value.__class__
+    known = _MESSAGE_CLASSES.get(cls)  # is_message, inline: prompts are full of messages
+    if known is None:
+        known = is_message(value)
+    if known:
+        return message(value)
     if cls is Send:
         return {"send": value.node, "arg": value.arg}
     if cls is Command:
@@ -127,6 +131,9 @@ def command(cmd: Command[Any]) -> dict[str, Any]:
     if cmd.graph is not None:
         out["graph"] = cmd.graph
     return out
+
+
+MAY_SEND = frozenset({Send, list, tuple, Command})  # the classes has_send looks into
 
 
 def has_send(value: Any) -> bool:
@@ -204,11 +211,9 @@ def first_human_text(state: Any) -> str | None:
     return None
 
 
-def usage(msg: Any) -> dict[str, Any] | None:
-    """Token counts as the model reported them (``usage_metadata``), never estimated."""
-    meta = getattr(msg, "usage_metadata", None)
-    if not meta:
-        return None
+def usage_counts(meta: Any) -> dict[str, Any]:
+    """Token counts as the model reported them (a message's ``usage_metadata``),
+    never estimated."""
     return {
         "input_tokens": meta.get("input_tokens"),
         "output_tokens": meta.get("output_tokens"),

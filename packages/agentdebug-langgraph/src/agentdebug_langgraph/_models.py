@@ -74,12 +74,7 @@ class ModelAndToolEvents(CaptureBase):
         """Remember a model call made inside a node, until its answer comes."""
         rec = self._node_for(parent_run_id, metadata)
         if rec is not None:
-            self._calls[run_id.int] = (
-                rec,
-                prompt,
-                time.perf_counter(),
-                _model_name(metadata, kwargs),
-            )
+            self._calls[run_id.int] = (rec, prompt, _clock(), _model_name(metadata, kwargs))
 
     def _prompt(self, rec: NodeRun, prompt: list[Any], meta: dict[str, Any]) -> list[Any]:
         """The part of the prompt this node's model has not seen in its previous call.
@@ -94,12 +89,13 @@ class ModelAndToolEvents(CaptureBase):
         (:func:`agentdebug_langgraph._convert.to_json`).
         """
         prompts = rec.run.prompts
-        seen = prompts.get(rec.agent)
+        agent = rec.agent
+        seen = prompts.get(agent)
         n = len(prompt)
         if not n:
-            prompts[rec.agent] = None
+            prompts[agent] = None
             return prompt
-        prompts[rec.agent] = (n, prompt[0], prompt[-1])
+        prompts[agent] = (n, prompt[0], prompt[-1])
         if seen is not None:
             k, first, last = seen
             if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
@@ -114,28 +110,31 @@ class ModelAndToolEvents(CaptureBase):
             if call is None:
                 return
             rec, prompt, started, model = call
-            gens = response.generations
-            gen = gens[0][0] if gens and gens[0] else None
+            try:
+                gen = response.generations[0][0]
+            except (IndexError, TypeError):
+                gen = None
             msg = getattr(gen, "message", None)
             meta: dict[str, Any] = {"model": model} if model else {}
             if msg is not None:
                 output: Any = _convert.message(msg)
-                used = _convert.usage(msg)
+                used = getattr(msg, "usage_metadata", None)
                 if used:
-                    meta["usage"] = used
+                    meta["usage"] = _convert.usage_counts(used)
             else:
                 output = {"role": "assistant", "content": getattr(gen, "text", "")}
             if "usage" not in meta and response.llm_output:
                 token_usage = response.llm_output.get("token_usage")
                 if token_usage:
                     meta["usage"] = dict(token_usage)
+            agent = rec.agent
             event_id = rec.run.emit(
                 {
                     "id": None,
                     "type": _LLM_RESPONSE,
                     "step_index": rec.step,
                     "timestamp": None,
-                    "agent_name": rec.agent,
+                    "agent_name": agent,
                     "module": _CHAT_MODEL,
                     "parent_id": rec.event_id,
                     "duration_ms": (_clock() - started) * 1000.0,
@@ -143,17 +142,17 @@ class ModelAndToolEvents(CaptureBase):
                     "output": output,
                     "metadata": meta,
                 },
-                rec.agent,
+                agent,
             )
-            if msg is not None and msg.type == "ai":
+            if msg is not None and output["role"] == "assistant":  # an AIMessage or a chunk
                 calls = output.get("tool_calls")
                 if calls:
                     tool_calls = rec.run.tool_calls
                     for c in calls:
                         if c["id"]:
-                            tool_calls[c["id"]] = (event_id, rec.step, rec.agent)
+                            tool_calls[c["id"]] = (event_id, rec.step, agent)
                 else:
-                    rec.run.answer_from = (rec.agent, rec.step, event_id)
+                    rec.run.answer_from = (agent, rec.step, event_id)
         except Exception:
             self._failed("on_llm_end")
 

@@ -81,8 +81,8 @@ class GraphRun:
 class NodeRun(NamedTuple):
     """One node execution: its step index and the event that opened it.
 
-    A named tuple, made by :func:`node_run` in one C call: a graph step makes one
-    of these on its hot path, where a dataclass's ``__init__`` costs half a
+    A named tuple, made with ``tuple.__new__`` in one C call: a graph step makes
+    one of these on its hot path, where a dataclass's ``__init__`` costs half a
     microsecond."""
 
     run: GraphRun
@@ -95,12 +95,6 @@ class NodeRun(NamedTuple):
     root_step: int
     path: tuple[Any, ...]
     started: float  # time.perf_counter()
-
-
-def node_run(values: tuple[Any, ...], _new: Any = tuple.__new__) -> NodeRun:
-    """A :class:`NodeRun` from its fields, in order."""
-    rec: NodeRun = _new(NodeRun, values)
-    return rec
 
 
 def start_counter(first: int) -> Iterator[int]:

@@ -80,17 +80,18 @@ def emitter(session: TraceSession, default: Callable[[Any], Any] = to_json) -> E
                 session._last_step = step
             eid = doc["id"] = f"e{seq}"
             doc["timestamp"] = _now()
-            try:
-                data = memoryview(dumps(doc, default=default)).tobytes()
+            try:  # (a copy: orjson's bytes keep the 4 KiB it wrote them into)
+                data = memoryview(dumps(doc, default)).tobytes()
             except Exception:  # no JSON form, or keys to coerce: the careful path
-                data = b""
-            if data and len(data) <= limit and doc["type"] is not _FINAL:
-                if not session._anchored:  # just before queueing: see TraceSession._key
-                    session._anchor()
-                sink((key, seq, data, agent_name))
-                if not seq & _LOOK:
-                    session._keep_up()
-                return eid
+                pass
+            else:
+                if len(data) <= limit and doc["type"] is not _FINAL:
+                    if not session._anchored:  # just before queueing: see TraceSession._key
+                        session._anchor()
+                    sink((key, seq, data, agent_name))
+                    if not seq & _LOOK:
+                        session._keep_up()
+                    return eid
             return session.record(
                 doc["type"],
                 agent_name=agent_name,

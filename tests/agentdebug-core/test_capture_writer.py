@@ -7,6 +7,7 @@ import gc
 import logging
 import shutil
 import sqlite3
+import sys
 import threading
 import time
 from pathlib import Path
@@ -259,6 +260,7 @@ def test_a_burst_faster_than_the_writer_is_written_as_it_goes_with_a_bounded_que
         writer = dbg._writer
         assert writer is not None
         dbg.flush()  # the run's start is written: three helps fit in AHEAD
+        _wait_until_asleep(writer)
         for i in range(n):
             t.record(EventType.TOOL_RESULT, agent_name="a", output=f"r{i}", step_index=i)
             longest = max(longest, len(writer.queue))
@@ -308,6 +310,20 @@ class StuckStore(JSONLStore):
         super().append_events(run_id, rows)
 
 
+def _wait_until_asleep(writer: writer_module.BackgroundWriter) -> None:
+    """Until the writer thread is back in its interval's wait, with no wake-up
+    pending: a run's start wakes it, and on a busy machine it may come round only
+    after the test has queued events it means to drain itself."""
+    deadline = time.monotonic() + 10
+    while True:
+        frame = sys._current_frames().get(writer._thread.ident or 0)
+        caller = frame.f_back.f_back if frame is not None and frame.f_back else None
+        if not writer._wake.is_set() and caller is not None and caller.f_code.co_name == "_loop":
+            return
+        assert time.monotonic() < deadline, "the writer thread never went back to sleep"
+        time.sleep(0.005)
+
+
 def _events_on_disk(path: Path) -> int:
     db = sqlite3.connect(path)
     try:
@@ -329,6 +345,7 @@ def test_a_dropped_run_keeps_a_long_backlog_written_a_batch_at_a_time(
     writer = dbg._writer
     assert writer is not None
     dbg.flush()  # the run's start is written; its events all queue behind one anchor
+    _wait_until_asleep(writer)
     n = 3 * writer_module.BATCH + 100
     for i in range(n):
         dropped.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i)
@@ -395,10 +412,10 @@ def test_an_interrupt_while_helping_keeps_every_event(
     writer = dbg._writer_for_capture()
     assert writer is not None
     original = writer._safe_rows
-    calls = {"n": 0}
+    calls = {"n": 0, "helping": False}
 
     def interrupted(items: Any, ids: Any) -> Any:
-        if threading.current_thread() is threading.main_thread():  # where signals land
+        if calls["helping"]:  # on the main thread, where signals land
             calls["n"] += 1
             if calls["n"] == 2:  # mid-drain, after a first chunk
                 raise KeyboardInterrupt
@@ -407,11 +424,17 @@ def test_an_interrupt_while_helping_keeps_every_event(
     monkeypatch.setattr(writer, "_safe_rows", interrupted)
     n = 3 * writer_module.CHUNK
     with dbg.trace(goal="interrupted") as t:
+        dbg.flush()
+        _wait_until_asleep(writer)  # so that the events below wait for help() alone
         for i in range(n):
             given = f"call-{i}" if i % 7 == 0 else None  # ids the caller chose
             t.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i, event_id=given)
-        with pytest.raises(KeyboardInterrupt):
-            writer.help()
+        calls["helping"] = True
+        try:
+            with pytest.raises(KeyboardInterrupt):
+                writer.help()
+        finally:
+            calls["helping"] = False
     events = open_store(home).load_trajectory(t.id).events
     assert [e.output for e in events] == [f"r{i}" for i in range(n)]
     # an event whose id was settled before the interrupt keeps it when written

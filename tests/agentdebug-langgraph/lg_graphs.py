@@ -96,9 +96,17 @@ def order_found(state: dict[str, Any]) -> bool | str:
     return "the order was never looked up"
 
 
-def tool_agent(model: Any, checkpointer: Any = None) -> Any:
+def tool_agent(model: Any, checkpointer: Any = None, *, stream: bool = False) -> Any:
+    """A model node and a tool node in a loop; with ``stream`` the model node
+    streams the answer and joins the chunks."""
+
     def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
+        if not stream:
+            return {"messages": [model.invoke(state["messages"])]}
+        reply = None
+        for chunk in model.stream(state["messages"]):
+            reply = chunk if reply is None else reply + chunk
+        return {"messages": [reply]}
 
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
@@ -131,24 +139,6 @@ class StreamingFake(BaseChatModel):
         yield ChatGenerationChunk(
             message=AIMessageChunk(content=msg.content, tool_call_chunks=chunks)  # type: ignore[arg-type]
         )
-
-
-def streaming_tool_agent(model: Any) -> Any:
-    """:func:`tool_agent` whose node streams the model's answer and joins the chunks."""
-
-    def agent(state: MessagesState) -> dict[str, Any]:
-        reply = None
-        for chunk in model.stream(state["messages"]):
-            reply = chunk if reply is None else reply + chunk
-        return {"messages": [reply]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile()
 
 
 # The graph factory a stored run records: rebuilt from the SQLite file named in

@@ -22,7 +22,6 @@ from lg_graphs import (
     linear_graph,
     order_found,
     scripted,
-    streaming_tool_agent,
     subgraph_graph,
     tool_agent,
     wrong_then_right,
@@ -108,7 +107,7 @@ def test_a_streamed_model_call_links_its_tool_calls_and_its_answer(dbg: AgentDeb
     model call that gave it."""
     cb = AgentDebugCallback(dbg)
     model = StreamingFake(script=[wrong_then_right()[2], wrong_then_right()[3]])
-    streaming_tool_agent(model).invoke(
+    tool_agent(model, stream=True).invoke(
         {"messages": [HumanMessage("What does order A123 cost?")]}, {"callbacks": [cb]}
     )
     run = cb.trajectory()

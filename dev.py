@@ -45,7 +45,7 @@ def bin_path(env: Path, name: str) -> Path:
 
 def _fingerprint(package: str) -> str:
     h = hashlib.sha256()
-    for pkg in {CORE, package}:
+    for pkg in sorted({CORE, package}):  # (a set's order changes with the hash seed)
         h.update((PACKAGES / pkg / "pyproject.toml").read_bytes())
     constraints = ROOT / "constraints.txt"
     if constraints.exists():

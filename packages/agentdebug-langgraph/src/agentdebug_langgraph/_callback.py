@@ -208,12 +208,12 @@ class AgentDebugCallback(RunEnding):
                 root_step = meta["root_step"] = parent.root_step
             else:
                 agent = node
-                if run.persists or not run.loop_checked:
-                    checkpoint = self._checkpoint(run, lg_step)
-                    if checkpoint is not None:
-                        doc["checkpoint"] = checkpoint
             if path and path[0] == _PUSH:
                 self._start_branch(run, doc, inputs, "|" in ns, ns, lg_step, path)
+            if parent is None and (run.persists or not run.loop_checked):
+                checkpoint = self._checkpoint(run, lg_step)
+                if checkpoint is not None:
+                    doc["checkpoint"] = checkpoint
             rec: NodeRun = _new_tuple(
                 NodeRun,
                 (

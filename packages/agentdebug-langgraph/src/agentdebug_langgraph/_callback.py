@@ -209,7 +209,7 @@ class AgentDebugCallback(RunEnding):
             else:
                 agent = node
             if path and path[0] == _PUSH:
-                self._start_branch(run, doc, inputs, "|" in ns, ns, lg_step, path)
+                self._start_branch(run, doc, inputs, ns, lg_step, path)
             if parent is None and (run.persists or not run.loop_checked):
                 checkpoint = self._checkpoint(run, lg_step)
                 if checkpoint is not None:
@@ -315,7 +315,6 @@ class AgentDebugCallback(RunEnding):
         run: GraphRun,
         doc: dict[str, Any],
         inputs: Any,
-        nested: bool,
         ns: str,
         lg_step: Any,
         path: Sequence[Any],
@@ -323,7 +322,7 @@ class AgentDebugCallback(RunEnding):
         """A node started by a ``Send``: its input (the packet's argument), and the
         node that sent it as its parent."""
         doc["input"] = _convert.payload(inputs)
-        sender = self._sender(run, ns.rpartition("|")[0] if nested else "", lg_step, path)
+        sender = self._sender(run, ns.rpartition("|")[0], lg_step, path)  # "" at the root
         if sender is not None:
             doc["parent_id"] = sender
         doc["metadata"]["send"] = True
@@ -384,12 +383,8 @@ class AgentDebugCallback(RunEnding):
             self._failed("on_chain_end")
 
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
-        if outputs.__class__ is dict:  # an update: orjson walks it (see _convert.payload)
-            output = outputs
-        else:
-            if _convert.has_send(outputs):
-                self._note_sends(rec, outputs)
-            output = _convert.compact(outputs)
+        if outputs.__class__ is not dict and _convert.has_send(outputs):
+            self._note_sends(rec, outputs)
         agent = rec.agent
         rec.run.emit(
             {
@@ -401,7 +396,7 @@ class AgentDebugCallback(RunEnding):
                 "module": _NODE,
                 "parent_id": rec.event_id,
                 "duration_ms": (_clock() - rec.started) * 1000.0,
-                "output": output,
+                "output": _convert.payload(outputs),
             },
             agent,
         )

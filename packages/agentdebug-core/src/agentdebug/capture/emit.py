@@ -66,8 +66,8 @@ def emitter(session: TraceSession, default: Callable[[Any], Any] = to_json) -> E
 
     A function bound once to the session's state (an integration holds it for
     the run), taking a document rather than fields, so that a caller that knows
-    its event's shape builds it in one step. On a graph's thread every bytecode counts (this is most of what
-    capture costs a LangGraph step). It holds the session, not the reverse."""
+    its event's shape builds it in one step: on a graph's thread every bytecode
+    counts. It holds the session, not the reverse."""
     next_seq = session._counter.__next__
     sink, key, limit = session._sink, session._key, session._limit
     dumps = orjson.dumps

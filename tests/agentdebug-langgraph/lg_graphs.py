@@ -7,12 +7,19 @@ import operator
 import os
 import sqlite3
 import time
+import warnings
 from collections.abc import Iterable
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    ToolMessage,
+)
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -250,3 +257,50 @@ def two_senders_graph(checkpointer: Any = None) -> Any:
     )
     g.add_edge("work", END)
     return g.compile(checkpointer=checkpointer)
+
+
+# -- the prebuilt agent and the functional API -------------------------------------------------
+
+
+class ToolBindingFake(GenericFakeChatModel):
+    """A scripted model the prebuilt agent can bind tools to (the script decides)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+        return self
+
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather in a city."""
+    return {"Paris": "sunny", "Oslo": "snow"}[city]
+
+
+def prebuilt_agent(model: Any, tools: Any = (weather,), checkpointer: Any = None) -> Any:
+    """LangGraph's prebuilt ReAct agent (its tool node runs each tool call as a
+    ``Send``); a failing tool answers the model with its error, as in ``tool_agent``."""
+    with warnings.catch_warnings():  # moved to langchain.agents, which is not installed here
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langgraph.prebuilt import create_react_agent
+
+        node = ToolNode(list(tools), handle_tool_errors=True)
+        return create_react_agent(model, node, checkpointer=checkpointer)
+
+
+def functional_workflow(model: Any, checkpointer: Any) -> Any:
+    """The functional API: an entrypoint that runs two tasks, one of them a model call."""
+    from langgraph.func import entrypoint, task
+
+    @task
+    def write(topic: str) -> str:
+        return str(model.invoke([HumanMessage(content=f"Write one line about {topic}.")]).content)
+
+    @task
+    def count_words(text: str) -> int:
+        return len(text.split())
+
+    @entrypoint(checkpointer=checkpointer)
+    def workflow(topic: str) -> dict[str, Any]:
+        text = write(topic).result()
+        return {"text": text, "words": count_words(text).result()}
+
+    return workflow

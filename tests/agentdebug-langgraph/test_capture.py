@@ -12,15 +12,18 @@ import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
 from agentdebug.store import open_store
 from agentdebug_langgraph import AgentDebugCallback, instrument, uninstrument
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from lg_graphs import (
     StreamingFake,
+    ToolBindingFake,
     approval_graph,
     fan_out_graph,
+    functional_workflow,
     linear_graph,
     order_found,
+    prebuilt_agent,
     scripted,
     subgraph_graph,
     tool_agent,
@@ -151,6 +154,73 @@ def test_send_branches_link_to_the_node_that_sent_them(dbg: AgentDebug) -> None:
     assert len({e.step_index for e in work}) == 3
     assert {e.metadata["langgraph_step"] for e in work} == {2}
     assert all(e.metadata["send"] for e in work)
+
+
+def test_the_prebuilt_agent_runs_each_tool_call_as_a_branch_of_the_models_decision(
+    dbg: AgentDebug,
+) -> None:
+    """``create_react_agent`` sends each tool call to its tool node as a packet that
+    also carries the whole graph state; the branch keeps the call alone (the state
+    is the agent node's end), so the history is not stored again per tool call."""
+    both = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "weather", "args": {"city": "Paris"}, "id": "w1"},
+            {"name": "weather", "args": {"city": "Oslo"}, "id": "w2"},
+        ],
+    )
+    answer = AIMessage(content="Paris is sunny; Oslo has snow.")
+    agent = prebuilt_agent(
+        ToolBindingFake(messages=iter([both, answer])), checkpointer=InMemorySaver()
+    )
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "p-1"}, "callbacks": [cb]}
+    agent.invoke({"messages": [HumanMessage("Weather in Paris and Oslo?")]}, config)
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    decide, final_turn = starts(run)["agent"]
+    tools = starts(run)["tools"]
+    assert len(tools) == 2 and {e.parent_id for e in tools} == {decide.id}
+    assert all(e.metadata["send"] for e in tools)
+    assert {e.metadata["langgraph_step"] for e in tools} == {decide.metadata["langgraph_step"] + 1}
+    assert sorted(e.input["tool_call"]["args"]["city"] for e in tools) == ["Oslo", "Paris"]
+    assert all(set(e.input) == {"__type", "tool_call"} for e in tools)
+    llm = of_type(run, EventType.LLM_RESPONSE)
+    calls = of_type(run, EventType.TOOL_CALL)
+    assert len(calls) == 2
+    assert all(c.parent_id == llm[0].id and c.step_index == decide.step_index for c in calls)
+    assert all(c.metadata["executed_by"] == "tools" for c in calls)
+    results = {r.output: r for r in of_type(run, EventType.TOOL_RESULT)}
+    assert set(results) == {"sunny", "snow"}
+    by_step = {e.step_index: e for e in tools}
+    assert all(r.agent_name == "tools" and r.step_index in by_step for r in results.values())
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == "Paris is sunny; Oslo has snow."
+    assert final.parent_id == llm[1].id and final.step_index == final_turn.step_index
+
+
+def test_functional_api_tasks_are_recorded_inside_their_entrypoint(dbg: AgentDebug) -> None:
+    workflow = functional_workflow(scripted([AIMessage("Cats nap in the sun.")]), InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    out = workflow.invoke("cats", {"configurable": {"thread_id": "f-1"}, "callbacks": [cb]})
+    assert out == {"text": "Cats nap in the sun.", "words": 5}
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS and run.goal == "cats"
+    by_agent = starts(run)
+    (entry,) = by_agent["workflow"]
+    (write,) = by_agent["workflow/write"]
+    (count,) = by_agent["workflow/count_words"]
+    assert entry.checkpoint is not None and entry.checkpoint.thread_id == "f-1"
+    assert write.parent_id == entry.id and count.parent_id == entry.id
+    assert write.metadata["namespace"] == "workflow" and write.input == {"topic": "cats"}
+    assert entry.step_index < write.step_index < count.step_index
+    (llm,) = of_type(run, EventType.LLM_RESPONSE)
+    assert llm.agent_name == "workflow/write" and llm.step_index == write.step_index
+    assert llm.input == [{"role": "user", "content": "Write one line about cats."}]
+    ends = {e.agent_name: e.output for e in of_type(run, EventType.AGENT_END)}
+    assert ends["workflow/count_words"] == 5 and ends["workflow"] == out
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == out
 
 
 def test_checkpoint_ids_name_the_state_each_step_started_from(dbg: AgentDebug) -> None:

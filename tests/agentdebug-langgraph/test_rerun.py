@@ -16,11 +16,16 @@ from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, compare, find_executor
 from agentdebug.schema import RecoveryPlan, RerunRequest
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import (
+    ToolBindingFake,
+    functional_workflow,
     linear_graph,
+    lookup_order,
+    lookup_order_by_email,
     order_found,
+    prebuilt_agent,
     scripted,
     sqlite_saver,
     tool_agent,
@@ -173,6 +178,46 @@ def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: Agent
     assert "compile(checkpointer=InMemorySaver())" in message and "thread_id" in message
     result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
     assert result.status == "error" and "no checkpointer" in result.detail
+
+
+def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(
+    dbg: AgentDebug,
+) -> None:
+    model = ToolBindingFake(messages=iter(wrong_then_right()))
+    graph = prebuilt_agent(model, [lookup_order_by_email, lookup_order], InMemorySaver())
+    cb = failed_run(dbg, graph, "t-prebuilt")
+    original = cb.trajectory()
+    assert cb.reports[0].root_cause is not None
+    assert cb.reports[0].root_cause.agent_name == "agent"
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    result = closed_loop(
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.outcome.final_answer == "Order A123 costs $42.00."
+    assert_branch_of(branch, original, 1)
+    assert [e.input for e in branch.events if e.type is EventType.TOOL_CALL] == [
+        {"order_id": "A123"}
+    ]
+    assert new_nodes(branch) == ["agent", "tools", "agent"]
+
+
+def test_a_functional_api_run_is_refused_with_what_to_do_instead(dbg: AgentDebug) -> None:
+    workflow = functional_workflow(scripted([AIMessage("Dogs bark.")]), InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=lambda out: "cat" in out["text"])
+    workflow.invoke("cats", {"configurable": {"thread_id": "f-2"}, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    executor = LangGraphRerunExecutor(workflow, debugger=dbg)
+    request = RerunRequest(trajectory=original, resume_step=2, directive="Write about cats.")
+    with pytest.raises(AgentDebugError) as raised:
+        executor.rerun(request)
+    message = str(raised.value)
+    assert "not a compiled StateGraph" in message and "@entrypoint" in message
+    assert "call the entrypoint again with a corrected input" in message
 
 
 def test_a_run_captured_without_thread_id_is_refused(dbg: AgentDebug) -> None:

@@ -321,7 +321,7 @@ class AgentDebugCallback(RunEnding):
     ) -> None:
         """A node started by a ``Send``: its input (the packet's argument), and the
         node that sent it as its parent."""
-        doc["input"] = _convert.payload(inputs)
+        doc["input"] = _convert.branch_input(inputs)
         sender = self._sender(run, ns.rpartition("|")[0], lg_step, path)  # "" at the root
         if sender is not None:
             doc["parent_id"] = sender

@@ -86,10 +86,25 @@ def compact(value: Any) -> Any:
     if is_message(value):
         return message(value)
     if cls is Send:
-        return {"send": value.node, "arg": compact(value.arg)}
+        return {"send": value.node, "arg": compact(send_arg(value.arg))}
     if cls is Command:
         return command(value)
     return value
+
+
+_WITH_CONTEXT = "tool_call_with_context"
+
+
+def send_arg(arg: Any) -> Any:
+    """A ``Send`` packet's argument as it is recorded. The prebuilt agent's tool
+    node gets one packet per tool call (``{"__type": "tool_call_with_context",
+    "tool_call", "state"}``), each carrying the whole graph state: recorded as it
+    is, every tool call would store the message history again, and a long run
+    would grow with the square of its length. The state is in the trajectory
+    already (the end of the node before), so a packet keeps its tool call alone."""
+    if arg.__class__ is dict and arg.get("__type") == _WITH_CONTEXT and "state" in arg:
+        return {k: v for k, v in arg.items() if k != "state"}
+    return arg
 
 
 def payload(value: Any) -> Any:
@@ -100,6 +115,13 @@ def payload(value: Any) -> Any:
     without asking; one inside a dict, which is not a LangGraph update, is written
     whole, all its fields)."""
     return value if value.__class__ is dict else compact(value)
+
+
+def branch_input(value: Any) -> Any:
+    """The input of a node a ``Send`` started (its packet's argument), as
+    :func:`payload` has it, a tool node's packet without the state it carries
+    (see :func:`send_arg`)."""
+    return payload(send_arg(value))
 
 
 def to_json(value: Any) -> Any:
@@ -114,7 +136,7 @@ def to_json(value: Any) -> Any:
     if known:
         return message(value)
     if cls is Send:
-        return {"send": value.node, "arg": value.arg}
+        return {"send": value.node, "arg": send_arg(value.arg)}
     if cls is Command:
         return command(value)
     return core_to_json(value)

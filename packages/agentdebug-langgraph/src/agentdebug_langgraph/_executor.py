@@ -35,6 +35,7 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import HumanMessage
+from langgraph.graph.state import CompiledStateGraph
 
 from agentdebug_langgraph._callback import AgentDebugCallback, default_debugger, live_graph
 from agentdebug_langgraph._checkpoints import (
@@ -103,6 +104,7 @@ class LangGraphRerunExecutor:
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         original = request.trajectory
         graph = self._graph_for(original)
+        _require_state_graph(graph, original.id)
         _require_checkpointer(graph, original.id)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
@@ -292,6 +294,22 @@ def fork(graph: Any, snap: Any, values: dict[str, Any], point: ResumePoint) -> t
         f"super-step's tasks pending ({'; '.join(tried)}). The edges into it depend on "
         "the state being patched; propose a state_patch that keeps them, or rerun from "
         "an earlier step"
+    )
+
+
+def _require_state_graph(graph: Any, run_id: str) -> None:
+    """A fork is a state update before a node: a ``StateGraph``'s (the prebuilt
+    agent is one). A functional-API entrypoint is one node whose tasks run inside
+    it, so there is no checkpoint before a task to fork from."""
+    if isinstance(graph, CompiledStateGraph):
+        return
+    name = getattr(graph, "name", None) or type(graph).__name__
+    raise AgentDebugError(
+        f"cannot rerun run '{run_id}' from a checkpoint: '{name}' is a "
+        f"{type(graph).__name__}, not a compiled StateGraph, and a rerun forks a "
+        "StateGraph's state before the blamed node. A functional-API entrypoint "
+        "(@entrypoint) runs as one node, with its tasks inside it, so LangGraph keeps "
+        "no checkpoint before a task; call the entrypoint again with a corrected input"
     )
 
 

@@ -315,6 +315,63 @@ def test_instrument_captures_runs_without_passing_callbacks(dbg: AgentDebug) -> 
     assert len(store.list_runs()) == 3
 
 
+def test_instrument_takes_the_debugger_itself_and_refuses_what_is_not_a_handler(
+    dbg: AgentDebug,
+) -> None:
+    handler = instrument(dbg)  # the natural call: the debugger, positionally
+    assert handler.debugger is dbg
+    out = linear_graph().invoke({"n": 0, "trail": []})
+    assert out["n"] == 3 and handler.trajectory().outcome.status is OutcomeStatus.SUCCESS
+    with pytest.raises(TypeError, match="AgentDebugCallback or an AgentDebug, not dict"):
+        instrument({"debugger": dbg})  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="two debuggers"):
+        instrument(dbg, debugger=dbg)
+    assert agentdebug_langgraph.instrumented() is handler  # a refused call changes nothing
+
+
+def test_concurrent_runs_each_become_a_trajectory_of_their_own(dbg: AgentDebug) -> None:
+    """``batch`` with one callback, and agents run from many threads at once under
+    ``instrument()`` (a server): no run's events end up in another's."""
+    cb = AgentDebugCallback(dbg)
+    inputs = [{"n": start, "trail": []} for start in (0, 10, 20)]
+    linear_graph().batch(inputs, {"callbacks": [cb]})
+    finals = {}
+    for run_id in cb.run_ids:
+        run = cb.trajectory(run_id)
+        (final,) = of_type(run, EventType.FINAL_ANSWER)
+        finals[run.events[0].input["n"]] = final.output["n"]
+    assert finals == {0: 3, 10: 13, 20: 23}
+
+    handler = instrument(dbg)
+
+    def ask(i: int) -> None:
+        city = "Paris" if i % 2 else "Oslo"
+        decide = AIMessage(
+            content="", tool_calls=[{"name": "weather", "args": {"city": city}, "id": f"w{i}"}]
+        )
+        model = ToolBindingFake(messages=iter([decide, AIMessage(content=f"answer {i}")]))
+        prebuilt_agent(model).invoke({"messages": [HumanMessage(f"question {i}")]})
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(handler.run_ids) == 6
+    for run_id in handler.run_ids:
+        run = handler.trajectory(run_id)
+        i = int(run.goal.split()[-1])
+        assert [r.output for r in of_type(run, EventType.TOOL_RESULT)] == [
+            "sunny" if i % 2 else "snow"
+        ]
+        assert [f.output for f in of_type(run, EventType.FINAL_ANSWER)] == [f"answer {i}"]
+        assert [e.agent_name for e in of_type(run, EventType.AGENT_START)] == [
+            "agent",
+            "tools",
+            "agent",
+        ]
+
+
 def test_instrumented_subgraph_and_model_calls_stay_in_the_parent_run(dbg: AgentDebug) -> None:
     handler = instrument(debugger=dbg, success_check=order_found)
     graph = tool_agent(scripted(wrong_then_right()[:2]))

@@ -18,6 +18,8 @@ import threading
 from contextvars import ContextVar
 from typing import Any, cast
 
+from agentdebug import AgentDebug
+
 from agentdebug_langgraph._callback import AgentDebugCallback
 
 
@@ -36,14 +38,28 @@ _registered = False
 _lock = threading.Lock()
 
 
-def instrument(callback: AgentDebugCallback | None = None, **options: Any) -> AgentDebugCallback:
+def instrument(
+    callback: AgentDebugCallback | AgentDebug | None = None, **options: Any
+) -> AgentDebugCallback:
     """Capture every LangGraph graph run in this process from now on.
 
     ``options`` are those of :class:`AgentDebugCallback` (``debugger``,
-    ``success_check``, ``on_report``, ...), or pass a ready ``callback``. Returns
+    ``success_check``, ``on_report``, ...), or pass a ready ``callback``; an
+    ``AgentDebug`` in its place is the debugger (``instrument(dbg)``). Returns
     the handler in use (its ``last_run_id`` and ``reports`` tell what it saw).
     Calling it again replaces the handler."""
     global _registered
+    if isinstance(callback, AgentDebug):
+        if "debugger" in options:
+            raise TypeError("instrument() got two debuggers (one positional, one as debugger=)")
+        options["debugger"], callback = callback, None
+    elif callback is not None and not isinstance(callback, AgentDebugCallback):
+        # checked here: langchain-core would call any object as a handler, and
+        # one without a handler's attributes breaks every graph run
+        raise TypeError(
+            "instrument() takes an AgentDebugCallback or an AgentDebug, "
+            f"not {type(callback).__name__}"
+        )
     if callback is not None and options:
         raise TypeError("pass either a callback or its options, not both")
     handler = callback if callback is not None else AgentDebugCallback(**options)

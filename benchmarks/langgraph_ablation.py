@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Where the LangGraph callback's overhead goes: ablations in one process.
+
+    python3 dev.py run agentdebug-langgraph benchmarks/langgraph_ablation.py [--steps 1000] [--repeats 21]
+
+The graph of ``benchmarks/langgraph_overhead.py`` (one node looping 1,000 times,
+a fake chat model call per step), run in one process with each variant in turn,
+interleaved, ``--repeats`` times:
+
+- ``none``: no callback;
+- ``empty``: a handler with the callback's class and flags whose methods do
+  nothing: what LangChain costs to hand a handler the step's six events;
+- ``unstored``: the callback, its events built and encoded but dropped instead of
+  queued for the store (no retained bytes, no writer or store thread work);
+- ``ours``: the callback as shipped, into a temporary SQLite store.
+
+It prints each variant's median time per step and its overhead over ``none``
+(median, and best against best). In one process the caches and the heap are
+warm, so figures run a point or two below the fresh processes of
+``langgraph_overhead.py``; compare variants within one invocation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import tempfile
+import time
+from typing import Any, TypedDict
+
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
+
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import END, START, StateGraph
+
+
+class State(TypedDict):
+    n: int
+    last: str
+
+
+MODEL = FakeMessagesListChatModel(responses=[AIMessage(content="next")])
+
+
+def agent(state: State) -> dict[str, Any]:
+    reply = MODEL.invoke([HumanMessage(content=f"step {state['n']}")])
+    return {"n": state["n"] + 1, "last": reply.content}
+
+
+def build(limit: int) -> Any:
+    def route(state: State) -> str:
+        return "agent" if state["n"] < limit else END
+
+    g = StateGraph(State)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route, ["agent", END])
+    return g.compile()
+
+
+class Empty(AgentDebugCallback):
+    """The callback's class and flags; every method the graph calls does nothing."""
+
+    def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_chain_end(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+    def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        pass
+
+
+def _drop(item: Any) -> None:
+    pass
+
+
+class Unstored(AgentDebugCallback):
+    """The callback, with the run's encoded events dropped instead of queued."""
+
+    def _session_for(self, *args: Any, **kwargs: Any) -> Any:
+        session, owns = super()._session_for(*args, **kwargs)
+        session._sink = _drop  # bound by the emitter made right after this
+        return session, owns
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=21)
+    args = parser.parse_args()
+    home = tempfile.mkdtemp(prefix="lg-ablation-")
+    dbg = AgentDebug(home)
+    makers = {
+        "none": None,
+        "empty": lambda: Empty(dbg, goal="ablation"),
+        "unstored": lambda: Unstored(dbg, goal="ablation"),
+        "ours": lambda: AgentDebugCallback(dbg, goal="ablation"),
+    }
+    app = build(args.steps)
+
+    def run(name: str) -> float:
+        config: dict[str, Any] = {"recursion_limit": args.steps + 10}
+        make = makers[name]
+        if make is not None:
+            config["callbacks"] = [make()]
+        gc.collect()
+        t0 = time.perf_counter()
+        app.invoke({"n": 0, "last": ""}, config)
+        return time.perf_counter() - t0
+
+    names = list(makers)
+    for name in names:  # warm up
+        run(name)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(args.repeats):
+        for name in names[i % len(names) :] + names[: i % len(names)]:
+            times[name].append(run(name))
+    base, best = statistics.median(times["none"]), min(times["none"])
+    print(
+        f"LangGraph callback ablation: {args.steps:,}-step graph, one process, "
+        f"{args.repeats} interleaved runs each"
+    )
+    print(f"{'':10} {'per step (us)':>14} {'median':>8} {'best':>8}")
+    for name in names:
+        med = statistics.median(times[name])
+        print(
+            f"{name:10} {med / args.steps * 1e6:>14.1f} {(med / base - 1) * 100:>7.1f}% "
+            f"{(min(times[name]) / best - 1) * 100:>7.1f}%"
+        )
+    dbg.close()
+
+
+if __name__ == "__main__":
+    main()

@@ -165,6 +165,47 @@ def test_an_error_fixed_by_a_later_success_is_not_premature() -> None:
     assert [m for m, _ in modes(findings)] == ["system.tool_error"]
 
 
+def attempts(*outcomes: str) -> list[AgentEvent]:
+    """A node run once per outcome ("fail" or "ok"), each attempt after the first
+    marked as a retry of the one before (``metadata["retry_of"]``), as LangGraph's
+    RetryPolicy runs are captured."""
+    events: list[AgentEvent] = []
+    before: str | None = None
+    for n, outcome in enumerate(outcomes, start=1):
+        i = len(events)
+        meta = {"retry_of": before, "attempt": n} if before else {}
+        events.append(ev(i, EventType.AGENT_START, agent="fetch", metadata=meta))
+        if outcome == "fail":
+            events.append(
+                ev(i + 1, EventType.ERROR, agent="fetch", parent_id=f"e{i}", error="timed out")
+            )
+        else:
+            events.append(ev(i + 1, EventType.AGENT_END, agent="fetch", parent_id=f"e{i}"))
+        before = f"e{i}"
+    return events
+
+
+def test_errors_a_retry_got_past_are_information_not_faults() -> None:
+    events = attempts("fail", "fail", "ok")
+    done = ev(len(events), EventType.FINAL_ANSWER, output="All done, the price is $42.")
+    findings = run(*events, done)
+    assert [(f.mode_id, f.step_index, f.severity.value) for f in findings] == [
+        ("system.timeout", 1, "info"),
+        ("system.timeout", 3, "info"),
+    ]
+    assert "(resolved: attempt 3 at step 4 succeeded)" in findings[0].message
+    assert all(f.confidence < 0.5 for f in findings)
+
+
+def test_a_retry_that_fails_too_leaves_the_errors_unresolved() -> None:
+    events = attempts("fail", "fail")
+    done = ev(len(events), EventType.FINAL_ANSWER, output="All done, the price is $42.")
+    found = modes(run(*events, done))
+    assert found.count(("system.timeout", 1)) == 1 and ("system.timeout", 3) in found
+    assert ("verification.premature_success", 4) in found
+    assert all(f.severity.value == "error" for f in run(*events, done))
+
+
 def test_an_error_result_treated_as_success() -> None:
     findings = run(
         ev(

@@ -226,6 +226,40 @@ def failing_graph(error: BaseException) -> Any:
     return g.compile()
 
 
+class Quote(TypedDict):
+    price: float
+    out: Annotated[list[str], operator.add]
+
+
+def retried_graph(failures: int, *, attempts: int = 3) -> Any:
+    """``fetch`` times out ``failures`` times under a RetryPolicy of ``attempts``,
+    then ``quote`` misquotes the price it fetched (ten times too much)."""
+    from langgraph.types import RetryPolicy
+
+    calls = [0]
+
+    def fetch(state: Quote) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] <= failures:
+            raise TimeoutError(f"price service timed out (call {calls[0]})")
+        return {"price": 42.0, "out": ["fetched"]}
+
+    def quote(state: Quote) -> dict[str, Any]:
+        return {"out": [f"The price is ${state['price'] * 10:.2f}."]}
+
+    policy = RetryPolicy(max_attempts=attempts, initial_interval=0.001, retry_on=TimeoutError)
+    g = StateGraph(Quote)
+    g.add_node("fetch", fetch, retry_policy=policy)
+    g.add_node("quote", quote)
+    g.add_edge(START, "fetch")
+    g.add_edge("fetch", "quote")
+    return g.compile()
+
+
+def quoted_42(state: dict[str, Any]) -> bool | str:
+    return "$42.00" in state["out"][-1] or "the quote is not $42.00"
+
+
 def looping_graph() -> Any:
     g = StateGraph(Counter)
     g.add_node("spin", lambda s: {"n": s["n"] + 1, "trail": ["spin"]})
@@ -257,6 +291,29 @@ def two_senders_graph(checkpointer: Any = None) -> Any:
     )
     g.add_edge("work", END)
     return g.compile(checkpointer=checkpointer)
+
+
+class Reviewed(MessagesState):
+    verdict: str
+
+
+def reviewed_answer(model: Any, reviewer: Any) -> Any:
+    """An answer node, then a review node whose model call judges the answer
+    (its verdict goes to another key, not into the messages)."""
+
+    def answer(state: Reviewed) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    def review(state: Reviewed) -> dict[str, Any]:
+        last = state["messages"][-1].content
+        return {"verdict": reviewer.invoke([HumanMessage(f"Is this right? {last}")]).content}
+
+    g = StateGraph(Reviewed)
+    g.add_node("answer", answer)
+    g.add_node("review", review)
+    g.add_edge(START, "answer")
+    g.add_edge("answer", "review")
+    return g.compile()
 
 
 # -- the prebuilt agent and the functional API -------------------------------------------------

@@ -24,6 +24,7 @@ from lg_graphs import (
     linear_graph,
     order_found,
     prebuilt_agent,
+    reviewed_answer,
     scripted,
     subgraph_graph,
     tool_agent,
@@ -124,6 +125,24 @@ def test_a_streamed_model_call_links_its_tool_calls_and_its_answer(dbg: AgentDeb
     (final,) = of_type(run, EventType.FINAL_ANSWER)
     assert final.output == "Order A123 costs $42.00."
     assert final.parent_id == llm[1].id and final.step_index == llm[1].step_index == 3
+
+
+def test_the_final_answer_belongs_to_the_model_call_that_gave_it(dbg: AgentDebug) -> None:
+    """A later model call (here a review whose verdict goes elsewhere) does not
+    take the final answer from the call that wrote it."""
+    graph = reviewed_answer(
+        scripted([AIMessage("Order A123 costs $42.00.")]), scripted([AIMessage("Correct.")])
+    )
+    cb = AgentDebugCallback(dbg)
+    out = graph.invoke({"messages": [HumanMessage("What does A123 cost?")]}, {"callbacks": [cb]})
+    assert out["verdict"] == "Correct."
+    run = cb.trajectory()
+    answered, reviewed = of_type(run, EventType.LLM_RESPONSE)
+    assert (answered.agent_name, reviewed.agent_name) == ("answer", "review")
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == "Order A123 costs $42.00."
+    assert final.agent_name == "answer" and final.parent_id == answered.id
+    assert final.step_index == answered.step_index < reviewed.step_index
 
 
 def test_subgraph_nodes_are_nested_under_their_parent_node(dbg: AgentDebug) -> None:

@@ -16,6 +16,8 @@ from lg_graphs import (
     linear_graph,
     looping_graph,
     order_found,
+    quoted_42,
+    retried_graph,
     scripted,
     tool_agent,
     wrong_then_right,
@@ -168,3 +170,39 @@ def test_an_error_inside_a_subgraph_is_recorded_once_at_the_inner_node(dbg: Agen
     assert recorded.agent_name == "billing/charge"
     root = cb.reports[0].root_cause
     assert root is not None and root.agent_name == "billing/charge"
+
+
+def test_retried_attempts_are_linked_and_an_error_a_retry_got_past_is_not_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """LangGraph's RetryPolicy runs a failed task again: each attempt is its own
+    step, marked as a retry of the one before, and a timeout the retry got past is
+    not the cause of the wrong quote that follows."""
+    cb = AgentDebugCallback(dbg, success_check=quoted_42)
+    out = retried_graph(failures=2).invoke({"price": 0.0, "out": []}, {"callbacks": [cb]})
+    assert out["out"][-1] == "The price is $420.00."
+    run = cb.trajectory()
+    first, second, third = [
+        e for e in run.events if e.agent_name == "fetch" and e.type is EventType.AGENT_START
+    ]
+    assert "attempt" not in first.metadata
+    assert (second.metadata["attempt"], second.metadata["retry_of"]) == (2, first.id)
+    assert (third.metadata["attempt"], third.metadata["retry_of"]) == (3, second.id)
+    assert [e.parent_id for e in run.events if e.type is EventType.ERROR] == [first.id, second.id]
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    (report,) = cb.reports
+    assert "timed out" not in report.summary
+    assert report.root_cause is None or report.root_cause.agent_name != "fetch"
+    resolved = [f for f in report.findings if f.mode_id == "system.timeout"]
+    assert len(resolved) == 2 and all(f.severity.value == "info" for f in resolved)
+
+
+def test_retries_that_run_out_leave_the_error_to_blame(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(TimeoutError):
+        retried_graph(failures=5, attempts=2).invoke({"price": 0.0, "out": []}, {"callbacks": [cb]})
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "fetch"
+    assert "timed out" in report.summary
+    errors = [e for e in cb.trajectory().events if e.type is EventType.ERROR]
+    assert len(errors) == 2  # both attempts, once each

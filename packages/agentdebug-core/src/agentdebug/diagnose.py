@@ -267,11 +267,13 @@ def _audit(
 
 
 def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Finding | None:
-    """Where the failure shows: the latest serious finding, else the run's last error."""
+    """Where the failure shows: the latest serious finding, else the last finding
+    that is more than information (an error a retry got past shows nothing)."""
     serious = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
     if serious:
         return max(serious, key=lambda f: f.step_index if f.step_index is not None else -1)
-    return findings[-1] if findings else None
+    faults = [f for f in findings if f.severity is not Severity.INFO]
+    return faults[-1] if faults else None
 
 
 def _summary(

@@ -200,6 +200,8 @@ class AgentDebugCallback(RunEnding):
                 "parent_id": run.input_event,
                 "metadata": meta,
             }
+            if run.failed:  # a retry (RetryPolicy) runs the failed task again
+                self._mark_retry(run, ns, meta)
             root_step = step
             if parent is not None:
                 doc["agent_name"] = agent = f"{parent.agent}/{node}"
@@ -327,6 +329,14 @@ class AgentDebugCallback(RunEnding):
             doc["parent_id"] = sender
         doc["metadata"]["send"] = True
 
+    def _mark_retry(self, run: GraphRun, ns: str, meta: dict[str, Any]) -> None:
+        """A node's start that is another attempt of a task that raised: its
+        number, and the start of the attempt before."""
+        before = run.failed.pop(ns, None)
+        if before is not None:
+            meta["attempt"] = run.attempts[ns] = before[1] + 1
+            meta["retry_of"] = before[0]
+
     def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
         """The checkpoint this root-level step starts from, when one is persisted."""
         if not run.loop_checked:
@@ -443,6 +453,8 @@ class AgentDebugCallback(RunEnding):
             elif isinstance(error, GraphBubbleUp):  # a Command for the parent graph
                 self._end_node(rec, error.args[0] if error.args else None)
             else:
+                # a RetryPolicy may run the task again: its next start is marked
+                run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
                 run.session.record(
                     EventType.ERROR,
                     agent_name=rec.agent,

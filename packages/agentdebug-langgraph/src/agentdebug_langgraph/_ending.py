@@ -85,7 +85,7 @@ class RunEnding(ModelAndToolEvents):
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)
         answer: Any = text if text is not None else _convert.compact(outputs)
-        agent, step, parent = run.answer_from or (None, run.last_step, run.input_event)
+        agent, step, parent = _answered_by(run, msg)
         if msg is None or text is None:
             agent, step = None, run.last_step
         run.session.record(
@@ -171,3 +171,25 @@ class RunEnding(ModelAndToolEvents):
 
 def _has_interrupt(outputs: Any) -> bool:
     return isinstance(outputs, dict) and "__interrupt__" in outputs
+
+
+def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
+    """The model call that gave the final message: (agent, step, event id).
+
+    Each node's latest answer is kept; the final message is matched to one of
+    them (the same object, else the same content: a streamed answer is joined
+    from chunks into a new message), so that a model call made after the answer
+    (a node checking it, say) does not take it. No match: the latest answer."""
+    answers = run.answers
+    if not answers:
+        return None, run.last_step, run.input_event
+    if msg is not None:
+        for agent, (given, step, event_id) in answers.items():
+            if given is msg:
+                return agent, step, event_id
+        content = getattr(msg, "content", None)
+        for agent, (given, step, event_id) in answers.items():
+            if getattr(given, "content", None) == content:
+                return agent, step, event_id
+    agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
+    return agent, step, event_id

@@ -152,7 +152,7 @@ class ModelAndToolEvents(CaptureBase):
                         if c["id"]:
                             tool_calls[c["id"]] = (event_id, rec.step, agent)
                 else:
-                    rec.run.answer_from = (agent, rec.step, event_id)
+                    rec.run.answers[agent] = (msg, rec.step, event_id)
         except Exception:
             self._failed("on_llm_end")
 

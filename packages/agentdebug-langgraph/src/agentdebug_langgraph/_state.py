@@ -47,10 +47,15 @@ class GraphRun:
     # per Send packet; sorted by the key, they are in the order LangGraph numbers them
     sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
     node_errors: set[int] = field(default_factory=set)  # ids of exceptions already recorded
+    # task namespace -> (start event id, attempt number) of an attempt that raised,
+    # and the attempt number of a task being retried
+    failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
+    attempts: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
-    answer_from: tuple[str, int, str | None] | None = None  # (agent, step, event id)
+    # agent -> (message, step, event id) of its latest model answer without tool calls
+    answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # agent -> (length, first, last message) of its previous model prompt
     prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
     last_step: int = 0

@@ -15,7 +15,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentdebug.detect.signals import DECISION_TYPES, RESULT_TYPES
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Hypothesis
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    EventType,
+    Evidence,
+    Finding,
+    Hypothesis,
+    Severity,
+)
 
 ENVIRONMENT_MODES = frozenset(
     {
@@ -93,8 +101,8 @@ class HeuristicAttributor:
 
         for finding in findings:
             event = by_id.get(finding.event_id or "")
-            if event is None:
-                continue
+            if event is None or finding.severity is Severity.INFO:
+                continue  # (an info finding is not a fault: an error a retry got past)
             conf = finding.confidence
             if finding.mode_id in ENVIRONMENT_MODES:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)

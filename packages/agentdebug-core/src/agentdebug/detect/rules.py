@@ -21,6 +21,7 @@ from agentdebug.detect.signals import (
     SPEECH_TYPES,
     failure_of,
     handoff_target,
+    resolved_by_retry,
     tool_name,
 )
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Severity
@@ -56,6 +57,8 @@ class RuleContext:
     trajectory: AgentTrajectory
     failures: dict[str, tuple[str, str]] = field(default_factory=dict)  # id -> (mode, quote)
     position: dict[str, int] = field(default_factory=dict)  # id -> index in events
+    # failure id -> the start of the later attempt that did the work without failing
+    retried: dict[str, AgentEvent] = field(default_factory=dict)
 
     @classmethod
     def build(cls, trajectory: AgentTrajectory) -> RuleContext:
@@ -65,6 +68,7 @@ class RuleContext:
             failure = failure_of(event)
             if failure is not None:
                 ctx.failures[event.id] = failure
+        ctx.retried = resolved_by_retry(trajectory.events, ctx.failures)
         return ctx
 
 
@@ -121,12 +125,28 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
         mode, quote = failure
         where = tool_name(event)
         what = f"{where} failed" if where else f"{event.type.value} failed"
+        confidence = 0.9 if event.error is not None else 0.7
+        retry = ctx.retried.get(event.id)
+        if retry is not None:  # it happened, and the framework's retry got past it
+            attempt = retry.metadata.get("attempt")
+            which = f"attempt {attempt}" if isinstance(attempt, int) else "a retry"
+            yield _finding(
+                "errors",
+                mode,
+                event,
+                f"{what}: {shorten(quote, 120)} (resolved: {which} at step "
+                f"{retry.step_index} succeeded)",
+                confidence=round(confidence * 0.3, 3),
+                severity=Severity.INFO,
+                evidence=[_failure_evidence(ctx, event)],
+            )
+            continue
         yield _finding(
             "errors",
             mode,
             event,
             f"{what}: {shorten(quote, 120)}",
-            confidence=0.9 if event.error is not None else 0.7,
+            confidence=confidence,
             evidence=[_failure_evidence(ctx, event)],
         )
 
@@ -232,7 +252,11 @@ def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
 
 
 def _resolved(ctx: RuleContext, failed: AgentEvent, until: int) -> bool:
-    """A later success of the same tool (or agent) before position ``until``."""
+    """A later success of the same tool (or agent), or a retry of the failed work
+    that succeeded, before position ``until``."""
+    retry = ctx.retried.get(failed.id)
+    if retry is not None and ctx.position[retry.id] < until:
+        return True
     events = ctx.trajectory.events
     name = tool_name(failed)
     for event in events[ctx.position[failed.id] + 1 : until]:
@@ -307,6 +331,8 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
     for i, event in enumerate(events):
         if event.id not in ctx.failures or event.type not in RESULT_TYPES | {EventType.ERROR}:
             continue
+        if event.id in ctx.retried:
+            continue  # the framework retried it: what follows is the retry's work
         follower = next((e for e in events[i + 1 : i + 4] if e.type in DECISION_TYPES), None)
         if follower is None or follower.type not in SPEECH_TYPES:
             continue  # nobody reacted, or the reaction was another action

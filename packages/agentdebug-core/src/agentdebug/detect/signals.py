@@ -7,6 +7,7 @@ where its signal lives: error fields and tool outputs only, never an agent's pro
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Sequence
 
 from agentdebug.schema import AgentEvent, EventType
 from agentdebug.text import flatten
@@ -157,3 +158,42 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
             quote = output[start : start + 160].strip()
             return classify_error(output), quote
     return None
+
+
+RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attempt it retries
+
+
+def resolved_by_retry(
+    events: Sequence[AgentEvent], failures: Collection[str]
+) -> dict[str, AgentEvent]:
+    """Failures whose work a later attempt did again, and did without failing:
+    failure id -> the start of that attempt.
+
+    The convention, for integrations whose framework retries (LangGraph's
+    ``RetryPolicy``): an attempt's start event carries ``metadata["retry_of"]``,
+    the id of the start of the attempt before; an attempt failed when one of
+    ``failures`` has its start as parent (or is the start itself). A chain of
+    failed retries resolves its failures only if an attempt at its end succeeds."""
+    retries: dict[str, AgentEvent] = {}
+    for event in events:
+        before = event.metadata.get(RETRY_OF)
+        if isinstance(before, str) and before:
+            retries.setdefault(before, event)
+    if not retries:
+        return {}
+    by_id = {e.id: e for e in events}
+    failed = {by_id[f].parent_id for f in failures if f in by_id} | set(failures)
+    out: dict[str, AgentEvent] = {}
+    for failure in failures:
+        where = by_id.get(failure)
+        if where is None:
+            continue
+        attempt = retries.get(where.parent_id or "") or retries.get(failure)
+        seen: set[str] = set()
+        while attempt is not None and attempt.id not in seen:
+            seen.add(attempt.id)
+            if attempt.id not in failed:
+                out[failure] = attempt
+                break
+            attempt = retries.get(attempt.id)
+    return out

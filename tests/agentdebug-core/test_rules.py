@@ -206,6 +206,27 @@ def test_a_retry_that_fails_too_leaves_the_errors_unresolved() -> None:
     assert all(f.severity.value == "error" for f in run(*events, done))
 
 
+def test_a_retry_that_never_finished_leaves_the_error_unresolved() -> None:
+    """An attempt that stopped (an interrupt, a crash) without its end is no proof."""
+    events = attempts("fail", "ok")[:-1]  # the retry's end never came
+    done = ev(len(events), EventType.FINAL_ANSWER, output="All done, the price is $42.")
+    findings = run(*events, done)
+    assert ("system.timeout", 1) in modes(findings)
+    assert all(f.severity.value == "error" for f in findings)
+    assert ("verification.premature_success", 3) in modes(findings)
+
+
+def test_an_error_inside_a_retried_node_is_resolved_by_the_retry() -> None:
+    """A failure nested under the attempt (a subgraph's node) belongs to it too."""
+    outer, error_parent = ev(0, EventType.AGENT_START, agent="stock"), "e1"
+    inner = ev(1, EventType.AGENT_START, agent="stock/lookup", parent_id="e0")
+    failed = ev(2, EventType.ERROR, agent="stock/lookup", parent_id=error_parent, error="timed out")
+    retry = ev(3, EventType.AGENT_START, agent="stock", metadata={"retry_of": "e0", "attempt": 2})
+    end = ev(4, EventType.AGENT_END, agent="stock", parent_id="e3")
+    findings = run(outer, inner, failed, retry, end)
+    assert [(f.mode_id, f.severity.value) for f in findings] == [("system.timeout", "info")]
+
+
 def test_an_error_result_treated_as_success() -> None:
     findings = run(
         ev(

@@ -256,6 +256,31 @@ def retried_graph(failures: int, *, attempts: int = 3) -> Any:
     return g.compile()
 
 
+def retried_subgraph(failures: int) -> Any:
+    """A subgraph node under a RetryPolicy whose inner node times out ``failures``
+    times; the node after it gets the answer wrong."""
+    from langgraph.types import RetryPolicy
+
+    calls = [0]
+
+    def lookup(state: Work) -> dict[str, Any]:
+        calls[0] += 1
+        if calls[0] <= failures:
+            raise TimeoutError("inventory service timed out")
+        return {"out": ["in stock"]}
+
+    inner = StateGraph(Work)
+    inner.add_node("lookup", lookup)
+    inner.add_edge(START, "lookup")
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.001, retry_on=TimeoutError)
+    g = StateGraph(Work)
+    g.add_node("stock", inner.compile(), retry_policy=policy)
+    g.add_node("reply", lambda s: {"out": ["out of stock"]})
+    g.add_edge(START, "stock")
+    g.add_edge("stock", "reply")
+    return g.compile()
+
+
 def quoted_42(state: dict[str, Any]) -> bool | str:
     return "$42.00" in state["out"][-1] or "the quote is not $42.00"
 

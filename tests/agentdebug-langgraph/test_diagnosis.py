@@ -18,6 +18,7 @@ from lg_graphs import (
     order_found,
     quoted_42,
     retried_graph,
+    retried_subgraph,
     scripted,
     tool_agent,
     wrong_then_right,
@@ -192,7 +193,7 @@ def test_retried_attempts_are_linked_and_an_error_a_retry_got_past_is_not_blamed
     assert run.outcome.status is OutcomeStatus.FAILURE
     (report,) = cb.reports
     assert "timed out" not in report.summary
-    assert report.root_cause is None or report.root_cause.agent_name != "fetch"
+    assert report.root_cause is None  # nothing else to go on: no model call, no other error
     resolved = [f for f in report.findings if f.mode_id == "system.timeout"]
     assert len(resolved) == 2 and all(f.severity.value == "info" for f in resolved)
 
@@ -206,3 +207,61 @@ def test_retries_that_run_out_leave_the_error_to_blame(dbg: AgentDebug) -> None:
     assert "timed out" in report.summary
     errors = [e for e in cb.trajectory().events if e.type is EventType.ERROR]
     assert len(errors) == 2  # both attempts, once each
+
+
+def test_an_exception_raised_again_by_every_attempt_is_recorded_for_each(
+    dbg: AgentDebug,
+) -> None:
+    """A node that raises the same exception object each time (a cached error):
+    every attempt's error is recorded, so the retries are not taken as resolved."""
+    error = TimeoutError("price service timed out")
+
+    def fetch(state: dict[str, Any]) -> dict[str, Any]:
+        raise error
+
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import RetryPolicy
+    from lg_graphs import Quote
+
+    g = StateGraph(Quote)
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.001, retry_on=TimeoutError)
+    g.add_node("fetch", fetch, retry_policy=policy)
+    g.add_edge(START, "fetch")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(TimeoutError) as raised:
+        g.compile().invoke({"price": 0.0, "out": []}, {"callbacks": [cb]})
+    assert raised.value is error
+    run = cb.trajectory()
+    starts = [e for e in run.events if e.type is EventType.AGENT_START]
+    errors = [e for e in run.events if e.type is EventType.ERROR]
+    assert [e.parent_id for e in errors] == [s.id for s in starts]  # one per attempt
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "fetch"
+    assert all(f.severity.value != "info" for f in report.findings)
+
+
+def test_a_retried_subgraph_node_records_both_runs_of_its_inner_node(dbg: AgentDebug) -> None:
+    """Retrying a node that runs a subgraph numbers the subgraph's second run in its
+    namespace (``stock:<task>|1|lookup:<task>``): its inner nodes are still recorded
+    under the retry, and the inner timeout the retry got past is not blamed."""
+    cb = AgentDebugCallback(dbg, success_check=lambda s: s["out"][-1] == "in stock")
+    retried_subgraph(failures=1).invoke({"items": [], "out": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    starts = [e for e in run.events if e.type is EventType.AGENT_START]
+    assert [e.agent_name for e in starts] == [
+        "stock",
+        "stock/lookup",
+        "stock",
+        "stock/lookup",
+        "reply",
+    ]
+    first, first_inner, retry, retry_inner, _ = starts
+    assert first_inner.parent_id == first.id and retry_inner.parent_id == retry.id
+    assert (retry.metadata["attempt"], retry.metadata["retry_of"]) == (2, first.id)
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name == "stock/lookup" and error.parent_id == first_inner.id
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    (report,) = cb.reports
+    (timeout,) = [f for f in report.findings if f.mode_id == "system.timeout"]
+    assert timeout.severity.value == "info" and "resolved: attempt 2" in timeout.message
+    assert "timed out" not in report.summary

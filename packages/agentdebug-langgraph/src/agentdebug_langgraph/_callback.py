@@ -35,10 +35,12 @@ from langgraph.types import Command
 from agentdebug_langgraph import _convert, _pregel
 from agentdebug_langgraph._ending import RunEnding, SuccessCheck
 from agentdebug_langgraph._state import (
+    ERRORS_HELD,
     FRAMEWORK,
     PAUSED,
     GraphRun,
     NodeRun,
+    parent_namespace,
     start_counter,
     task_path_key,
 )
@@ -173,7 +175,11 @@ class AgentDebugCallback(RunEnding):
             if kwargs.get("name") != node:
                 return  # a branch function or a runnable inside a node
             ns: str = md.get("langgraph_checkpoint_ns") or ""
-            parent = self._by_ns.get(ns.rpartition("|")[0]) if "|" in ns else None
+            parent = None
+            if "|" in ns:  # a node inside a subgraph
+                parent = self._by_ns.get(ns.rpartition("|")[0]) or self._by_ns.get(
+                    parent_namespace(ns)
+                )
             if parent is not None:
                 run = parent.run
             else:
@@ -395,6 +401,8 @@ class AgentDebugCallback(RunEnding):
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
         if outputs.__class__ is not dict and _convert.has_send(outputs):
             self._note_sends(rec, outputs)
+        if rec.run.attempts:  # a retry that succeeded
+            rec.run.attempts.pop(rec.ns, None)
         agent = rec.agent
         rec.run.emit(
             {
@@ -434,9 +442,15 @@ class AgentDebugCallback(RunEnding):
                 return
             self._by_ns.pop(rec.ns, None)
             run = rec.run
-            if id(error) in run.node_errors:
-                return  # already recorded where it was raised (a node inside a subgraph)
-            run.node_errors.add(id(error))
+            plain = not isinstance(error, GraphBubbleUp)
+            if plain:  # a RetryPolicy may run the task again: its next start is marked
+                run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
+            known = run.node_errors.get(id(error))
+            if known is not None and known[0] is error and known[1].startswith(rec.ns + "|"):
+                return  # recorded where it was raised, in a node inside this one (a subgraph)
+            if len(run.node_errors) >= ERRORS_HELD:
+                del run.node_errors[next(iter(run.node_errors))]
+            run.node_errors[id(error)] = (error, rec.ns)
             if isinstance(error, GraphInterrupt):
                 run.interrupted = True
                 run.interrupt_recorded = True
@@ -453,8 +467,6 @@ class AgentDebugCallback(RunEnding):
             elif isinstance(error, GraphBubbleUp):  # a Command for the parent graph
                 self._end_node(rec, error.args[0] if error.args else None)
             else:
-                # a RetryPolicy may run the task again: its next start is marked
-                run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
                 run.session.record(
                     EventType.ERROR,
                     agent_name=rec.agent,

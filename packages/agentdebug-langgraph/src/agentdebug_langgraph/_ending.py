@@ -45,7 +45,8 @@ class RunEnding(ModelAndToolEvents):
             return
         failed_exc: Exception | None = None
         if error is not None:
-            if id(error) not in run.node_errors:
+            known = run.node_errors.get(id(error))
+            if known is None or known[0] is not error:  # not recorded at a node
                 session.record(
                     EventType.ERROR,
                     step_index=run.last_step + 1,
@@ -144,6 +145,7 @@ class RunEnding(ModelAndToolEvents):
     def _pause(self, run: GraphRun, outputs: Any) -> None:
         """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
         session = run.session
+        run.node_errors.clear()  # the exceptions are not kept while the run waits
         if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
             session.record(
                 EventType.CHECKPOINT,
@@ -188,8 +190,13 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
             if given is msg:
                 return agent, step, event_id
         content = getattr(msg, "content", None)
-        for agent, (given, step, event_id) in answers.items():
-            if getattr(given, "content", None) == content:
-                return agent, step, event_id
+        same = [
+            (step, agent, event_id)
+            for agent, (given, step, event_id) in answers.items()
+            if getattr(given, "content", None) == content
+        ]
+        if same:  # the latest of the calls that said it
+            step, agent, event_id = max(same, key=lambda entry: entry[0])
+            return agent, step, event_id
     agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id

@@ -46,7 +46,10 @@ class GraphRun:
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
     # per Send packet; sorted by the key, they are in the order LangGraph numbers them
     sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
-    node_errors: set[int] = field(default_factory=set)  # ids of exceptions already recorded
+    # exceptions recorded at a node, by id: (the exception, the node's namespace), so
+    # that the nodes it bubbles up through (a subgraph's) do not record it again.
+    # Held (the last ERRORS_HELD) so that an id is not reused while it is listed.
+    node_errors: dict[int, tuple[BaseException, str]] = field(default_factory=dict)
     # task namespace -> (start event id, attempt number) of an attempt that raised,
     # and the attempt number of a task being retried
     failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
@@ -100,6 +103,19 @@ class NodeRun(NamedTuple):
     root_step: int
     path: tuple[Any, ...]
     started: float  # time.perf_counter()
+
+
+ERRORS_HELD = 16
+
+
+def parent_namespace(ns: str) -> str:
+    """The namespace of the node a subgraph node runs in: ``sub:<task>`` for
+    ``sub:<task>|inner:<task>``, also when a retried subgraph numbers its run
+    (``sub:<task>|1|inner:<task>``)."""
+    head = ns.rpartition("|")[0]
+    while head and head.rpartition("|")[2].isdigit():
+        head = head.rpartition("|")[0]
+    return head
 
 
 def start_counter(first: int) -> Iterator[int]:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field, create_model
 from agentdebug.errors import ConfigError
 from agentdebug.llm import LLMClient, get_client, render_prompt
 from agentdebug.plugins import get_registry
-from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis
+from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis, Severity
 from agentdebug.tokens import count_tokens
 from agentdebug.views import Step, build_view, steps_of, window
 
@@ -132,7 +132,8 @@ def checks_block(findings: Sequence[Finding], limit: int = 10) -> str:
     if not findings:
         return ""
     lines = ["Automatic checks flagged (they show symptoms, not necessarily the cause):"]
-    for f in list(findings)[:limit]:
+    # faults first: an info finding (an error a retry got past) must not push one out
+    for f in sorted(findings, key=lambda f: f.severity is Severity.INFO)[:limit]:
         lines.append(
             f"- step {f.step_index} ({f.agent_name or 'no agent'}): {f.mode_id}: {f.message}"
         )

@@ -166,14 +166,17 @@ RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attemp
 def resolved_by_retry(
     events: Sequence[AgentEvent], failures: Collection[str]
 ) -> dict[str, AgentEvent]:
-    """Failures whose work a later attempt did again, and did without failing:
-    failure id -> the start of that attempt.
+    """Failures whose work a later attempt did again, and finished: failure id ->
+    the start of that attempt.
 
     The convention, for integrations whose framework retries (LangGraph's
     ``RetryPolicy``): an attempt's start event carries ``metadata["retry_of"]``,
-    the id of the start of the attempt before; an attempt failed when one of
-    ``failures`` has its start as parent (or is the start itself). A chain of
-    failed retries resolves its failures only if an attempt at its end succeeds."""
+    the id of the start of the attempt before, and an attempt that finished has an
+    ``AGENT_END`` without error under its start. A failure belongs to an attempt
+    when the attempt's start is among its parents (a failure inside a subgraph
+    belongs to the retried node that runs the subgraph too). A chain of retries
+    resolves the failure only if one of its attempts finished: one that failed,
+    stopped at an interrupt or was cut off does not."""
     retries: dict[str, AgentEvent] = {}
     for event in events:
         before = event.metadata.get(RETRY_OF)
@@ -182,18 +185,23 @@ def resolved_by_retry(
     if not retries:
         return {}
     by_id = {e.id: e for e in events}
-    failed = {by_id[f].parent_id for f in failures if f in by_id} | set(failures)
+    finished = {
+        e.parent_id
+        for e in events
+        if e.type is EventType.AGENT_END and e.error is None and e.parent_id
+    }
     out: dict[str, AgentEvent] = {}
     for failure in failures:
-        where = by_id.get(failure)
-        if where is None:
-            continue
-        attempt = retries.get(where.parent_id or "") or retries.get(failure)
+        node = by_id.get(failure)
         seen: set[str] = set()
-        while attempt is not None and attempt.id not in seen:
-            seen.add(attempt.id)
-            if attempt.id not in failed:
-                out[failure] = attempt
-                break
-            attempt = retries.get(attempt.id)
+        while node is not None and node.id not in seen and failure not in out:
+            seen.add(node.id)
+            attempt = retries.get(node.id)
+            while attempt is not None and attempt.id not in seen:
+                seen.add(attempt.id)
+                if attempt.id in finished:
+                    out[failure] = attempt
+                    break
+                attempt = retries.get(attempt.id)
+            node = by_id.get(node.parent_id) if node.parent_id else None
     return out

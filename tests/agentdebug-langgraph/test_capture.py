@@ -261,6 +261,39 @@ def test_checkpoint_ids_name_the_state_each_step_started_from(dbg: AgentDebug) -
         assert [t.id for t in snap.tasks] == [event.metadata["task_id"]]
 
 
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_subgraph_node_names_the_subgraph_checkpoint_it_started_from(
+    dbg: AgentDebug, mode: str
+) -> None:
+    """A subgraph saves its own checkpoints, under its namespace: its nodes name
+    them, and LangGraph finds the subgraph's state by them."""
+    graph = subgraph_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": f"s-{mode}"}, "callbacks": [cb]}
+    if mode == "sync":
+        graph.invoke({"items": [], "out": []}, config)
+    else:
+        asyncio.run(graph.ainvoke({"items": [], "out": []}, config))
+    by_agent = starts(cb.trajectory())
+    (sub,), (inner,), (after,) = by_agent["sub"], by_agent["sub/inner"], by_agent["after"]
+    assert sub.checkpoint.namespace == after.checkpoint.namespace == ""
+    ref = inner.checkpoint
+    assert ref is not None and ref.thread_id == f"s-{mode}"
+    assert ref.namespace == f"sub:{sub.metadata['task_id']}"
+    assert ref.checkpoint_id not in {sub.checkpoint.checkpoint_id, after.checkpoint.checkpoint_id}
+    snap = graph.get_state(
+        {
+            "configurable": {
+                "thread_id": f"s-{mode}",
+                "checkpoint_ns": ref.namespace,
+                "checkpoint_id": ref.checkpoint_id,
+            }
+        }
+    )
+    assert snap.next == ("inner",)
+    assert [t.id for t in snap.tasks] == [inner.metadata["task_id"]]
+
+
 def test_without_a_checkpointer_no_checkpoint_is_claimed(dbg: AgentDebug) -> None:
     cb = AgentDebugCallback(dbg)
     linear_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})

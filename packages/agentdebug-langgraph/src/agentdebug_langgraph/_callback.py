@@ -27,7 +27,7 @@ from uuid import UUID
 
 from agentdebug import AgentDebug, AgentInfo, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback
-from agentdebug.schema import DiagnosticReport
+from agentdebug.schema import CheckpointRef, DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
@@ -218,8 +218,13 @@ class AgentDebugCallback(RunEnding):
                 agent = node
             if path and path[0] == _PUSH:
                 self._start_branch(run, doc, inputs, ns, lg_step, path)
-            if parent is None and (run.persists or not run.loop_checked):
-                checkpoint = self._checkpoint(run, lg_step)
+            if parent is None:
+                if run.persists or not run.loop_checked:
+                    checkpoint = self._checkpoint(run, lg_step)
+                    if checkpoint is not None:
+                        doc["checkpoint"] = checkpoint
+            elif run.persists:
+                checkpoint = self._subgraph_checkpoint(run, parent.ns, lg_step)
                 if checkpoint is not None:
                     doc["checkpoint"] = checkpoint
             rec: NodeRun = _new_tuple(
@@ -361,6 +366,30 @@ class AgentDebugCallback(RunEnding):
             run.thread_id = thread_id
         return run.checkpoint_ref(checkpoint_id, thread_id, lg_step)
 
+    def _subgraph_checkpoint(self, run: GraphRun, outer: str, lg_step: Any) -> Any:
+        """The checkpoint a subgraph node's step starts from: the subgraph's own,
+        under its namespace (``outer`` is the namespace of the node running it)."""
+        loops = run.subgraph_loops
+        loop = loops.get(outer)
+        if loop is None:
+            loop = _pregel.running_loop()
+            if loop is None:  # (a worker thread: a later node of the subgraph may find it)
+                return None
+            loops[outer] = loop = loop if _pregel.persists_steps(loop) else False
+        if loop is False:
+            return None
+        found = _pregel.current_checkpoint(loop)
+        if found is None:
+            return None
+        checkpoint_id, thread_id = found
+        return CheckpointRef(
+            framework=FRAMEWORK,
+            checkpoint_id=checkpoint_id,
+            thread_id=thread_id,
+            namespace=_pregel.checkpoint_namespace(loop),
+            extra={"langgraph_step": lg_step, "before": "this step"},
+        )
+
     def _sender(self, run: GraphRun, ns: str, lg_step: Any, path: Sequence[Any]) -> str | None:
         """The node whose ``Send`` created this branch (by its index among the step's sends)."""
         if not isinstance(lg_step, int) or len(path) < 2 or not isinstance(path[1], int):
@@ -403,6 +432,8 @@ class AgentDebugCallback(RunEnding):
             self._note_sends(rec, outputs)
         if rec.run.attempts:  # a retry that succeeded
             rec.run.attempts.pop(rec.ns, None)
+        if rec.run.subgraph_loops:  # the subgraph this node ran is done
+            rec.run.subgraph_loops.pop(rec.ns, None)
         agent = rec.agent
         rec.run.emit(
             {
@@ -442,6 +473,8 @@ class AgentDebugCallback(RunEnding):
                 return
             self._by_ns.pop(rec.ns, None)
             run = rec.run
+            if run.subgraph_loops:
+                run.subgraph_loops.pop(rec.ns, None)
             plain = not isinstance(error, GraphBubbleUp)
             if plain:  # a RetryPolicy may run the task again: its next start is marked
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))

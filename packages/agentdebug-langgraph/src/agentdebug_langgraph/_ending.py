@@ -146,6 +146,7 @@ class RunEnding(ModelAndToolEvents):
         """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
         session = run.session
         run.node_errors.clear()  # the exceptions are not kept while the run waits
+        run.subgraph_loops.clear()
         if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
             session.record(
                 EventType.CHECKPOINT,

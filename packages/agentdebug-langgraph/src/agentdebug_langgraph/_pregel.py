@@ -7,7 +7,9 @@ started from, nor the graph or its checkpointer. Those live in the frame of
 starts. So, once per graph run, :func:`find_graph_frame` walks a few frames up to
 find it; at the first node of the run :func:`loop_of` takes the ``loop`` object
 from that frame (then the frame is dropped), and each node start reads the loop's
-current checkpoint: the state LangGraph would restore to redo that step.
+current checkpoint: the state LangGraph would restore to redo that step. A
+subgraph saves its own checkpoints, under its namespace; its loop is found once per
+subgraph run, from the first of its nodes (:func:`running_loop`).
 
 All of this reads LangGraph internals, so every access is guarded: if a future
 LangGraph moves them, capture goes on without checkpoint ids (the rerun executor
@@ -25,16 +27,18 @@ log = logging.getLogger("agentdebug.langgraph")
 
 _STREAM_NAMES = frozenset({"stream", "astream"})
 _MAX_DEPTH = 12
+_SUBGRAPH_DEPTH = 16  # a subgraph's stream is 7-8 frames up from its node's callback
 _warned = False
 
 
-def find_graph_frame() -> FrameType | None:
-    """The frame of the ``Pregel.stream``/``astream`` call that is starting a run."""
+def find_graph_frame(depth: int = _MAX_DEPTH) -> FrameType | None:
+    """The frame of the ``Pregel.stream``/``astream`` call that is starting a run
+    (the nearest within ``depth`` frames of the caller's caller)."""
     try:
         from langgraph.pregel import Pregel
 
         frame: FrameType | None = sys._getframe(2)
-        for _ in range(_MAX_DEPTH):
+        for _ in range(depth):
             if frame is None:
                 return None
             if frame.f_code.co_name in _STREAM_NAMES and isinstance(
@@ -45,6 +49,25 @@ def find_graph_frame() -> FrameType | None:
     except Exception:  # pragma: no cover - interpreter without frames
         _warn_once("the running graph could not be found from the callback")
     return None
+
+
+def running_loop() -> Any:
+    """The loop of the innermost graph run on the caller's stack: for a node inside
+    a subgraph, the subgraph's (its ``stream`` is a few frames up from the node's
+    callback, also in async runs); None from a worker thread of a parallel step."""
+    try:
+        frame = find_graph_frame(depth=_SUBGRAPH_DEPTH)
+    except Exception:  # pragma: no cover
+        return None
+    return loop_of(frame)
+
+
+def checkpoint_namespace(loop: Any) -> str:
+    """The namespace the loop saves its checkpoints under ("" for the top-level graph)."""
+    try:
+        return str(loop.checkpoint_config.get("configurable", {}).get("checkpoint_ns") or "")
+    except Exception:
+        return ""
 
 
 def graph_of(frame: FrameType | None) -> Any:

@@ -52,6 +52,9 @@ class GraphRun:
     node_errors: dict[int, tuple[BaseException, str]] = field(default_factory=dict)
     # task namespace -> (start event id, attempt number) of an attempt that raised,
     # and the attempt number of a task being retried
+    # namespace of a node running a subgraph -> the subgraph run's loop (False when
+    # it saves no checkpoints), while that node runs
+    subgraph_loops: dict[str, Any] = field(default_factory=dict)
     failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     interrupted: bool = False

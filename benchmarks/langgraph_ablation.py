@@ -3,8 +3,8 @@
 
     python3 dev.py run agentdebug-langgraph benchmarks/langgraph_ablation.py [--steps 1000] [--repeats 21]
 
-The graph of ``benchmarks/langgraph_overhead.py`` (one node looping 1,000 times,
-a fake chat model call per step), run in one process with each variant in turn,
+The graph of ``benchmarks/langgraph_overhead.py`` (its ``GRAPH``: one node looping
+1,000 times, a fake chat model call per step), run in one process with each variant in turn,
 interleaved, ``--repeats`` times:
 
 - ``none``: no callback;
@@ -26,41 +26,27 @@ import argparse
 import gc
 import os
 import statistics
+import sys
 import tempfile
 import time
-from typing import Any, TypedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import END, START, StateGraph
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from langgraph_overhead import GRAPH  # the same graph as the overhead benchmark
 
 
-class State(TypedDict):
-    n: int
-    last: str
-
-
-MODEL = FakeMessagesListChatModel(responses=[AIMessage(content="next")])
-
-
-def agent(state: State) -> dict[str, Any]:
-    reply = MODEL.invoke([HumanMessage(content=f"step {state['n']}")])
-    return {"n": state["n"] + 1, "last": reply.content}
-
-
-def build(limit: int) -> Any:
-    def route(state: State) -> str:
-        return "agent" if state["n"] < limit else END
-
-    g = StateGraph(State)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", route, ["agent", END])
-    return g.compile()
+def graph_builder() -> Callable[[int], Any]:
+    space: dict[str, Any] = {"latency": 0.0}
+    exec(GRAPH, space)
+    build: Callable[[int], Any] = space["build"]
+    return build
 
 
 class Empty(AgentDebugCallback):
@@ -105,7 +91,7 @@ def main() -> None:
         "unstored": lambda: Unstored(dbg, goal="ablation"),
         "ours": lambda: AgentDebugCallback(dbg, goal="ablation"),
     }
-    app = build(args.steps)
+    app = graph_builder()(args.steps)
 
     def run(name: str) -> float:
         config: dict[str, Any] = {"recursion_limit": args.steps + 10}

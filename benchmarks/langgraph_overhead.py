@@ -45,12 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 REF_ENV = ROOT / ".venvs" / "bench-agentdebugx-langgraph"
 REF_SPEC = "agentdebugx==0.5.2"
 
-WORKLOAD = r"""
-import gc, json, os, sys, time
-impl, steps, home, latency = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-os.chdir(home)
-os.environ["AGENTDEBUG_HOME"] = home
-os.environ["OTEL_SDK_DISABLED"] = "true"
+# The graph (``build(limit)``), given ``latency`` in ms; benchmarks/langgraph_ablation.py
+# runs the same one.
+GRAPH = r"""
 from typing import TypedDict
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -76,7 +73,18 @@ def build(limit):
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", route, ["agent", END])
     return g.compile()
+"""
 
+WORKLOAD = (
+    r"""
+import gc, json, os, sys, time
+impl, steps, home, latency = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+os.chdir(home)
+os.environ["AGENTDEBUG_HOME"] = home
+os.environ["OTEL_SDK_DISABLED"] = "true"
+"""
+    + GRAPH
+    + r"""
 if impl == "ours":
     from agentdebug import AgentDebug
     from agentdebug_langgraph import AgentDebugCallback
@@ -106,6 +114,7 @@ t0 = time.perf_counter()
 run(app, steps)
 print(json.dumps({"wall_s": time.perf_counter() - t0}))
 """
+)
 
 
 def ensure_reference() -> Path:

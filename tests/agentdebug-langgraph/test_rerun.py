@@ -76,19 +76,26 @@ def new_nodes(branch: AgentTrajectory) -> list[str | None]:
     ]
 
 
-def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDebug) -> None:
-    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
-    cb = failed_run(dbg, graph, "t-mem")
-    original = cb.trajectory()
+def verified_branch(dbg: AgentDebug, graph: Any, cb: AgentDebugCallback) -> AgentTrajectory:
+    """The closed loop on the callback's failed run: it must succeed, verified by
+    rerun; returns the branch that did."""
     executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
     result = closed_loop(
-        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
     )
     assert result.status == "succeeded" and result.verified_by_rerun is True
     store = dbg.store
     assert store is not None
     branch = store.load_trajectory(result.attempts[0].branch_id or "")
     assert branch.outcome.status is OutcomeStatus.SUCCESS
+    return branch
+
+
+def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDebug) -> None:
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = failed_run(dbg, graph, "t-mem")
+    original = cb.trajectory()
+    branch = verified_branch(dbg, graph, cb)
     assert branch.outcome.final_answer == "Order A123 costs $42.00."
     assert_branch_of(branch, original, 1)
 
@@ -189,14 +196,7 @@ def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(
     original = cb.trajectory()
     assert cb.reports[0].root_cause is not None
     assert cb.reports[0].root_cause.agent_name == "agent"
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
-    result = closed_loop(
-        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
-    )
-    assert result.status == "succeeded" and result.verified_by_rerun is True
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    branch = verified_branch(dbg, graph, cb)
     assert branch.outcome.final_answer == "Order A123 costs $42.00."
     assert_branch_of(branch, original, 1)
     assert [e.input for e in branch.events if e.type is EventType.TOOL_CALL] == [

@@ -218,9 +218,9 @@ def test_a_retry_that_never_finished_leaves_the_error_unresolved() -> None:
 
 def test_an_error_inside_a_retried_node_is_resolved_by_the_retry() -> None:
     """A failure nested under the attempt (a subgraph's node) belongs to it too."""
-    outer, error_parent = ev(0, EventType.AGENT_START, agent="stock"), "e1"
+    outer = ev(0, EventType.AGENT_START, agent="stock")
     inner = ev(1, EventType.AGENT_START, agent="stock/lookup", parent_id="e0")
-    failed = ev(2, EventType.ERROR, agent="stock/lookup", parent_id=error_parent, error="timed out")
+    failed = ev(2, EventType.ERROR, agent="stock/lookup", parent_id="e1", error="timed out")
     retry = ev(3, EventType.AGENT_START, agent="stock", metadata={"retry_of": "e0", "attempt": 2})
     end = ev(4, EventType.AGENT_END, agent="stock", parent_id="e3")
     findings = run(outer, inner, failed, retry, end)

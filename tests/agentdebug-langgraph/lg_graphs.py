@@ -231,9 +231,10 @@ class Quote(TypedDict):
     out: Annotated[list[str], operator.add]
 
 
-def retried_graph(failures: int, *, attempts: int = 3) -> Any:
-    """``fetch`` times out ``failures`` times under a RetryPolicy of ``attempts``,
-    then ``quote`` misquotes the price it fetched (ten times too much)."""
+def retried_graph(failures: int, *, attempts: int = 3, raising: BaseException | None = None) -> Any:
+    """``fetch`` times out ``failures`` times under a RetryPolicy of ``attempts``
+    (raising ``raising`` each time, if given: one exception object), then ``quote``
+    misquotes the price it fetched (ten times too much)."""
     from langgraph.types import RetryPolicy
 
     calls = [0]
@@ -241,7 +242,7 @@ def retried_graph(failures: int, *, attempts: int = 3) -> Any:
     def fetch(state: Quote) -> dict[str, Any]:
         calls[0] += 1
         if calls[0] <= failures:
-            raise TimeoutError(f"price service timed out (call {calls[0]})")
+            raise raising or TimeoutError(f"price service timed out (call {calls[0]})")
         return {"price": 42.0, "out": ["fetched"]}
 
     def quote(state: Quote) -> dict[str, Any]:

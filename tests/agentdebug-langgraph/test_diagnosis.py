@@ -215,21 +215,11 @@ def test_an_exception_raised_again_by_every_attempt_is_recorded_for_each(
     """A node that raises the same exception object each time (a cached error):
     every attempt's error is recorded, so the retries are not taken as resolved."""
     error = TimeoutError("price service timed out")
-
-    def fetch(state: dict[str, Any]) -> dict[str, Any]:
-        raise error
-
-    from langgraph.graph import START, StateGraph
-    from langgraph.types import RetryPolicy
-    from lg_graphs import Quote
-
-    g = StateGraph(Quote)
-    policy = RetryPolicy(max_attempts=3, initial_interval=0.001, retry_on=TimeoutError)
-    g.add_node("fetch", fetch, retry_policy=policy)
-    g.add_edge(START, "fetch")
     cb = AgentDebugCallback(dbg)
     with pytest.raises(TimeoutError) as raised:
-        g.compile().invoke({"price": 0.0, "out": []}, {"callbacks": [cb]})
+        retried_graph(failures=9, raising=error).invoke(
+            {"price": 0.0, "out": []}, {"callbacks": [cb]}
+        )
     assert raised.value is error
     run = cb.trajectory()
     starts = [e for e in run.events if e.type is EventType.AGENT_START]

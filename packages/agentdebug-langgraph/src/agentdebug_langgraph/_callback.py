@@ -218,15 +218,14 @@ class AgentDebugCallback(RunEnding):
                 agent = node
             if path and path[0] == _PUSH:
                 self._start_branch(run, doc, inputs, ns, lg_step, path)
+            checkpoint = None
             if parent is None:
                 if run.persists or not run.loop_checked:
                     checkpoint = self._checkpoint(run, lg_step)
-                    if checkpoint is not None:
-                        doc["checkpoint"] = checkpoint
             elif run.persists:
                 checkpoint = self._subgraph_checkpoint(run, parent.ns, lg_step)
-                if checkpoint is not None:
-                    doc["checkpoint"] = checkpoint
+            if checkpoint is not None:
+                doc["checkpoint"] = checkpoint
             rec: NodeRun = _new_tuple(
                 NodeRun,
                 (
@@ -430,12 +429,13 @@ class AgentDebugCallback(RunEnding):
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
         if outputs.__class__ is not dict and _convert.has_send(outputs):
             self._note_sends(rec, outputs)
-        if rec.run.attempts:  # a retry that succeeded
-            rec.run.attempts.pop(rec.ns, None)
-        if rec.run.subgraph_loops:  # the subgraph this node ran is done
-            rec.run.subgraph_loops.pop(rec.ns, None)
+        run = rec.run
+        if run.attempts:  # a retry that succeeded
+            run.attempts.pop(rec.ns, None)
+        if run.subgraph_loops:  # the subgraph this node ran is done
+            run.subgraph_loops.pop(rec.ns, None)
         agent = rec.agent
-        rec.run.emit(
+        run.emit(
             {
                 "id": None,
                 "type": _AGENT_END,
@@ -475,8 +475,7 @@ class AgentDebugCallback(RunEnding):
             run = rec.run
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)
-            plain = not isinstance(error, GraphBubbleUp)
-            if plain:  # a RetryPolicy may run the task again: its next start is marked
+            if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
             known = run.node_errors.get(id(error))
             if known is not None and known[0] is error and known[1].startswith(rec.ns + "|"):

@@ -55,11 +55,7 @@ def running_loop() -> Any:
     """The loop of the innermost graph run on the caller's stack: for a node inside
     a subgraph, the subgraph's (its ``stream`` is a few frames up from the node's
     callback, also in async runs); None from a worker thread of a parallel step."""
-    try:
-        frame = find_graph_frame(depth=_SUBGRAPH_DEPTH)
-    except Exception:  # pragma: no cover
-        return None
-    return loop_of(frame)
+    return loop_of(find_graph_frame(depth=_SUBGRAPH_DEPTH))
 
 
 def checkpoint_namespace(loop: Any) -> str:

@@ -125,28 +125,22 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
         mode, quote = failure
         where = tool_name(event)
         what = f"{where} failed" if where else f"{event.type.value} failed"
+        message = f"{what}: {shorten(quote, 120)}"
         confidence = 0.9 if event.error is not None else 0.7
+        severity = Severity.ERROR
         retry = ctx.retried.get(event.id)
         if retry is not None:  # it happened, and the framework's retry got past it
             attempt = retry.metadata.get("attempt")
             which = f"attempt {attempt}" if isinstance(attempt, int) else "a retry"
-            yield _finding(
-                "errors",
-                mode,
-                event,
-                f"{what}: {shorten(quote, 120)} (resolved: {which} at step "
-                f"{retry.step_index} succeeded)",
-                confidence=round(confidence * 0.3, 3),
-                severity=Severity.INFO,
-                evidence=[_failure_evidence(ctx, event)],
-            )
-            continue
+            message += f" (resolved: {which} at step {retry.step_index} succeeded)"
+            confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         yield _finding(
             "errors",
             mode,
             event,
-            f"{what}: {shorten(quote, 120)}",
+            message,
             confidence=confidence,
+            severity=severity,
             evidence=[_failure_evidence(ctx, event)],
         )
 

@@ -9,8 +9,7 @@ conditional edge decides whether to go round again. So every step exercises
 what a real agent step does through the callback system: a node run, a
 branch-function run and a chat-model call.
 
-Three ways to run it, each in its own fresh process, ``--repeats`` times, in
-interleaved order so that the machine's noise falls on all of them alike:
+Three ways to run it:
 
 - ``none``: no callback;
 - ``ours``: ``AgentDebugCallback`` in ``config["callbacks"]``, recording into a
@@ -18,6 +17,17 @@ interleaved order so that the machine's noise falls on all of them alike:
   closes the run, which flushes it to disk, before ``invoke`` returns);
 - ``agentdebugx``: agentdebugx 0.5.2's ``LangChainCallbackAdapter``, with its
   ``start_trace`` and ``finish_trace`` (which writes its JSONL store) in the time.
+
+Each of ``--repeats`` fresh processes runs one implementation and ``none`` in
+turn, ``--pairs`` times each (after warming both up), alternating which goes
+first; the processes for ours and for agentdebugx are interleaved. The overhead is
+the median over all pairs of ``with / without`` (a pair's two runs are
+neighbours in time and share a process, so the machine's drift and a process's
+memory layout, which move a single run by 10 % here, fall on both), with a 95 %
+confidence interval for that median (distribution-free: order statistics of the
+pairs' ratios). The target is called met only when the whole interval is under
+15 %, missed when the whole interval is over it, and unsettled otherwise. The
+overhead of the medians of all with and all without runs is printed too.
 
 agentdebugx imports as ``agentdebug`` too, so it runs in its own virtual
 environment, ``.venvs/bench-agentdebugx-langgraph`` (built on first use, with the
@@ -33,6 +43,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import statistics
 import subprocess
 import sys
@@ -78,41 +89,51 @@ def build(limit):
 WORKLOAD = (
     r"""
 import gc, json, os, sys, time
-impl, steps, home, latency = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+impl, steps, home, latency, pairs = (
+    sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), int(sys.argv[5])
+)
 os.chdir(home)
 os.environ["AGENTDEBUG_HOME"] = home
 os.environ["OTEL_SDK_DISABLED"] = "true"
 """
     + GRAPH
     + r"""
+def plain(app, n):
+    app.invoke({"n": 0, "last": ""}, {"recursion_limit": n + 10})
+
 if impl == "ours":
     from agentdebug import AgentDebug
     from agentdebug_langgraph import AgentDebugCallback
     dbg = AgentDebug(home)
-    def run(app, n):
+    def traced(app, n):
         app.invoke({"n": 0, "last": ""}, {"recursion_limit": n + 10,
                    "callbacks": [AgentDebugCallback(dbg, goal="benchmark")]})
-elif impl == "agentdebugx":
+else:
     from agentdebug import AgentDebug
     from agentdebug.adapters.langgraph import LangChainCallbackAdapter
     dbg = AgentDebug()
-    def run(app, n):
+    def traced(app, n):
         trajectory = dbg.start_trace(goal="benchmark", framework="langgraph")
         handler = LangChainCallbackAdapter(dbg, trajectory)
         app.invoke({"n": 0, "last": ""}, {"recursion_limit": n + 10, "callbacks": [handler]})
         dbg.finish_trace(trajectory, success=True)
-else:
-    def run(app, n):
-        app.invoke({"n": 0, "last": ""}, {"recursion_limit": n + 10})
+
+def timed(run, app, n):
+    gc.collect()
+    t0 = time.perf_counter()
+    run(app, n)
+    return time.perf_counter() - t0
 
 warm = build(50)
-run(warm, 50)
-run(warm, 50)
+for run in (plain, traced, plain, traced):
+    run(warm, 50)
 app = build(steps)
-gc.collect()
-t0 = time.perf_counter()
-run(app, steps)
-print(json.dumps({"wall_s": time.perf_counter() - t0}))
+out = {"none": [], impl: []}
+for i in range(pairs):
+    order = [("none", plain), (impl, traced)]
+    for name, run in order if i % 2 == 0 else order[::-1]:
+        out[name].append(timed(run, app, steps))
+print(json.dumps(out))
 """
 )
 
@@ -134,23 +155,45 @@ def ensure_reference() -> Path:
     return py
 
 
-def run(python: str, impl: str, steps: int, latency: float) -> float:
+def run(python: str, impl: str, steps: int, latency: float, pairs: int) -> dict[str, list[float]]:
+    """One fresh process: ``pairs`` runs each of ``none`` and ``impl``, in turn."""
     with tempfile.TemporaryDirectory(prefix=f"lg-bench-{impl}-") as home:
         proc = subprocess.run(
-            [python, "-c", WORKLOAD, impl, str(steps), home, str(latency)],
+            [python, "-c", WORKLOAD, impl, str(steps), home, str(latency), str(pairs)],
             capture_output=True,
             text=True,
             check=False,
         )
     if proc.returncode != 0:
         raise SystemExit(f"{impl} run failed:\n{proc.stderr}")
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["wall_s"])
+    out: dict[str, list[float]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return out
+
+
+def median_ci(values: list[float], z: float = 1.96) -> tuple[float, float, float]:
+    """The median and a distribution-free ~95 % confidence interval for it: the
+    order statistics at ranks n/2 -+ z*sqrt(n)/2 (the binomial's normal limit)."""
+    ordered = sorted(values)
+    n = len(ordered)
+    half = z * math.sqrt(n) / 2
+    lo = max(0, math.floor(n / 2 - half))
+    hi = min(n - 1, math.ceil(n / 2 + half) - 1)
+    return statistics.median(ordered), ordered[lo], ordered[hi]
+
+
+def verdict(lo: float, hi: float, limit: float) -> str:
+    if hi <= limit:
+        return "met"
+    if lo > limit:
+        return "MISSED"
+    return "not settled (the interval straddles it)"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=5, help="fresh processes per implementation")
+    parser.add_argument("--pairs", type=int, default=5, help="runs with and without, per process")
     parser.add_argument(
         "--latency",
         type=float,
@@ -166,51 +209,66 @@ def main() -> None:
             "run me with the plugin's environment: "
             "python3 dev.py run agentdebug-langgraph benchmarks/langgraph_overhead.py"
         ) from None
-    ours_py, ref_py = sys.executable, str(ensure_reference())
-    plan = [
-        ("none", ours_py),
-        ("ours", ours_py),
-        ("none-x", ref_py),
-        ("agentdebugx", ref_py),
-    ]
-    times: dict[str, list[float]] = {name: [] for name, _ in plan}
+    plan = [("ours", sys.executable), ("agentdebugx", str(ensure_reference()))]
+    runs: dict[str, dict[str, list[float]]] = {name: {"none": [], name: []} for name, _ in plan}
     for i in range(args.repeats):
-        order = plan[i % len(plan) :] + plan[: i % len(plan)]
-        for name, python in order:
-            times[name].append(run(python, name.removesuffix("-x"), args.steps, args.latency))
-    med = {name: statistics.median(values) for name, values in times.items()}
-    ours = med["ours"] / med["none"] - 1.0
-    ref = med["agentdebugx"] / med["none-x"] - 1.0
+        for name, python in plan[i % 2 :] + plan[: i % 2]:
+            got = run(python, name, args.steps, args.latency, args.pairs)
+            for key, values in got.items():
+                runs[name][key].extend(values)
+    figures: dict[str, dict[str, float]] = {}
+    for name, _ in plan:
+        with_, without = runs[name][name], runs[name]["none"]
+        ratios = [a / b - 1.0 for a, b in zip(with_, without, strict=True)]
+        med, lo, hi = median_ci(ratios)
+        figures[name] = {
+            "none_s": statistics.median(without),
+            "with_s": statistics.median(with_),
+            "overhead": med,
+            "ci_low": lo,
+            "ci_high": hi,
+            "of_medians": statistics.median(with_) / statistics.median(without) - 1.0,
+        }
     latency = f" sleeping {args.latency:g} ms per call" if args.latency else ""
+    n = args.repeats * args.pairs
     print(
-        f"LangGraph capture overhead: {args.steps:,}-step graph, fake chat model{latency}, "
-        f"median of {args.repeats} fresh processes each"
-    )
-    print(f"{'':34} {'wall (s)':>9} {'per step (us)':>14} {'overhead':>9}")
-    rows = [
-        ("no callback", "none", None),
-        ("agentdebug-langgraph", "ours", ours),
-        ("no callback (agentdebugx env)", "none-x", None),
-        ("agentdebugx 0.5.2", "agentdebugx", ref),
-    ]
-    for label, key, over in rows:
-        extra = f"{over * 100:>8.1f}%" if over is not None else f"{'':>9}"
-        print(f"{label:34} {med[key]:>9.3f} {med[key] / args.steps * 1e6:>14.1f} {extra}")
-    half = ours <= 0.5 * ref if ref > 0 else ours <= 0
-    print(
-        f"target 1, ours adds <= 15% over none: {ours * 100:.1f}% -> {'met' if ours <= 0.15 else 'MISSED'}"
+        f"LangGraph capture overhead: {args.steps:,}-step graph, fake chat model{latency}; "
+        f"{n} pairs (with, without) each, in {args.repeats} fresh processes"
     )
     print(
-        f"target 2, ours adds <= half of agentdebugx's {ref * 100:.1f}%: "
-        f"{ours * 100:.1f}% vs {ref * 50:.1f}% -> {'met' if half else 'MISSED'}"
+        f"{'':24} {'no callback':>12} {'with it':>9} {'per step':>9} "
+        f"{'overhead':>9} {'95% CI':>15} {'of medians':>11}"
+    )
+    for label, name in (("agentdebug-langgraph", "ours"), ("agentdebugx 0.5.2", "agentdebugx")):
+        f = figures[name]
+        ci = f"{f['ci_low'] * 100:.1f}-{f['ci_high'] * 100:.1f}%"
+        print(
+            f"{label:24} {f['none_s']:>11.3f}s {f['with_s']:>8.3f}s "
+            f"{f['with_s'] / args.steps * 1e6:>7.0f}us {f['overhead'] * 100:>8.1f}% "
+            f"{ci:>15} {f['of_medians'] * 100:>10.1f}%"
+        )
+    ours, ref = figures["ours"], figures["agentdebugx"]
+    print(
+        f"target 1, ours adds <= 15% over none: {ours['overhead'] * 100:.1f}% "
+        f"(95% CI {ours['ci_low'] * 100:.1f}-{ours['ci_high'] * 100:.1f}%) -> "
+        f"{verdict(ours['ci_low'], ours['ci_high'], 0.15)}"
+    )
+    # ours against half of agentdebugx's: met when ours' upper bound is under half
+    # of agentdebugx's lower bound
+    half_lo, half_hi = ref["ci_low"] / 2, ref["ci_high"] / 2
+    two = (
+        "met"
+        if ours["ci_high"] <= half_lo
+        else "MISSED"
+        if ours["ci_low"] > half_hi
+        else "not settled (the intervals overlap)"
+    )
+    print(
+        f"target 2, ours adds <= half of agentdebugx's {ref['overhead'] * 100:.1f}%: "
+        f"{ours['overhead'] * 100:.1f}% vs {ref['overhead'] * 50:.1f}% -> {two}"
     )
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {"median_s": med, "runs_s": times, "overhead": {"ours": ours, "agentdebugx": ref}},
-                indent=2,
-            )
-        )
+        args.json.write_text(json.dumps({"figures": figures, "runs_s": runs}, indent=2))
 
 
 if __name__ == "__main__":

@@ -189,11 +189,13 @@ class AgentDebugCallback(RunEnding):
                 run = found
             lg_step = md.get("langgraph_step", -1)
             path = md.get("langgraph_path") or ()
-            step = run.next_step()
+            step = next(run.steps)  # (GraphRun.next_step, written out)
+            if step > run.last_step:
+                run.last_step = step
             meta: dict[str, Any] = {
                 "node": node,
                 "langgraph_step": lg_step,
-                "task_id": ns.rpartition(":")[2],
+                "task_id": ns[ns.rfind(":") + 1 :],
                 "triggers": md.get("langgraph_triggers") or (),
             }
             doc: dict[str, Any] = {
@@ -445,7 +447,7 @@ class AgentDebugCallback(RunEnding):
                 "module": _NODE,
                 "parent_id": rec.event_id,
                 "duration_ms": (_clock() - rec.started) * 1000.0,
-                "output": _convert.payload(outputs),
+                "output": outputs if outputs.__class__ is dict else _convert.payload(outputs),
             },
             agent,
         )

@@ -41,9 +41,14 @@ class ModelAndToolEvents(CaptureBase):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
-        try:
+        try:  # (_begin_call written out: every graph step that calls a model comes here)
+            rec = self._nodes.get(parent_run_id.int) if parent_run_id is not None else None
+            if rec is None:  # not called by the node itself: a runnable inside it
+                rec = self._node_for(None, metadata)
+                if rec is None:
+                    return
             prompt = messages[0] if len(messages) == 1 else [m for batch in messages for m in batch]
-            self._begin_call(run_id, parent_run_id, metadata, kwargs, prompt)
+            self._calls[run_id.int] = (rec, prompt, _clock(), _model_name(metadata, kwargs))
         except Exception:
             self._failed("on_chat_model_start")
 

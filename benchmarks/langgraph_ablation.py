@@ -14,10 +14,12 @@ interleaved, ``--repeats`` times:
   queued for the store (no retained bytes, no writer or store thread work);
 - ``ours``: the callback as shipped, into a temporary SQLite store.
 
-It prints each variant's median time per step and its overhead over ``none``
-(median, and best against best). In one process the caches and the heap are
-warm, so figures run a point or two below the fresh processes of
-``langgraph_overhead.py``; compare variants within one invocation.
+It prints each variant's median time per step and its overhead over ``none``:
+the median over rounds of its time against that round's ``none``, with a 95 %
+confidence interval (as ``langgraph_overhead.py`` computes it). In one process
+the caches and the heap are warm, so figures can run a point or so below the
+fresh processes of ``langgraph_overhead.py``; compare variants within one
+invocation.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from langgraph_overhead import GRAPH  # the same graph as the overhead benchmark
+from langgraph_overhead import GRAPH, median_ci  # the same graph as the overhead benchmark
 
 
 def graph_builder() -> Callable[[int], Any]:
@@ -110,18 +112,21 @@ def main() -> None:
     for i in range(args.repeats):
         for name in names[i % len(names) :] + names[: i % len(names)]:
             times[name].append(run(name))
-    base, best = statistics.median(times["none"]), min(times["none"])
     print(
         f"LangGraph callback ablation: {args.steps:,}-step graph, one process, "
-        f"{args.repeats} interleaved runs each"
+        f"{args.repeats} interleaved rounds (each variant once a round)"
     )
-    print(f"{'':10} {'per step (us)':>14} {'median':>8} {'best':>8}")
+    print(f"{'':10} {'per step (us)':>14} {'overhead':>9} {'95% CI':>13}")
     for name in names:
         med = statistics.median(times[name])
-        print(
-            f"{name:10} {med / args.steps * 1e6:>14.1f} {(med / base - 1) * 100:>7.1f}% "
-            f"{(min(times[name]) / best - 1) * 100:>7.1f}%"
-        )
+        if name == "none":
+            print(f"{name:10} {med / args.steps * 1e6:>14.1f}")
+            continue
+        # against the same round's run without a callback (the machine drifts)
+        ratios = [t / b - 1.0 for t, b in zip(times[name], times["none"], strict=True)]
+        over, lo, hi = median_ci(ratios)
+        ci = f"{lo * 100:.1f}-{hi * 100:.1f}%"
+        print(f"{name:10} {med / args.steps * 1e6:>14.1f} {over * 100:>8.1f}% {ci:>13}")
     dbg.close()
 
 

@@ -187,6 +187,38 @@ def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: Agent
     assert result.status == "error" and "no checkpointer" in result.detail
 
 
+def test_a_run_that_saved_only_its_last_checkpoint_is_refused_naming_durability(
+    dbg: AgentDebug,
+) -> None:
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config = {"configurable": {"thread_id": "t-exit"}, "callbacks": [cb]}
+    graph.invoke(REQUEST, config, durability="exit")
+    original = cb.trajectory()
+    assert not [e for e in original.events if e.checkpoint is not None]  # none claimed
+    with pytest.raises(AgentDebugError) as raised:
+        LangGraphRerunExecutor(graph, debugger=dbg).rerun(request_from(original, cb))
+    message = str(raised.value)
+    assert "durability='exit'" in message and "durability 'async'" in message
+    assert "InMemorySaver lives only" not in message  # the checkpointer is the right one
+
+
+def test_a_callback_bound_with_with_config_does_not_record_the_branch_again(
+    dbg: AgentDebug,
+) -> None:
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    base = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    graph = base.with_config({"callbacks": [cb], "configurable": {"thread_id": "t-bound"}})
+    graph.invoke(REQUEST)
+    original = cb.trajectory()
+    branch = verified_branch(dbg, graph, cb)
+    assert_branch_of(branch, original, 1)
+    assert cb.run_ids == [original.id]  # the user's callback saw only the user's run
+    store = dbg.store
+    assert store is not None
+    assert sorted(r.id for r in store.list_runs()) == sorted([original.id, branch.id])
+
+
 def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(
     dbg: AgentDebug,
 ) -> None:

@@ -38,7 +38,8 @@ class CaptureBase(GraphCallbackHandler):
         self._roots: dict[int, GraphRun] = {}
         self._nodes: dict[int, NodeRun] = {}
         self._by_ns: dict[str, NodeRun] = {}
-        # model and tool calls in flight: run id -> (node, prompt or event id, start, name)
+        # model and tool calls in flight: run id -> (node, prompt or (event id, tool call
+        # id), start, name)
         self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
         self._errors_logged = 0
 

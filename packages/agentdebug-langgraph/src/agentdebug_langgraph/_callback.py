@@ -21,7 +21,9 @@ from __future__ import annotations
 import logging
 import time
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from uuid import UUID
 
@@ -56,6 +58,8 @@ _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
 _LIVE_GRAPHS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
 _default: AgentDebug | None = None
+# the callback recording a rerun branch, while the branch runs (see recording_branch)
+_BRANCH_RECORDER: ContextVar[Any] = ContextVar("agentdebug_langgraph_branch", default=None)
 
 
 def default_debugger() -> AgentDebug:
@@ -65,6 +69,18 @@ def default_debugger() -> AgentDebug:
     if _default is None:
         _default = AgentDebug()
     return _default
+
+
+@contextmanager
+def recording_branch(callback: Any) -> Iterator[None]:
+    """While a rerun branch runs, only ``callback`` (the executor's) records it: a
+    callback the user bound into the graph (``graph.with_config(callbacks=[cb])``)
+    sees the branch too, and would record it again as a run of its own."""
+    token = _BRANCH_RECORDER.set(callback)
+    try:
+        yield
+    finally:
+        _BRANCH_RECORDER.reset(token)
 
 
 def live_graph(run_id: str) -> Any:
@@ -249,6 +265,9 @@ class AgentDebugCallback(RunEnding):
             self._failed("on_chain_start")
 
     def _start_graph(self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any) -> None:
+        recorder = _BRANCH_RECORDER.get()
+        if recorder is not None and recorder is not self:
+            return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
         graph = _pregel.graph_of(frame)
         thread = md.get("thread_id")
@@ -429,7 +448,11 @@ class AgentDebugCallback(RunEnding):
             self._failed("on_chain_end")
 
     def _end_node(self, rec: NodeRun, outputs: Any) -> None:
-        if outputs.__class__ is not dict and _convert.has_send(outputs):
+        if outputs.__class__ is dict:
+            said = outputs.get("messages")
+            if said is not None:
+                self._note_written(rec, said)
+        elif _convert.has_send(outputs):
             self._note_sends(rec, outputs)
         run = rec.run
         if run.attempts:  # a retry that succeeded
@@ -451,6 +474,16 @@ class AgentDebugCallback(RunEnding):
             },
             agent,
         )
+
+    def _note_written(self, rec: NodeRun, said: Any) -> None:
+        """The last message a node's update wrote: the final answer's author when no
+        model call gave it (a node that formats or writes the reply itself)."""
+        last = said[-1] if said.__class__ is list and said else said
+        if _convert.is_message(last):
+            run = rec.run
+            written = run.last_written
+            if written is None or written[0] is not last:  # (not a subgraph handing it up)
+                run.last_written = (last, rec.agent, rec.step, rec.event_id)
 
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:
         parent_ns = rec.ns.rpartition("|")[0]
@@ -479,6 +512,11 @@ class AgentDebugCallback(RunEnding):
                 run.subgraph_loops.pop(rec.ns, None)
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
+            elif not isinstance(error, GraphInterrupt):
+                # A Command for a parent graph (a handoff): this node ends with it, also
+                # when it came up from a node inside this one, which ended with it too.
+                self._end_node(rec, error.args[0] if error.args else None)
+                return
             known = run.node_errors.get(id(error))
             if known is not None and known[0] is error and known[1].startswith(rec.ns + "|"):
                 return  # recorded where it was raised, in a node inside this one (a subgraph)
@@ -498,8 +536,6 @@ class AgentDebugCallback(RunEnding):
                     module="langgraph.interrupt",
                     metadata={"langgraph_event": "interrupt", "node": rec.name},
                 )
-            elif isinstance(error, GraphBubbleUp):  # a Command for the parent graph
-                self._end_node(rec, error.args[0] if error.args else None)
             else:
                 run.session.record(
                     EventType.ERROR,

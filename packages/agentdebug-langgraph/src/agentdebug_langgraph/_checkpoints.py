@@ -131,23 +131,33 @@ def find_snapshot(graph: Any, point: ResumePoint, run_id: str) -> Any:
         if snap.metadata is not None and _pending(snap, point):
             return snap
     fallback = None
+    later = False  # a checkpoint of a step after the resume point's
     for snap in graph.get_state_history(thread):
         if any(task.id in point.task_ids for task in snap.tasks):
             return snap
-        if (
-            fallback is None
-            and (snap.metadata or {}).get("step") == point.langgraph_step - 1
-            and _pending(snap, point)
-        ):
+        step = (snap.metadata or {}).get("step")
+        if isinstance(step, int) and step >= point.langgraph_step:
+            later = True
+        if fallback is None and step == point.langgraph_step - 1 and _pending(snap, point):
             fallback = snap
     if fallback is not None:
         return fallback
-    raise AgentDebugError(
+    missing = (
         f"run '{run_id}': no checkpoint before step {point.step} (node "
         f"{', '.join(point.nodes)}, LangGraph step {point.langgraph_step}) in thread "
-        f"'{point.thread_id}'. The graph's checkpointer must be the one the run was "
-        "captured with (an InMemorySaver lives only as long as its process; use "
-        "SqliteSaver to rerun stored runs later)"
+        f"'{point.thread_id}'."
+    )
+    if later:  # the thread has the run's later state, not the steps in between
+        raise AgentDebugError(
+            f"{missing} The thread has checkpoints from after that step but not one "
+            "for each step, as a run made with durability='exit' leaves them (it saves "
+            "only the last). Run the graph with durability 'async' (LangGraph's default) "
+            "or 'sync' to rerun it from a step"
+        )
+    raise AgentDebugError(
+        f"{missing} The graph's checkpointer must be the one the run was captured with "
+        "(an InMemorySaver lives only as long as its process; use SqliteSaver to rerun "
+        "stored runs later)"
     )
 
 

@@ -15,6 +15,7 @@ from typing import Any
 from agentdebug.capture.encode import to_json as core_to_json
 from langchain_core.messages import BaseMessage
 from langgraph.types import Command, Send
+from pydantic import BaseModel as PydanticModel
 
 _ROLES = {
     "human": "user",
@@ -75,7 +76,8 @@ def messages(batch: Sequence[Any]) -> list[Any]:
 
 def compact(value: Any) -> Any:
     """A state, a node's update, a tool's output, with messages, ``Send`` and
-    ``Command`` objects made small; everything else as it is."""
+    ``Command`` objects made small, and a pydantic state as its fields (those not
+    excluded); everything else as it is."""
     cls = value.__class__
     if cls in _PLAIN:
         return value
@@ -89,6 +91,12 @@ def compact(value: Any) -> Any:
         return {"send": value.node, "arg": compact(send_arg(value.arg))}
     if cls is Command:
         return command(value)
+    if isinstance(value, PydanticModel):  # a pydantic graph state
+        return {
+            name: compact(getattr(value, name))
+            for name, spec in cls.model_fields.items()
+            if not spec.exclude
+        }
     return value
 
 
@@ -216,8 +224,17 @@ def text_of(content: Any) -> str:
 
 
 def first_human_text(state: Any) -> str | None:
-    """The user's request in a message-state input: a natural goal for the run."""
-    msgs = state.get("messages") if isinstance(state, dict) else None
+    """The user's request in a message-state input (a dict, or a pydantic or
+    dataclass state with a ``messages`` field): a natural goal for the run."""
+    if isinstance(state, dict):
+        msgs = state.get("messages")
+    elif isinstance(state, (str, bytes, Command)) or state is None:
+        msgs = None
+    else:
+        try:
+            msgs = getattr(state, "messages", None)
+        except Exception:  # a user's object may raise anything from a property
+            msgs = None
     if isinstance(msgs, BaseMessage):
         msgs = [msgs]
     if isinstance(msgs, list):

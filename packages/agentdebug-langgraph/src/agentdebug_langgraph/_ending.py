@@ -177,15 +177,16 @@ def _has_interrupt(outputs: Any) -> bool:
 
 
 def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
-    """The model call that gave the final message: (agent, step, event id).
+    """Who gave the final message: (agent, step, parent event id).
 
-    Each node's latest answer is kept; the final message is matched to one of
-    them (the same object, else the same content: a streamed answer is joined
+    Each node's latest model answer is kept; the final message is matched to one
+    of them (the same object, else the same content: a streamed answer is joined
     from chunks into a new message), so that a model call made after the answer
-    (a node checking it, say) does not take it. No match: the latest answer."""
+    (a node checking it, say) does not take it. A message no model call gave
+    belongs to the node whose update wrote it (a node that formats the reply, or
+    writes a canned one), and to no one if no node seen wrote it. Without a final
+    message, the latest answer is the parent."""
     answers = run.answers
-    if not answers:
-        return None, run.last_step, run.input_event
     if msg is not None:
         for agent, (given, step, event_id) in answers.items():
             if given is msg:
@@ -199,5 +200,11 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         if same:  # the latest of the calls that said it
             step, agent, event_id = max(same, key=lambda entry: entry[0])
             return agent, step, event_id
+        written = run.last_written
+        if written is not None and written[0] is msg:
+            return written[1], written[2], written[3]
+        return None, run.last_step, run.input_event
+    if not answers:
+        return None, run.last_step, run.input_event
     agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id

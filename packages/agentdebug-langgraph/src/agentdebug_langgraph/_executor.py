@@ -23,6 +23,7 @@ graph: still alive in this process, or rebuilt from the ``graph_factory``
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import importlib
 import logging
 from collections import Counter
@@ -37,7 +38,12 @@ from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
-from agentdebug_langgraph._callback import AgentDebugCallback, default_debugger, live_graph
+from agentdebug_langgraph._callback import (
+    AgentDebugCallback,
+    default_debugger,
+    live_graph,
+    recording_branch,
+)
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
     find_snapshot,
@@ -159,7 +165,8 @@ class LangGraphRerunExecutor:
                 success_check=self._success_check(original),
             )
             try:
-                self._invoke(graph, self._run_config(fork_config, callback))
+                with recording_branch(callback):
+                    self._invoke(graph, self._run_config(fork_config, callback))
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
             if session.outcome is None:
@@ -227,8 +234,9 @@ class LangGraphRerunExecutor:
         except RuntimeError:
             return asyncio.run(graph.ainvoke(None, config))
         # called from async code: run the branch's event loop in a thread of its own
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(asyncio.run, graph.ainvoke(None, config)).result()
+        with ThreadPoolExecutor(max_workers=1) as pool:  # (in this context: recording_branch)
+            run = contextvars.copy_context().run
+            return pool.submit(run, asyncio.run, graph.ainvoke(None, config)).result()
 
     def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
         extra = dict(self.config)

@@ -16,7 +16,7 @@ from uuid import UUID
 
 from agentdebug import EventType
 from langchain_core.messages import BaseMessage, ToolMessage
-from langgraph.errors import GraphBubbleUp
+from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
 from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import CaptureBase
@@ -215,6 +215,10 @@ class ModelAndToolEvents(CaptureBase):
             if decided is not None and rec.step != step:
                 meta["executed_by"] = rec.agent
                 meta["executed_step"] = rec.step
+            if run.paused_calls and call_id:  # run again after an interrupt paused it
+                paused = run.paused_calls.pop(call_id, None)
+                if paused is not None:
+                    meta["resumes"] = paused
             event_id = run.session.record(
                 EventType.TOOL_CALL,
                 agent_name=agent,
@@ -224,7 +228,7 @@ class ModelAndToolEvents(CaptureBase):
                 module=tool,
                 metadata=meta,
             )
-            self._calls[run_id.int] = (rec, event_id, time.perf_counter(), tool)
+            self._calls[run_id.int] = (rec, (event_id, call_id), time.perf_counter(), tool)
         except Exception:
             self._failed("on_tool_start")
 
@@ -233,9 +237,11 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, call_event, started, tool = call
+            rec, (call_event, call_id), started, tool = call
             error = None
             meta: dict[str, Any] = {"tool_name": tool}
+            if call_id:
+                meta["tool_call_id"] = call_id
             if isinstance(output, ToolMessage):
                 result: Any = _convert.compact(output.content)
                 if output.status == "error":
@@ -263,8 +269,28 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, call_event, started, tool = call
-            if isinstance(error, GraphBubbleUp):  # an interrupt or Command raised in a tool
+            rec, (call_event, call_id), started, tool = call
+            meta: dict[str, Any] = {"tool_name": tool}
+            if call_id:
+                meta["tool_call_id"] = call_id
+            if isinstance(error, GraphInterrupt):
+                # Paused, not failed: the node records the interrupt's values, and a
+                # resume runs the tool again from its start (a new call, which
+                # names this one as the call it resumes).
+                meta["langgraph_event"] = "tool_interrupted"
+                rec.run.session.record(
+                    EventType.CHECKPOINT,
+                    agent_name=rec.agent,
+                    step_index=rec.step,
+                    parent_id=call_event,
+                    module="langgraph.interrupt",
+                    duration_ms=(time.perf_counter() - started) * 1000.0,
+                    metadata=meta,
+                )
+                if call_id:
+                    rec.run.paused_calls[call_id] = call_event
+                return
+            if isinstance(error, GraphBubbleUp):  # a Command raised in a tool
                 return
             rec.run.session.record(
                 EventType.TOOL_RESULT,
@@ -274,7 +300,7 @@ class ModelAndToolEvents(CaptureBase):
                 parent_id=call_event,
                 module=tool,
                 duration_ms=(time.perf_counter() - started) * 1000.0,
-                metadata={"tool_name": tool},
+                metadata=meta,
             )
         except Exception:
             self._failed("on_tool_error")

@@ -43,6 +43,8 @@ class GraphRun:
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
+    # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
+    paused_calls: dict[str, str | None] = field(default_factory=dict)
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
     # per Send packet; sorted by the key, they are in the order LangGraph numbers them
     sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
@@ -62,6 +64,8 @@ class GraphRun:
     interrupt_checkpoint: str | None = None
     # agent -> (message, step, event id) of its latest model answer without tool calls
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
+    # (message, agent, step, start event id) of the last message a node's update wrote
+    last_written: tuple[Any, str, int, str | None] | None = None
     # agent -> (length, first, last message) of its previous model prompt
     prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
     last_step: int = 0

@@ -1,0 +1,167 @@
+"""Capture of the ways LangGraph users build agents beyond a plain tool loop:
+handoffs to a parent graph, a node that writes the reply itself, an interrupt
+inside a tool, a pydantic state."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+from lg_graphs import call, scripted
+from pydantic import BaseModel
+
+
+def of_type(run: AgentTrajectory, kind: EventType) -> list[Any]:
+    return [e for e in run.events if e.type is kind]
+
+
+class Log(TypedDict):
+    out: Annotated[list[str], operator.add]
+
+
+def handoff_graph() -> Any:
+    """A team subgraph whose node hands off to a node of the parent graph."""
+    inner = StateGraph(Log)
+    inner.add_node(
+        "decide",
+        lambda s: Command(graph=Command.PARENT, goto="other", update={"out": ["handoff"]}),
+    )
+    inner.add_edge(START, "decide")
+    g = StateGraph(Log)
+    g.add_node("team", inner.compile(), destinations=("other",))
+    g.add_node("other", lambda s: {"out": ["other"]})
+    g.add_edge(START, "team")
+    return g.compile()
+
+
+def test_a_handoff_to_the_parent_graph_closes_the_node_that_ran_the_subgraph(
+    dbg: AgentDebug,
+) -> None:
+    cb = AgentDebugCallback(dbg)
+    assert handoff_graph().invoke({"out": []}, {"callbacks": [cb]}) == {"out": ["handoff", "other"]}
+    run = cb.trajectory()
+    started = {e.id: e.agent_name for e in of_type(run, EventType.AGENT_START)}
+    ended = {e.parent_id: e for e in of_type(run, EventType.AGENT_END)}
+    assert set(started.values()) == {"team", "team/decide", "other"}
+    assert set(ended) == set(started)  # every node execution is closed
+    team_end = next(e for pid, e in ended.items() if started[pid] == "team")
+    assert team_end.output["command"] is True and team_end.output["goto"] == "other"
+    assert not of_type(run, EventType.ERROR)
+
+
+def test_a_reply_a_node_writes_itself_is_its_answer_not_the_last_model_calls(
+    dbg: AgentDebug,
+) -> None:
+    model = scripted([AIMessage("draft: 42")])
+    g = StateGraph(MessagesState)
+    g.add_node("think", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("format", lambda s: {"messages": [AIMessage("The answer is 42.")]})
+    g.add_edge(START, "think")
+    g.add_edge("think", "format")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("q")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (answer,) = of_type(run, EventType.FINAL_ANSWER)
+    format_start = next(e for e in of_type(run, EventType.AGENT_START) if e.agent_name == "format")
+    assert answer.output == "The answer is 42."
+    assert (answer.agent_name, answer.step_index) == ("format", format_start.step_index)
+    assert answer.parent_id == format_start.id  # not the model call that said "draft: 42"
+
+
+@tool
+def refund(amount: int) -> str:
+    """Refund an amount, once a person approves it."""
+    approved = interrupt({"approve": amount})
+    return f"refunded {amount}" if approved == "yes" else "refund declined"
+
+
+def refund_agent(model: Any) -> Any:
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([refund]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_an_interrupt_inside_a_tool_pauses_the_call_and_the_resume_names_it(
+    dbg: AgentDebug,
+) -> None:
+    model = scripted([call("refund", {"amount": 42}, "r1"), AIMessage("Refund done")])
+    graph = refund_agent(model)
+    config: dict[str, Any] = {"configurable": {"thread_id": "refund-1"}}
+    paused = graph.invoke(
+        {"messages": [HumanMessage("refund 42")]},
+        {**config, "callbacks": [AgentDebugCallback(dbg)]},
+    )
+    assert "__interrupt__" in paused
+    cb = AgentDebugCallback(dbg)  # a resume is often invoked with a fresh callback
+    done = graph.invoke(Command(resume="yes"), {**config, "callbacks": [cb]})
+    assert done["messages"][-1].content == "Refund done"
+    run = cb.trajectory()
+    first, again = of_type(run, EventType.TOOL_CALL)
+    pause = next(
+        e
+        for e in of_type(run, EventType.CHECKPOINT)
+        if e.metadata.get("langgraph_event") == "tool_interrupted"
+    )
+    assert pause.parent_id == first.id and pause.metadata["tool_call_id"] == "r1"
+    assert pause.error is None
+    assert again.metadata["resumes"] == first.id
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.parent_id == again.id and result.output == "refunded 42"
+    assert result.metadata["tool_call_id"] == "r1"
+
+
+@tool
+def flaky(order: str) -> str:
+    """Look an order up (it fails)."""
+    raise ValueError(f"no order {order}")
+
+
+def test_a_tool_error_names_its_tool_call(dbg: AgentDebug) -> None:
+    model = scripted([call("flaky", {"order": "A1"}, "f1"), AIMessage("Sorry.")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([flaky], handle_tool_errors=False))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(ValueError, match="no order A1"):  # the graph's error, unchanged
+        g.compile().invoke({"messages": [HumanMessage("order A1")]}, {"callbacks": [cb]})
+    (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
+    assert result.error is not None and "no order A1" in result.error.message
+    assert result.metadata["tool_call_id"] == "f1"
+
+
+class Chat(BaseModel):
+    messages: Annotated[list[AnyMessage], add_messages] = []
+    turns: int = 0
+
+
+def test_a_pydantic_state_gives_the_users_request_as_goal_and_a_compact_input(
+    dbg: AgentDebug,
+) -> None:
+    model = scripted([AIMessage("hello")])
+    g = StateGraph(Chat)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s.messages)], "turns": s.turns + 1})
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke(Chat(messages=[HumanMessage("hi there")]), {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.goal == "hi there"
+    (given,) = of_type(run, EventType.USER_INPUT)
+    assert given.input == {"messages": [{"role": "user", "content": "hi there"}], "turns": 0}
+    assert run.outcome.final_answer == "hello"

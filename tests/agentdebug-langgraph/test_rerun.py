@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import gc
+import operator
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import lg_graphs
 import pytest
@@ -16,8 +17,11 @@ from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, compare, find_executor
 from agentdebug.schema import RecoveryPlan, RerunRequest
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.types import Command, Send
 from lg_graphs import (
     ToolBindingFake,
     functional_workflow,
@@ -217,6 +221,89 @@ def test_a_callback_bound_with_with_config_does_not_record_the_branch_again(
     store = dbg.store
     assert store is not None
     assert sorted(r.id for r in store.list_runs()) == sorted([original.id, branch.id])
+
+
+class Routed(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    orders: list[str]
+    hint: str
+    prices: Annotated[list[str], operator.add]
+
+
+def routed_graph(model: Any) -> Any:
+    """A supervisor that routes with Command(goto=...) to a worker that asks a model."""
+    g = StateGraph(Routed)
+    g.add_node("supervisor", lambda s: Command(goto="worker"), destinations=("worker",))
+    g.add_node("worker", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_edge(START, "supervisor")
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_a_node_a_supervisor_routed_to_with_command_goto_is_rerun(dbg: AgentDebug) -> None:
+    model = scripted([AIMessage("I cannot help."), AIMessage("Order A123 costs $42.00.")])
+    graph = routed_graph(model)
+    answered = lambda state: "$42.00" in state["messages"][-1].content  # noqa: E731
+    cb = AgentDebugCallback(dbg, success_check=answered, diagnose=False)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t-routed"}, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    worker = next(e for e in original.events if e.agent_name == "worker")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=answered)
+    request = RerunRequest(
+        trajectory=original, resume_step=worker.step_index, directive="Quote the price."
+    )
+    branch = executor.rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert branch.metadata["langgraph"]["fork"]["as_node"].startswith("supervisor")
+    assert new_nodes(branch) == ["worker"]  # forked after the routing, before the worker
+
+
+def map_reduce(model: Any) -> Any:
+    """Workers sent one order each, in a packet without the state's messages."""
+
+    def route(state: Routed) -> list[Send]:
+        return [
+            Send("worker", {"order": o, "hint": state.get("hint", "")}) for o in state["orders"]
+        ]
+
+    def worker(packet: dict[str, Any]) -> dict[str, Any]:
+        prompt = [HumanMessage(f"Price of {packet['order']}? {packet['hint']}")]
+        return {"prices": [model.invoke(prompt).content]}
+
+    g = StateGraph(Routed)
+    g.add_node("plan", lambda s: {})
+    g.add_node("worker", worker)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", route, ["worker"])
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_a_directive_that_cannot_reach_a_send_branch_is_refused_not_rerun_in_vain(
+    dbg: AgentDebug,
+) -> None:
+    model = scripted([AIMessage("unknown"), AIMessage("$42.00"), AIMessage("$42.00")])
+    graph = map_reduce(model)
+    priced = lambda state: "unknown" not in state["prices"]  # noqa: E731
+    cb = AgentDebugCallback(dbg, success_check=priced, diagnose=False)
+    config = {"configurable": {"thread_id": "t-map"}, "callbacks": [cb]}
+    graph.invoke({**REQUEST, "orders": ["A123"], "hint": "", "prices": []}, config)
+    original = cb.trajectory()
+    worker = next(e for e in original.events if e.agent_name == "worker")
+    request = RerunRequest(trajectory=original, resume_step=worker.step_index, directive="Look.")
+    with pytest.raises(AgentDebugError) as raised:
+        LangGraphRerunExecutor(graph, debugger=dbg, success_check=priced).rerun(request)
+    message = str(raised.value)
+    assert "cannot carry the directive to node 'worker'" in message
+    assert "keys hint, order" in message and "directive_update" in message
+    # the remedy the message names: put the correction where the sending edge reads it
+    executor = LangGraphRerunExecutor(
+        graph,
+        debugger=dbg,
+        success_check=priced,
+        directive_update=lambda req, snap: {"hint": req.directive},
+    )
+    branch = executor.rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
 
 
 def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(

@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import time
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -56,7 +57,10 @@ _NODE = "langgraph.node"
 _clock = time.perf_counter
 _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
-_LIVE_GRAPHS: weakref.WeakValueDictionary[str, Any] = weakref.WeakValueDictionary()
+# run id -> the compiled graph that made it, for the last LIVE_KEPT runs (a service
+# that keeps one graph would otherwise list every run it ever made)
+_LIVE_GRAPHS: OrderedDict[str, weakref.ref[Any]] = OrderedDict()
+LIVE_KEPT = 1024
 _default: AgentDebug | None = None
 # the callback recording a rerun branch, while the branch runs (see recording_branch)
 _BRANCH_RECORDER: ContextVar[Any] = ContextVar("agentdebug_langgraph_branch", default=None)
@@ -84,8 +88,19 @@ def recording_branch(callback: Any) -> Iterator[None]:
 
 
 def live_graph(run_id: str) -> Any:
-    """The compiled graph that made run ``run_id``, while it is alive in this process."""
-    return _LIVE_GRAPHS.get(run_id)
+    """The compiled graph that made run ``run_id`` (one of the last ``LIVE_KEPT``),
+    while it is alive in this process."""
+    ref = _LIVE_GRAPHS.get(run_id)
+    return ref() if ref is not None else None
+
+
+def _note_graph(run_id: str, graph: Any) -> None:
+    try:
+        _LIVE_GRAPHS[run_id] = weakref.ref(graph)
+    except TypeError:  # not weakly referenceable: not kept
+        return
+    while len(_LIVE_GRAPHS) > LIVE_KEPT:
+        _LIVE_GRAPHS.popitem(last=False)
 
 
 class AgentDebugCallback(RunEnding):
@@ -128,6 +143,11 @@ class AgentDebugCallback(RunEnding):
         parent_event: str | None = None,
     ) -> None:
         super().__init__()
+        if success_check is not None and not callable(success_check):
+            raise TypeError(
+                "AgentDebugCallback(success_check=...) takes a function of the final "
+                f"state, not {type(success_check).__name__}"
+            )
         self.debugger = debugger
         self.goal = goal
         self.reference_answer = reference_answer
@@ -304,7 +324,7 @@ class AgentDebugCallback(RunEnding):
             frame=frame,
         )
         if graph is not None:
-            _LIVE_GRAPHS[session.id] = graph
+            _note_graph(session.id, graph)
         if not owns:
             run.input_event = self._parent_event
         elif inputs is not None:

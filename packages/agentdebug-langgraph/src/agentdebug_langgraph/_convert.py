@@ -74,26 +74,34 @@ def messages(batch: Sequence[Any]) -> list[Any]:
     return [compact(m) for m in batch]
 
 
-def compact(value: Any) -> Any:
+DEEPEST = 100  # containers below this depth are left to core's encoder (see compact)
+
+
+def compact(value: Any, depth: int = 0) -> Any:
     """A state, a node's update, a tool's output, with messages, ``Send`` and
     ``Command`` objects made small, and a pydantic state as its fields (those not
-    excluded); everything else as it is."""
+    excluded); everything else as it is. Below ``DEEPEST`` levels (a value that
+    contains itself, say) the rest is returned as it is, for core's encoder to
+    keep as text with a note, instead of recursing until Python gives up."""
     cls = value.__class__
     if cls in _PLAIN:
         return value
+    if depth >= DEEPEST:
+        return value
+    depth += 1
     if cls is dict:
-        return {k: compact(v) for k, v in value.items()}
+        return {k: compact(v, depth) for k, v in value.items()}
     if cls is list or cls is tuple:
-        return [compact(v) for v in value]
+        return [compact(v, depth) for v in value]
     if is_message(value):
         return message(value)
     if cls is Send:
-        return {"send": value.node, "arg": compact(send_arg(value.arg))}
+        return {"send": value.node, "arg": compact(send_arg(value.arg), depth)}
     if cls is Command:
         return command(value)
     if isinstance(value, PydanticModel):  # a pydantic graph state
         return {
-            name: compact(getattr(value, name))
+            name: compact(getattr(value, name), depth)
             for name, spec in cls.model_fields.items()
             if not spec.exclude
         }

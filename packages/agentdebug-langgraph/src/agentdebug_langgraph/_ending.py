@@ -69,8 +69,20 @@ class RunEnding(ModelAndToolEvents):
                 )
             failed = failed_exc is not None
         else:
-            answer = self._record_answer(run, outputs)
-            failed = not self._judge(session, outputs, answer)
+            try:
+                answer = self._record_answer(run, outputs)
+            except Exception:  # an odd final state: the run is still closed
+                log.exception("agentdebug: the final answer could not be recorded")
+                answer = None
+            try:
+                failed = not self._judge(session, outputs, answer)
+            except BaseException as stop:  # Ctrl-C or exit in the success check
+                session.set_outcome(
+                    OutcomeStatus.UNKNOWN,
+                    reason=f"the success check was stopped ({type(stop).__name__})",
+                )
+                self._finish(run, False, None)
+                raise
         self._finish(run, failed, failed_exc)
 
     def _forget(self, run: GraphRun) -> None:
@@ -108,18 +120,25 @@ class RunEnding(ModelAndToolEvents):
             try:
                 verdict = self.success_check(outputs)
             except AssertionError as exc:
-                verdict = str(exc) or "the success check's assertion failed"
+                verdict = _text(exc) or "the success check's assertion failed"
             except Exception as exc:
                 log.exception("agentdebug: the success check raised; the outcome is unknown")
+                said = _text(exc)
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
                     final_answer=answer,
-                    reason=f"the success check raised {type(exc).__name__}: {exc}",
+                    reason=f"the success check raised {type(exc).__name__}"
+                    + (f": {said}" if said else ""),
                 )
                 return True
             reason = "the success check passed"
         else:
             reason = "the graph completed (no success check given)"
+        if verdict is not None and not isinstance(verdict, (bool, str)):
+            try:  # 1, numpy.bool_(True), ...: as Python reads it
+                verdict = bool(verdict) or f"the success check returned {_short_repr(verdict)}"
+            except Exception:
+                verdict = f"the success check returned {type(verdict).__name__}, not a bool"
         if verdict is True or verdict is None:
             session.set_outcome(OutcomeStatus.SUCCESS, final_answer=answer, reason=reason)
             return True
@@ -133,14 +152,14 @@ class RunEnding(ModelAndToolEvents):
             session.flush()
             return
         session.close()
-        self.run_ids.append(session.id)
+        _keep(self.run_ids, session.id)
         if failed and self.diagnose:
             trajectory = session.trajectory()
             report = diagnose_failure(
                 self._debugger(), trajectory, exc=exc, on_report=self.on_report
             )
             if report is not None:
-                self.reports.append(report)
+                _keep(self.reports, report)
 
     def _pause(self, run: GraphRun, outputs: Any) -> None:
         """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
@@ -170,6 +189,33 @@ class RunEnding(ModelAndToolEvents):
     def _finish_paused(self, run: GraphRun, why: str) -> None:
         run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"stopped at an interrupt; {why}")
         run.session.close()
+
+
+KEPT = 100  # the runs and reports a callback lists (the store has them all)
+
+
+def _keep(items: list[Any], item: Any) -> None:
+    """Append, keeping the last ``KEPT``: a callback that lives as long as a
+    service must not grow with every run it records."""
+    items.append(item)
+    if len(items) > KEPT:
+        del items[: len(items) - KEPT]
+
+
+def _text(exc: BaseException) -> str:
+    """``str(exc)``, or its class name if its ``__str__`` raises."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<{type(exc).__name__}, unprintable>"
+
+
+def _short_repr(value: Any, limit: int = 80) -> str:
+    try:
+        text = repr(value)
+    except Exception:
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _has_interrupt(outputs: Any) -> bool:

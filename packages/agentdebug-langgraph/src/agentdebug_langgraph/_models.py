@@ -168,12 +168,16 @@ class ModelAndToolEvents(CaptureBase):
                 return
             rec, prompt, started, model = call
             meta: dict[str, Any] = {"model": model} if model else {}
+            failure: BaseException | None = error
+            if isinstance(error, GeneratorExit):  # the node stopped reading a stream
+                meta["stopped"] = "the caller stopped reading the stream"
+                failure = None
             rec.run.session.record(
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
                 step_index=rec.step,
                 input=_convert.compact(self._prompt(rec, prompt, meta)),
-                error=error,
+                error=failure,
                 parent_id=rec.event_id,
                 module=_CHAT_MODEL,
                 duration_ms=(_clock() - started) * 1000.0,

@@ -11,14 +11,16 @@ always names one node execution, and the checkpoint before it.
 
 from __future__ import annotations
 
+import atexit
 import itertools
+import logging
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, NamedTuple
 
-from agentdebug import TraceSession
+from agentdebug import OutcomeStatus, TraceSession
 from agentdebug.capture.emit import Emit
 from agentdebug.schema import CheckpointRef
 
@@ -159,8 +161,35 @@ class PausedRuns:
     def __contains__(self, thread_id: object) -> bool:
         return thread_id in self._runs
 
+    def drain(self) -> list[GraphRun]:
+        """Every waiting run, taken out."""
+        with self._lock:
+            runs = list(self._runs.values())
+            self._runs.clear()
+            return runs
+
 
 PAUSED = PausedRuns()
+
+
+def _close_paused_at_exit() -> None:
+    """Runs still waiting at an interrupt when the process ends are closed (outcome
+    unknown), not left "running" in the store for good: a resume in another
+    process records a run of its own."""
+    for run in PAUSED.drain():
+        try:
+            run.session.set_outcome(
+                OutcomeStatus.UNKNOWN,
+                reason="stopped at an interrupt; the process ended before a resume",
+            )
+            run.session.close()
+        except Exception:
+            logging.getLogger("agentdebug.langgraph").exception(
+                "agentdebug: a run waiting at an interrupt could not be closed at exit"
+            )
+
+
+atexit.register(_close_paused_at_exit)
 
 
 def task_path_key(path: Any) -> str:

@@ -1,0 +1,172 @@
+"""Capture never leaves a run open, whatever the state, the success check or the
+process does; and a callback that lives as long as a service stays bounded."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug_langgraph import AgentDebugCallback, _callback, _ending
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+HERE = Path(__file__).resolve().parent
+
+
+class Box(TypedDict):
+    v: Any
+
+
+def one_node(update: Any) -> Any:
+    g = StateGraph(Box)
+    g.add_node("make", lambda s: {"v": update})
+    g.add_edge(START, "make")
+    return g.compile()
+
+
+def test_a_final_state_that_contains_itself_still_closes_the_run(dbg: AgentDebug) -> None:
+    loop: dict[str, Any] = {"a": 1}
+    loop["me"] = loop
+    cb = AgentDebugCallback(dbg)
+    assert one_node(loop).invoke({"v": 0}, {"callbacks": [cb]})["v"] is loop
+    run = cb.trajectory()  # the run was closed and is in the store
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    (end,) = [e for e in run.events if e.type is EventType.AGENT_END]
+    assert "'a': 1" in end.output  # kept as text, with a note saying why
+    assert "output_unserialisable" in end.metadata["capture_notes"]
+
+
+class Unprintable(ValueError):
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def test_a_success_check_raising_an_unprintable_error_gives_unknown_not_an_open_run(
+    dbg: AgentDebug,
+) -> None:
+    def check(state: Any) -> bool:
+        raise Unprintable()
+
+    cb = AgentDebugCallback(dbg, success_check=check)
+    one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert "the success check raised Unprintable" in (run.outcome.reason or "")
+
+
+def test_ctrl_c_in_the_success_check_propagates_and_the_run_is_closed(dbg: AgentDebug) -> None:
+    def check(state: Any) -> bool:
+        raise KeyboardInterrupt
+
+    cb = AgentDebugCallback(dbg, success_check=check)
+    with pytest.raises(KeyboardInterrupt):
+        one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert "stopped (KeyboardInterrupt)" in (run.outcome.reason or "")
+
+
+@pytest.mark.parametrize(
+    ("verdict", "status", "reason"),
+    [
+        (1, OutcomeStatus.SUCCESS, "the success check passed"),
+        (0, OutcomeStatus.FAILURE, "the success check returned 0"),
+        ([], OutcomeStatus.FAILURE, "the success check returned []"),
+    ],
+)
+def test_a_success_check_result_counts_as_python_reads_it(
+    dbg: AgentDebug, verdict: Any, status: OutcomeStatus, reason: str
+) -> None:
+    cb = AgentDebugCallback(dbg, success_check=lambda state: verdict, diagnose=False)
+    one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
+    outcome = cb.trajectory().outcome
+    assert (outcome.status, outcome.reason) == (status, reason)
+
+
+def test_a_success_check_that_is_not_a_function_is_refused_at_once() -> None:
+    with pytest.raises(TypeError, match="takes a function of the final state, not int"):
+        AgentDebugCallback(success_check=42)  # type: ignore[arg-type]
+
+
+def test_a_stream_the_node_stops_reading_is_not_a_model_error(dbg: AgentDebug) -> None:
+    model = GenericFakeChatModel(messages=iter([AIMessage("first line\nSTOP and the rest")]))
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        text = ""
+        for chunk in model.stream(state["messages"]):
+            text += str(chunk.content)
+            if "STOP" in text:
+                break
+        return {"messages": [AIMessage(text)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", node)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("hi")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (call,) = [e for e in run.events if e.type is EventType.LLM_RESPONSE]
+    assert call.error is None and "stopped" in call.metadata
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+
+
+def test_a_long_lived_callback_lists_only_its_latest_runs_and_reports(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(_ending, "KEPT", 3)
+    monkeypatch.setattr(_callback, "LIVE_KEPT", 2)  # the graphs kept for reruns, by run
+    cb = AgentDebugCallback(dbg, success_check=lambda state: "no", diagnose=True)
+    graph = one_node(1)
+    for _ in range(5):
+        graph.invoke({"v": 0}, {"callbacks": [cb]})
+    store = dbg.store
+    assert store is not None
+    assert len(store.list_runs()) == 5  # the store has every run
+    assert len(cb.run_ids) == 3 and len(cb.reports) == 3
+    assert cb.last_run_id == cb.run_ids[-1] and cb.trajectory().id == cb.last_run_id
+    assert _callback.live_graph(cb.run_ids[-1]) is graph
+    assert _callback.live_graph(cb.run_ids[0]) is None  # older runs rebuild it (graph_factory)
+
+
+PAUSE_AND_EXIT = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from langgraph.checkpoint.memory import InMemorySaver
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from lg_graphs import approval_graph
+graph = approval_graph(InMemorySaver())
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]))
+graph.invoke({"items": [], "out": []}, {"callbacks": [cb], "configurable": {"thread_id": "o1"}})
+"""
+
+
+def test_a_run_waiting_at_an_interrupt_when_the_process_ends_is_closed(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", PAUSE_AND_EXIT, str(home), str(HERE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    dbg = AgentDebug(home)
+    try:
+        store = dbg.store
+        assert store is not None
+        (summary,) = store.list_runs()
+        run = store.load_trajectory(summary.id)
+        assert run.outcome.status is OutcomeStatus.UNKNOWN
+        assert "the process ended before a resume" in (run.outcome.reason or "")
+        assert any(e.type is EventType.CHECKPOINT for e in run.events)  # the interrupt
+    finally:
+        dbg.close()

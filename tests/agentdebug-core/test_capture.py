@@ -94,6 +94,27 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
     assert "unknown event type" in caplog.text
 
 
+def test_text_that_utf8_cannot_hold_is_escaped_and_nothing_else_is_lost(home: Path) -> None:
+    bad = "pasted \udfff text"  # a lone surrogate, as a broken decode leaves one
+    dbg = AgentDebug()
+    with dbg.trace(goal=bad, reference_answer=bad) as t:
+        t.record(EventType.TOOL_RESULT, input={"q": bad, bad: 1}, output=bad, module="m")
+        t.record(EventType.ERROR, error=ValueError(bad))
+        t.set_outcome(OutcomeStatus.FAILURE, final_answer=bad, reason=bad, error=ValueError(bad))
+    dbg.close()
+    store = open_store(home)
+    (summary,) = store.list_runs()  # the run is in the store, not kept in memory only
+    run = store.load_trajectory(t.id)
+    escaped = "pasted \\udfff text"
+    assert summary.goal == run.goal == run.reference_answer == escaped
+    result, error = run.events
+    assert result.output == escaped and result.input == {"q": escaped, escaped: 1}
+    assert result.module == "m"  # the rest of the event is kept
+    assert error.error is not None and error.error.message == escaped
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.reason == run.outcome.final_answer == escaped
+
+
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
     class Opaque:
         def __repr__(self) -> str:

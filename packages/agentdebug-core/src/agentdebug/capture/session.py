@@ -25,6 +25,7 @@ from agentdebug.capture.emit import Emit, emitter
 from agentdebug.capture.encode import (
     ENCODED,
     ENCODED_LEN,
+    clean_text,
     error_dict,
     event_json,
     jsonable,
@@ -72,12 +73,13 @@ def new_run_id() -> str:
 
 
 def text_or_none(value: Any, name: str) -> str | None:
+    """A text field of the run's header, as text UTF-8 can hold (see ``clean_text``)."""
     if value is None or isinstance(value, str):
-        return value
+        return clean_text(value)  # type: ignore[no-any-return]
     log.warning(
         "agentdebug: %s should be a string, got %s; its text is used", name, type(value).__name__
     )
-    return str(value)
+    return clean_text(str(value))  # type: ignore[no-any-return]
 
 
 class TraceSession:
@@ -98,10 +100,10 @@ class TraceSession:
     ) -> None:
         self.debugger = debugger
         self.id = run_id
-        self.goal = goal
+        self.goal = text_or_none(goal, "goal")  # (the run's row and header must encode)
         self.framework = framework
         self.agents = agents
-        self.reference_answer = reference_answer
+        self.reference_answer = text_or_none(reference_answer, "reference_answer")
         self.parent_id = parent_id
         self.branch_from_event_id = branch_from_event_id
         self.metadata = metadata
@@ -433,7 +435,7 @@ class TraceSession:
                 status=OutcomeStatus(status),
                 final_answer=jsonable(final_answer),
                 reason=text_or_none(reason, "reason"),
-                error=error_dict(error) if error is not None else None,
+                error=clean_text(error_dict(error)) if error is not None else None,
             )
         except Exception:
             log.exception("agentdebug: invalid outcome ignored")

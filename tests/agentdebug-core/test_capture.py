@@ -88,8 +88,7 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
     assert len(events) == 5
     assert events[0].type is EventType.SPAN and events[0].metadata["original_type"] == "not-a-type"
     assert events[1].step_index == 1 and events[2].step_index == 2
-    assert events[3].metadata["capture_notes"]["output_unserialisable"].startswith("TypeError")
-    assert events[3].output == "<unprintable Unprintable>"
+    assert events[3].output == "<unprintable Unprintable>"  # its repr raised: the text says so
     assert sorted(events[4].output) == [1, 2]
     assert "unknown event type" in caplog.text
 
@@ -113,6 +112,28 @@ def test_text_that_utf8_cannot_hold_is_escaped_and_nothing_else_is_lost(home: Pa
     assert error.error is not None and error.error.message == escaped
     assert run.outcome.status is OutcomeStatus.FAILURE
     assert run.outcome.reason == run.outcome.final_answer == escaped
+
+
+def test_an_unprintable_value_or_error_costs_only_itself(home: Path) -> None:
+    class Handle:
+        def __repr__(self) -> str:
+            raise RuntimeError("no repr")
+
+    class Lazy(ValueError):
+        def __str__(self) -> str:
+            raise RuntimeError("no str")
+
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_RESULT, output={"handle": Handle(), "answer": "42"})
+        t.record(EventType.ERROR, error=Lazy())
+        t.set_outcome(OutcomeStatus.FAILURE, reason="it broke", error=Lazy())
+    dbg.close()
+    run = open_store(home).load_trajectory(t.id)
+    result, error = run.events
+    assert result.output == {"handle": "<unprintable Handle>", "answer": "42"}
+    assert error.error is not None and (error.error.type, error.error.message) == ("Lazy", "Lazy")
+    assert run.outcome.reason == "it broke" and run.outcome.error is not None
 
 
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:

@@ -74,7 +74,7 @@ def to_json(value: Any) -> Any:
         return value.decode("utf-8", errors="replace")
     if isinstance(value, BaseException):
         return error_dict(value)
-    return repr(value)
+    return _safe_repr(value)  # (a repr that raises must not cost the values beside it)
 
 
 def dumps(value: Any) -> bytes:
@@ -175,7 +175,7 @@ def _printed(how: Any, value: Any) -> str | None:
 def error_dict(error: Any) -> dict[str, Any]:
     if isinstance(error, BaseException):
         out: dict[str, Any] = {
-            "message": str(error) or type(error).__name__,
+            "message": _printed(str, error) or type(error).__name__,  # (its __str__ may raise)
             "type": type(error).__name__,
         }
         if error.__traceback__ is not None:

@@ -11,7 +11,7 @@ from typing import Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
-from agentdebug_langgraph import AgentDebugCallback, _callback, _ending
+from agentdebug_langgraph import AgentDebugCallback, _ending, _live
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
@@ -120,7 +120,7 @@ def test_a_long_lived_callback_lists_only_its_latest_runs_and_reports(
     dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_ending, "KEPT", 3)
-    monkeypatch.setattr(_callback, "LIVE_KEPT", 2)  # the graphs kept for reruns, by run
+    monkeypatch.setattr(_live, "LIVE_KEPT", 2)  # the graphs kept for reruns, by run
     cb = AgentDebugCallback(dbg, success_check=lambda state: "no", diagnose=True)
     graph = one_node(1)
     for _ in range(5):
@@ -130,8 +130,8 @@ def test_a_long_lived_callback_lists_only_its_latest_runs_and_reports(
     assert len(store.list_runs()) == 5  # the store has every run
     assert len(cb.run_ids) == 3 and len(cb.reports) == 3
     assert cb.last_run_id == cb.run_ids[-1] and cb.trajectory().id == cb.last_run_id
-    assert _callback.live_graph(cb.run_ids[-1]) is graph
-    assert _callback.live_graph(cb.run_ids[0]) is None  # older runs rebuild it (graph_factory)
+    assert _live.live_graph(cb.run_ids[-1]) is graph
+    assert _live.live_graph(cb.run_ids[0]) is None  # older runs rebuild it (graph_factory)
 
 
 PAUSE_AND_EXIT = """

@@ -20,11 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-import weakref
-from collections import OrderedDict
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
@@ -37,6 +33,11 @@ from langgraph.types import Command
 
 from agentdebug_langgraph import _convert, _pregel
 from agentdebug_langgraph._ending import RunEnding, SuccessCheck
+from agentdebug_langgraph._live import (
+    BRANCH_RECORDER,
+    default_debugger,
+    note_graph,
+)
 from agentdebug_langgraph._state import (
     ERRORS_HELD,
     FRAMEWORK,
@@ -57,50 +58,6 @@ _NODE = "langgraph.node"
 _clock = time.perf_counter
 _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
-# run id -> the compiled graph that made it, for the last LIVE_KEPT runs (a service
-# that keeps one graph would otherwise list every run it ever made)
-_LIVE_GRAPHS: OrderedDict[str, weakref.ref[Any]] = OrderedDict()
-LIVE_KEPT = 1024
-_default: AgentDebug | None = None
-# the callback recording a rerun branch, while the branch runs (see recording_branch)
-_BRANCH_RECORDER: ContextVar[Any] = ContextVar("agentdebug_langgraph_branch", default=None)
-
-
-def default_debugger() -> AgentDebug:
-    """One debugger (store and writer thread) shared by every callback that is not
-    given its own, so that many callbacks do not mean many writer threads."""
-    global _default
-    if _default is None:
-        _default = AgentDebug()
-    return _default
-
-
-@contextmanager
-def recording_branch(callback: Any) -> Iterator[None]:
-    """While a rerun branch runs, only ``callback`` (the executor's) records it: a
-    callback the user bound into the graph (``graph.with_config(callbacks=[cb])``)
-    sees the branch too, and would record it again as a run of its own."""
-    token = _BRANCH_RECORDER.set(callback)
-    try:
-        yield
-    finally:
-        _BRANCH_RECORDER.reset(token)
-
-
-def live_graph(run_id: str) -> Any:
-    """The compiled graph that made run ``run_id`` (one of the last ``LIVE_KEPT``),
-    while it is alive in this process."""
-    ref = _LIVE_GRAPHS.get(run_id)
-    return ref() if ref is not None else None
-
-
-def _note_graph(run_id: str, graph: Any) -> None:
-    try:
-        _LIVE_GRAPHS[run_id] = weakref.ref(graph)
-    except TypeError:  # not weakly referenceable: not kept
-        return
-    while len(_LIVE_GRAPHS) > LIVE_KEPT:
-        _LIVE_GRAPHS.popitem(last=False)
 
 
 class AgentDebugCallback(RunEnding):
@@ -285,7 +242,7 @@ class AgentDebugCallback(RunEnding):
             self._failed("on_chain_start")
 
     def _start_graph(self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any) -> None:
-        recorder = _BRANCH_RECORDER.get()
+        recorder = BRANCH_RECORDER.get()
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
@@ -324,7 +281,7 @@ class AgentDebugCallback(RunEnding):
             frame=frame,
         )
         if graph is not None:
-            _note_graph(session.id, graph)
+            note_graph(session.id, graph)
         if not owns:
             run.input_event = self._parent_event
         elif inputs is not None:

@@ -38,12 +38,7 @@ from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 
-from agentdebug_langgraph._callback import (
-    AgentDebugCallback,
-    default_debugger,
-    live_graph,
-    recording_branch,
-)
+from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
     find_snapshot,
@@ -53,6 +48,7 @@ from agentdebug_langgraph._checkpoints import (
 )
 from agentdebug_langgraph._convert import compact
 from agentdebug_langgraph._ending import SuccessCheck
+from agentdebug_langgraph._live import default_debugger, live_graph, recording_branch
 from agentdebug_langgraph._state import FRAMEWORK
 
 log = logging.getLogger("agentdebug.langgraph")

@@ -136,6 +136,19 @@ def test_an_unprintable_value_or_error_costs_only_itself(home: Path) -> None:
     assert run.outcome.reason == "it broke" and run.outcome.error is not None
 
 
+def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.set_outcome(OutcomeStatus.SUCCESS, final_answer={"rows": "x" * 200_000})
+    dbg.close()
+    answer = open_store(home).load_trajectory(t.id).outcome.final_answer
+    assert answer["truncated"] is True and answer["original_bytes"] > 200_000
+    assert answer["head"].startswith('{"rows":"xxx') and len(answer["head"]) == 8 * 1024
+
+
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
     class Opaque:
         def __repr__(self) -> str:

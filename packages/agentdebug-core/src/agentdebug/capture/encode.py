@@ -227,6 +227,21 @@ def event_id(item: tuple[Any, ...]) -> str:
     return f"{text}#u" if _AUTO_ID.match(text) and text != item[AUTO_ID] else text
 
 
+def bounded(value: Any, limit: int) -> Any:
+    """``value`` (JSON data), or a truncation marker with its head when its JSON is
+    over ``limit`` bytes: for what a run's header keeps (its final answer), which,
+    unlike an event, has no careful path of its own."""
+    if value is None or isinstance(value, (int, float, bool)):
+        return value
+    try:
+        size = len(value.encode("utf-8")) if isinstance(value, str) else len(dumps(value))
+    except Exception:
+        return value
+    if size <= limit:
+        return value
+    return _truncated(value, size, min(_HEAD_BYTES, limit // 8))
+
+
 def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:
     if isinstance(value, orjson.Fragment):
         text = "(pre-serialised payload)"

@@ -149,6 +149,16 @@ def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
     assert answer["head"].startswith('{"rows":"xxx') and len(answer["head"]) == 8 * 1024
 
 
+def test_keys_and_numbers_json_lacks_become_text_and_the_structure_is_kept(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_RESULT, output={"big": 2**70, (1, 2): "pair", "ok": [1, "a"]})
+    dbg.close()
+    (event,) = open_store(home).load_trajectory(t.id).events
+    assert event.output == {"big": str(2**70), "(1, 2)": "pair", "ok": [1, "a"]}
+    assert "output_coerced" in event.metadata["capture_notes"]
+
+
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
     class Opaque:
         def __repr__(self) -> str:

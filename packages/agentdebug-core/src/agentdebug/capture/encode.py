@@ -206,8 +206,33 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
         dumps(value)
         return value
     except Exception as exc:
-        notes[f"{key}_unserialisable"] = f"{type(exc).__name__}: {exc}"
+        why = f"{type(exc).__name__}: {exc}"
+    coerced = _coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
+    try:
+        dumps(coerced)
+    except Exception:
+        notes[f"{key}_unserialisable"] = why
         return _safe_repr(value)
+    notes[f"{key}_coerced"] = why
+    return coerced
+
+
+def _coerced(value: Any, depth: int = 0) -> Any:
+    """``value`` with what JSON cannot hold written as text: dict keys that are not
+    strings (tuples, say), integers beyond 64 bits; containers walked as deep as
+    JSON goes (deeper, or a container holding itself, is left as it is)."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if depth > 200:
+        return value
+    if isinstance(value, dict):
+        return {
+            (k if isinstance(k, str) else _safe_str(k)): _coerced(v, depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_coerced(v, depth + 1) for v in value]
+    return value
 
 
 def _text_or_none(value: Any, notes: dict[str, Any], key: str) -> str | None:

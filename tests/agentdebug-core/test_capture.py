@@ -159,6 +159,18 @@ def test_keys_and_numbers_json_lacks_become_text_and_the_structure_is_kept(home:
     assert "output_coerced" in event.metadata["capture_notes"]
 
 
+def test_a_payload_that_refers_back_to_itself_twice_is_kept_at_once(home: Path) -> None:
+    parent: dict[str, object] = {"name": "root"}
+    parent["kids"] = [{"name": "a", "up": parent}, {"name": "b", "up": parent}, (1, 2)]
+    parent[(3, 4)] = 2**70  # and keys and numbers to coerce, so every walk runs
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_CALL, input=parent, output="\ud800")
+    dbg.close()
+    (event,) = open_store(home).load_trajectory(t.id).events
+    assert "'name': 'root'" in event.input and event.output == "\\ud800"
+
+
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
     class Opaque:
         def __repr__(self) -> str:

@@ -258,6 +258,18 @@ def test_a_node_a_supervisor_routed_to_with_command_goto_is_rerun(dbg: AgentDebu
     assert new_nodes(branch) == ["worker"]  # forked after the routing, before the worker
 
 
+def test_an_edge_routed_node_is_not_forked_by_overriding_the_edge(dbg: AgentDebug) -> None:
+    """The tool node runs because the model asked for a tool (tools_condition):
+    a fork before it with a directive must not force it to run anyway."""
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = failed_run(dbg, graph, "t-edge")
+    original = cb.trajectory()
+    tools = next(e for e in original.events if e.agent_name == "tools")
+    request = RerunRequest(trajectory=original, resume_step=tools.step_index, directive="Fix.")
+    with pytest.raises(AgentDebugError, match="cannot fork before node tools"):
+        LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+
+
 def map_reduce(model: Any) -> Any:
     """Workers sent one order each, in a packet without the state's messages."""
 

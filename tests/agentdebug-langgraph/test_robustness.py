@@ -42,6 +42,30 @@ def test_a_final_state_that_contains_itself_still_closes_the_run(dbg: AgentDebug
     assert "output_unserialisable" in end.metadata["capture_notes"]
 
 
+def test_a_state_that_refers_back_to_itself_twice_is_recorded_at_once(dbg: AgentDebug) -> None:
+    parent: dict[str, Any] = {"name": "root", "children": []}
+    for i in range(2):  # two ways back to the root: a walk without memory doubles per level
+        parent["children"].append({"name": f"c{i}", "parent": parent})
+    cb = AgentDebugCallback(dbg)
+    one_node(parent).invoke({"v": parent}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    (given,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert "'name': 'root'" in str(given.input)
+
+
+def test_text_utf8_cannot_hold_inside_a_message_is_escaped_not_lost(dbg: AgentDebug) -> None:
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [AIMessage("bad \ud800 text")]})
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("hi")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (end,) = [e for e in run.events if e.type is EventType.AGENT_END]
+    assert end.output == {"messages": [{"role": "assistant", "content": "bad \\ud800 text"}]}
+    assert run.outcome.final_answer == "bad \\ud800 text"
+
+
 class Unprintable(ValueError):
     def __str__(self) -> str:
         raise RuntimeError("no text")

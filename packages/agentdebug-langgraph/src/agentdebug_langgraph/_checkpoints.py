@@ -81,6 +81,29 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     )
 
 
+def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool:
+    """Whether a node of the super-step before the resume point ended with a
+    ``Command`` that has a ``goto`` (a supervisor routing, a handoff): then, and
+    only then, the fork may route with a Command too (an edge's own routing must
+    not be overridden)."""
+    before = point.langgraph_step - 1
+    starts = {
+        e.id
+        for e in trajectory.events
+        if _is_root_node(e)
+        and e.step_index < point.step
+        and e.metadata.get("langgraph_step") == before
+    }
+    return any(
+        e.type is EventType.AGENT_END
+        and e.parent_id in starts
+        and isinstance(e.output, dict)
+        and e.output.get("command") is True
+        and bool(e.output.get("goto"))
+        for e in trajectory.events
+    )
+
+
 def _super_step(roots: Sequence[AgentEvent], root: AgentEvent) -> list[AgentEvent]:
     """The root-level node starts of ``root``'s super-step: the run of consecutive
     starts with its LangGraph step (a resumed interrupt repeats a step number, so

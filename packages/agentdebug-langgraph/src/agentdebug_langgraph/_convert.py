@@ -75,37 +75,50 @@ def messages(batch: Sequence[Any]) -> list[Any]:
 
 
 DEEPEST = 100  # containers below this depth are left to core's encoder (see compact)
+WALKED = 100_000  # the most containers one compact call walks
 
 
-def compact(value: Any, depth: int = 0) -> Any:
+def compact(value: Any, _path: set[int] | None = None, _left: list[int] | None = None) -> Any:
     """A state, a node's update, a tool's output, with messages, ``Send`` and
     ``Command`` objects made small, and a pydantic state as its fields (those not
-    excluded); everything else as it is. Below ``DEEPEST`` levels (a value that
-    contains itself, say) the rest is returned as it is, for core's encoder to
-    keep as text with a note, instead of recursing until Python gives up."""
+    excluded); everything else as it is.
+
+    A container already on the way down (one that holds itself), one more than
+    ``DEEPEST`` levels down, or one past the first ``WALKED`` is returned as it
+    is, for core's encoder to keep as text with a note: the walk stays linear
+    however the value refers back to itself."""
     cls = value.__class__
     if cls in _PLAIN:
         return value
-    if depth >= DEEPEST:
+    container = cls is dict or cls is list or cls is tuple
+    if not container:
+        if is_message(value):
+            return message(value)
+        if cls is Send:
+            return {"send": value.node, "arg": compact(send_arg(value.arg), _path, _left)}
+        if cls is Command:
+            return command(value)
+        if not isinstance(value, PydanticModel):
+            return value
+    if _path is None or _left is None:
+        _path, _left = set(), [WALKED]
+    key = id(value)
+    if key in _path or len(_path) >= DEEPEST or _left[0] <= 0:
         return value
-    depth += 1
-    if cls is dict:
-        return {k: compact(v, depth) for k, v in value.items()}
-    if cls is list or cls is tuple:
-        return [compact(v, depth) for v in value]
-    if is_message(value):
-        return message(value)
-    if cls is Send:
-        return {"send": value.node, "arg": compact(send_arg(value.arg), depth)}
-    if cls is Command:
-        return command(value)
-    if isinstance(value, PydanticModel):  # a pydantic graph state
-        return {
-            name: compact(getattr(value, name), depth)
+    _left[0] -= 1
+    _path.add(key)
+    try:
+        if cls is dict:
+            return {k: compact(v, _path, _left) for k, v in value.items()}
+        if container:
+            return [compact(v, _path, _left) for v in value]
+        return {  # a pydantic graph state
+            name: compact(getattr(value, name), _path, _left)
             for name, spec in cls.model_fields.items()
             if not spec.exclude
         }
-    return value
+    finally:
+        _path.discard(key)
 
 
 _WITH_CONTEXT = "tool_call_with_context"

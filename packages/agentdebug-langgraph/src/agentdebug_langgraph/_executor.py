@@ -44,6 +44,7 @@ from agentdebug_langgraph._checkpoints import (
     find_snapshot,
     inheritable,
     resume_point,
+    routed_by_command,
     writers_of,
 )
 from agentdebug_langgraph._convert import compact
@@ -117,7 +118,8 @@ class LangGraphRerunExecutor:
             )
         snap = find_snapshot(graph, point, original.id)
         values = self._update(request, snap)
-        fork_config, as_node = fork(graph, snap, values, point)
+        routed = routed_by_command(original, point)
+        fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
         if not request.state_patch and self.directive_update is None:
             require_delivered(graph, fork_config, original, point, directive_text(request))
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
@@ -252,7 +254,14 @@ def directive_text(request: RerunRequest) -> str:
     return f"{text} (What went wrong: {why})" if why else text
 
 
-def fork(graph: Any, snap: Any, values: dict[str, Any], point: ResumePoint) -> tuple[Any, str]:
+def fork(
+    graph: Any,
+    snap: Any,
+    values: dict[str, Any],
+    point: ResumePoint,
+    *,
+    routed_by_command: bool = False,
+) -> tuple[Any, str]:
     """A state update on ``snap`` made as the node(s) that wrote it, so that the
     edges LangGraph re-evaluates lead to the same tasks again: the blamed nodes and
     every sibling of their super-step (parallel nodes, each ``Send`` branch).
@@ -282,12 +291,14 @@ def fork(graph: Any, snap: Any, values: dict[str, Any], point: ResumePoint) -> t
 
     for as_node in dict.fromkeys([*writers, None]):
         attempts.append((as_node or "(inferred)", as_one(as_node)))
-    # A writer that routed with Command(goto=...) (a supervisor, a handoff) wrote
-    # the route itself, which a plain update made as it does not write again: the
-    # update goes to the same nodes as a Command. (Send packets a Command carried
-    # cannot be made again this way: they hold arguments the snapshot does not.)
+    # A writer that routed with Command(goto=...) (a supervisor, a handoff: the run
+    # recorded it ending with one) wrote the route itself, which a plain update made
+    # as it does not write again: the update goes to the same nodes as a Command.
+    # Only then: a Command would override the routing of an edge, which the check
+    # below could not tell. (Send packets a Command carried cannot be made again
+    # this way: they hold arguments the snapshot does not.)
     pulls = [str(t.name) for t in snap.tasks if t.path and t.path[0] == _PULL]
-    if pulls and len(pulls) == len(snap.tasks):
+    if routed_by_command and pulls and len(pulls) == len(snap.tasks):
         routed = Command(goto=pulls if len(pulls) > 1 else pulls[0], update=values)
         for as_node in writers:
             attempts.append((f"{as_node}, routing with Command(goto)", as_one(as_node, routed)))

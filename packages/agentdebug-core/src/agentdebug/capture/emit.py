@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from agentdebug.capture.encode import NON_STR_KEYS, to_json
+from agentdebug.capture.encode import NON_STR_KEYS, clean_text, to_json
 from agentdebug.schema import EventType
 
 if TYPE_CHECKING:
@@ -41,6 +41,13 @@ def _through(value: Any, default: Any) -> Any:
         return value
     try:
         return orjson.loads(orjson.dumps(value, default=default, option=NON_STR_KEYS))
+    except Exception:
+        pass
+    try:  # text UTF-8 cannot hold, in the value or in what ``default`` makes of it
+        cleaned = clean_text(value)
+        return orjson.loads(
+            orjson.dumps(cleaned, default=lambda v: clean_text(default(v)), option=NON_STR_KEYS)
+        )
     except Exception:
         return value
 

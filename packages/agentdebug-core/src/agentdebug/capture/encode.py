@@ -13,6 +13,7 @@ import logging
 import math
 import re
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -92,29 +93,59 @@ def dumps(value: Any) -> bytes:
         except orjson.JSONEncodeError as exc:
             if _SURROGATES not in str(exc) and _SURROGATES not in str(first):
                 raise
-            return orjson.dumps(clean_text(value), default=to_json, option=_OPTIONS)
+            return orjson.dumps(clean_text(value), default=clean_json, option=_OPTIONS)
 
 
 _SURROGATES = "surrogates not allowed"  # orjson's words for text that is not UTF-8
+_DEEPEST = 200  # walks below: containers this deep are left as they are
+_WALKED = 100_000  # walks below: the most containers one walk visits
 
 
-def clean_text(value: Any, depth: int = 0) -> Any:
+def clean_json(value: Any) -> Any:
+    """:func:`to_json`, its result made valid text (see :func:`clean_text`)."""
+    return clean_text(to_json(value))
+
+
+def clean_text(value: Any) -> Any:
     """``value`` with every string that UTF-8 cannot hold (lone surrogates) made
     valid by writing those code points as backslash escapes, so that nothing else
     of it is lost; in dicts (keys too), lists and tuples, as deep as JSON goes."""
+    return _walk(value, _clean_leaf, _clean_leaf, set(), [_WALKED])
+
+
+def _clean_leaf(value: Any) -> Any:
     if isinstance(value, str):
         try:
             value.encode("utf-8")
-            return value
         except UnicodeEncodeError:
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
-    if depth > 200:
-        return value
-    if isinstance(value, dict):
-        return {clean_text(k, depth + 1): clean_text(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean_text(v, depth + 1) for v in value]
     return value
+
+
+def _walk(
+    value: Any,
+    leaf: Callable[[Any], Any],
+    key_of: Callable[[Any], Any],
+    path: set[int],
+    left: list[int],
+) -> Any:
+    """``value`` rebuilt with ``leaf`` applied to its leaves, ``key_of`` to its dict keys. A
+    container already on the way down (one that holds itself), one deeper than
+    ``_DEEPEST`` or past the first ``_WALKED`` is left as it is, so a walk stays
+    linear however a value refers back to itself."""
+    if not isinstance(value, (dict, list, tuple)):
+        return leaf(value)
+    key = id(value)
+    if key in path or len(path) >= _DEEPEST or left[0] <= 0:
+        return value
+    left[0] -= 1
+    path.add(key)
+    try:
+        if isinstance(value, dict):
+            return {key_of(k): _walk(v, leaf, key_of, path, left) for k, v in value.items()}
+        return [_walk(v, leaf, key_of, path, left) for v in value]
+    finally:
+        path.discard(key)
 
 
 def dumps_kept(value: Any) -> bytes:
@@ -217,22 +248,20 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
     return coerced
 
 
-def _coerced(value: Any, depth: int = 0) -> Any:
+def _coerced(value: Any) -> Any:
     """``value`` with what JSON cannot hold written as text: dict keys that are not
-    strings (tuples, say), integers beyond 64 bits; containers walked as deep as
-    JSON goes (deeper, or a container holding itself, is left as it is)."""
+    strings (tuples, say), integers beyond 64 bits (see :func:`_walk` for how far)."""
+    return _walk(value, _coerced_leaf, _coerced_key, set(), [_WALKED])
+
+
+def _coerced_leaf(value: Any) -> Any:
     if isinstance(value, int) and not isinstance(value, bool):
         return value if -(2**63) <= value < 2**64 else str(value)
-    if depth > 200:
-        return value
-    if isinstance(value, dict):
-        return {
-            (k if isinstance(k, str) else _safe_str(k)): _coerced(v, depth + 1)
-            for k, v in value.items()
-        }
-    if isinstance(value, (list, tuple)):
-        return [_coerced(v, depth + 1) for v in value]
     return value
+
+
+def _coerced_key(key: Any) -> Any:
+    return key if isinstance(key, str) else _safe_str(key)
 
 
 def _text_or_none(value: Any, notes: dict[str, Any], key: str) -> str | None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from agentdebug.capture.encode import Walk
 from agentdebug.capture.encode import to_json as core_to_json
 from langchain_core.messages import BaseMessage
 from langgraph.types import Command, Send
@@ -75,18 +76,18 @@ def messages(batch: Sequence[Any]) -> list[Any]:
 
 
 DEEPEST = 100  # containers below this depth are left to core's encoder (see compact)
-WALKED = 100_000  # the most containers one compact call walks
 
 
-def compact(value: Any, _path: set[int] | None = None, _left: list[int] | None = None) -> Any:
+def compact(value: Any, _walk: Walk | None = None) -> Any:
     """A state, a node's update, a tool's output, with messages, ``Send`` and
     ``Command`` objects made small, and a pydantic state as its fields (those not
     excluded); everything else as it is.
 
-    A container already on the way down (one that holds itself), one more than
-    ``DEEPEST`` levels down, or one past the first ``WALKED`` is returned as it
-    is, for core's encoder to keep as text with a note: the walk stays linear
-    however the value refers back to itself."""
+    A container the walk refuses (one that holds itself, one more than
+    ``DEEPEST`` levels down, one past the first hundred thousand: core's
+    :class:`~agentdebug.capture.encode.Walk`) is returned as it is, for core's
+    encoder to keep as text with a note; the walk stays linear however the value
+    refers back to itself."""
     cls = value.__class__
     if cls in _PLAIN:
         return value
@@ -95,30 +96,26 @@ def compact(value: Any, _path: set[int] | None = None, _left: list[int] | None =
         if is_message(value):
             return message(value)
         if cls is Send:
-            return {"send": value.node, "arg": compact(send_arg(value.arg), _path, _left)}
+            return {"send": value.node, "arg": compact(send_arg(value.arg), _walk)}
         if cls is Command:
             return command(value)
         if not isinstance(value, PydanticModel):
             return value
-    if _path is None or _left is None:
-        _path, _left = set(), [WALKED]
-    key = id(value)
-    if key in _path or len(_path) >= DEEPEST or _left[0] <= 0:
+    walk = _walk if _walk is not None else Walk(deepest=DEEPEST)
+    if not walk.enter(value):
         return value
-    _left[0] -= 1
-    _path.add(key)
     try:
         if cls is dict:
-            return {k: compact(v, _path, _left) for k, v in value.items()}
+            return {k: compact(v, walk) for k, v in value.items()}
         if container:
-            return [compact(v, _path, _left) for v in value]
+            return [compact(v, walk) for v in value]
         return {  # a pydantic graph state
-            name: compact(getattr(value, name), _path, _left)
+            name: compact(getattr(value, name), walk)
             for name, spec in cls.model_fields.items()
             if not spec.exclude
         }
     finally:
-        _path.discard(key)
+        walk.leave(value)
 
 
 _WITH_CONTEXT = "tool_call_with_context"

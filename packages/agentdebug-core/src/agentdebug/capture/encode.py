@@ -110,7 +110,7 @@ def clean_text(value: Any) -> Any:
     """``value`` with every string that UTF-8 cannot hold (lone surrogates) made
     valid by writing those code points as backslash escapes, so that nothing else
     of it is lost; in dicts (keys too), lists and tuples, as deep as JSON goes."""
-    return _walk(value, _clean_leaf, _clean_leaf, set(), [_WALKED])
+    return _walk(value, _clean_leaf, _clean_leaf, Walk())
 
 
 def _clean_leaf(value: Any) -> Any:
@@ -122,30 +122,45 @@ def _clean_leaf(value: Any) -> Any:
     return value
 
 
-def _walk(
-    value: Any,
-    leaf: Callable[[Any], Any],
-    key_of: Callable[[Any], Any],
-    path: set[int],
-    left: list[int],
-) -> Any:
-    """``value`` rebuilt with ``leaf`` applied to its leaves, ``key_of`` to its dict keys. A
-    container already on the way down (one that holds itself), one deeper than
-    ``_DEEPEST`` or past the first ``_WALKED`` is left as it is, so a walk stays
-    linear however a value refers back to itself."""
+class Walk:
+    """Where a walk over a value that may refer back to itself is: the containers
+    on its way down, and how many more it may visit. :meth:`enter` refuses a
+    container already on the way (one that holds itself), one deeper than
+    ``deepest``, or one past the first ``most``; so a walk that leaves those as
+    they are stays linear however the value refers back to itself."""
+
+    __slots__ = ("deepest", "left", "path")
+
+    def __init__(self, deepest: int = _DEEPEST, most: int = _WALKED) -> None:
+        self.path: set[int] = set()
+        self.deepest = deepest
+        self.left = most
+
+    def enter(self, container: Any) -> bool:
+        key = id(container)
+        if key in self.path or len(self.path) >= self.deepest or self.left <= 0:
+            return False
+        self.left -= 1
+        self.path.add(key)
+        return True
+
+    def leave(self, container: Any) -> None:
+        self.path.discard(id(container))
+
+
+def _walk(value: Any, leaf: Callable[[Any], Any], key_of: Callable[[Any], Any], walk: Walk) -> Any:
+    """``value`` rebuilt with ``leaf`` applied to its leaves, ``key_of`` to its dict
+    keys; a container :class:`Walk` refuses is left as it is."""
     if not isinstance(value, (dict, list, tuple)):
         return leaf(value)
-    key = id(value)
-    if key in path or len(path) >= _DEEPEST or left[0] <= 0:
+    if not walk.enter(value):
         return value
-    left[0] -= 1
-    path.add(key)
     try:
         if isinstance(value, dict):
-            return {key_of(k): _walk(v, leaf, key_of, path, left) for k, v in value.items()}
-        return [_walk(v, leaf, key_of, path, left) for v in value]
+            return {key_of(k): _walk(v, leaf, key_of, walk) for k, v in value.items()}
+        return [_walk(v, leaf, key_of, walk) for v in value]
     finally:
-        path.discard(key)
+        walk.leave(value)
 
 
 def dumps_kept(value: Any) -> bytes:
@@ -251,7 +266,7 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
 def _coerced(value: Any) -> Any:
     """``value`` with what JSON cannot hold written as text: dict keys that are not
     strings (tuples, say), integers beyond 64 bits (see :func:`_walk` for how far)."""
-    return _walk(value, _coerced_leaf, _coerced_key, set(), [_WALKED])
+    return _walk(value, _coerced_leaf, _coerced_key, Walk())
 
 
 def _coerced_leaf(value: Any) -> Any:

@@ -13,6 +13,7 @@ from typing import Any
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus, TraceSession
 from agentdebug.capture.auto import ReportCallback, diagnose_failure
+from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
 from agentdebug_langgraph import _convert
@@ -120,10 +121,10 @@ class RunEnding(ModelAndToolEvents):
             try:
                 verdict = self.success_check(outputs)
             except AssertionError as exc:
-                verdict = _text(exc) or "the success check's assertion failed"
+                verdict = safe_str(exc) or "the success check's assertion failed"
             except Exception as exc:
                 log.exception("agentdebug: the success check raised; the outcome is unknown")
-                said = _text(exc)
+                said = safe_str(exc)
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
                     final_answer=answer,
@@ -202,19 +203,8 @@ def _keep(items: list[Any], item: Any) -> None:
         del items[: len(items) - KEPT]
 
 
-def _text(exc: BaseException) -> str:
-    """``str(exc)``, or its class name if its ``__str__`` raises."""
-    try:
-        return str(exc)
-    except Exception:
-        return f"<{type(exc).__name__}, unprintable>"
-
-
 def _short_repr(value: Any, limit: int = 80) -> str:
-    try:
-        text = repr(value)
-    except Exception:
-        return f"a {type(value).__name__}"
+    text = safe_repr(value)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -184,16 +184,30 @@ def snapshot(value: Any) -> Any:
     return value
 
 
-def jsonable(value: Any) -> Any:
-    """``value`` as plain JSON data (its ``repr`` if it has no JSON form)."""
-    if isinstance(value, str):
-        return clean_text(value)
+def jsonable(value: Any, limit: int | None = None) -> Any:
+    """``value`` as plain JSON data (its ``repr`` if it has no JSON form); over
+    ``limit`` bytes of JSON, a truncation marker with its head (for what a run's
+    header keeps, which, unlike an event, has no careful path of its own)."""
     if value is None or isinstance(value, (int, float, bool)):
         return value
     try:
-        return orjson.loads(dumps(value))
+        data = dumps(value)  # (text UTF-8 cannot hold comes back escaped)
     except Exception:
         return _safe_repr(value)
+    if limit is not None and len(data) > limit:
+        return _truncated(clean_text(value), len(data), min(_HEAD_BYTES, limit // 8))
+    return orjson.loads(data)
+
+
+def safe_str(value: Any) -> str:
+    """``str(value)``, or its ``repr`` if that raises, or ``<unprintable Type>``:
+    text of a user's object that never raises (for integrations too)."""
+    return _safe_str(value)
+
+
+def safe_repr(value: Any) -> str:
+    """``repr(value)``, or ``<unprintable Type>`` if it raises."""
+    return _safe_repr(value)
 
 
 def _safe_str(value: Any) -> str:
@@ -294,21 +308,6 @@ def event_id(item: tuple[Any, ...]) -> str:
         return item[AUTO_ID]  # type: ignore[no-any-return]
     text = given if isinstance(given, str) else _safe_str(given)
     return f"{text}#u" if _AUTO_ID.match(text) and text != item[AUTO_ID] else text
-
-
-def bounded(value: Any, limit: int) -> Any:
-    """``value`` (JSON data), or a truncation marker with its head when its JSON is
-    over ``limit`` bytes: for what a run's header keeps (its final answer), which,
-    unlike an event, has no careful path of its own."""
-    if value is None or isinstance(value, (int, float, bool)):
-        return value
-    try:
-        size = len(value.encode("utf-8")) if isinstance(value, str) else len(dumps(value))
-    except Exception:
-        return value
-    if size <= limit:
-        return value
-    return _truncated(value, size, min(_HEAD_BYTES, limit // 8))
 
 
 def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:

@@ -25,7 +25,6 @@ from agentdebug.capture.emit import Emit, emitter
 from agentdebug.capture.encode import (
     ENCODED,
     ENCODED_LEN,
-    bounded,
     clean_text,
     error_dict,
     event_json,
@@ -434,7 +433,7 @@ class TraceSession:
         try:
             self.outcome = Outcome(
                 status=OutcomeStatus(status),
-                final_answer=bounded(jsonable(final_answer), self._limit),
+                final_answer=jsonable(final_answer, self._limit),
                 reason=text_or_none(reason, "reason"),
                 error=clean_text(error_dict(error)) if error is not None else None,
             )

@@ -22,7 +22,7 @@ from agentdebug.recover import (
     ReflexionRecoverer,
     decide,
 )
-from agentdebug.schema import DiagnosticReport, RecoveryPlan
+from agentdebug.schema import DiagnosticReport, Outcome, OutcomeStatus, RecoveryPlan
 from toy_agent import failing_run
 
 
@@ -55,13 +55,36 @@ def test_native_uses_the_reports_fix_and_blamed_step_without_a_call(
     assert plan.cost.calls == 0 and plan.audit == []
 
 
+def test_native_without_a_fix_tells_the_blamed_step_how_the_run_failed(
+    run_and_report: tuple[Any, DiagnosticReport],
+) -> None:
+    """No fix (no failure mode was detected): a generic directive from the run's
+    own failure, addressed to the blamed step, and said to be generic."""
+    run, report = run_and_report
+    failed = run.model_copy(
+        update={"outcome": run.outcome.model_copy(update={"reason": "answered Sydney."})}
+    )
+    plan = NativeRecoverer().recover(failed, report.model_copy(update={"fix": None}))
+    root = report.root_cause
+    assert root is not None
+    assert plan.resume_step == root.step_index and plan.target_agent == root.agent_name
+    assert plan.directive.startswith(f"At step {root.step_index}, {root.agent_name}: ")
+    assert "the run failed: answered Sydney. Reconsider the decision" in plan.directive
+    assert plan.rationale.startswith("generic directive") and plan.notes
+    assert plan.cost.calls == 0
+
+
 def test_native_refuses_a_report_without_fix_or_root(
     run_and_report: tuple[Any, DiagnosticReport],
 ) -> None:
     run, report = run_and_report
-    with pytest.raises(RecoveryError, match="no fix"):
-        NativeRecoverer().recover(run, report.model_copy(update={"fix": None}))
+    silent = run.model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
+    bare_fix = report.model_copy(update={"fix": None, "symptom": None})
+    with pytest.raises(RecoveryError, match=r"no fix .* records no failure reason or error"):
+        NativeRecoverer().recover(silent, bare_fix)
     bare = report.model_copy(update={"fix": None, "hypotheses": []})
+    with pytest.raises(RecoveryError, match="names no root-cause step"):
+        NativeRecoverer().recover(run, bare)
     with pytest.raises(RecoveryError, match="names no root-cause step"):
         ReflexionRecoverer().recover(run, bare)
 

@@ -342,6 +342,49 @@ def reviewed_answer(model: Any, reviewer: Any) -> Any:
     return g.compile()
 
 
+class Heeding(BaseChatModel):
+    """A model that answers ``heeded`` once a message in its prompt contains
+    ``cue`` (a directive that names the failure), else ``default``."""
+
+    cue: str
+    default: str
+    heeded: str
+
+    @property
+    def _llm_type(self) -> str:
+        return "heeding-fake"
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        seen = any(self.cue in str(m.content) for m in messages)
+        reply = AIMessage(content=self.heeded if seen else self.default)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def planned_answer(planner: Any, checkpointer: Any = None) -> Any:
+    """A planner node, then a writer that follows the plan: no tool, no error, so
+    a wrong plan leaves nothing for a detector to find."""
+
+    def plan(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [planner.invoke(state["messages"])]}
+
+    def write(state: MessagesState) -> dict[str, Any]:
+        plan_text = str(state["messages"][-1].content)
+        said = "Your refund is $42." if "refund" in plan_text else "It ships on Monday."
+        return {"messages": [AIMessage(content=said)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("planner", plan)
+    g.add_node("writer", write)
+    g.add_edge(START, "planner")
+    g.add_edge("planner", "writer")
+    return g.compile(checkpointer=checkpointer)
+
+
+def refund_given(state: dict[str, Any]) -> bool | str:
+    last = state["messages"][-1].content
+    return True if "$42" in last else "the answer does not give the refund amount"
+
+
 # -- the prebuilt agent and the functional API -------------------------------------------------
 
 

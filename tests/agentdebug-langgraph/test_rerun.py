@@ -23,13 +23,16 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send
 from lg_graphs import (
+    Heeding,
     ToolBindingFake,
     functional_workflow,
     linear_graph,
     lookup_order,
     lookup_order_by_email,
     order_found,
+    planned_answer,
     prebuilt_agent,
+    refund_given,
     scripted,
     sqlite_saver,
     tool_agent,
@@ -512,3 +515,39 @@ def test_two_senders_link_and_rerun_every_branch_of_their_super_step(dbg: AgentD
         "work:from_b",
     ]
     assert branch.metadata["langgraph"]["fork"]["as_node"] == "all of a, b"
+
+
+def test_free_tier_loop_retries_a_failure_no_detector_names_with_the_runs_reason(
+    dbg: AgentDebug,
+) -> None:
+    """No detector fires on a wrong plan, so the free tier's report has no fix;
+    the native recoverer then tells the blamed step how the run failed, and the
+    planner, reading that in its forked state, plans again and the run passes."""
+    planner = Heeding(
+        cue="does not give the refund amount",
+        default="Plan: tell them when it ships.",
+        heeded="Plan: give the refund amount.",
+    )
+    graph = planned_answer(planner, InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=refund_given)
+    graph.invoke(
+        {"messages": [HumanMessage("How much is my refund for order A123?")]},
+        {"configurable": {"thread_id": "t-generic"}, "callbacks": [cb]},
+    )
+    report = cb.reports[0]
+    assert report.findings == [] and report.fix is None
+    assert report.root_cause is not None and report.root_cause.agent_name == "planner"
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=refund_given)
+    result = closed_loop(
+        cb.trajectory(), debugger=dbg, executor=executor, report=report, policy="auto"
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    plan = result.attempts[0].plan
+    assert plan is not None and plan.resume_step == report.root_cause.step_index
+    assert "the run failed: the answer does not give the refund amount" in plan.directive
+    assert "generic directive" in plan.rationale and plan.notes
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.outcome.final_answer == "Your refund is $42."
+    assert new_nodes(branch) == ["planner", "writer"]

@@ -142,11 +142,19 @@ def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
     monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
     dbg = AgentDebug()
     with dbg.trace(goal="g") as t:
-        t.set_outcome(OutcomeStatus.SUCCESS, final_answer={"rows": "x" * 200_000})
+        t.set_outcome(OutcomeStatus.SUCCESS, final_answer=["y" * 200_000])
     dbg.close()
     answer = open_store(home).load_trajectory(t.id).outcome.final_answer
     assert answer["truncated"] is True and answer["original_bytes"] > 200_000
-    assert answer["head"].startswith('{"rows":"xxx') and len(answer["head"]) == 8 * 1024
+    assert answer["head"] == '["' + "y" * (8 * 1024 - 2)
+    with dbg.trace(goal="g") as t2:
+        t2.set_outcome(OutcomeStatus.SUCCESS, final_answer={"rows": "x" * 200_000, "n": 3})
+    dbg.close()
+    answer = open_store(home).load_trajectory(t2.id).outcome.final_answer
+    assert answer["n"] == 3  # the small field beside the huge one is kept
+    rows = answer["rows"]
+    assert rows["truncated"] is True and rows["original_bytes"] > 200_000
+    assert rows["head"] == "x" * (8 * 1024)
 
 
 def test_keys_and_numbers_json_lacks_become_text_and_the_structure_is_kept(home: Path) -> None:
@@ -345,6 +353,46 @@ def test_an_oversized_event_is_kept_truncated_not_dropped(
     assert event.output["truncated"] is True
     assert event.output["original_bytes"] > 1024 * 1024
     assert event.metadata["output_truncated_bytes"] > 1024 * 1024
+
+
+def test_an_oversized_payload_keeps_its_small_fields_and_truncates_the_large(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node's update with a huge message list beside small fields: the small
+    fields are kept as they were, each huge value is a marker with its head, also
+    a level down, and for a payload frozen at record time (a dict is snapshotted)
+    as for one an integration emitted."""
+    monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
+    dbg = AgentDebug()
+    update = {
+        "step": 7,
+        "messages": ["m" * 1000] * 1000,
+        "meta": {"node": "agent", "blob": "b" * 500_000},
+    }
+    with dbg.trace(goal="big") as t:
+        t.record(EventType.AGENT_END, agent_name="agent", output=update)
+        emit = t.emitter()
+        emit(
+            {
+                "id": None,
+                "type": EventType.AGENT_END,
+                "step_index": 2,
+                "timestamp": None,
+                "agent_name": "agent",
+                "output": update,
+            },
+            "agent",
+        )
+    recorded, emitted = open_store(home).load_trajectory(t.id).events
+    for event in (recorded, emitted):
+        out = event.output
+        assert out["step"] == 7 and out["meta"]["node"] == "agent"
+        assert out["messages"]["truncated"] is True
+        assert out["messages"]["head"].startswith('["mmm')
+        assert out["meta"]["blob"]["truncated"] is True
+        assert out["meta"]["blob"]["head"].startswith("bbb")
+        assert event.metadata["output_truncated_bytes"] > 1_500_000
+        assert len(event.model_dump_json()) < 64 * 1024
 
 
 KILLED_AGENT = textwrap.dedent(

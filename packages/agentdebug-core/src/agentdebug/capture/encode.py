@@ -186,8 +186,9 @@ def snapshot(value: Any) -> Any:
 
 def jsonable(value: Any, limit: int | None = None) -> Any:
     """``value`` as plain JSON data (its ``repr`` if it has no JSON form); over
-    ``limit`` bytes of JSON, a truncation marker with its head (for what a run's
-    header keeps, which, unlike an event, has no careful path of its own)."""
+    ``limit`` bytes of JSON, fitted into them, its large parts truncation markers
+    with their heads (see :func:`_fitted`; for what a run's header keeps, which,
+    unlike an event, has no careful path of its own)."""
     if value is None or isinstance(value, (int, float, bool)):
         return value
     try:
@@ -195,7 +196,7 @@ def jsonable(value: Any, limit: int | None = None) -> Any:
     except Exception:
         return _safe_repr(value)
     if limit is not None and len(data) > limit:
-        return _truncated(clean_text(value), len(data), min(_HEAD_BYTES, limit // 8))
+        return _fitted(clean_text(value), len(data), limit, min(_HEAD_BYTES, limit // 8))
     return orjson.loads(data)
 
 
@@ -311,11 +312,43 @@ def event_id(item: tuple[Any, ...]) -> str:
 
 
 def _truncated(value: Any, size: int, head: int) -> dict[str, Any]:
-    if isinstance(value, orjson.Fragment):
-        text = "(pre-serialised payload)"
-    else:
-        text = value if isinstance(value, str) else dumps(value).decode("utf-8", errors="replace")
+    """A truncation marker: the value's size and the head of its text (of its JSON
+    for anything but a string, a payload frozen at record time included)."""
+    text = value if isinstance(value, str) else dumps(value).decode("utf-8", errors="replace")
     return {"truncated": True, "original_bytes": size, "head": text[:head]}
+
+
+_FIT_DEPTH = 4  # mapping levels the fitting goes down before truncating a value whole
+_FIT_KEYS = 1000  # a mapping with more keys is truncated whole
+_FIT_LEAST = 512  # the fewest bytes a value fitted in its own share is given
+
+
+def _fitted(value: Any, size: int, budget: int, head: int, depth: int = 0) -> Any:
+    """``value`` (``size`` bytes of JSON) made to fit in ``budget`` bytes. A mapping
+    keeps its keys: its largest values, as many as must go for the rest to fit,
+    share what is left of the budget, each fitted in its share (a few levels
+    down), so the small fields beside a huge one (a state's counters beside its
+    message list) are kept as they were. Anything else, or a mapping that still
+    does not fit, becomes a truncation marker with ``head`` characters."""
+    mapping = value
+    if value.__class__ is Snapshot:  # frozen at record time: its structure back
+        mapping = orjson.loads(dumps(value))
+    if isinstance(mapping, dict) and depth < _FIT_DEPTH and 0 < len(mapping) <= _FIT_KEYS:
+        sizes = {k: len(dumps(v)) for k, v in mapping.items()}
+        rest, large = size, []
+        for k in sorted(sizes, key=sizes.__getitem__, reverse=True):
+            if rest <= budget:
+                break
+            large.append(k)
+            rest -= sizes[k]
+        share = (budget - rest) // max(len(large), 1)
+        if large and share >= _FIT_LEAST:
+            out = dict(mapping)
+            for k in large:
+                out[k] = _fitted(mapping[k], sizes[k], share, min(head, share // 2), depth + 1)
+            if len(dumps(out)) <= budget:
+                return out
+    return _truncated(value, size, head)
 
 
 def event_json(item: tuple[Any, ...], limit: int, event_id_: str | None = None) -> bytes:
@@ -407,7 +440,8 @@ def _shrink(doc: dict[str, Any], data: bytes, limit: int) -> bytes:
         if key in doc:
             size = len(dumps(doc[key]))
             if size > limit // 4:
-                doc[key] = _truncated(doc[key], size, min(_HEAD_BYTES, limit // 8))
+                head = min(_HEAD_BYTES, limit // 8)
+                doc[key] = _fitted(doc[key], size, limit // 4, head)
                 notes[f"{key}_truncated_bytes"] = size
     doc["metadata"] = notes
     shrunk = dumps(doc)

@@ -19,6 +19,7 @@ from agentdebug import AgentDebug, EventType, OutcomeStatus, current_session, re
 from agentdebug.errors import StoreError
 from agentdebug.schema import AgentTrajectory
 from agentdebug.store import open_store
+from agentdebug.testing import finishes_within
 
 
 def test_the_readme_snippet_works_as_written(home: Path) -> None:
@@ -172,10 +173,15 @@ def test_a_payload_that_refers_back_to_itself_twice_is_kept_at_once(home: Path) 
     parent["kids"] = [{"name": "a", "up": parent}, {"name": "b", "up": parent}, (1, 2)]
     parent[(3, 4)] = 2**70  # and keys and numbers to coerce, so every walk runs
     dbg = AgentDebug()
-    with dbg.trace(goal="g") as t:
-        t.record(EventType.TOOL_CALL, input=parent, output="\ud800")
-    dbg.close()
-    (event,) = open_store(home).load_trajectory(t.id).events
+
+    def record() -> str:
+        with dbg.trace(goal="g") as t:
+            t.record(EventType.TOOL_CALL, input=parent, output="\ud800")
+        dbg.close()
+        return t.id
+
+    run_id = finishes_within(60, record)  # a walk without memory doubles per level
+    (event,) = open_store(home).load_trajectory(run_id).events
     assert "'name': 'root'" in event.input and event.output == "\\ud800"
 
 

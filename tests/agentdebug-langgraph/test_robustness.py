@@ -11,6 +11,7 @@ from typing import Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.testing import finishes_within
 from agentdebug_langgraph import AgentDebugCallback, _ending, _live
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -47,7 +48,7 @@ def test_a_state_that_refers_back_to_itself_twice_is_recorded_at_once(dbg: Agent
     for i in range(2):  # two ways back to the root: a walk without memory doubles per level
         parent["children"].append({"name": f"c{i}", "parent": parent})
     cb = AgentDebugCallback(dbg)
-    one_node(parent).invoke({"v": parent}, {"callbacks": [cb]})
+    finishes_within(60, lambda: one_node(parent).invoke({"v": parent}, {"callbacks": [cb]}))
     run = cb.trajectory()
     assert run.outcome.status is OutcomeStatus.SUCCESS
     (given,) = [e for e in run.events if e.type is EventType.USER_INPUT]

@@ -12,10 +12,11 @@ a plugin registry and model clients built afresh. ``isolated`` does all of it:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from agentdebug.llm import reset_clients
 from agentdebug.plugins import reset_registry
@@ -30,6 +31,9 @@ MODEL_ENV = (
     "OPENAI_BASE_URL",
     "OPENAI_API_KEY",
 )
+
+
+T = TypeVar("T")
 
 
 class EnvPatcher(Protocol):
@@ -57,3 +61,27 @@ def isolated(tmp_path: Path, monkeypatch: EnvPatcher) -> Iterator[Path]:
     finally:
         reset_registry()
         reset_clients()
+
+
+def finishes_within(seconds: float, work: Callable[[], T]) -> T:
+    """``work()``'s result, or an AssertionError if it has not returned after
+    ``seconds``: a test for code that once hung (an exponential walk, a lost
+    wake-up) fails instead of holding the suite forever. ``work`` runs on a daemon
+    thread; its exception is raised here."""
+    done: list[T] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(work())
+        except BaseException as exc:  # handed to the test's thread
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="finishes-within", daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise AssertionError(f"still running after {seconds:g} s: it hangs")
+    if failed:
+        raise failed[0]
+    return done[0]

@@ -20,6 +20,6 @@ def test_finishes_within_returns_the_result_and_raises_the_error() -> None:
 
 def test_finishes_within_fails_a_call_that_hangs_instead_of_waiting_for_it() -> None:
     release = threading.Event()
-    with pytest.raises(AssertionError, match="still running after 0.05 s"):
+    with pytest.raises(AssertionError, match=r"still running after 0\.05 s"):
         finishes_within(0.05, release.wait)
     release.set()  # (the daemon thread ends)

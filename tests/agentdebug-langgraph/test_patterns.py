@@ -165,3 +165,33 @@ def test_a_pydantic_state_gives_the_users_request_as_goal_and_a_compact_input(
     (given,) = of_type(run, EventType.USER_INPUT)
     assert given.input == {"messages": [{"role": "user", "content": "hi there"}], "turns": 0}
     assert run.outcome.final_answer == "hello"
+
+
+def test_invoking_a_finished_thread_without_input_is_not_judged_or_diagnosed_again(
+    dbg: AgentDebug,
+) -> None:
+    """``invoke(None)`` on a thread with nothing pending runs no node and returns
+    the previous run's state: recorded as a run where nothing ran, not as a second
+    failure of the first run with a second diagnosis."""
+    checked: list[Any] = []
+
+    def no_refund(state: dict[str, Any]) -> str:
+        checked.append(state)
+        return "the answer does not give the refund amount"
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [AIMessage("It ships on Monday.")]})
+    g.add_edge(START, "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=no_refund)
+    config: Any = {"configurable": {"thread_id": "done"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("How much is my refund?")]}, config)
+    assert len(cb.reports) == 1 and len(checked) == 1
+
+    state = graph.invoke(None, config)
+    assert state["messages"][-1].content == "It ships on Monday."  # LangGraph's answer
+    assert len(cb.reports) == 1 and len(checked) == 1  # not judged, not diagnosed again
+    first, again = (cb.trajectory(rid) for rid in cb.run_ids)
+    assert first.outcome.status.value == "failure"
+    assert again.outcome.status.value == "unknown" and again.events == []
+    assert (again.outcome.reason or "").startswith("nothing ran: the graph was invoked")

@@ -23,6 +23,11 @@ from agentdebug_langgraph._state import PAUSED, GraphRun
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
+NOTHING_RAN = (
+    "nothing ran: the graph was invoked without input and the thread had no pending "
+    "tasks, so its state is the previous run's (not judged again)"
+)
+
 
 class RunEnding(ModelAndToolEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
@@ -43,6 +48,13 @@ class RunEnding(ModelAndToolEvents):
         session = run.session
         if error is None and (run.interrupted or _has_interrupt(outputs)):
             self._pause(run, outputs)
+            return
+        if error is None and run.owns_session and run.last_step == 0 and run.input_event is None:
+            # invoke(None) on a thread with nothing pending: LangGraph returns the
+            # state as the previous run left it; judging it again would fail (and
+            # diagnose) that run twice.
+            session.set_outcome(OutcomeStatus.UNKNOWN, reason=NOTHING_RAN)
+            self._finish(run, False, None)
             return
         failed_exc: Exception | None = None
         if error is not None:

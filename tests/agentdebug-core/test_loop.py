@@ -391,6 +391,28 @@ def test_cli_act_keeps_the_branch_in_the_store_it_was_given(home: Path, tmp_path
     assert not (home / "agentdebug.db").exists()  # nothing went to $AGENTDEBUG_HOME
 
 
+def test_cli_act_on_a_run_that_already_passes_stores_no_diagnosis(home: Path) -> None:
+    """Nothing to repair: the loop says so, and the run gets no report blaming a step."""
+    dbg = AgentDebug(home)
+    with dbg.trace("Name the capital of Australia.", framework="toy") as t:
+        t.record("final_answer", agent_name="researcher", output="Canberra")
+        t.set_outcome(OutcomeStatus.SUCCESS, final_answer="Canberra", reason="checked")
+    dbg.close()
+    done = run_cli(
+        "act",
+        t.id,
+        "--rerun",
+        "--executor",
+        "toy_agent:make_executor",
+        "--policy",
+        "auto",
+        env={"PYTHONPATH": str(HERE)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Loop already_ok: checked" in done.stdout
+    assert AgentDebug(home).store.load_reports(t.id) == []  # type: ignore[union-attr]
+
+
 def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
     run_id = _stored_failure(home)
     env = {"PYTHONPATH": str(HERE)}

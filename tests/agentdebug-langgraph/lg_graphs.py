@@ -163,6 +163,14 @@ def agent_from_env() -> Any:
     return tool_agent(FACTORY_MODEL[-1], sqlite_saver(os.environ["LG_TEST_DB"]))
 
 
+def broken_factory() -> Any:
+    raise RuntimeError("unable to open database file")
+
+
+def not_a_graph() -> Any:
+    return 42
+
+
 # -- subgraph, Send fan-out, interrupt, failure --------------------------------------------
 
 

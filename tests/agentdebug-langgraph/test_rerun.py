@@ -551,3 +551,85 @@ def test_free_tier_loop_retries_a_failure_no_detector_names_with_the_runs_reason
     branch = store.load_trajectory(result.attempts[0].branch_id or "")
     assert branch.outcome.final_answer == "Your refund is $42."
     assert new_nodes(branch) == ["planner", "writer"]
+
+
+def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable_name(
+    dbg: AgentDebug,
+) -> None:
+    """A check that is a lambda (or defined in the script, or nested) cannot be
+    imported by name: in the same process the rerun still uses it, and where it
+    is gone the branch is ``unknown``, saying why, instead of passing for want
+    of a check (which the loop would report as verified by rerun)."""
+    from agentdebug_langgraph import _live
+
+    judged: list[Any] = []
+    saver = InMemorySaver()
+    graph = tool_agent(scripted(wrong_then_right()), saver)
+    cb = AgentDebugCallback(dbg, success_check=lambda s: judged.append(s) or order_found(s))
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t-lambda"}, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert "success_check" not in original.metadata["langgraph"]
+    assert original.metadata["langgraph"]["success_check_unimportable"].endswith("<lambda>")
+    result = closed_loop(
+        original,
+        debugger=dbg,
+        executor=LangGraphRerunExecutor(graph, debugger=dbg),
+        report=cb.reports[0],
+        policy="auto",
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    assert len(judged) == 2  # the run, then its branch
+
+    _live._LIVE_CHECKS.clear()  # as in another process: the lambda is gone
+    right = scripted(wrong_then_right()[2:])
+    result = closed_loop(
+        original,
+        debugger=dbg,
+        executor=LangGraphRerunExecutor(tool_agent(right, saver), debugger=dbg),
+        report=cb.reports[0],
+        policy="auto",
+    )
+    assert result.status != "succeeded" and result.verified_by_rerun is not True
+    assert len(judged) == 2  # not called again, and not replaced by "no check: success"
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    reason = branch.outcome.reason or ""
+    assert "has no importable name" in reason and "success_check=" in reason
+    assert "has no importable name" in result.detail
+
+
+def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
+    dbg: AgentDebug,
+) -> None:
+    cb = failed_run(dbg, tool_agent(scripted(wrong_then_right()), InMemorySaver()), "t-fact")
+    original = cb.trajectory()
+    executor = LangGraphRerunExecutor(debugger=dbg)
+    for factory, said in [
+        (
+            "lg_graphs:broken_factory",
+            "its graph factory 'lg_graphs:broken_factory' raised "
+            "RuntimeError: unable to open database file",
+        ),
+        ("lg_graphs:not_a_graph", "is an int, not a compiled LangGraph graph"),
+    ]:
+        lg = {**original.metadata["langgraph"], "graph_factory": factory}
+        elsewhere = original.model_copy(update={"id": "elsewhere", "metadata": {"langgraph": lg}})
+        with pytest.raises(AgentDebugError) as raised:
+            executor.rerun(request_from(elsewhere, cb))
+        assert said in str(raised.value)
+        assert "functional-API" not in str(raised.value)
+
+
+def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> None:
+    assert AgentDebugCallback(graph_factory=lg_graphs.agent_from_env).graph_factory == (
+        "lg_graphs:agent_from_env"
+    )
+    assert AgentDebugCallback(graph_factory="a.b:c").graph_factory == "a.b:c"
+    with pytest.raises(ValueError, match="expected 'module:function'"):
+        AgentDebugCallback(graph_factory="lg_graphs.agent_from_env")
+    with pytest.raises(ValueError, match="must be a top-level function"):
+        AgentDebugCallback(graph_factory=lambda: None)
+    with pytest.raises(TypeError, match="not int"):
+        AgentDebugCallback(graph_factory=42)  # type: ignore[arg-type]

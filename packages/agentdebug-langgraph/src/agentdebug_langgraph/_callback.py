@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 from uuid import UUID
 
@@ -36,6 +36,7 @@ from agentdebug_langgraph._ending import RunEnding, SuccessCheck
 from agentdebug_langgraph._live import (
     BRANCH_RECORDER,
     default_debugger,
+    note_check,
     note_graph,
 )
 from agentdebug_langgraph._state import (
@@ -93,7 +94,7 @@ class AgentDebugCallback(RunEnding):
         success_check: SuccessCheck | None = None,
         diagnose: bool = True,
         on_report: ReportCallback | None = None,
-        graph_factory: str | None = None,
+        graph_factory: str | Callable[[], Any] | None = None,
         metadata: dict[str, Any] | None = None,
         session: TraceSession | None = None,
         first_step: int = 1,
@@ -106,6 +107,7 @@ class AgentDebugCallback(RunEnding):
                 f"state, not {type(success_check).__name__}"
             )
         self.debugger = debugger
+        graph_factory = _factory_spec(graph_factory)
         self.goal = goal
         self.reference_answer = reference_answer
         self.success_check = success_check
@@ -311,6 +313,8 @@ class AgentDebugCallback(RunEnding):
         spec = _spec_of(self.success_check)
         if spec:
             lg["success_check"] = spec
+        elif self.success_check is not None:  # judged by a check a rerun cannot import
+            lg["success_check_unimportable"] = _name_of(self.success_check)
         session = self._debugger().trace(
             goal,
             framework=FRAMEWORK,
@@ -318,6 +322,8 @@ class AgentDebugCallback(RunEnding):
             reference_answer=self.reference_answer,
             metadata={**self.metadata, "langgraph": lg},
         )
+        if self.success_check is not None:
+            note_check(session.id, self.success_check)
         return session, True
 
     def _start_branch(
@@ -559,6 +565,43 @@ def _node_names(graph: Any) -> list[str]:
         return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
     except Exception:
         return []
+
+
+def _factory_spec(factory: Any) -> str | None:
+    """``graph_factory`` as the ``module:function`` a rerun imports: given so, or a
+    top-level function of an importable module; anything else is refused now,
+    not when a rerun in another process first needs it."""
+    if factory is None:
+        return None
+    if isinstance(factory, str):
+        module, sep, attr = factory.partition(":")
+        if sep and module.strip() and attr.strip():
+            return factory
+        raise ValueError(
+            f"AgentDebugCallback(graph_factory={factory!r}): expected 'module:function' "
+            "(a function returning the compiled graph), e.g. 'myapp.graphs:build_graph'"
+        )
+    if callable(factory):
+        spec = _spec_of(factory)
+        if spec:
+            return spec
+        raise ValueError(
+            f"AgentDebugCallback(graph_factory={_name_of(factory)}): a rerun in another "
+            "process imports the factory by name, so it must be a top-level function of "
+            "an importable module (not a lambda, a nested function or one defined in the "
+            "script run as __main__); or give 'module:function'"
+        )
+    raise TypeError(
+        "AgentDebugCallback(graph_factory=...) takes 'module:function' or a function, "
+        f"not {type(factory).__name__}"
+    )
+
+
+def _name_of(func: Any) -> str:
+    """How a function is named in messages: ``module:qualname`` as far as known."""
+    module = getattr(func, "__module__", None) or "?"
+    qual = getattr(func, "__qualname__", None) or type(func).__name__
+    return f"{module}:{qual}"
 
 
 def _spec_of(func: Any) -> str | None:

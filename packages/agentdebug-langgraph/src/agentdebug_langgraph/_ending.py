@@ -23,6 +23,20 @@ from agentdebug_langgraph._state import PAUSED, GraphRun
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
+
+class UnavailableCheck:
+    """Stands in for a success check a rerun cannot restore (the original run was
+    judged by a function with no importable name, and it is not alive in this
+    process): the branch's outcome is ``unknown``, with this reason, rather than
+    a success for want of a check."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def __call__(self, state: Any) -> None:  # (never called: _judge reads the reason)
+        return None
+
+
 NOTHING_RAN = (
     "nothing ran: the graph was invoked without input and the thread had no pending "
     "tasks, so its state is the previous run's (not judged again)"
@@ -129,6 +143,11 @@ class RunEnding(ModelAndToolEvents):
         """Apply the success check; True when the run counts as a success."""
         verdict: Any = True
         reason = "the graph completed"
+        if isinstance(self.success_check, UnavailableCheck):
+            session.set_outcome(
+                OutcomeStatus.UNKNOWN, final_answer=answer, reason=self.success_check.reason
+            )
+            return True
         if self.success_check is not None:
             try:
                 verdict = self.success_check(outputs)

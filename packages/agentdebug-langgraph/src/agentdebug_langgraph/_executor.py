@@ -29,7 +29,7 @@ import logging
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, cast
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.errors import AgentDebugError
@@ -37,6 +37,7 @@ from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
@@ -48,12 +49,22 @@ from agentdebug_langgraph._checkpoints import (
     writers_of,
 )
 from agentdebug_langgraph._convert import compact
-from agentdebug_langgraph._ending import SuccessCheck
-from agentdebug_langgraph._live import default_debugger, live_graph, recording_branch
+from agentdebug_langgraph._ending import SuccessCheck, UnavailableCheck
+from agentdebug_langgraph._live import (
+    default_debugger,
+    live_check,
+    live_graph,
+    note_check,
+    recording_branch,
+)
 from agentdebug_langgraph._state import FRAMEWORK
 
 log = logging.getLogger("agentdebug.langgraph")
 
+PASS_CHECK = (
+    "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...), "
+    "or define the check at the top level of an importable module"
+)
 HOW_TO_CHECKPOINT = (
     "compile the graph with a checkpointer and give each run a thread id, e.g. "
     "graph = builder.compile(checkpointer=InMemorySaver()) (or SqliteSaver from "
@@ -141,7 +152,10 @@ class LangGraphRerunExecutor:
         }
         lg = original.metadata.get("langgraph")
         meta = {"langgraph": {**(lg if isinstance(lg, dict) else {}), "fork": fork_info}}
+        check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
+            if check is not None and not isinstance(check, UnavailableCheck):
+                note_check(session.id, check)  # a later round reruns this branch
             fork_event = session.record(
                 EventType.USER_INPUT,
                 step_index=point.step,
@@ -162,7 +176,7 @@ class LangGraphRerunExecutor:
                 first_step=point.step,
                 parent_event=fork_event,
                 diagnose=False,
-                success_check=self._success_check(original),
+                success_check=check,
             )
             try:
                 with recording_branch(callback):
@@ -187,7 +201,14 @@ class LangGraphRerunExecutor:
         lg = trajectory.metadata.get("langgraph")
         spec = lg.get("graph_factory") if isinstance(lg, dict) else None
         if isinstance(spec, str) and spec:
-            return _load(spec, "graph factory")()
+            factory = _load(spec, "graph factory")
+            try:
+                return factory()
+            except Exception as exc:  # the user's code: its error, named, not a traceback
+                raise AgentDebugError(
+                    f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
+                    f"{type(exc).__name__}: {exc}"
+                ) from exc
         raise AgentDebugError(
             f"cannot rerun run '{trajectory.id}': its graph is not in this process and "
             "the run did not record how to rebuild it. Capture with "
@@ -197,16 +218,32 @@ class LangGraphRerunExecutor:
         )
 
     def _success_check(self, trajectory: AgentTrajectory) -> SuccessCheck | None:
+        """What judges the branch: the executor's own check, else the one that
+        judged the run (alive in this process, or imported by its recorded name).
+        A run judged by a check that can be neither gets an ``unknown`` branch
+        saying so: judged without it, the branch would pass for want of a check."""
         if self.success_check is not None:
             return self.success_check
+        for run_id in (trajectory.id, trajectory.parent_id):
+            check = live_check(run_id) if run_id else None
+            if check is not None:
+                return cast(SuccessCheck, check)
         lg = trajectory.metadata.get("langgraph")
-        spec = lg.get("success_check") if isinstance(lg, dict) else None
+        lg = lg if isinstance(lg, dict) else {}
+        spec = lg.get("success_check")
         if isinstance(spec, str) and spec:
             try:
-                check: SuccessCheck = _load(spec, "success check")
-                return check
+                check = _load(spec, "success check")
             except AgentDebugError as exc:
-                log.warning("agentdebug: %s; the branch is judged without it", exc)
+                return UnavailableCheck(f"{exc}; {PASS_CHECK}")
+            return cast(SuccessCheck, check)
+        name = lg.get("success_check_unimportable")
+        if isinstance(name, str) and name:
+            return UnavailableCheck(
+                f"run '{trajectory.id}' was judged by success check '{name}', which has no "
+                "importable name (a function defined in the script run as __main__, a "
+                f"lambda or a nested function) and is not alive in this process; {PASS_CHECK}"
+            )
         return None
 
     def _update(self, request: RerunRequest, snap: Any) -> dict[str, Any]:
@@ -404,6 +441,12 @@ def _require_state_graph(graph: Any, run_id: str) -> None:
     it, so there is no checkpoint before a task to fork from."""
     if isinstance(graph, CompiledStateGraph):
         return
+    if not isinstance(graph, Pregel):
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}': the graph given (or its graph factory's result) "
+            f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
+            "(StateGraph(...).compile(checkpointer=...))"
+        )
     name = getattr(graph, "name", None) or type(graph).__name__
     raise AgentDebugError(
         f"cannot rerun run '{run_id}' from a checkpoint: '{name}' is a "
@@ -437,3 +480,7 @@ def _load(spec: str, what: str) -> Any:
         if target is None:
             raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
     return target
+
+
+def _a(noun: str) -> str:
+    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"

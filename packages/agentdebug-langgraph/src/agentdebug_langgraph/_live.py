@@ -16,6 +16,10 @@ from agentdebug import AgentDebug
 # run id -> the compiled graph that made it, for the last LIVE_KEPT runs (a service
 # that keeps one graph would otherwise list every run it ever made)
 _LIVE_GRAPHS: OrderedDict[str, weakref.ref[Any]] = OrderedDict()
+# run id -> the success check that judged it, for as many runs: a check defined in a
+# script, a lambda or a closure has no importable name, and a rerun in this process
+# must still be judged by it
+_LIVE_CHECKS: OrderedDict[str, Any] = OrderedDict()
 LIVE_KEPT = 1024
 _default: AgentDebug | None = None
 # the callback recording a rerun branch, while the branch runs (see recording_branch)
@@ -57,3 +61,15 @@ def note_graph(run_id: str, graph: Any) -> None:
         return
     while len(_LIVE_GRAPHS) > LIVE_KEPT:
         _LIVE_GRAPHS.popitem(last=False)
+
+
+def live_check(run_id: str) -> Any:
+    """The success check that judged run ``run_id`` (one of the last ``LIVE_KEPT``
+    in this process), or None."""
+    return _LIVE_CHECKS.get(run_id)
+
+
+def note_check(run_id: str, check: Any) -> None:
+    _LIVE_CHECKS[run_id] = check
+    while len(_LIVE_CHECKS) > LIVE_KEPT:
+        _LIVE_CHECKS.popitem(last=False)

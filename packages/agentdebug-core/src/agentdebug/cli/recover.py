@@ -96,11 +96,11 @@ def act(
     with use_settings(settings):
         chosen = attributor or configured_attributor()
         report = None if fresh else _latest_report(obj, run)
-        if report is None:
-            report = dbg.diagnose(run, attributor=chosen)
         reg = get_registry()
         recoverer = reg.recoverer(strategy)
         if not rerun:
+            if report is None:
+                report = dbg.diagnose(run, attributor=chosen)
             plan = recoverer.recover(run, report)
             save_attempt(
                 store, report, Attempt(round=1, run_id=run.id, report_id=report.id, plan=plan)
@@ -122,12 +122,9 @@ def act(
                 f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun"
             )
             return
-        if executor:
-            if os.getcwd() not in sys.path:
-                sys.path.insert(0, os.getcwd())  # so examples.x:factory resolves from here
-            ex = load_executor(executor)
-        else:
-            ex = find_executor(run.framework, reg)
+        if os.getcwd() not in sys.path:  # as with python -m: a module:function named
+            sys.path.insert(0, os.getcwd())  # here (--executor, a recorded factory) resolves
+        ex = load_executor(executor) if executor else find_executor(run.framework, reg)
         say = (lambda msg: click.echo(msg, err=True)) if out_fmt == "json" else click.echo
         result = closed_loop(
             run,
@@ -137,7 +134,7 @@ def act(
             policy=policy,  # type: ignore[arg-type]
             scorer=scorer,
             max_rounds=max_rounds,
-            report=report,
+            report=report,  # (None: the loop diagnoses the run, unless it already passes)
             attributor=chosen,
             progress=say,
         )

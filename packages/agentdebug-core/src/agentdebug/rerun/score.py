@@ -111,9 +111,10 @@ class DefaultScorer:
             return verdict.model_copy(update={"scorer": "outcome"})
         if branch.reference_answer or original.reference_answer:
             return ReferenceScorer().score(branch, original)
+        why = f" ({branch.outcome.reason})" if branch.outcome.reason else ""
         raise AgentDebugError(
-            f"run '{branch.id}' has no recorded outcome and no reference answer to judge it by "
-            "(give a success check, a reference answer, a callable scorer, or --scorer llm)"
+            f"run '{branch.id}' has no recorded verdict{why} and no reference answer to judge "
+            "it by (give a success check, a reference answer, a callable scorer, or --scorer llm)"
         )
 
 

@@ -140,7 +140,7 @@ def demo(home: Path, *, keep: bool) -> int:
         f"{', '.join(fork['nodes'])} at step {fork['resume_step']}), "
         f"written as node {fork['as_node']!r}"
     )
-    history = list(graph.get_state_history({"configurable": {"thread_id": thread}}))
+    history = list(graph.get_state_history({"configurable": {"thread_id": fork["thread_id"]}}))
     forked = next(
         s for s in history if s.config["configurable"]["checkpoint_id"] == fork["checkpoint_id"]
     )
@@ -148,6 +148,11 @@ def demo(home: Path, *, keep: bool) -> int:
     print(
         "get_state_history agrees: the fork's parent is "
         f"{forked.parent_config['configurable']['checkpoint_id']}"
+    )
+    mine = graph.get_state({"configurable": {"thread_id": thread}})
+    print(
+        f"your thread {thread!r} is as the run left it: its last message is still "
+        f"{mine.values['messages'][-1].content!r} (the branch ran in its own thread)"
     )
 
     heading("4. The corrected branch")

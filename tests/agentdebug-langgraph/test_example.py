@@ -28,6 +28,7 @@ def test_refund_example_captures_diagnoses_forks_and_verifies(tmp_path: Path) ->
     assert "lookup_order_by_email({'email': 'A123'})" in out  # the wrong early choice, captured
     assert "Root cause: agent at step 1" in out
     assert "LangGraph fork: checkpoint" in out and "get_state_history agrees" in out
+    assert "is as the run left it" in out
     assert "outcome: success (the success check passed)" in out
     assert "the diagnosis is verified by rerun." in out
     assert (tmp_path / "agentdebug.db").exists()

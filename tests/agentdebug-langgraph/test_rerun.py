@@ -25,6 +25,7 @@ from langgraph.types import Command, Send
 from lg_graphs import (
     Heeding,
     ToolBindingFake,
+    call,
     functional_workflow,
     linear_graph,
     lookup_order,
@@ -102,7 +103,12 @@ def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDe
     graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
     cb = failed_run(dbg, graph, "t-mem")
     original = cb.trajectory()
+    mine = {"configurable": {"thread_id": "t-mem"}}
+    before = [s.config for s in graph.get_state_history(mine)]
     branch = verified_branch(dbg, graph, cb)
+    # the user's thread is left as the run left it: the branch ran in a thread of its own
+    assert [s.config for s in graph.get_state_history(mine)] == before
+    assert "Fix:" not in str(graph.get_state(mine).values["messages"])
     assert branch.outcome.final_answer == "Order A123 costs $42.00."
     assert_branch_of(branch, original, 1)
 
@@ -112,8 +118,10 @@ def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDe
     blamed = next(e for e in original.events if e.type is EventType.AGENT_START)
     assert fork["from_checkpoint_id"] == blamed.checkpoint.checkpoint_id
     assert fork["as_node"] == "__start__" and fork["nodes"] == ["agent"]
+    assert fork["original_thread_id"] == "t-mem"
+    assert fork["thread_id"].startswith("t-mem~agentdebug-")
     snap = graph.get_state(
-        {"configurable": {"thread_id": "t-mem", "checkpoint_id": fork["checkpoint_id"]}}
+        {"configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}}
     )
     assert snap.parent_config["configurable"]["checkpoint_id"] == fork["from_checkpoint_id"]
     assert snap.next == ("agent",)
@@ -144,7 +152,8 @@ def test_rerun_with_sqlite_checkpointer_across_a_reopened_connection(
     branch = executor.rerun(request_from(original, cb))
     assert branch.outcome.status is OutcomeStatus.SUCCESS
     assert_branch_of(branch, original, 1)
-    history = list(reopened.get_state_history({"configurable": {"thread_id": "t-sql"}}))
+    fork_thread = branch.metadata["langgraph"]["fork"]["thread_id"]
+    history = list(reopened.get_state_history({"configurable": {"thread_id": fork_thread}}))
     assert any(
         s.config["configurable"]["checkpoint_id"]
         == branch.metadata["langgraph"]["fork"]["checkpoint_id"]
@@ -633,3 +642,46 @@ def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> N
         AgentDebugCallback(graph_factory=lambda: None)
     with pytest.raises(TypeError, match="not int"):
         AgentDebugCallback(graph_factory=42)  # type: ignore[arg-type]
+
+
+def test_each_round_of_the_loop_records_every_correction_its_state_holds(
+    dbg: AgentDebug,
+) -> None:
+    """Round 2 reruns round 1's branch from the same step: the state it forks holds
+    round 1's correction as well as its own, and its recorded run says so."""
+    stubborn = [call("lookup_order_by_email", {"email": "A123"}, "c"), AIMessage("Done.")]
+    graph = tool_agent(scripted(stubborn * 4), InMemorySaver())
+    cb = failed_run(dbg, graph, "t-rounds")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    result = closed_loop(
+        cb.trajectory(),
+        debugger=dbg,
+        executor=executor,
+        report=cb.reports[0],
+        policy="auto",
+        max_rounds=3,
+    )
+    assert result.status == "failed" and len(result.attempts) == 3
+    store = dbg.store
+    assert store is not None
+    last = store.load_trajectory(result.attempts[-1].branch_id or "")
+    forks = [e for e in last.events if e.metadata.get("langgraph_event") == "fork"]
+    assert len(forks) == 3 and all(e.step_index == 1 for e in forks)
+    assert [("inherited_from" in e.metadata) for e in forks] == [True, True, False]
+    fork = last.metadata["langgraph"]["fork"]
+    state = graph.get_state(
+        {"configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}}
+    )
+    said = [m.content for m in state.values["messages"] if "previous attempt" in str(m.content)]
+    assert len(said) == 3  # what the model saw, as the recorded run says
+
+
+def test_isolate_false_forks_on_the_runs_own_thread_as_time_travel(dbg: AgentDebug) -> None:
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = failed_run(dbg, graph, "t-travel")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found, isolate=False)
+    branch = executor.rerun(request_from(cb.trajectory(), cb))
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert branch.metadata["langgraph"]["fork"]["thread_id"] == "t-travel"
+    latest = graph.get_state({"configurable": {"thread_id": "t-travel"}})
+    assert latest.values["messages"][-1].content == "Order A123 costs $42.00."  # the branch's

@@ -4,12 +4,16 @@
 
 1. finds the checkpoint before the blamed node's super-step in the graph's own
    checkpointer (``get_state`` / ``get_state_history``);
-2. forks it with ``update_state``: the directive goes in as a human message on the
+2. copies that checkpoint and the one before it (with their pending writes) into a
+   thread of the branch's own, so that the run's thread, the user's conversation,
+   is left as it was (``isolate=False`` forks on it instead, LangGraph's own time
+   travel, and the branch then becomes the thread's latest state);
+3. forks it with ``update_state``: the directive goes in as a human message on the
    state's ``messages`` key (or the recoverer's ``state_patch`` is applied). The
    update is made ``as_node`` the node that wrote that checkpoint, so the edges
    LangGraph re-evaluates lead to the blamed node again; the fork is checked to
    have the blamed node pending before anything runs;
-3. runs from the fork with ``graph.invoke(None, fork_config)``, recording the
+4. runs from the fork with ``graph.invoke(None, fork_config)``, recording the
    branch with :class:`AgentDebugCallback` into a trajectory that starts with the
    original's events before the resume step and points at the original
    (``parent_id``, ``metadata['branch']``).
@@ -26,6 +30,7 @@ import asyncio
 import contextvars
 import importlib
 import logging
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -104,6 +109,7 @@ class LangGraphRerunExecutor:
         directive_key: str = "messages",
         directive_update: DirectiveUpdate | None = None,
         asynchronous: bool = False,
+        isolate: bool = True,
     ) -> None:
         self.graph = graph
         self.debugger = debugger
@@ -112,6 +118,7 @@ class LangGraphRerunExecutor:
         self.directive_key = directive_key
         self.directive_update = directive_update
         self.asynchronous = asynchronous
+        self.isolate = isolate
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -128,6 +135,10 @@ class LangGraphRerunExecutor:
                 f"{HOW_TO_CHECKPOINT}"
             )
         snap = find_snapshot(graph, point, original.id)
+        thread = point.thread_id
+        if self.isolate:
+            thread = branch_thread(point.thread_id)
+            snap = copy_to_thread(graph, snap, thread)
         values = self._update(request, snap)
         routed = routed_by_command(original, point)
         fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
@@ -144,7 +155,8 @@ class LangGraphRerunExecutor:
         fork_info = {
             "from_checkpoint_id": snap.config["configurable"]["checkpoint_id"],
             "checkpoint_id": fork_id,
-            "thread_id": point.thread_id,
+            "thread_id": thread,
+            "original_thread_id": point.thread_id,
             "as_node": as_node,
             "nodes": list(point.nodes),
             "requested_resume_step": point.requested_step,
@@ -156,6 +168,8 @@ class LangGraphRerunExecutor:
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):
                 note_check(session.id, check)  # a later round reruns this branch
+            for earlier in _forks_at(original, point.step):  # in the forked state too
+                session.record_event(earlier, metadata={"inherited_from": original.id})
             fork_event = session.record(
                 EventType.USER_INPUT,
                 step_index=point.step,
@@ -165,7 +179,7 @@ class LangGraphRerunExecutor:
                 checkpoint=CheckpointRef(
                     framework=FRAMEWORK,
                     checkpoint_id=fork_id,
-                    thread_id=point.thread_id,
+                    thread_id=thread,
                     namespace="",
                     extra={"forked_from": fork_info["from_checkpoint_id"]},
                 ),
@@ -280,6 +294,50 @@ class LangGraphRerunExecutor:
         configurable = {**extra.pop("configurable", {}), **fork_config["configurable"]}
         callbacks = list(extra.pop("callbacks", None) or [])
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
+
+
+def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
+    """The forks a branch run recorded at ``step``: rerun from that step again (the
+    loop's next round), its state holds their corrections as well as the new one,
+    so the new branch records them too (the steps before are inherited anyway)."""
+    return [
+        e
+        for e in run.events
+        if e.step_index == step
+        and e.type is EventType.USER_INPUT
+        and e.metadata.get("langgraph_event") == "fork"
+    ]
+
+
+def branch_thread(thread_id: str) -> str:
+    """A new thread id for a branch of a run on ``thread_id``, named after it."""
+    return f"{thread_id}~agentdebug-{uuid.uuid4().hex[:12]}"
+
+
+def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:
+    """``snap``'s checkpoint, and the one before it (which the fork reads to know
+    who wrote ``snap``), copied into thread ``thread_id`` as they are stored, their
+    pending writes included; the snapshot there. The checkpointer's own ``put``
+    and ``put_writes``, so any saver with the synchronous methods takes them."""
+    saver = graph.checkpointer
+    saved = saver.get_tuple(snap.config)
+    if saved is None:  # (find_snapshot just read it)
+        raise AgentDebugError(f"checkpoint {snap.config['configurable']} is gone")
+    chain = [saved]
+    if saved.parent_config is not None:
+        parent = saver.get_tuple(saved.parent_config)
+        if parent is not None:
+            chain.insert(0, parent)
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    for tup in chain:
+        versions = dict(tup.checkpoint.get("channel_versions") or {})
+        config = saver.put(config, tup.checkpoint, tup.metadata, versions)
+        by_task: dict[str, list[tuple[str, Any]]] = {}
+        for task_id, channel, value in tup.pending_writes or ():
+            by_task.setdefault(task_id, []).append((channel, value))
+        for task_id, writes in by_task.items():
+            saver.put_writes(config, writes, task_id)
+    return graph.get_state(config)
 
 
 def directive_text(request: RerunRequest) -> str:

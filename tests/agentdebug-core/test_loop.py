@@ -24,6 +24,7 @@ from agentdebug.rerun import (
     load_executor,
 )
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan
+from agentdebug.store import RunQuery
 from conftest import run_cli
 from toy_agent import ToyExecutor, failing_run
 
@@ -84,6 +85,30 @@ def test_a_branch_that_fails_again_goes_round_until_the_limit(dbg: AgentDebug) -
     assert report.verification is not None and report.verification.status == "not_confirmed"
     assert store.load_reports(first.branch_id or "")  # the branch got its own diagnosis
     assert len(store.list_runs()) == 3  # the failure and both repairs are kept
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
+def test_every_round_of_a_loop_is_a_rerun_of_the_original(tmp_path: Path, kind: str) -> None:
+    """Round 3 reruns round 2's branch, which reruns round 1's: each knows the
+    whole line back to the original, the store lists them all as its reruns, and
+    a diff of the original and the last round says how they are linked."""
+    dbg = AgentDebug(tmp_path / ("runs.jsonl" if kind == "jsonl" else "store"))
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg, "stubborn"), max_rounds=3)
+    ids = [a.branch_id for a in result.attempts]
+    store = dbg.store
+    assert store is not None and len(ids) == 3
+    last = store.load_trajectory(ids[2] or "")
+    assert last.metadata["branch"]["lineage"] == [run.id, ids[0], ids[1]]
+    below = store.list_runs(RunQuery(descends_from=run.id, limit=None))
+    assert sorted(r.id for r in below) == sorted(ids)  # type: ignore[type-var]
+    assert [r.id for r in store.list_runs(RunQuery(parent_id=run.id))] == [ids[0]]
+    assert compare(run, last).related == (
+        f"{last.id} descends from {run.id} (a branch of a branch, 3 reruns down)"
+    )
+    assert compare(store.load_trajectory(ids[0] or ""), last).related.startswith(
+        f"{last.id} descends from {ids[0]}"
+    )
 
 
 def test_an_executor_that_raises_is_reported_and_the_original_kept(dbg: AgentDebug) -> None:

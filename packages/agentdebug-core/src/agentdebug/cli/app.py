@@ -129,7 +129,12 @@ def parse_when(value: str | None, option: str) -> datetime | None:
 )
 @click.option("--since", metavar="WHEN", help="ISO date or age such as 2h, 7d.")
 @click.option("--until", metavar="WHEN")
-@click.option("--branches-of", "parent", metavar="RUN_ID", help="Only the reruns of this run.")
+@click.option(
+    "--branches-of",
+    "parent",
+    metavar="RUN_ID",
+    help="Only the reruns of this run (a loop's later rounds, branches of branches, too).",
+)
 @click.option("--limit", default=50, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @pass_ctx
@@ -153,7 +158,7 @@ def list_runs(
         failure_mode=failure_mode,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
-        parent_id=obj.store.resolve_id(parent) if parent else None,
+        descends_from=obj.store.resolve_id(parent) if parent else None,
         limit=limit,
     )
     runs = obj.store.list_runs(query)
@@ -200,7 +205,7 @@ def show(obj: Ctx, run_id: str, width: int) -> None:
     store = obj.store
     full = store.resolve_id(run_id)
     trajectory = store.load_trajectory(full)
-    branches = store.list_runs(RunQuery(parent_id=full, limit=None))
+    branches = store.list_runs(RunQuery(descends_from=full, limit=None))
     click.echo(
         render_run(trajectory, width=width, reports=store.load_reports(full), branches=branches)
     )

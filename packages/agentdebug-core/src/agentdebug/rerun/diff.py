@@ -16,6 +16,7 @@ import orjson
 
 from agentdebug.rerun.score import final_answer
 from agentdebug.schema import AgentEvent, AgentTrajectory
+from agentdebug.schema.rerun import ancestors
 from agentdebug.text import shorten
 
 
@@ -89,6 +90,14 @@ class BranchDiff:
             return f"{self.a.id} is a branch of {self.b.id}"
         if self.a.parent_id and self.a.parent_id == self.b.parent_id:
             return f"both are branches of {self.a.parent_id}"
+        up_a, up_b = ancestors(self.a), ancestors(self.b)
+        if self.a.id in up_b:
+            return f"{self.b.id} descends from {self.a.id} ({_reruns(up_b, self.a.id)})"
+        if self.b.id in up_a:
+            return f"{self.a.id} descends from {self.b.id} ({_reruns(up_a, self.b.id)})"
+        common = next((x for x in reversed(up_a) if x in up_b), None)
+        if common is not None:
+            return f"both descend from {common}"
         return "the runs are not linked by a rerun"
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,3 +210,8 @@ def _pair(xs: list[AgentEvent], ys: list[AgentEvent]) -> list[Row]:
         rows += [Row("only_a", x, None) for x in xs[i1:i2]]
         rows += [Row("only_b", None, y) for y in ys[j1:j2]]
     return rows
+
+
+def _reruns(lineage: list[str], ancestor: str) -> str:
+    n = len(lineage) - lineage.index(ancestor)
+    return f"a branch of a branch, {n} reruns down" if n > 1 else "a branch of it"

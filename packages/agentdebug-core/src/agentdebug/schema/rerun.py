@@ -90,6 +90,7 @@ class RerunRequest(BaseModel):
         """What every branch records about where it came from (``metadata['branch']``)."""
         return {
             "parent_id": self.trajectory.id,
+            "lineage": [*ancestors(self.trajectory), self.trajectory.id],
             "resume_step": self.resume_step,
             "directive": self.directive,
             "strategy": self.plan.strategy if self.plan else None,
@@ -141,3 +142,14 @@ class LoopResult(BaseModel):
     final_run_id: str | None = None
     verified_by_rerun: bool | None = None
     detail: str = ""
+
+
+def ancestors(run: AgentTrajectory) -> list[str]:
+    """The runs ``run`` was rerun from, the first original first, its parent last
+    (``metadata['branch']['lineage']``; a branch recorded before lineage was kept
+    knows its parent only)."""
+    branch = run.metadata.get("branch")
+    lineage = branch.get("lineage") if isinstance(branch, dict) else None
+    if isinstance(lineage, list) and all(isinstance(x, str) for x in lineage):
+        return list(lineage)
+    return [run.parent_id] if run.parent_id else []

@@ -116,6 +116,7 @@ class RunQuery:
     since: datetime | None = None
     until: datetime | None = None
     parent_id: str | None = None  # the branches of this run
+    descends_from: str | None = None  # every rerun of this run: branches of branches too
     limit: int | None = 100
 
 

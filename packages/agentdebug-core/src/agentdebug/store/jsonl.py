@@ -215,7 +215,11 @@ class JSONLStore:
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
         q = query or RunQuery()
         out: list[RunSummary] = []
-        for rid, run in self._scan().items():
+        runs = self._scan()
+        below = _descendants(runs, q.descends_from) if q.descends_from else None
+        for rid, run in runs.items():
+            if below is not None and rid not in below:
+                continue
             head = run.header
             status = (head.get("outcome") or {}).get("status", "unknown")
             started = _parse_dt(head.get("started_at"))
@@ -287,3 +291,20 @@ def _parse_dt(value: Any) -> datetime | None:
         return datetime.fromisoformat(value)
     except (TypeError, ValueError):
         return None
+
+
+def _descendants(runs: dict[str, Any], root: str) -> set[str]:
+    """Every run whose chain of parents reaches ``root``."""
+    children: dict[str, list[str]] = {}
+    for rid, run in runs.items():
+        parent = run.header.get("parent_id")
+        if parent:
+            children.setdefault(parent, []).append(rid)
+    found: set[str] = set()
+    todo = list(children.get(root, ()))
+    while todo:
+        rid = todo.pop()
+        if rid not in found:
+            found.add(rid)
+            todo.extend(children.get(rid, ()))
+    return found

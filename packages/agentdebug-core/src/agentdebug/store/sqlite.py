@@ -438,6 +438,13 @@ class SQLiteStore:
         if q.parent_id:
             where.append("r.parent_id = ?")
             args.append(q.parent_id)
+        if q.descends_from:
+            where.append(
+                "r.id IN (WITH RECURSIVE d(id) AS (SELECT id FROM runs WHERE parent_id = ?"
+                " UNION SELECT runs.id FROM runs JOIN d ON runs.parent_id = d.id)"
+                " SELECT id FROM d)"
+            )
+            args.append(q.descends_from)
         sql = (
             "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
             " r.parent_id, r.header,"

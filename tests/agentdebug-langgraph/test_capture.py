@@ -203,7 +203,8 @@ def test_the_prebuilt_agent_runs_each_tool_call_as_a_branch_of_the_models_decisi
     assert all(e.metadata["send"] for e in tools)
     assert {e.metadata["langgraph_step"] for e in tools} == {decide.metadata["langgraph_step"] + 1}
     assert sorted(e.input["tool_call"]["args"]["city"] for e in tools) == ["Oslo", "Paris"]
-    assert all(set(e.input) == {"__type", "tool_call"} for e in tools)
+    assert all(set(e.input) == {"tool_call"} for e in tools)
+    assert all(set(e.input["tool_call"]) == {"id", "name", "args"} for e in tools)
     llm = of_type(run, EventType.LLM_RESPONSE)
     calls = of_type(run, EventType.TOOL_CALL)
     assert len(calls) == 2

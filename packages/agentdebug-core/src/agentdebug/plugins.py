@@ -71,7 +71,7 @@ class HookSpecs:
     def agentdebug_debugging_hints(self, trajectory: AgentTrajectory) -> Sequence[str]:
         """Short descriptions of similar past cases (failure, cause, fix) that a
         diagnosis agent may use as hints; called by DeepDebug's global read, with
-        the run being diagnosed. The Error Hub implements it."""
+        the run being diagnosed. (The Error Hub, once built, is to implement it.)"""
         raise NotImplementedError
 
     @hookspec

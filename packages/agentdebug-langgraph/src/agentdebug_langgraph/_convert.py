@@ -127,9 +127,13 @@ def send_arg(arg: Any) -> Any:
     "tool_call", "state"}``), each carrying the whole graph state: recorded as it
     is, every tool call would store the message history again, and a long run
     would grow with the square of its length. The state is in the trajectory
-    already (the end of the node before), so a packet keeps its tool call alone."""
+    already (the end of the node before), so a packet keeps its tool call alone,
+    as a model's tool calls are recorded (id, name, arguments)."""
     if arg.__class__ is dict and arg.get("__type") == _WITH_CONTEXT and "state" in arg:
-        return {k: v for k, v in arg.items() if k != "state"}
+        call = arg.get("tool_call")
+        if isinstance(call, dict):
+            call = {"id": call.get("id"), "name": call.get("name"), "args": call.get("args")}
+        return {"tool_call": call}
     return arg
 
 

@@ -20,7 +20,8 @@ Budget: measured against what one all-at-once pass would send (A): the probe get
 30 % of A, the cross-examination 20 % (each at least 900 tokens), and the global
 read what is left of 1.25 A (at least half of A), so that DeepDebug stays within
 1.3x the one-pass tokens even when every stage runs. Past cases can come in as hints through the
-``agentdebug_debugging_hints`` hook (the Error Hub feeds it).
+``agentdebug_debugging_hints`` hook (a plugin feeds it; the Error Hub, once built,
+is to).
 """
 
 from __future__ import annotations

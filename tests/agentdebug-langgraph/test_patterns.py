@@ -17,7 +17,7 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
-from lg_graphs import call, scripted
+from lg_graphs import Counter, call, linear_graph, scripted
 from pydantic import BaseModel
 
 
@@ -195,3 +195,70 @@ def test_invoking_a_finished_thread_without_input_is_not_judged_or_diagnosed_aga
     assert first.outcome.status.value == "failure"
     assert again.outcome.status.value == "unknown" and again.events == []
     assert (again.outcome.reason or "").startswith("nothing ran: the graph was invoked")
+
+
+def _steps(run: AgentTrajectory) -> list[tuple[str, str | None, int]]:
+    return [(e.type.value, e.agent_name, e.step_index) for e in run.events]
+
+
+def test_a_graph_given_the_callback_inside_a_node_of_an_unrecorded_graph_is_its_own_run(
+    dbg: AgentDebug,
+) -> None:
+    """The outer graph runs without a callback; a node invokes another graph with
+    one: that graph's run is recorded, whole, as a run of its own."""
+    cb = AgentDebugCallback(dbg)
+    inner = linear_graph()
+
+    def outer_node(state: Counter) -> dict[str, Any]:
+        done = inner.invoke({"n": state["n"], "trail": []}, {"callbacks": [cb]})
+        return {"n": done["n"], "trail": ["outer"]}
+
+    g = StateGraph(Counter)
+    g.add_node("outer", outer_node)
+    g.add_edge(START, "outer")
+    g.compile().invoke({"n": 0, "trail": []})
+    assert len(cb.run_ids) == 1
+    run = cb.trajectory()
+    assert run.outcome.status.value == "success"
+    starts = [(a, s) for t, a, s in _steps(run) if t == "agent.start"]
+    assert starts == [("plan", 1), ("act", 2), ("report", 3)]
+
+
+def test_a_graph_named_like_the_node_that_invokes_it_is_not_a_second_run_of_the_node(
+    dbg: AgentDebug,
+) -> None:
+    """A node ``researcher`` of a subgraph that invokes a graph compiled as
+    ``researcher`` (a named prebuilt agent, say): one execution of the node, the
+    inner graph's nodes inside it, as with any other name; and given a callback
+    of its own inside a graph that has none, the inner graph is its own run."""
+
+    def inner(name: str) -> Any:
+        g = StateGraph(Counter)
+        g.add_node("plan", lambda s: {"n": s["n"] + 1, "trail": ["plan"]})
+        g.add_edge(START, "plan")
+        return g.compile(name=name)
+
+    def recorded(name: str) -> list[tuple[str, str | None, int]]:
+        graph = inner(name)
+        team = StateGraph(Counter)
+        team.add_node("researcher", lambda s: graph.invoke(s))
+        team.add_edge(START, "researcher")
+        g = StateGraph(Counter)
+        g.add_node("team", team.compile())
+        g.add_edge(START, "team")
+        cb = AgentDebugCallback(dbg)
+        g.compile().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+        return _steps(cb.trajectory())
+
+    same, other = recorded("researcher"), recorded("other")
+    assert same == other
+    starts = [(a, s) for t, a, s in same if t == "agent.start"]
+    assert starts == [("team", 1), ("team/researcher", 2), ("team/researcher/plan", 3)]
+
+    cb = AgentDebugCallback(dbg)
+    graph = inner("researcher")
+    g = StateGraph(Counter)
+    g.add_node("researcher", lambda s: graph.invoke(s, {"callbacks": [cb]}))
+    g.add_edge(START, "researcher")
+    g.compile().invoke({"n": 0, "trail": []})
+    assert [(a, s) for t, a, s in _steps(cb.trajectory()) if t == "agent.start"] == [("plan", 1)]

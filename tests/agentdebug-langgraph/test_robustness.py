@@ -3,19 +3,23 @@ process does; and a callback that lives as long as a service stays bounded."""
 
 from __future__ import annotations
 
+import operator
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.store import RunQuery
 from agentdebug.testing import finishes_within
 from agentdebug_langgraph import AgentDebugCallback, _ending, _live
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import Send
 
 HERE = Path(__file__).resolve().parent
 
@@ -195,3 +199,44 @@ def test_a_run_waiting_at_an_interrupt_when_the_process_ends_is_closed(tmp_path:
         assert any(e.type is EventType.CHECKPOINT for e in run.events)  # the interrupt
     finally:
         dbg.close()
+
+
+class Fan(TypedDict):
+    tag: str
+    out: Annotated[list[str], operator.add]
+
+
+def test_one_handler_shared_by_graphs_in_many_threads_closes_every_run(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A handler shared across threads (as ``instrument()``'s is): a run ending
+    while others fill the handler's tables must not trip over them (it once
+    raised "dictionary changed size during iteration" and left the run open).
+    The interpreter switches threads as often as it can, to make that likely."""
+    g = StateGraph(Fan)
+    g.add_node("plan", lambda s: {"out": [s["tag"] + ":plan"]})
+    g.add_node("work", lambda s: {"out": [s["tag"] + ":work"]})
+    g.add_conditional_edges(
+        "plan", lambda s: [Send("work", {"tag": s["tag"], "out": []}) for _ in range(20)], ["work"]
+    )
+    g.add_edge(START, "plan")
+    graph = g.compile()
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    try:
+        with ThreadPoolExecutor(16) as pool:
+            list(
+                pool.map(
+                    lambda i: graph.invoke({"tag": f"t{i}", "out": []}, {"callbacks": [cb]}),
+                    range(256),
+                )
+            )
+    finally:
+        sys.setswitchinterval(before)
+    assert not [r for r in caplog.records if "capture failed" in r.getMessage()]
+    store = dbg.store
+    assert store is not None
+    runs = store.list_runs(RunQuery(limit=None))
+    assert len(runs) == 256 and {r.status for r in runs} == {"success"}
+    assert not cb._nodes and not cb._by_ns and not cb._roots  # nothing left behind

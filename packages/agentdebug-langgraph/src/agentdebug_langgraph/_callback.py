@@ -59,6 +59,9 @@ _NODE = "langgraph.node"
 _clock = time.perf_counter
 _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
+# frames from on_chain_start up to the Pregel.stream/astream starting a graph run
+# (handle_event, the callback manager; in async runs a few more)
+_OWN_START_DEPTH = 6
 
 
 class AgentDebugCallback(RunEnding):
@@ -168,8 +171,15 @@ class AgentDebugCallback(RunEnding):
                     self._start_graph(inputs, run_id, md, kwargs.get("name"))
                 return
             if kwargs.get("name") != node:
-                return  # a branch function or a runnable inside a node
+                # A branch function or a runnable inside a node; or a graph invoked
+                # inside a node of a graph this callback does not record, given
+                # this callback itself.
+                if parent_run_id is not None and parent_run_id.int not in self._nodes:
+                    self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
+                return
             ns: str = md.get("langgraph_checkpoint_ns") or ""
+            if ns in self._by_ns:
+                return  # inside a task already running: a graph compiled with its name
             parent = None
             if "|" in ns:  # a node inside a subgraph
                 parent = self._by_ns.get(ns.rpartition("|")[0]) or self._by_ns.get(
@@ -180,6 +190,8 @@ class AgentDebugCallback(RunEnding):
             else:
                 found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
                 if found is None:
+                    if parent_run_id is not None:  # (a graph named as the node running it)
+                        self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
                     return
                 run = found
             lg_step = md.get("langgraph_step", -1)
@@ -243,7 +255,23 @@ class AgentDebugCallback(RunEnding):
         except Exception:
             self._failed("on_chain_start")
 
-    def _start_graph(self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any) -> None:
+    def _start_inner_graph(
+        self, inputs: Any, run_id: UUID, parent_run_id: UUID, md: dict[str, Any], kw: Any
+    ) -> None:
+        """A graph started inside a node this callback does not record (the outer
+        graph runs without it): the graph's own start, called from its ``stream``
+        a few frames up, is a run of its own; anything else is not ours."""
+        if parent_run_id.int in self._roots or self._by_ns.get(
+            md.get("langgraph_checkpoint_ns") or ""
+        ):
+            return  # inside a run of ours after all (a runnable of a recorded node)
+        if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is None:
+            return
+        self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
+
+    def _start_graph(
+        self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any, *, nested: bool = False
+    ) -> None:
         recorder = BRANCH_RECORDER.get()
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it
@@ -252,8 +280,8 @@ class AgentDebugCallback(RunEnding):
         thread = md.get("thread_id")
         thread_id = str(thread) if thread is not None else None
         resumed = None
-        if thread_id is not None and self._adopt is None:
-            resumed = PAUSED.take(thread_id)
+        if thread_id is not None and self._adopt is None and not nested:
+            resumed = PAUSED.take(thread_id)  # (a nested graph's thread is its outer's)
         if resumed is not None and _is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None

@@ -58,7 +58,10 @@ class RunEnding(ModelAndToolEvents):
     def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
         run.loop = None
         run.frame = None
-        self._forget(run)
+        try:
+            self._forget(run)
+        except Exception:  # never in the way of closing the run
+            log.exception("agentdebug: a finished run's table entries could not be dropped")
         session = run.session
         if error is None and (run.interrupted or _has_interrupt(outputs)):
             self._pause(run, outputs)
@@ -114,13 +117,19 @@ class RunEnding(ModelAndToolEvents):
 
     def _forget(self, run: GraphRun) -> None:
         """Drop what is left of a finished run (nodes cut short by an interrupt or an
-        error in a parallel branch), so a long-lived handler does not grow."""
-        for run_id in [k for k, rec in self._nodes.items() if rec.run is run]:
-            self._nodes.pop(run_id, None)
-        for ns in [k for k, rec in self._by_ns.items() if rec.run is run]:
-            self._by_ns.pop(ns, None)
-        for run_id in [k for k, call in self._calls.items() if call[0].run is run]:
-            self._calls.pop(run_id, None)
+        error in a parallel branch), so a long-lived handler does not grow. The
+        tables are copied before they are read (``list`` of a dict's items runs in
+        C, so no other thread changes it meanwhile): a handler shared by graphs
+        running in other threads (``instrument()``) fills them as this runs."""
+        for run_id, rec in list(self._nodes.items()):
+            if rec.run is run:
+                self._nodes.pop(run_id, None)
+        for ns, rec in list(self._by_ns.items()):
+            if rec.run is run:
+                self._by_ns.pop(ns, None)
+        for run_id, call in list(self._calls.items()):
+            if call[0].run is run:
+                self._calls.pop(run_id, None)
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)

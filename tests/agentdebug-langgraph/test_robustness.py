@@ -240,3 +240,48 @@ def test_one_handler_shared_by_graphs_in_many_threads_closes_every_run(
     runs = store.list_runs(RunQuery(limit=None))
     assert len(runs) == 256 and {r.status for r in runs} == {"success"}
     assert not cb._nodes and not cb._by_ns and not cb._roots  # nothing left behind
+
+
+STREAM_LEFT_OPEN = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from lg_graphs import linear_graph
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]))
+left_open = linear_graph().stream({"n": 0, "trail": []}, {"callbacks": [cb]})
+next(left_open)
+print("exiting", flush=True)
+"""
+
+
+def test_a_stream_left_open_at_exit_neither_hangs_the_exit_nor_leaves_the_run_open(
+    tmp_path: Path,
+) -> None:
+    """The generator is closed as the interpreter tears down, after the writer's
+    exit flush, when its threads no longer run: the exit once waited for them
+    for good. The run's end is written on the closing thread instead."""
+    home = tmp_path / "home"
+    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", STREAM_LEFT_OPEN, str(home), str(HERE)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    dbg = AgentDebug(home)
+    try:
+        store = dbg.store
+        assert store is not None
+        (summary,) = store.list_runs()
+        run = store.load_trajectory(summary.id)
+        assert run.outcome.status is OutcomeStatus.UNKNOWN
+        assert "stopped (GeneratorExit)" in (run.outcome.reason or "")
+        assert not [e for e in run.events if e.type is EventType.ERROR]  # a stop, not an error
+        (stop,) = [e for e in run.events if e.metadata.get("langgraph_event") == "stopped"]
+        assert stop.metadata["by"] == "GeneratorExit"
+    finally:
+        dbg.close()

@@ -76,7 +76,19 @@ class RunEnding(ModelAndToolEvents):
         failed_exc: Exception | None = None
         if error is not None:
             known = run.node_errors.get(id(error))
-            if known is None or known[0] is not error:  # not recorded at a node
+            if not isinstance(error, Exception):  # stopped by the caller: not an error
+                session.record(
+                    EventType.CHECKPOINT,
+                    step_index=run.last_step,
+                    parent_id=run.input_event,
+                    module="langgraph.graph",
+                    metadata={
+                        "langgraph_event": "stopped",
+                        "by": type(error).__name__,
+                        "graph": run.graph_name,
+                    },
+                )
+            elif known is None or known[0] is not error:  # not recorded at a node
                 session.record(
                     EventType.ERROR,
                     step_index=run.last_step + 1,

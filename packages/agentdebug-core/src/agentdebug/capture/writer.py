@@ -30,6 +30,7 @@ import atexit
 import itertools
 import logging
 import operator
+import sys
 import threading
 import time
 import weakref
@@ -162,6 +163,9 @@ class BackgroundWriter:
             target = self._submitted
         with self._ready_lock:
             while self._done < target and self._store_running:
+                if sys.is_finalizing():  # the store thread is frozen: it will not come
+                    log.error("agentdebug: events recorded during interpreter shutdown were lost")
+                    return
                 self._ready.wait(1.0)
 
     def _drain_locked(self, most: int | None = None) -> None:
@@ -489,9 +493,14 @@ class BackgroundWriter:
 
 
 def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:
+    """At exit: write what is queued, then stop the writer's threads, so that what
+    is recorded later still (a stream generator closed as the interpreter tears
+    down ends its run then) is written on the recording thread itself: the
+    daemon threads freeze during finalisation, and waiting for them would hang
+    the exit for good."""
     writer = ref()
     if writer is not None:
         try:
-            writer.flush()
+            writer.close()
         except Exception:
             log.exception("agentdebug: final flush failed")

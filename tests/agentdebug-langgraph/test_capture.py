@@ -517,3 +517,19 @@ def test_a_default_that_raises_costs_the_event_nothing(
     run = cb.trajectory()
     ends = [e for e in run.events if e.type == EventType.AGENT_END]
     assert len(ends) == 1 and "<odd>" in str(ends[0].output)
+
+
+def test_show_gives_the_checkpoint_each_node_started_from(dbg: AgentDebug) -> None:
+    from agentdebug.report import render_run
+
+    cb = AgentDebugCallback(dbg)
+    linear_graph(InMemorySaver()).invoke(
+        {"n": 0, "trail": []}, {"callbacks": [cb], "configurable": {"thread_id": "t-show"}}
+    )
+    run = cb.trajectory()
+    shown = render_run(run)
+    starts = [e for e in run.events if e.type is EventType.AGENT_START]
+    assert len(starts) == 3 and all(e.checkpoint is not None for e in starts)
+    for e in starts:
+        assert e.checkpoint is not None
+        assert f"checkpoint {e.checkpoint.checkpoint_id} in thread t-show" in shown

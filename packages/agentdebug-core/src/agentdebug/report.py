@@ -104,8 +104,10 @@ def timeline(
     width: int = 100,
     positions: Iterable[int] | None = None,
     marks: dict[str, list[str]] | None = None,
+    checkpoints: bool = False,
 ) -> list[str]:
-    """The run's events, one or two lines each; skipped stretches are summarised."""
+    """The run's events, one or two lines each (with ``checkpoints``, a third for
+    the framework state an event started from); skipped stretches are summarised."""
     events = trajectory.events
     chosen = sorted(set(positions)) if positions is not None else list(range(len(events)))
     marks = marks or {}
@@ -126,6 +128,12 @@ def timeline(
         body = event_line(event, width - 10)
         if body:
             lines.append(f"        {body}")
+        ref = event.checkpoint
+        if checkpoints and ref is not None:
+            where = f" in thread {ref.thread_id}" if ref.thread_id else ""
+            if ref.namespace:
+                where += f", namespace {ref.namespace}"
+            lines.append(f"        checkpoint {ref.checkpoint_id}{where}")
     return lines
 
 
@@ -381,5 +389,5 @@ def render_run(
     for branch in reversed(branches):  # oldest first
         out.append(f"  rerun:     branch {branch.id} ({branch.status})")
     out.append("")
-    out += timeline(trajectory, width=width, marks=marks)
+    out += timeline(trajectory, width=width, marks=marks, checkpoints=True)
     return "\n".join(out)

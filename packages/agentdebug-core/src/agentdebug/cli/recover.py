@@ -159,7 +159,7 @@ def _summary(result: LoopResult) -> str:
             parts.append(f"branch {a.branch_id}")
         if a.score is not None:
             parts.append(f"{'passed' if a.score.success else 'failed'} ({a.score.scorer})")
-        if a.error:
+        if a.error and a.error != result.detail:  # (the line above says it already)
             parts.append(a.error)
         lines.append(", ".join(parts))
     if result.verified_by_rerun is not None:

@@ -148,7 +148,9 @@ def closed_loop(
             branch = ex.rerun(request)
         except Exception as exc:
             why = f"the rerun by the '{getattr(ex, 'framework', '?')}' executor failed: {_why(exc)}"
-            log.warning("agentdebug: %s", why, exc_info=not isinstance(exc, AgentDebugError))
+            expected = isinstance(exc, AgentDebugError)  # a refusal that says why
+            if progress is None or not expected:  # (else the caller is told just below)
+                log.warning("agentdebug: %s", why, exc_info=not expected)
             say(f"round {round_}: {why}; the original run is kept")
             attempt = attempt.model_copy(update={"error": why})
             return _end(store, current_report, attempts, attempt, trajectory, "error", why)

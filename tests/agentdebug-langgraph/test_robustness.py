@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
 from agentdebug.store import RunQuery
 from agentdebug.testing import finishes_within
 from agentdebug_langgraph import AgentDebugCallback, _ending, _live
@@ -173,32 +173,39 @@ from lg_graphs import approval_graph
 graph = approval_graph(InMemorySaver())
 cb = AgentDebugCallback(AgentDebug(sys.argv[1]))
 graph.invoke({"items": [], "out": []}, {"callbacks": [cb], "configurable": {"thread_id": "o1"}})
+print("exiting", flush=True)
 """
 
 
-def test_a_run_waiting_at_an_interrupt_when_the_process_ends_is_closed(tmp_path: Path) -> None:
+def only_run_after(script: str, tmp_path: Path, *, timeout: int = 120) -> AgentTrajectory:
+    """Run ``script`` (a process recording into a fresh home) to its end, and read
+    back the one run it recorded."""
     home = tmp_path / "home"
     env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
     done = subprocess.run(
-        [sys.executable, "-c", PAUSE_AND_EXIT, str(home), str(HERE)],
+        [sys.executable, "-c", script, str(home), str(HERE)],
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=timeout,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
     dbg = AgentDebug(home)
     try:
         store = dbg.store
         assert store is not None
         (summary,) = store.list_runs()
-        run = store.load_trajectory(summary.id)
-        assert run.outcome.status is OutcomeStatus.UNKNOWN
-        assert "the process ended before a resume" in (run.outcome.reason or "")
-        assert any(e.type is EventType.CHECKPOINT for e in run.events)  # the interrupt
+        return store.load_trajectory(summary.id)
     finally:
         dbg.close()
+
+
+def test_a_run_waiting_at_an_interrupt_when_the_process_ends_is_closed(tmp_path: Path) -> None:
+    run = only_run_after(PAUSE_AND_EXIT, tmp_path)
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert "the process ended before a resume" in (run.outcome.reason or "")
+    assert any(e.type is EventType.CHECKPOINT for e in run.events)  # the interrupt
 
 
 class Fan(TypedDict):
@@ -261,27 +268,9 @@ def test_a_stream_left_open_at_exit_neither_hangs_the_exit_nor_leaves_the_run_op
     """The generator is closed as the interpreter tears down, after the writer's
     exit flush, when its threads no longer run: the exit once waited for them
     for good. The run's end is written on the closing thread instead."""
-    home = tmp_path / "home"
-    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
-    done = subprocess.run(
-        [sys.executable, "-c", STREAM_LEFT_OPEN, str(home), str(HERE)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
-    dbg = AgentDebug(home)
-    try:
-        store = dbg.store
-        assert store is not None
-        (summary,) = store.list_runs()
-        run = store.load_trajectory(summary.id)
-        assert run.outcome.status is OutcomeStatus.UNKNOWN
-        assert "stopped (GeneratorExit)" in (run.outcome.reason or "")
-        assert not [e for e in run.events if e.type is EventType.ERROR]  # a stop, not an error
-        (stop,) = [e for e in run.events if e.metadata.get("langgraph_event") == "stopped"]
-        assert stop.metadata["by"] == "GeneratorExit"
-    finally:
-        dbg.close()
+    run = only_run_after(STREAM_LEFT_OPEN, tmp_path, timeout=60)
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert "stopped (GeneratorExit)" in (run.outcome.reason or "")
+    assert not [e for e in run.events if e.type is EventType.ERROR]  # a stop, not an error
+    (stop,) = [e for e in run.events if e.metadata.get("langgraph_event") == "stopped"]
+    assert stop.metadata["by"] == "GeneratorExit"

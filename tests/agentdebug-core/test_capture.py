@@ -12,6 +12,7 @@ import sys
 import textwrap
 import threading
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -149,10 +150,14 @@ def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
     assert answer["truncated"] is True and answer["original_bytes"] > 200_000
     assert answer["head"] == '["' + "y" * (8 * 1024 - 2)
     with dbg.trace(goal="g") as t2:
-        t2.set_outcome(OutcomeStatus.SUCCESS, final_answer={"rows": "x" * 200_000, "n": 3})
+        final = {"rows": "x" * 200_000, "n": 3, "ids": {7}, "when": datetime(2026, 1, 2)}
+        t2.set_outcome(OutcomeStatus.SUCCESS, final_answer=final)
     dbg.close()
-    answer = open_store(home).load_trajectory(t2.id).outcome.final_answer
-    assert answer["n"] == 3  # the small field beside the huge one is kept
+    stored = open_store(home).load_trajectory(t2.id)
+    assert stored.outcome.status is OutcomeStatus.SUCCESS  # the header was written
+    answer = stored.outcome.final_answer
+    assert answer["n"] == 3  # the small fields beside the huge one are kept, as JSON
+    assert answer["ids"] == [7] and answer["when"] == "2026-01-02T00:00:00"
     rows = answer["rows"]
     assert rows["truncated"] is True and rows["original_bytes"] > 200_000
     assert rows["head"] == "x" * (8 * 1024)

@@ -274,6 +274,25 @@ def test_a_burst_faster_than_the_writer_is_written_as_it_goes_with_a_bounded_que
     assert len(store.load_trajectory(t.id).events) == n
 
 
+def test_after_the_exit_flush_a_recording_thread_writes_its_own_batches(home: Path) -> None:
+    """At exit the writer's threads are stopped (they freeze as the interpreter
+    tears down); a daemon thread that goes on recording writes its batches itself,
+    so the queue stays bounded instead of holding everything it records."""
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="outlives the exit flush") as t:
+        t.record(EventType.PLAN, output="before")
+        writer = dbg._writer
+        assert writer is not None
+        writer_module._flush_at_exit(lambda: writer)  # as atexit calls it
+        n = 3 * writer_module.BEHIND
+        longest = 0
+        for i in range(n):
+            t.record(EventType.TOOL_RESULT, output=f"r{i}", step_index=i + 1)
+            longest = max(longest, len(writer.queue))
+    assert longest <= writer_module.BEHIND + session_module._LOOK + 1
+    assert len(open_store(home).load_trajectory(t.id).events) == n + 1
+
+
 def test_an_agent_never_waits_for_a_store_that_is_stuck(tmp_path: Path) -> None:
     """Helping the writer must not hand the agent the store's delays: with the
     store thread stuck in a write, recording goes on and the events wait."""

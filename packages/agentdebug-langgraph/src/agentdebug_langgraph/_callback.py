@@ -39,6 +39,7 @@ from agentdebug_langgraph._live import (
     note_check,
     note_graph,
 )
+from agentdebug_langgraph._specs import factory_spec, name_of, spec_of
 from agentdebug_langgraph._state import (
     ERRORS_HELD,
     FRAMEWORK,
@@ -110,7 +111,7 @@ class AgentDebugCallback(RunEnding):
                 f"state, not {type(success_check).__name__}"
             )
         self.debugger = debugger
-        graph_factory = _factory_spec(graph_factory)
+        graph_factory = factory_spec(graph_factory)
         self.goal = goal
         self.reference_answer = reference_answer
         self.success_check = success_check
@@ -338,11 +339,11 @@ class AgentDebugCallback(RunEnding):
             lg["nodes"] = nodes
         if self.graph_factory:
             lg["graph_factory"] = self.graph_factory
-        spec = _spec_of(self.success_check)
+        spec = spec_of(self.success_check)
         if spec:
             lg["success_check"] = spec
         elif self.success_check is not None:  # judged by a check a rerun cannot import
-            lg["success_check_unimportable"] = _name_of(self.success_check)
+            lg["success_check_unimportable"] = name_of(self.success_check)
         session = self._debugger().trace(
             goal,
             framework=FRAMEWORK,
@@ -593,51 +594,3 @@ def _node_names(graph: Any) -> list[str]:
         return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
     except Exception:
         return []
-
-
-def _factory_spec(factory: Any) -> str | None:
-    """``graph_factory`` as the ``module:function`` a rerun imports: given so, or a
-    top-level function of an importable module; anything else is refused now,
-    not when a rerun in another process first needs it."""
-    if factory is None:
-        return None
-    if isinstance(factory, str):
-        module, sep, attr = factory.partition(":")
-        if sep and module.strip() and attr.strip():
-            return factory
-        raise ValueError(
-            f"AgentDebugCallback(graph_factory={factory!r}): expected 'module:function' "
-            "(a function returning the compiled graph), e.g. 'myapp.graphs:build_graph'"
-        )
-    if callable(factory):
-        spec = _spec_of(factory)
-        if spec:
-            return spec
-        raise ValueError(
-            f"AgentDebugCallback(graph_factory={_name_of(factory)}): a rerun in another "
-            "process imports the factory by name, so it must be a top-level function of "
-            "an importable module (not a lambda, a nested function or one defined in the "
-            "script run as __main__); or give 'module:function'"
-        )
-    raise TypeError(
-        "AgentDebugCallback(graph_factory=...) takes 'module:function' or a function, "
-        f"not {type(factory).__name__}"
-    )
-
-
-def _name_of(func: Any) -> str:
-    """How a function is named in messages: ``module:qualname`` as far as known."""
-    module = getattr(func, "__module__", None) or "?"
-    qual = getattr(func, "__qualname__", None) or type(func).__name__
-    return f"{module}:{qual}"
-
-
-def _spec_of(func: Any) -> str | None:
-    """``module:qualname`` of a importable top-level function, to find it again later."""
-    if func is None:
-        return None
-    module = getattr(func, "__module__", None)
-    qual = getattr(func, "__qualname__", None)
-    if not module or not qual or "<" in qual or module == "__main__":
-        return None
-    return f"{module}:{qual}"

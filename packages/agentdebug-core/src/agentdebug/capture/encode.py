@@ -196,7 +196,7 @@ def jsonable(value: Any, limit: int | None = None) -> Any:
     except Exception:
         return _safe_repr(value)
     if limit is not None and len(data) > limit:
-        return _fitted(clean_text(value), len(data), limit, min(_HEAD_BYTES, limit // 8))
+        return _fitted(orjson.loads(data), len(data), limit, min(_HEAD_BYTES, limit // 8))
     return orjson.loads(data)
 
 

@@ -145,7 +145,9 @@ class BackgroundWriter:
         if not self._lock.acquire(blocking=False):
             return
         try:
-            if self._store_running and self._submitted - self._done < AHEAD:
+            # (with the store thread stopped, at exit or after close, the batch is
+            # written here: nothing else would take it from the queue)
+            if not self._store_running or self._submitted - self._done < AHEAD:
                 self._drain_locked(BATCH)
         except KeyboardInterrupt:
             raise

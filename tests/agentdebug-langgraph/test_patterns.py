@@ -262,3 +262,23 @@ def test_a_graph_named_like_the_node_that_invokes_it_is_not_a_second_run_of_the_
     g.add_edge(START, "researcher")
     g.compile().invoke({"n": 0, "trail": []})
     assert [(a, s) for t, a, s in _steps(cb.trajectory()) if t == "agent.start"] == [("plan", 1)]
+
+
+def test_the_nodes_of_a_subgraph_that_keeps_its_own_history_are_recorded(
+    dbg: AgentDebug,
+) -> None:
+    """A subgraph compiled with ``checkpointer=True`` names its nodes' namespace
+    after the node without a task id (``sub|inner:<task>``): they are recorded
+    inside the node as any subgraph's are (they were dropped)."""
+    inner = StateGraph(Counter)
+    inner.add_node("inner", lambda s: {"n": s["n"] + 1, "trail": ["inner"]})
+    inner.add_edge(START, "inner")
+    g = StateGraph(Counter)
+    g.add_node("sub", inner.compile(checkpointer=True))
+    g.add_edge(START, "sub")
+    cb = AgentDebugCallback(dbg)
+    g.compile(checkpointer=InMemorySaver()).invoke(
+        {"n": 0, "trail": []}, {"callbacks": [cb], "configurable": {"thread_id": "keeps"}}
+    )
+    starts = [(a, s) for t, a, s in _steps(cb.trajectory()) if t == "agent.start"]
+    assert starts == [("sub", 1), ("sub/inner", 2)]

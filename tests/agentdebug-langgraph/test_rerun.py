@@ -669,6 +669,9 @@ def test_each_round_of_the_loop_records_every_correction_its_state_holds(
     assert len(forks) == 3 and all(e.step_index == 1 for e in forks)
     assert [("inherited_from" in e.metadata) for e in forks] == [True, True, False]
     fork = last.metadata["langgraph"]["fork"]
+    assert fork["original_thread_id"] == "t-rounds"  # the user's, three rounds down
+    assert fork["thread_id"].count("~agentdebug-") == 1
+    assert fork["forked_thread_id"].startswith("t-rounds~agentdebug-")  # round 2's
     state = graph.get_state(
         {"configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}}
     )
@@ -685,3 +688,56 @@ def test_isolate_false_forks_on_the_runs_own_thread_as_time_travel(dbg: AgentDeb
     assert branch.metadata["langgraph"]["fork"]["thread_id"] == "t-travel"
     latest = graph.get_state({"configurable": {"thread_id": "t-travel"}})
     assert latest.values["messages"][-1].content == "Order A123 costs $42.00."  # the branch's
+
+
+class Asked(TypedDict):
+    q: str
+    out: Annotated[list[str], operator.add]
+
+
+class Remembering(Asked):
+    memory: Annotated[list[str], operator.add]  # the subgraph's own, kept across runs
+
+
+def remembering_graph(saver: Any) -> Any:
+    def recall(s: dict[str, Any]) -> dict[str, Any]:
+        return {"memory": [s["q"]], "out": [f"remembers {s.get('memory', [])}"]}
+
+    inner = StateGraph(Remembering)
+    inner.add_node("recall", recall)
+    inner.add_edge(START, "recall")
+    g = StateGraph(Asked)
+    g.add_node("prep", lambda s: {"out": ["prep"]})
+    g.add_node("sub", inner.compile(checkpointer=True))
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "sub")
+    return g.compile(checkpointer=saver)
+
+
+@pytest.mark.parametrize("saver", ["memory", "sqlite"])
+def test_a_branch_starts_with_the_memory_a_subgraph_keeps_on_the_thread(
+    dbg: AgentDebug, tmp_path: Path, saver: str
+) -> None:
+    """A subgraph compiled with ``checkpointer=True`` keeps its own history on the
+    thread; the branch's thread gets its state from before the blamed step too, so
+    the rerun remembers what the original remembered."""
+    graph = remembering_graph(
+        InMemorySaver() if saver == "memory" else sqlite_saver(str(tmp_path / "c.db"))
+    )
+    config: Any = {"configurable": {"thread_id": "mem"}}
+    graph.invoke({"q": "first", "out": []}, config)
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"q": "second", "out": []}, {**config, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert original.outcome.final_answer["out"][-1] == "remembers ['first']"
+    sub = next(e for e in original.events if e.agent_name == "sub")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+        RerunRequest(
+            trajectory=original,
+            resume_step=sub.step_index,
+            directive="again",
+            state_patch={"out": ["patched"]},
+        )
+    )
+    assert branch.metadata["langgraph"]["fork"]["thread_id"] != "mem"
+    assert branch.outcome.final_answer["out"][-1] == "remembers ['first']"

@@ -183,8 +183,10 @@ class AgentDebugCallback(RunEnding):
                 return  # inside a task already running: a graph compiled with its name
             parent = None
             if "|" in ns:  # a node inside a subgraph
-                parent = self._by_ns.get(ns.rpartition("|")[0]) or self._by_ns.get(
-                    parent_namespace(ns)
+                parent = (
+                    self._by_ns.get(ns.rpartition("|")[0])
+                    or self._by_ns.get(parent_namespace(ns))
+                    or self._persistent_parent(parent_namespace(ns))
                 )
             if parent is not None:
                 run = parent.run
@@ -255,6 +257,16 @@ class AgentDebugCallback(RunEnding):
             self._by_ns[ns] = rec
         except Exception:
             self._failed("on_chain_start")
+
+    def _persistent_parent(self, head: str) -> NodeRun | None:
+        """The node running a subgraph compiled with ``checkpointer=True``: its
+        nodes' namespace names the node without its task id (``sub|inner:<task>``,
+        the subgraph keeping one history across runs), so it is the running node
+        whose namespace is ``head`` and a task id (``sub:<task>``)."""
+        if not head or ":" in head.rpartition("|")[2]:
+            return None
+        found = [rec for key, rec in list(self._by_ns.items()) if key.rpartition(":")[0] == head]
+        return found[-1] if found else None
 
     def _start_inner_graph(
         self, inputs: Any, run_id: UUID, parent_run_id: UUID, md: dict[str, Any], kw: Any

@@ -136,8 +136,14 @@ class LangGraphRerunExecutor:
             )
         snap = find_snapshot(graph, point, original.id)
         thread = point.thread_id
+        lg = original.metadata.get("langgraph")
+        lg = lg if isinstance(lg, dict) else {}
+        before = lg.get("fork")
+        users = (before.get("original_thread_id") if isinstance(before, dict) else None) or (
+            point.thread_id  # the user's thread, also for a branch's branch
+        )
         if self.isolate:
-            thread = branch_thread(point.thread_id)
+            thread = branch_thread(str(users))
             snap = copy_to_thread(graph, snap, thread)
         values = self._update(request, snap)
         routed = routed_by_command(original, point)
@@ -156,14 +162,14 @@ class LangGraphRerunExecutor:
             "from_checkpoint_id": snap.config["configurable"]["checkpoint_id"],
             "checkpoint_id": fork_id,
             "thread_id": thread,
-            "original_thread_id": point.thread_id,
+            "original_thread_id": users,
+            "forked_thread_id": point.thread_id,
             "as_node": as_node,
             "nodes": list(point.nodes),
             "requested_resume_step": point.requested_step,
             "resume_step": point.step,
         }
-        lg = original.metadata.get("langgraph")
-        meta = {"langgraph": {**(lg if isinstance(lg, dict) else {}), "fork": fork_info}}
+        meta = {"langgraph": {**lg, "fork": fork_info}}
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):
@@ -330,14 +336,40 @@ def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:
             chain.insert(0, parent)
     config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     for tup in chain:
-        versions = dict(tup.checkpoint.get("channel_versions") or {})
-        config = saver.put(config, tup.checkpoint, tup.metadata, versions)
-        by_task: dict[str, list[tuple[str, Any]]] = {}
-        for task_id, channel, value in tup.pending_writes or ():
-            by_task.setdefault(task_id, []).append((channel, value))
-        for task_id, writes in by_task.items():
-            saver.put_writes(config, writes, task_id)
+        config = _put_copy(saver, config, tup)
+    fork_point = str(snap.config["configurable"]["checkpoint_id"])
+    for tup in _kept_subgraphs(saver, snap.config["configurable"]["thread_id"], fork_point):
+        ns = tup.config["configurable"]["checkpoint_ns"]
+        _put_copy(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}, tup)
     return graph.get_state(config)
+
+
+def _put_copy(saver: Any, config: Any, tup: Any) -> Any:
+    """One checkpoint and its pending writes, put where ``config`` says."""
+    versions = dict(tup.checkpoint.get("channel_versions") or {})
+    config = saver.put(config, tup.checkpoint, tup.metadata, versions)
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in tup.pending_writes or ():
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in by_task.items():
+        saver.put_writes(config, writes, task_id)
+    return config
+
+
+def _kept_subgraphs(saver: Any, thread_id: str, before: str) -> list[Any]:
+    """For each subgraph that keeps its own history on the thread (compiled with
+    ``checkpointer=True``: a namespace without a task id, ``sub``), its latest
+    checkpoint from before ``before`` (checkpoint ids sort by time): the memory it
+    starts the blamed step with, which the branch's subgraph must start with too."""
+    latest: dict[str, Any] = {}
+    for tup in saver.list({"configurable": {"thread_id": thread_id}}):
+        conf = tup.config["configurable"]
+        ns, cid = conf.get("checkpoint_ns") or "", str(conf.get("checkpoint_id"))
+        if not ns or ":" in ns.rpartition("|")[2] or cid >= before:
+            continue  # the root's, a subgraph run's own (``sub:<task>``), or later
+        if ns not in latest or cid > str(latest[ns].config["configurable"]["checkpoint_id"]):
+            latest[ns] = tup
+    return list(latest.values())
 
 
 def directive_text(request: RerunRequest) -> str:

@@ -23,6 +23,7 @@ from langgraph.graph import START, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send
 from lg_graphs import (
+    Counter,
     Heeding,
     ToolBindingFake,
     call,
@@ -741,3 +742,65 @@ def test_a_branch_starts_with_the_memory_a_subgraph_keeps_on_the_thread(
     )
     assert branch.metadata["langgraph"]["fork"]["thread_id"] != "mem"
     assert branch.outcome.final_answer["out"][-1] == "remembers ['first']"
+
+
+def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """AsyncSqliteSaver works only on the event loop that opened it: the executor
+    refuses it in one line, saying what to give instead (it raised from deep inside
+    LangGraph, or ran every branch into a lock of another loop and reported the
+    diagnosis not confirmed), and the synchronous saver on the same file reruns it."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db = str(tmp_path / "async.db")
+    cb = AgentDebugCallback(dbg)
+
+    def request() -> RerunRequest:
+        return RerunRequest(
+            trajectory=cb.trajectory(),
+            resume_step=2,
+            directive="x",
+            state_patch={"trail": ["fixed"]},
+        )
+
+    async def capture() -> None:
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            graph = linear_graph(saver)
+            config = {"configurable": {"thread_id": "t-aio"}, "callbacks": [cb]}
+            await graph.ainvoke({"n": 0, "trail": []}, config)
+            with pytest.raises(AgentDebugError, match=r"uses AsyncSqliteSaver.*SqliteSaver"):
+                LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request())
+
+    asyncio.run(capture())
+    branch = LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(request())
+    assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
+
+
+def test_a_branch_that_reaches_an_interrupt_says_how_to_go_on(dbg: AgentDebug) -> None:
+    """Rerun from before an interrupt, the branch stops where the original asked
+    its human: it ends saying so and what to do, and scoring it says that, not to
+    give a success check (one was given)."""
+    from agentdebug.rerun.score import DefaultScorer
+    from lg_graphs import approval_graph
+
+    graph = approval_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "approved: yes" in s["out"] or "no")
+    config: Any = {"configurable": {"thread_id": "t-ask"}, "callbacks": [cb]}
+    graph.invoke({"items": [], "out": []}, config)
+    graph.invoke(Command(resume="no"), config)
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+        RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"out": []})
+    )
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    reason = branch.outcome.reason or ""
+    assert "the branch stopped at an interrupt" in reason
+    assert "rerun from a step after the interrupt" in reason and "Command(resume=...)" in reason
+    with pytest.raises(AgentDebugError) as raised:
+        DefaultScorer().score(branch, original)
+    assert "the branch stopped at an interrupt" in str(raised.value)
+    assert "give a success check" not in str(raised.value)

@@ -231,7 +231,14 @@ class RunEnding(ModelAndToolEvents):
                 },
             )
         if run.thread_id is None or not run.owns_session:
-            session.set_outcome(OutcomeStatus.UNKNOWN, reason="the graph stopped at an interrupt")
+            why = "the graph stopped at an interrupt"
+            if not run.owns_session and run.thread_id is not None:  # a rerun branch
+                why = (
+                    "the branch stopped at an interrupt, which the original run's human "
+                    "answered when it was resumed: rerun from a step after the interrupt, "
+                    f"or resume thread '{run.thread_id}' with Command(resume=...)"
+                )
+            session.set_outcome(OutcomeStatus.UNKNOWN, reason=why)
             self._finish(run, False, None)
             return
         session.flush()

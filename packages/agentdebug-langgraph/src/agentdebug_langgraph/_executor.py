@@ -549,11 +549,24 @@ def _require_state_graph(graph: Any, run_id: str) -> None:
 
 def _require_checkpointer(graph: Any, run_id: str) -> None:
     saver = getattr(graph, "checkpointer", None)
+    name = getattr(graph, "name", None) or type(graph).__name__
     if saver is None or saver is False or saver is True:
-        name = getattr(graph, "name", None) or type(graph).__name__
         raise AgentDebugError(
             f"cannot rerun run '{run_id}' from a checkpoint: graph '{name}' has no "
             f"checkpointer, so LangGraph kept no state to restore. To fix: {HOW_TO_CHECKPOINT}"
+        )
+    kind = type(saver)
+    if kind.__module__.endswith(".aio") or kind.__name__.startswith("Async"):
+        # its synchronous methods refuse its own event loop, and its connection
+        # belongs to that loop, which the branch (run on a loop of its own) is not
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}': graph '{name}' uses {kind.__name__}, which "
+            "works only on the event loop that opened it, and a rerun reads, copies and "
+            "forks checkpoints synchronously. Give the executor the same graph built with "
+            "the synchronous saver on the same database (for SQLite: "
+            "SqliteSaver(sqlite3.connect(path, check_same_thread=False))); a graph whose "
+            "nodes are coroutines needs a saver with both kinds of methods (InMemorySaver), "
+            "so its reruns from a SQLite file are not supported yet"
         )
 
 

@@ -111,10 +111,14 @@ class DefaultScorer:
             return verdict.model_copy(update={"scorer": "outcome"})
         if branch.reference_answer or original.reference_answer:
             return ReferenceScorer().score(branch, original)
-        why = f" ({branch.outcome.reason})" if branch.outcome.reason else ""
+        if branch.outcome.reason:  # the run says why it has none: that is what to act on
+            raise AgentDebugError(
+                f"run '{branch.id}' ended without a verdict ({branch.outcome.reason}), "
+                "and there is no reference answer to judge it by"
+            )
         raise AgentDebugError(
-            f"run '{branch.id}' has no recorded verdict{why} and no reference answer to judge "
-            "it by (give a success check, a reference answer, a callable scorer, or --scorer llm)"
+            f"run '{branch.id}' has no recorded verdict and no reference answer to judge it by "
+            "(give a success check, a reference answer, a callable scorer, or --scorer llm)"
         )
 
 

@@ -295,7 +295,7 @@ class AgentDebugCallback(RunEnding):
         resumed = None
         if thread_id is not None and self._adopt is None and not nested:
             resumed = PAUSED.take(thread_id)  # (a nested graph's thread is its outer's)
-        if resumed is not None and _is_fresh_input(inputs):
+        if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
         if resumed is not None:
@@ -344,8 +344,8 @@ class AgentDebugCallback(RunEnding):
             return session, False
         goal = self.goal or _convert.first_human_text(inputs)
         if goal is None and inputs is not None and not isinstance(inputs, Command):
-            goal = _short(inputs)
-        nodes = _node_names(graph)
+            goal = _convert.short_text(inputs)
+        nodes = _convert.node_names(graph)
         lg: dict[str, Any] = {"graph": str(name or "LangGraph"), "thread_id": thread_id}
         if nodes:
             lg["nodes"] = nodes
@@ -550,7 +550,9 @@ class AgentDebugCallback(RunEnding):
             if isinstance(error, GraphInterrupt):
                 run.interrupted = True
                 run.interrupt_recorded = True
-                values = [_convert.compact(getattr(i, "value", i)) for i in _interrupts(error)]
+                values = [
+                    _convert.compact(getattr(i, "value", i)) for i in _convert.interrupts_of(error)
+                ]
                 run.session.record(
                     EventType.CHECKPOINT,
                     agent_name=rec.agent,
@@ -584,25 +586,3 @@ class AgentDebugCallback(RunEnding):
                 run.interrupt_checkpoint = event.checkpoint_id
         except Exception:
             self._failed("on_interrupt")
-
-
-def _interrupts(error: GraphInterrupt) -> Sequence[Any]:
-    if error.args and isinstance(error.args[0], (list, tuple)):
-        return error.args[0]
-    return ()
-
-
-def _is_fresh_input(inputs: Any) -> bool:
-    return inputs is not None and not isinstance(inputs, Command)
-
-
-def _short(value: Any, limit: int = 200) -> str:
-    text = str(_convert.compact(value))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _node_names(graph: Any) -> list[str]:
-    try:
-        return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
-    except Exception:
-        return []

@@ -15,6 +15,7 @@ from typing import Any
 from agentdebug.capture.encode import Walk
 from agentdebug.capture.encode import to_json as core_to_json
 from langchain_core.messages import BaseMessage
+from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Send
 from pydantic import BaseModel as PydanticModel
 
@@ -280,3 +281,29 @@ def usage_counts(meta: Any) -> dict[str, Any]:
         "output_tokens": meta.get("output_tokens"),
         "total_tokens": meta.get("total_tokens"),
     }
+
+
+def interrupts_of(error: GraphInterrupt) -> Sequence[Any]:
+    """The ``Interrupt`` objects an interrupt carries."""
+    if error.args and isinstance(error.args[0], (list, tuple)):
+        return error.args[0]
+    return ()
+
+
+def is_fresh_input(inputs: Any) -> bool:
+    """An input that starts a new run (not a resume, not ``None``)."""
+    return inputs is not None and not isinstance(inputs, Command)
+
+
+def short_text(value: Any, limit: int = 200) -> str:
+    """A value made small, as text of at most ``limit`` characters."""
+    text = str(compact(value))
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def node_names(graph: Any) -> list[str]:
+    """A compiled graph's own nodes (not ``__start__`` and the like)."""
+    try:
+        return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
+    except Exception:
+        return []

@@ -11,11 +11,11 @@ from typing import Annotated, Any, TypedDict
 
 import lg_graphs
 import pytest
-from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, compare, find_executor
-from agentdebug.schema import RecoveryPlan, RerunRequest
+from agentdebug.schema import RerunRequest
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
@@ -24,80 +24,26 @@ from langgraph.graph.message import add_messages
 from langgraph.types import Command, Send
 from lg_graphs import (
     Counter,
-    Heeding,
     ToolBindingFake,
-    call,
     functional_workflow,
     linear_graph,
     lookup_order,
     lookup_order_by_email,
     order_found,
-    planned_answer,
     prebuilt_agent,
-    refund_given,
     scripted,
     sqlite_saver,
     tool_agent,
     wrong_then_right,
 )
-
-REQUEST = {"messages": [HumanMessage("Refund order A123")]}
-
-
-def failed_run(dbg: AgentDebug, graph: Any, thread: str, **options: Any) -> AgentDebugCallback:
-    cb = AgentDebugCallback(dbg, success_check=order_found, **options)
-    graph.invoke(REQUEST, {"configurable": {"thread_id": thread}, "callbacks": [cb]})
-    assert cb.reports, "the scenario must fail and be diagnosed"
-    return cb
-
-
-def request_from(run: AgentTrajectory, cb: AgentDebugCallback) -> RerunRequest:
-    report = cb.reports[0]
-    root = report.root_cause
-    assert root is not None and root.step_index is not None and report.fix is not None
-    plan = RecoveryPlan(
-        strategy="native",
-        directive=report.fix.directive,
-        resume_step=root.step_index,
-        rationale=root.rationale,
-    )
-    return RerunRequest(
-        trajectory=run, resume_step=root.step_index, directive=plan.directive, plan=plan
-    )
-
-
-def assert_branch_of(branch: AgentTrajectory, original: AgentTrajectory, step: int) -> None:
-    assert branch.parent_id == original.id
-    assert branch.metadata["branch"]["parent_id"] == original.id
-    assert branch.metadata["branch"]["resume_step"] == step
-    resumed = next(e for e in original.events if e.step_index >= step)
-    assert branch.branch_from_event_id == resumed.id
-    inherited = [e for e in branch.events if e.metadata.get("inherited_from") == original.id]
-    assert inherited and all(e.step_index < step for e in inherited)
-
-
-def new_nodes(branch: AgentTrajectory) -> list[str | None]:
-    """The nodes the branch ran itself (not inherited from its parent)."""
-    return [
-        e.agent_name
-        for e in branch.events
-        if e.type is EventType.AGENT_START and "inherited_from" not in e.metadata
-    ]
-
-
-def verified_branch(dbg: AgentDebug, graph: Any, cb: AgentDebugCallback) -> AgentTrajectory:
-    """The closed loop on the callback's failed run: it must succeed, verified by
-    rerun; returns the branch that did."""
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
-    result = closed_loop(
-        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
-    )
-    assert result.status == "succeeded" and result.verified_by_rerun is True
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
-    assert branch.outcome.status is OutcomeStatus.SUCCESS
-    return branch
+from rerun_support import (
+    REQUEST,
+    assert_branch_of,
+    failed_run,
+    new_nodes,
+    request_from,
+    verified_branch,
+)
 
 
 def test_closed_loop_reruns_from_the_blamed_node_with_inmemorysaver(dbg: AgentDebug) -> None:
@@ -525,282 +471,3 @@ def test_two_senders_link_and_rerun_every_branch_of_their_super_step(dbg: AgentD
         "work:from_b",
     ]
     assert branch.metadata["langgraph"]["fork"]["as_node"] == "all of a, b"
-
-
-def test_free_tier_loop_retries_a_failure_no_detector_names_with_the_runs_reason(
-    dbg: AgentDebug,
-) -> None:
-    """No detector fires on a wrong plan, so the free tier's report has no fix;
-    the native recoverer then tells the blamed step how the run failed, and the
-    planner, reading that in its forked state, plans again and the run passes."""
-    planner = Heeding(
-        cue="does not give the refund amount",
-        default="Plan: tell them when it ships.",
-        heeded="Plan: give the refund amount.",
-    )
-    graph = planned_answer(planner, InMemorySaver())
-    cb = AgentDebugCallback(dbg, success_check=refund_given)
-    graph.invoke(
-        {"messages": [HumanMessage("How much is my refund for order A123?")]},
-        {"configurable": {"thread_id": "t-generic"}, "callbacks": [cb]},
-    )
-    report = cb.reports[0]
-    assert report.findings == [] and report.fix is None
-    assert report.root_cause is not None and report.root_cause.agent_name == "planner"
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=refund_given)
-    result = closed_loop(
-        cb.trajectory(), debugger=dbg, executor=executor, report=report, policy="auto"
-    )
-    assert result.status == "succeeded" and result.verified_by_rerun is True
-    plan = result.attempts[0].plan
-    assert plan is not None and plan.resume_step == report.root_cause.step_index
-    assert "the run failed: the answer does not give the refund amount" in plan.directive
-    assert "generic directive" in plan.rationale and plan.notes
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
-    assert branch.outcome.final_answer == "Your refund is $42."
-    assert new_nodes(branch) == ["planner", "writer"]
-
-
-def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable_name(
-    dbg: AgentDebug,
-) -> None:
-    """A check that is a lambda (or defined in the script, or nested) cannot be
-    imported by name: in the same process the rerun still uses it, and where it
-    is gone the branch is ``unknown``, saying why, instead of passing for want
-    of a check (which the loop would report as verified by rerun)."""
-    from agentdebug_langgraph import _live
-
-    judged: list[Any] = []
-    saver = InMemorySaver()
-    graph = tool_agent(scripted(wrong_then_right()), saver)
-    cb = AgentDebugCallback(dbg, success_check=lambda s: judged.append(s) or order_found(s))
-    graph.invoke(REQUEST, {"configurable": {"thread_id": "t-lambda"}, "callbacks": [cb]})
-    original = cb.trajectory()
-    assert "success_check" not in original.metadata["langgraph"]
-    assert original.metadata["langgraph"]["success_check_unimportable"].endswith("<lambda>")
-    result = closed_loop(
-        original,
-        debugger=dbg,
-        executor=LangGraphRerunExecutor(graph, debugger=dbg),
-        report=cb.reports[0],
-        policy="auto",
-    )
-    assert result.status == "succeeded" and result.verified_by_rerun is True
-    assert len(judged) == 2  # the run, then its branch
-
-    _live._LIVE_CHECKS.clear()  # as in another process: the lambda is gone
-    right = scripted(wrong_then_right()[2:])
-    result = closed_loop(
-        original,
-        debugger=dbg,
-        executor=LangGraphRerunExecutor(tool_agent(right, saver), debugger=dbg),
-        report=cb.reports[0],
-        policy="auto",
-    )
-    assert result.status != "succeeded" and result.verified_by_rerun is not True
-    assert len(judged) == 2  # not called again, and not replaced by "no check: success"
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN
-    reason = branch.outcome.reason or ""
-    assert "has no importable name" in reason and "success_check=" in reason
-    assert "has no importable name" in result.detail
-
-
-def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
-    dbg: AgentDebug,
-) -> None:
-    cb = failed_run(dbg, tool_agent(scripted(wrong_then_right()), InMemorySaver()), "t-fact")
-    original = cb.trajectory()
-    executor = LangGraphRerunExecutor(debugger=dbg)
-    for factory, said in [
-        (
-            "lg_graphs:broken_factory",
-            "its graph factory 'lg_graphs:broken_factory' raised "
-            "RuntimeError: unable to open database file",
-        ),
-        ("lg_graphs:not_a_graph", "is an int, not a compiled LangGraph graph"),
-    ]:
-        lg = {**original.metadata["langgraph"], "graph_factory": factory}
-        elsewhere = original.model_copy(update={"id": "elsewhere", "metadata": {"langgraph": lg}})
-        with pytest.raises(AgentDebugError) as raised:
-            executor.rerun(request_from(elsewhere, cb))
-        assert said in str(raised.value)
-        assert "functional-API" not in str(raised.value)
-
-
-def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> None:
-    assert AgentDebugCallback(graph_factory=lg_graphs.agent_from_env).graph_factory == (
-        "lg_graphs:agent_from_env"
-    )
-    assert AgentDebugCallback(graph_factory="a.b:c").graph_factory == "a.b:c"
-    with pytest.raises(ValueError, match="expected 'module:function'"):
-        AgentDebugCallback(graph_factory="lg_graphs.agent_from_env")
-    with pytest.raises(ValueError, match="must be a top-level function"):
-        AgentDebugCallback(graph_factory=lambda: None)
-    with pytest.raises(TypeError, match="not int"):
-        AgentDebugCallback(graph_factory=42)  # type: ignore[arg-type]
-
-
-def test_each_round_of_the_loop_records_every_correction_its_state_holds(
-    dbg: AgentDebug,
-) -> None:
-    """Round 2 reruns round 1's branch from the same step: the state it forks holds
-    round 1's correction as well as its own, and its recorded run says so."""
-    stubborn = [call("lookup_order_by_email", {"email": "A123"}, "c"), AIMessage("Done.")]
-    graph = tool_agent(scripted(stubborn * 4), InMemorySaver())
-    cb = failed_run(dbg, graph, "t-rounds")
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
-    result = closed_loop(
-        cb.trajectory(),
-        debugger=dbg,
-        executor=executor,
-        report=cb.reports[0],
-        policy="auto",
-        max_rounds=3,
-    )
-    assert result.status == "failed" and len(result.attempts) == 3
-    store = dbg.store
-    assert store is not None
-    last = store.load_trajectory(result.attempts[-1].branch_id or "")
-    forks = [e for e in last.events if e.metadata.get("langgraph_event") == "fork"]
-    assert len(forks) == 3 and all(e.step_index == 1 for e in forks)
-    assert [("inherited_from" in e.metadata) for e in forks] == [True, True, False]
-    fork = last.metadata["langgraph"]["fork"]
-    assert fork["original_thread_id"] == "t-rounds"  # the user's, three rounds down
-    assert fork["thread_id"].count("~agentdebug-") == 1
-    assert fork["forked_thread_id"].startswith("t-rounds~agentdebug-")  # round 2's
-    state = graph.get_state(
-        {"configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}}
-    )
-    said = [m.content for m in state.values["messages"] if "previous attempt" in str(m.content)]
-    assert len(said) == 3  # what the model saw, as the recorded run says
-
-
-def test_isolate_false_forks_on_the_runs_own_thread_as_time_travel(dbg: AgentDebug) -> None:
-    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
-    cb = failed_run(dbg, graph, "t-travel")
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found, isolate=False)
-    branch = executor.rerun(request_from(cb.trajectory(), cb))
-    assert branch.outcome.status is OutcomeStatus.SUCCESS
-    assert branch.metadata["langgraph"]["fork"]["thread_id"] == "t-travel"
-    latest = graph.get_state({"configurable": {"thread_id": "t-travel"}})
-    assert latest.values["messages"][-1].content == "Order A123 costs $42.00."  # the branch's
-
-
-class Asked(TypedDict):
-    q: str
-    out: Annotated[list[str], operator.add]
-
-
-class Remembering(Asked):
-    memory: Annotated[list[str], operator.add]  # the subgraph's own, kept across runs
-
-
-def remembering_graph(saver: Any) -> Any:
-    def recall(s: dict[str, Any]) -> dict[str, Any]:
-        return {"memory": [s["q"]], "out": [f"remembers {s.get('memory', [])}"]}
-
-    inner = StateGraph(Remembering)
-    inner.add_node("recall", recall)
-    inner.add_edge(START, "recall")
-    g = StateGraph(Asked)
-    g.add_node("prep", lambda s: {"out": ["prep"]})
-    g.add_node("sub", inner.compile(checkpointer=True))
-    g.add_edge(START, "prep")
-    g.add_edge("prep", "sub")
-    return g.compile(checkpointer=saver)
-
-
-@pytest.mark.parametrize("saver", ["memory", "sqlite"])
-def test_a_branch_starts_with_the_memory_a_subgraph_keeps_on_the_thread(
-    dbg: AgentDebug, tmp_path: Path, saver: str
-) -> None:
-    """A subgraph compiled with ``checkpointer=True`` keeps its own history on the
-    thread; the branch's thread gets its state from before the blamed step too, so
-    the rerun remembers what the original remembered."""
-    graph = remembering_graph(
-        InMemorySaver() if saver == "memory" else sqlite_saver(str(tmp_path / "c.db"))
-    )
-    config: Any = {"configurable": {"thread_id": "mem"}}
-    graph.invoke({"q": "first", "out": []}, config)
-    cb = AgentDebugCallback(dbg)
-    graph.invoke({"q": "second", "out": []}, {**config, "callbacks": [cb]})
-    original = cb.trajectory()
-    assert original.outcome.final_answer["out"][-1] == "remembers ['first']"
-    sub = next(e for e in original.events if e.agent_name == "sub")
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
-        RerunRequest(
-            trajectory=original,
-            resume_step=sub.step_index,
-            directive="again",
-            state_patch={"out": ["patched"]},
-        )
-    )
-    assert branch.metadata["langgraph"]["fork"]["thread_id"] != "mem"
-    assert branch.outcome.final_answer["out"][-1] == "remembers ['first']"
-
-
-def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
-    dbg: AgentDebug, tmp_path: Path
-) -> None:
-    """AsyncSqliteSaver works only on the event loop that opened it: the executor
-    refuses it in one line, saying what to give instead (it raised from deep inside
-    LangGraph, or ran every branch into a lock of another loop and reported the
-    diagnosis not confirmed), and the synchronous saver on the same file reruns it."""
-    import asyncio
-
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    db = str(tmp_path / "async.db")
-    cb = AgentDebugCallback(dbg)
-
-    def request() -> RerunRequest:
-        return RerunRequest(
-            trajectory=cb.trajectory(),
-            resume_step=2,
-            directive="x",
-            state_patch={"trail": ["fixed"]},
-        )
-
-    async def capture() -> None:
-        async with AsyncSqliteSaver.from_conn_string(db) as saver:
-            graph = linear_graph(saver)
-            config = {"configurable": {"thread_id": "t-aio"}, "callbacks": [cb]}
-            await graph.ainvoke({"n": 0, "trail": []}, config)
-            with pytest.raises(AgentDebugError, match=r"uses AsyncSqliteSaver.*SqliteSaver"):
-                LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request())
-
-    asyncio.run(capture())
-    branch = LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(request())
-    assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
-
-
-def test_a_branch_that_reaches_an_interrupt_says_how_to_go_on(dbg: AgentDebug) -> None:
-    """Rerun from before an interrupt, the branch stops where the original asked
-    its human: it ends saying so and what to do, and scoring it says that, not to
-    give a success check (one was given)."""
-    from agentdebug.rerun.score import DefaultScorer
-    from lg_graphs import approval_graph
-
-    graph = approval_graph(InMemorySaver())
-    cb = AgentDebugCallback(dbg, success_check=lambda s: "approved: yes" in s["out"] or "no")
-    config: Any = {"configurable": {"thread_id": "t-ask"}, "callbacks": [cb]}
-    graph.invoke({"items": [], "out": []}, config)
-    graph.invoke(Command(resume="no"), config)
-    original = cb.trajectory()
-    assert original.outcome.status is OutcomeStatus.FAILURE
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
-        RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"out": []})
-    )
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN
-    reason = branch.outcome.reason or ""
-    assert "the branch stopped at an interrupt" in reason
-    assert "rerun from a step after the interrupt" in reason and "Command(resume=...)" in reason
-    with pytest.raises(AgentDebugError) as raised:
-        DefaultScorer().score(branch, original)
-    assert "the branch stopped at an interrupt" in str(raised.value)
-    assert "give a success check" not in str(raised.value)

@@ -1,0 +1,71 @@
+"""What the rerun tests share: the failing refund run, a rerun request from its
+report, and checks on a branch."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug.rerun import closed_loop
+from agentdebug.schema import RecoveryPlan, RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langchain_core.messages import HumanMessage
+from lg_graphs import order_found
+
+REQUEST = {"messages": [HumanMessage("Refund order A123")]}
+
+
+def failed_run(dbg: AgentDebug, graph: Any, thread: str, **options: Any) -> AgentDebugCallback:
+    cb = AgentDebugCallback(dbg, success_check=order_found, **options)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": thread}, "callbacks": [cb]})
+    assert cb.reports, "the scenario must fail and be diagnosed"
+    return cb
+
+
+def request_from(run: AgentTrajectory, cb: AgentDebugCallback) -> RerunRequest:
+    report = cb.reports[0]
+    root = report.root_cause
+    assert root is not None and root.step_index is not None and report.fix is not None
+    plan = RecoveryPlan(
+        strategy="native",
+        directive=report.fix.directive,
+        resume_step=root.step_index,
+        rationale=root.rationale,
+    )
+    return RerunRequest(
+        trajectory=run, resume_step=root.step_index, directive=plan.directive, plan=plan
+    )
+
+
+def assert_branch_of(branch: AgentTrajectory, original: AgentTrajectory, step: int) -> None:
+    assert branch.parent_id == original.id
+    assert branch.metadata["branch"]["parent_id"] == original.id
+    assert branch.metadata["branch"]["resume_step"] == step
+    resumed = next(e for e in original.events if e.step_index >= step)
+    assert branch.branch_from_event_id == resumed.id
+    inherited = [e for e in branch.events if e.metadata.get("inherited_from") == original.id]
+    assert inherited and all(e.step_index < step for e in inherited)
+
+
+def new_nodes(branch: AgentTrajectory) -> list[str | None]:
+    """The nodes the branch ran itself (not inherited from its parent)."""
+    return [
+        e.agent_name
+        for e in branch.events
+        if e.type is EventType.AGENT_START and "inherited_from" not in e.metadata
+    ]
+
+
+def verified_branch(dbg: AgentDebug, graph: Any, cb: AgentDebugCallback) -> AgentTrajectory:
+    """The closed loop on the callback's failed run: it must succeed, verified by
+    rerun; returns the branch that did."""
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    result = closed_loop(
+        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    return branch

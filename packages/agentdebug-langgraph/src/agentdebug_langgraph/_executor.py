@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import importlib
 import logging
 import uuid
 from collections import Counter
@@ -62,6 +61,7 @@ from agentdebug_langgraph._live import (
     note_check,
     recording_branch,
 )
+from agentdebug_langgraph._specs import load_spec
 from agentdebug_langgraph._state import FRAMEWORK
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -221,7 +221,7 @@ class LangGraphRerunExecutor:
         lg = trajectory.metadata.get("langgraph")
         spec = lg.get("graph_factory") if isinstance(lg, dict) else None
         if isinstance(spec, str) and spec:
-            factory = _load(spec, "graph factory")
+            factory = load_spec(spec, "graph factory")
             try:
                 return factory()
             except Exception as exc:  # the user's code: its error, named, not a traceback
@@ -253,7 +253,7 @@ class LangGraphRerunExecutor:
         spec = lg.get("success_check")
         if isinstance(spec, str) and spec:
             try:
-                check = _load(spec, "success check")
+                check = load_spec(spec, "success check")
             except AgentDebugError as exc:
                 return UnavailableCheck(f"{exc}; {PASS_CHECK}")
             return cast(SuccessCheck, check)
@@ -568,21 +568,6 @@ def _require_checkpointer(graph: Any, run_id: str) -> None:
             "nodes are coroutines needs a saver with both kinds of methods (InMemorySaver), "
             "so its reruns from a SQLite file are not supported yet"
         )
-
-
-def _load(spec: str, what: str) -> Any:
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise AgentDebugError(f"{what} '{spec}': expected module:function")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise AgentDebugError(f"{what} '{spec}': cannot import {module_name}: {exc}") from None
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
-    return target
 
 
 def _a(noun: str) -> str:

@@ -4,7 +4,10 @@ in messages when it cannot be."""
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
+
+from agentdebug.errors import AgentDebugError
 
 
 def factory_spec(factory: Any) -> str | None:
@@ -14,8 +17,7 @@ def factory_spec(factory: Any) -> str | None:
     if factory is None:
         return None
     if isinstance(factory, str):
-        module, sep, attr = factory.partition(":")
-        if sep and module.strip() and attr.strip():
+        if split_spec(factory) is not None:
             return factory
         raise ValueError(
             f"AgentDebugCallback(graph_factory={factory!r}): expected 'module:function' "
@@ -53,3 +55,27 @@ def spec_of(func: Any) -> str | None:
     if not module or not qual or "<" in qual or module == "__main__":
         return None
     return f"{module}:{qual}"
+
+
+def split_spec(spec: str) -> tuple[str, str] | None:
+    """``(module, qualname)`` of a ``module:qualname``, or None if it is not one."""
+    module, sep, attr = spec.partition(":")
+    return (module.strip(), attr.strip()) if sep and module.strip() and attr.strip() else None
+
+
+def load_spec(spec: str, what: str) -> Any:
+    """The function ``module:qualname`` names, imported; ``what`` it is, for the
+    error that says why it cannot be."""
+    parts = split_spec(spec)
+    if parts is None:
+        raise AgentDebugError(f"{what} '{spec}': expected module:function")
+    module_name, attr = parts
+    try:
+        target: Any = importlib.import_module(module_name)
+    except ImportError as exc:
+        raise AgentDebugError(f"{what} '{spec}': cannot import {module_name}: {exc}") from None
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
+    return target

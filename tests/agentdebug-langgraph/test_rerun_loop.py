@@ -1,5 +1,5 @@
 """The loop around a checkpoint rerun: what judges a branch, the graph factory,
-the branch's own thread, later rounds, savers and interrupts."""
+the branch's own thread, later rounds and savers (interrupts: test_rerun_interrupts.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
-from langgraph.types import Command
 from lg_graphs import (
     Heeding,
     call,
@@ -288,30 +287,3 @@ def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
     asyncio.run(capture())
     branch = LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(request())
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
-
-
-def test_a_branch_that_reaches_an_interrupt_says_how_to_go_on(dbg: AgentDebug) -> None:
-    """Rerun from before an interrupt, the branch stops where the original asked
-    its human: it ends saying so and what to do, and scoring it says that, not to
-    give a success check (one was given)."""
-    from agentdebug.rerun.score import DefaultScorer
-    from lg_graphs import approval_graph
-
-    graph = approval_graph(InMemorySaver())
-    cb = AgentDebugCallback(dbg, success_check=lambda s: "approved: yes" in s["out"] or "no")
-    config: Any = {"configurable": {"thread_id": "t-ask"}, "callbacks": [cb]}
-    graph.invoke({"items": [], "out": []}, config)
-    graph.invoke(Command(resume="no"), config)
-    original = cb.trajectory()
-    assert original.outcome.status is OutcomeStatus.FAILURE
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
-        RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"out": []})
-    )
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN
-    reason = branch.outcome.reason or ""
-    assert "the branch stopped at an interrupt" in reason
-    assert "rerun from a step after the interrupt" in reason and "Command(resume=...)" in reason
-    with pytest.raises(AgentDebugError) as raised:
-        DefaultScorer().score(branch, original)
-    assert "the branch stopped at an interrupt" in str(raised.value)
-    assert "give a success check" not in str(raised.value)

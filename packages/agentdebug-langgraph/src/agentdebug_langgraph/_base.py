@@ -1,5 +1,6 @@
 """What every part of the callback shares: the tables of runs, nodes and calls in
-flight, and the rule that capture never raises into the graph."""
+flight, the rule that capture never raises into the graph, and where a step's
+checkpoint is found."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import logging
 from typing import Any
 from uuid import UUID
 
+from agentdebug.schema import CheckpointRef
 from langgraph.callbacks import GraphCallbackHandler
 
-from agentdebug_langgraph._state import GraphRun, NodeRun
+from agentdebug_langgraph import _pregel
+from agentdebug_langgraph._state import FRAMEWORK, GraphRun, NodeRun
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -59,3 +62,45 @@ class CaptureBase(GraphCallbackHandler):
                 return rec
         ns = md.get("langgraph_checkpoint_ns") if md else None
         return self._by_ns.get(ns) if ns is not None else None
+
+    def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
+        """The checkpoint this root-level step starts from, when one is persisted."""
+        if not run.loop_checked:
+            run.loop_checked = True
+            run.loop = _pregel.loop_of(run.frame)
+            run.frame = None  # do not keep the graph's frame alive
+            if run.loop is not None:
+                run.persists = _pregel.persists_steps(run.loop)
+        if not run.persists:
+            return None
+        found = _pregel.current_checkpoint(run.loop)
+        if found is None:
+            return None
+        checkpoint_id, thread_id = found
+        if thread_id is not None:
+            run.thread_id = thread_id
+        return run.checkpoint_ref(checkpoint_id, thread_id, lg_step)
+
+    def _subgraph_checkpoint(self, run: GraphRun, outer: str, lg_step: Any) -> Any:
+        """The checkpoint a subgraph node's step starts from: the subgraph's own,
+        under its namespace (``outer`` is the namespace of the node running it)."""
+        loops = run.subgraph_loops
+        loop = loops.get(outer)
+        if loop is None:
+            loop = _pregel.running_loop()
+            if loop is None:  # (a worker thread: a later node of the subgraph may find it)
+                return None
+            loops[outer] = loop = loop if _pregel.persists_steps(loop) else False
+        if loop is False:
+            return None
+        found = _pregel.current_checkpoint(loop)
+        if found is None:
+            return None
+        checkpoint_id, thread_id = found
+        return CheckpointRef(
+            framework=FRAMEWORK,
+            checkpoint_id=checkpoint_id,
+            thread_id=thread_id,
+            namespace=_pregel.checkpoint_namespace(loop),
+            extra={"langgraph_step": lg_step, "before": "this step"},
+        )

@@ -26,7 +26,7 @@ from uuid import UUID
 
 from agentdebug import AgentDebug, AgentInfo, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback
-from agentdebug.schema import CheckpointRef, DiagnosticReport
+from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
@@ -87,6 +87,9 @@ class AgentDebugCallback(RunEnding):
     ``session``, ``first_step`` and ``parent_event`` are for rerun executors: record
     the next graph run into an open (branch) session, numbering its node steps
     from ``first_step``, under event ``parent_event``; the session's owner closes it.
+    With ``hold_interrupts``, a branch stopped at an interrupt is held (``held``)
+    for the executor to resume on its thread or end (``release_held``), and
+    ``resume_note`` is added to the next resume's event.
     """
 
     def __init__(
@@ -103,6 +106,7 @@ class AgentDebugCallback(RunEnding):
         session: TraceSession | None = None,
         first_step: int = 1,
         parent_event: str | None = None,
+        hold_interrupts: bool = False,
     ) -> None:
         super().__init__()
         if success_check is not None and not callable(success_check):
@@ -122,6 +126,9 @@ class AgentDebugCallback(RunEnding):
         self._adopt = session  # a branch session the executor opened (used once)
         self._first_step = first_step
         self._parent_event = parent_event
+        self.hold_interrupts = hold_interrupts
+        self._held: GraphRun | None = None
+        self.resume_note: dict[str, Any] | None = None
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
 
@@ -292,9 +299,13 @@ class AgentDebugCallback(RunEnding):
         graph = _pregel.graph_of(frame)
         thread = md.get("thread_id")
         thread_id = str(thread) if thread is not None else None
-        resumed = None
-        if thread_id is not None and self._adopt is None and not nested:
+        resumed = self._held
+        if resumed is not None and thread_id == resumed.thread_id:
+            self._held = None  # a rerun branch the executor resumes (hold_interrupts)
+        elif thread_id is not None and self._adopt is None and not nested:
             resumed = PAUSED.take(thread_id)  # (a nested graph's thread is its outer's)
+        else:
+            resumed = None
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
@@ -303,12 +314,13 @@ class AgentDebugCallback(RunEnding):
             run.frame, run.loop, run.loop_checked = frame, None, False
             run.interrupted = run.interrupt_recorded = False
             run.segments += 1
-            value = inputs.resume if isinstance(inputs, Command) else None
+            value, how = _convert.resume_record(inputs)
+            note, self.resume_note = self.resume_note or {}, None
             run.input_event = run.session.record(
                 EventType.USER_INPUT,
                 step_index=run.next_step(),
                 input=_convert.compact(value),
-                metadata={"langgraph_event": "resume", "segment": run.segments},
+                metadata={"langgraph_event": "resume", "segment": run.segments, **how, **note},
             )
             self._roots[run_id.int] = run
             return
@@ -391,48 +403,6 @@ class AgentDebugCallback(RunEnding):
         if before is not None:
             meta["attempt"] = run.attempts[ns] = before[1] + 1
             meta["retry_of"] = before[0]
-
-    def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
-        """The checkpoint this root-level step starts from, when one is persisted."""
-        if not run.loop_checked:
-            run.loop_checked = True
-            run.loop = _pregel.loop_of(run.frame)
-            run.frame = None  # do not keep the graph's frame alive
-            if run.loop is not None:
-                run.persists = _pregel.persists_steps(run.loop)
-        if not run.persists:
-            return None
-        found = _pregel.current_checkpoint(run.loop)
-        if found is None:
-            return None
-        checkpoint_id, thread_id = found
-        if thread_id is not None:
-            run.thread_id = thread_id
-        return run.checkpoint_ref(checkpoint_id, thread_id, lg_step)
-
-    def _subgraph_checkpoint(self, run: GraphRun, outer: str, lg_step: Any) -> Any:
-        """The checkpoint a subgraph node's step starts from: the subgraph's own,
-        under its namespace (``outer`` is the namespace of the node running it)."""
-        loops = run.subgraph_loops
-        loop = loops.get(outer)
-        if loop is None:
-            loop = _pregel.running_loop()
-            if loop is None:  # (a worker thread: a later node of the subgraph may find it)
-                return None
-            loops[outer] = loop = loop if _pregel.persists_steps(loop) else False
-        if loop is False:
-            return None
-        found = _pregel.current_checkpoint(loop)
-        if found is None:
-            return None
-        checkpoint_id, thread_id = found
-        return CheckpointRef(
-            framework=FRAMEWORK,
-            checkpoint_id=checkpoint_id,
-            thread_id=thread_id,
-            namespace=_pregel.checkpoint_namespace(loop),
-            extra={"langgraph_step": lg_step, "before": "this step"},
-        )
 
     def _sender(self, run: GraphRun, ns: str, lg_step: Any, path: Sequence[Any]) -> str | None:
         """The node whose ``Send`` created this branch (by its index among the step's sends)."""
@@ -550,17 +520,19 @@ class AgentDebugCallback(RunEnding):
             if isinstance(error, GraphInterrupt):
                 run.interrupted = True
                 run.interrupt_recorded = True
-                values = [
-                    _convert.compact(getattr(i, "value", i)) for i in _convert.interrupts_of(error)
-                ]
+                asked = _convert.interrupts_of(error)
                 run.session.record(
                     EventType.CHECKPOINT,
                     agent_name=rec.agent,
                     step_index=rec.step,
-                    output=values,
+                    output=[_convert.compact(getattr(i, "value", i)) for i in asked],
                     parent_id=rec.event_id,
                     module="langgraph.interrupt",
-                    metadata={"langgraph_event": "interrupt", "node": rec.name},
+                    metadata={
+                        "langgraph_event": "interrupt",
+                        "node": rec.name,
+                        "interrupt_ids": [getattr(i, "id", None) for i in asked],
+                    },
                 )
             else:
                 run.session.record(

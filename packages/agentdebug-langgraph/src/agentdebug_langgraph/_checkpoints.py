@@ -8,11 +8,13 @@ node of that super-step runs again. Capture recorded, on each root-level node
 start, the task id LangGraph gave it and (with a checkpointer) the checkpoint id;
 the task id is what ties a step to a checkpoint exactly, since LangGraph derives
 task ids from the checkpoint they run from and lists them as the snapshot's
-pending tasks.
+pending tasks. A branch runs in a thread of its own, made by copying that
+checkpoint there (:func:`copy_to_thread`).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -194,3 +196,60 @@ def writers_of(graph: Any, snap: Any) -> list[str]:
         return []
     parent = graph.get_state(snap.parent_config)
     return list(dict.fromkeys(task.name for task in parent.tasks))
+
+
+def branch_thread(thread_id: str) -> str:
+    """A new thread id for a branch of a run on ``thread_id``, named after it."""
+    return f"{thread_id}~agentdebug-{uuid.uuid4().hex[:12]}"
+
+
+def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:
+    """``snap``'s checkpoint, and the one before it (which the fork reads to know
+    who wrote ``snap``), copied into thread ``thread_id`` as they are stored, their
+    pending writes included; the snapshot there. The checkpointer's own ``put``
+    and ``put_writes``, so any saver with the synchronous methods takes them."""
+    saver = graph.checkpointer
+    saved = saver.get_tuple(snap.config)
+    if saved is None:  # (find_snapshot just read it)
+        raise AgentDebugError(f"checkpoint {snap.config['configurable']} is gone")
+    chain = [saved]
+    if saved.parent_config is not None:
+        parent = saver.get_tuple(saved.parent_config)
+        if parent is not None:
+            chain.insert(0, parent)
+    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    for tup in chain:
+        config = _put_copy(saver, config, tup)
+    fork_point = str(snap.config["configurable"]["checkpoint_id"])
+    for tup in _kept_subgraphs(saver, snap.config["configurable"]["thread_id"], fork_point):
+        ns = tup.config["configurable"]["checkpoint_ns"]
+        _put_copy(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}, tup)
+    return graph.get_state(config)
+
+
+def _put_copy(saver: Any, config: Any, tup: Any) -> Any:
+    """One checkpoint and its pending writes, put where ``config`` says."""
+    versions = dict(tup.checkpoint.get("channel_versions") or {})
+    config = saver.put(config, tup.checkpoint, tup.metadata, versions)
+    by_task: dict[str, list[tuple[str, Any]]] = {}
+    for task_id, channel, value in tup.pending_writes or ():
+        by_task.setdefault(task_id, []).append((channel, value))
+    for task_id, writes in by_task.items():
+        saver.put_writes(config, writes, task_id)
+    return config
+
+
+def _kept_subgraphs(saver: Any, thread_id: str, before: str) -> list[Any]:
+    """For each subgraph that keeps its own history on the thread (compiled with
+    ``checkpointer=True``: a namespace without a task id, ``sub``), its latest
+    checkpoint from before ``before`` (checkpoint ids sort by time): the memory it
+    starts the blamed step with, which the branch's subgraph must start with too."""
+    latest: dict[str, Any] = {}
+    for tup in saver.list({"configurable": {"thread_id": thread_id}}):
+        conf = tup.config["configurable"]
+        ns, cid = conf.get("checkpoint_ns") or "", str(conf.get("checkpoint_id"))
+        if not ns or ":" in ns.rpartition("|")[2] or cid >= before:
+            continue  # the root's, a subgraph run's own (``sub:<task>``), or later
+        if ns not in latest or cid > str(latest[ns].config["configurable"]["checkpoint_id"]):
+            latest[ns] = tup
+    return list(latest.values())

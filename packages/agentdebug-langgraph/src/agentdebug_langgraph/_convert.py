@@ -290,6 +290,40 @@ def interrupts_of(error: GraphInterrupt) -> Sequence[Any]:
     return ()
 
 
+def resume_record(inputs: Any) -> tuple[Any, dict[str, Any]]:
+    """What a resume gave, and how, for its ``USER_INPUT`` event: the value of
+    ``Command(resume=...)`` (``None`` for ``invoke(None)`` past a static
+    interrupt), and metadata a rerun reads to give a branch the same answer:
+    ``resumed_with`` (``"command"`` or ``"none"``) and ``replayable``, true when
+    what is stored is exactly what was given (a command with nothing but a plain
+    JSON value to resume with: no ``update``, ``goto`` or ``graph``)."""
+    if not isinstance(inputs, Command):
+        return None, {"resumed_with": "none", "replayable": inputs is None}
+    plain = inputs.update is None and not inputs.goto and inputs.graph is None
+    return inputs.resume, {
+        "resumed_with": "command",
+        "replayable": plain and is_plain_json(inputs.resume),
+    }
+
+
+def is_plain_json(value: Any, depth: int = 0) -> bool:
+    """Whether JSON holds ``value`` as it is: strings, finite numbers, booleans,
+    ``None``, and lists and string-keyed dicts of them (not tuples, which come
+    back as lists), at most ``DEEPEST`` levels down."""
+    cls = value.__class__
+    if cls is float:
+        return bool(value == value and value not in (float("inf"), float("-inf")))
+    if cls in _PLAIN:
+        return True
+    if depth >= DEEPEST:
+        return False
+    if cls is list:
+        return all(is_plain_json(v, depth + 1) for v in value)
+    if cls is dict:
+        return all(k.__class__ is str and is_plain_json(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def is_fresh_input(inputs: Any) -> bool:
     """An input that starts a new run (not a resume, not ``None``)."""
     return inputs is not None and not isinstance(inputs, Command)

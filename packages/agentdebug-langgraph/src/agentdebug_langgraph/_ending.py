@@ -43,11 +43,23 @@ NOTHING_RAN = (
 )
 
 
+def branch_paused(thread_id: str, why: str = "") -> str:
+    """Why a rerun branch ended at an interrupt, and how to go on."""
+    return (
+        "the branch stopped at an interrupt"
+        + (why or ", which the original run's human answered when it was resumed")
+        + ": rerun from a step after the interrupt, "
+        f"or resume thread '{thread_id}' with Command(resume=...)"
+    )
+
+
 class RunEnding(ModelAndToolEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
 
     success_check: SuccessCheck | None
     diagnose: bool
+    hold_interrupts: bool
+    _held: GraphRun | None
     on_report: ReportCallback | None
     run_ids: list[str]
     reports: list[DiagnosticReport]
@@ -231,20 +243,34 @@ class RunEnding(ModelAndToolEvents):
                 },
             )
         if run.thread_id is None or not run.owns_session:
+            if run.thread_id is not None and self.hold_interrupts:  # the executor decides
+                session.flush()
+                self._held = run
+                return
             why = "the graph stopped at an interrupt"
             if not run.owns_session and run.thread_id is not None:  # a rerun branch
-                why = (
-                    "the branch stopped at an interrupt, which the original run's human "
-                    "answered when it was resumed: rerun from a step after the interrupt, "
-                    f"or resume thread '{run.thread_id}' with Command(resume=...)"
-                )
-            session.set_outcome(OutcomeStatus.UNKNOWN, reason=why)
-            self._finish(run, False, None)
+                why = branch_paused(run.thread_id)
+            self.release_held(why, run)
             return
         session.flush()
         evicted = PAUSED.park(run.thread_id, run)
         if evicted is not None and evicted is not run:
             self._finish_paused(evicted, "too many runs were waiting at an interrupt")
+
+    @property
+    def held(self) -> GraphRun | None:
+        """The branch run waiting at an interrupt for the executor (``hold_interrupts``)."""
+        return self._held
+
+    def release_held(self, why: str, run: GraphRun | None = None) -> None:
+        """End a run stopped at an interrupt (by default the held one): its outcome
+        is unknown, for the reason ``why``."""
+        if run is None:
+            run, self._held = self._held, None
+        if run is None:
+            return
+        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=why)
+        self._finish(run, False, None)
 
     def _finish_paused(self, run: GraphRun, why: str) -> None:
         run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"stopped at an interrupt; {why}")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-import uuid
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +45,8 @@ from langgraph.pregel import Pregel
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
+    branch_thread,
+    copy_to_thread,
     find_snapshot,
     inheritable,
     resume_point,
@@ -53,13 +54,20 @@ from agentdebug_langgraph._checkpoints import (
     writers_of,
 )
 from agentdebug_langgraph._convert import compact
-from agentdebug_langgraph._ending import SuccessCheck, UnavailableCheck
+from agentdebug_langgraph._ending import SuccessCheck, UnavailableCheck, branch_paused
 from agentdebug_langgraph._live import (
     default_debugger,
     live_check,
     live_graph,
     note_check,
     recording_branch,
+)
+from agentdebug_langgraph._replay import (
+    Answer,
+    check_policy,
+    recorded_answers,
+    replay_for,
+    waiting,
 )
 from agentdebug_langgraph._specs import load_spec
 from agentdebug_langgraph._state import FRAMEWORK
@@ -95,6 +103,11 @@ class LangGraphRerunExecutor:
     update yourself (for graphs without a message list). ``asynchronous``: run the
     branch with ``ainvoke`` (graphs whose nodes are coroutines); the checkpointer
     must still offer the synchronous methods (``InMemorySaver`` and ``SqliteSaver`` do).
+    ``isolate=False``: fork on the run's own thread (LangGraph's time travel)
+    instead of a thread of the branch's own. ``replay_answers``: how a branch that
+    stops at an interrupt gets the answer the original's human gave there,
+    ``"same-node"`` (default), ``"same-question"`` or ``"never"`` (see
+    :mod:`agentdebug_langgraph._replay`).
     """
 
     framework = FRAMEWORK
@@ -110,6 +123,7 @@ class LangGraphRerunExecutor:
         directive_update: DirectiveUpdate | None = None,
         asynchronous: bool = False,
         isolate: bool = True,
+        replay_answers: str = "same-node",
     ) -> None:
         self.graph = graph
         self.debugger = debugger
@@ -119,6 +133,7 @@ class LangGraphRerunExecutor:
         self.directive_update = directive_update
         self.asynchronous = asynchronous
         self.isolate = isolate
+        self.replay_answers = check_policy(replay_answers)
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -197,12 +212,17 @@ class LangGraphRerunExecutor:
                 parent_event=fork_event,
                 diagnose=False,
                 success_check=check,
+                hold_interrupts=True,
             )
+            config = self._run_config(fork_config, callback)
             try:
                 with recording_branch(callback):
-                    self._invoke(graph, self._run_config(fork_config, callback))
+                    self._invoke(graph, config)
+                    self._replay(graph, callback, recorded_answers(original, point.step), config)
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
+            finally:
+                callback.release_held(branch_paused(thread))  # (if still held)
             if session.outcome is None:
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN, reason="the branch stopped before finishing"
@@ -283,17 +303,35 @@ class LangGraphRerunExecutor:
             )
         return {self.directive_key: [HumanMessage(content=directive_text(request))]}
 
-    def _invoke(self, graph: Any, config: Any) -> Any:
+    def _replay(
+        self, graph: Any, callback: AgentDebugCallback, answers: list[Answer], config: Any
+    ) -> None:
+        """While the branch waits at an interrupt, resume it on its thread with the
+        original's next answer, if the policy lets it; else end it saying why."""
+        configurable = {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}
+        config = {**config, "configurable": configurable}  # the thread's latest state
+        used = 0
+        while (held := callback.held) is not None:
+            answer = answers[used] if used < len(answers) else None
+            plan = replay_for(answer, waiting(graph.get_state(config)), self.replay_answers)
+            if plan.refused is not None:
+                callback.release_held(branch_paused(str(held.thread_id), plan.refused))
+                return
+            used += 1
+            callback.resume_note = plan.note
+            self._invoke(graph, config, plan.resume)
+
+    def _invoke(self, graph: Any, config: Any, given: Any = None) -> Any:
         if not self.asynchronous:
-            return graph.invoke(None, config)
+            return graph.invoke(given, config)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(graph.ainvoke(None, config))
+            return asyncio.run(graph.ainvoke(given, config))
         # called from async code: run the branch's event loop in a thread of its own
         with ThreadPoolExecutor(max_workers=1) as pool:  # (in this context: recording_branch)
             run = contextvars.copy_context().run
-            return pool.submit(run, asyncio.run, graph.ainvoke(None, config)).result()
+            return pool.submit(run, asyncio.run, graph.ainvoke(given, config)).result()
 
     def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
         extra = dict(self.config)
@@ -313,63 +351,6 @@ def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
         and e.type is EventType.USER_INPUT
         and e.metadata.get("langgraph_event") == "fork"
     ]
-
-
-def branch_thread(thread_id: str) -> str:
-    """A new thread id for a branch of a run on ``thread_id``, named after it."""
-    return f"{thread_id}~agentdebug-{uuid.uuid4().hex[:12]}"
-
-
-def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:
-    """``snap``'s checkpoint, and the one before it (which the fork reads to know
-    who wrote ``snap``), copied into thread ``thread_id`` as they are stored, their
-    pending writes included; the snapshot there. The checkpointer's own ``put``
-    and ``put_writes``, so any saver with the synchronous methods takes them."""
-    saver = graph.checkpointer
-    saved = saver.get_tuple(snap.config)
-    if saved is None:  # (find_snapshot just read it)
-        raise AgentDebugError(f"checkpoint {snap.config['configurable']} is gone")
-    chain = [saved]
-    if saved.parent_config is not None:
-        parent = saver.get_tuple(saved.parent_config)
-        if parent is not None:
-            chain.insert(0, parent)
-    config: Any = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
-    for tup in chain:
-        config = _put_copy(saver, config, tup)
-    fork_point = str(snap.config["configurable"]["checkpoint_id"])
-    for tup in _kept_subgraphs(saver, snap.config["configurable"]["thread_id"], fork_point):
-        ns = tup.config["configurable"]["checkpoint_ns"]
-        _put_copy(saver, {"configurable": {"thread_id": thread_id, "checkpoint_ns": ns}}, tup)
-    return graph.get_state(config)
-
-
-def _put_copy(saver: Any, config: Any, tup: Any) -> Any:
-    """One checkpoint and its pending writes, put where ``config`` says."""
-    versions = dict(tup.checkpoint.get("channel_versions") or {})
-    config = saver.put(config, tup.checkpoint, tup.metadata, versions)
-    by_task: dict[str, list[tuple[str, Any]]] = {}
-    for task_id, channel, value in tup.pending_writes or ():
-        by_task.setdefault(task_id, []).append((channel, value))
-    for task_id, writes in by_task.items():
-        saver.put_writes(config, writes, task_id)
-    return config
-
-
-def _kept_subgraphs(saver: Any, thread_id: str, before: str) -> list[Any]:
-    """For each subgraph that keeps its own history on the thread (compiled with
-    ``checkpointer=True``: a namespace without a task id, ``sub``), its latest
-    checkpoint from before ``before`` (checkpoint ids sort by time): the memory it
-    starts the blamed step with, which the branch's subgraph must start with too."""
-    latest: dict[str, Any] = {}
-    for tup in saver.list({"configurable": {"thread_id": thread_id}}):
-        conf = tup.config["configurable"]
-        ns, cid = conf.get("checkpoint_ns") or "", str(conf.get("checkpoint_id"))
-        if not ns or ":" in ns.rpartition("|")[2] or cid >= before:
-            continue  # the root's, a subgraph run's own (``sub:<task>``), or later
-        if ns not in latest or cid > str(latest[ns].config["configurable"]["checkpoint_id"]):
-            latest[ns] = tup
-    return list(latest.values())
 
 
 def directive_text(request: RerunRequest) -> str:

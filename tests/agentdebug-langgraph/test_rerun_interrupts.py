@@ -1,0 +1,300 @@
+"""A rerun branch that meets an interrupt the original's human answered: the
+answer is replayed (by node, by question, never), static interrupts are passed
+as the original passed them, and a branch the answers do not fit ends saying why."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, OutcomeStatus
+from agentdebug.errors import AgentDebugError
+from agentdebug.rerun import closed_loop
+from agentdebug.rerun.score import DefaultScorer
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, Fix, Hypothesis, RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, Send, interrupt
+
+
+class Refund(TypedDict):
+    amount: int
+    fixed: bool
+    out: Annotated[list[str], operator.add]
+
+
+def refund_graph(checkpointer: Any, **compile_kw: Any) -> Any:
+    """``prepare`` works out the amount (wrongly, unless ``fixed``); ``ask`` has a
+    human approve it; the run succeeds when 24 is refunded."""
+
+    def prepare(state: Refund) -> dict[str, Any]:
+        return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+
+    def ask(state: Refund) -> dict[str, Any]:
+        answer = interrupt({"question": f"refund ${state['amount']}?"})
+        return {"out": [f"refund {state['amount']}: {answer}"]}
+
+    g = StateGraph(Refund)
+    g.add_node("prepare", prepare)
+    g.add_node("ask", ask)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "ask")
+    g.add_edge("ask", END)
+    return g.compile(checkpointer=checkpointer, **compile_kw)
+
+
+def refunded_24(state: Refund) -> bool | str:
+    return "refund 24: yes" in state["out"] or f"wrong refund: {state['out'][-1]}"
+
+
+class Items(TypedDict):
+    items: list[str]
+    fixed: bool
+    out: Annotated[list[str], operator.add]
+
+
+START_STATE: Refund = {"amount": 0, "fixed": False, "out": []}
+
+
+def answered_run(dbg: AgentDebug, graph: Any, *answers: Any, thread: str = "t") -> AgentTrajectory:
+    cb = AgentDebugCallback(dbg, success_check=refunded_24, diagnose=False)
+    config: Any = {"configurable": {"thread_id": thread}, "callbacks": [cb]}
+    graph.invoke(START_STATE, config)
+    for answer in answers:
+        graph.invoke(answer, config)
+    return cb.trajectory()
+
+
+def fixed(run: AgentTrajectory) -> RerunRequest:
+    """Rerun from ``prepare`` (step 1) with the fix in the state."""
+    return RerunRequest(trajectory=run, resume_step=1, directive="x", state_patch={"fixed": True})
+
+
+def resumes(run: AgentTrajectory) -> list[Any]:
+    return [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+
+
+def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebug) -> None:
+    """The fix changes the question (it quotes the amount); the human's "yes" is
+    given to the same node's interrupt, the branch runs to the end and passes, and
+    its resume says whose answer it replayed and what was asked then."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    (given,) = resumes(original)
+    assert given.metadata["resumed_with"] == "command" and given.metadata["replayable"] is True
+    asked = next(e for e in original.events if e.metadata.get("langgraph_event") == "interrupt")
+    assert len(asked.metadata["interrupt_ids"]) == 1
+
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert branch.outcome.final_answer["out"][-1] == "refund 24: yes"
+    (replayed,) = resumes(branch)
+    assert replayed.input == "yes"
+    assert replayed.metadata["replayed_from"] == given.id
+    assert replayed.metadata["question_matches"] is False
+    assert replayed.metadata["original_question"] == [{"question": "refund $42?"}]
+    interrupts = [e for e in branch.events if e.metadata.get("langgraph_event") == "interrupt"]
+    assert interrupts[-1].output == [{"question": "refund $24?"}]
+    assert DefaultScorer().score(branch, original).success
+
+
+def test_same_question_refuses_an_answer_to_another_question(dbg: AgentDebug) -> None:
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-question").rerun(
+        fixed(original)
+    )
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    reason = branch.outcome.reason or ""
+    assert "asking [{'question': 'refund $24?'}]" in reason
+    assert "where the original asked [{'question': 'refund $42?'}]" in reason
+    assert "Command(resume=...)" in reason and not resumes(branch)
+    with pytest.raises(AgentDebugError, match="the branch stopped at an interrupt"):
+        DefaultScorer().score(branch, original)
+
+
+def test_same_question_replays_the_answer_to_the_same_question(dbg: AgentDebug) -> None:
+    """Rerun from ``ask`` itself: the question is the same, the answer is given."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="no"))
+    ask_step = next(e.step_index for e in original.events if e.agent_name == "ask")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-question").rerun(
+        RerunRequest(
+            trajectory=original, resume_step=ask_step, directive="x", state_patch={"fixed": False}
+        )
+    )
+    (replayed,) = resumes(branch)
+    assert replayed.metadata["question_matches"] is True and replayed.input == "no"
+    assert branch.outcome.status is OutcomeStatus.FAILURE  # the same answer, the same end
+    assert branch.outcome.reason == "wrong refund: refund 42: no"
+
+
+def test_never_ends_the_branch_at_the_interrupt(dbg: AgentDebug) -> None:
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="never").rerun(
+        fixed(original)
+    )
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
+    reason = branch.outcome.reason or ""
+    assert "which the original run's human answered when it was resumed" in reason
+    assert "rerun from a step after the interrupt" in reason
+    with pytest.raises(AgentDebugError) as raised:  # scoring says so too
+        DefaultScorer().score(branch, original)
+    assert "the branch stopped at an interrupt" in str(raised.value)
+    assert "give a success check" not in str(raised.value)
+
+
+def test_an_unknown_policy_is_refused_when_the_executor_is_made() -> None:
+    with pytest.raises(AgentDebugError, match=r"replay_answers='always'.*'same-node'"):
+        LangGraphRerunExecutor(replay_answers="always")
+
+
+def test_an_answer_that_is_more_than_a_value_is_not_replayed(dbg: AgentDebug) -> None:
+    """``Command(resume=..., update=...)``: the stored answer is not what was given."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes", update={"out": ["noted"]}))
+    assert resumes(original)[0].metadata["replayable"] is False
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    assert "more than a plain JSON value" in (branch.outcome.reason or "")
+
+
+def test_a_branch_that_asks_more_than_the_original_ends_at_the_new_question(
+    dbg: AgentDebug,
+) -> None:
+    """The original's human answered once; the corrected branch asks twice."""
+
+    def ask_twice(checkpointer: Any) -> Any:
+        def prepare(state: Refund) -> dict[str, Any]:
+            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+
+        def ask(state: Refund) -> dict[str, Any]:
+            answer = interrupt(f"refund ${state['amount']}?")
+            if state["fixed"]:
+                answer = interrupt("are you sure?")
+            return {"out": [f"refund {state['amount']}: {answer}"]}
+
+        g = StateGraph(Refund)
+        g.add_node("prepare", prepare)
+        g.add_node("ask", ask)
+        g.add_edge(START, "prepare")
+        g.add_edge("prepare", "ask")
+        g.add_edge("ask", END)
+        return g.compile(checkpointer=checkpointer)
+
+    graph = ask_twice(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert len(resumes(branch)) == 1  # the first question got the original's answer
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    assert "which the original run never reached" in (branch.outcome.reason or "")
+    # the branch's thread waits at the new question: the user can answer it
+    thread = branch.metadata["langgraph"]["fork"]["thread_id"]
+    state = graph.get_state({"configurable": {"thread_id": thread}})
+    assert [i.value for i in state.interrupts] == ["are you sure?"]
+
+
+def test_a_static_interrupt_is_passed_as_the_original_passed_it(dbg: AgentDebug) -> None:
+    """``interrupt_before``: the original went on with ``invoke(None)``; the
+    branch stops before the same node and is continued the same way."""
+
+    def graph_of(checkpointer: Any) -> Any:
+        def prepare(state: Refund) -> dict[str, Any]:
+            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+
+        def pay(state: Refund) -> dict[str, Any]:
+            return {"out": [f"refund {state['amount']}: yes"]}
+
+        g = StateGraph(Refund)
+        g.add_node("prepare", prepare)
+        g.add_node("pay", pay)
+        g.add_edge(START, "prepare")
+        g.add_edge("prepare", "pay")
+        g.add_edge("pay", END)
+        return g.compile(checkpointer=checkpointer, interrupt_before=["pay"])
+
+    graph = graph_of(InMemorySaver())
+    original = answered_run(dbg, graph, None)
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    assert resumes(original)[0].metadata["resumed_with"] == "none"
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    (replayed,) = resumes(branch)
+    assert replayed.metadata["resumed_with"] == "none"
+    assert replayed.metadata["replayed_from"] == resumes(original)[0].id
+
+
+def test_a_resume_map_goes_to_the_branch_interrupts_of_the_same_questions(
+    dbg: AgentDebug,
+) -> None:
+    """Two parallel tasks wait at once; the human answered both with a map keyed
+    by interrupt id. The branch's interrupts have other ids; each gets the
+    answer to its own question."""
+
+    def graph_of(checkpointer: Any) -> Any:
+        def plan(state: Items) -> dict[str, Any]:
+            return {"out": ["planned" if state["fixed"] else "misplanned"]}
+
+        def fan(state: Items) -> list[Send]:
+            return [Send("ask", {"items": [i], "fixed": False, "out": []}) for i in state["items"]]
+
+        def ask(state: Items) -> dict[str, Any]:
+            item = state["items"][0]
+            return {"out": [f"{item}: {interrupt(f'ship {item}?')}"]}
+
+        g = StateGraph(Items)
+        g.add_node("plan", plan)
+        g.add_node("ask", ask)
+        g.add_edge(START, "plan")
+        g.add_conditional_edges("plan", fan, ["ask"])
+        g.add_edge("ask", END)
+        return g.compile(checkpointer=checkpointer)
+
+    def shipped(state: Items) -> bool:
+        return "planned" in state["out"] and {"a: yes", "b: no"} <= set(state["out"])
+
+    graph = graph_of(InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=shipped, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "t-map"}, "callbacks": [cb]}
+    paused = graph.invoke({"items": ["a", "b"], "fixed": False, "out": []}, config)
+    by_question = {i.value: i.id for i in paused["__interrupt__"]}
+    graph.invoke(
+        Command(resume={by_question["ship a?"]: "yes", by_question["ship b?"]: "no"}), config
+    )
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+        RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"fixed": True})
+    )
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    (replayed,) = resumes(branch)
+    assert replayed.metadata["question_matches"] is True
+    assert sorted(replayed.input.values()) == ["no", "yes"]
+    assert set(replayed.input) != set(by_question.values())  # the branch's own ids
+
+
+def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentDebug) -> None:
+    """The whole loop on a graph with a human in it: the diagnosis blames
+    ``prepare``, the rerun from it replays the approval, and the loop judges the
+    corrected branch a success: the root cause is verified by rerun."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-loop")
+    report = DiagnosticReport(
+        id="r-refund",
+        trajectory_id=original.id,
+        hypotheses=[Hypothesis(agent_name="prepare", step_index=1, strategy="t", confidence=0.9)],
+        fix=Fix(directive="use the refund policy's amount", target_agent="prepare", target_step=1),
+    )
+    executor = LangGraphRerunExecutor(
+        graph, debugger=dbg, directive_update=lambda request, snapshot: {"fixed": True}
+    )
+    result = closed_loop(original, debugger=dbg, executor=executor, report=report)
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    branch_id = result.attempts[-1].branch_id
+    assert branch_id is not None and dbg.store is not None
+    branch = dbg.store.load_trajectory(branch_id)
+    assert resumes(branch)[0].metadata["question_matches"] is False

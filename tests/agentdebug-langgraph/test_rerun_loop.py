@@ -13,7 +13,12 @@ from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun import closed_loop
 from agentdebug.schema import RerunRequest
-from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph import (
+    AgentDebugCallback,
+    LangGraphRerunExecutor,
+    branch_threads,
+    prune_branch_threads,
+)
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
@@ -199,6 +204,45 @@ def test_isolate_false_forks_on_the_runs_own_thread_as_time_travel(dbg: AgentDeb
     assert branch.metadata["langgraph"]["fork"]["thread_id"] == "t-travel"
     latest = graph.get_state({"configurable": {"thread_id": "t-travel"}})
     assert latest.values["messages"][-1].content == "Order A123 costs $42.00."  # the branch's
+
+
+@pytest.mark.parametrize("saver", ["memory", "sqlite"])
+def test_branch_threads_are_listed_and_pruned_leaving_the_users_threads(
+    dbg: AgentDebug, tmp_path: Path, saver: str
+) -> None:
+    """Each rerun leaves a thread in the user's checkpointer; pruning deletes
+    those (of one user thread, all but the newest ``keep``), never the user's."""
+    db = str(tmp_path / "cp.sqlite")
+    checkpointer: Any = InMemorySaver() if saver == "memory" else sqlite_saver(db)
+    graph = linear_graph(checkpointer)
+    runs = {}
+    for thread in ("t-a", "t-b"):
+        cb = AgentDebugCallback(dbg)
+        graph.invoke(
+            {"n": 0, "trail": []}, {"configurable": {"thread_id": thread}, "callbacks": [cb]}
+        )
+        runs[thread] = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg)
+    made = []
+    for thread in ("t-a", "t-a", "t-b"):
+        request = RerunRequest(
+            trajectory=runs[thread], resume_step=2, directive="x", state_patch={"n": 9}
+        )
+        made.append(executor.rerun(request).metadata["langgraph"]["fork"]["thread_id"])
+    assert branch_threads(graph) == made  # the least recently used first
+    assert branch_threads(checkpointer, "t-a") == made[:2]
+    if saver == "sqlite":  # another process, another connection: the same threads
+        graph = linear_graph(sqlite_saver(db))
+    assert prune_branch_threads(graph, "t-a", keep=1) == made[:1]
+    assert branch_threads(graph) == made[1:]
+    assert prune_branch_threads(graph) == made[1:] and branch_threads(graph) == []
+    for thread in ("t-a", "t-b"):  # the users' threads are as their runs left them
+        state = graph.get_state({"configurable": {"thread_id": thread}})
+        assert state.values["trail"] == ["plan", "act", "report"]
+    with pytest.raises(AgentDebugError, match="keep must be 0 or more"):
+        prune_branch_threads(graph, keep=-1)
+    with pytest.raises(AgentDebugError, match="with a checkpointer, or a checkpointer, not int"):
+        branch_threads(3)
 
 
 class Asked(TypedDict):

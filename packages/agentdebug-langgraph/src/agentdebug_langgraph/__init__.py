@@ -20,12 +20,15 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from agentdebug_langgraph._callback import AgentDebugCallback
+    from agentdebug_langgraph._checkpoints import branch_threads, prune_branch_threads
     from agentdebug_langgraph._executor import LangGraphRerunExecutor
     from agentdebug_langgraph._instrument import instrument, instrumented, uninstrument
 
 _LAZY = {
     "AgentDebugCallback": "agentdebug_langgraph._callback",
     "LangGraphRerunExecutor": "agentdebug_langgraph._executor",
+    "branch_threads": "agentdebug_langgraph._checkpoints",
+    "prune_branch_threads": "agentdebug_langgraph._checkpoints",
     "instrument": "agentdebug_langgraph._instrument",
     "instrumented": "agentdebug_langgraph._instrument",
     "uninstrument": "agentdebug_langgraph._instrument",
@@ -51,7 +54,9 @@ __all__ = [
     "AgentDebugCallback",
     "LangGraphRerunExecutor",
     "__version__",
+    "branch_threads",
     "instrument",
     "instrumented",
+    "prune_branch_threads",
     "uninstrument",
 ]

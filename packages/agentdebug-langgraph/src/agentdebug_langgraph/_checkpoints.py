@@ -198,9 +198,57 @@ def writers_of(graph: Any, snap: Any) -> list[str]:
     return list(dict.fromkeys(task.name for task in parent.tasks))
 
 
+BRANCH_MARK = "~agentdebug-"
+
+
 def branch_thread(thread_id: str) -> str:
     """A new thread id for a branch of a run on ``thread_id``, named after it."""
-    return f"{thread_id}~agentdebug-{uuid.uuid4().hex[:12]}"
+    return f"{thread_id}{BRANCH_MARK}{uuid.uuid4().hex[:12]}"
+
+
+def branch_threads(graph_or_saver: Any, thread_id: str | None = None) -> list[str]:
+    """The threads rerun branches made in a graph's checkpointer (``graph_or_saver``:
+    the compiled graph, or the checkpointer itself): every one, or those of the
+    user's thread ``thread_id``, the least recently used first."""
+    saver = _saver_of(graph_or_saver)
+    prefix = f"{thread_id}{BRANCH_MARK}" if thread_id is not None else None
+    found: dict[str, str] = {}  # thread -> its latest checkpoint id (ids sort by time)
+    for tup in saver.list(None):
+        conf = tup.config["configurable"]
+        tid, cid = str(conf.get("thread_id")), str(conf.get("checkpoint_id"))
+        if BRANCH_MARK in tid and (prefix is None or tid.startswith(prefix)):
+            if tid not in found or cid > found[tid]:
+                found[tid] = cid
+    return sorted(found, key=found.__getitem__)
+
+
+def prune_branch_threads(
+    graph_or_saver: Any, thread_id: str | None = None, *, keep: int = 0
+) -> list[str]:
+    """Delete the threads rerun branches made (see :func:`branch_threads`), but the
+    newest ``keep``; the deleted thread ids. The user's own threads are never
+    touched; the branches' recorded runs stay in agentdebug's store, but can no
+    longer be rerun or resumed from their threads."""
+    if keep < 0:
+        raise AgentDebugError(f"prune_branch_threads(keep={keep}): keep must be 0 or more")
+    saver = _saver_of(graph_or_saver)
+    threads = branch_threads(saver, thread_id)
+    doomed = threads[: len(threads) - keep] if keep else threads
+    for tid in doomed:
+        saver.delete_thread(tid)
+    return doomed
+
+
+def _saver_of(graph_or_saver: Any) -> Any:
+    saver = getattr(graph_or_saver, "checkpointer", graph_or_saver)
+    if not callable(getattr(saver, "list", None)) or not callable(
+        getattr(saver, "delete_thread", None)
+    ):
+        raise AgentDebugError(
+            f"expected a compiled LangGraph graph with a checkpointer, or a checkpointer, "
+            f"not {type(graph_or_saver).__name__}"
+        )
+    return saver
 
 
 def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:

@@ -216,9 +216,10 @@ def branch_threads(graph_or_saver: Any, thread_id: str | None = None) -> list[st
     for tup in saver.list(None):
         conf = tup.config["configurable"]
         tid, cid = str(conf.get("thread_id")), str(conf.get("checkpoint_id"))
-        if BRANCH_MARK in tid and (prefix is None or tid.startswith(prefix)):
-            if tid not in found or cid > found[tid]:
-                found[tid] = cid
+        if BRANCH_MARK not in tid or (prefix is not None and not tid.startswith(prefix)):
+            continue
+        if tid not in found or cid > found[tid]:
+            found[tid] = cid
     return sorted(found, key=found.__getitem__)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
@@ -255,3 +256,49 @@ def test_a_retried_subgraph_node_records_both_runs_of_its_inner_node(dbg: AgentD
     (timeout,) = [f for f in report.findings if f.mode_id == "system.timeout"]
     assert timeout.severity.value == "info" and "resolved: attempt 2" in timeout.message
     assert "timed out" not in report.summary
+
+
+def test_invoking_none_after_a_failure_continues_that_run_linked_to_it(dbg: AgentDebug) -> None:
+    """LangGraph's retry after an error: ``invoke(None)`` on the thread runs the
+    failed node again from the last checkpoint. The new run says which run it
+    continues (and ``show`` prints it), keeps its goal, and a fresh input on the
+    thread starts an unlinked run."""
+    from agentdebug.report import render_run
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.graph import START, StateGraph
+    from lg_graphs import Work
+
+    attempts = {"n": 0}
+
+    def charge(state: Work) -> dict[str, Any]:
+        attempts["n"] += 1
+        if attempts["n"] < 3:
+            raise PaymentDeclined(f"declined ({attempts['n']})")
+        return {"out": ["charged"]}
+
+    g = StateGraph(Work)
+    g.add_node("prepare", lambda s: {"out": ["prepared"]})
+    g.add_node("charge", charge)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "charge")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t-retry"}}
+    ids = []
+    for inputs in ({"items": ["book"], "out": []}, None, None):
+        cb = AgentDebugCallback(dbg, goal="charge the card" if inputs else None, diagnose=False)
+        with contextlib.suppress(PaymentDeclined):
+            graph.invoke(inputs, {**config, "callbacks": [cb]})
+        ids.append(cb.last_run_id)
+    first, second, third = (cb.trajectory(i) for i in ids)
+    assert "continues" not in first.metadata
+    assert second.metadata["continues"] == first.id and third.metadata["continues"] == second.id
+    assert second.goal == third.goal == "charge the card"
+    assert [e.agent_name for e in third.events if e.type is EventType.AGENT_START] == ["charge"]
+    assert third.outcome.status is OutcomeStatus.SUCCESS
+    assert f"continues: {second.id}" in render_run(third)
+    attempts["n"] = 0
+    for _ in range(2):  # a failure, then a new request on the thread: its own run
+        cb = AgentDebugCallback(dbg, diagnose=False)
+        with pytest.raises(PaymentDeclined):
+            graph.invoke({"items": ["x"], "out": []}, {**config, "callbacks": [cb]})
+        assert "continues" not in cb.trajectory().metadata

@@ -377,6 +377,9 @@ def render_run(
         if isinstance(branch, dict) and branch.get("resume_step") is not None:
             where = f" (rerun from step {branch['resume_step']}: {branch.get('directive', '')})"
         out.append(f"  branch of: {trajectory.parent_id}{where}")
+    continues = trajectory.metadata.get("continues")  # a run picked up after it stopped
+    if isinstance(continues, str) and continues:
+        out.append(f"  continues: {continues} (picked up where that run stopped)")
     marks: dict[str, list[str]] = {}
     if reports:
         latest = reports[-1]

@@ -44,8 +44,10 @@ from agentdebug_langgraph._state import (
     ERRORS_HELD,
     FRAMEWORK,
     PAUSED,
+    STOPPED,
     GraphRun,
     NodeRun,
+    Stopped,
     parent_namespace,
     start_counter,
     task_path_key,
@@ -324,7 +326,9 @@ class AgentDebugCallback(RunEnding):
             )
             self._roots[run_id.int] = run
             return
-        session, owns = self._session_for(inputs, md, name, graph, thread_id)
+        stopped = STOPPED.take(thread_id) if self._adopt is None and not nested else None
+        continues = stopped if inputs is None else None  # invoke(None): go on after it
+        session, owns = self._session_for(inputs, md, name, graph, thread_id, continues)
         first = self._first_step if not owns else 1
         run = GraphRun(
             session=session,
@@ -349,12 +353,19 @@ class AgentDebugCallback(RunEnding):
         self._roots[run_id.int] = run
 
     def _session_for(
-        self, inputs: Any, md: dict[str, Any], name: Any, graph: Any, thread_id: str | None
+        self,
+        inputs: Any,
+        md: dict[str, Any],
+        name: Any,
+        graph: Any,
+        thread_id: str | None,
+        continues: Stopped | None,
     ) -> tuple[TraceSession, bool]:
         if self._adopt is not None:
             session, self._adopt = self._adopt, None
             return session, False
         goal = self.goal or _convert.first_human_text(inputs)
+        goal = goal or (continues.goal if continues is not None else None)
         if goal is None and inputs is not None and not isinstance(inputs, Command):
             goal = _convert.short_text(inputs)
         nodes = _convert.node_names(graph)
@@ -373,7 +384,11 @@ class AgentDebugCallback(RunEnding):
             framework=FRAMEWORK,
             agents=[AgentInfo(name=n, role="node") for n in nodes],
             reference_answer=self.reference_answer,
-            metadata={**self.metadata, "langgraph": lg},
+            metadata={
+                **self.metadata,
+                "langgraph": lg,
+                **({"continues": continues.run_id} if continues is not None else {}),
+            },
         )
         if self.success_check is not None:
             note_check(session.id, self.success_check)

@@ -19,7 +19,7 @@ from agentdebug.schema import DiagnosticReport
 from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._models import ModelAndToolEvents
-from agentdebug_langgraph._state import PAUSED, GraphRun
+from agentdebug_langgraph._state import PAUSED, STOPPED, GraphRun, Stopped
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
@@ -109,6 +109,8 @@ class RunEnding(ModelAndToolEvents):
                     module="langgraph.graph",
                     metadata={"graph": run.graph_name},
                 )
+            if run.owns_session and run.thread_id is not None:  # invoke(None) goes on
+                STOPPED.park(run.thread_id, Stopped(session.id, session.goal))
             if isinstance(error, Exception):
                 failed_exc = error
                 session.set_outcome(

@@ -18,13 +18,14 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any, NamedTuple
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from agentdebug import OutcomeStatus, TraceSession
 from agentdebug.capture.emit import Emit
 from agentdebug.schema import CheckpointRef
 
 FRAMEWORK = "langgraph"
+T = TypeVar("T")
 
 
 @dataclass(eq=False)
@@ -131,18 +132,16 @@ def start_counter(first: int) -> Iterator[int]:
     return itertools.count(first)
 
 
-class PausedRuns:
-    """Runs stopped at an interrupt, by thread id, waiting for ``Command(resume=...)``.
-
-    Process-wide, because a resume is often invoked with a fresh callback. Bounded:
-    the oldest paused run is finished (outcome unknown) when too many wait."""
+class ByThread(Generic[T]):
+    """Process-wide runs by thread id, bounded: the oldest is pushed out (and
+    handed back to the caller) when too many are kept."""
 
     def __init__(self, limit: int = 256) -> None:
-        self._runs: dict[str, GraphRun] = {}
+        self._runs: dict[str, T] = {}
         self._lock = threading.Lock()
         self.limit = limit
 
-    def park(self, thread_id: str, run: GraphRun) -> GraphRun | None:
+    def park(self, thread_id: str, run: T) -> T | None:
         """Keep ``run``; returns a run pushed out (to be finished by the caller)."""
         with self._lock:
             evicted = self._runs.pop(thread_id, None)
@@ -152,7 +151,7 @@ class PausedRuns:
                 evicted = self._runs.pop(oldest)
             return evicted
 
-    def take(self, thread_id: str | None) -> GraphRun | None:
+    def take(self, thread_id: str | None) -> T | None:
         if thread_id is None:
             return None
         with self._lock:
@@ -161,15 +160,27 @@ class PausedRuns:
     def __contains__(self, thread_id: object) -> bool:
         return thread_id in self._runs
 
-    def drain(self) -> list[GraphRun]:
-        """Every waiting run, taken out."""
+    def drain(self) -> list[T]:
+        """Every kept run, taken out."""
         with self._lock:
             runs = list(self._runs.values())
             self._runs.clear()
             return runs
 
 
-PAUSED = PausedRuns()
+class Stopped(NamedTuple):
+    """A run that ended before its graph did (an error, a stop): a later
+    ``invoke(None)`` on its thread continues it."""
+
+    run_id: str
+    goal: str | None
+
+
+# Runs stopped at an interrupt, waiting for ``Command(resume=...)`` (process-wide:
+# a resume is often invoked with a fresh callback; one pushed out is finished,
+# outcome unknown), and the last run on a thread that raised or was stopped.
+PAUSED: ByThread[GraphRun] = ByThread()
+STOPPED: ByThread[Stopped] = ByThread(limit=1024)
 
 
 def _close_paused_at_exit() -> None:

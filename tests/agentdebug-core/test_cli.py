@@ -173,3 +173,21 @@ def test_config_set_show_unset(tmp_path: Path) -> None:
     assert "timeout" in one_line_error(run_cli("config", "set", "timeout", "soon", env=env))
     assert run_cli("config", "unset", "model", env=env).returncode == 0
     assert "llama3.1" not in run_cli("config", "show", env=env).stdout
+
+
+def test_show_says_which_run_a_run_continues(home: Path) -> None:
+    """``metadata["continues"]``: a run picked up where another stopped (a retry
+    on the same thread) is shown with the run it continues."""
+    from agentdebug import AgentDebug
+
+    dbg = AgentDebug(home)
+    with dbg.trace("charge the card", framework="toy") as first:
+        first.record("agent.start", agent_name="charge", step_index=1)
+    with dbg.trace("charge the card", framework="toy", metadata={"continues": first.id}) as again:
+        again.record("agent.start", agent_name="charge", step_index=1)
+    dbg.close()
+    shown = run_cli("show", again.id, env={"AGENTDEBUG_HOME": str(home)})
+    assert shown.returncode == 0, shown.stderr
+    assert f"continues: {first.id} (picked up where that run stopped)" in shown.stdout
+    shown = run_cli("show", first.id, env={"AGENTDEBUG_HOME": str(home)})
+    assert "continues:" not in shown.stdout

@@ -5,6 +5,8 @@ as the original passed them, and a branch the answers do not fit ends saying why
 from __future__ import annotations
 
 import operator
+import threading
+import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -73,7 +75,12 @@ def fixed(run: AgentTrajectory) -> RerunRequest:
 
 
 def resumes(run: AgentTrajectory) -> list[Any]:
-    return [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+    """The run's own resumes (a branch's, not those it inherits from before its fork)."""
+    return [
+        e
+        for e in run.events
+        if e.metadata.get("langgraph_event") == "resume" and "inherited_from" not in e.metadata
+    ]
 
 
 def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebug) -> None:
@@ -228,53 +235,180 @@ def test_a_static_interrupt_is_passed_as_the_original_passed_it(dbg: AgentDebug)
     assert replayed.metadata["replayed_from"] == resumes(original)[0].id
 
 
+def fan_out_graph(checkpointer: Any, b_quotes_amount: bool) -> Any:
+    """``plan`` (wrong unless ``fixed``) sends "a" and "b" to ``ask`` in parallel;
+    each task asks its own question, "a" after "b" has asked (so the run records
+    b's interrupt first, not in task order). With ``b_quotes_amount``, the fix
+    changes b's question."""
+    b_asked = threading.Event()
+
+    def plan(state: Items) -> dict[str, Any]:
+        return {"out": ["planned" if state["fixed"] else "misplanned"]}
+
+    def fan(state: Items) -> list[Send]:
+        return [Send("ask", {**state, "items": [i], "out": []}) for i in state["items"]]
+
+    def ask(state: Items) -> dict[str, Any]:
+        item = state["items"][0]
+        if item == "a":
+            b_asked.wait(5)
+            time.sleep(0.2)  # b's interrupt is recorded meanwhile
+            question = "ship a?"
+        else:
+            amount = 24 if state["fixed"] and b_quotes_amount else 42
+            question = f"ship b for ${amount}?"
+            b_asked.set()
+        return {"out": [f"{item}: {interrupt(question)}"]}
+
+    g = StateGraph(Items)
+    g.add_node("plan", plan)
+    g.add_node("ask", ask)
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", fan, ["ask"])
+    g.add_edge("ask", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def shipped(state: Items) -> bool:
+    return "planned" in state["out"] and {"a: yes", "b: no"} <= set(state["out"])
+
+
+@pytest.mark.parametrize(
+    ("b_quotes_amount", "policy"), [(True, "same-node"), (False, "same-question")]
+)
 def test_a_resume_map_goes_to_the_branch_interrupts_of_the_same_questions(
-    dbg: AgentDebug,
+    dbg: AgentDebug, b_quotes_amount: bool, policy: str
 ) -> None:
     """Two parallel tasks wait at once; the human answered both with a map keyed
-    by interrupt id. The branch's interrupts have other ids; each gets the
-    answer to its own question."""
-
-    def graph_of(checkpointer: Any) -> Any:
-        def plan(state: Items) -> dict[str, Any]:
-            return {"out": ["planned" if state["fixed"] else "misplanned"]}
-
-        def fan(state: Items) -> list[Send]:
-            return [Send("ask", {"items": [i], "fixed": False, "out": []}) for i in state["items"]]
-
-        def ask(state: Items) -> dict[str, Any]:
-            item = state["items"][0]
-            return {"out": [f"{item}: {interrupt(f'ship {item}?')}"]}
-
-        g = StateGraph(Items)
-        g.add_node("plan", plan)
-        g.add_node("ask", ask)
-        g.add_edge(START, "plan")
-        g.add_conditional_edges("plan", fan, ["ask"])
-        g.add_edge("ask", END)
-        return g.compile(checkpointer=checkpointer)
-
-    def shipped(state: Items) -> bool:
-        return "planned" in state["out"] and {"a: yes", "b: no"} <= set(state["out"])
-
-    graph = graph_of(InMemorySaver())
+    by interrupt id. The branch's interrupts have other ids, and are listed in
+    task order, not in the order the run recorded them: each gets the answer to
+    its own question ("a", unchanged, first; "b", whose question the fix changed,
+    the one left), and unchanged questions match whatever their order."""
+    graph = fan_out_graph(InMemorySaver(), b_quotes_amount)
     cb = AgentDebugCallback(dbg, success_check=shipped, diagnose=False)
     config: Any = {"configurable": {"thread_id": "t-map"}, "callbacks": [cb]}
     paused = graph.invoke({"items": ["a", "b"], "fixed": False, "out": []}, config)
     by_question = {i.value: i.id for i in paused["__interrupt__"]}
     graph.invoke(
-        Command(resume={by_question["ship a?"]: "yes", by_question["ship b?"]: "no"}), config
+        Command(resume={by_question["ship a?"]: "yes", by_question["ship b for $42?"]: "no"}),
+        config,
     )
     original = cb.trajectory()
     assert original.outcome.status is OutcomeStatus.FAILURE
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+    asked = [
+        e.output[0] for e in original.events if e.metadata.get("langgraph_event") == "interrupt"
+    ]
+    assert asked == ["ship b for $42?", "ship a?"]  # not in task order
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers=policy).rerun(
         RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"fixed": True})
     )
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     (replayed,) = resumes(branch)
-    assert replayed.metadata["question_matches"] is True
+    assert replayed.metadata["question_matches"] is (not b_quotes_amount)
     assert sorted(replayed.input.values()) == ["no", "yes"]
     assert set(replayed.input) != set(by_question.values())  # the branch's own ids
+
+
+@pytest.mark.parametrize(
+    "stop", [{"interrupt_after": ["prepare"]}, {"interrupt_before": ["compute"]}]
+)
+def test_a_stop_before_the_blamed_step_is_not_counted_as_an_answer_to_give(
+    dbg: AgentDebug, stop: dict[str, list[str]]
+) -> None:
+    """An approval gate just before the blamed step: the fork starts past it (the
+    branch does not stop there again), so the human's later answer is the first
+    one the branch is given."""
+
+    def graph_of(checkpointer: Any) -> Any:
+        def compute(state: Refund) -> dict[str, Any]:
+            return {"amount": 24 if state["fixed"] else 42, "out": ["computed"]}
+
+        def ask(state: Refund) -> dict[str, Any]:
+            answer = interrupt({"question": f"refund ${state['amount']}?"})
+            return {"out": [f"refund {state['amount']}: {answer}"]}
+
+        g = StateGraph(Refund)
+        g.add_node("prepare", lambda s: {"out": ["prepared"]})
+        g.add_node("compute", compute)
+        g.add_node("ask", ask)
+        g.add_edge(START, "prepare")
+        g.add_edge("prepare", "compute")
+        g.add_edge("compute", "ask")
+        g.add_edge("ask", END)
+        return g.compile(checkpointer=checkpointer, **stop)
+
+    graph = graph_of(InMemorySaver())
+    original = answered_run(dbg, graph, None, Command(resume="yes"))
+    step = next(e.step_index for e in original.events if e.agent_name == "compute")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+        RerunRequest(
+            trajectory=original, resume_step=step, directive="x", state_patch={"fixed": True}
+        )
+    )
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert [r.input for r in resumes(branch)] == ["yes"]
+
+
+def test_an_answer_after_the_human_edited_the_state_is_not_replayed(dbg: AgentDebug) -> None:
+    """The human changed the state (``update_state``) at the stop, then went on:
+    the branch cannot be given the edit, so it ends there saying so."""
+    graph = refund_graph(InMemorySaver(), interrupt_before=["ask"])
+    cb = AgentDebugCallback(dbg, success_check=refunded_24, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "t-edit"}, "callbacks": [cb]}
+    graph.invoke(START_STATE, config)
+    graph.update_state(config, {"out": ["approved by hand"]})
+    graph.invoke(None, config)
+    graph.invoke(Command(resume="yes"), config)
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(cb.trajectory()))
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
+    assert "also changed the state (update_state)" in (branch.outcome.reason or "")
+
+
+def test_an_answer_too_large_to_store_whole_is_not_replayed(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stored answer cut to fit the event size limit is not the answer given."""
+    monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", "4096")
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes " + "x" * 10_000))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
+    assert "too large to store whole" in (branch.outcome.reason or "")
+
+
+def test_a_node_asked_again_by_invoke_none_gets_the_same_then_the_answer(
+    dbg: AgentDebug,
+) -> None:
+    """The app invoked ``None`` once at the question (the node asked again), then
+    the human answered: the branch is given both, in order; and a node whose
+    name holds a slash is matched by its name."""
+
+    def graph_of(checkpointer: Any) -> Any:
+        def prepare(state: Refund) -> dict[str, Any]:
+            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+
+        def ask(state: Refund) -> dict[str, Any]:
+            answer = interrupt({"question": f"refund ${state['amount']}?"})
+            return {"out": [f"refund {state['amount']}: {answer}"]}
+
+        g = StateGraph(Refund)
+        g.add_node("prepare", prepare)
+        g.add_node("human/approve", ask)
+        g.add_edge(START, "prepare")
+        g.add_edge("prepare", "human/approve")
+        g.add_edge("human/approve", END)
+        return g.compile(checkpointer=checkpointer)
+
+    graph = graph_of(InMemorySaver())
+    original = answered_run(dbg, graph, None, Command(resume="yes"))
+    assert [r.metadata["resumed_with"] for r in resumes(original)] == ["none", "command"]
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert [(r.metadata["resumed_with"], r.input) for r in resumes(branch)] == [
+        ("none", None),
+        ("command", "yes"),
+    ]
+    assert all(r.metadata["replayed_from_run"] == original.id for r in resumes(branch))
 
 
 def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentDebug) -> None:

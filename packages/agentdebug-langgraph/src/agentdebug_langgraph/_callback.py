@@ -546,6 +546,7 @@ class AgentDebugCallback(RunEnding):
                     metadata={
                         "langgraph_event": "interrupt",
                         "node": rec.name,
+                        "root_node": rec.ns.split("|", 1)[0].split(":", 1)[0],
                         "interrupt_ids": [getattr(i, "id", None) for i in asked],
                     },
                 )

@@ -19,6 +19,7 @@ from agentdebug.schema import DiagnosticReport
 from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._models import ModelAndToolEvents
+from agentdebug_langgraph._replay import ANSWERED
 from agentdebug_langgraph._state import PAUSED, STOPPED, GraphRun, Stopped
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
@@ -43,13 +44,16 @@ NOTHING_RAN = (
 )
 
 
-def branch_paused(thread_id: str, why: str = "") -> str:
-    """Why a rerun branch ended at an interrupt, and how to go on."""
+def branch_paused(thread_id: str, why: str = ANSWERED) -> str:
+    """Why a rerun branch ended at an interrupt (``why`` completes "the branch
+    stopped at an interrupt"), and how to go on."""
+    if why.startswith(ANSWERED):
+        then = "rerun from a step after the interrupt, or resume"
+    else:
+        then = "to go on, resume"
     return (
-        "the branch stopped at an interrupt"
-        + (why or ", which the original run's human answered when it was resumed")
-        + ": rerun from a step after the interrupt, "
-        f"or resume thread '{thread_id}' with Command(resume=...)"
+        f"the branch stopped at an interrupt{why}: {then} thread '{thread_id}' "
+        "with Command(resume=...)"
     )
 
 

@@ -218,11 +218,14 @@ class LangGraphRerunExecutor:
             try:
                 with recording_branch(callback):
                     self._invoke(graph, config)
-                    self._replay(graph, callback, recorded_answers(original, point.step), config)
+                    answers = recorded_answers(original, point.step)
+                    self._replay(graph, callback, answers, config, original.id)
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
+                why = f", and giving it the original's answer failed ({type(exc).__name__}: {exc})"
+                callback.release_held(branch_paused(thread, why))  # (if held)
             finally:
-                callback.release_held(branch_paused(thread))  # (if still held)
+                callback.release_held(branch_paused(thread, ", and the rerun was stopped"))
             if session.outcome is None:
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN, reason="the branch stopped before finishing"
@@ -304,7 +307,12 @@ class LangGraphRerunExecutor:
         return {self.directive_key: [HumanMessage(content=directive_text(request))]}
 
     def _replay(
-        self, graph: Any, callback: AgentDebugCallback, answers: list[Answer], config: Any
+        self,
+        graph: Any,
+        callback: AgentDebugCallback,
+        answers: list[Answer],
+        config: Any,
+        original_id: str,
     ) -> None:
         """While the branch waits at an interrupt, resume it on its thread with the
         original's next answer, if the policy lets it; else end it saying why."""
@@ -318,7 +326,7 @@ class LangGraphRerunExecutor:
                 callback.release_held(branch_paused(str(held.thread_id), plan.refused))
                 return
             used += 1
-            callback.resume_note = plan.note
+            callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
             self._invoke(graph, config, plan.resume)
 
     def _invoke(self, graph: Any, config: Any, given: Any = None) -> Any:

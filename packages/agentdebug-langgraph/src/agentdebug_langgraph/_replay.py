@@ -15,15 +15,21 @@ Whether an answer fits the branch's interrupt is the ``replay_answers`` policy:
 - ``"same-question"``: the interrupts' values must be the same as well.
 - ``"never"``: the branch ends at its first interrupt, as without replay.
 
-An answer is replayed only when it was stored as given (``replayable``: a plain
-JSON value, a command with nothing else); a resume map keyed by the original's
-interrupt ids is given to the branch's interrupts in the same order.
+An answer is replayed only when it is the answer as given: stored whole
+(``replayable``: a plain JSON value, a command with nothing else, not cut to the
+event size limit), and with no edit of the state (``update_state``) between the
+stop and the resume, seen as the resumed step starting from another checkpoint
+than the one the run stopped at. A resume map keyed by the original's interrupt
+ids is re-keyed to the branch's interrupts of the same node and question (then of
+the same node); questions are compared as a set, since parallel tasks raise
+theirs in any order. ``invoke(None)`` is replayed as it was given: past a static
+stop, or at an ``interrupt()`` (the node asks again).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -35,7 +41,7 @@ from langgraph.types import Command
 from agentdebug_langgraph._convert import compact, to_json
 
 REPLAY_POLICIES = ("same-node", "same-question", "never")
-_NODE_EVENTS = (EventType.AGENT_START, EventType.AGENT_END)
+_START = EventType.AGENT_START
 
 
 @dataclass(frozen=True)
@@ -51,13 +57,14 @@ class Asked:
 @dataclass(frozen=True)
 class Answer:
     """One resume of the original run, and the interrupts it answered (none for a
-    static interrupt, ``interrupt_before``/``interrupt_after``)."""
+    static interrupt, ``interrupt_before``/``interrupt_after``). ``why_not``: why
+    it cannot be given to a branch as it was given (``None`` when it can)."""
 
     asked: tuple[Asked, ...]
     kind: str  # "command" (Command(resume=...)) or "none" (invoke(None))
     value: Any
-    replayable: bool
     event_id: str
+    why_not: str | None = None
 
 
 def check_policy(policy: str) -> str:
@@ -70,38 +77,68 @@ def check_policy(policy: str) -> str:
 
 
 def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
-    """The resumes of ``run`` that a branch resumed before step ``from_step`` meets:
-    those after the last node event of an earlier step (the fork's checkpoint is
-    the state after it), with the interrupts each answered."""
+    """The resumes of ``run`` that a branch forked before step ``from_step`` meets,
+    with the interrupts each answered: those from the first node start of that
+    step on (a stop recorded before it, as ``interrupt_before`` the blamed node,
+    is where the fork already is: the branch does not stop there again)."""
     events = run.events
-    start = 0
-    for i, event in enumerate(events):
-        if event.type in _NODE_EVENTS and event.step_index < from_step:
-            start = i + 1
+    start = next(
+        (i for i, e in enumerate(events) if e.type is _START and e.step_index >= from_step),
+        len(events),
+    )
     answers: list[Answer] = []
     asked: list[Asked] = []
+    at: str | None = None  # the checkpoint the run waited at
+    after: tuple[Answer, str | None] | None = None  # a resume, and where it waited
     for event in events[start:]:
         md = event.metadata
         said = md.get("langgraph_event")
-        if event.type is EventType.CHECKPOINT and said == "interrupt":
+        root_start = event.type is _START and "namespace" not in md
+        if root_start and event.checkpoint is not None:
+            if after is not None:  # the first step after a resume: did it start there?
+                answer, waited = after
+                if waited is not None and waited != event.checkpoint.checkpoint_id:
+                    answers[answers.index(answer)] = replace(answer, why_not=EDITED)
+                after = None
+            at = event.checkpoint.checkpoint_id
+        elif event.type is EventType.CHECKPOINT and said == "interrupt":
+            at = md.get("checkpoint_id") or at  # (a static stop names its checkpoint)
             values = event.output if isinstance(event.output, list) else []
             ids = md.get("interrupt_ids")
             ids = ids if isinstance(ids, list) else []
-            node = (event.agent_name or "").split("/")[0] or None
+            node = md.get("root_node") or (event.agent_name or "").split("/")[0] or None
             for k, value in enumerate(values):
                 asked.append(Asked(node, value, ids[k] if k < len(ids) else None))
         elif event.type is EventType.USER_INPUT and said == "resume":
-            answers.append(
-                Answer(
-                    asked=tuple(asked),
-                    kind=str(md.get("resumed_with") or "command"),
-                    value=event.input,
-                    replayable=md.get("replayable") is True,
-                    event_id=event.id,
-                )
+            answer = Answer(
+                asked=tuple(asked),
+                kind=str(md.get("resumed_with") or "command"),
+                value=event.input,
+                event_id=event.id,
+                why_not=_why_not(md),
             )
+            answers.append(answer)
+            after = (answer, at)
             asked = []
     return answers
+
+
+EDITED = (
+    ", where the original's human also changed the state (update_state) before going "
+    "on, which a branch cannot be given"
+)
+
+
+def _why_not(md: dict[str, Any]) -> str | None:
+    """Why a recorded resume is not the answer as given, if it is not."""
+    if any(key.endswith("_truncated_bytes") for key in md):
+        return ", where the original's answer was too large to store whole"
+    if md.get("replayable") is not True:
+        return (
+            ", where the original's human answered with more than a plain JSON value "
+            "(a Command with update or goto, or an object), which cannot be replayed as given"
+        )
+    return None
 
 
 def as_recorded(value: Any) -> Any:
@@ -133,80 +170,91 @@ class Replay:
 
 def replay_for(answer: Answer | None, pending: Sequence[tuple[str, Any]], policy: str) -> Replay:
     """How to give the branch, waiting at ``pending`` (empty at a static
-    interrupt), the original's next ``answer``."""
-    if policy == "never":
-        return Replay(refused="")
+    interrupt), the original's next ``answer``; ``refused`` completes "the branch
+    stopped at an interrupt"."""
     if answer is None:
-        return Replay(refused=", which the original run never reached, so no answer was replayed")
-    if not answer.replayable:
-        return Replay(
-            refused=", where the original's human answered with more than a plain JSON "
-            "value (a Command with update or goto, or an object), which cannot be "
-            "replayed as given"
-        )
+        return Replay(refused=NEVER_REACHED)
+    if policy == "never":
+        return Replay(refused=ANSWERED + " (replay_answers='never')")
+    if answer.why_not is not None:
+        return Replay(refused=answer.why_not)
     note: dict[str, Any] = {"replayed_from": answer.event_id}
-    if answer.kind == "none":
-        if pending:
-            return Replay(
-                refused=f", at interrupt() in {_nodes(pending)}, where the original "
-                "only stopped before a node (interrupt_before/after) and went on"
-            )
-        return Replay(resume=None, note=note)
-    if not pending:
-        return Replay(
-            refused=" before a node (interrupt_before/after), where the original waited "
-            f"at interrupt() in {_nodes([(a.node or '?', None) for a in answer.asked])}"
-        )
-    theirs = [a.node for a in answer.asked]
+    theirs = [a.node or "" for a in answer.asked]
     ours = [node for node, _ in pending]
-    if sorted(n or "" for n in theirs) != sorted(ours):
+    if not theirs and pending:  # the original went past a static stop here
         return Replay(
-            refused=f" in {_nodes(pending)}, where the original's human answered an "
-            f"interrupt in {', '.join(repr(n) for n in theirs) or 'no node'}"
+            refused=f" (interrupt() in {_nodes(ours)}), where the original only stopped "
+            "before or after a node (interrupt_before/after) and went on"
         )
-    same = [as_recorded(getattr(i, "value", None)) for _, i in pending] == [
-        a.value for a in answer.asked
-    ]
+    if theirs and not pending:
+        return Replay(
+            refused=" before or after a node (interrupt_before/after), where the original "
+            f"waited at interrupt() in {_nodes(theirs)}"
+        )
+    if sorted(theirs) != sorted(ours):
+        return Replay(
+            refused=f" in {_nodes(ours)}, where the original's human answered an "
+            f"interrupt in {_nodes(theirs)}"
+        )
+    asked_now = [as_recorded(getattr(i, "value", None)) for _, i in pending]
+    asked_then = [a.value for a in answer.asked]
+    same = sorted(map(_key, asked_now)) == sorted(map(_key, asked_then))  # (in any order)
     if not same and policy == "same-question":
         return Replay(
-            refused=f" asking {_values(pending)}, where the original asked "
-            f"{[a.value for a in answer.asked]!r} (replay_answers='same-question')"
+            refused=f" asking {asked_now!r}, where the original asked {asked_then!r} "
+            "(replay_answers='same-question')"
         )
-    note["question_matches"] = same
-    if not same:
-        note["original_question"] = [a.value for a in answer.asked]
+    if theirs:
+        note["question_matches"] = same
+        if not same:
+            note["original_question"] = asked_then
+    if answer.kind == "none":  # invoke(None): past a static stop, or a node asked again
+        return Replay(resume=None, note=note)
     return Replay(resume=Command(resume=_mapped(answer, pending)), note=note)
+
+
+ANSWERED = ", which the original run's human answered when it was resumed"
+NEVER_REACHED = ", which the original run never reached, so no answer was replayed"
+
+
+def _key(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except Exception:
+        return repr(value).encode()
 
 
 def _mapped(answer: Answer, pending: Sequence[tuple[str, Any]]) -> Any:
     """The answer; a resume map keyed by the original's interrupt ids is keyed by
-    the branch's instead, each original interrupt matched to the branch's with
-    the same node and value, else the same node (parallel tasks raise theirs in
-    any order)."""
+    the branch's instead: each original interrupt goes to the branch's with the
+    same node and question, those left to the branch's of the same node (parallel
+    tasks raise theirs in any order)."""
     value = answer.value
     ids = {a.interrupt_id for a in answer.asked if a.interrupt_id}
     if not isinstance(value, dict) or not value or not set(value) <= ids:
         return value
     free = [
-        (node, getattr(found, "id", None), as_recorded(getattr(found, "value", None)))
+        (node, getattr(found, "id", None), _key(as_recorded(getattr(found, "value", None))))
         for node, found in pending
     ]
+    wanted = [a for a in answer.asked if a.interrupt_id in value]
     mapped: dict[Any, Any] = {}
-    for asked in answer.asked:
-        if asked.interrupt_id not in value:
-            continue
-        pick = next((f for f in free if f[0] == asked.node and f[2] == asked.value), None)
-        pick = pick or next((f for f in free if f[0] == asked.node), None)
-        if pick is None or pick[1] is None:
-            return value  # (cannot happen past replay_for's node check)
-        free.remove(pick)
-        mapped[pick[1]] = value[asked.interrupt_id]
-    return mapped
+    for exact in (True, False):  # the same questions first, then by node
+        for asked in list(wanted):
+            pick = next(
+                (
+                    f
+                    for f in free
+                    if f[0] == asked.node and (not exact or f[2] == _key(asked.value))
+                ),
+                None,
+            )
+            if pick is not None and pick[1] is not None:
+                free.remove(pick)
+                wanted.remove(asked)
+                mapped[pick[1]] = value[asked.interrupt_id]
+    return mapped if not wanted else value
 
 
-def _nodes(pending: Sequence[tuple[str, Any]]) -> str:
-    return ", ".join(sorted({repr(node) for node, _ in pending}))
-
-
-def _values(pending: Sequence[tuple[str, Any]]) -> str:
-    return repr([as_recorded(getattr(i, "value", None)) for _, i in pending])
+def _nodes(names: Sequence[str]) -> str:
+    return ", ".join(sorted({repr(n) for n in names})) or "no node"

@@ -331,3 +331,81 @@ def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
     asyncio.run(capture())
     branch = LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(request())
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
+
+
+def async_linear(checkpointer: Any) -> Any:
+    """``linear_graph`` with coroutine nodes (each awaits, as a model call would)."""
+    import asyncio
+
+    def step(name: str) -> Any:
+        async def run(state: dict[str, Any]) -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return {"n": state["n"] + 1, "trail": [name]}
+
+        return run
+
+    g = StateGraph(lg_graphs.Counter)
+    for name in ("plan", "act", "report"):
+        g.add_node(name, step(name))
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "act")
+    g.add_edge("act", "report")
+    return g.compile(checkpointer=checkpointer)
+
+
+@pytest.mark.parametrize("caller", ["sync", "async"])
+def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
+    dbg: AgentDebug, tmp_path: Path, caller: str
+) -> None:
+    """Captured through AsyncSqliteSaver in one event loop; rerun (from sync code,
+    or from async code in another loop) with the graph built on SqliteSaver for the
+    same file: the fork is made synchronously, and the branch's coroutine nodes run
+    through AsyncSqliteSaver opened on the branch's own loop. The branch is on file:
+    a synchronous reader of the file sees its thread."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db = str(tmp_path / "async.db")
+    cb = AgentDebugCallback(dbg)
+
+    async def capture() -> None:
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            config = {"configurable": {"thread_id": "t-co"}, "callbacks": [cb]}
+            await async_linear(saver).ainvoke({"n": 0, "trail": []}, config)
+
+    asyncio.run(capture())
+    request = RerunRequest(
+        trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"trail": ["fixed"]}
+    )
+    executor = LangGraphRerunExecutor(
+        async_linear(sqlite_saver(db)), debugger=dbg, asynchronous=True
+    )
+    if caller == "sync":
+        branch = executor.rerun(request)
+    else:
+
+        async def from_async_code() -> Any:
+            return executor.rerun(request)
+
+        branch = asyncio.run(from_async_code())
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
+    thread = branch.metadata["langgraph"]["fork"]["thread_id"]
+    reader = async_linear(sqlite_saver(db))
+    assert reader.get_state({"configurable": {"thread_id": thread}}).values["n"] == 3
+
+
+def test_an_asynchronous_rerun_on_an_in_memory_sqlite_saver_is_refused(dbg: AgentDebug) -> None:
+    """The branch's AsyncSqliteSaver needs the file the run was saved to; an
+    in-memory database has none, which is said before anything runs."""
+    graph = linear_graph(sqlite_saver(":memory:"))
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "m"}, "callbacks": [cb]})
+    request = RerunRequest(
+        trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"n": 0}
+    )
+    with pytest.raises(
+        AgentDebugError, match=r"in-memory SqliteSaver.*use a file, or InMemorySaver"
+    ):
+        LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request)

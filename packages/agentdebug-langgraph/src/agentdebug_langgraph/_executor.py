@@ -101,8 +101,10 @@ class LangGraphRerunExecutor:
     was an importable function). ``directive_key``: the state key that takes the
     directive as a message. ``directive_update(request, snapshot)``: build the state
     update yourself (for graphs without a message list). ``asynchronous``: run the
-    branch with ``ainvoke`` (graphs whose nodes are coroutines); the checkpointer
-    must still offer the synchronous methods (``InMemorySaver`` and ``SqliteSaver`` do).
+    branch with ``ainvoke`` (graphs whose nodes are coroutines); the checkpoints
+    are read and forked with the synchronous methods, so give the graph with
+    ``InMemorySaver`` or ``SqliteSaver`` (the branch itself then runs through
+    ``AsyncSqliteSaver`` on the same file).
     ``isolate=False``: fork on the run's own thread (LangGraph's time travel)
     instead of a thread of the branch's own. ``replay_answers``: how a branch that
     stops at an interrupt gets the answer the original's human gave there,
@@ -142,6 +144,8 @@ class LangGraphRerunExecutor:
         graph = self._graph_for(original)
         _require_state_graph(graph, original.id)
         _require_checkpointer(graph, original.id)
+        if self.asynchronous:
+            sqlite_file(graph.checkpointer)  # (an in-memory SQLite database is refused)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -335,17 +339,45 @@ class LangGraphRerunExecutor:
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return asyncio.run(graph.ainvoke(given, config))
+            return asyncio.run(_ainvoke(graph, given, config))
         # called from async code: run the branch's event loop in a thread of its own
         with ThreadPoolExecutor(max_workers=1) as pool:  # (in this context: recording_branch)
             run = contextvars.copy_context().run
-            return pool.submit(run, asyncio.run, graph.ainvoke(given, config)).result()
+            return pool.submit(run, asyncio.run, _ainvoke(graph, given, config)).result()
 
     def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
         extra = dict(self.config)
         configurable = {**extra.pop("configurable", {}), **fork_config["configurable"]}
         callbacks = list(extra.pop("callbacks", None) or [])
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
+
+
+async def _ainvoke(graph: Any, given: Any, config: Any) -> Any:
+    """``graph.ainvoke``; for a graph on ``SqliteSaver`` (whose async methods refuse),
+    through ``AsyncSqliteSaver`` on the same file, opened on the branch's own loop."""
+    path = sqlite_file(graph.checkpointer)
+    if path is None:
+        return await graph.ainvoke(given, config)
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+        return await graph.copy(update={"checkpointer": saver}).ainvoke(given, config)
+
+
+def sqlite_file(saver: Any) -> str | None:
+    """The database file of a ``SqliteSaver`` (``None`` for any other saver)."""
+    if type(saver).__name__ != "SqliteSaver" or not hasattr(saver, "cursor"):
+        return None
+    with saver.cursor(transaction=False) as cur:
+        rows = cur.execute("PRAGMA database_list").fetchall()
+    path = next((str(row[2]) for row in rows if row[1] == "main"), "")
+    if not path:
+        raise AgentDebugError(
+            "cannot rerun a graph with coroutine nodes on an in-memory SqliteSaver: its "
+            "branch runs through AsyncSqliteSaver, which needs the same database file "
+            "(use a file, or InMemorySaver)"
+        )
+    return path
 
 
 def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
@@ -553,9 +585,9 @@ def _require_checkpointer(graph: Any, run_id: str) -> None:
             "works only on the event loop that opened it, and a rerun reads, copies and "
             "forks checkpoints synchronously. Give the executor the same graph built with "
             "the synchronous saver on the same database (for SQLite: "
-            "SqliteSaver(sqlite3.connect(path, check_same_thread=False))); a graph whose "
-            "nodes are coroutines needs a saver with both kinds of methods (InMemorySaver), "
-            "so its reruns from a SQLite file are not supported yet"
+            "SqliteSaver(sqlite3.connect(path, check_same_thread=False)), and "
+            "LangGraphRerunExecutor(..., asynchronous=True) when its nodes are "
+            "coroutines: the branch then runs through AsyncSqliteSaver on that file)"
         )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import operator
 import os
@@ -34,12 +35,19 @@ class Counter(TypedDict):
     trail: Annotated[list[str], operator.add]
 
 
-def linear_graph(checkpointer: Any = None) -> Any:
+def linear_graph(checkpointer: Any = None, coroutines: bool = False) -> Any:
+    """plan -> act -> report, each counting and leaving its name on the trail
+    (with ``coroutines``, as ``async`` nodes that await, as a model call would)."""
+
     def step(name: str) -> Any:
         def run(state: Counter) -> dict[str, Any]:
             return {"n": state["n"] + 1, "trail": [name]}
 
-        return run
+        async def arun(state: Counter) -> dict[str, Any]:
+            await asyncio.sleep(0)
+            return run(state)
+
+        return arun if coroutines else run
 
     g = StateGraph(Counter)
     for name in ("plan", "act", "report"):

@@ -27,23 +27,26 @@ class Refund(TypedDict):
     out: Annotated[list[str], operator.add]
 
 
-def refund_graph(checkpointer: Any, **compile_kw: Any) -> Any:
-    """``prepare`` works out the amount (wrongly, unless ``fixed``); ``ask`` has a
-    human approve it; the run succeeds when 24 is refunded."""
+def ask_once(state: Refund) -> dict[str, Any]:
+    answer = interrupt({"question": f"refund ${state['amount']}?"})
+    return {"out": [f"refund {state['amount']}: {answer}"]}
+
+
+def refund_graph(
+    checkpointer: Any, ask: Any = ask_once, name: str = "ask", **compile_kw: Any
+) -> Any:
+    """``prepare`` works out the amount (wrongly, unless ``fixed``); ``ask`` (the
+    node ``name``) has a human approve it; the run succeeds when 24 is refunded."""
 
     def prepare(state: Refund) -> dict[str, Any]:
         return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
 
-    def ask(state: Refund) -> dict[str, Any]:
-        answer = interrupt({"question": f"refund ${state['amount']}?"})
-        return {"out": [f"refund {state['amount']}: {answer}"]}
-
     g = StateGraph(Refund)
     g.add_node("prepare", prepare)
-    g.add_node("ask", ask)
+    g.add_node(name, ask)
     g.add_edge(START, "prepare")
-    g.add_edge("prepare", "ask")
-    g.add_edge("ask", END)
+    g.add_edge("prepare", name)
+    g.add_edge(name, END)
     return g.compile(checkpointer=checkpointer, **compile_kw)
 
 
@@ -175,25 +178,13 @@ def test_a_branch_that_asks_more_than_the_original_ends_at_the_new_question(
 ) -> None:
     """The original's human answered once; the corrected branch asks twice."""
 
-    def ask_twice(checkpointer: Any) -> Any:
-        def prepare(state: Refund) -> dict[str, Any]:
-            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+    def ask_twice(state: Refund) -> dict[str, Any]:
+        answer = interrupt(f"refund ${state['amount']}?")
+        if state["fixed"]:
+            answer = interrupt("are you sure?")
+        return {"out": [f"refund {state['amount']}: {answer}"]}
 
-        def ask(state: Refund) -> dict[str, Any]:
-            answer = interrupt(f"refund ${state['amount']}?")
-            if state["fixed"]:
-                answer = interrupt("are you sure?")
-            return {"out": [f"refund {state['amount']}: {answer}"]}
-
-        g = StateGraph(Refund)
-        g.add_node("prepare", prepare)
-        g.add_node("ask", ask)
-        g.add_edge(START, "prepare")
-        g.add_edge("prepare", "ask")
-        g.add_edge("ask", END)
-        return g.compile(checkpointer=checkpointer)
-
-    graph = ask_twice(InMemorySaver())
+    graph = refund_graph(InMemorySaver(), ask_twice)
     original = answered_run(dbg, graph, Command(resume="yes"))
     branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
     assert len(resumes(branch)) == 1  # the first question got the original's answer
@@ -209,22 +200,10 @@ def test_a_static_interrupt_is_passed_as_the_original_passed_it(dbg: AgentDebug)
     """``interrupt_before``: the original went on with ``invoke(None)``; the
     branch stops before the same node and is continued the same way."""
 
-    def graph_of(checkpointer: Any) -> Any:
-        def prepare(state: Refund) -> dict[str, Any]:
-            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
+    def pay(state: Refund) -> dict[str, Any]:
+        return {"out": [f"refund {state['amount']}: yes"]}
 
-        def pay(state: Refund) -> dict[str, Any]:
-            return {"out": [f"refund {state['amount']}: yes"]}
-
-        g = StateGraph(Refund)
-        g.add_node("prepare", prepare)
-        g.add_node("pay", pay)
-        g.add_edge(START, "prepare")
-        g.add_edge("prepare", "pay")
-        g.add_edge("pay", END)
-        return g.compile(checkpointer=checkpointer, interrupt_before=["pay"])
-
-    graph = graph_of(InMemorySaver())
+    graph = refund_graph(InMemorySaver(), pay, "pay", interrupt_before=["pay"])
     original = answered_run(dbg, graph, None)
     assert original.outcome.status is OutcomeStatus.FAILURE
     assert resumes(original)[0].metadata["resumed_with"] == "none"
@@ -382,24 +361,7 @@ def test_a_node_asked_again_by_invoke_none_gets_the_same_then_the_answer(
     """The app invoked ``None`` once at the question (the node asked again), then
     the human answered: the branch is given both, in order; and a node whose
     name holds a slash is matched by its name."""
-
-    def graph_of(checkpointer: Any) -> Any:
-        def prepare(state: Refund) -> dict[str, Any]:
-            return {"amount": 24 if state["fixed"] else 42, "out": ["prepared"]}
-
-        def ask(state: Refund) -> dict[str, Any]:
-            answer = interrupt({"question": f"refund ${state['amount']}?"})
-            return {"out": [f"refund {state['amount']}: {answer}"]}
-
-        g = StateGraph(Refund)
-        g.add_node("prepare", prepare)
-        g.add_node("human/approve", ask)
-        g.add_edge(START, "prepare")
-        g.add_edge("prepare", "human/approve")
-        g.add_edge("human/approve", END)
-        return g.compile(checkpointer=checkpointer)
-
-    graph = graph_of(InMemorySaver())
+    graph = refund_graph(InMemorySaver(), name="human/approve")
     original = answered_run(dbg, graph, None, Command(resume="yes"))
     assert [r.metadata["resumed_with"] for r in resumes(original)] == ["none", "command"]
     branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))

@@ -333,26 +333,6 @@ def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
 
 
-def async_linear(checkpointer: Any) -> Any:
-    """``linear_graph`` with coroutine nodes (each awaits, as a model call would)."""
-    import asyncio
-
-    def step(name: str) -> Any:
-        async def run(state: dict[str, Any]) -> dict[str, Any]:
-            await asyncio.sleep(0)
-            return {"n": state["n"] + 1, "trail": [name]}
-
-        return run
-
-    g = StateGraph(lg_graphs.Counter)
-    for name in ("plan", "act", "report"):
-        g.add_node(name, step(name))
-    g.add_edge(START, "plan")
-    g.add_edge("plan", "act")
-    g.add_edge("act", "report")
-    return g.compile(checkpointer=checkpointer)
-
-
 @pytest.mark.parametrize("caller", ["sync", "async"])
 def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
     dbg: AgentDebug, tmp_path: Path, caller: str
@@ -372,14 +352,14 @@ def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
     async def capture() -> None:
         async with AsyncSqliteSaver.from_conn_string(db) as saver:
             config = {"configurable": {"thread_id": "t-co"}, "callbacks": [cb]}
-            await async_linear(saver).ainvoke({"n": 0, "trail": []}, config)
+            await linear_graph(saver, coroutines=True).ainvoke({"n": 0, "trail": []}, config)
 
     asyncio.run(capture())
     request = RerunRequest(
         trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"trail": ["fixed"]}
     )
     executor = LangGraphRerunExecutor(
-        async_linear(sqlite_saver(db)), debugger=dbg, asynchronous=True
+        linear_graph(sqlite_saver(db), coroutines=True), debugger=dbg, asynchronous=True
     )
     if caller == "sync":
         branch = executor.rerun(request)
@@ -392,7 +372,7 @@ def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
     thread = branch.metadata["langgraph"]["fork"]["thread_id"]
-    reader = async_linear(sqlite_saver(db))
+    reader = linear_graph(sqlite_saver(db), coroutines=True)
     assert reader.get_state({"configurable": {"thread_id": thread}}).values["n"] == 3
 
 

@@ -230,7 +230,7 @@ class PaymentDeclined(RuntimeError):
     pass
 
 
-def failing_graph(error: BaseException) -> Any:
+def failing_graph(error: BaseException, checkpointer: Any = None) -> Any:
     def charge(state: Work) -> dict[str, Any]:
         raise error
 
@@ -239,7 +239,7 @@ def failing_graph(error: BaseException) -> Any:
     g.add_node("charge", charge)
     g.add_edge(START, "prepare")
     g.add_edge("prepare", "charge")
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 class Quote(TypedDict):

@@ -302,3 +302,50 @@ def test_invoking_none_after_a_failure_continues_that_run_linked_to_it(dbg: Agen
         with pytest.raises(PaymentDeclined):
             graph.invoke({"items": ["x"], "out": []}, {**config, "callbacks": [cb]})
         assert "continues" not in cb.trajectory().metadata
+
+
+def test_only_the_same_graphs_retry_continues_a_run_and_never_a_late_stop(dbg: AgentDebug) -> None:
+    """Two graphs of an app name their threads alike ("1"): one's ``invoke(None)``
+    does not continue the other's failure, which its own retry still continues. A
+    stop recorded after a newer run on the thread began (an async stream broken
+    out of, closed later) is continued by no one. A rerun branch of a continuing
+    run is not itself marked continuing."""
+    import asyncio
+
+    from agentdebug.schema import RerunRequest
+    from agentdebug_langgraph import LangGraphRerunExecutor
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    failing = failing_graph(PaymentDeclined("no"), InMemorySaver())
+    other = linear_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(PaymentDeclined):
+        failing.invoke(
+            {"items": [], "out": []}, {"configurable": {"thread_id": "1"}, "callbacks": [cb]}
+        )
+    failed = cb.last_run_id
+    other.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "1"}})  # (unrecorded)
+    other.invoke(None, {"configurable": {"thread_id": "1"}, "callbacks": [cb]})
+    assert "continues" not in cb.trajectory().metadata
+    with pytest.raises(PaymentDeclined):
+        failing.invoke(None, {"configurable": {"thread_id": "1"}, "callbacks": [cb]})
+    retry = cb.trajectory()
+    assert retry.metadata["continues"] == failed
+    branch = LangGraphRerunExecutor(failing, debugger=dbg).rerun(
+        RerunRequest(trajectory=retry, resume_step=1, directive="x", state_patch={"out": ["x"]})
+    )
+    assert "continues" not in branch.metadata
+
+    graph = linear_graph(InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "s"}, "callbacks": [cb]}
+
+    async def broken_stream() -> None:
+        async for _ in graph.astream({"n": 0, "trail": []}, config):
+            break  # (the stream's run ends when the generator is closed, later)
+        await graph.ainvoke(None, config)
+        await graph.ainvoke(None, config)
+
+    asyncio.run(broken_stream())
+    runs = [cb.trajectory(i) for i in cb.run_ids[-3:]]
+    assert {r.outcome.reason.split(" (")[0] for r in runs} >= {"the run was stopped"}
+    assert all("continues" not in r.metadata for r in runs)

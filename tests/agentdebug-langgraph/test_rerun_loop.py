@@ -4,6 +4,7 @@ the branch's own thread, later rounds and savers (interrupts: test_rerun_interru
 from __future__ import annotations
 
 import operator
+import sqlite3
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -21,6 +22,7 @@ from agentdebug_langgraph import (
 )
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
 from lg_graphs import (
     Heeding,
@@ -223,19 +225,26 @@ def test_branch_threads_are_listed_and_pruned_leaving_the_users_threads(
         )
         runs[thread] = cb.trajectory()
     executor = LangGraphRerunExecutor(graph, debugger=dbg)
-    made = []
+    branches = []
     for thread in ("t-a", "t-a", "t-b"):
         request = RerunRequest(
             trajectory=runs[thread], resume_step=2, directive="x", state_patch={"n": 9}
         )
-        made.append(executor.rerun(request).metadata["langgraph"]["fork"]["thread_id"])
+        branches.append(executor.rerun(request))
+    made = [b.metadata["langgraph"]["fork"]["thread_id"] for b in branches]
     assert branch_threads(graph) == made  # the least recently used first
     assert branch_threads(checkpointer, "t-a") == made[:2]
     if saver == "sqlite":  # another process, another connection: the same threads
         graph = linear_graph(sqlite_saver(db))
+    assert prune_branch_threads(graph, keep=5) == []  # (more kept than there are)
     assert prune_branch_threads(graph, "t-a", keep=1) == made[:1]
     assert branch_threads(graph) == made[1:]
     assert prune_branch_threads(graph) == made[1:] and branch_threads(graph) == []
+    pruned = dbg.store.load_trajectory(branches[0].id)  # a pruned branch says why it cannot rerun
+    with pytest.raises(AgentDebugError, match=r"deleted \(prune_branch_threads\)"):
+        executor.rerun(
+            RerunRequest(trajectory=pruned, resume_step=2, directive="x", state_patch={"n": 1})
+        )
     for thread in ("t-a", "t-b"):  # the users' threads are as their runs left them
         state = graph.get_state({"configurable": {"thread_id": thread}})
         assert state.values["trail"] == ["plan", "act", "report"]
@@ -333,34 +342,57 @@ def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
 
 
+class Tagged(JsonPlusSerializer):
+    """A serializer of the app's own (as an encrypting one is): the default cannot
+    read what it writes."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        kind, data = super().dumps_typed(obj)
+        return f"tagged-{kind}", data
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        kind, raw = data
+        return super().loads_typed((kind.removeprefix("tagged-"), raw))
+
+
 @pytest.mark.parametrize("caller", ["sync", "async"])
+@pytest.mark.parametrize("saver", ["SqliteSaver", "the app's own"])
 def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
-    dbg: AgentDebug, tmp_path: Path, caller: str
+    dbg: AgentDebug, tmp_path: Path, caller: str, saver: str
 ) -> None:
     """Captured through AsyncSqliteSaver in one event loop; rerun (from sync code,
     or from async code in another loop) with the graph built on SqliteSaver for the
     same file: the fork is made synchronously, and the branch's coroutine nodes run
-    through AsyncSqliteSaver opened on the branch's own loop. The branch is on file:
-    a synchronous reader of the file sees its thread."""
+    through AsyncSqliteSaver opened on the branch's own loop, with the saver's own
+    serializer. "The app's own" is a SqliteSaver subclass with its own serializer,
+    on a connection only its thread may use. The branch is on file: a synchronous
+    reader of the file sees its thread."""
     import asyncio
 
+    from langgraph.checkpoint.sqlite import SqliteSaver
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
+    class OwnSaver(SqliteSaver):
+        pass
+
+    own = saver != "SqliteSaver"
     db = str(tmp_path / "async.db")
     cb = AgentDebugCallback(dbg)
 
     async def capture() -> None:
-        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+        async with AsyncSqliteSaver.from_conn_string(db) as writer:
+            if own:
+                writer.serde = Tagged()
             config = {"configurable": {"thread_id": "t-co"}, "callbacks": [cb]}
-            await linear_graph(saver, coroutines=True).ainvoke({"n": 0, "trail": []}, config)
+            await linear_graph(writer, coroutines=True).ainvoke({"n": 0, "trail": []}, config)
 
     asyncio.run(capture())
     request = RerunRequest(
         trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"trail": ["fixed"]}
     )
-    executor = LangGraphRerunExecutor(
-        linear_graph(sqlite_saver(db), coroutines=True), debugger=dbg, asynchronous=True
-    )
+    checkpointer = OwnSaver(sqlite3.connect(db), serde=Tagged()) if own else sqlite_saver(db)
+    graph = linear_graph(checkpointer, coroutines=True)
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True)
     if caller == "sync":
         branch = executor.rerun(request)
     else:
@@ -372,8 +404,37 @@ def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
     thread = branch.metadata["langgraph"]["fork"]["thread_id"]
-    reader = linear_graph(sqlite_saver(db), coroutines=True)
-    assert reader.get_state({"configurable": {"thread_id": thread}}).values["n"] == 3
+    assert graph.get_state({"configurable": {"thread_id": thread}}).values["n"] == 3
+
+
+def test_an_asynchronous_rerun_needs_a_saver_with_async_methods(dbg: AgentDebug) -> None:
+    """A saver with only the synchronous half (not SqliteSaver, which the executor
+    pairs with AsyncSqliteSaver) is refused before anything runs."""
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    class SyncOnly(BaseCheckpointSaver[str]):
+        def __init__(self) -> None:
+            super().__init__()
+            self.inner = InMemorySaver()
+
+        def get_tuple(self, config: Any) -> Any:
+            return self.inner.get_tuple(config)
+
+        def list(self, config: Any, **kw: Any) -> Any:
+            return self.inner.list(config, **kw)
+
+        def put(self, config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+            return self.inner.put(config, checkpoint, metadata, versions)
+
+        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+            self.inner.put_writes(config, writes, task_id, task_path)
+
+    graph = linear_graph(SyncOnly())
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "s"}, "callbacks": [cb]})
+    request = RerunRequest(trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={})
+    with pytest.raises(AgentDebugError, match=r"SyncOnly, has no async methods"):
+        LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request)
 
 
 def test_an_asynchronous_rerun_on_an_in_memory_sqlite_saver_is_refused(dbg: AgentDebug) -> None:

@@ -43,6 +43,7 @@ from agentdebug_langgraph._specs import factory_spec, name_of, spec_of
 from agentdebug_langgraph._state import (
     ERRORS_HELD,
     FRAMEWORK,
+    LATEST,
     PAUSED,
     STOPPED,
     GraphRun,
@@ -51,6 +52,7 @@ from agentdebug_langgraph._state import (
     parent_namespace,
     start_counter,
     task_path_key,
+    thread_key,
 )
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -326,9 +328,13 @@ class AgentDebugCallback(RunEnding):
             )
             self._roots[run_id.int] = run
             return
-        stopped = STOPPED.take(thread_id) if self._adopt is None and not nested else None
+        own = thread_id is not None and self._adopt is None and not nested
+        key = thread_key(graph, thread_id) if own and thread_id is not None else None
+        stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
         session, owns = self._session_for(inputs, md, name, graph, thread_id, continues)
+        if key is not None:
+            LATEST.park(key, session.id)
         first = self._first_step if not owns else 1
         run = GraphRun(
             session=session,
@@ -338,6 +344,7 @@ class AgentDebugCallback(RunEnding):
             graph_name=str(name or "LangGraph"),
             thread_id=thread_id,
             frame=frame,
+            thread_key=key,
         )
         if graph is not None:
             note_graph(session.id, graph)

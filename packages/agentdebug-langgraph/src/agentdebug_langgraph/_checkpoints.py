@@ -15,7 +15,7 @@ checkpoint there (:func:`copy_to_thread`).
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,7 +157,9 @@ def find_snapshot(graph: Any, point: ResumePoint, run_id: str) -> Any:
             return snap
     fallback = None
     later = False  # a checkpoint of a step after the resume point's
+    snap_count = 0
     for snap in graph.get_state_history(thread):
+        snap_count += 1
         if any(task.id in point.task_ids for task in snap.tasks):
             return snap
         step = (snap.metadata or {}).get("step")
@@ -178,6 +180,12 @@ def find_snapshot(graph: Any, point: ResumePoint, run_id: str) -> Any:
             "for each step, as a run made with durability='exit' leaves them (it saves "
             "only the last). Run the graph with durability 'async' (LangGraph's default) "
             "or 'sync' to rerun it from a step"
+        )
+    if BRANCH_MARK in str(point.thread_id) and snap_count == 0:
+        raise AgentDebugError(
+            f"{missing} It is a rerun branch's thread and has no checkpoints left: it was "
+            "deleted (prune_branch_threads), so this branch can no longer be rerun; rerun "
+            "the run it branched from instead"
         )
     raise AgentDebugError(
         f"{missing} The graph's checkpointer must be the one the run was captured with "
@@ -213,14 +221,44 @@ def branch_threads(graph_or_saver: Any, thread_id: str | None = None) -> list[st
     saver = _saver_of(graph_or_saver)
     prefix = f"{thread_id}{BRANCH_MARK}" if thread_id is not None else None
     found: dict[str, str] = {}  # thread -> its latest checkpoint id (ids sort by time)
-    for tup in saver.list(None):
-        conf = tup.config["configurable"]
-        tid, cid = str(conf.get("thread_id")), str(conf.get("checkpoint_id"))
+    for tid, cid in _threads_of(saver):
         if BRANCH_MARK not in tid or (prefix is not None and not tid.startswith(prefix)):
             continue
         if tid not in found or cid > found[tid]:
             found[tid] = cid
     return sorted(found, key=found.__getitem__)
+
+
+def _threads_of(saver: Any) -> Iterator[tuple[str, str]]:
+    """(thread id, checkpoint id) of the saver's checkpoints: read from the tables
+    of ``InMemorySaver`` and ``SqliteSaver`` without loading a checkpoint, else
+    through the saver's ``list``."""
+    storage = getattr(saver, "storage", None)
+    if type(saver).__name__ == "InMemorySaver" and isinstance(storage, dict):
+        for tid, by_ns in list(storage.items()):
+            for checkpoints in list(by_ns.values()):
+                for cid in list(checkpoints):
+                    yield str(tid), str(cid)
+        return
+    if is_sqlite_saver(saver):
+        with saver.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT thread_id, max(checkpoint_id) FROM checkpoints GROUP BY thread_id"
+            ).fetchall()
+        for tid, cid in rows:
+            yield str(tid), str(cid)
+        return
+    for tup in saver.list(None):
+        conf = tup.config["configurable"]
+        yield str(conf.get("thread_id")), str(conf.get("checkpoint_id"))
+
+
+def is_sqlite_saver(saver: Any) -> bool:
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+    except ImportError:  # (langgraph-checkpoint-sqlite is an extra)
+        return False
+    return isinstance(saver, SqliteSaver)
 
 
 def prune_branch_threads(
@@ -234,7 +272,7 @@ def prune_branch_threads(
         raise AgentDebugError(f"prune_branch_threads(keep={keep}): keep must be 0 or more")
     saver = _saver_of(graph_or_saver)
     threads = branch_threads(saver, thread_id)
-    doomed = threads[: len(threads) - keep] if keep else threads
+    doomed = threads[: max(0, len(threads) - keep)]
     for tid in doomed:
         saver.delete_thread(tid)
     return doomed

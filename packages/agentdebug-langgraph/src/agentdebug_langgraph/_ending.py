@@ -20,7 +20,7 @@ from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._replay import ANSWERED
-from agentdebug_langgraph._state import PAUSED, STOPPED, GraphRun, Stopped
+from agentdebug_langgraph._state import LATEST, PAUSED, STOPPED, GraphRun, Stopped
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
@@ -113,8 +113,9 @@ class RunEnding(ModelAndToolEvents):
                     module="langgraph.graph",
                     metadata={"graph": run.graph_name},
                 )
-            if run.owns_session and run.thread_id is not None:  # invoke(None) goes on
-                STOPPED.park(run.thread_id, Stopped(session.id, session.goal))
+            key = run.thread_key
+            if key is not None and LATEST.get(key) == session.id:  # invoke(None) goes on
+                STOPPED.park(key, Stopped(session.id, session.goal))
             if isinstance(error, Exception):
                 failed_exc = error
                 session.set_outcome(

@@ -35,6 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.capture.encode import safe_str
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
@@ -49,6 +50,7 @@ from agentdebug_langgraph._checkpoints import (
     copy_to_thread,
     find_snapshot,
     inheritable,
+    is_sqlite_saver,
     resume_point,
     routed_by_command,
     writers_of,
@@ -70,7 +72,7 @@ from agentdebug_langgraph._replay import (
     waiting,
 )
 from agentdebug_langgraph._specs import load_spec
-from agentdebug_langgraph._state import FRAMEWORK
+from agentdebug_langgraph._state import FRAMEWORK, forget_stopped
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -144,8 +146,7 @@ class LangGraphRerunExecutor:
         graph = self._graph_for(original)
         _require_state_graph(graph, original.id)
         _require_checkpointer(graph, original.id)
-        if self.asynchronous:
-            sqlite_file(graph.checkpointer)  # (an in-memory SQLite database is refused)
+        invoke = self._invoker(graph)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -164,11 +165,18 @@ class LangGraphRerunExecutor:
         if self.isolate:
             thread = branch_thread(str(users))
             snap = copy_to_thread(graph, snap, thread)
-        values = self._update(request, snap)
-        routed = routed_by_command(original, point)
-        fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
-        if not request.state_patch and self.directive_update is None:
-            require_delivered(graph, fork_config, original, point, directive_text(request))
+        else:  # the user's thread goes on from the branch, not from the stopped run
+            forget_stopped(graph, thread)
+        try:
+            values = self._update(request, snap)
+            routed = routed_by_command(original, point)
+            fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
+            if not request.state_patch and self.directive_update is None:
+                require_delivered(graph, fork_config, original, point, directive_text(request))
+        except AgentDebugError:
+            if self.isolate:  # refused: no branch, so no branch thread left behind
+                graph.checkpointer.delete_thread(thread)
+            raise
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
         # the executor's own debugger, else the store the closed loop keeps branches in
         debugger = self.debugger or (
@@ -219,21 +227,22 @@ class LangGraphRerunExecutor:
                 hold_interrupts=True,
             )
             config = self._run_config(fork_config, callback)
+            stopped = "the branch stopped before finishing"
             try:
                 with recording_branch(callback):
-                    self._invoke(graph, config)
+                    invoke(config, None)
                     answers = recorded_answers(original, point.step)
-                    self._replay(graph, callback, answers, config, original.id)
+                    self._replay(graph, invoke, callback, answers, config, original.id)
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
-                why = f", and giving it the original's answer failed ({type(exc).__name__}: {exc})"
+                said = f"{type(exc).__name__}: {safe_str(exc)}"
+                stopped = f"{stopped} ({said})"
+                why = f", and giving it the original's answer failed ({said})"
                 callback.release_held(branch_paused(thread, why))  # (if held)
             finally:
                 callback.release_held(branch_paused(thread, ", and the rerun was stopped"))
-            if session.outcome is None:
-                session.set_outcome(
-                    OutcomeStatus.UNKNOWN, reason="the branch stopped before finishing"
-                )
+            if session.outcome is None:  # (it raised before the graph started)
+                session.set_outcome(OutcomeStatus.UNKNOWN, reason=stopped)
         return session.trajectory()
 
     # -- the pieces ------------------------------------------------------------------------
@@ -313,6 +322,7 @@ class LangGraphRerunExecutor:
     def _replay(
         self,
         graph: Any,
+        invoke: Callable[[Any, Any], Any],
         callback: AgentDebugCallback,
         answers: list[Answer],
         config: Any,
@@ -331,19 +341,37 @@ class LangGraphRerunExecutor:
                 return
             used += 1
             callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
-            self._invoke(graph, config, plan.resume)
+            invoke(config, plan.resume)
 
-    def _invoke(self, graph: Any, config: Any, given: Any = None) -> Any:
+    def _invoker(self, graph: Any) -> Callable[[Any, Any], Any]:
+        """``invoke(config, given)`` runs the branch: ``graph.invoke``; with
+        ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker
+        thread when called from async code, which waits for it), a ``SqliteSaver``'s
+        graph through ``AsyncSqliteSaver`` on the same file (found here, in the
+        caller's thread: its connection may belong to it)."""
         if not self.asynchronous:
-            return graph.invoke(given, config)
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            return asyncio.run(_ainvoke(graph, given, config))
-        # called from async code: run the branch's event loop in a thread of its own
-        with ThreadPoolExecutor(max_workers=1) as pool:  # (in this context: recording_branch)
-            run = contextvars.copy_context().run
-            return pool.submit(run, asyncio.run, _ainvoke(graph, given, config)).result()
+            return lambda config, given: graph.invoke(given, config)
+        saver = graph.checkpointer
+        path = sqlite_file(saver)
+        if path is None and not _has_async_methods(saver):
+            raise AgentDebugError(
+                f"LangGraphRerunExecutor(asynchronous=True): the graph's checkpointer, "
+                f"{type(saver).__name__}, has no async methods, which ainvoke needs; use "
+                "InMemorySaver, SqliteSaver (the branch then runs through AsyncSqliteSaver "
+                "on its file) or a saver with both kinds of methods"
+            )
+
+        def invoke(config: Any, given: Any) -> Any:
+            run = _ainvoke(graph, given, config, path)
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                return asyncio.run(run)
+            # called from async code: the branch's event loop in a thread of its own
+            with ThreadPoolExecutor(max_workers=1) as pool:  # (this context: recording_branch)
+                return pool.submit(contextvars.copy_context().run, asyncio.run, run).result()
+
+        return invoke
 
     def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
         extra = dict(self.config)
@@ -352,21 +380,29 @@ class LangGraphRerunExecutor:
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
 
 
-async def _ainvoke(graph: Any, given: Any, config: Any) -> Any:
+async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None) -> Any:
     """``graph.ainvoke``; for a graph on ``SqliteSaver`` (whose async methods refuse),
-    through ``AsyncSqliteSaver`` on the same file, opened on the branch's own loop."""
-    path = sqlite_file(graph.checkpointer)
+    through ``AsyncSqliteSaver`` on its file ``path``, opened on the branch's own
+    loop, with the saver's own serializer."""
     if path is None:
         return await graph.ainvoke(given, config)
+    import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
-    async with AsyncSqliteSaver.from_conn_string(path) as saver:
+    async with aiosqlite.connect(path) as conn:
+        saver = AsyncSqliteSaver(conn, serde=graph.checkpointer.serde)
         return await graph.copy(update={"checkpointer": saver}).ainvoke(given, config)
+
+
+def _has_async_methods(saver: Any) -> bool:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+
+    return type(saver).aget_tuple is not BaseCheckpointSaver.aget_tuple
 
 
 def sqlite_file(saver: Any) -> str | None:
     """The database file of a ``SqliteSaver`` (``None`` for any other saver)."""
-    if type(saver).__name__ != "SqliteSaver" or not hasattr(saver, "cursor"):
+    if not is_sqlite_saver(saver):
         return None
     with saver.cursor(transaction=False) as cur:
         rows = cur.execute("PRAGMA database_list").fetchall()

@@ -73,6 +73,7 @@ class GraphRun:
     prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
     last_step: int = 0
     segments: int = 1  # invocations recorded into this run (a resume adds one)
+    thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
 
     def next_step(self) -> int:
         step = next(self.steps)
@@ -157,6 +158,9 @@ class ByThread(Generic[T]):
         with self._lock:
             return self._runs.pop(thread_id, None)
 
+    def get(self, thread_id: str) -> T | None:
+        return self._runs.get(thread_id)
+
     def __contains__(self, thread_id: object) -> bool:
         return thread_id in self._runs
 
@@ -180,7 +184,23 @@ class Stopped(NamedTuple):
 # a resume is often invoked with a fresh callback; one pushed out is finished,
 # outcome unknown), and the last run on a thread that raised or was stopped.
 PAUSED: ByThread[GraphRun] = ByThread()
+# by thread_key: the last run on a thread that raised or was stopped, and the
+# latest run started on a thread (a stop that arrives after a newer run started,
+# as an async stream's does, is not one a later run continues)
 STOPPED: ByThread[Stopped] = ByThread(limit=1024)
+LATEST: ByThread[str] = ByThread(limit=1024)
+
+
+def thread_key(graph: Any, thread_id: str) -> str:
+    """A thread of one graph's checkpointer: two graphs of an app may name their
+    threads alike (a conversation id), and their runs do not continue each other."""
+    return f"{id(getattr(graph, 'checkpointer', None))}\x1f{thread_id}"
+
+
+def forget_stopped(graph: Any, thread_id: str) -> None:
+    """No later ``invoke(None)`` on the thread continues its stopped run (a rerun
+    forked on the thread itself, which then goes on from the branch)."""
+    STOPPED.take(thread_key(graph, thread_id))
 
 
 def _close_paused_at_exit() -> None:

@@ -55,6 +55,9 @@ def checkpoint_before(trajectory: AgentTrajectory, resume_step: int) -> AgentEve
     return found
 
 
+RUN_LINKS = ("continues",)  # metadata naming another run this one relates to
+
+
 def start_branch(
     debugger: AgentDebug,
     request: RerunRequest,
@@ -68,7 +71,10 @@ def start_branch(
     rerun does into it, then returns ``session.trajectory()``."""
     original = request.trajectory
     resume = request.resume_event
-    meta = {**original.metadata, **(metadata or {}), "branch": request.branch_metadata()}
+    # the original's metadata, but its links: a branch is a rerun of the original,
+    # not a run that picked up where another stopped
+    kept = {k: v for k, v in original.metadata.items() if k not in RUN_LINKS}
+    meta = {**kept, **(metadata or {}), "branch": request.branch_metadata()}
     session = debugger.trace(
         original.goal,
         framework=framework or original.framework,

@@ -349,3 +349,26 @@ def test_only_the_same_graphs_retry_continues_a_run_and_never_a_late_stop(dbg: A
     runs = [cb.trajectory(i) for i in cb.run_ids[-3:]]
     assert {r.outcome.reason.split(" (")[0] for r in runs} >= {"the run was stopped"}
     assert all("continues" not in r.metadata for r in runs)
+
+
+def test_a_refused_rerun_on_the_runs_own_thread_keeps_the_retry_linked(dbg: AgentDebug) -> None:
+    """``isolate=False`` drops the link only when it forks: refused, the thread
+    is as the failed run left it, and ``invoke(None)`` still continues that run."""
+    from agentdebug.errors import AgentDebugError
+    from agentdebug.schema import RerunRequest
+    from agentdebug_langgraph import LangGraphRerunExecutor
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = failing_graph(PaymentDeclined("no"), InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "own"}, "callbacks": [cb]}
+    with pytest.raises(PaymentDeclined):
+        graph.invoke({"items": [], "out": []}, config)
+    failed = cb.trajectory()
+    with pytest.raises(AgentDebugError, match="no 'messages' key"):
+        LangGraphRerunExecutor(graph, debugger=dbg, isolate=False).rerun(
+            RerunRequest(trajectory=failed, resume_step=1, directive="x")
+        )
+    with pytest.raises(PaymentDeclined):
+        graph.invoke(None, config)
+    assert cb.trajectory().metadata["continues"] == failed.id

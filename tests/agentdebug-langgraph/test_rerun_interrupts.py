@@ -98,7 +98,9 @@ def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebu
     asked = next(e for e in original.events if e.metadata.get("langgraph_event") == "interrupt")
     assert len(asked.metadata["interrupt_ids"]) == 1
 
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+        fixed(original)
+    )
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert branch.outcome.final_answer["out"][-1] == "refund 24: yes"
     (replayed,) = resumes(branch)
@@ -111,12 +113,12 @@ def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebu
     assert DefaultScorer().score(branch, original).success
 
 
-def test_same_question_refuses_an_answer_to_another_question(dbg: AgentDebug) -> None:
+def test_by_default_an_approval_is_not_given_for_another_question(dbg: AgentDebug) -> None:
+    """The default, ``"same-question"``: the human approved "refund $42?"; the
+    corrected branch asks "refund $24?", and waits there for a human, saying so."""
     graph = refund_graph(InMemorySaver())
     original = answered_run(dbg, graph, Command(resume="yes"))
-    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-question").rerun(
-        fixed(original)
-    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
     assert branch.outcome.status is OutcomeStatus.UNKNOWN
     reason = branch.outcome.reason or ""
     assert "asking [{'question': 'refund $24?'}]" in reason
@@ -186,7 +188,9 @@ def test_a_branch_that_asks_more_than_the_original_ends_at_the_new_question(
 
     graph = refund_graph(InMemorySaver(), ask_twice)
     original = answered_run(dbg, graph, Command(resume="yes"))
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+        fixed(original)
+    )
     assert len(resumes(branch)) == 1  # the first question got the original's answer
     assert branch.outcome.status is OutcomeStatus.UNKNOWN
     assert "which the original run never reached" in (branch.outcome.reason or "")
@@ -319,7 +323,7 @@ def test_a_stop_before_the_blamed_step_is_not_counted_as_an_answer_to_give(
     graph = graph_of(InMemorySaver())
     original = answered_run(dbg, graph, None, Command(resume="yes"))
     step = next(e.step_index for e in original.events if e.agent_name == "compute")
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
         RerunRequest(
             trajectory=original, resume_step=step, directive="x", state_patch={"fixed": True}
         )
@@ -364,7 +368,9 @@ def test_a_node_asked_again_by_invoke_none_gets_the_same_then_the_answer(
     graph = refund_graph(InMemorySaver(), name="human/approve")
     original = answered_run(dbg, graph, None, Command(resume="yes"))
     assert [r.metadata["resumed_with"] for r in resumes(original)] == ["none", "command"]
-    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+        fixed(original)
+    )
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert [(r.metadata["resumed_with"], r.input) for r in resumes(branch)] == [
         ("none", None),
@@ -386,7 +392,10 @@ def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentD
         fix=Fix(directive="use the refund policy's amount", target_agent="prepare", target_step=1),
     )
     executor = LangGraphRerunExecutor(
-        graph, debugger=dbg, directive_update=lambda request, snapshot: {"fixed": True}
+        graph,
+        debugger=dbg,
+        directive_update=lambda request, snapshot: {"fixed": True},
+        replay_answers="same-node",  # (the approval may pass for the corrected amount)
     )
     result = closed_loop(original, debugger=dbg, executor=executor, report=report)
     assert result.status == "succeeded" and result.verified_by_rerun is True
@@ -394,3 +403,51 @@ def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentD
     assert branch_id is not None and dbg.store is not None
     branch = dbg.store.load_trajectory(branch_id)
     assert resumes(branch)[0].metadata["question_matches"] is False
+
+
+@pytest.mark.parametrize("persistent", [False, True])
+def test_an_interrupt_in_a_subgraph_is_recorded_once_and_replayed(
+    dbg: AgentDebug, persistent: bool
+) -> None:
+    """``approval`` runs a subgraph whose ``ask`` interrupts; compiled with
+    ``checkpointer=True`` (a subgraph keeping its history on the thread) the
+    interrupt comes up through ``approval`` as well, and is still one question,
+    answered once."""
+    inner = StateGraph(Refund)
+    inner.add_node("ask", ask_once)
+    inner.add_edge(START, "ask")
+    sub = inner.compile(checkpointer=True) if persistent else inner.compile()
+    graph = refund_graph(InMemorySaver(), sub, "approval")
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    asked = [e for e in original.events if e.metadata.get("langgraph_event") == "interrupt"]
+    assert [e.agent_name for e in asked] == ["approval/ask"]
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+        fixed(original)
+    )
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert [r.input for r in resumes(branch)] == ["yes"]
+
+
+def test_a_run_recorded_before_resumes_said_how_is_replayed_by_its_value(
+    dbg: AgentDebug,
+) -> None:
+    """Runs stored by an earlier version have resume events without
+    ``resumed_with`` and ``replayable``: a plain JSON answer is given as it is."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    old_keys = ("resumed_with", "replayable", "root_node", "interrupt_ids")
+    older = original.model_copy(
+        update={
+            "events": [
+                e.model_copy(
+                    update={"metadata": {k: v for k, v in e.metadata.items() if k not in old_keys}}
+                )
+                for e in original.events
+            ]
+        }
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+        fixed(older)
+    )
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert [r.input for r in resumes(branch)] == ["yes"]

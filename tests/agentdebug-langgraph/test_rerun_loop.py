@@ -21,6 +21,7 @@ from agentdebug_langgraph import (
     prune_branch_threads,
 )
 from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.graph import START, StateGraph
@@ -355,6 +356,27 @@ class Tagged(JsonPlusSerializer):
         return super().loads_typed((kind.removeprefix("tagged-"), raw))
 
 
+class SyncOnly(BaseCheckpointSaver[str]):
+    """A saver with the synchronous methods a rerun uses, and no async ones and
+    no ``delete_thread`` (the base class's refusals)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.inner = InMemorySaver()
+
+    def get_tuple(self, config: Any) -> Any:
+        return self.inner.get_tuple(config)
+
+    def list(self, config: Any, **kw: Any) -> Any:
+        return self.inner.list(config, **kw)
+
+    def put(self, config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
+        return self.inner.put(config, checkpoint, metadata, versions)
+
+    def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
+        self.inner.put_writes(config, writes, task_id, task_path)
+
+
 @pytest.mark.parametrize("caller", ["sync", "async"])
 @pytest.mark.parametrize("saver", ["SqliteSaver", "the app's own"])
 def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
@@ -410,25 +432,6 @@ def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
 def test_an_asynchronous_rerun_needs_a_saver_with_async_methods(dbg: AgentDebug) -> None:
     """A saver with only the synchronous half (not SqliteSaver, which the executor
     pairs with AsyncSqliteSaver) is refused before anything runs."""
-    from langgraph.checkpoint.base import BaseCheckpointSaver
-
-    class SyncOnly(BaseCheckpointSaver[str]):
-        def __init__(self) -> None:
-            super().__init__()
-            self.inner = InMemorySaver()
-
-        def get_tuple(self, config: Any) -> Any:
-            return self.inner.get_tuple(config)
-
-        def list(self, config: Any, **kw: Any) -> Any:
-            return self.inner.list(config, **kw)
-
-        def put(self, config: Any, checkpoint: Any, metadata: Any, versions: Any) -> Any:
-            return self.inner.put(config, checkpoint, metadata, versions)
-
-        def put_writes(self, config: Any, writes: Any, task_id: str, task_path: str = "") -> None:
-            self.inner.put_writes(config, writes, task_id, task_path)
-
     graph = linear_graph(SyncOnly())
     cb = AgentDebugCallback(dbg)
     graph.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "s"}, "callbacks": [cb]})
@@ -450,3 +453,21 @@ def test_an_asynchronous_rerun_on_an_in_memory_sqlite_saver_is_refused(dbg: Agen
         AgentDebugError, match=r"in-memory SqliteSaver.*use a file, or InMemorySaver"
     ):
         LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request)
+
+
+@pytest.mark.parametrize("saver", ["InMemorySaver", "a saver that cannot delete"])
+def test_a_refused_rerun_leaves_no_branch_thread_and_keeps_its_reason(
+    dbg: AgentDebug, saver: str
+) -> None:
+    """Refused after its thread was made (the state has nowhere to carry the
+    directive): the thread is deleted, and where the saver cannot delete, the
+    refusal still comes through as itself, not as the saver's error."""
+    checkpointer: Any = InMemorySaver() if saver == "InMemorySaver" else SyncOnly()
+    graph = linear_graph(checkpointer)
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"n": 0, "trail": []}, {"configurable": {"thread_id": "r"}, "callbacks": [cb]})
+    request = RerunRequest(trajectory=cb.trajectory(), resume_step=2, directive="x")
+    with pytest.raises(AgentDebugError, match="no 'messages' key to carry the directive"):
+        LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    if saver == "InMemorySaver":
+        assert branch_threads(graph) == []

@@ -317,6 +317,7 @@ class AgentDebugCallback(RunEnding):
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False
             run.interrupted = run.interrupt_recorded = False
+            run.interrupt_ids.clear()
             run.segments += 1
             value, how = _convert.resume_record(inputs)
             note, self.resume_note = self.resume_note or {}, None
@@ -543,6 +544,10 @@ class AgentDebugCallback(RunEnding):
                 run.interrupted = True
                 run.interrupt_recorded = True
                 asked = _convert.interrupts_of(error)
+                ids = [getattr(i, "id", None) for i in asked]
+                if ids and set(ids) <= run.interrupt_ids:
+                    return  # raised again by the node around a persistent subgraph
+                run.interrupt_ids.update(i for i in ids if i)
                 run.session.record(
                     EventType.CHECKPOINT,
                     agent_name=rec.agent,
@@ -554,7 +559,7 @@ class AgentDebugCallback(RunEnding):
                         "langgraph_event": "interrupt",
                         "node": rec.name,
                         "root_node": rec.ns.split("|", 1)[0].split(":", 1)[0],
-                        "interrupt_ids": [getattr(i, "id", None) for i in asked],
+                        "interrupt_ids": ids,
                     },
                 )
             else:

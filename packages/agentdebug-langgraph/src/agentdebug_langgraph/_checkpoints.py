@@ -183,9 +183,11 @@ def find_snapshot(graph: Any, point: ResumePoint, run_id: str) -> Any:
         )
     if BRANCH_MARK in str(point.thread_id) and snap_count == 0:
         raise AgentDebugError(
-            f"{missing} It is a rerun branch's thread and has no checkpoints left: it was "
-            "deleted (prune_branch_threads), so this branch can no longer be rerun; rerun "
-            "the run it branched from instead"
+            f"{missing} It is a rerun branch's thread, and the graph's checkpointer has "
+            "none of its checkpoints: it was deleted (prune_branch_threads), and the "
+            "branch can no longer be rerun (rerun the run it branched from), or the "
+            "checkpointer is not the one the branch ran with (an InMemorySaver lives "
+            "only as long as its process)"
         )
     raise AgentDebugError(
         f"{missing} The graph's checkpointer must be the one the run was captured with "

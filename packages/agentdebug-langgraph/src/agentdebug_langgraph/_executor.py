@@ -62,6 +62,7 @@ from agentdebug_langgraph._live import (
     live_check,
     live_graph,
     note_check,
+    note_graph,
     recording_branch,
 )
 from agentdebug_langgraph._replay import (
@@ -109,8 +110,8 @@ class LangGraphRerunExecutor:
     ``AsyncSqliteSaver`` on the same file).
     ``isolate=False``: fork on the run's own thread (LangGraph's time travel)
     instead of a thread of the branch's own. ``replay_answers``: how a branch that
-    stops at an interrupt gets the answer the original's human gave there,
-    ``"same-node"`` (default), ``"same-question"`` or ``"never"`` (see
+    stops at an interrupt gets the answer the original's human gave there:
+    ``"same-question"`` (default), ``"same-node"`` or ``"never"`` (see
     :mod:`agentdebug_langgraph._replay`).
     """
 
@@ -127,7 +128,7 @@ class LangGraphRerunExecutor:
         directive_update: DirectiveUpdate | None = None,
         asynchronous: bool = False,
         isolate: bool = True,
-        replay_answers: str = "same-node",
+        replay_answers: str = "same-question",
     ) -> None:
         self.graph = graph
         self.debugger = debugger
@@ -165,18 +166,18 @@ class LangGraphRerunExecutor:
         if self.isolate:
             thread = branch_thread(str(users))
             snap = copy_to_thread(graph, snap, thread)
-        else:  # the user's thread goes on from the branch, not from the stopped run
-            forget_stopped(graph, thread)
         try:
             values = self._update(request, snap)
             routed = routed_by_command(original, point)
             fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
             if not request.state_patch and self.directive_update is None:
                 require_delivered(graph, fork_config, original, point, directive_text(request))
-        except AgentDebugError:
-            if self.isolate:  # refused: no branch, so no branch thread left behind
-                graph.checkpointer.delete_thread(thread)
+        except Exception:
+            if self.isolate:  # no branch, so no branch thread left behind
+                _delete_thread(graph, thread)
             raise
+        if not self.isolate:  # the user's thread goes on from the branch now
+            forget_stopped(graph, thread)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
         # the executor's own debugger, else the store the closed loop keeps branches in
         debugger = self.debugger or (
@@ -241,6 +242,7 @@ class LangGraphRerunExecutor:
                 callback.release_held(branch_paused(thread, why))  # (if held)
             finally:
                 callback.release_held(branch_paused(thread, ", and the rerun was stopped"))
+                note_graph(session.id, graph)  # (not an async twin: a later round reruns it)
             if session.outcome is None:  # (it raised before the graph started)
                 session.set_outcome(OutcomeStatus.UNKNOWN, reason=stopped)
         return session.trajectory()
@@ -392,6 +394,14 @@ async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None) -> Any
     async with aiosqlite.connect(path) as conn:
         saver = AsyncSqliteSaver(conn, serde=graph.checkpointer.serde)
         return await graph.copy(update={"checkpointer": saver}).ainvoke(given, config)
+
+
+def _delete_thread(graph: Any, thread: str) -> None:
+    """Best effort: a saver that cannot delete keeps the thread (prune it later)."""
+    try:
+        graph.checkpointer.delete_thread(thread)
+    except Exception:
+        log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
 
 
 def _has_async_methods(saver: Any) -> bool:

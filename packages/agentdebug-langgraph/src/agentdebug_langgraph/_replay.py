@@ -8,11 +8,14 @@ the branch with the same answer, in order, and go on to the end.
 
 Whether an answer fits the branch's interrupt is the ``replay_answers`` policy:
 
-- ``"same-node"`` (the default): the branch waits at interrupts raised by the same
-  nodes as the original's at that point. The question may differ (it often quotes
-  what the corrected step decided); the resume's event says so
-  (``question_matches``), and gives the original's question.
-- ``"same-question"``: the interrupts' values must be the same as well.
+- ``"same-question"`` (the default): the branch waits at interrupts raised by the
+  same nodes, asking the same (the interrupts' values are equal). An approval is
+  a gate the human opened for what they were shown; the branch is given it only
+  for the same thing.
+- ``"same-node"``: the same nodes suffice. The question may differ (it often
+  quotes what the corrected step decided); the resume's event says so
+  (``question_matches``) and gives the original's question. For graphs whose
+  approvals a debugging branch may pass on the human's behalf (sandboxed tools).
 - ``"never"``: the branch ends at its first interrupt, as without replay.
 
 An answer is replayed only when it is the answer as given: stored whole
@@ -38,9 +41,9 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory
 from langgraph.types import Command
 
-from agentdebug_langgraph._convert import compact, to_json
+from agentdebug_langgraph._convert import compact, is_plain_json, to_json
 
-REPLAY_POLICIES = ("same-node", "same-question", "never")
+REPLAY_POLICIES = ("same-question", "same-node", "never")
 _START = EventType.AGENT_START
 
 
@@ -107,15 +110,21 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
             ids = md.get("interrupt_ids")
             ids = ids if isinstance(ids, list) else []
             node = md.get("root_node") or (event.agent_name or "").split("/")[0] or None
+            seen = {a.interrupt_id for a in asked if a.interrupt_id}
             for k, value in enumerate(values):
-                asked.append(Asked(node, value, ids[k] if k < len(ids) else None))
+                iid = ids[k] if k < len(ids) else None
+                if iid is None or iid not in seen:  # (recorded again by an outer node)
+                    asked.append(Asked(node, value, iid))
         elif event.type is EventType.USER_INPUT and said == "resume":
+            kind = md.get("resumed_with")
+            if kind is None:  # recorded before resumes said how: None was invoke(None)
+                kind = "none" if event.input is None else "command"
             answer = Answer(
                 asked=tuple(asked),
-                kind=str(md.get("resumed_with") or "command"),
+                kind=str(kind),
                 value=event.input,
                 event_id=event.id,
-                why_not=_why_not(md),
+                why_not=_why_not(md, event.input),
             )
             answers.append(answer)
             after = (answer, at)
@@ -129,11 +138,16 @@ EDITED = (
 )
 
 
-def _why_not(md: dict[str, Any]) -> str | None:
-    """Why a recorded resume is not the answer as given, if it is not."""
+def _why_not(md: dict[str, Any], value: Any) -> str | None:
+    """Why a recorded resume is not the answer as given, if it is not. A resume
+    recorded before resumes said (no ``replayable``) is taken as given when its
+    value is plain JSON (a command's ``update`` or ``goto`` went unrecorded then)."""
     if any(key.endswith("_truncated_bytes") for key in md):
         return ", where the original's answer was too large to store whole"
-    if md.get("replayable") is not True:
+    replayable = md.get("replayable")
+    if replayable is None:
+        replayable = is_plain_json(value)
+    if replayable is not True:
         return (
             ", where the original's human answered with more than a plain JSON value "
             "(a Command with update or goto, or an object), which cannot be replayed as given"

@@ -65,6 +65,7 @@ class GraphRun:
     interrupted: bool = False
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
+    interrupt_ids: set[str] = field(default_factory=set)  # recorded since the last resume
     # agent -> (message, step, event id) of its latest model answer without tool calls
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote

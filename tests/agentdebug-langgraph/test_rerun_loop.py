@@ -20,6 +20,7 @@ from agentdebug_langgraph import (
     branch_threads,
     prune_branch_threads,
 )
+from agentdebug_langgraph._live import live_graph
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
@@ -427,6 +428,7 @@ def test_a_graph_of_coroutines_saved_to_a_sqlite_file_reruns_asynchronously(
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
     thread = branch.metadata["langgraph"]["fork"]["thread_id"]
     assert graph.get_state({"configurable": {"thread_id": thread}}).values["n"] == 3
+    assert live_graph(branch.id) is graph  # a later round reruns the branch on it
 
 
 def test_an_asynchronous_rerun_needs_a_saver_with_async_methods(dbg: AgentDebug) -> None:

@@ -1,0 +1,170 @@
+"""The fork a rerun starts from: a state update on the checkpoint before the
+blamed step, made as the node(s) that wrote it (so LangGraph's edges lead to the
+blamed super-step again), and the check that the correction reaches the blamed
+node before anything runs."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from agentdebug import EventType
+from agentdebug.errors import AgentDebugError
+from agentdebug.schema import AgentTrajectory, RerunRequest
+from langchain_core.messages import BaseMessage
+
+from agentdebug_langgraph._checkpoints import ResumePoint, writers_of
+
+
+def directive_text(request: RerunRequest) -> str:
+    """The correction as the model reads it: what went wrong last time, and the fix.
+    The branch resumes before the mistake, so without the first part the model
+    would not know what the fix is about."""
+    why = request.plan.rationale.strip() if request.plan and request.plan.rationale else ""
+    text = f"A previous attempt at this task went wrong from here. Fix: {request.directive}"
+    return f"{text} (What went wrong: {why})" if why else text
+
+
+def fork(
+    graph: Any,
+    snap: Any,
+    values: dict[str, Any],
+    point: ResumePoint,
+    *,
+    routed_by_command: bool = False,
+) -> tuple[Any, str]:
+    """A state update on ``snap`` made as the node(s) that wrote it, so that the
+    edges LangGraph re-evaluates lead to the same tasks again: the blamed nodes and
+    every sibling of their super-step (parallel nodes, each ``Send`` branch).
+
+    When several nodes wrote ``snap``, one super-step of updates, one per writer
+    (``bulk_update_state``), keeps all their edges; a single ``update_state`` as
+    one of them would re-run only that one's edges and drop the others' tasks.
+    Each candidate is checked against ``snap``'s own pending tasks (as a multiset)
+    before it is used; the first that keeps them all is the fork."""
+    from langgraph.types import Command, StateUpdate
+
+    writers = writers_of(graph, snap)
+    wanted = Counter(str(n) for n in snap.next)
+    attempts: list[tuple[str, Callable[[], Any]]] = []
+    if len(writers) > 1:
+        updates = [StateUpdate(values, writers[0], None)]
+        updates += [StateUpdate(None, w, None) for w in writers[1:]]
+        attempts.append(
+            (
+                f"all of {', '.join(writers)}",
+                lambda: graph.bulk_update_state(snap.config, [updates]),
+            )
+        )
+
+    def as_one(node: str | None, update: Any = values) -> Callable[[], Any]:
+        return lambda: graph.update_state(snap.config, update, as_node=node)
+
+    for as_node in dict.fromkeys([*writers, None]):
+        attempts.append((as_node or "(inferred)", as_one(as_node)))
+    # A writer that routed with Command(goto=...) (a supervisor, a handoff: the run
+    # recorded it ending with one) wrote the route itself, which a plain update made
+    # as it does not write again: the update goes to the same nodes as a Command.
+    # Only then: a Command would override the routing of an edge, which the check
+    # below could not tell. (Send packets a Command carried cannot be made again
+    # this way: they hold arguments the snapshot does not.)
+    pulls = [str(t.name) for t in snap.tasks if t.path and t.path[0] == _PULL]
+    if routed_by_command and pulls and len(pulls) == len(snap.tasks):
+        routed = Command(goto=pulls if len(pulls) > 1 else pulls[0], update=values)
+        for as_node in writers:
+            attempts.append((f"{as_node}, routing with Command(goto)", as_one(as_node, routed)))
+    tried: list[str] = []
+    for label, make in attempts:
+        try:
+            config = make()
+        except Exception as exc:
+            tried.append(f"as {label}: {type(exc).__name__}: {exc}")
+            continue
+        pending = Counter(str(n) for n in graph.get_state(config).next)
+        missing = wanted - pending
+        if set(point.nodes) <= set(pending) and not missing:
+            return config, label
+        lost = f", without {', '.join(sorted(missing.elements()))}" if missing else ""
+        tried.append(f"as {label}: next would be {sorted(pending.elements()) or 'END'}{lost}")
+    sent = (
+        ""
+        if len(pulls) == len(snap.tasks)
+        else (
+            " Some of its tasks are Send packets: a fork makes them again only through the "
+            "edge that sent them, not after a node that sent them with Command(goto=[Send(...)])."
+        )
+    )
+    raise AgentDebugError(
+        f"cannot fork before node {', '.join(point.nodes)}: no state update leaves its "
+        f"super-step's tasks pending ({'; '.join(tried)}).{sent} The edges into it depend "
+        "on the state being patched; propose a state_patch that keeps them, or rerun "
+        "from an earlier step"
+    )
+
+
+_PULL = "__pregel_pull"  # the first element of a task path: a node started by its edges
+_TASKS = "__pregel_tasks"  # the channel holding a checkpoint's pending Send packets
+
+
+def require_delivered(
+    graph: Any, fork_config: Any, original: AgentTrajectory, point: ResumePoint, text: str
+) -> None:
+    """Refuse a fork whose directive cannot reach the blamed node: one started by a
+    ``Send`` whose packet does not carry the state's messages (a map-reduce worker
+    given ``{"order_id": ...}``). The sending edge made the fork's packets from the
+    patched state (they are in the fork checkpoint's tasks channel); if none of the
+    blamed node's holds the directive, the branch would rerun as before and
+    discredit a diagnosis that may be right."""
+    blamed = _blamed_node(original, point)
+    try:
+        saved = graph.checkpointer.get_tuple(fork_config)
+        sends = saved.checkpoint["channel_values"].get(_TASKS) or []
+    except Exception:  # a checkpointer that does not say: let the branch run
+        return
+    packets = [send.arg for send in sends if getattr(send, "node", None) == blamed]
+    if not packets or any(_carries(arg, text) for arg in packets):
+        return  # not a Send branch (it reads the state), or the directive is in its packet
+    arg = packets[0]
+    what = (
+        f"keys {', '.join(sorted(map(str, arg)))}"
+        if isinstance(arg, dict)
+        else (type(arg).__name__)
+    )
+    raise AgentDebugError(
+        f"cannot carry the directive to node '{blamed}' at step {point.requested_step}: "
+        f"a Send starts it with a packet ({what}) that the sending edge builds without "
+        "the state's messages, so the correction added to them does not reach it. Give "
+        "LangGraphRerunExecutor a directive_update(request, snapshot) that puts the "
+        "correction where that edge reads it, or the rerun request a state_patch"
+    )
+
+
+def _blamed_node(original: AgentTrajectory, point: ResumePoint) -> str | None:
+    """The root-level node of the blamed step (a subgraph node's parent-graph node)."""
+    starts = {
+        e.step_index: e
+        for e in original.events
+        if e.type is EventType.AGENT_START and "node" in e.metadata
+    }
+    event = starts.get(point.requested_step)
+    if event is None:
+        return point.nodes[0] if point.nodes else None
+    root = starts.get(event.metadata.get("root_step", event.step_index), event)
+    return str(root.metadata["node"])
+
+
+def _carries(value: Any, text: str, depth: int = 0) -> bool:
+    """Whether ``text`` is somewhere in a packet (a message's content, a string)."""
+    if depth > 8:
+        return False
+    if isinstance(value, str):
+        return text in value
+    if isinstance(value, BaseMessage):
+        return _carries(value.content, text, depth + 1)
+    if isinstance(value, dict):
+        return any(_carries(v, text, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_carries(v, text, depth + 1) for v in value)
+    fields = getattr(value, "__dict__", None)  # a dataclass or pydantic packet
+    return isinstance(fields, dict) and _carries(fields, text, depth + 1)

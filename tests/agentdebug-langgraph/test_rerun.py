@@ -16,7 +16,7 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, compare, find_executor
 from agentdebug.schema import RerunRequest
-from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor, branch_threads
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
@@ -266,6 +266,14 @@ def test_a_directive_that_cannot_reach_a_send_branch_is_refused_not_rerun_in_vai
     message = str(raised.value)
     assert "cannot carry the directive to node 'worker'" in message
     assert "keys hint, order" in message and "directive_update" in message
+    # forking on the run's own thread, the refusal leaves that thread as it was (the
+    # fork is tried on a scratch copy first), and no branch thread behind
+    head = graph.get_state(config)
+    with pytest.raises(AgentDebugError, match="cannot carry the directive"):
+        LangGraphRerunExecutor(graph, debugger=dbg, isolate=False).rerun(request)
+    assert graph.get_state(config).config == head.config
+    assert graph.get_state(config).values["messages"] == head.values["messages"]
+    assert branch_threads(graph) == []
     # the remedy the message names: put the correction where the sending edge reads it
     executor = LangGraphRerunExecutor(
         graph,

@@ -47,6 +47,7 @@ from langgraph.pregel import Pregel
 
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
+    ResumePoint,
     branch_thread,
     copy_to_thread,
     find_snapshot,
@@ -166,16 +167,19 @@ class LangGraphRerunExecutor:
         )
         if self.isolate:
             thread = branch_thread(str(users))
-            snap = copy_to_thread(graph, snap, thread)
+            made = [thread]
+        else:  # the fork is tried on a scratch copy first: refused, the thread is untouched
+            made = [branch_thread(str(users))]
         try:
-            values = self._update(request, snap)
-            routed = routed_by_command(original, point)
-            fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
-            if not request.state_patch and self.directive_update is None:
-                require_delivered(graph, fork_config, original, point, directive_text(request))
+            if self.isolate:
+                snap = copy_to_thread(graph, snap, thread)
+            else:
+                self._fork(graph, copy_to_thread(graph, snap, made[0]), request, original, point)
+                _delete_thread(graph, made.pop())
+            values, fork_config, as_node = self._fork(graph, snap, request, original, point)
         except Exception:
-            if self.isolate:  # no branch, so no branch thread left behind
-                _delete_thread(graph, thread)
+            for scratch in made:  # no branch, so no branch thread left behind
+                _delete_thread(graph, scratch)
             raise
         if not self.isolate:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
@@ -304,6 +308,23 @@ class LangGraphRerunExecutor:
                 f"lambda or a nested function) and is not alive in this process; {PASS_CHECK}"
             )
         return None
+
+    def _fork(
+        self,
+        graph: Any,
+        snap: Any,
+        request: RerunRequest,
+        original: AgentTrajectory,
+        point: ResumePoint,
+    ) -> tuple[dict[str, Any], Any, str]:
+        """The update, forked on ``snap``'s thread and checked to reach the blamed
+        node: (the update, the fork's config, the node it was made as)."""
+        values = self._update(request, snap)
+        routed = routed_by_command(original, point)
+        fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
+        if not request.state_patch and self.directive_update is None:
+            require_delivered(graph, fork_config, original, point, directive_text(request))
+        return values, fork_config, as_node
 
     def _update(self, request: RerunRequest, snap: Any) -> dict[str, Any]:
         """The state update that carries the correction into the fork."""

@@ -41,10 +41,14 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory
 from langgraph.types import Command
 
-from agentdebug_langgraph._convert import compact, is_plain_json, to_json
+from agentdebug_langgraph._convert import compact, to_json
 
 REPLAY_POLICIES = ("same-question", "same-node", "never")
+# how "the branch stopped at an interrupt" goes on, for branch_paused
+ANSWERED = ", which the original run's human answered when it was resumed"
+NEVER_REACHED = ", which the original run never reached, so no answer was replayed"
 _START = EventType.AGENT_START
+_NON_STR = orjson.OPT_NON_STR_KEYS
 
 
 @dataclass(frozen=True)
@@ -116,15 +120,12 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
                 if iid is None or iid not in seen:  # (recorded again by an outer node)
                     asked.append(Asked(node, value, iid))
         elif event.type is EventType.USER_INPUT and said == "resume":
-            kind = md.get("resumed_with")
-            if kind is None:  # recorded before resumes said how: None was invoke(None)
-                kind = "none" if event.input is None else "command"
             answer = Answer(
                 asked=tuple(asked),
-                kind=str(kind),
+                kind=str(md.get("resumed_with") or "command"),
                 value=event.input,
                 event_id=event.id,
-                why_not=_why_not(md, event.input),
+                why_not=_why_not(md),
             )
             answers.append(answer)
             after = (answer, at)
@@ -132,21 +133,24 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
     return answers
 
 
+OLD_RECORD = (
+    f"{ANSWERED}, but the run was recorded before agentdebug kept how answers were "
+    "given, so its answer cannot be replayed as given (record the run again to rerun "
+    "it through the interrupt)"
+)
 EDITED = (
     ", where the original's human also changed the state (update_state) before going "
     "on, which a branch cannot be given"
 )
 
 
-def _why_not(md: dict[str, Any], value: Any) -> str | None:
-    """Why a recorded resume is not the answer as given, if it is not. A resume
-    recorded before resumes said (no ``replayable``) is taken as given when its
-    value is plain JSON (a command's ``update`` or ``goto`` went unrecorded then)."""
+def _why_not(md: dict[str, Any]) -> str | None:
+    """Why a recorded resume is not the answer as given, if it is not."""
     if any(key.endswith("_truncated_bytes") for key in md):
         return ", where the original's answer was too large to store whole"
     replayable = md.get("replayable")
-    if replayable is None:
-        replayable = is_plain_json(value)
+    if replayable is None:  # an earlier version's record: an object, a command's
+        return OLD_RECORD  # update or goto, a map's interrupt ids were not kept
     if replayable is not True:
         return (
             ", where the original's human answered with more than a plain JSON value "
@@ -157,8 +161,8 @@ def _why_not(md: dict[str, Any], value: Any) -> str | None:
 
 def as_recorded(value: Any) -> Any:
     """A value as the trajectory stores it (made small, through JSON)."""
-    try:
-        return orjson.loads(orjson.dumps(compact(value), default=to_json))
+    try:  # (non-string keys as the store has them: as text)
+        return orjson.loads(orjson.dumps(compact(value), default=to_json, option=_NON_STR))
     except Exception:  # no JSON form: compared by its text
         return repr(value)
 
@@ -225,10 +229,6 @@ def replay_for(answer: Answer | None, pending: Sequence[tuple[str, Any]], policy
     if answer.kind == "none":  # invoke(None): past a static stop, or a node asked again
         return Replay(resume=None, note=note)
     return Replay(resume=Command(resume=_mapped(answer, pending)), note=note)
-
-
-ANSWERED = ", which the original run's human answered when it was resumed"
-NEVER_REACHED = ", which the original run never reached, so no answer was replayed"
 
 
 def _key(value: Any) -> bytes:

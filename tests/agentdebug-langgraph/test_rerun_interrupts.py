@@ -77,6 +77,12 @@ def fixed(run: AgentTrajectory) -> RerunRequest:
     return RerunRequest(trajectory=run, resume_step=1, directive="x", state_patch={"fixed": True})
 
 
+def waited(branch: AgentTrajectory) -> str:
+    """The reason of a branch that stopped at an interrupt without an answer."""
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
+    return branch.outcome.reason or ""
+
+
 def resumes(run: AgentTrajectory) -> list[Any]:
     """The run's own resumes (a branch's, not those it inherits from before its fork)."""
     return [
@@ -150,8 +156,7 @@ def test_never_ends_the_branch_at_the_interrupt(dbg: AgentDebug) -> None:
     branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="never").rerun(
         fixed(original)
     )
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
-    reason = branch.outcome.reason or ""
+    reason = waited(branch)
     assert "which the original run's human answered when it was resumed" in reason
     assert "rerun from a step after the interrupt" in reason
     with pytest.raises(AgentDebugError) as raised:  # scoring says so too
@@ -343,8 +348,7 @@ def test_an_answer_after_the_human_edited_the_state_is_not_replayed(dbg: AgentDe
     graph.invoke(None, config)
     graph.invoke(Command(resume="yes"), config)
     branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(cb.trajectory()))
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
-    assert "also changed the state (update_state)" in (branch.outcome.reason or "")
+    assert "also changed the state (update_state)" in waited(branch)
 
 
 def test_an_answer_too_large_to_store_whole_is_not_replayed(
@@ -355,8 +359,7 @@ def test_an_answer_too_large_to_store_whole_is_not_replayed(
     graph = refund_graph(InMemorySaver())
     original = answered_run(dbg, graph, Command(resume="yes " + "x" * 10_000))
     branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(fixed(original))
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
-    assert "too large to store whole" in (branch.outcome.reason or "")
+    assert "too large to store whole" in waited(branch)
 
 
 def test_a_node_asked_again_by_invoke_none_gets_the_same_then_the_answer(
@@ -449,7 +452,6 @@ def test_a_run_recorded_before_resumes_said_how_is_not_replayed(dbg: AgentDebug)
     branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
         fixed(older)
     )
-    assert branch.outcome.status is OutcomeStatus.UNKNOWN and not resumes(branch)
-    reason = branch.outcome.reason or ""
+    reason = waited(branch)
     assert "recorded before agentdebug kept how answers were given" in reason
     assert "rerun from a step after the interrupt" in reason

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug.diagnose import diagnose
@@ -105,6 +106,29 @@ def test_list_finds_the_branches_of_a_run(store: TraceStore) -> None:
     found = store.list_runs(RunQuery(parent_id="orig"))
     assert sorted(r.id for r in found) == ["b1", "b2"]
     assert all(r.parent_id == "orig" for r in found)
+
+
+def test_list_filters_by_metadata_paths(store: TraceStore) -> None:
+    """``RunQuery(metadata=...)``: runs whose metadata has the given string values
+    at dotted paths (a framework's thread id), newest first; a path that is not
+    names, or a value that is not a string, is refused."""
+
+    def run(run_id: str, hours_ago: int, **meta: Any) -> AgentTrajectory:
+        return make_run(run_id, hours_ago=hours_ago).model_copy(update={"metadata": meta})
+
+    store.save_trajectory(run("old", 2, lg={"thread_id": "t1", "graph": "g", "nodes": ["a"]}))
+    store.save_trajectory(run("new", 1, lg={"thread_id": "t1", "graph": "g", "nodes": ["a", "b"]}))
+    store.save_trajectory(run("other", 0, lg={"thread_id": "t2", "graph": "g"}))
+    store.save_trajectory(run("flat", 0, thread_id="t1"))
+    found = store.list_runs(RunQuery(metadata=(("lg.thread_id", "t1"), ("lg.graph", "g"))))
+    assert [r.id for r in found] == ["new", "old"]
+    nodes = RunQuery(metadata=(("lg.thread_id", "t1"), ("lg.nodes", ("a", "b"))))
+    assert [r.id for r in store.list_runs(nodes)] == ["new"]
+    assert [r.id for r in store.list_runs(RunQuery(metadata=(("thread_id", "t1"),)))] == ["flat"]
+    assert store.list_runs(RunQuery(metadata=(("lg.thread_id", "t3"),))) == []
+    for bad in ((("lg.thread_id') OR 1=1 --", "x"),), (("lg.n", 1),), (("lg.n", (1,)),)):
+        with pytest.raises(ValueError, match="not a dotted path of names"):
+            RunQuery(metadata=bad)  # type: ignore[arg-type]
 
 
 def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:

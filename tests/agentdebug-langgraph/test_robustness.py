@@ -274,3 +274,69 @@ def test_a_stream_left_open_at_exit_neither_hangs_the_exit_nor_leaves_the_run_op
     assert not [e for e in run.events if e.type is EventType.ERROR]  # a stop, not an error
     (stop,) = [e for e in run.events if e.metadata.get("langgraph_event") == "stopped"]
     assert stop.metadata["by"] == "GeneratorExit"
+
+
+STOP_ON_FILE = """
+import sys
+sys.path.insert(0, sys.argv[2])
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from lg_graphs import PaymentDeclined, approval_graph, failing_graph, sqlite_saver
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]), goal="refund order A1", diagnose=False)
+config = {"callbacks": [cb], "configurable": {"thread_id": "w1"}}
+approval_graph(sqlite_saver(sys.argv[3])).invoke({"items": [], "out": []}, config)
+config = {"callbacks": [cb], "configurable": {"thread_id": "w2"}}
+try:
+    failing_graph(PaymentDeclined("no"), sqlite_saver(sys.argv[3])).invoke({"items": [], "out": []}, config)
+except PaymentDeclined:
+    pass
+print("exiting", flush=True)
+"""
+
+
+def test_a_resume_or_retry_in_another_process_continues_the_run_that_stopped(
+    tmp_path: Path,
+) -> None:
+    """A worker process pauses one run at an interrupt and fails another, then
+    ends; this process resumes the first thread and retries the second (another
+    worker of the same service, the same store and checkpointer file): each new run
+    names the run it continues and keeps its goal; a new request does not."""
+    from langgraph.types import Command
+    from lg_graphs import PaymentDeclined, approval_graph, failing_graph, sqlite_saver
+
+    home, db = tmp_path / "home", str(tmp_path / "cp.db")
+    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
+    done = subprocess.run(
+        [sys.executable, "-c", STOP_ON_FILE, str(home), str(HERE), db],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    dbg = AgentDebug(home)
+    try:
+        assert dbg.store is not None
+        runs = [dbg.store.load_trajectory(r.id) for r in dbg.store.list_runs()]
+        by_thread = {t.metadata["langgraph"]["thread_id"]: t for t in runs}
+        paused, failed = by_thread["w1"], by_thread["w2"]
+        assert paused.outcome.status is OutcomeStatus.UNKNOWN  # (closed when it exited)
+        cb = AgentDebugCallback(dbg, diagnose=False)
+        approval_graph(sqlite_saver(db)).invoke(
+            Command(resume="yes"), {"callbacks": [cb], "configurable": {"thread_id": "w1"}}
+        )
+        resumed = cb.trajectory()
+        assert resumed.metadata["continues"] == paused.id and resumed.goal == "refund order A1"
+        with pytest.raises(PaymentDeclined):
+            failing_graph(PaymentDeclined("again"), sqlite_saver(db)).invoke(
+                None, {"callbacks": [cb], "configurable": {"thread_id": "w2"}}
+            )
+        assert cb.trajectory().metadata["continues"] == failed.id
+        with pytest.raises(PaymentDeclined):  # a new request on the thread
+            failing_graph(PaymentDeclined("new"), sqlite_saver(db)).invoke(
+                {"items": [], "out": []}, {"callbacks": [cb], "configurable": {"thread_id": "w2"}}
+            )
+        assert "continues" not in cb.trajectory().metadata
+    finally:
+        dbg.close()

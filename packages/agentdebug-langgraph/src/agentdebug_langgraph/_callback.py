@@ -51,6 +51,7 @@ from agentdebug_langgraph._state import (
     Stopped,
     parent_namespace,
     start_counter,
+    stopped_elsewhere,
     task_path_key,
     thread_key,
 )
@@ -67,6 +68,7 @@ _to_json = _convert.to_json
 # frames from on_chain_start up to the Pregel.stream/astream starting a graph run
 # (handle_event, the callback manager; in async runs a few more)
 _OWN_START_DEPTH = 6
+GRAPH = "LangGraph"  # a graph's name when it has none
 
 
 class AgentDebugCallback(RunEnding):
@@ -333,6 +335,12 @@ class AgentDebugCallback(RunEnding):
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
+        elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
+        if continues is None and elsewhere and not _convert.is_fresh_input(inputs):
+            nodes = _convert.node_names(graph)
+            continues = stopped_elsewhere(
+                self._debugger(), str(thread_id), str(name or GRAPH), nodes
+            )
         session, owns = self._session_for(inputs, md, name, graph, thread_id, continues)
         if key is not None:
             LATEST.park(key, session.id)
@@ -342,7 +350,7 @@ class AgentDebugCallback(RunEnding):
             emit=session.emitter(_to_json),
             owns_session=owns,
             steps=start_counter(first),
-            graph_name=str(name or "LangGraph"),
+            graph_name=str(name or GRAPH),
             thread_id=thread_id,
             frame=frame,
             thread_key=key,
@@ -377,7 +385,7 @@ class AgentDebugCallback(RunEnding):
         if goal is None and inputs is not None and not isinstance(inputs, Command):
             goal = _convert.short_text(inputs)
         nodes = _convert.node_names(graph)
-        lg: dict[str, Any] = {"graph": str(name or "LangGraph"), "thread_id": thread_id}
+        lg: dict[str, Any] = {"graph": str(name or GRAPH), "thread_id": thread_id}
         if nodes:
             lg["nodes"] = nodes
         if self.graph_factory:

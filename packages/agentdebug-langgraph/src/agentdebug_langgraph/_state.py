@@ -23,6 +23,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from agentdebug import OutcomeStatus, TraceSession
 from agentdebug.capture.emit import Emit
 from agentdebug.schema import CheckpointRef
+from agentdebug.store import RunQuery
 
 FRAMEWORK = "langgraph"
 T = TypeVar("T")
@@ -196,6 +197,35 @@ def thread_key(graph: Any, thread_id: str) -> str:
     """A thread of one graph's checkpointer: two graphs of an app may name their
     threads alike (a conversation id), and their runs do not continue each other."""
     return f"{id(getattr(graph, 'checkpointer', None))}\x1f{thread_id}"
+
+
+def stopped_elsewhere(
+    debugger: Any, thread_id: str, graph_name: str, nodes: list[str]
+) -> Stopped | None:
+    """The run a resume or a retry in this process continues when no run of this
+    process stopped on the thread: the store's latest run of the graph on it, if it
+    did not succeed (stopped at an interrupt, or failed, in another process; a
+    resume there is often served by another worker). The graph is known by its
+    name and its nodes. Never raises."""
+    try:
+        store = debugger.store
+        if store is None:
+            return None
+        where: tuple[tuple[str, str | tuple[str, ...]], ...] = (
+            ("langgraph.thread_id", thread_id),
+            ("langgraph.graph", graph_name),
+        )
+        if nodes:
+            where += (("langgraph.nodes", tuple(nodes)),)
+        runs = store.list_runs(RunQuery(framework=FRAMEWORK, metadata=where, limit=1))
+    except Exception:
+        logging.getLogger("agentdebug.langgraph").exception(
+            "agentdebug: the store could not be asked for the thread's last run"
+        )
+        return None
+    if not runs or runs[0].status == OutcomeStatus.SUCCESS.value:
+        return None
+    return Stopped(runs[0].id, runs[0].goal)
 
 
 def forget_stopped(graph: Any, thread_id: str) -> None:

@@ -10,6 +10,7 @@ them without knowing the schema and loads a run by validating its JSON in chunks
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -117,7 +118,33 @@ class RunQuery:
     until: datetime | None = None
     parent_id: str | None = None  # the branches of this run
     descends_from: str | None = None  # every rerun of this run: branches of branches too
+    # runs whose metadata has these values, by dotted path ("langgraph.thread_id"):
+    # a string, or a tuple of strings for a list of them
+    metadata: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
     limit: int | None = 100
+
+    def __post_init__(self) -> None:
+        for path, value in self.metadata:
+            texts = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
+            if not META_PATH.fullmatch(path) or not (isinstance(value, str) or texts):
+                raise ValueError(
+                    f"RunQuery(metadata=...): {path!r}: {value!r} is not a dotted path of "
+                    "names (letters, digits, _) with a string (or a tuple of strings) value"
+                )
+
+
+META_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
+
+
+def metadata_value(metadata: Any, path: str) -> Any:
+    """The value at a dotted ``path`` of a run's metadata (None if absent), a list
+    as a tuple (as ``RunQuery.metadata`` gives one)."""
+    value = metadata
+    for part in path.split("."):
+        if not isinstance(value, dict):
+            return None
+        value = value.get(part)
+    return tuple(value) if isinstance(value, list) else value
 
 
 class TraceStore(Protocol):

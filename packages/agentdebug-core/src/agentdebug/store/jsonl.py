@@ -37,6 +37,7 @@ from agentdebug.store.base import (
     RunSummary,
     damaged,
     header_json,
+    metadata_value,
 )
 
 log = logging.getLogger("agentdebug.store")
@@ -238,6 +239,9 @@ class JSONLStore:
             if q.until and (started is None or started > q.until):
                 continue
             if q.parent_id and head.get("parent_id") != q.parent_id:
+                continue
+            meta = head.get("metadata")
+            if any(metadata_value(meta, path) != value for path, value in q.metadata):
                 continue
             root = (run.reports[-1].get("hypotheses") or [None])[0] if run.reports else None
             out.append(

@@ -126,9 +126,28 @@ def test_list_filters_by_metadata_paths(store: TraceStore) -> None:
     assert [r.id for r in store.list_runs(nodes)] == ["new"]
     assert [r.id for r in store.list_runs(RunQuery(metadata=(("thread_id", "t1"),)))] == ["flat"]
     assert store.list_runs(RunQuery(metadata=(("lg.thread_id", "t3"),))) == []
-    for bad in ((("lg.thread_id') OR 1=1 --", "x"),), (("lg.n", 1),), (("lg.n", (1,)),)):
+    # a value matches only a value of its own kind: not a list's or a dict's JSON text
+    store.save_trajectory(run("texts", 0, lg={"thread_id": '["a"]', "nodes": '["a", "b"]'}))
+    store.save_trajectory(run("lists", 0, lg={"thread_id": ["a"]}))
+    assert [r.id for r in store.list_runs(RunQuery(metadata=(("lg.thread_id", '["a"]'),)))] == [
+        "texts"
+    ]
+    assert [r.id for r in store.list_runs(RunQuery(metadata=(("lg.thread_id", ("a",)),)))] == [
+        "lists"
+    ]
+    for bad in (
+        (("lg.thread_id') OR 1=1 --", "x"),),
+        (("lg.n", 1),),
+        (("lg.n", (1,)),),
+        ("ab", "cd"),
+        (("lg.a", "b", "c"),),
+    ):
         with pytest.raises(ValueError, match="not a dotted path of names"):
             RunQuery(metadata=bad)  # type: ignore[arg-type]
+    with pytest.raises(
+        ValueError, match=r"takes a tuple of \(dotted path, value\) pairs, not dict"
+    ):
+        RunQuery(metadata={"lg": "t1"})  # type: ignore[arg-type]
 
 
 def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:

@@ -301,8 +301,16 @@ def test_a_resume_or_retry_in_another_process_continues_the_run_that_stopped(
     ends; this process resumes the first thread and retries the second (another
     worker of the same service, the same store and checkpointer file): each new run
     names the run it continues and keeps its goal; a new request does not."""
+    from agentdebug.schema import RerunRequest
+    from agentdebug_langgraph import LangGraphRerunExecutor
     from langgraph.types import Command
-    from lg_graphs import PaymentDeclined, approval_graph, failing_graph, sqlite_saver
+    from lg_graphs import (
+        PaymentDeclined,
+        approval_graph,
+        failing_graph,
+        linear_graph,
+        sqlite_saver,
+    )
 
     home, db = tmp_path / "home", str(tmp_path / "cp.db")
     env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
@@ -328,11 +336,25 @@ def test_a_resume_or_retry_in_another_process_continues_the_run_that_stopped(
         )
         resumed = cb.trajectory()
         assert resumed.metadata["continues"] == paused.id and resumed.goal == "refund order A1"
+        # a rerun of the failed run (a branch thread of its own) is not what a retry
+        # on the thread continues
+        branch = LangGraphRerunExecutor(
+            failing_graph(PaymentDeclined("still"), sqlite_saver(db)), debugger=dbg
+        ).rerun(
+            RerunRequest(trajectory=failed, resume_step=1, directive="x", state_patch={"out": []})
+        )
+        assert branch.outcome.status is OutcomeStatus.FAILURE
         with pytest.raises(PaymentDeclined):
             failing_graph(PaymentDeclined("again"), sqlite_saver(db)).invoke(
                 None, {"callbacks": [cb], "configurable": {"thread_id": "w2"}}
             )
         assert cb.trajectory().metadata["continues"] == failed.id
+        # a run that completed (its success check failed) stopped nothing to go on from
+        judged = AgentDebugCallback(dbg, success_check=lambda s: "no", diagnose=False)
+        config: Any = {"callbacks": [judged], "configurable": {"thread_id": "w3"}}
+        linear_graph(sqlite_saver(db)).invoke({"n": 0, "trail": []}, config)
+        linear_graph(sqlite_saver(db)).invoke(None, config)  # (another saver: via the store)
+        assert "continues" not in judged.trajectory().metadata
         with pytest.raises(PaymentDeclined):  # a new request on the thread
             failing_graph(PaymentDeclined("new"), sqlite_saver(db)).invoke(
                 {"items": [], "out": []}, {"callbacks": [cb], "configurable": {"thread_id": "w2"}}

@@ -336,7 +336,7 @@ class AgentDebugCallback(RunEnding):
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
         elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
-        if continues is None and elsewhere and not _convert.is_fresh_input(inputs):
+        if continues is None and elsewhere and _convert.goes_on(inputs):
             nodes = _convert.node_names(graph)
             continues = stopped_elsewhere(
                 self._debugger(), str(thread_id), str(name or GRAPH), nodes

@@ -324,6 +324,12 @@ def is_plain_json(value: Any, depth: int = 0) -> bool:
     return False
 
 
+def goes_on(inputs: Any) -> bool:
+    """An input that goes on from where the thread stopped: ``None`` (a retry, or
+    past a static interrupt) or a ``Command`` with a ``resume``."""
+    return inputs is None or (isinstance(inputs, Command) and inputs.resume is not None)
+
+
 def is_fresh_input(inputs: Any) -> bool:
     """An input that starts a new run (not a resume, not ``None``)."""
     return inputs is not None and not isinstance(inputs, Command)

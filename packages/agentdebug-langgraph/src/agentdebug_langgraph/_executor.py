@@ -202,7 +202,7 @@ class LangGraphRerunExecutor:
             "requested_resume_step": point.requested_step,
             "resume_step": point.step,
         }
-        meta = {"langgraph": {**lg, "fork": fork_info}}
+        meta = {"langgraph": {**lg, "thread_id": thread, "fork": fork_info}}  # (its own)
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):

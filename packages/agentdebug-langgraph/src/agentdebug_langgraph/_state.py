@@ -203,10 +203,12 @@ def stopped_elsewhere(
     debugger: Any, thread_id: str, graph_name: str, nodes: list[str]
 ) -> Stopped | None:
     """The run a resume or a retry in this process continues when no run of this
-    process stopped on the thread: the store's latest run of the graph on it, if it
-    did not succeed (stopped at an interrupt, or failed, in another process; a
-    resume there is often served by another worker). The graph is known by its
-    name and its nodes. Never raises."""
+    process stopped on the thread: the store's latest run of the graph (its name
+    and nodes) on it, if that run stopped (at an interrupt, by an error, or by the
+    caller) in another process, a resume there being often served by another
+    worker. Never raises."""
+    if not nodes:  # (a graph not known by its nodes is not told apart)
+        return None
     try:
         store = debugger.store
         if store is None:
@@ -214,18 +216,34 @@ def stopped_elsewhere(
         where: tuple[tuple[str, str | tuple[str, ...]], ...] = (
             ("langgraph.thread_id", thread_id),
             ("langgraph.graph", graph_name),
+            ("langgraph.nodes", tuple(nodes)),
         )
-        if nodes:
-            where += (("langgraph.nodes", tuple(nodes)),)
         runs = store.list_runs(RunQuery(framework=FRAMEWORK, metadata=where, limit=1))
+        if not runs or runs[0].status == OutcomeStatus.SUCCESS.value:
+            return None
+        run = store.load_trajectory(runs[0].id)
     except Exception:
         logging.getLogger("agentdebug.langgraph").exception(
             "agentdebug: the store could not be asked for the thread's last run"
         )
         return None
-    if not runs or runs[0].status == OutcomeStatus.SUCCESS.value:
+    lg = run.metadata.get("langgraph")
+    lg = lg if isinstance(lg, dict) else {}
+    if lg.get("thread_id") != thread_id or lg.get("nodes") != nodes:
+        return None  # (a store that does not filter by metadata)
+    if not _stopped(run.outcome):
         return None
-    return Stopped(runs[0].id, runs[0].goal)
+    return Stopped(run.id, run.goal)
+
+
+def _stopped(outcome: Any) -> bool:
+    """Whether a run ended before its graph did: still running (waiting at an
+    interrupt in its process), closed at an interrupt, raised, or stopped; not one
+    that completed (a failed success check) or in which nothing ran."""
+    if outcome.status is OutcomeStatus.RUNNING or outcome.error is not None:
+        return True
+    reason = outcome.reason or ""
+    return reason.startswith(("stopped at an interrupt", "the run was stopped", "the graph raised"))
 
 
 def forget_stopped(graph: Any, thread_id: str) -> None:

@@ -124,12 +124,18 @@ class RunQuery:
     limit: int | None = 100
 
     def __post_init__(self) -> None:
-        for path, value in self.metadata:
+        if not isinstance(self.metadata, tuple):
+            raise ValueError(
+                "RunQuery(metadata=...) takes a tuple of (dotted path, value) pairs, not "
+                f"{type(self.metadata).__name__}"
+            )
+        for pair in self.metadata:
+            path, value = pair if isinstance(pair, tuple) and len(pair) == 2 else ("", None)
             texts = isinstance(value, tuple) and all(isinstance(v, str) for v in value)
-            if not META_PATH.fullmatch(path) or not (isinstance(value, str) or texts):
+            if not META_PATH.fullmatch(str(path)) or not (isinstance(value, str) or texts):
                 raise ValueError(
-                    f"RunQuery(metadata=...): {path!r}: {value!r} is not a dotted path of "
-                    "names (letters, digits, _) with a string (or a tuple of strings) value"
+                    f"RunQuery(metadata=...): {pair!r} is not a dotted path of names "
+                    "(letters, digits, _) with a string (or a tuple of strings) value"
                 )
 
 

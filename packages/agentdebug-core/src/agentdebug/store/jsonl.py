@@ -241,7 +241,7 @@ class JSONLStore:
             if q.parent_id and head.get("parent_id") != q.parent_id:
                 continue
             meta = head.get("metadata")
-            if any(metadata_value(meta, path) != value for path, value in q.metadata):
+            if any(not _same(metadata_value(meta, path), value) for path, value in q.metadata):
                 continue
             root = (run.reports[-1].get("hypotheses") or [None])[0] if run.reports else None
             out.append(
@@ -312,3 +312,8 @@ def _descendants(runs: dict[str, Any], root: str) -> set[str]:
             found.add(rid)
             todo.extend(children.get(rid, ()))
     return found
+
+
+def _same(found: Any, wanted: str | tuple[str, ...]) -> bool:
+    """A metadata value equal to a query's: a string to a string, a list to a tuple."""
+    return found.__class__ is wanted.__class__ and found == wanted

@@ -447,12 +447,15 @@ class SQLiteStore:
             args.append(q.descends_from)
         for path, value in q.metadata:  # (paths checked by RunQuery: names only)
             json_path = "$.metadata." + ".".join(f'"{p}"' for p in path.split("."))
+            head = "CAST(r.header AS TEXT)"
             if isinstance(value, tuple):  # a list: compared as minified JSON text
-                where.append("json_extract(CAST(r.header AS TEXT), ?) = json(?)")
-                args += [json_path, orjson.dumps(list(value)).decode()]
+                where.append(
+                    f"json_type({head}, ?) = 'array' AND json_extract({head}, ?) = json(?)"
+                )
+                args += [json_path, json_path, orjson.dumps(list(value)).decode()]
             else:
-                where.append("json_extract(CAST(r.header AS TEXT), ?) = ?")
-                args += [json_path, value]
+                where.append(f"json_type({head}, ?) = 'text' AND json_extract({head}, ?) = ?")
+                args += [json_path, json_path, value]
         sql = (
             "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
             " r.parent_id, r.header,"

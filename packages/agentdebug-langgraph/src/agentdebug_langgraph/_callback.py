@@ -305,13 +305,14 @@ class AgentDebugCallback(RunEnding):
         graph = _pregel.graph_of(frame)
         thread = md.get("thread_id")
         thread_id = str(thread) if thread is not None else None
+        # a run of the user's on a thread (a nested graph's thread is its outer's; a
+        # branch's session is the executor's)
+        own = thread_id is not None and self._adopt is None and not nested
         resumed = self._held
         if resumed is not None and thread_id == resumed.thread_id:
             self._held = None  # a rerun branch the executor resumes (hold_interrupts)
-        elif thread_id is not None and self._adopt is None and not nested:
-            resumed = PAUSED.take(thread_id)  # (a nested graph's thread is its outer's)
         else:
-            resumed = None
+            resumed = PAUSED.take(thread_id) if own else None
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
@@ -331,7 +332,6 @@ class AgentDebugCallback(RunEnding):
             )
             self._roots[run_id.int] = run
             return
-        own = thread_id is not None and self._adopt is None and not nested
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it

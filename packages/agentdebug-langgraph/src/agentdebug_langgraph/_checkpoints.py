@@ -235,8 +235,10 @@ def _threads_of(saver: Any) -> Iterator[tuple[str, str]]:
     """(thread id, checkpoint id) of the saver's checkpoints: read from the tables
     of ``InMemorySaver`` and ``SqliteSaver`` without loading a checkpoint, else
     through the saver's ``list``."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
     storage = getattr(saver, "storage", None)
-    if type(saver).__name__ == "InMemorySaver" and isinstance(storage, dict):
+    if isinstance(saver, InMemorySaver) and isinstance(storage, dict):
         for tid, by_ns in list(storage.items()):
             for checkpoints in list(by_ns.values()):
                 for cid in list(checkpoints):

@@ -165,21 +165,21 @@ class LangGraphRerunExecutor:
         users = (before.get("original_thread_id") if isinstance(before, dict) else None) or (
             point.thread_id  # the user's thread, also for a branch's branch
         )
-        if self.isolate:
-            thread = branch_thread(str(users))
-            made = [thread]
-        else:  # the fork is tried on a scratch copy first: refused, the thread is untouched
-            made = [branch_thread(str(users))]
+        # the branch's own thread; with isolate=False a scratch copy the fork is tried
+        # on first, so that a refusal leaves the run's thread untouched
+        copy, kept = branch_thread(str(users)), True
         try:
+            trial = copy_to_thread(graph, snap, copy)
             if self.isolate:
-                snap = copy_to_thread(graph, snap, thread)
+                thread, snap = copy, trial
             else:
-                self._fork(graph, copy_to_thread(graph, snap, made[0]), request, original, point)
-                _delete_thread(graph, made.pop())
+                self._fork(graph, trial, request, original, point)
+                _delete_thread(graph, copy)
+                kept = False
             values, fork_config, as_node = self._fork(graph, snap, request, original, point)
         except Exception:
-            for scratch in made:  # no branch, so no branch thread left behind
-                _delete_thread(graph, scratch)
+            if kept:  # no branch, so no branch thread left behind
+                _delete_thread(graph, copy)
             raise
         if not self.isolate:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)

@@ -96,16 +96,16 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
     answers: list[Answer] = []
     asked: list[Asked] = []
     at: str | None = None  # the checkpoint the run waited at
-    after: tuple[Answer, str | None] | None = None  # a resume, and where it waited
+    after: tuple[int, str | None] | None = None  # a resume (its index), where it waited
     for event in events[start:]:
         md = event.metadata
         said = md.get("langgraph_event")
         root_start = event.type is _START and "namespace" not in md
         if root_start and event.checkpoint is not None:
             if after is not None:  # the first step after a resume: did it start there?
-                answer, waited = after
+                index, waited = after
                 if waited is not None and waited != event.checkpoint.checkpoint_id:
-                    answers[answers.index(answer)] = replace(answer, why_not=EDITED)
+                    answers[index] = replace(answers[index], why_not=EDITED)
                 after = None
             at = event.checkpoint.checkpoint_id
         elif event.type is EventType.CHECKPOINT and said == "interrupt":
@@ -113,22 +113,20 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
             values = event.output if isinstance(event.output, list) else []
             ids = md.get("interrupt_ids")
             ids = ids if isinstance(ids, list) else []
-            node = md.get("root_node") or (event.agent_name or "").split("/")[0] or None
-            seen = {a.interrupt_id for a in asked if a.interrupt_id}
+            node = md.get("root_node")  # (older records have none: they are not replayed)
             for k, value in enumerate(values):
-                iid = ids[k] if k < len(ids) else None
-                if iid is None or iid not in seen:  # (recorded again by an outer node)
-                    asked.append(Asked(node, value, iid))
+                asked.append(Asked(node, value, ids[k] if k < len(ids) else None))
         elif event.type is EventType.USER_INPUT and said == "resume":
-            answer = Answer(
-                asked=tuple(asked),
-                kind=str(md.get("resumed_with") or "command"),
-                value=event.input,
-                event_id=event.id,
-                why_not=_why_not(md),
+            answers.append(
+                Answer(
+                    asked=tuple(asked),
+                    kind=str(md.get("resumed_with") or "command"),
+                    value=event.input,
+                    event_id=event.id,
+                    why_not=_why_not(md),
+                )
             )
-            answers.append(answer)
-            after = (answer, at)
+            after = (len(answers) - 1, at)
             asked = []
     return answers
 

@@ -111,9 +111,12 @@ def order_found(state: dict[str, Any]) -> bool | str:
     return "the order was never looked up"
 
 
-def tool_agent(model: Any, checkpointer: Any = None, *, stream: bool = False) -> Any:
+def tool_agent(
+    model: Any, checkpointer: Any = None, *, stream: bool = False, **compile_kw: Any
+) -> Any:
     """A model node and a tool node in a loop; with ``stream`` the model node
-    streams the answer and joins the chunks."""
+    streams the answer and joins the chunks (``interrupt_before=["tools"]``: a
+    human approves the tool calls)."""
 
     def agent(state: MessagesState) -> dict[str, Any]:
         if not stream:
@@ -129,7 +132,7 @@ def tool_agent(model: Any, checkpointer: Any = None, *, stream: bool = False) ->
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
-    return g.compile(checkpointer=checkpointer)
+    return g.compile(checkpointer=checkpointer, **compile_kw)
 
 
 class StreamingFake(BaseChatModel):

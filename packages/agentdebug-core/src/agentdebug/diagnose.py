@@ -36,6 +36,7 @@ from agentdebug.schema import (
     Severity,
 )
 from agentdebug.stages import Attributor, Detector
+from agentdebug.store.history import earlier_run_of, history_note, history_runs
 from agentdebug.text import shorten
 
 log = logging.getLogger("agentdebug.diagnose")
@@ -102,6 +103,9 @@ def diagnose(
     tier = "model" if cost.calls or cost.cached_calls else "free"
     if tier == "free" and not _needs_model(att):
         notes.insert(0, FREE_TIER_NOTE if not llm.configured else FREE_TIER_WITH_MODEL_NOTE)
+    history = history_note(trajectory)  # a run read with the runs it continues
+    if history is not None:
+        notes.append(history)
     symptom = _symptom(trajectory, findings)
     root = hypotheses[0] if hypotheses else None
     report = DiagnosticReport(
@@ -118,12 +122,22 @@ def diagnose(
         audit=audit,
         cost=cost,
         notes=notes,
-        metadata={"with_reference": with_reference, "model": llm.model}
-        if llm.configured
-        else {"with_reference": with_reference},
+        metadata=_report_metadata(trajectory, with_reference, llm),
     )
     reg.notify_report(report, trajectory)
     return report
+
+
+def _report_metadata(
+    trajectory: AgentTrajectory, with_reference: bool, llm: LLMSettings
+) -> dict[str, object]:
+    out: dict[str, object] = {"with_reference": with_reference}
+    if llm.configured:
+        out["model"] = llm.model
+    runs = history_runs(trajectory)
+    if runs:  # the runs read, oldest first (the report's own run last)
+        out["history"] = runs
+    return out
 
 
 def _grounded(
@@ -297,6 +311,9 @@ def _summary(
         what = f" ({mode.name.lower()})" if mode else ""
         same = symptom is not None and symptom.step_index == root.step_index
         where = "at the same step" if same else f"at step {root.step_index}"
+        earlier = earlier_run_of(trajectory, root.step_index)
+        if earlier is not None:
+            where += f" of run {earlier}, which this run continues"
         parts.append(
             f"Most likely root cause: {who} {where}{what}, confidence {root.confidence:.2f}."
         )

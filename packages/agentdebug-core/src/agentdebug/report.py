@@ -21,6 +21,7 @@ from agentdebug.schema import (
     Evidence,
     Hypothesis,
 )
+from agentdebug.store.history import earlier_run_of, history_runs
 from agentdebug.text import compact_json, flatten, shorten
 
 if TYPE_CHECKING:
@@ -146,7 +147,9 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     out = [
         f"Diagnosis of run {trajectory.id}"
         + (f' "{shorten(trajectory.goal, 60)}"' if trajectory.goal else "")
-        + f" ({trajectory.framework or 'unknown framework'}, {status}, {len(trajectory.events)} events)",
+        + f" ({trajectory.framework or 'unknown framework'}, {status}, {len(trajectory.events)} events"
+        + _with_runs(trajectory)
+        + ")",
         "",
         "Run (most recent step last):",
     ]
@@ -165,6 +168,9 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     out.append("")
     if root is not None:
         out += _hypothesis_block("Root cause", root, reg, width)
+        earlier = earlier_run_of(trajectory, root.step_index)
+        if earlier is not None:
+            out.append(f"    in run {earlier}, which this run continues")
     else:
         out.append("Root cause: none named (no finding and no structural candidate)")
     if report.fix is not None:
@@ -199,6 +205,13 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     out.append("")
     out.append(_last_line(report, reg, width))
     return "\n".join(out)
+
+
+def _with_runs(trajectory: AgentTrajectory) -> str:
+    earlier = history_runs(trajectory)[:-1]
+    if not earlier:
+        return ""
+    return f", with the {len(earlier)} run{'s' if len(earlier) > 1 else ''} it continues"
 
 
 def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int) -> list[str]:
@@ -387,8 +400,14 @@ def render_run(
         verified = verification_line(latest)
         if verified:
             out.append(f"  {verified}")
-        if latest.root_cause and latest.root_cause.event_id:
-            marks[latest.root_cause.event_id] = ["root cause"]
+        root = latest.root_cause
+        if root and root.event_id:
+            marks[root.event_id] = ["root cause"]
+            if latest.metadata.get("history") and trajectory.event(root.event_id) is None:
+                out.append(  # diagnosed with the runs this one continues
+                    f"  root cause at step {root.step_index}, in a run this one continues "
+                    f"(agentdebug show {trajectory.id} --history)"
+                )
     for branch in reversed(branches):  # oldest first
         out.append(f"  rerun:     branch {branch.id} ({branch.status})")
     out.append("")

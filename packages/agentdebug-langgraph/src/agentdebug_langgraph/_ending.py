@@ -82,7 +82,12 @@ class RunEnding(ModelAndToolEvents):
         if error is None and (run.interrupted or _has_interrupt(outputs)):
             self._pause(run, outputs)
             return
-        if error is None and run.owns_session and run.last_step == 0 and run.input_event is None:
+        if (
+            error is None
+            and run.owns_session
+            and run.last_step == run.base_step
+            and run.input_event is None
+        ):
             # invoke(None) on a thread with nothing pending: LangGraph returns the
             # state as the previous run left it; judging it again would fail (and
             # diagnose) that run twice.
@@ -115,7 +120,7 @@ class RunEnding(ModelAndToolEvents):
                 )
             key = run.thread_key
             if key is not None and LATEST.get(key) == session.id:  # invoke(None) goes on
-                STOPPED.park(key, Stopped(session.id, session.goal))
+                STOPPED.park(key, Stopped.of_run(run))
             if isinstance(error, Exception):
                 failed_exc = error
                 session.set_outcome(

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Generic, NamedTuple, TypeVar
 
-from agentdebug import OutcomeStatus, TraceSession
+from agentdebug import AgentTrajectory, EventType, OutcomeStatus, TraceSession
+from agentdebug.capture import RunMark
 from agentdebug.capture.emit import Emit
 from agentdebug.schema import CheckpointRef
 from agentdebug.store import RunQuery
@@ -74,6 +75,7 @@ class GraphRun:
     # agent -> (length, first, last message) of its previous model prompt
     prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
     last_step: int = 0
+    base_step: int = 0  # the last step before this run's own (a run continuing another)
     segments: int = 1  # invocations recorded into this run (a resume adds one)
     thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
 
@@ -175,11 +177,24 @@ class ByThread(Generic[T]):
 
 
 class Stopped(NamedTuple):
-    """A run that ended before its graph did (an error, a stop): a later
-    ``invoke(None)`` on its thread continues it."""
+    """A run that ended before its graph did (an error, a stop; in another process,
+    also an interrupt): a later ``invoke(None)`` or resume on its thread continues
+    it, numbering its steps and events on from ``mark``."""
 
-    run_id: str
-    goal: str | None
+    mark: RunMark
+    at_interrupt: bool = False  # (then invoke(None) is a resume past a static stop)
+    # the run's GraphRun.tool_calls and paused_calls: a tool call asked for before
+    # the stop and run after it is filed under the decision that asked for it
+    tool_calls: dict[str, tuple[str | None, int, str]] | None = None
+    paused_calls: dict[str, str | None] | None = None
+
+    @classmethod
+    def of_run(cls, run: GraphRun) -> Stopped:
+        return cls(run.session.mark(), False, dict(run.tool_calls), dict(run.paused_calls))
+
+    @property
+    def run_id(self) -> str:
+        return self.mark.run_id
 
 
 # Runs stopped at an interrupt, waiting for ``Command(resume=...)`` (process-wide:
@@ -233,7 +248,27 @@ def stopped_elsewhere(
         return None  # (a store that does not filter by metadata)
     if not _stopped(run.outcome):
         return None
-    return Stopped(run.id, run.goal)
+    status, reason = run.outcome.status, run.outcome.reason or ""
+    waiting = status is OutcomeStatus.RUNNING or reason.startswith("stopped at an interrupt")
+    return Stopped(RunMark.of(run), waiting, *_decisions(run))
+
+
+def _decisions(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, str | None]]:
+    """A stored run's tool calls by id, as the callback's tables hold them: the
+    model answer that asked for each (event, step, agent), and the call events an
+    interrupt paused."""
+    asked: dict[str, tuple[str | None, int, str]] = {}
+    paused: dict[str, str | None] = {}
+    for e in run.events:
+        if e.type is EventType.LLM_RESPONSE and isinstance(e.output, dict):
+            for call in e.output.get("tool_calls") or ():
+                if isinstance(call, dict) and isinstance(call.get("id"), str) and call["id"]:
+                    asked[call["id"]] = (e.id, e.step_index, e.agent_name or "")
+        elif e.metadata.get("langgraph_event") == "tool_interrupted":
+            call_id = e.metadata.get("tool_call_id")
+            if isinstance(call_id, str) and call_id:
+                paused[call_id] = e.parent_id
+    return asked, paused
 
 
 def _stopped(outcome: Any) -> bool:

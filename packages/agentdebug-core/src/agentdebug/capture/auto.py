@@ -57,14 +57,18 @@ def diagnose_failure(
     """Diagnose a failed run, keep the report, tell the user. Never raises.
 
     ``exc`` (when the run raised) gets the summary as a note; ``options`` go to
-    :func:`agentdebug.diagnose.diagnose`. Returns the report, or None when the
+    :func:`agentdebug.diagnose.diagnose`. A run that continues another (a resume,
+    a retry) is diagnosed with the runs before it (:meth:`AgentDebug.history`):
+    the cause of its failure may be there. Returns the report, or None when the
     diagnosis itself failed (logged)."""
     try:
         if not trajectory.events:
             log.warning("agentdebug: run %s failed before recording anything", trajectory.id)
             return None
         report = debugger.diagnose(
-            trajectory, attributor=attributor or configured_attributor(), **options
+            debugger.history(trajectory),
+            attributor=attributor or configured_attributor(),
+            **options,
         )
     except Exception:
         log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.capture.encode import jsonable
-from agentdebug.capture.session import TraceSession, new_run_id, text_or_none
+from agentdebug.capture.session import RunMark, TraceSession, new_run_id, text_or_none
 from agentdebug.capture.writer import BackgroundWriter
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store
@@ -82,9 +82,19 @@ class AgentDebug:
         parent_id: str | None = None,
         metadata: dict[str, Any] | None = None,
         branch_from_event_id: str | None = None,
+        continues: RunMark | None = None,
     ) -> TraceSession:
         """A new run to record into; use it as a context manager. Never raises: a
-        value of the wrong type is coerced (its text), and logged."""
+        value of the wrong type is coerced (its text), and logged.
+
+        ``continues``: the run this one picks up after (:meth:`TraceSession.mark`
+        of a live run, ``RunMark.of`` a stored one): named in
+        ``metadata["continues"]``, its goal used when none is given, and its steps
+        and events numbered on, so the two read as one history."""
+        meta = jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata)
+        if continues is not None:
+            meta = {**meta, "continues": continues.run_id}
+            goal = goal if goal is not None else continues.goal
         return TraceSession(
             self,
             goal=text_or_none(goal, "goal"),
@@ -94,8 +104,16 @@ class AgentDebug:
             reference_answer=text_or_none(reference_answer, "reference_answer"),
             parent_id=text_or_none(parent_id, "parent_id"),
             branch_from_event_id=text_or_none(branch_from_event_id, "branch_from_event_id"),
-            metadata=jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata),
+            metadata=meta,
+            continues=continues,
         )
+
+    def history(self, trajectory: AgentTrajectory) -> AgentTrajectory:
+        """``trajectory`` read with the runs it continues, from this debugger's store
+        (see :func:`agentdebug.store.history.with_history`); as it is otherwise."""
+        from agentdebug.store.history import with_history
+
+        return with_history(self.store, trajectory)
 
     def diagnose(
         self, trajectory: AgentTrajectory, *, attributor: str | None = None, **options: Any

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from contextvars import ContextVar, Token
 from datetime import UTC, datetime
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -82,6 +82,30 @@ def text_or_none(value: Any, name: str) -> str | None:
     return clean_text(str(value))  # type: ignore[no-any-return]
 
 
+class RunMark(NamedTuple):
+    """Where a run stopped, for a run that continues it (a resume served by another
+    worker, a retry after an error): :meth:`AgentDebug.trace` with ``continues=``
+    names it in the new run's ``metadata["continues"]`` and numbers the new run's
+    steps and events on from it, so that the two read as one history
+    (:func:`agentdebug.store.history.with_history`) without renumbering."""
+
+    run_id: str
+    goal: str | None
+    last_step: int  # -1: the run recorded no step
+    next_seq: int  # the sequence number of the continuing run's first event
+
+    @classmethod
+    def of(cls, trajectory: AgentTrajectory) -> RunMark:
+        """The mark of a stored run (event ids of the form ``e<n>`` name its sequence)."""
+        seqs = [int(e.id[1:]) for e in trajectory.events if e.id[:1] == "e" and e.id[1:].isdigit()]
+        return cls(
+            trajectory.id,
+            trajectory.goal,
+            max((e.step_index for e in trajectory.events), default=-1),
+            max(max(seqs, default=-1) + 1, len(trajectory.events)),
+        )
+
+
 class TraceSession:
     """One run being recorded. Use as a context manager (sync or async)."""
 
@@ -97,6 +121,7 @@ class TraceSession:
         parent_id: str | None,
         metadata: dict[str, Any],
         branch_from_event_id: str | None = None,
+        continues: RunMark | None = None,
     ) -> None:
         self.debugger = debugger
         self.id = run_id
@@ -116,8 +141,8 @@ class TraceSession:
         # ids callers gave, kept unique within the run: id -> the event's sequence
         # number (settling an event's id twice, as a drain put back does, is no repeat)
         self.user_ids: dict[str, int] = {}
-        self._counter = itertools.count()
-        self._last_step = -1
+        self._counter = itertools.count(continues.next_seq if continues is not None else 0)
+        self._last_step = continues.last_step if continues is not None else -1
         self._n_errors = 0
         self._final_answer: Any = None
         self._token: Token[TraceSession | None] | None = None
@@ -492,6 +517,12 @@ class TraceSession:
                 self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
+
+    def mark(self) -> RunMark:
+        """Where this run stands, for a run that will continue it. (It takes a
+        sequence number: an event this run records later cannot share an id with
+        the continuing run's first.)"""
+        return RunMark(self.id, self.goal, self._last_step, next(self._counter))
 
     # -- reading back --------------------------------------------------------------
 

@@ -197,14 +197,22 @@ def list_runs(
 @cli.command()
 @click.argument("run_id")
 @click.option("--width", default=100, show_default=True)
+@click.option(
+    "--history",
+    is_flag=True,
+    help="With the runs it continues (a resume, a retry), their steps first.",
+)
 @pass_ctx
-def show(obj: Ctx, run_id: str, width: int) -> None:
+def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
     """Show a stored run's timeline."""
     from agentdebug.report import render_run
+    from agentdebug.store.history import with_history
 
     store = obj.store
     full = store.resolve_id(run_id)
     trajectory = store.load_trajectory(full)
+    if history:
+        trajectory = with_history(store, trajectory)
     branches = store.list_runs(RunQuery(descends_from=full, limit=None))
     click.echo(
         render_run(trajectory, width=width, reports=store.load_reports(full), branches=branches)
@@ -214,7 +222,11 @@ def show(obj: Ctx, run_id: str, width: int) -> None:
 # -- diagnose ------------------------------------------------------------------------------
 
 
-def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTrajectory]:
+def _targets(
+    obj: Ctx, target: str, fmt: str | None, keep: bool, history: bool = True
+) -> list[AgentTrajectory]:
+    from agentdebug.store.history import with_history
+
     path = Path(target)
     if path.exists():
         runs = _import(path, fmt)
@@ -225,7 +237,8 @@ def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTr
     if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
         raise InputError("no such file", source=target)
     store = obj.store
-    return [store.load_trajectory(store.resolve_id(target))]
+    run = store.load_trajectory(store.resolve_id(target))
+    return [with_history(store, run) if history else run]
 
 
 @cli.command()
@@ -257,6 +270,11 @@ def _targets(obj: Ctx, target: str, fmt: str | None, keep: bool) -> list[AgentTr
     "--input-format", "in_fmt", metavar="NAME", help="Importer to use when TARGET is a file."
 )
 @click.option("--no-store", is_flag=True, help="Do not keep the imported run and the report.")
+@click.option(
+    "--alone",
+    is_flag=True,
+    help="A run that continues another (a resume, a retry): without the runs before it.",
+)
 @click.option("--width", default=100, show_default=True)
 @model_options
 @pass_ctx
@@ -271,6 +289,7 @@ def diagnose(
     with_reference: bool,
     in_fmt: str | None,
     no_store: bool,
+    alone: bool,
     width: int,
     **model: Any,
 ) -> None:
@@ -279,6 +298,8 @@ def diagnose(
     With no model configured this is the free tier (rules and heuristic
     attribution). Configure a model with --model/--base-url/--api-key, the
     AGENTDEBUG_* (or OPENAI_*) environment variables, or `agentdebug config set`.
+    A stored run that continues another (a resume served by another worker, a
+    retry) is diagnosed with the runs before it, where its cause may be.
     """
     from agentdebug.diagnose import diagnose as run_diagnosis
     from agentdebug.llm import Budget
@@ -286,7 +307,7 @@ def diagnose(
 
     settings = settings_from(model)
     limit = Budget.parse(budget) if budget else None
-    trajectories = _targets(obj, target, in_fmt, keep=not no_store)
+    trajectories = _targets(obj, target, in_fmt, keep=not no_store, history=not alone)
     reports: list[dict[str, Any]] = []
     for trajectory in trajectories:
         report: DiagnosticReport = run_diagnosis(

@@ -91,8 +91,8 @@ def act(
 
     settings = settings_from(model)
     store = obj.store
-    run = store.load_trajectory(store.resolve_id(run_id))
     dbg = AgentDebug(store)
+    run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
     with use_settings(settings):
         chosen = attributor or configured_attributor()
         report = None if fresh else _latest_report(obj, run)

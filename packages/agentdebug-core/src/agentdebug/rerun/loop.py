@@ -68,7 +68,9 @@ def closed_loop(
     ``scorer`` to the run's recorded outcome (the framework's success check) when
     it has one, else its reference answer. ``report`` (the run's existing
     diagnosis) skips round 1's diagnosis. ``diagnose_options`` go to
-    :func:`agentdebug.diagnose.diagnose`.
+    :func:`agentdebug.diagnose.diagnose`. A run that continues another is read
+    with the runs before it (:meth:`AgentDebug.history`), so the blamed step, and
+    the branch's fork, may lie in one of them.
     """
     if max_rounds < 1:
         raise AgentDebugError(f"max_rounds must be at least 1, got {max_rounds}")
@@ -81,6 +83,7 @@ def closed_loop(
     judge = make_scorer(scorer)
     ex = executor or find_executor(trajectory.framework, reg)
     ensure_stored(store, trajectory)
+    trajectory = debugger.history(trajectory)  # a continuing run: the cause may be before it
 
     try:
         first = judge.score(trajectory, trajectory)

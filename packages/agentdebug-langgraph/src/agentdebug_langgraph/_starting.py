@@ -1,0 +1,193 @@
+"""How a graph run starts: a new run and its session, a resume of a run paused at
+an interrupt (the same run goes on), and a run that continues one that stopped
+(``invoke(None)`` after an error, a resume served by another worker): a run of its
+own that names the run before it and numbers its steps and events on from it, so
+that diagnosis and reruns read the two as one history
+(:func:`agentdebug.store.history.with_history`).
+
+The fourth part of :class:`~agentdebug_langgraph.AgentDebugCallback` (after
+:mod:`._base`, :mod:`._models` and :mod:`._ending`); the callback itself
+(:mod:`._callback`) records the graph's nodes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from uuid import UUID
+
+from agentdebug import AgentInfo, EventType, TraceSession
+from langgraph.types import Command
+
+from agentdebug_langgraph import _convert, _pregel
+from agentdebug_langgraph._ending import RunEnding
+from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
+from agentdebug_langgraph._specs import name_of, spec_of
+from agentdebug_langgraph._state import (
+    FRAMEWORK,
+    LATEST,
+    PAUSED,
+    STOPPED,
+    GraphRun,
+    Stopped,
+    start_counter,
+    stopped_elsewhere,
+    thread_key,
+)
+
+# frames from on_chain_start up to the Pregel.stream/astream starting a graph run
+# (handle_event, the callback manager; in async runs a few more)
+_OWN_START_DEPTH = 6
+GRAPH = "LangGraph"  # a graph's name when it has none
+_to_json = _convert.to_json
+
+
+class RunStarting(RunEnding):
+    """Starts graph runs; the options it reads are set by AgentDebugCallback."""
+
+    goal: str | None
+    reference_answer: str | None
+    graph_factory: str | None
+    metadata: dict[str, Any]
+    resume_note: dict[str, Any] | None
+    _adopt: TraceSession | None
+    _first_step: int
+    _parent_event: str | None
+
+    def _start_inner_graph(
+        self, inputs: Any, run_id: UUID, parent_run_id: UUID, md: dict[str, Any], kw: Any
+    ) -> None:
+        """A graph started inside a node this callback does not record (the outer
+        graph runs without it): the graph's own start, called from its ``stream``
+        a few frames up, is a run of its own; anything else is not ours."""
+        if parent_run_id.int in self._roots or self._by_ns.get(
+            md.get("langgraph_checkpoint_ns") or ""
+        ):
+            return  # inside a run of ours after all (a runnable of a recorded node)
+        if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is None:
+            return
+        self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
+
+    def _start_graph(
+        self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any, *, nested: bool = False
+    ) -> None:
+        recorder = BRANCH_RECORDER.get()
+        if recorder is not None and recorder is not self:
+            return  # a rerun branch: the executor's callback records it
+        frame = _pregel.find_graph_frame()
+        graph = _pregel.graph_of(frame)
+        thread = md.get("thread_id")
+        thread_id = str(thread) if thread is not None else None
+        # a run of the user's on a thread (a nested graph's thread is its outer's; a
+        # branch's session is the executor's)
+        own = thread_id is not None and self._adopt is None and not nested
+        resumed = self._held
+        if resumed is not None and thread_id == resumed.thread_id:
+            self._held = None  # a rerun branch the executor resumes (hold_interrupts)
+        else:
+            resumed = PAUSED.take(thread_id) if own else None
+        if resumed is not None and _convert.is_fresh_input(inputs):
+            self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
+            resumed = None
+        if resumed is not None:
+            run = resumed
+            run.frame, run.loop, run.loop_checked = frame, None, False
+            run.interrupted = run.interrupt_recorded = False
+            run.interrupt_ids.clear()
+            run.segments += 1
+            note, self.resume_note = self.resume_note or {}, None
+            self._record_resume(run, inputs, {"segment": run.segments, **note})
+            self._roots[run_id.int] = run
+            return
+        key = thread_key(graph, thread_id) if own and thread_id is not None else None
+        stopped = STOPPED.take(key)
+        continues = stopped if inputs is None else None  # invoke(None): go on after it
+        elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
+        if continues is None and elsewhere and _convert.goes_on(inputs):
+            nodes = _convert.node_names(graph)
+            continues = stopped_elsewhere(
+                self._debugger(), str(thread_id), str(name or GRAPH), nodes
+            )
+        session, owns = self._session_for(inputs, md, name, graph, thread_id, continues)
+        if key is not None:
+            LATEST.park(key, session.id)
+        # a run continuing another numbers its steps on from it (one history)
+        base = continues.mark.last_step if owns and continues is not None else 0
+        run = GraphRun(
+            session=session,
+            emit=session.emitter(_to_json),
+            owns_session=owns,
+            steps=start_counter(self._first_step if not owns else base + 1),
+            graph_name=str(name or GRAPH),
+            thread_id=thread_id,
+            frame=frame,
+            thread_key=key,
+            last_step=base,
+            base_step=base,
+        )
+        if owns and continues is not None:  # its tool calls asked for before the stop
+            run.tool_calls.update(continues.tool_calls or {})
+            run.paused_calls.update(continues.paused_calls or {})
+        if graph is not None:
+            note_graph(session.id, graph)
+        if not owns:
+            run.input_event = self._parent_event
+        elif continues is not None and (isinstance(inputs, Command) or continues.at_interrupt):
+            self._record_resume(run, inputs, {})  # as a resume in its session is
+            run.base_step = run.last_step
+        elif inputs is not None:
+            run.input_event = session.record(
+                EventType.USER_INPUT,
+                step_index=run.next_step() if continues is not None else 0,
+                input=_convert.compact(inputs),
+                metadata={"langgraph_event": "input"},
+            )
+        self._roots[run_id.int] = run
+
+    def _record_resume(self, run: GraphRun, inputs: Any, extra: dict[str, Any]) -> None:
+        """A resume's ``USER_INPUT`` event: what it gave, and how (``resume_record``)."""
+        value, how = _convert.resume_record(inputs)
+        run.input_event = run.session.record(
+            EventType.USER_INPUT,
+            step_index=run.next_step(),
+            input=_convert.compact(value),
+            metadata={"langgraph_event": "resume", **how, **extra},
+        )
+
+    def _session_for(
+        self,
+        inputs: Any,
+        md: dict[str, Any],
+        name: Any,
+        graph: Any,
+        thread_id: str | None,
+        continues: Stopped | None,
+    ) -> tuple[TraceSession, bool]:
+        if self._adopt is not None:
+            session, self._adopt = self._adopt, None
+            return session, False
+        goal = self.goal or _convert.first_human_text(inputs)
+        goal = goal or (continues.mark.goal if continues is not None else None)
+        if goal is None and inputs is not None and not isinstance(inputs, Command):
+            goal = _convert.short_text(inputs)
+        nodes = _convert.node_names(graph)
+        lg: dict[str, Any] = {"graph": str(name or GRAPH), "thread_id": thread_id}
+        if nodes:
+            lg["nodes"] = nodes
+        if self.graph_factory:
+            lg["graph_factory"] = self.graph_factory
+        spec = spec_of(self.success_check)
+        if spec:
+            lg["success_check"] = spec
+        elif self.success_check is not None:  # judged by a check a rerun cannot import
+            lg["success_check_unimportable"] = name_of(self.success_check)
+        session = self._debugger().trace(
+            goal,
+            framework=FRAMEWORK,
+            agents=[AgentInfo(name=n, role="node") for n in nodes],
+            reference_answer=self.reference_answer,
+            metadata={**self.metadata, "langgraph": lg},
+            continues=continues.mark if continues is not None else None,
+        )
+        if self.success_check is not None:
+            note_check(session.id, self.success_check)
+        return session, True

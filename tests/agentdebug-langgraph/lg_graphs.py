@@ -112,11 +112,17 @@ def order_found(state: dict[str, Any]) -> bool | str:
 
 
 def tool_agent(
-    model: Any, checkpointer: Any = None, *, stream: bool = False, **compile_kw: Any
+    model: Any,
+    checkpointer: Any = None,
+    *,
+    stream: bool = False,
+    handle_tool_errors: bool = True,
+    **compile_kw: Any,
 ) -> Any:
     """A model node and a tool node in a loop; with ``stream`` the model node
     streams the answer and joins the chunks (``interrupt_before=["tools"]``: a
-    human approves the tool calls)."""
+    human approves the tool calls; without ``handle_tool_errors`` a tool's error
+    crashes the run)."""
 
     def agent(state: MessagesState) -> dict[str, Any]:
         if not stream:
@@ -128,7 +134,8 @@ def tool_agent(
 
     g = StateGraph(MessagesState)
     g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    tools = ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=handle_tool_errors)
+    g.add_node("tools", tools)
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")

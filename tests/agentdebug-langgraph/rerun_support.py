@@ -1,8 +1,12 @@
 """What the rerun tests share: the failing refund run, a rerun request from its
-report, and checks on a branch."""
+report, checks on a branch, and a worker process recording into a store."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
@@ -13,6 +17,22 @@ from langchain_core.messages import HumanMessage
 from lg_graphs import order_found
 
 REQUEST = {"messages": [HumanMessage("Refund order A123")]}
+HERE = Path(__file__).resolve().parent
+
+
+def worker(script: str, home: Path, *args: str, timeout: int = 120) -> None:
+    """Run ``script`` in a process of its own (another worker of a service, say),
+    with ``home`` (its store), this folder (to import the graphs) and ``args`` as
+    its arguments, to its end; it prints "exiting" when it gets there."""
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home), str(HERE), *args],
+        env={**os.environ, "OTEL_SDK_DISABLED": "true"},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
 
 
 def failed_run(dbg: AgentDebug, graph: Any, thread: str, **options: Any) -> AgentDebugCallback:

@@ -26,8 +26,8 @@ from lg_graphs import (
     tool_agent,
     wrong_then_right,
 )
+from rerun_support import worker
 
-HERE = Path(__file__).resolve().parent
 ASK = {"messages": [HumanMessage(content="Refund order A123")]}
 
 # A worker of the service: the agent picks the wrong tool, and the graph stops
@@ -59,15 +59,7 @@ def test_an_approval_given_in_another_worker_is_diagnosed_and_rerun_with_the_run
     that decision; the closed loop reruns from it on the thread's own checkpoint,
     gives the branch the human's approval again, and verifies the fix."""
     home, db = tmp_path / "home", str(tmp_path / "cp.db")
-    done = subprocess.run(
-        [sys.executable, "-c", APPROVAL_ASKED, str(home), str(HERE), db],
-        env={**os.environ, "OTEL_SDK_DISABLED": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    worker(APPROVAL_ASKED, home, db)
     dbg = AgentDebug(home)
     try:
         assert dbg.store is not None
@@ -127,30 +119,11 @@ def test_an_approval_given_in_another_worker_is_diagnosed_and_rerun_with_the_run
         dbg.close()
 
 
-def crashing_agent(checkpointer: Any, model: Any) -> Any:
-    """The agent, its tool node without ``handle_tool_errors``: the wrong tool's
-    error crashes the run."""
-    from langgraph.graph import START, MessagesState, StateGraph
-    from langgraph.prebuilt import ToolNode, tools_condition
-    from lg_graphs import lookup_order, lookup_order_by_email
-
-    def agent(state: MessagesState) -> dict[str, Any]:
-        return {"messages": [model.invoke(state["messages"])]}
-
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=False))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=checkpointer)
-
-
 def test_a_retry_is_diagnosed_with_the_run_it_retries(dbg: AgentDebug, _home: Path) -> None:
     """The tool call crashes the run; ``invoke(None)`` retries the tool node, which
     crashes again. The retry's diagnosis blames the agent's choice in the first run,
     and the CLI shows the two runs as one history."""
-    graph = crashing_agent(InMemorySaver(), scripted(wrong_then_right()[:1]))
+    graph = tool_agent(scripted(wrong_then_right()[:1]), InMemorySaver(), handle_tool_errors=False)
     config: Any = {"configurable": {"thread_id": "r1"}}
     first_cb = AgentDebugCallback(dbg)
     with pytest.raises(ValueError, match="is not an e-mail address"):

@@ -4,8 +4,6 @@ process does; and a callback that lives as long as a service stays bounded."""
 from __future__ import annotations
 
 import operator
-import os
-import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -20,8 +18,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Send
-
-HERE = Path(__file__).resolve().parent
+from rerun_support import worker
 
 
 class Box(TypedDict):
@@ -181,16 +178,7 @@ def only_run_after(script: str, tmp_path: Path, *, timeout: int = 120) -> AgentT
     """Run ``script`` (a process recording into a fresh home) to its end, and read
     back the one run it recorded."""
     home = tmp_path / "home"
-    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(home), str(HERE)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    worker(script, home, timeout=timeout)
     dbg = AgentDebug(home)
     try:
         store = dbg.store
@@ -313,16 +301,7 @@ def test_a_resume_or_retry_in_another_process_continues_the_run_that_stopped(
     )
 
     home, db = tmp_path / "home", str(tmp_path / "cp.db")
-    env = {**os.environ, "OTEL_SDK_DISABLED": "true"}
-    done = subprocess.run(
-        [sys.executable, "-c", STOP_ON_FILE, str(home), str(HERE), db],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
+    worker(STOP_ON_FILE, home, db)
     dbg = AgentDebug(home)
     try:
         assert dbg.store is not None

@@ -249,3 +249,56 @@ def test_render_run_shows_a_joined_run_whole(dbg: AgentDebug) -> None:
     joined = dbg.history(second)
     text = render_run(joined, reports=[diagnose(joined)])
     assert "continues: booking-1" in text and "events:    14" in text
+
+
+def toy_in_two(dbg: AgentDebug) -> AgentTrajectory:
+    """The toy agent's failing run, recorded as two runs: the plan and the wrong
+    search, then (continuing it) the refusal and the wrong answer."""
+    from toy_agent import GOAL
+
+    with dbg.trace(GOAL, framework="toy", reference_answer="Canberra") as first:
+        first.record(EventType.PLAN, agent_name="planner", step_index=0, output="Find it.")
+        first.record(
+            EventType.TOOL_CALL,
+            agent_name="researcher",
+            step_index=1,
+            module="city_search",
+            input={"tool": "city_search", "query": "largest city of Australia"},
+        )
+        mark = first.mark()
+    second = dbg.trace(framework="toy", reference_answer="Canberra", continues=mark)
+    with second as t:
+        t.record(
+            EventType.TOOL_RESULT,
+            agent_name="city_search",
+            error="city_search: 'largest city of Australia' is not a capital query",
+        )
+        t.record(EventType.FINAL_ANSWER, agent_name="writer", output="Sydney")
+        t.set_outcome(OutcomeStatus.FAILURE, final_answer="Sydney", reason="wrong city")
+    return second.trajectory()
+
+
+def test_the_closed_loop_reruns_from_a_step_in_the_run_before(dbg: AgentDebug) -> None:
+    """The loop reads the run with its history, reruns from the wrong search in
+    the first run, and keeps a branch that continues nothing; a report made on
+    the run alone (its steps name other events) is not reused but made again."""
+    from agentdebug.rerun import closed_loop
+    from toy_agent import ToyExecutor
+
+    run = toy_in_two(dbg)
+    assert [e.step_index for e in run.events] == [2, 3]
+    said: list[str] = []
+    executor = ToyExecutor(dbg)
+    result = closed_loop(
+        run, debugger=dbg, executor=executor, report=diagnose(run), progress=said.append
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    assert any("read alone; diagnosing it again" in line for line in said)
+    (request,) = executor.requests
+    assert request.resume_step == 1 and request.trajectory.id == run.id
+    assert dbg.store is not None
+    branch = dbg.store.load_trajectory(result.attempts[-1].branch_id or "")
+    assert branch.parent_id == run.id and branch.outcome.status is OutcomeStatus.SUCCESS
+    assert "continues" not in branch.metadata and "joined" not in branch.metadata
+    assert [e.type for e in branch.events][:1] == [EventType.PLAN]  # (inherited, run 1)
+    assert dbg.history(branch) is branch  # a run of its own

@@ -19,7 +19,9 @@ from agentdebug.schema import RerunRequest
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
 from lg_graphs import (
+    Work,
     order_found,
     scripted,
     sqlite_saver,
@@ -160,3 +162,147 @@ def test_a_retry_is_diagnosed_with_the_run_it_retries(dbg: AgentDebug, _home: Pa
     )
     assert alone.returncode == 0, alone.stderr
     assert first.id not in alone.stdout
+
+
+# One worker of a service per call: "ask" stops for the approval of the agent's
+# tool call; "approve" gives it, and the tool's error crashes the run; "crash"
+# dies in the middle of the tool node (the process killed), its run left open.
+WORKER = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.messages import HumanMessage
+from lg_graphs import scripted, sqlite_saver, tool_agent, wrong_then_right
+mode = sys.argv[4]
+model = scripted(wrong_then_right()[:1])
+graph = tool_agent(
+    model, sqlite_saver(sys.argv[3]), interrupt_before=["tools"], handle_tool_errors=False
+)
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]))
+config = {"callbacks": [cb], "configurable": {"thread_id": "w"}}
+if mode == "ask":
+    graph.invoke({"messages": [HumanMessage(content="Refund order A123")]}, config)
+elif mode == "approve":
+    try:
+        graph.invoke(None, config)
+    except ValueError:
+        pass
+else:
+    import lg_graphs
+    def die(*args, **kwargs):
+        cb.debugger.flush()  # (what the writer wrote before the process was killed)
+        os._exit(9)
+    lg_graphs.lookup_order_by_email.func = die
+    graph.invoke(None, config)
+print("exiting", flush=True)
+"""
+
+
+def runs_by_start(dbg: AgentDebug) -> list[Any]:
+    assert dbg.store is not None
+    runs = [dbg.store.load_trajectory(r.id) for r in dbg.store.list_runs()]
+    return sorted(runs, key=lambda t: t.started_at)
+
+
+def test_a_retry_after_a_resume_in_other_workers_keeps_the_links(tmp_path: Path) -> None:
+    """Three workers, three runs on one thread: the ask, the approval (the tool
+    crashes), a retry here. The retry's tool call is still filed under the model
+    answer of the first run, and its tool node's start names the attempt it
+    retries, in the run before: so the diagnosis blames the decision, and counts
+    the retry as another attempt of the crashed task."""
+    home, db = tmp_path / "home", str(tmp_path / "cp.db")
+    worker(WORKER, home, db, "ask")
+    worker(WORKER, home, db, "approve")
+    dbg = AgentDebug(home)
+    try:
+        asked, approved = runs_by_start(dbg)
+        assert approved.metadata["continues"] == asked.id
+        graph = tool_agent(
+            scripted([]), sqlite_saver(db), interrupt_before=["tools"], handle_tool_errors=False
+        )
+        cb = AgentDebugCallback(dbg)
+        with pytest.raises(ValueError):
+            graph.invoke(None, {"callbacks": [cb], "configurable": {"thread_id": "w"}})
+        retry = cb.trajectory()
+        assert retry.metadata["continues"] == approved.id
+        assert retry.events[0].type is EventType.AGENT_START  # a retry: no resume
+        (decision,) = [e for e in asked.events if e.type is EventType.LLM_RESPONSE]
+        (call,) = [e for e in retry.events if e.type is EventType.TOOL_CALL]
+        assert (call.parent_id, call.agent_name) == (decision.id, "agent")
+        (crashed,) = [e for e in approved.events if e.type is EventType.AGENT_START]
+        (again,) = [e for e in retry.events if e.type is EventType.AGENT_START]
+        assert again.metadata["retry_of"] == crashed.id and again.metadata["attempt"] == 2
+        root = cb.reports[-1].root_cause
+        assert root is not None and (root.agent_name, root.step_index) == ("agent", 1)
+    finally:
+        dbg.close()
+
+
+def test_a_retry_after_a_worker_died_is_not_taken_for_an_answer(tmp_path: Path) -> None:
+    """A worker killed in the middle of a node leaves its run open ("running");
+    the next call on the thread is a retry of that node, not a human's answer to
+    an interrupt (which a rerun would then replay)."""
+    home, db = tmp_path / "home", str(tmp_path / "cp.db")
+    worker(WORKER, home, db, "ask")
+    done = subprocess.run(
+        [sys.executable, "-c", WORKER, str(home), str(Path(__file__).parent), db, "crash"],
+        env={**os.environ, "OTEL_SDK_DISABLED": "true"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 9, done.stderr
+    dbg = AgentDebug(home)
+    try:
+        _, died = runs_by_start(dbg)
+        assert died.outcome.status is OutcomeStatus.RUNNING
+        assert died.events[0].metadata["langgraph_event"] == "resume"  # (the approval)
+        graph = tool_agent(
+            scripted([]), sqlite_saver(db), interrupt_before=["tools"], handle_tool_errors=False
+        )
+        cb = AgentDebugCallback(dbg, diagnose=False)
+        with pytest.raises(ValueError):
+            graph.invoke(None, {"callbacks": [cb], "configurable": {"thread_id": "w"}})
+        retry = cb.trajectory()
+        assert retry.metadata["continues"] == died.id
+        assert not [e for e in retry.events if e.type is EventType.USER_INPUT]
+    finally:
+        dbg.close()
+
+
+def test_an_error_a_retry_got_past_is_not_the_cause_of_a_later_failure(dbg: AgentDebug) -> None:
+    """``fetch`` fails once (the connection dropped), the retry runs it again and
+    it succeeds; then ``answer`` fails. The retry's diagnosis, reading the first
+    run too, blames ``answer``: the earlier error was resolved by the retry."""
+    drops = [1]
+
+    def fetch(state: Work) -> dict[str, Any]:
+        if drops and drops.pop():
+            raise ConnectionError("connection reset by peer")
+        return {"out": ["fetched"]}
+
+    def answer(state: Work) -> dict[str, Any]:
+        raise KeyError("the answer template has no field 'total'")
+
+    g = StateGraph(Work)
+    g.add_node("fetch", fetch)
+    g.add_node("answer", answer)
+    g.add_edge(START, "fetch")
+    g.add_edge("fetch", "answer")
+    g.add_edge("answer", END)
+    graph = g.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "f"}}
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(ConnectionError):
+        graph.invoke({"items": [], "out": []}, {**config, "callbacks": [first]})
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(KeyError):
+        graph.invoke(None, {**config, "callbacks": [cb]})
+    retry = cb.trajectory()
+    fetched = next(e for e in retry.events if e.agent_name == "fetch")
+    failed_fetch = next(e for e in first.trajectory().events if e.agent_name == "fetch")
+    assert fetched.metadata["retry_of"] == failed_fetch.id
+    root = cb.reports[-1].root_cause
+    assert root is not None and root.agent_name == "answer"

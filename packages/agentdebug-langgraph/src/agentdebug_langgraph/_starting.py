@@ -124,9 +124,10 @@ class RunStarting(RunEnding):
             last_step=base,
             base_step=base,
         )
-        if owns and continues is not None:  # its tool calls asked for before the stop
+        if owns and continues is not None:  # what it asked for and what failed, before
             run.tool_calls.update(continues.tool_calls or {})
             run.paused_calls.update(continues.paused_calls or {})
+            run.failed.update(continues.failed or {})
         if graph is not None:
             note_graph(session.id, graph)
         if not owns:

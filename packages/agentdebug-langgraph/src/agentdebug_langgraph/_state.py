@@ -187,10 +187,19 @@ class Stopped(NamedTuple):
     # the stop and run after it is filed under the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] | None = None
     paused_calls: dict[str, str | None] | None = None
+    # GraphRun.failed: the tasks that raised, which a retry runs again (its node's
+    # start then names the attempt it retries, as a RetryPolicy attempt does)
+    failed: dict[str, tuple[str | None, int]] | None = None
 
     @classmethod
     def of_run(cls, run: GraphRun) -> Stopped:
-        return cls(run.session.mark(), False, dict(run.tool_calls), dict(run.paused_calls))
+        return cls(
+            run.session.mark(),
+            False,
+            dict(run.tool_calls),
+            dict(run.paused_calls),
+            dict(run.failed),
+        )
 
     @property
     def run_id(self) -> str:
@@ -248,27 +257,63 @@ def stopped_elsewhere(
         return None  # (a store that does not filter by metadata)
     if not _stopped(run.outcome):
         return None
-    status, reason = run.outcome.status, run.outcome.reason or ""
-    waiting = status is OutcomeStatus.RUNNING or reason.startswith("stopped at an interrupt")
+    if run.outcome.status is OutcomeStatus.RUNNING:
+        waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
+    else:
+        waiting = (run.outcome.reason or "").startswith("stopped at an interrupt")
     return Stopped(RunMark.of(run), waiting, *_decisions(run))
 
 
-def _decisions(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, str | None]]:
-    """A stored run's tool calls by id, as the callback's tables hold them: the
-    model answer that asked for each (event, step, agent), and the call events an
-    interrupt paused."""
+def _waits_at_interrupt(run: AgentTrajectory) -> bool:
+    """Whether a run still open in the store waits at an interrupt in its process:
+    its last invocation (since its input or resume) recorded one. Otherwise its
+    process ended in the middle of it (killed, crashed), and the next call on the
+    thread is a retry, not an answer."""
+    for e in reversed(run.events):
+        if e.type is EventType.CHECKPOINT and e.metadata.get("langgraph_event") == "interrupt":
+            return True
+        if e.type is EventType.USER_INPUT:
+            return False
+    return False
+
+
+def _decisions(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A stored run's tables, as the callback keeps them while it runs: its tool
+    calls by id (the model answer that asked for each: event, step, agent), the
+    call events an interrupt paused, and the root-level tasks that raised and were
+    not run again (by namespace: the start event, its attempt)."""
     asked: dict[str, tuple[str | None, int, str]] = {}
     paused: dict[str, str | None] = {}
+    failed: dict[str, tuple[str | None, int]] = {}
+    starts: dict[str, tuple[str, int]] = {}  # root node start event id -> (ns, attempt)
     for e in run.events:
+        if e.type is EventType.AGENT_START and e.module == "langgraph.node":
+            md = e.metadata
+            if "namespace" not in md and md.get("task_id"):
+                ns = f"{md.get('node')}:{md['task_id']}"
+                attempt = md.get("attempt")
+                starts[e.id] = (ns, attempt if isinstance(attempt, int) else 1)
+                if md.get("retry_of"):
+                    failed.pop(ns, None)
+            continue
+        if e.type is EventType.ERROR and e.parent_id in starts:
+            ns, attempt = starts[e.parent_id]
+            failed[ns] = (e.parent_id, attempt)
+            continue
         if e.type is EventType.LLM_RESPONSE and isinstance(e.output, dict):
             for call in e.output.get("tool_calls") or ():
                 if isinstance(call, dict) and isinstance(call.get("id"), str) and call["id"]:
                     asked[call["id"]] = (e.id, e.step_index, e.agent_name or "")
+            continue
+        call_id = e.metadata.get("tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            continue
+        if e.type is EventType.TOOL_CALL and "executed_by" in e.metadata:
+            # filed under a decision of a run before this one, which it continued
+            asked.setdefault(call_id, (e.parent_id, e.step_index, e.agent_name or ""))
         elif e.metadata.get("langgraph_event") == "tool_interrupted":
-            call_id = e.metadata.get("tool_call_id")
-            if isinstance(call_id, str) and call_id:
-                paused[call_id] = e.parent_id
-    return asked, paused
+            paused[call_id] = e.parent_id
+    return asked, paused, failed
 
 
 def _stopped(outcome: Any) -> bool:

@@ -15,8 +15,12 @@ from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopRe
 
 
 def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
-    reports = obj.store.load_reports(run.id)
-    return reports[-1] if reports else None
+    """The run's latest report made on this view of it (a run that continues
+    another is read with its history; a report made on it alone names other steps)."""
+    from agentdebug.store.history import made_on
+
+    fitting = [r for r in obj.store.load_reports(run.id) if made_on(r, run)]
+    return fitting[-1] if fitting else None
 
 
 @cli.command()

@@ -15,6 +15,7 @@ from typing import Any
 from agentdebug.capture.debugger import AgentDebug
 from agentdebug.capture.session import TraceSession
 from agentdebug.schema import AgentEvent, AgentTrajectory, RerunRequest
+from agentdebug.store.history import JOINED
 
 _debuggers: dict[str, AgentDebug] = {}
 _lock = threading.Lock()
@@ -56,6 +57,9 @@ def checkpoint_before(trajectory: AgentTrajectory, resume_step: int) -> AgentEve
 
 
 RUN_LINKS = ("continues",)  # metadata naming another run this one relates to
+# metadata of a view of the run rather than of the run: a branch forked from a run
+# read with its history (store.history) is a run of its own, continuing none
+VIEW_KEYS = (JOINED,)
 
 
 def start_branch(
@@ -73,7 +77,7 @@ def start_branch(
     resume = request.resume_event
     # the original's metadata, but its links: a branch is a rerun of the original,
     # not a run that picked up where another stopped
-    kept = {k: v for k, v in original.metadata.items() if k not in RUN_LINKS}
+    kept = {k: v for k, v in original.metadata.items() if k not in RUN_LINKS + VIEW_KEYS}
     meta = {**kept, **(metadata or {}), "branch": request.branch_metadata()}
     session = debugger.trace(
         original.goal,

@@ -41,6 +41,7 @@ from agentdebug.schema import (
     RerunRequest,
 )
 from agentdebug.stages import Recoverer, RerunExecutor, Scorer
+from agentdebug.store.history import is_joined, made_on
 
 log = logging.getLogger("agentdebug.rerun")
 
@@ -84,6 +85,13 @@ def closed_loop(
     ex = executor or find_executor(trajectory.framework, reg)
     ensure_stored(store, trajectory)
     trajectory = debugger.history(trajectory)  # a continuing run: the cause may be before it
+    if report is not None and not made_on(report, trajectory):
+        say(
+            f"report {report.id} was made on run {trajectory.id} read "
+            + ("alone" if is_joined(trajectory) else "with other runs")
+            + "; diagnosing it again as the loop reads it"
+        )
+        report = None
 
     try:
         first = judge.score(trajectory, trajectory)

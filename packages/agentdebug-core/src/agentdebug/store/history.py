@@ -25,7 +25,7 @@ import logging
 from typing import Any
 
 from agentdebug.errors import AgentDebugError
-from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory
+from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store.base import TraceStore
 
 log = logging.getLogger("agentdebug.store")
@@ -180,6 +180,14 @@ def history_runs(trajectory: AgentTrajectory) -> list[str]:
     if not isinstance(joined, dict):
         return []
     return [str(r["run_id"]) for r in joined.get("runs", []) if isinstance(r, dict)]
+
+
+def made_on(report: DiagnosticReport, trajectory: AgentTrajectory) -> bool:
+    """Whether ``report`` was made on this view of the run (the same runs read, so
+    its steps and events name the same ones): a report on a run read alone does
+    not fit the run read with its history, nor the reverse."""
+    history = report.metadata.get("history")
+    return (list(history) if isinstance(history, list) else []) == history_runs(trajectory)
 
 
 def history_note(trajectory: AgentTrajectory) -> str | None:

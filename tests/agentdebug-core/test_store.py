@@ -120,21 +120,24 @@ def test_list_filters_by_metadata_paths(store: TraceStore) -> None:
     store.save_trajectory(run("new", 1, lg={"thread_id": "t1", "graph": "g", "nodes": ["a", "b"]}))
     store.save_trajectory(run("other", 0, lg={"thread_id": "t2", "graph": "g"}))
     store.save_trajectory(run("flat", 0, thread_id="t1"))
-    found = store.list_runs(RunQuery(metadata=(("lg.thread_id", "t1"), ("lg.graph", "g"))))
-    assert [r.id for r in found] == ["new", "old"]
-    nodes = RunQuery(metadata=(("lg.thread_id", "t1"), ("lg.nodes", ("a", "b"))))
-    assert [r.id for r in store.list_runs(nodes)] == ["new"]
-    assert [r.id for r in store.list_runs(RunQuery(metadata=(("thread_id", "t1"),)))] == ["flat"]
-    assert store.list_runs(RunQuery(metadata=(("lg.thread_id", "t3"),))) == []
-    # a value matches only a value of its own kind: not a list's or a dict's JSON text
     store.save_trajectory(run("texts", 0, lg={"thread_id": '["a"]', "nodes": '["a", "b"]'}))
     store.save_trajectory(run("lists", 0, lg={"thread_id": ["a"]}))
-    assert [r.id for r in store.list_runs(RunQuery(metadata=(("lg.thread_id", '["a"]'),)))] == [
-        "texts"
-    ]
-    assert [r.id for r in store.list_runs(RunQuery(metadata=(("lg.thread_id", ("a",)),)))] == [
-        "lists"
-    ]
+
+    def ids(*pairs: tuple[str, Any]) -> list[str]:
+        return [r.id for r in store.list_runs(RunQuery(metadata=pairs))]
+
+    for indexed in (False, True):  # the same answers through an index
+        if indexed:
+            store.index_metadata("lg.thread_id")  # type: ignore[attr-defined]
+            store.index_metadata("lg.nodes")  # type: ignore[attr-defined]
+        assert ids(("lg.thread_id", "t1"), ("lg.graph", "g")) == ["new", "old"]
+        assert ids(("lg.thread_id", "t1"), ("lg.nodes", ("a", "b"))) == ["new"]
+        assert ids(("thread_id", "t1")) == ["flat"]
+        assert ids(("lg.thread_id", "t3")) == []
+        # a value matches only a value of its own kind: not a list's or a dict's JSON text
+        assert ids(("lg.thread_id", '["a"]')) == ["texts"]
+        assert ids(("lg.thread_id", ("a",))) == ["lists"]
+        assert ids(("lg.nodes", ("a", "b"))) == ["new"]
     for bad in (
         (("lg.thread_id') OR 1=1 --", "x"),),
         (("lg.n", 1),),
@@ -148,6 +151,32 @@ def test_list_filters_by_metadata_paths(store: TraceStore) -> None:
         ValueError, match=r"takes a tuple of \(dotted path, value\) pairs, not dict"
     ):
         RunQuery(metadata={"lg": "t1"})  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="not a dotted path of names"):
+        store.index_metadata("lg.x') --")  # type: ignore[attr-defined]
+
+
+def test_an_indexed_metadata_lookup_reads_one_run_not_every_header(tmp_path: Path) -> None:
+    """SQLite looks a thread's runs up through the index (the plan says so), which
+    stays in the file for the next process, and is kept up as runs are written."""
+    store = SQLiteStore(tmp_path / "s.db")
+    for i in range(3):
+        run = make_run(f"r{i}").model_copy(update={"metadata": {"lg": {"thread_id": f"t{i}"}}})
+        store.save_trajectory(run)
+    store.index_metadata("lg.thread_id")
+    store.close()
+    again = SQLiteStore(tmp_path / "s.db")
+    again.save_trajectory(
+        make_run("late").model_copy(update={"metadata": {"lg": {"thread_id": "t9"}}})
+    )
+    ran: list[str] = []
+    again._db.set_trace_callback(ran.append)  # the statement list_runs runs, values in
+    query = RunQuery(metadata=(("lg.thread_id", "t9"),))
+    assert [r.id for r in again.list_runs(query)] == ["late"]
+    again._db.set_trace_callback(None)
+    (statement,) = [sql for sql in ran if "FROM runs r" in sql]
+    plan = again._query("EXPLAIN QUERY PLAN " + statement)
+    assert any("SEARCH r USING INDEX runs_md_" in str(row) for row in plan), plan
+    again.close()
 
 
 def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:

@@ -235,6 +235,11 @@ def test_a_retry_after_a_resume_in_other_workers_keeps_the_links(tmp_path: Path)
         assert again.metadata["retry_of"] == crashed.id and again.metadata["attempt"] == 2
         root = cb.reports[-1].root_cause
         assert root is not None and (root.agent_name, root.step_index) == ("agent", 1)
+        # the lookup of the thread's last run went through an index of the threads
+        indexes = dbg.store._query(  # type: ignore[union-attr]
+            "SELECT name FROM sqlite_master WHERE type = 'index' AND name LIKE 'runs_md_%'"
+        )
+        assert len(indexes) == 1
     finally:
         dbg.close()
 

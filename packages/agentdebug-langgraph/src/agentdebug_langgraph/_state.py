@@ -237,6 +237,7 @@ def stopped_elsewhere(
         store = debugger.store
         if store is None:
             return None
+        _index_threads(store)
         where: tuple[tuple[str, str | tuple[str, ...]], ...] = (
             ("langgraph.thread_id", thread_id),
             ("langgraph.graph", graph_name),
@@ -262,6 +263,19 @@ def stopped_elsewhere(
     else:
         waiting = (run.outcome.reason or "").startswith("stopped at an interrupt")
     return Stopped(RunMark.of(run), waiting, *_decisions(run))
+
+
+def _index_threads(store: Any) -> None:
+    """Runs indexed by thread in the store (once per file; a user's store may not
+    index), so that the lookup reads one run, not every run's header. An index
+    that cannot be made (a read-only file, say) leaves the lookup slower only."""
+    index = getattr(store, "index_metadata", None)
+    if index is None:
+        return
+    try:
+        index("langgraph.thread_id")
+    except Exception as exc:
+        logging.getLogger("agentdebug.langgraph").debug("agentdebug: no thread index: %s", exc)
 
 
 def _waits_at_interrupt(run: AgentTrajectory) -> bool:

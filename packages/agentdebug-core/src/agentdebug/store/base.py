@@ -142,6 +142,14 @@ class RunQuery:
 META_PATH = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*")
 
 
+def metadata_json_path(path: str) -> str:
+    """The SQLite JSON path of a run header's metadata at dotted ``path`` (a path
+    of names, as ``RunQuery`` checks: it can be written into SQL as it is)."""
+    if not META_PATH.fullmatch(path):
+        raise ValueError(f"{path!r} is not a dotted path of names (letters, digits, _)")
+    return "$.metadata." + ".".join(f'"{p}"' for p in path.split("."))
+
+
 def metadata_value(metadata: Any, path: str) -> Any:
     """The value at a dotted ``path`` of a run's metadata (None if absent), a list
     as a tuple (as ``RunQuery.metadata`` gives one)."""

@@ -37,6 +37,7 @@ from agentdebug.store.base import (
     RunSummary,
     damaged,
     header_json,
+    metadata_json_path,
     metadata_value,
 )
 
@@ -282,6 +283,10 @@ class JSONLStore:
 
     def idle(self) -> None:
         """Nothing to keep up: every append is already in the file."""
+
+    def index_metadata(self, path: str) -> None:
+        """Nothing to index: a JSON Lines store is read whole (its runs are in memory)."""
+        metadata_json_path(path)  # (the same check as SQLite's)
 
     def close(self) -> None:
         with self._lock:

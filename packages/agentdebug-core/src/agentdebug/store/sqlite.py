@@ -19,6 +19,7 @@ must stay cheap.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -45,6 +46,7 @@ from agentdebug.store.base import (
     damaged,
     event_row,
     header_json,
+    metadata_json_path,
 )
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
@@ -154,6 +156,7 @@ class SQLiteStore:
         self.location = str(self.path)
         self._lock = threading.RLock()
         self._nums: dict[str, int] = {}
+        self._indexed: set[str] = set()  # metadata paths index_metadata made sure of
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
@@ -227,6 +230,26 @@ class SQLiteStore:
         """Nothing is being written: fold the write-ahead log into the file if
         enough waits (see :mod:`agentdebug.store.wal`)."""
         self._wal.idle()
+
+    def index_metadata(self, path: str) -> None:
+        """Keep an index of the runs' metadata values at dotted ``path``, so that
+        ``list_runs(RunQuery(metadata=((path, value),)))`` finds them without
+        reading every run's header (an integration that looks runs up by a key,
+        as the LangGraph plugin does by thread, asks for it). Made once per file
+        (one pass over the headers), then kept up by SQLite as runs are written."""
+        if path in self._indexed:
+            return
+        json_path = metadata_json_path(path)
+        name = "runs_md_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+
+        def work(db: sqlite3.Connection) -> None:
+            db.execute(
+                f"CREATE INDEX IF NOT EXISTS {name} ON runs"
+                f"(json_extract(CAST(header AS TEXT), '{json_path}'))"
+            )
+
+        self._tx(work)
+        self._indexed.add(path)
 
     # -- capture ----------------------------------------------------------------
 
@@ -445,17 +468,18 @@ class SQLiteStore:
                 " SELECT id FROM d)"
             )
             args.append(q.descends_from)
-        for path, value in q.metadata:  # (paths checked by RunQuery: names only)
-            json_path = "$.metadata." + ".".join(f'"{p}"' for p in path.split("."))
-            head = "CAST(r.header AS TEXT)"
+        for path, value in q.metadata:
+            # The path is written into the SQL (RunQuery lets through names only),
+            # so that the expression is the one an index_metadata index holds.
+            json_path = metadata_json_path(path)
+            extract = f"json_extract(CAST(r.header AS TEXT), '{json_path}')"
+            kind = f"json_type(CAST(r.header AS TEXT), '{json_path}')"
             if isinstance(value, tuple):  # a list: compared as minified JSON text
-                where.append(
-                    f"json_type({head}, ?) = 'array' AND json_extract({head}, ?) = json(?)"
-                )
-                args += [json_path, json_path, orjson.dumps(list(value)).decode()]
+                where.append(f"{extract} = json(?) AND {kind} = 'array'")
+                args.append(orjson.dumps(list(value)).decode())
             else:
-                where.append(f"json_type({head}, ?) = 'text' AND json_extract({head}, ?) = ?")
-                args += [json_path, json_path, value]
+                where.append(f"{extract} = ? AND {kind} = 'text'")
+                args.append(value)
         sql = (
             "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
             " r.parent_id, r.header,"

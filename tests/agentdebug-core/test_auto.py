@@ -53,3 +53,58 @@ def test_the_pipeline_follows_the_model_configuration() -> None:
     assert configured_attributor() == "heuristic"
     with use_settings(LLMSettings(model="m", base_url="http://127.0.0.1:9", api_key="k")):
         assert configured_attributor() == "auto"
+
+
+def test_a_diagnosis_in_the_background_takes_the_settings_in_force(tmp_path: Path) -> None:
+    """The exception is noted at once; the report comes on the diagnosis thread,
+    made with the model of the caller's ``use_settings`` (a real local server)."""
+    import threading
+
+    from agentdebug.capture.auto import diagnose_in_background
+    from agentdebug.llm.testing import ScriptedServer, schema_answerer
+
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    exc = ValueError("the agent gave up")
+    threads: list[str] = []
+
+    def answer(body: dict[str, object]) -> object:
+        threads.append(threading.current_thread().name)
+        return schema_answerer(body)
+
+    with ScriptedServer(answer) as server:
+        settings = LLMSettings(model="scripted", base_url=server.base_url, api_key="k")
+        got: list[DiagnosticReport] = []
+        with use_settings(settings):
+            future = diagnose_in_background(dbg, run, exc=exc, on_report=got.append)
+        assert exc.__notes__ == [
+            f"agentdebug is diagnosing run {run.id} in the background; its report goes "
+            f"to the store (agentdebug show {run.id}) and to on_report"
+        ]
+        report = future.result(timeout=60)
+    assert report is not None and got == [report] and report.tier == "model"
+    assert server.requests and dbg.store is not None
+    assert [r.id for r in dbg.store.load_reports(run.id)] == [report.id]
+    assert exc.__notes__[-1].startswith("agentdebug is diagnosing")  # (no second note)
+
+
+def test_where_a_diagnosis_runs_by_default() -> None:
+    """In the background only when asked, or on an event loop with a model to call."""
+    import asyncio
+
+    from agentdebug.capture.auto import check_mode, in_background
+
+    model = LLMSettings(model="m", base_url="http://127.0.0.1:9", api_key="k")
+
+    async def on_a_loop(mode: bool | str) -> bool:
+        return in_background(mode)
+
+    assert in_background("background") and not in_background("inline")
+    assert not in_background(True) and not in_background(False)  # (no loop here)
+    assert not asyncio.run(on_a_loop(True))  # the free tier: milliseconds, inline
+    with use_settings(model):
+        assert not in_background(True)
+        assert asyncio.run(on_a_loop(True)) and not asyncio.run(on_a_loop("inline"))
+    for bad in ("later", 1, None):
+        with pytest.raises(ValueError, match=r"Plugin\(diagnose=\.\.\.\) takes True"):
+            check_mode(bad, "Plugin")

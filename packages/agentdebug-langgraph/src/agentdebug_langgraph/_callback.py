@@ -21,11 +21,12 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from typing import Any
 from uuid import UUID
 
 from agentdebug import AgentDebug, EventType, TraceSession
-from agentdebug.capture.auto import ReportCallback
+from agentdebug.capture.auto import ReportCallback, check_mode
 from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -70,7 +71,10 @@ class AgentDebugCallback(RunStarting):
       completes is a success.
     - ``diagnose``: run the diagnosis when a run fails (default True); the report is
       stored, logged as one paragraph, added to the exception as a note, and given
-      to ``on_report``.
+      to ``on_report``. A run that ends on an event loop (``ainvoke``) while a model
+      is configured is diagnosed in the background, not to hold the loop up for
+      the model's calls (the note then says so; ``wait_for_reports``);
+      ``"inline"`` or ``"background"`` decides for every run.
     - ``graph_factory``: ``"module:function"`` returning the compiled graph (with a
       persistent checkpointer), recorded so that a stored run can be rerun from
       another process (``agentdebug`` rerun commands, the closed loop).
@@ -90,7 +94,7 @@ class AgentDebugCallback(RunStarting):
         goal: str | None = None,
         reference_answer: str | None = None,
         success_check: SuccessCheck | None = None,
-        diagnose: bool = True,
+        diagnose: bool | str = True,
         on_report: ReportCallback | None = None,
         graph_factory: str | Callable[[], Any] | None = None,
         metadata: dict[str, Any] | None = None,
@@ -110,7 +114,7 @@ class AgentDebugCallback(RunStarting):
         self.goal = goal
         self.reference_answer = reference_answer
         self.success_check = success_check
-        self.diagnose = diagnose
+        self.diagnose = check_mode(diagnose, "AgentDebugCallback")
         self.on_report = on_report
         self.graph_factory = graph_factory
         self.metadata = dict(metadata or {})
@@ -122,6 +126,7 @@ class AgentDebugCallback(RunStarting):
         self.resume_note: dict[str, Any] | None = None
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
+        self._pending: list[Future[DiagnosticReport | None]] = []  # background diagnoses
 
     # -- reading back -----------------------------------------------------------------
 

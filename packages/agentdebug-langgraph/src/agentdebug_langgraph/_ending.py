@@ -9,10 +9,16 @@ callback itself (:mod:`._callback`) records the graph and its nodes.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Future, wait
 from typing import Any
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus, TraceSession
-from agentdebug.capture.auto import ReportCallback, diagnose_failure
+from agentdebug.capture.auto import (
+    ReportCallback,
+    diagnose_failure,
+    diagnose_in_background,
+    in_background,
+)
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
@@ -61,7 +67,8 @@ class RunEnding(ModelAndToolEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
 
     success_check: SuccessCheck | None
-    diagnose: bool
+    diagnose: bool | str
+    _pending: list[Future[DiagnosticReport | None]]
     hold_interrupts: bool
     _held: GraphRun | None
     on_report: ReportCallback | None
@@ -232,11 +239,33 @@ class RunEnding(ModelAndToolEvents):
         _keep(self.run_ids, session.id)
         if failed and self.diagnose:
             trajectory = session.trajectory()
+            if in_background(self.diagnose):  # (an async app's loop is not held up)
+                self._pending = [f for f in self._pending if not f.done()]
+                self._pending.append(
+                    diagnose_in_background(
+                        self._debugger(), trajectory, exc=exc, on_report=self._reported
+                    )
+                )
+                return
             report = diagnose_failure(
                 self._debugger(), trajectory, exc=exc, on_report=self.on_report
             )
             if report is not None:
                 _keep(self.reports, report)
+
+    def _reported(self, report: DiagnosticReport) -> None:
+        """A background diagnosis is done (on the diagnosis thread)."""
+        _keep(self.reports, report)
+        if self.on_report is not None:
+            self.on_report(report)
+
+    def wait_for_reports(self, timeout: float | None = None) -> list[DiagnosticReport]:
+        """Wait (at most ``timeout`` seconds) for the diagnoses this callback left
+        to the background; their reports, as ``reports`` has them too."""
+        pending, self._pending = self._pending, []
+        done, waiting = wait(pending, timeout=timeout)
+        self._pending += waiting
+        return [r for f in done if (r := f.result()) is not None]
 
     def _pause(self, run: GraphRun, outputs: Any) -> None:
         """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""

@@ -11,8 +11,12 @@ diagnosis itself is logged, never raised.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
+import threading
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
 from agentdebug.capture.debugger import AgentDebug
@@ -21,6 +25,96 @@ from agentdebug.schema import AgentTrajectory, DiagnosticReport
 log = logging.getLogger("agentdebug.auto")
 
 ReportCallback = Callable[[DiagnosticReport], Any]
+
+
+MODES = (True, False, "inline", "background")  # a plugin's ``diagnose=`` option
+
+
+def check_mode(mode: Any, where: str) -> bool | str:
+    """A plugin's ``diagnose=`` option, checked: True (inline, or in the background
+    when a model would be called from an event loop), False, "inline", "background"."""
+    if mode not in MODES or mode.__class__ not in (bool, str):
+        raise ValueError(
+            f"{where}(diagnose=...) takes True, False, 'inline' or 'background', not {mode!r}"
+        )
+    return mode
+
+
+def in_background(mode: bool | str) -> bool:
+    """Whether a failed run's diagnosis should leave the thread it ended on:
+    asked for (``"background"``), or by default when that thread runs an event
+    loop (an async app) and the diagnosis would call a model: seconds of network
+    calls would hold up every other task of the loop. The free tier takes
+    milliseconds and runs where the run ended, so its note is on the exception."""
+    if mode == "background":
+        return True
+    if mode is not True:
+        return False
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return configured_attributor() != "heuristic"
+
+
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _diagnosis_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:  # one thread: diagnoses queue up rather than multiply
+            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentdebug-diagnosis")
+        return _pool
+
+
+def diagnose_in_background(
+    debugger: AgentDebug,
+    trajectory: AgentTrajectory,
+    *,
+    exc: BaseException | None = None,
+    on_report: ReportCallback | None = None,
+    attributor: str | None = None,
+    **options: Any,
+) -> Future[DiagnosticReport | None]:
+    """:func:`diagnose_failure` on agentdebug's diagnosis thread: the caller (an
+    event loop) goes on at once. ``exc`` gets a note saying the diagnosis is
+    under way and where its report will be; when it is done, its summary is
+    logged, the report stored and handed to ``on_report`` (on that thread), as
+    inline. The settings in force here (``use_settings``) go with it. Diagnoses
+    queue on one thread; the interpreter waits for them at exit. Never raises."""
+    note = (
+        f"agentdebug is diagnosing run {trajectory.id} in the background; its report "
+        f"goes to the store (agentdebug show {trajectory.id}) and to on_report"
+    )
+    if exc is not None:
+        try:
+            exc.add_note(note)
+        except Exception:
+            log.debug("agentdebug: could not add a note to %r", exc)
+    context = contextvars.copy_context()
+
+    def work() -> DiagnosticReport | None:
+        return context.run(
+            diagnose_failure,
+            debugger,
+            trajectory,
+            on_report=on_report,
+            attributor=attributor,
+            **options,
+        )
+
+    try:
+        return _diagnosis_pool().submit(work)
+    except RuntimeError:  # the interpreter is shutting down: no new threads
+        failed: Future[DiagnosticReport | None] = Future()
+        failed.set_result(
+            diagnose_failure(
+                debugger, trajectory, on_report=on_report, attributor=attributor, **options
+            )
+        )
+        return failed
 
 
 def configured_attributor() -> str:

@@ -1,0 +1,138 @@
+"""A failed run's diagnosis leaves an async app's event loop alone: with a model
+configured (a real local server that speaks the OpenAI API), a run that ends on
+the loop is diagnosed on agentdebug's diagnosis thread while the loop goes on;
+a sync run, or the free tier, is diagnosed where it ended, its summary on the
+exception."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug
+from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+from agentdebug.schema import DiagnosticReport
+from agentdebug_langgraph import AgentDebugCallback
+from lg_graphs import PaymentDeclined, failing_graph
+
+START: Any = {"items": ["card"], "out": []}
+
+
+class HeldServer:
+    """A scripted model server whose answers wait until ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked = threading.Event()
+        self.server = ScriptedServer(self._answer)
+
+    def _answer(self, body: dict[str, Any]) -> Reply:
+        self.asked.set()
+        self.release.wait(timeout=20)
+        return schema_answerer(body)
+
+
+@pytest.fixture
+def model(monkeypatch: pytest.MonkeyPatch) -> Iterator[HeldServer]:
+    held = HeldServer()
+    with held.server:
+        monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
+        monkeypatch.setenv("AGENTDEBUG_BASE_URL", held.server.base_url)
+        monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
+        yield held
+        held.release.set()
+
+
+def test_a_run_failing_on_the_event_loop_is_diagnosed_in_the_background(
+    dbg: AgentDebug, model: HeldServer
+) -> None:
+    """The model does not answer until the test lets it: the run's exception
+    reaches the caller meanwhile, and another task of the loop keeps running; the
+    report comes when the model has answered, through ``on_report``."""
+    got: list[DiagnosticReport] = []
+    cb = AgentDebugCallback(dbg, on_report=got.append)
+    ticks: list[int] = []
+
+    async def app() -> BaseException:
+        async def ticker() -> None:
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.create_task(ticker())
+        try:
+            await failing_graph(PaymentDeclined("card declined")).ainvoke(
+                START, {"callbacks": [cb]}
+            )
+        except PaymentDeclined as exc:
+            seen = len(ticks)
+            await asyncio.to_thread(model.asked.wait, 20)  # the diagnosis asks the model
+            await asyncio.sleep(0.1)
+            assert len(ticks) > seen  # the loop goes on while the model is asked
+            return exc
+        finally:
+            beat.cancel()
+        raise AssertionError("the graph did not raise")
+
+    raised = asyncio.run(app())
+    assert str(raised) == "card declined"  # the exception is the graph's, unchanged
+    note = raised.__notes__[-1]  # (LangGraph's async run notes the task first)
+    assert f"agentdebug is diagnosing run {cb.last_run_id} in the background" in note
+    assert cb.reports == [] and got == []
+    model.release.set()
+    (report,) = cb.wait_for_reports(timeout=60)
+    assert got == [report] and cb.reports == [report]
+    assert report.trajectory_id == cb.last_run_id and report.tier == "model"
+    assert model.server.requests  # (through the real client, to the local server)
+    assert dbg.store is not None and dbg.store.load_reports(report.trajectory_id) == [report]
+
+
+def test_a_sync_run_with_a_model_is_diagnosed_where_it_ended(
+    dbg: AgentDebug, model: HeldServer
+) -> None:
+    model.release.set()
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(PaymentDeclined) as raised:
+        failing_graph(PaymentDeclined("card declined")).invoke(START, {"callbacks": [cb]})
+    (report,) = cb.reports
+    note = raised.value.__notes__[-1]
+    assert note.startswith(f"agentdebug diagnosis {report.id} of run {cb.last_run_id}:")
+    assert report.tier == "model"
+
+
+def test_the_free_tier_on_the_event_loop_is_diagnosed_inline(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+
+    async def app() -> None:
+        await failing_graph(PaymentDeclined("card declined")).ainvoke(START, {"callbacks": [cb]})
+
+    with pytest.raises(PaymentDeclined) as raised:
+        asyncio.run(app())
+    (report,) = cb.reports
+    assert report.tier == "free"
+    assert raised.value.__notes__[-1].startswith(f"agentdebug diagnosis {report.id}")
+
+
+def test_where_the_diagnosis_runs_can_be_chosen(dbg: AgentDebug, model: HeldServer) -> None:
+    """``diagnose="background"`` for a sync run too (a worker that must answer
+    fast); ``"inline"`` on the loop (a script that waits for its report anyway)."""
+    cb = AgentDebugCallback(dbg, diagnose="background")
+    with pytest.raises(PaymentDeclined) as raised:
+        failing_graph(PaymentDeclined("card declined")).invoke(START, {"callbacks": [cb]})
+    assert "in the background" in raised.value.__notes__[-1] and cb.reports == []
+    model.release.set()
+    assert len(cb.wait_for_reports(timeout=60)) == 1
+
+    inline = AgentDebugCallback(dbg, diagnose="inline")
+
+    async def app() -> None:
+        await failing_graph(PaymentDeclined("no")).ainvoke(START, {"callbacks": [inline]})
+
+    with pytest.raises(PaymentDeclined) as again:
+        asyncio.run(app())
+    assert again.value.__notes__[-1].startswith("agentdebug diagnosis") and inline.reports
+    with pytest.raises(ValueError, match=r"AgentDebugCallback\(diagnose=\.\.\.\) takes True"):
+        AgentDebugCallback(dbg, diagnose="later")

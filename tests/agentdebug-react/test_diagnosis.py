@@ -116,3 +116,61 @@ def test_failure_before_anything_useful_still_propagates(dbg: AgentDebug) -> Non
     with pytest.raises(RuntimeError, match="model crashed at step 1") as info:
         make_counter_loop(dbg, counter).run("q")
     assert info.value.__notes__  # the diagnosis ran on the recorded error
+
+
+def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a model configured (a real local OpenAI-compatible server, slow to
+    answer), ``arun``'s diagnosis asks the model on a worker thread: another task
+    of the loop keeps ticking while each request waits, and the run's exception
+    still reaches the caller with the report's summary as its note."""
+    import asyncio
+    import time
+
+    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+
+    ticks: list[int] = []
+    ticked_while_asked: list[int] = []
+
+    def answer(body: dict[str, object]) -> Reply:
+        before = len(ticks)
+        time.sleep(0.3)  # a model thinking
+        ticked_while_asked.append(len(ticks) - before)
+        return schema_answerer(body)
+
+    async def step(ctx: StepContext[None]) -> Step:
+        if ctx.step == 1:
+            return Step(thought="search", action="search", action_input="x", observation="ok")
+        raise ToolBroke("the search API is down")
+
+    loop = ReactLoop(step, debugger=dbg)
+
+    async def app() -> BaseException:
+        async def ticker() -> None:
+            while True:
+                ticks.append(1)
+                await asyncio.sleep(0.01)
+
+        beat = asyncio.create_task(ticker())
+        try:
+            await loop.arun("find x")
+        except ToolBroke as exc:
+            return exc
+        finally:
+            beat.cancel()
+        raise AssertionError("the loop did not raise")
+
+    with ScriptedServer(answer) as server:
+        monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
+        monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
+        monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
+        raised = asyncio.run(app())
+        assert server.requests
+    assert ticked_while_asked and min(ticked_while_asked) > 5  # the loop went on
+    (note,) = raised.__notes__
+    assert note.startswith("agentdebug diagnosis ")
+    assert dbg.store is not None
+    (summary,) = dbg.store.list_runs()
+    (report,) = dbg.store.load_reports(summary.id)
+    assert report.tier == "model" and report.id in note

@@ -230,8 +230,10 @@ class ReactLoop(Generic[S]):
         run_id: str | None = None,
         metadata: dict[str, Any] | None = None,
     ) -> ReactResult[S]:
-        """:meth:`run` for an async step function (a sync one works too)."""
-        with self.capture(
+        """:meth:`run` for an async step function (a sync one works too). A failed
+        run's diagnosis is awaited on a worker thread, so the event loop's other
+        tasks go on while it asks its model."""
+        async with self.capture(
             goal,
             messages=messages,
             state=state,

@@ -14,6 +14,7 @@ added to the exception as a note.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -106,6 +107,11 @@ class ReactRun(Generic[S]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
+        ok, reason, diagnose = self._close(exc)
+        self._result(ok, reason, self._diagnosis(exc) if diagnose else None)
+
+    def _close(self, exc: BaseException | None) -> tuple[bool | None, str | None, bool]:
+        """End the run: its outcome, the session closed; whether to diagnose it."""
         self.done = True  # the run is recorded as ended: no more steps into it
         try:
             status, reason, ok = self._finish(exc)
@@ -117,13 +123,14 @@ class ReactRun(Generic[S]):
                 self.session.__exit__(None, None, None)
             except Exception:  # pragma: no cover - the session guards itself
                 log.exception("agentdebug: closing the run failed")
-        report: DiagnosticReport | None = None
-        if (
+        diagnose = (
             status is OutcomeStatus.FAILURE
             and self._diagnose
             and (exc is None or isinstance(exc, Exception))
-        ):
-            report = self._diagnosis(exc)
+        )
+        return ok, reason, diagnose
+
+    def _result(self, ok: bool | None, reason: str | None, report: DiagnosticReport | None) -> None:
         self.result = ReactResult(
             run_id=self.session.id,
             answer=self.answer,
@@ -146,7 +153,16 @@ class ReactRun(Generic[S]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        self.__exit__(exc_type, exc, tb)
+        """As ``__exit__``, the diagnosis awaited on a worker thread: the event
+        loop's other tasks go on while it asks its model (the settings in force go
+        with it), and the result still has the report when the block ends."""
+        ok, reason, diagnose = self._close(exc)
+        report = None
+        try:
+            if diagnose:
+                report = await asyncio.to_thread(self._diagnosis, exc)
+        finally:  # (a task cancelled meanwhile still gets its result, without a report)
+            self._result(ok, reason, report)
 
     # -- stepping -------------------------------------------------------------------
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug import AgentDebug
@@ -78,8 +79,8 @@ def test_a_diagnosis_in_the_background_takes_the_settings_in_force(tmp_path: Pat
         with use_settings(settings):
             future = diagnose_in_background(dbg, run, exc=exc, on_report=got.append)
         assert exc.__notes__ == [
-            f"agentdebug is diagnosing run {run.id} in the background; its report goes "
-            f"to the store (agentdebug show {run.id}) and to on_report"
+            f"agentdebug is diagnosing run {run.id} in the background; its report will "
+            f"be in the store (agentdebug show {run.id})"
         ]
         report = future.result(timeout=60)
     assert report is not None and got == [report] and report.tier == "model"
@@ -108,3 +109,94 @@ def test_where_a_diagnosis_runs_by_default() -> None:
     for bad in ("later", 1, None):
         with pytest.raises(ValueError, match=r"Plugin\(diagnose=\.\.\.\) takes True"):
             check_mode(bad, "Plugin")
+
+
+def _slow_model(delay: float = 0.2) -> Any:
+    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+
+    def answer(body: dict[str, Any]) -> Reply:
+        reply = schema_answerer(body)
+        reply.delay = delay
+        return reply
+
+    return ScriptedServer(answer)
+
+
+def test_closing_the_debugger_waits_for_its_diagnoses(tmp_path: Path) -> None:
+    """An app that closes its debugger right after a failed run (a ``finally:``)
+    still gets the report stored, in the store object it gave."""
+    from agentdebug.capture.auto import diagnose_in_background
+    from agentdebug.store import SQLiteStore
+
+    dbg = AgentDebug(SQLiteStore(tmp_path / "s.db"))
+    run = failing_run(dbg)
+    with _slow_model() as server:
+        with use_settings(LLMSettings(model="m", base_url=server.base_url, api_key="k")):
+            future = diagnose_in_background(dbg, run)
+        dbg.close()
+        assert future.done()
+    report = future.result()
+    assert report is not None
+    again = SQLiteStore(tmp_path / "s.db")
+    assert [r.id for r in again.load_reports(run.id)] == [report.id]
+    again.close()
+
+
+def test_a_burst_beyond_the_queue_is_not_diagnosed_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentdebug.capture import auto
+
+    monkeypatch.setattr(auto, "MAX_WAITING", 0)
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    exc = RuntimeError("x")
+    assert auto.diagnose_in_background(dbg, run, exc=exc).result() is None
+    assert exc.__notes__ == [
+        f"agentdebug did not diagnose run {run.id}: 0 diagnoses were already waiting "
+        f"(agentdebug diagnose {run.id})"
+    ]
+    assert dbg.store is not None and dbg.store.load_reports(run.id) == []
+    dbg.close()
+
+
+FORKED = """
+import multiprocessing, sys
+from agentdebug import AgentDebug
+from agentdebug.capture.auto import diagnose_in_background
+sys.path.insert(0, sys.argv[2])
+from toy_agent import failing_run
+
+def child(home, out):
+    dbg = AgentDebug(home)
+    report = diagnose_in_background(dbg, failing_run(dbg)).result(timeout=20)
+    out.put(report is not None and report.trajectory_id)
+
+if __name__ == "__main__":
+    dbg = AgentDebug(sys.argv[1])
+    assert diagnose_in_background(dbg, failing_run(dbg)).result(timeout=60) is not None
+    ctx = multiprocessing.get_context("fork")
+    out = ctx.Queue()
+    p = ctx.Process(target=child, args=(sys.argv[1] + "-child", out))
+    p.start()
+    print("child diagnosed", out.get(timeout=30))
+    p.join(timeout=60)
+"""
+
+
+def test_a_forked_child_diagnoses_in_the_background_too(tmp_path: Path) -> None:
+    """The parent's diagnosis thread is not in a forked child: it starts its own."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", FORKED, str(tmp_path / "home"), str(Path(__file__).parent)],
+        env={**os.environ, "AGENTDEBUG_MODEL": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "child diagnosed" in done.stdout and "False" not in done.stdout

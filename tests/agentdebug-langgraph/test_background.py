@@ -137,3 +137,35 @@ def test_where_the_diagnosis_runs_can_be_chosen(dbg: AgentDebug, model: HeldServ
     assert again.value.__notes__[-1].startswith("agentdebug diagnosis") and inline.reports
     with pytest.raises(ValueError, match=r"AgentDebugCallback\(diagnose=\.\.\.\) takes True"):
         AgentDebugCallback(dbg, diagnose="later")
+
+
+def test_every_background_report_is_waited_for_once(dbg: AgentDebug, model: HeldServer) -> None:
+    """Runs that fail one after another, each diagnosis done before the next
+    failure: ``wait_for_reports`` gives all of them, in order, and then none."""
+    model.release.set()
+    cb = AgentDebugCallback(dbg, diagnose="background")
+    for _ in range(3):
+        with pytest.raises(PaymentDeclined):
+            failing_graph(PaymentDeclined("card declined")).invoke(START, {"callbacks": [cb]})
+        while len(cb.reports) < len(cb.run_ids):  # (the diagnosis finished meanwhile)
+            threading.Event().wait(0.02)
+    reports = cb.wait_for_reports(timeout=60)
+    assert [r.trajectory_id for r in reports] == cb.run_ids
+    assert cb.wait_for_reports(timeout=1) == []
+
+
+def test_a_sync_call_on_a_thread_with_a_loop_is_diagnosed_inline(
+    dbg: AgentDebug, model: HeldServer
+) -> None:
+    """``graph.invoke`` in a notebook cell (the kernel's loop runs on its thread)
+    is a sync call: its exception carries the report's summary, as anywhere."""
+    model.release.set()
+    cb = AgentDebugCallback(dbg)
+
+    async def cell() -> None:
+        failing_graph(PaymentDeclined("card declined")).invoke(START, {"callbacks": [cb]})
+
+    with pytest.raises(PaymentDeclined) as raised:
+        asyncio.run(cell())
+    (report,) = cb.reports
+    assert raised.value.__notes__[-1].startswith(f"agentdebug diagnosis {report.id}")

@@ -239,13 +239,11 @@ class RunEnding(ModelAndToolEvents):
         _keep(self.run_ids, session.id)
         if failed and self.diagnose:
             trajectory = session.trajectory()
-            if in_background(self.diagnose):  # (an async app's loop is not held up)
-                self._pending = [f for f in self._pending if not f.done()]
-                self._pending.append(
-                    diagnose_in_background(
-                        self._debugger(), trajectory, exc=exc, on_report=self._reported
-                    )
+            if in_background(self.diagnose, run.asynchronous):  # (a loop is not held up)
+                future = diagnose_in_background(
+                    self._debugger(), trajectory, exc=exc, on_report=self._reported
                 )
+                _keep(self._pending, future)
                 return
             report = diagnose_failure(
                 self._debugger(), trajectory, exc=exc, on_report=self.on_report
@@ -261,11 +259,14 @@ class RunEnding(ModelAndToolEvents):
 
     def wait_for_reports(self, timeout: float | None = None) -> list[DiagnosticReport]:
         """Wait (at most ``timeout`` seconds) for the diagnoses this callback left
-        to the background; their reports, as ``reports`` has them too."""
-        pending, self._pending = self._pending, []
-        done, waiting = wait(pending, timeout=timeout)
-        self._pending += waiting
-        return [r for f in done if (r := f.result()) is not None]
+        to the background; the reports of those done since the last call (the
+        latest 100; ``reports`` lists them too), in the order the runs failed."""
+        pending = list(self._pending)
+        _, waiting = wait(pending, timeout=timeout)
+        collected = [f for f in pending if f not in waiting]
+        for f in collected:
+            self._pending.remove(f)
+        return [r for f in collected if (r := f.result()) is not None]
 
     def _pause(self, run: GraphRun, outputs: Any) -> None:
         """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""

@@ -51,6 +51,12 @@ def find_graph_frame(depth: int = _MAX_DEPTH) -> FrameType | None:
     return None
 
 
+def is_async(frame: FrameType | None) -> bool | None:
+    """Whether the run is an async one (``astream``: ``ainvoke``, ``astream_events``);
+    None when its frame was not found."""
+    return None if frame is None else frame.f_code.co_name == "astream"
+
+
 def running_loop() -> Any:
     """The loop of the innermost graph run on the caller's stack: for a node inside
     a subgraph, the subgraph's (its ``stream`` is a few frames up from the node's

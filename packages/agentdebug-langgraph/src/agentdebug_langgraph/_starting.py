@@ -91,6 +91,7 @@ class RunStarting(RunEnding):
         if resumed is not None:
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False
+            run.asynchronous = _pregel.is_async(frame)
             run.interrupted = run.interrupt_recorded = False
             run.interrupt_ids.clear()
             run.segments += 1
@@ -120,6 +121,7 @@ class RunStarting(RunEnding):
             graph_name=str(name or GRAPH),
             thread_id=thread_id,
             frame=frame,
+            asynchronous=_pregel.is_async(frame),
             thread_key=key,
             last_step=base,
             base_step=base,

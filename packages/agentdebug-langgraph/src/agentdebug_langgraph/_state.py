@@ -42,6 +42,7 @@ class GraphRun:
     thread_id: str | None = None
     input_event: str | None = None
     frame: FrameType | None = None
+    asynchronous: bool | None = None  # run by astream (None: not known)
     loop: Any = None
     loop_checked: bool = False
     persists: bool = False

@@ -14,12 +14,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
+import os
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from agentdebug.capture.debugger import AgentDebug
+from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
 
 log = logging.getLogger("agentdebug.auto")
@@ -40,33 +41,50 @@ def check_mode(mode: Any, where: str) -> bool | str:
     return mode
 
 
-def in_background(mode: bool | str) -> bool:
+def in_background(mode: bool | str, asynchronous: bool | None = None) -> bool:
     """Whether a failed run's diagnosis should leave the thread it ended on:
-    asked for (``"background"``), or by default when that thread runs an event
-    loop (an async app) and the diagnosis would call a model: seconds of network
-    calls would hold up every other task of the loop. The free tier takes
-    milliseconds and runs where the run ended, so its note is on the exception."""
+    asked for (``"background"``), or by default when the run was an async one
+    (``asynchronous``; when the plugin cannot tell, whether this thread runs an
+    event loop) and the diagnosis would call a model: seconds of network calls
+    would hold up every other task of the loop. A sync call stays inline even on
+    a thread with a loop (a notebook cell), as the free tier does everywhere (it
+    takes milliseconds), so their note is on the exception."""
     if mode == "background":
         return True
     if mode is not True:
         return False
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if asynchronous is None:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+    elif not asynchronous:
         return False
     return configured_attributor() != "heuristic"
 
 
+MAX_WAITING = 64  # diagnoses queued at once; a burst beyond is not diagnosed (said)
+
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
+_waiting = 0  # submitted, not finished
 
 
 def _diagnosis_pool() -> ThreadPoolExecutor:
     global _pool
-    with _pool_lock:
-        if _pool is None:  # one thread: diagnoses queue up rather than multiply
-            _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="agentdebug-diagnosis")
-        return _pool
+    if _pool is None:  # one thread: diagnoses queue up rather than multiply
+        _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=DIAGNOSIS_THREAD)
+    return _pool
+
+
+def _forget_pool_in_child() -> None:
+    """A forked child has the parent's pool but not its thread: a new one starts."""
+    global _pool, _pool_lock, _waiting
+    _pool, _pool_lock, _waiting = None, threading.Lock(), 0
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool_in_child)
 
 
 def diagnose_in_background(
@@ -83,38 +101,64 @@ def diagnose_in_background(
     under way and where its report will be; when it is done, its summary is
     logged, the report stored and handed to ``on_report`` (on that thread), as
     inline. The settings in force here (``use_settings``) go with it. Diagnoses
-    queue on one thread; the interpreter waits for them at exit. Never raises."""
-    note = (
-        f"agentdebug is diagnosing run {trajectory.id} in the background; its report "
-        f"goes to the store (agentdebug show {trajectory.id}) and to on_report"
-    )
-    if exc is not None:
-        try:
-            exc.add_note(note)
-        except Exception:
-            log.debug("agentdebug: could not add a note to %r", exc)
+    queue on one thread (at most ``MAX_WAITING``: a burst beyond that is not
+    diagnosed, and the note says so); ``debugger.close()`` and the interpreter's
+    exit wait for those under way. Never raises."""
+    global _waiting
+    rid = trajectory.id
+    with _pool_lock:
+        full = _waiting >= MAX_WAITING
+        if not full:
+            _waiting += 1
+    if full:
+        log.warning("agentdebug: run %s not diagnosed: %d diagnoses are waiting", rid, _waiting)
+        _note(
+            exc,
+            f"agentdebug did not diagnose run {rid}: {MAX_WAITING} diagnoses were "
+            f"already waiting (agentdebug diagnose {rid})",
+        )
+        skipped: Future[DiagnosticReport | None] = Future()
+        skipped.set_result(None)
+        return skipped
     context = contextvars.copy_context()
 
     def work() -> DiagnosticReport | None:
-        return context.run(
-            diagnose_failure,
-            debugger,
-            trajectory,
-            on_report=on_report,
-            attributor=attributor,
-            **options,
-        )
-
-    try:
-        return _diagnosis_pool().submit(work)
-    except RuntimeError:  # the interpreter is shutting down: no new threads
-        failed: Future[DiagnosticReport | None] = Future()
-        failed.set_result(
-            diagnose_failure(
-                debugger, trajectory, on_report=on_report, attributor=attributor, **options
+        global _waiting
+        try:
+            return context.run(
+                diagnose_failure,
+                debugger,
+                trajectory,
+                on_report=on_report,
+                attributor=attributor,
+                **options,
             )
-        )
-        return failed
+        finally:
+            with _pool_lock:
+                _waiting -= 1
+
+    _note(
+        exc,
+        f"agentdebug is diagnosing run {rid} in the background; its report will be in "
+        f"the store (agentdebug show {rid})",
+    )
+    try:
+        with _pool_lock:
+            future = _diagnosis_pool().submit(work)
+    except RuntimeError:  # the interpreter is shutting down: no new threads
+        future = Future()
+        future.set_result(work())
+    debugger._background(future)
+    return future
+
+
+def _note(exc: BaseException | None, note: str) -> None:
+    if exc is None:
+        return
+    try:
+        exc.add_note(note)
+    except Exception:  # an exception type that refuses notes
+        log.debug("agentdebug: could not add a note to %r", exc)
 
 
 def configured_attributor() -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Sequence
+from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from agentdebug.capture.writer import BackgroundWriter
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store
 
+DIAGNOSIS_THREAD = "agentdebug-diagnosis"  # (its own close would wait for itself)
 log = logging.getLogger("agentdebug.capture")
 
 
@@ -42,6 +44,7 @@ class AgentDebug:
         )
         self._writer: BackgroundWriter | None = None
         self._lock = threading.Lock()
+        self._diagnosing: set[Future[Any]] = set()  # diagnoses under way elsewhere
         self._store_error: str | None = None
         self.attributor = attributor
         self.flush_interval = flush_interval
@@ -137,7 +140,21 @@ class AgentDebug:
         if self._writer is not None:
             self._writer.flush()
 
+    def _background(self, future: Future[Any]) -> None:
+        """A diagnosis of one of this debugger's runs under way on another thread
+        (``capture.auto.diagnose_in_background``): ``close`` waits for it."""
+        with self._lock:
+            self._diagnosing.add(future)
+        future.add_done_callback(self._diagnosing.discard)
+
     def close(self) -> None:
+        """Finish: wait for its diagnoses under way (their reports go to this
+        store), write what is queued, close the store."""
+        with self._lock:
+            diagnosing = list(self._diagnosing)
+        if diagnosing and not threading.current_thread().name.startswith(DIAGNOSIS_THREAD):
+            log.info("agentdebug: waiting for %d diagnoses under way", len(diagnosing))
+            wait(diagnosing)
         if self._writer is not None:
             self._writer.close()
             self._writer = None

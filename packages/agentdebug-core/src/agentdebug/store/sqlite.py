@@ -241,6 +241,10 @@ class SQLiteStore:
             return
         json_path = metadata_json_path(path)
         name = "runs_md_" + hashlib.sha1(path.encode()).hexdigest()[:12]
+        self._indexed.add(path)  # (tried once per process: a failure leaves it slower only)
+        there = "SELECT 1 FROM sqlite_master WHERE type = 'index' AND name = ?"
+        if self._query(there, (name,)):
+            return  # (made by another process: no write, no lock to wait for)
 
         def work(db: sqlite3.Connection) -> None:
             db.execute(
@@ -249,7 +253,6 @@ class SQLiteStore:
             )
 
         self._tx(work)
-        self._indexed.add(path)
 
     # -- capture ----------------------------------------------------------------
 

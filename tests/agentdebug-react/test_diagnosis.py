@@ -144,7 +144,10 @@ def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
             return Step(thought="search", action="search", action_input="x", observation="ok")
         raise ToolBroke("the search API is down")
 
-    loop = ReactLoop(step, debugger=dbg)
+    told: list[tuple[DiagnosticReport, object]] = []  # the report, and the loop it was on
+    loop = ReactLoop(
+        step, debugger=dbg, on_report=lambda r: told.append((r, asyncio.get_running_loop()))
+    )
 
     async def app() -> BaseException:
         async def ticker() -> None:
@@ -174,3 +177,64 @@ def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
     (summary,) = dbg.store.list_runs()
     (report,) = dbg.store.load_reports(summary.id)
     assert report.tier == "model" and report.id in note
+    assert [r.id for r, _ in told] == [report.id]  # on_report ran on the loop's thread
+
+
+def test_an_async_run_cancelled_while_diagnosed_raises_its_own_exception(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The step raised well within the caller's deadline, which runs out while
+    the diagnosis asks its slow model: the caller still gets the step's
+    exception, noted that the diagnosis goes on; closing the debugger waits for
+    it, and its report is stored."""
+    import asyncio
+
+    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+
+    def slow(body: dict[str, object]) -> Reply:
+        reply = schema_answerer(body)
+        reply.delay = 0.3
+        return reply
+
+    async def step(ctx: StepContext[None]) -> Step:
+        raise ToolBroke("the search API is down")
+
+    loop = ReactLoop(step, debugger=dbg)
+
+    async def app() -> None:
+        await asyncio.wait_for(loop.arun("find x"), timeout=0.2)
+
+    with ScriptedServer(slow) as server:
+        monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
+        monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
+        monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
+        with pytest.raises(ToolBroke) as raised:
+            asyncio.run(app())
+        assert "goes on diagnosing run" in raised.value.__notes__[0]
+        assert dbg.store is not None
+        (summary,) = dbg.store.list_runs()
+        dbg.close()  # waits for the diagnosis
+    store = open_store(tmp_path / "store")  # (the dbg fixture's)
+    (report,) = store.load_reports(summary.id)
+    assert report.tier == "model"
+    store.close()
+
+
+def test_an_async_run_on_the_free_tier_is_diagnosed_on_the_loop(dbg: AgentDebug) -> None:
+    """No model to wait for: the diagnosis takes milliseconds where the run ended
+    (so it needs no asyncio worker thread, and works under any event loop)."""
+    import asyncio
+    import threading
+
+    threads: list[str] = []
+
+    async def step(ctx: StepContext[None]) -> Step:
+        raise ToolBroke("the search API is down")
+
+    loop = ReactLoop(
+        step, debugger=dbg, on_report=lambda r: threads.append(threading.current_thread().name)
+    )
+    with pytest.raises(ToolBroke) as raised:
+        asyncio.run(loop.arun("find x"))
+    assert threads == [threading.current_thread().name]
+    assert raised.value.__notes__[0].startswith("agentdebug diagnosis ")

@@ -71,9 +71,9 @@ class AgentDebugCallback(RunStarting):
       completes is a success.
     - ``diagnose``: run the diagnosis when a run fails (default True); the report is
       stored, logged as one paragraph, added to the exception as a note, and given
-      to ``on_report``. A run that ends on an event loop (``ainvoke``) while a model
-      is configured is diagnosed in the background, not to hold the loop up for
-      the model's calls (the note then says so; ``wait_for_reports``);
+      to ``on_report``. An async run (``ainvoke``, ``astream``) that fails while a
+      model is configured is diagnosed in the background, not to hold the loop up
+      for the model's calls (the note then says so; ``wait_for_reports``);
       ``"inline"`` or ``"background"`` decides for every run.
     - ``graph_factory``: ``"module:function"`` returning the compiled graph (with a
       persistent checkpointer), recorded so that a stored run can be rerun from

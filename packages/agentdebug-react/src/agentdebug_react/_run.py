@@ -18,10 +18,11 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Callable, Mapping
+from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
-from agentdebug.capture.auto import diagnose_failure
+from agentdebug.capture.auto import diagnose_failure, in_background
 from agentdebug.capture.session import TraceSession
 from agentdebug.schema import (
     CheckpointRef,
@@ -153,16 +154,32 @@ class ReactRun(Generic[S]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """As ``__exit__``, the diagnosis awaited on a worker thread: the event
-        loop's other tasks go on while it asks its model (the settings in force go
-        with it), and the result still has the report when the block ends."""
+        """As ``__exit__``; with a model to ask, on an asyncio loop, the diagnosis is
+        awaited on a worker thread, so the loop's other tasks go on meanwhile (the
+        settings in force go with it) and ``on_report`` is still called here, on
+        the loop. Cancelled while it waits (a deadline that ran out meanwhile), the
+        run's own exception propagates, noted that the diagnosis goes on and where
+        its report will be; a run that raised nothing passes the cancel on."""
         ok, reason, diagnose = self._close(exc)
+        if not diagnose or not in_background(True):  # (the free tier: milliseconds)
+            self._result(ok, reason, self._diagnosis(exc) if diagnose else None)
+            return
+        done: Future[DiagnosticReport | None] = Future()
+        self.loop.debugger.keep_open_for(done)  # (close() waits for it)
         report = None
         try:
-            if diagnose:
-                report = await asyncio.to_thread(self._diagnosis, exc)
-        finally:  # (a task cancelled meanwhile still gets its result, without a report)
+            report = await asyncio.to_thread(self._diagnosis, exc, done, on_report=False)
+        except asyncio.CancelledError:
+            if exc is None:
+                raise
+            _note(exc, self.session.id)
+        finally:
             self._result(ok, reason, report)
+        if report is not None and self.loop.on_report is not None:
+            try:
+                self.loop.on_report(report)
+            except Exception:
+                log.exception("agentdebug: the on_report callback failed")
 
     # -- stepping -------------------------------------------------------------------
 
@@ -404,15 +421,36 @@ class ReactRun(Generic[S]):
         self.session.set_outcome(status, final_answer=self.answer, reason=reason)
         return status, reason, ok
 
-    def _diagnosis(self, exc: BaseException | None) -> DiagnosticReport | None:
+    def _diagnosis(
+        self,
+        exc: BaseException | None,
+        done: Future[DiagnosticReport | None] | None = None,
+        *,
+        on_report: bool = True,
+    ) -> DiagnosticReport | None:
+        """The run's diagnosis (``done`` gets its report, for whoever waits); the
+        report goes to ``on_report`` unless the caller hands it on itself."""
+        report = None
         try:
             trajectory = self.session.trajectory()
+            tell = self.loop.on_report if on_report else None
+            report = diagnose_failure(self.loop.debugger, trajectory, exc=exc, on_report=tell)
         except Exception:
             log.exception("agentdebug: run %s could not be read back to diagnose", self.session.id)
-            return None
-        return diagnose_failure(
-            self.loop.debugger, trajectory, exc=exc, on_report=self.loop.on_report
+        finally:
+            if done is not None:
+                done.set_result(report)
+        return report
+
+
+def _note(exc: BaseException, run_id: str) -> None:
+    try:
+        exc.add_note(
+            f"agentdebug goes on diagnosing run {run_id} in the background (the wait for "
+            f"it was cancelled); its report will be in the store (agentdebug show {run_id})"
         )
+    except Exception:
+        log.debug("agentdebug: could not add a note to %r", exc)
 
 
 def _as_step(out: Any) -> Step:

@@ -33,7 +33,8 @@ MODES = (True, False, "inline", "background")  # a plugin's ``diagnose=`` option
 
 def check_mode(mode: Any, where: str) -> bool | str:
     """A plugin's ``diagnose=`` option, checked: True (inline, or in the background
-    when a model would be called from an event loop), False, "inline", "background"."""
+    when an async run would call a model: see :func:`in_background`), False,
+    "inline", "background"."""
     if mode not in MODES or mode.__class__ not in (bool, str):
         raise ValueError(
             f"{where}(diagnose=...) takes True, False, 'inline' or 'background', not {mode!r}"
@@ -148,7 +149,7 @@ def diagnose_in_background(
     except RuntimeError:  # the interpreter is shutting down: no new threads
         future = Future()
         future.set_result(work())
-    debugger._background(future)
+    debugger.keep_open_for(future)
     return future
 
 

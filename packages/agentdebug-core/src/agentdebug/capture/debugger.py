@@ -140,9 +140,10 @@ class AgentDebug:
         if self._writer is not None:
             self._writer.flush()
 
-    def _background(self, future: Future[Any]) -> None:
+    def keep_open_for(self, future: Future[Any]) -> None:
         """A diagnosis of one of this debugger's runs under way on another thread
-        (``capture.auto.diagnose_in_background``): ``close`` waits for it."""
+        (``capture.auto.diagnose_in_background``, an async loop's worker thread):
+        ``close`` waits for it, so its report is stored."""
         with self._lock:
             self._diagnosing.add(future)
         future.add_done_callback(self._diagnosing.discard)

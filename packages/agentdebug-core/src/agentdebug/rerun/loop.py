@@ -86,10 +86,12 @@ def closed_loop(
     ensure_stored(store, trajectory)
     trajectory = debugger.history(trajectory)  # a continuing run: the cause may be before it
     if report is not None and not made_on(report, trajectory):
+        read = report.metadata.get("history")
+        how = f"with runs {', '.join(map(str, read))}" if read else "alone"
         say(
-            f"report {report.id} was made on run {trajectory.id} read "
-            + ("alone" if is_joined(trajectory) else "with other runs")
-            + "; diagnosing it again as the loop reads it"
+            f"report {report.id} was made on run {trajectory.id} read {how}; "
+            "diagnosing it again as the loop reads it"
+            + (" (with the runs it continues)" if is_joined(trajectory) else "")
         )
         report = None
 

@@ -20,10 +20,11 @@ REQUEST = {"messages": [HumanMessage("Refund order A123")]}
 HERE = Path(__file__).resolve().parent
 
 
-def worker(script: str, home: Path, *args: str, timeout: int = 120) -> None:
+def worker(script: str, home: Path, *args: str, timeout: int = 120, killed: int = 0) -> None:
     """Run ``script`` in a process of its own (another worker of a service, say),
     with ``home`` (its store), this folder (to import the graphs) and ``args`` as
-    its arguments, to its end; it prints "exiting" when it gets there."""
+    its arguments, to its end; it prints "exiting" when it gets there (or, when it
+    is to be ``killed``, ends with that exit status)."""
     done = subprocess.run(
         [sys.executable, "-c", script, str(home), str(HERE), *args],
         env={**os.environ, "OTEL_SDK_DISABLED": "true"},
@@ -32,6 +33,9 @@ def worker(script: str, home: Path, *args: str, timeout: int = 120) -> None:
         timeout=timeout,
         check=False,
     )
+    if killed:
+        assert done.returncode == killed, done.stderr
+        return
     assert done.returncode == 0 and "exiting" in done.stdout, done.stderr
 
 

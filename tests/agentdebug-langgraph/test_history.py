@@ -250,15 +250,7 @@ def test_a_retry_after_a_worker_died_is_not_taken_for_an_answer(tmp_path: Path) 
     an interrupt (which a rerun would then replay)."""
     home, db = tmp_path / "home", str(tmp_path / "cp.db")
     worker(WORKER, home, db, "ask")
-    done = subprocess.run(
-        [sys.executable, "-c", WORKER, str(home), str(Path(__file__).parent), db, "crash"],
-        env={**os.environ, "OTEL_SDK_DISABLED": "true"},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 9, done.stderr
+    worker(WORKER, home, db, "crash", killed=9)
     dbg = AgentDebug(home)
     try:
         _, died = runs_by_start(dbg)

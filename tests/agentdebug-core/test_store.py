@@ -294,3 +294,24 @@ def test_a_damaged_stored_event_is_one_clear_line(tmp_path: Path) -> None:
     assert message.endswith(
         "run 'r' is stored damaged: field '0.step_index': Input should be a valid integer, unable to parse string as an integer"
     )
+
+
+def test_a_store_from_before_the_run_modes_index_gets_it_when_opened(tmp_path: Path) -> None:
+    """``agentdebug list`` reads each listed run's failure modes through an index by
+    run (without it, every run's lookup scans all the modes): a file made before
+    the index gets it when it is opened, with no new schema version (which an older
+    agentdebug would refuse)."""
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save_trajectory(make_run("r1"))
+    store._db.execute("DROP INDEX report_modes_run")  # as a file from before it
+    store.close()
+    again = SQLiteStore(tmp_path / "s.db")
+    assert again.schema_version == SCHEMA_VERSION
+    ran: list[str] = []
+    again._db.set_trace_callback(ran.append)
+    assert [r.id for r in again.list_runs()] == ["r1"]
+    again._db.set_trace_callback(None)
+    (statement,) = [sql for sql in ran if "FROM runs r" in sql]
+    plan = " ".join(str(row) for row in again._query("EXPLAIN QUERY PLAN " + statement))
+    assert "report_modes_run" in plan, plan
+    again.close()

@@ -20,6 +20,7 @@ must stay cheap.
 from __future__ import annotations
 
 import hashlib
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -51,12 +52,15 @@ from agentdebug.store.base import (
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
+    ENSURED_INDEXES,
     MIGRATIONS,
     PAGE_SIZE,
     RUN_START,
     SCHEMA_VERSION,
 )
 from agentdebug.store.wal import WalKeeper
+
+log = logging.getLogger("agentdebug.store")
 
 __all__ = ["LOAD_CHUNK", "MIGRATIONS", "PAGE_SIZE", "SCHEMA_VERSION", "SQLiteStore"]
 
@@ -171,6 +175,7 @@ class SQLiteStore:
             # the longest value SQLite takes (a batch of events is bound as one)
             self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
+            self._ensure_indexes()
             for statement in BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
@@ -199,6 +204,15 @@ class SQLiteStore:
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
+
+    def _ensure_indexes(self) -> None:
+        """The indexes added since the schema's version (``ENSURED_INDEXES``); a
+        file that cannot take them (read-only) is used without."""
+        for statement in ENSURED_INDEXES:
+            try:
+                self._db.execute(statement)
+            except sqlite3.OperationalError as exc:
+                log.warning("agentdebug: %s: an index could not be added (%s)", self.path, exc)
 
     @property
     def schema_version(self) -> int:

@@ -61,6 +61,13 @@ CREATE TABLE labels (
 # version reached -> script that reaches it from the version before
 MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 
+# Indexes added after a version, made when a store opens if they are missing:
+# an older agentdebug reads and writes a file that has them, so they need no new
+# version (which an older agentdebug would refuse). The modes of each listed run
+# (``agentdebug list``): without it every run's lookup scans all the modes
+# (194 ms for 100 runs of 20,000, against 1.7 ms).
+ENSURED_INDEXES = ("CREATE INDEX IF NOT EXISTS report_modes_run ON report_modes(run_id, mode_id)",)
+
 
 # A batch from capture is written by one statement: an insert into this view,
 # whose trigger splits the batch's JSON array into rows (json_each), counts them

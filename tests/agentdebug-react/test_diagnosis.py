@@ -199,7 +199,8 @@ def test_an_async_run_cancelled_while_diagnosed_raises_its_own_exception(
     async def step(ctx: StepContext[None]) -> Step:
         raise ToolBroke("the search API is down")
 
-    loop = ReactLoop(step, debugger=dbg)
+    told: list[DiagnosticReport] = []
+    loop = ReactLoop(step, debugger=dbg, on_report=told.append)
 
     async def app() -> None:
         await asyncio.wait_for(loop.arun("find x"), timeout=0.2)
@@ -216,7 +217,7 @@ def test_an_async_run_cancelled_while_diagnosed_raises_its_own_exception(
         dbg.close()  # waits for the diagnosis
     store = open_store(tmp_path / "store")  # (the dbg fixture's)
     (report,) = store.load_reports(summary.id)
-    assert report.tier == "model"
+    assert report.tier == "model" and [r.id for r in told] == [report.id]
     store.close()
 
 

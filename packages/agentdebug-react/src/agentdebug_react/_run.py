@@ -159,7 +159,8 @@ class ReactRun(Generic[S]):
         settings in force go with it) and ``on_report`` is still called here, on
         the loop. Cancelled while it waits (a deadline that ran out meanwhile), the
         run's own exception propagates, noted that the diagnosis goes on and where
-        its report will be; a run that raised nothing passes the cancel on."""
+        its report will be (``on_report`` then gets it on the worker thread); a run
+        that raised nothing passes the cancel on."""
         ok, reason, diagnose = self._close(exc)
         if not diagnose or not in_background(True):  # (the free tier: milliseconds)
             self._result(ok, reason, self._diagnosis(exc) if diagnose else None)
@@ -170,11 +171,16 @@ class ReactRun(Generic[S]):
         try:
             report = await asyncio.to_thread(self._diagnosis, exc, done, on_report=False)
         except asyncio.CancelledError:
+            # the report, when it comes, goes to on_report from the worker thread
+            done.add_done_callback(lambda f: self._tell(f.result()))
             if exc is None:
                 raise
             _note(exc, self.session.id)
         finally:
             self._result(ok, reason, report)
+        self._tell(report)
+
+    def _tell(self, report: DiagnosticReport | None) -> None:
         if report is not None and self.loop.on_report is not None:
             try:
                 self.loop.on_report(report)

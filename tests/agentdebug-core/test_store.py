@@ -315,3 +315,32 @@ def test_a_store_from_before_the_run_modes_index_gets_it_when_opened(tmp_path: P
     plan = " ".join(str(row) for row in again._query("EXPLAIN QUERY PLAN " + statement))
     assert "report_modes_run" in plan, plan
     again.close()
+
+
+def test_opening_does_not_wait_on_another_writer_for_a_missing_index(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A file without the index, and another process in a write transaction on it:
+    the store opens at once, without the index (said), and works; the next open
+    makes it."""
+    import logging
+    import sqlite3
+
+    from agentdebug.testing import finishes_within
+
+    store = SQLiteStore(tmp_path / "s.db")
+    store.save_trajectory(make_run("r1"))
+    store._db.execute("DROP INDEX report_modes_run")
+    store.close()
+    writer = sqlite3.connect(tmp_path / "s.db", isolation_level=None)
+    writer.execute("BEGIN IMMEDIATE")  # (held for as long as a long write)
+    with caplog.at_level(logging.WARNING, logger="agentdebug.store"):
+        opened = finishes_within(10, lambda: SQLiteStore(tmp_path / "s.db"))
+    assert "index report_modes_run not made now" in caplog.text
+    assert [r.id for r in opened.list_runs()] == ["r1"]
+    opened.close()
+    writer.execute("ROLLBACK")
+    writer.close()
+    again = SQLiteStore(tmp_path / "s.db")
+    assert again._query("SELECT 1 FROM sqlite_master WHERE name = 'report_modes_run'")
+    again.close()

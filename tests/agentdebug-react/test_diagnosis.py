@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, DiagnosticReport, EventType, OutcomeStatus
@@ -118,13 +119,19 @@ def test_failure_before_anything_useful_still_propagates(dbg: AgentDebug) -> Non
     assert info.value.__notes__  # the diagnosis ran on the recorded error
 
 
+def _model(monkeypatch: pytest.MonkeyPatch, server: Any) -> None:
+    monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
+    monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
+    monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
+
+
 def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
     dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a model configured (a real local OpenAI-compatible server, slow to
-    answer), ``arun``'s diagnosis asks the model on a worker thread: another task
-    of the loop keeps ticking while each request waits, and the run's exception
-    still reaches the caller with the report's summary as its note."""
+    answer), a failed answer's diagnosis asks the model on a worker thread:
+    another task of the loop keeps ticking while each request waits, the result
+    has the report, and ``on_report`` runs on the loop."""
     import asyncio
     import time
 
@@ -141,15 +148,23 @@ def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
 
     async def step(ctx: StepContext[None]) -> Step:
         if ctx.step == 1:
-            return Step(thought="search", action="search", action_input="x", observation="ok")
-        raise ToolBroke("the search API is down")
+            return Step(
+                thought="the capital is the largest city",
+                action="search",
+                action_input="largest city of Australia",
+                observation="Sydney",
+            )
+        return Step.finish("Sydney")
 
     told: list[tuple[DiagnosticReport, object]] = []  # the report, and the loop it was on
     loop = ReactLoop(
-        step, debugger=dbg, on_report=lambda r: told.append((r, asyncio.get_running_loop()))
+        step,
+        debugger=dbg,
+        success=lambda answer: answer == "Canberra",
+        on_report=lambda r: told.append((r, asyncio.get_running_loop())),
     )
 
-    async def app() -> BaseException:
+    async def app() -> Any:
         async def ticker() -> None:
             while True:
                 ticks.append(1)
@@ -157,36 +172,27 @@ def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
 
         beat = asyncio.create_task(ticker())
         try:
-            await loop.arun("find x")
-        except ToolBroke as exc:
-            return exc
+            return await loop.arun("Name the capital of Australia.")
         finally:
             beat.cancel()
-        raise AssertionError("the loop did not raise")
 
     with ScriptedServer(answer) as server:
-        monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
-        monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
-        monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
-        raised = asyncio.run(app())
+        _model(monkeypatch, server)
+        result = asyncio.run(app())
         assert server.requests
     assert ticked_while_asked and min(ticked_while_asked) > 5  # the loop went on
-    (note,) = raised.__notes__
-    assert note.startswith("agentdebug diagnosis ")
-    assert dbg.store is not None
-    (summary,) = dbg.store.list_runs()
-    (report,) = dbg.store.load_reports(summary.id)
-    assert report.tier == "model" and report.id in note
-    assert [r.id for r, _ in told] == [report.id]  # on_report ran on the loop's thread
+    assert result.ok is False and result.report is not None
+    assert result.report.tier == "model"
+    assert [r.id for r, _ in told] == [result.report.id]  # on_report ran on the loop
 
 
-def test_an_async_run_cancelled_while_diagnosed_raises_its_own_exception(
+def test_an_async_run_that_raises_is_diagnosed_in_the_background(
     dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The step raised well within the caller's deadline, which runs out while
-    the diagnosis asks its slow model: the caller still gets the step's
-    exception, noted that the diagnosis goes on; closing the debugger waits for
-    it, and its report is stored."""
+    """The step's exception reaches the caller at once, also under a deadline
+    shorter than the diagnosis (waiting for it would let the deadline replace
+    the exception): noted that the diagnosis goes on; closing the debugger waits
+    for it, and its report is stored and handed to ``on_report``."""
     import asyncio
 
     from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
@@ -206,18 +212,61 @@ def test_an_async_run_cancelled_while_diagnosed_raises_its_own_exception(
         await asyncio.wait_for(loop.arun("find x"), timeout=0.2)
 
     with ScriptedServer(slow) as server:
-        monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
-        monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
-        monkeypatch.setenv("AGENTDEBUG_API_KEY", "test-key")
+        _model(monkeypatch, server)
         with pytest.raises(ToolBroke) as raised:
             asyncio.run(app())
-        assert "goes on diagnosing run" in raised.value.__notes__[0]
+        (note,) = raised.value.__notes__
+        assert "in the background" in note
         assert dbg.store is not None
         (summary,) = dbg.store.list_runs()
+        assert summary.id in note
         dbg.close()  # waits for the diagnosis
     store = open_store(tmp_path / "store")  # (the dbg fixture's)
     (report,) = store.load_reports(summary.id)
     assert report.tier == "model" and [r.id for r in told] == [report.id]
+    store.close()
+
+
+def test_a_cancel_while_an_answer_is_diagnosed_passes_on(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that raised nothing has nothing to keep: a deadline that runs out
+    while its diagnosis is awaited ends the wait as usual; the diagnosis finishes
+    all the same (``close()`` waits), its report stored."""
+    import asyncio
+
+    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+
+    def slow(body: dict[str, object]) -> Reply:
+        reply = schema_answerer(body)
+        reply.delay = 0.3
+        return reply
+
+    async def step(ctx: StepContext[None]) -> Step:
+        if ctx.step == 1:
+            return Step(
+                thought="the capital is the largest city",
+                action="search",
+                action_input="largest city of Australia",
+                observation="Sydney",
+            )
+        return Step.finish("Sydney")
+
+    loop = ReactLoop(step, debugger=dbg, success=lambda answer: answer == "Canberra")
+
+    async def app() -> None:
+        await asyncio.wait_for(loop.arun("Name the capital of Australia."), timeout=0.2)
+
+    with ScriptedServer(slow) as server:
+        _model(monkeypatch, server)
+        with pytest.raises(TimeoutError):
+            asyncio.run(app())
+        assert dbg.store is not None
+        (summary,) = dbg.store.list_runs()
+        dbg.close()
+    store = open_store(tmp_path / "store")
+    (report,) = store.load_reports(summary.id)
+    assert report.tier == "model"
     store.close()
 
 

@@ -15,6 +15,8 @@ added to the exception as a note.
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import functools
 import inspect
 import logging
 from collections.abc import Callable, Mapping
@@ -22,7 +24,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic
 
-from agentdebug.capture.auto import diagnose_failure, in_background
+from agentdebug.capture.auto import diagnose_failure, diagnose_in_background, in_background
 from agentdebug.capture.session import TraceSession
 from agentdebug.schema import (
     CheckpointRef,
@@ -154,28 +156,39 @@ class ReactRun(Generic[S]):
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        """As ``__exit__``; with a model to ask, on an asyncio loop, the diagnosis is
-        awaited on a worker thread, so the loop's other tasks go on meanwhile (the
-        settings in force go with it) and ``on_report`` is still called here, on
-        the loop. Cancelled while it waits (a deadline that ran out meanwhile), the
-        run's own exception propagates, noted that the diagnosis goes on and where
-        its report will be (``on_report`` then gets it on the worker thread); a run
-        that raised nothing passes the cancel on."""
+        """As ``__exit__``, but a diagnosis that would ask a model on an asyncio
+        loop does not hold the loop up. A run that raised is diagnosed in the
+        background (its exception propagates at once, noted so: awaiting the
+        diagnosis would let a deadline that runs out meanwhile replace it); a run
+        whose answer failed awaits its diagnosis on a worker thread, so the result
+        has the report, and ``on_report`` is called here, on the loop (a cancel
+        while it waits passes on; the diagnosis finishes, and its report goes to
+        the store and to ``on_report`` from the worker thread)."""
         ok, reason, diagnose = self._close(exc)
         if not diagnose or not in_background(True):  # (the free tier: milliseconds)
             self._result(ok, reason, self._diagnosis(exc) if diagnose else None)
             return
+        if exc is not None:
+            self._result(ok, reason, None)
+            try:
+                trajectory = self.session.trajectory()
+            except Exception:
+                log.exception("agentdebug: run %s could not be read back", self.session.id)
+                return
+            diagnose_in_background(
+                self.loop.debugger, trajectory, exc=exc, on_report=self.loop.on_report
+            )
+            return
         done: Future[DiagnosticReport | None] = Future()
         self.loop.debugger.keep_open_for(done)  # (close() waits for it)
+        work = functools.partial(self._diagnosis, None, done, on_report=False)
+        job = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
         report = None
         try:
-            report = await asyncio.to_thread(self._diagnosis, exc, done, on_report=False)
+            report = await asyncio.shield(job)  # (a cancel here does not cancel the job)
         except asyncio.CancelledError:
-            # the report, when it comes, goes to on_report from the worker thread
             done.add_done_callback(lambda f: self._tell(f.result()))
-            if exc is None:
-                raise
-            _note(exc, self.session.id)
+            raise
         finally:
             self._result(ok, reason, report)
         self._tell(report)
@@ -447,16 +460,6 @@ class ReactRun(Generic[S]):
             if done is not None:
                 done.set_result(report)
         return report
-
-
-def _note(exc: BaseException, run_id: str) -> None:
-    try:
-        exc.add_note(
-            f"agentdebug goes on diagnosing run {run_id} in the background (the wait for "
-            f"it was cancelled); its report will be in the store (agentdebug show {run_id})"
-        )
-    except Exception:
-        log.debug("agentdebug: could not add a note to %r", exc)
 
 
 def _as_step(out: Any) -> Step:

@@ -206,13 +206,23 @@ class SQLiteStore:
                     raise
 
     def _ensure_indexes(self) -> None:
-        """The indexes added since the schema's version (``ENSURED_INDEXES``); a
-        file that cannot take them (read-only) is used without."""
-        for statement in ENSURED_INDEXES:
-            try:
-                self._db.execute(statement)
-            except sqlite3.OperationalError as exc:
-                log.warning("agentdebug: %s: an index could not be added (%s)", self.path, exc)
+        """The indexes added since the schema's version (``ENSURED_INDEXES``, by
+        name), made if missing. Opening never waits long for them: a file another
+        process is writing (its lock held past a moment), or a read-only one, is
+        used without, and a later open makes them."""
+        have = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+        missing = [(name, sql) for name, sql in ENSURED_INDEXES if name not in have]
+        if not missing:
+            return
+        self._db.execute("PRAGMA busy_timeout=200")
+        try:
+            for name, statement in missing:
+                try:
+                    self._db.execute(statement)
+                except sqlite3.OperationalError as exc:
+                    log.warning("agentdebug: %s: index %s not made now (%s)", self.path, name, exc)
+        finally:
+            self._db.execute("PRAGMA busy_timeout=30000")  # (the connection's timeout=30)
 
     @property
     def schema_version(self) -> int:

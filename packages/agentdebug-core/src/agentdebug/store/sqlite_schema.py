@@ -66,7 +66,12 @@ MIGRATIONS: dict[int, str] = {1: _SCHEMA_V1}
 # version (which an older agentdebug would refuse). The modes of each listed run
 # (``agentdebug list``): without it every run's lookup scans all the modes
 # (194 ms for 100 runs of 20,000, against 1.7 ms).
-ENSURED_INDEXES = ("CREATE INDEX IF NOT EXISTS report_modes_run ON report_modes(run_id, mode_id)",)
+ENSURED_INDEXES = (  # (name, statement)
+    (
+        "report_modes_run",
+        "CREATE INDEX IF NOT EXISTS report_modes_run ON report_modes(run_id, mode_id)",
+    ),
+)
 
 
 # A batch from capture is written by one statement: an insert into this view,

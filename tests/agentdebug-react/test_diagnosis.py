@@ -119,6 +119,27 @@ def test_failure_before_anything_useful_still_propagates(dbg: AgentDebug) -> Non
     assert info.value.__notes__  # the diagnosis ran on the recorded error
 
 
+async def wrong_capital(ctx: StepContext[None]) -> Step:
+    """Searches for the largest city instead of the capital, and answers with it."""
+    if ctx.step == 1:
+        return Step(
+            thought="the capital is the largest city",
+            action="search",
+            action_input="largest city of Australia",
+            observation="Sydney",
+        )
+    return Step.finish("Sydney")
+
+
+def slow_model(body: dict[str, Any]) -> Any:
+    """A scripted model's answer, after a model's thinking time."""
+    from agentdebug.llm.testing import schema_answerer
+
+    reply = schema_answerer(body)
+    reply.delay = 0.3
+    return reply
+
+
 def _model(monkeypatch: pytest.MonkeyPatch, server: Any) -> None:
     monkeypatch.setenv("AGENTDEBUG_MODEL", "scripted")
     monkeypatch.setenv("AGENTDEBUG_BASE_URL", server.base_url)
@@ -146,19 +167,9 @@ def test_an_async_run_awaits_its_diagnosis_without_holding_up_the_loop(
         ticked_while_asked.append(len(ticks) - before)
         return schema_answerer(body)
 
-    async def step(ctx: StepContext[None]) -> Step:
-        if ctx.step == 1:
-            return Step(
-                thought="the capital is the largest city",
-                action="search",
-                action_input="largest city of Australia",
-                observation="Sydney",
-            )
-        return Step.finish("Sydney")
-
     told: list[tuple[DiagnosticReport, object]] = []  # the report, and the loop it was on
     loop = ReactLoop(
-        step,
+        wrong_capital,
         debugger=dbg,
         success=lambda answer: answer == "Canberra",
         on_report=lambda r: told.append((r, asyncio.get_running_loop())),
@@ -195,12 +206,7 @@ def test_an_async_run_that_raises_is_diagnosed_in_the_background(
     for it, and its report is stored and handed to ``on_report``."""
     import asyncio
 
-    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
-
-    def slow(body: dict[str, object]) -> Reply:
-        reply = schema_answerer(body)
-        reply.delay = 0.3
-        return reply
+    from agentdebug.llm.testing import ScriptedServer
 
     async def step(ctx: StepContext[None]) -> Step:
         raise ToolBroke("the search API is down")
@@ -211,7 +217,7 @@ def test_an_async_run_that_raises_is_diagnosed_in_the_background(
     async def app() -> None:
         await asyncio.wait_for(loop.arun("find x"), timeout=0.2)
 
-    with ScriptedServer(slow) as server:
+    with ScriptedServer(slow_model) as server:
         _model(monkeypatch, server)
         with pytest.raises(ToolBroke) as raised:
             asyncio.run(app())
@@ -235,29 +241,14 @@ def test_a_cancel_while_an_answer_is_diagnosed_passes_on(
     all the same (``close()`` waits), its report stored."""
     import asyncio
 
-    from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
+    from agentdebug.llm.testing import ScriptedServer
 
-    def slow(body: dict[str, object]) -> Reply:
-        reply = schema_answerer(body)
-        reply.delay = 0.3
-        return reply
-
-    async def step(ctx: StepContext[None]) -> Step:
-        if ctx.step == 1:
-            return Step(
-                thought="the capital is the largest city",
-                action="search",
-                action_input="largest city of Australia",
-                observation="Sydney",
-            )
-        return Step.finish("Sydney")
-
-    loop = ReactLoop(step, debugger=dbg, success=lambda answer: answer == "Canberra")
+    loop = ReactLoop(wrong_capital, debugger=dbg, success=lambda answer: answer == "Canberra")
 
     async def app() -> None:
         await asyncio.wait_for(loop.arun("Name the capital of Australia."), timeout=0.2)
 
-    with ScriptedServer(slow) as server:
+    with ScriptedServer(slow_model) as server:
         _model(monkeypatch, server)
         with pytest.raises(TimeoutError):
             asyncio.run(app())

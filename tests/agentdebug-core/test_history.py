@@ -302,3 +302,17 @@ def test_the_closed_loop_reruns_from_a_step_in_the_run_before(dbg: AgentDebug) -
     assert "continues" not in branch.metadata and "joined" not in branch.metadata
     assert [e.type for e in branch.events][:1] == [EventType.PLAN]  # (inherited, run 1)
     assert dbg.history(branch) is branch  # a run of its own
+
+
+def test_list_says_which_run_a_run_continues(home: Path) -> None:
+    dbg = AgentDebug(home)
+    cut_in_two(dbg)
+    dbg.close()
+    env = {"AGENTDEBUG_HOME": str(home)}
+    listed = run_cli("list", env=env)
+    assert listed.returncode == 0, listed.stderr
+    (line,) = [row for row in listed.stdout.splitlines() if row.startswith("booking-2")]
+    assert "[continues booking-1]" in line
+    as_json = run_cli("list", "--json", env=env)
+    rows = [json.loads(row) for row in as_json.stdout.splitlines()]
+    assert {r["id"]: r["continues"] for r in rows} == {"booking-1": None, "booking-2": "booking-1"}

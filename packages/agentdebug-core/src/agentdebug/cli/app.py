@@ -177,6 +177,7 @@ def list_runs(
                         "root_agent": run.root_agent,
                         "root_step": run.root_step,
                         "parent_id": run.parent_id,
+                        "continues": run.continues,
                     }
                 ).decode()
             )
@@ -186,6 +187,8 @@ def list_runs(
         goal = " ".join((run.goal or "").split())
         if run.parent_id:
             goal = f"[branch of {run.parent_id}] {goal}"
+        elif run.continues:
+            goal = f"[continues {run.continues}] {goal}"
         click.echo(
             f"{run.id:<28} {run.status:<8} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
             f"{started:<16}  {root[:28]:<28} {goal[:80]}"

@@ -104,6 +104,14 @@ class RunSummary:
     failure_modes: list[str]
     root_agent: str | None
     root_step: int | None
+    continues: str | None = None  # the run this one picked up after (metadata["continues"])
+
+
+def continues_of(header: dict[str, Any]) -> str | None:
+    """The run a stored header's run continues (its ``metadata["continues"]``)."""
+    meta = header.get("metadata")
+    value = meta.get("continues") if isinstance(meta, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 @dataclass(frozen=True)

@@ -35,6 +35,7 @@ from agentdebug.store.base import (
     EventRow,
     RunQuery,
     RunSummary,
+    continues_of,
     damaged,
     header_json,
     metadata_json_path,
@@ -259,6 +260,7 @@ class JSONLStore:
                     failure_modes=modes,
                     root_agent=root.get("agent_name") if root else None,
                     root_step=root.get("step_index") if root else None,
+                    continues=continues_of(head),
                 )
             )
         out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)

@@ -44,6 +44,7 @@ from agentdebug.store.base import (
     RunQuery,
     RunSummary,
     assemble,
+    continues_of,
     damaged,
     event_row,
     header_json,
@@ -206,10 +207,8 @@ class SQLiteStore:
                     raise
 
     def _ensure_indexes(self) -> None:
-        """The indexes added since the schema's version (``ENSURED_INDEXES``, by
-        name), made if missing. Opening never waits long for them: a file another
-        process is writing (its lock held past a moment), or a read-only one, is
-        used without, and a later open makes them."""
+        """``ENSURED_INDEXES`` made if missing, without waiting long: a file another
+        process is writing, or a read-only one, is used without (a later open tries)."""
         have = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
         missing = [(name, sql) for name, sql in ENSURED_INDEXES if name not in have]
         if not missing:
@@ -543,6 +542,7 @@ class SQLiteStore:
                     failure_modes=sorted(modes.split(",")) if modes else [],
                     root_agent=root_agent or None,
                     root_step=root_step,
+                    continues=continues_of(head),
                 )
             )
         return out

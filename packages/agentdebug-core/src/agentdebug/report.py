@@ -21,6 +21,7 @@ from agentdebug.schema import (
     Evidence,
     Hypothesis,
 )
+from agentdebug.store.base import continues_of
 from agentdebug.store.history import earlier_run_of, history_runs
 from agentdebug.text import compact_json, flatten, shorten
 
@@ -390,8 +391,8 @@ def render_run(
         if isinstance(branch, dict) and branch.get("resume_step") is not None:
             where = f" (rerun from step {branch['resume_step']}: {branch.get('directive', '')})"
         out.append(f"  branch of: {trajectory.parent_id}{where}")
-    continues = trajectory.metadata.get("continues")  # a run picked up after it stopped
-    if isinstance(continues, str) and continues:
+    continues = continues_of(trajectory.metadata)  # a run picked up after it stopped
+    if continues is not None:
         out.append(f"  continues: {continues} (picked up where that run stopped)")
     marks: dict[str, list[str]] = {}
     if reports:

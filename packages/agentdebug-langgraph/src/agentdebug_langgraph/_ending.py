@@ -26,7 +26,7 @@ from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._replay import ANSWERED
-from agentdebug_langgraph._state import LATEST, PAUSED, STOPPED, GraphRun, Stopped
+from agentdebug_langgraph._state import AT_INTERRUPT, LATEST, PAUSED, STOPPED, GraphRun, Stopped
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
@@ -315,7 +315,7 @@ class RunEnding(ModelAndToolEvents):
         self._finish(run, False, None)
 
     def _finish_paused(self, run: GraphRun, why: str) -> None:
-        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"stopped at an interrupt; {why}")
+        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"{AT_INTERRUPT}; {why}")
         run.session.close()
 
 

@@ -136,11 +136,10 @@ class RunStarting(RunEnding):
             run.input_event = self._parent_event
         elif continues is not None and (isinstance(inputs, Command) or continues.at_interrupt):
             self._record_resume(run, inputs, {})  # as a resume in its session is
-            run.base_step = run.last_step
         elif inputs is not None:
             run.input_event = session.record(
                 EventType.USER_INPUT,
-                step_index=run.next_step() if continues is not None else 0,
+                step_index=0,
                 input=_convert.compact(inputs),
                 metadata={"langgraph_event": "input"},
             )

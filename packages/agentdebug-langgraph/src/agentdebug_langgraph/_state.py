@@ -27,6 +27,7 @@ from agentdebug.schema import CheckpointRef
 from agentdebug.store import RunQuery
 
 FRAMEWORK = "langgraph"
+AT_INTERRUPT = "stopped at an interrupt"  # how the reason of a run left at one begins
 T = TypeVar("T")
 
 
@@ -262,7 +263,7 @@ def stopped_elsewhere(
     if run.outcome.status is OutcomeStatus.RUNNING:
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
-        waiting = (run.outcome.reason or "").startswith("stopped at an interrupt")
+        waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
     return Stopped(RunMark.of(run), waiting, *_decisions(run))
 
 
@@ -338,7 +339,7 @@ def _stopped(outcome: Any) -> bool:
     if outcome.status is OutcomeStatus.RUNNING or outcome.error is not None:
         return True
     reason = outcome.reason or ""
-    return reason.startswith(("stopped at an interrupt", "the run was stopped", "the graph raised"))
+    return reason.startswith((AT_INTERRUPT, "the run was stopped", "the graph raised"))
 
 
 def forget_stopped(graph: Any, thread_id: str) -> None:
@@ -355,7 +356,7 @@ def _close_paused_at_exit() -> None:
         try:
             run.session.set_outcome(
                 OutcomeStatus.UNKNOWN,
-                reason="stopped at an interrupt; the process ended before a resume",
+                reason=f"{AT_INTERRUPT}; the process ended before a resume",
             )
             run.session.close()
         except Exception:

@@ -19,6 +19,7 @@ from agentdebug.capture.session import RunMark, TraceSession, new_run_id, text_o
 from agentdebug.capture.writer import BackgroundWriter
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store
+from agentdebug.store.base import CONTINUES
 
 DIAGNOSIS_THREAD = "agentdebug-diagnosis"  # (its own close would wait for itself)
 log = logging.getLogger("agentdebug.capture")
@@ -96,7 +97,7 @@ class AgentDebug:
         and events numbered on, so the two read as one history."""
         meta = jsonable(metadata) if isinstance(metadata, dict) else _wrapped(metadata)
         if continues is not None:
-            meta = {**meta, "continues": continues.run_id}
+            meta = {**meta, CONTINUES: continues.run_id}
             goal = goal if goal is not None else continues.goal
         return TraceSession(
             self,

@@ -15,6 +15,7 @@ from typing import Any
 from agentdebug.capture.debugger import AgentDebug
 from agentdebug.capture.session import TraceSession
 from agentdebug.schema import AgentEvent, AgentTrajectory, RerunRequest
+from agentdebug.store.base import CONTINUES
 from agentdebug.store.history import JOINED
 
 _debuggers: dict[str, AgentDebug] = {}
@@ -56,7 +57,7 @@ def checkpoint_before(trajectory: AgentTrajectory, resume_step: int) -> AgentEve
     return found
 
 
-RUN_LINKS = ("continues",)  # metadata naming another run this one relates to
+RUN_LINKS = (CONTINUES,)  # metadata naming another run this one relates to
 # metadata of a view of the run rather than of the run: a branch forked from a run
 # read with its history (store.history) is a run of its own, continuing none
 VIEW_KEYS = (JOINED,)

@@ -107,10 +107,12 @@ class RunSummary:
     continues: str | None = None  # the run this one picked up after (metadata["continues"])
 
 
-def continues_of(header: dict[str, Any]) -> str | None:
-    """The run a stored header's run continues (its ``metadata["continues"]``)."""
-    meta = header.get("metadata")
-    value = meta.get("continues") if isinstance(meta, dict) else None
+CONTINUES = "continues"  # the metadata key naming the run a run picked up after
+
+
+def continues_of(metadata: Any) -> str | None:
+    """The run whose run's ``metadata`` this is continues, if it names one."""
+    value = metadata.get(CONTINUES) if isinstance(metadata, dict) else None
     return value if isinstance(value, str) and value else None
 
 

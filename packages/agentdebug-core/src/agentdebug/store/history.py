@@ -26,7 +26,7 @@ from typing import Any
 
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, DiagnosticReport
-from agentdebug.store.base import TraceStore
+from agentdebug.store.base import TraceStore, continues_of
 
 log = logging.getLogger("agentdebug.store")
 
@@ -36,12 +36,20 @@ JOINED = "joined"  # the metadata key of a joined trajectory
 
 def continued_id(trajectory: AgentTrajectory) -> str | None:
     """The id of the run ``trajectory`` continues, if it names one."""
-    value = trajectory.metadata.get("continues")
-    return value if isinstance(value, str) and value else None
+    return continues_of(trajectory.metadata)
+
+
+def _joined_runs(trajectory: AgentTrajectory) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+    """A joined trajectory's ``metadata["joined"]`` and its runs' entries (None
+    for a trajectory that is not joined)."""
+    joined = trajectory.metadata.get(JOINED)
+    if not isinstance(joined, dict):
+        return None
+    return joined, [r for r in joined.get("runs", []) if isinstance(r, dict)]
 
 
 def is_joined(trajectory: AgentTrajectory) -> bool:
-    return isinstance(trajectory.metadata.get(JOINED), dict)
+    return _joined_runs(trajectory) is not None
 
 
 def with_history(
@@ -163,11 +171,10 @@ def _moved(event: AgentEvent, offset: int, names: dict[str, str]) -> AgentEvent:
 def earlier_run_of(trajectory: AgentTrajectory, step: int | None) -> str | None:
     """The run before the latest that ``step`` of a joined trajectory belongs to
     (None for the latest run's own steps, or a trajectory not joined)."""
-    joined = trajectory.metadata.get(JOINED)
-    if step is None or not isinstance(joined, dict):
+    found = _joined_runs(trajectory)
+    if step is None or found is None:
         return None
-    runs = [r for r in joined.get("runs", []) if isinstance(r, dict)]
-    for r in runs[:-1]:
+    for r in found[1][:-1]:
         first, last = r.get("first_step"), r.get("last_step")
         if isinstance(first, int) and isinstance(last, int) and first <= step <= last:
             return str(r.get("run_id"))
@@ -176,10 +183,8 @@ def earlier_run_of(trajectory: AgentTrajectory, step: int | None) -> str | None:
 
 def history_runs(trajectory: AgentTrajectory) -> list[str]:
     """The ids of the runs a joined trajectory holds, oldest first (none otherwise)."""
-    joined = trajectory.metadata.get(JOINED)
-    if not isinstance(joined, dict):
-        return []
-    return [str(r["run_id"]) for r in joined.get("runs", []) if isinstance(r, dict)]
+    found = _joined_runs(trajectory)
+    return [str(r.get("run_id")) for r in found[1]] if found is not None else []
 
 
 def made_on(report: DiagnosticReport, trajectory: AgentTrajectory) -> bool:
@@ -192,10 +197,10 @@ def made_on(report: DiagnosticReport, trajectory: AgentTrajectory) -> bool:
 
 def history_note(trajectory: AgentTrajectory) -> str | None:
     """A line for a report on a joined trajectory: which runs it read."""
-    joined = trajectory.metadata.get(JOINED)
-    if not isinstance(joined, dict):
+    found = _joined_runs(trajectory)
+    if found is None:
         return None
-    runs = [r for r in joined.get("runs", []) if isinstance(r, dict)]
+    joined, runs = found
     parts = []
     for r in runs[:-1]:
         where = ""

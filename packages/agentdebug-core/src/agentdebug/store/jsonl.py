@@ -260,7 +260,7 @@ class JSONLStore:
                     failure_modes=modes,
                     root_agent=root.get("agent_name") if root else None,
                     root_step=root.get("step_index") if root else None,
-                    continues=continues_of(head),
+                    continues=continues_of(head.get("metadata")),
                 )
             )
         out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)

@@ -542,7 +542,7 @@ class SQLiteStore:
                     failure_modes=sorted(modes.split(",")) if modes else [],
                     root_agent=root_agent or None,
                     root_step=root_step,
-                    continues=continues_of(head),
+                    continues=continues_of(head.get("metadata")),
                 )
             )
         return out

@@ -10,6 +10,7 @@ import sqlite3
 import time
 import warnings
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
 from langchain_core.language_models import BaseChatModel
@@ -22,9 +23,11 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.runtime import Runtime
 from langgraph.types import Send, interrupt
 
 # -- a linear graph without a model ------------------------------------------------------
@@ -140,6 +143,59 @@ def tool_agent(
     g.add_conditional_edges("agent", tools_condition)
     g.add_edge("tools", "agent")
     return g.compile(checkpointer=checkpointer, **compile_kw)
+
+
+# -- a graph that needs what it was invoked with ---------------------------------------------
+
+
+@dataclass
+class Tenant:
+    """A runtime context: ``graph.invoke(..., context=Tenant("acme"))``."""
+
+    name: str
+    currency: str = "USD"
+    client: Any = None  # (a connection, say: an object without a JSON form)
+
+
+# what each run of context_agent's model node was given: (context, user_id, api_key,
+# recursion limit)
+SEEN: list[tuple[Any, Any, Any, Any]] = []
+
+
+def context_agent(model: Any, checkpointer: Any = None, *, schema: bool = True) -> Any:
+    """The tool agent, whose model node needs the run's ``Tenant`` context and the
+    ``user_id`` of its configurable (and notes them in ``SEEN``)."""
+
+    def agent(state: MessagesState, runtime: Runtime[Tenant], config: RunnableConfig) -> Any:
+        conf = config.get("configurable", {})
+        SEEN.append(
+            (
+                runtime.context,
+                conf.get("user_id"),
+                conf.get("api_key"),
+                config.get("recursion_limit"),
+            )
+        )
+        if not isinstance(runtime.context, Tenant):
+            raise LookupError(f"no tenant in the runtime context: {runtime.context!r}")
+        if conf.get("user_id") is None:
+            raise LookupError("no user_id in the run's configurable")
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState, context_schema=Tenant if schema else None)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer)
+
+
+def context_agent_from_env() -> Any:
+    """context_agent on the SQLite file of ``LG_TEST_DB``, with a context schema
+    unless ``LG_NO_SCHEMA`` is set."""
+    saver = sqlite_saver(os.environ["LG_TEST_DB"])
+    return context_agent(FACTORY_MODEL[-1], saver, schema=not os.environ.get("LG_NO_SCHEMA"))
 
 
 class StreamingFake(BaseChatModel):

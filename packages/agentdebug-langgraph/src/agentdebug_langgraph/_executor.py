@@ -45,6 +45,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
+from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
@@ -99,8 +100,12 @@ class LangGraphRerunExecutor:
 
     ``graph``: the compiled graph (found from the run when omitted). ``debugger``:
     where the branch is recorded (default: the store the closed loop names in the
-    request, else the shared ``AgentDebug()``). ``config``:
-    extra run config for the branch (``recursion_limit``, ``configurable`` keys).
+    request, else the shared ``AgentDebug()``). The branch is invoked with the run's
+    own ``configurable`` keys, runtime ``context`` and recursion limit (the very
+    objects when the run was made in this process, else as recorded; see
+    :mod:`agentdebug_langgraph._invocation`); ``config``: run config for the branch
+    over them (``recursion_limit``, ``configurable`` keys), ``context``: the runtime
+    context instead of the run's.
     ``success_check``: judges the branch's final state, as in
     :class:`AgentDebugCallback` (default: the one the run was captured with, when it
     was an importable function). ``directive_key``: the state key that takes the
@@ -125,6 +130,7 @@ class LangGraphRerunExecutor:
         *,
         debugger: AgentDebug | None = None,
         config: dict[str, Any] | None = None,
+        context: Any = None,
         success_check: SuccessCheck | None = None,
         directive_key: str = "messages",
         directive_update: DirectiveUpdate | None = None,
@@ -135,6 +141,7 @@ class LangGraphRerunExecutor:
         self.graph = graph
         self.debugger = debugger
         self.config = dict(config or {})
+        self.context = context
         self.success_check = success_check
         self.directive_key = directive_key
         self.directive_update = directive_update
@@ -149,7 +156,14 @@ class LangGraphRerunExecutor:
         graph = self._graph_for(original)
         _require_state_graph(graph, original.id)
         _require_checkpointer(graph, original.id)
-        invoke = self._invoker(graph)
+        given = self.config.get("configurable")
+        invocation = _invocation.for_branch(
+            original,
+            graph,
+            configurable=dict(given) if isinstance(given, dict) else {},
+            context=self.context,
+        )
+        invoke = self._invoker(graph, invocation.context)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -207,6 +221,7 @@ class LangGraphRerunExecutor:
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):
                 note_check(session.id, check)  # a later round reruns this branch
+            _invocation.note_invocation(session.id, invocation)  # (as the check)
             for earlier in _forks_at(original, point.step):  # in the forked state too
                 session.record_event(earlier, metadata={"inherited_from": original.id})
             fork_event = session.record(
@@ -232,7 +247,7 @@ class LangGraphRerunExecutor:
                 success_check=check,
                 hold_interrupts=True,
             )
-            config = self._run_config(fork_config, callback)
+            config = self._run_config(fork_config, callback, invocation)
             stopped = "the branch stopped before finishing"
             try:
                 with recording_branch(callback):
@@ -367,14 +382,15 @@ class LangGraphRerunExecutor:
             callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
             invoke(config, plan.resume)
 
-    def _invoker(self, graph: Any) -> Callable[[Any, Any], Any]:
-        """``invoke(config, given)`` runs the branch: ``graph.invoke``; with
+    def _invoker(self, graph: Any, context: Any) -> Callable[[Any, Any], Any]:
+        """``invoke(config, given)`` runs the branch with runtime ``context``:
+        ``graph.invoke``; with
         ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker
         thread when called from async code, which waits for it), a ``SqliteSaver``'s
         graph through ``AsyncSqliteSaver`` on the same file (found here, in the
         caller's thread: its connection may belong to it)."""
         if not self.asynchronous:
-            return lambda config, given: graph.invoke(given, config)
+            return lambda config, given: graph.invoke(given, config, context=context)
         saver = graph.checkpointer
         path = sqlite_file(saver)
         if path is None and not _has_async_methods(saver):
@@ -386,7 +402,7 @@ class LangGraphRerunExecutor:
             )
 
         def invoke(config: Any, given: Any) -> Any:
-            run = _ainvoke(graph, given, config, path)
+            run = _ainvoke(graph, given, config, path, context)
             try:
                 asyncio.get_running_loop()
             except RuntimeError:
@@ -397,25 +413,37 @@ class LangGraphRerunExecutor:
 
         return invoke
 
-    def _run_config(self, fork_config: dict[str, Any], callback: AgentDebugCallback) -> Any:
+    def _run_config(
+        self,
+        fork_config: dict[str, Any],
+        callback: AgentDebugCallback,
+        invocation: _invocation.Invocation,
+    ) -> Any:
+        """The branch's run config: the run's configurable keys (the executor's over
+        them) and recursion limit, the fork's thread and checkpoint, the executor's
+        other config, its callbacks and the branch's recorder."""
         extra = dict(self.config)
-        configurable = {**extra.pop("configurable", {}), **fork_config["configurable"]}
+        extra.pop("configurable", None)  # (in the invocation already)
+        configurable = {**invocation.configurable, **fork_config["configurable"]}
         callbacks = list(extra.pop("callbacks", None) or [])
+        if invocation.recursion_limit is not None:
+            extra.setdefault("recursion_limit", invocation.recursion_limit)
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
 
 
-async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None) -> Any:
+async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None, context: Any) -> Any:
     """``graph.ainvoke``; for a graph on ``SqliteSaver`` (whose async methods refuse),
     through ``AsyncSqliteSaver`` on its file ``path``, opened on the branch's own
     loop, with the saver's own serializer."""
     if path is None:
-        return await graph.ainvoke(given, config)
+        return await graph.ainvoke(given, config, context=context)
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with aiosqlite.connect(path) as conn:
         saver = AsyncSqliteSaver(conn, serde=graph.checkpointer.serde)
-        return await graph.copy(update={"checkpointer": saver}).ainvoke(given, config)
+        copy = graph.copy(update={"checkpointer": saver})
+        return await copy.ainvoke(given, config, context=context)
 
 
 def _delete_thread(graph: Any, thread: str) -> None:

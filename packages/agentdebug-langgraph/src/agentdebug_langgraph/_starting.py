@@ -18,7 +18,7 @@ from uuid import UUID
 from agentdebug import AgentInfo, EventType, TraceSession
 from langgraph.types import Command
 
-from agentdebug_langgraph import _convert, _pregel
+from agentdebug_langgraph import _convert, _invocation, _pregel
 from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
@@ -75,6 +75,7 @@ class RunStarting(RunEnding):
             return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
         graph = _pregel.graph_of(frame)
+        invocation = _invocation.read(frame) if self._adopt is None else None
         thread = md.get("thread_id")
         thread_id = str(thread) if thread is not None else None
         # a run of the user's on a thread (a nested graph's thread is its outer's; a
@@ -95,6 +96,7 @@ class RunStarting(RunEnding):
             run.interrupted = run.interrupt_recorded = False
             run.interrupt_ids.clear()
             run.segments += 1
+            _invocation.note_invocation(run.session.id, invocation)  # (the latest call's)
             note, self.resume_note = self.resume_note or {}, None
             self._record_resume(run, inputs, {"segment": run.segments, **note})
             self._roots[run_id.int] = run
@@ -108,7 +110,7 @@ class RunStarting(RunEnding):
             continues = stopped_elsewhere(
                 self._debugger(), str(thread_id), str(name or GRAPH), nodes
             )
-        session, owns = self._session_for(inputs, md, name, graph, thread_id, continues)
+        session, owns = self._session_for(inputs, md, name, graph, thread_id, continues, invocation)
         if key is not None:
             LATEST.park(key, session.id)
         # a run continuing another numbers its steps on from it (one history)
@@ -163,6 +165,7 @@ class RunStarting(RunEnding):
         graph: Any,
         thread_id: str | None,
         continues: Stopped | None,
+        invocation: _invocation.Invocation | None = None,
     ) -> tuple[TraceSession, bool]:
         if self._adopt is not None:
             session, self._adopt = self._adopt, None
@@ -182,6 +185,9 @@ class RunStarting(RunEnding):
             lg["success_check"] = spec
         elif self.success_check is not None:  # judged by a check a rerun cannot import
             lg["success_check_unimportable"] = name_of(self.success_check)
+        invoked = _invocation.record(invocation)
+        if invoked:
+            lg[_invocation.KEY] = invoked
         session = self._debugger().trace(
             goal,
             framework=FRAMEWORK,
@@ -192,4 +198,5 @@ class RunStarting(RunEnding):
         )
         if self.success_check is not None:
             note_check(session.id, self.success_check)
+        _invocation.note_invocation(session.id, invocation)
         return session, True

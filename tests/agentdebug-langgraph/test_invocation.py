@@ -1,0 +1,179 @@
+"""A rerun branch is invoked as its run was: with the run's runtime ``context``, its
+``configurable`` keys and its recursion limit; the very objects in the process that
+made the run, as recorded in another, and what the record cannot hold is asked
+for, never guessed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import lg_graphs
+import pytest
+from agentdebug import AgentDebug, OutcomeStatus
+from agentdebug.plugins import get_registry
+from agentdebug.rerun import closed_loop, find_executor
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langgraph.checkpoint.memory import InMemorySaver
+from lg_graphs import SEEN, Tenant, context_agent, order_found, scripted, wrong_then_right
+from rerun_support import REQUEST, worker
+
+
+@pytest.fixture(autouse=True)
+def _seen() -> None:
+    SEEN.clear()
+
+
+def _store_bytes(home: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in home.iterdir() if p.name.startswith("agentdebug.db"))
+
+
+def test_a_branch_runs_with_the_runs_own_context_configuration_and_recursion_limit(
+    dbg: AgentDebug, _home: Path
+) -> None:
+    graph = context_agent(scripted(wrong_then_right()), InMemorySaver())
+    tenant = Tenant("acme", client=object())  # a client has no JSON form: not recorded
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config = {
+        "configurable": {"thread_id": "t-ctx", "user_id": "u1", "api_key": "sk-live-123"},
+        "recursion_limit": 40,
+        "callbacks": [cb],
+    }
+    graph.invoke(REQUEST, config, context=tenant)
+    assert cb.reports, "the run must fail and be diagnosed"
+    original = cb.trajectory()
+    invoked = original.metadata["langgraph"]["invoked_with"]
+    assert invoked["configurable"] == {"user_id": "u1"}
+    assert invoked["unrecorded"] == ["api_key"]  # a secret's name: not stored
+    assert invoked["context_type"] == "lg_graphs:Tenant"
+    assert "client has no JSON form" in invoked["context_unrecorded"]
+    assert invoked["recursion_limit"] == 40
+    dbg.close()
+    assert b"sk-live-123" not in _store_bytes(_home)
+
+    debugger = AgentDebug(_home)
+    executor = LangGraphRerunExecutor(graph, debugger=debugger)
+    result = closed_loop(original, debugger=debugger, executor=executor, report=cb.reports[0])
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+    # in this process the branch got the very objects the run was given
+    branch_calls = SEEN[2:]
+    assert branch_calls and all(seen[0] is tenant for seen in branch_calls)
+    assert {seen[1:] for seen in branch_calls} == {("u1", "sk-live-123", 40)}
+    debugger.close()
+
+
+RECORDED = """
+import os, sys
+sys.path.insert(0, sys.argv[2])
+os.environ["LG_TEST_DB"] = sys.argv[3]
+if sys.argv[4] == "no-schema":
+    os.environ["LG_NO_SCHEMA"] = "1"
+import lg_graphs
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.messages import HumanMessage
+lg_graphs.FACTORY_MODEL.append(lg_graphs.scripted(lg_graphs.wrong_then_right()))
+graph = lg_graphs.context_agent_from_env()
+cb = AgentDebugCallback(
+    AgentDebug(sys.argv[1]),
+    success_check=lg_graphs.order_found,
+    graph_factory="lg_graphs:context_agent_from_env",
+)
+configurable = {"thread_id": "w1", "user_id": "u7"}
+tenant = lg_graphs.Tenant("acme", currency="EUR")
+if sys.argv[5] == "secret":
+    configurable["api_key"] = "sk-worker-456"
+    tenant = lg_graphs.Tenant("acme", currency="EUR", client=object())
+config = {"configurable": configurable, "recursion_limit": 30, "callbacks": [cb]}
+graph.invoke({"messages": [HumanMessage(content="Refund order A123")]}, config, context=tenant)
+assert cb.reports
+print("exiting", flush=True)
+"""
+
+
+def _recorded_elsewhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, schema: bool, secret: bool
+) -> tuple[AgentDebug, Any, Any]:
+    """The failing run, made in a worker process; here, the debugger on its store,
+    the run and its report, and the graph factory set to answer right."""
+    home, db = tmp_path / "home", str(tmp_path / "cp.db")
+    worker(RECORDED, home, db, "schema" if schema else "no-schema", "secret" if secret else "-")
+    monkeypatch.setenv("LG_TEST_DB", db)
+    if not schema:
+        monkeypatch.setenv("LG_NO_SCHEMA", "1")
+    monkeypatch.setattr(lg_graphs, "FACTORY_MODEL", [scripted(wrong_then_right()[2:])])
+    dbg = AgentDebug(home)
+    store = dbg.store
+    assert store is not None
+    (summary,) = store.list_runs()
+    run = store.load_trajectory(summary.id)
+    (report,) = store.load_reports(run.id)
+    return dbg, run, report
+
+
+@pytest.mark.parametrize("schema", [True, False], ids=["context_schema", "no-schema"])
+def test_a_rerun_in_another_process_invokes_the_branch_as_recorded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, schema: bool
+) -> None:
+    """With the graph's ``context_schema``, LangGraph makes the recorded fields a
+    ``Tenant``; without one, the rerun imports the recorded class itself."""
+    dbg, run, report = _recorded_elsewhere(tmp_path, monkeypatch, schema=schema, secret=False)
+    executor = find_executor("langgraph", get_registry())
+    result = closed_loop(run, debugger=dbg, executor=executor, report=report)
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+    assert SEEN, "the branch ran the model node"
+    for context, user, api_key, limit in SEEN:
+        assert context == Tenant("acme", currency="EUR") and isinstance(context, Tenant)
+        assert (user, api_key, limit) == ("u7", None, 30)
+    dbg.close()
+
+
+def test_what_the_record_lacks_is_asked_for_and_taken_from_the_executor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dbg, run, report = _recorded_elsewhere(tmp_path, monkeypatch, schema=True, secret=True)
+    assert b"sk-worker-456" not in _store_bytes(tmp_path / "home")
+    executor = find_executor("langgraph", get_registry())
+    result = closed_loop(run, debugger=dbg, executor=executor, report=report)
+    assert result.status == "error" and not SEEN  # refused before any branch ran
+    detail = result.detail
+    assert f"cannot rerun run '{run.id}' here" in detail
+    assert "configurable key api_key" in detail and "config={'configurable'" in detail
+    assert "lg_graphs:Tenant (field client has no JSON form)" in detail
+    assert "LangGraphRerunExecutor(context=...)" in detail
+    store = dbg.store
+    assert store is not None and len(store.list_runs()) == 1  # and no branch was made
+
+    client = object()
+    given = LangGraphRerunExecutor(
+        debugger=dbg,
+        config={"configurable": {"api_key": "sk-given"}},
+        context=Tenant("acme", currency="EUR", client=client),
+    )
+    result = closed_loop(run, debugger=dbg, executor=given, report=report)
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+    assert {(s[0].client is client, s[1], s[2], s[3]) for s in SEEN} == {
+        (True, "u7", "sk-given", 30)
+    }
+    branch = store.load_trajectory(result.final_run_id or "")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    dbg.close()
+
+
+def test_an_async_run_and_its_async_branch_get_the_same_context(dbg: AgentDebug) -> None:
+    graph = context_agent(scripted(wrong_then_right()), InMemorySaver())
+    tenant = Tenant("acme")
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config = {"configurable": {"thread_id": "t-actx", "user_id": "u2"}, "callbacks": [cb]}
+    asyncio.run(graph.ainvoke(REQUEST, config, context=tenant))
+    original = cb.trajectory()
+    assert original.metadata["langgraph"]["invoked_with"] == {
+        "configurable": {"user_id": "u2"},
+        "context_type": "lg_graphs:Tenant",
+        "context": {"name": "acme", "currency": "USD", "client": None},
+    }
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True)
+    result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+    assert len(SEEN) > 2 and all(s[0] is tenant and s[1] == "u2" for s in SEEN)

@@ -15,6 +15,7 @@ from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, find_executor
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph._invocation import SECRET_NAME
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import SEEN, Tenant, context_agent, order_found, scripted, wrong_then_right
 from rerun_support import REQUEST, worker
@@ -23,6 +24,14 @@ from rerun_support import REQUEST, worker
 @pytest.fixture(autouse=True)
 def _seen() -> None:
     SEEN.clear()
+
+
+def test_secret_names() -> None:
+    secret = ["api_key", "OPENAI_API_KEY", "access_token", "token", "password", "client_secret"]
+    secret += ["auth", "Authorization", "cookie", "bearer", "aws_access_key_id"]
+    plain = ["max_tokens", "author", "user_id", "model", "token_limit", "thread_id", "keys"]
+    assert [n for n in secret if not SECRET_NAME.search(n)] == []
+    assert [n for n in plain if SECRET_NAME.search(n)] == []
 
 
 def _store_bytes(home: Path) -> bytes:
@@ -36,7 +45,12 @@ def test_a_branch_runs_with_the_runs_own_context_configuration_and_recursion_lim
     tenant = Tenant("acme", client=object())  # a client has no JSON form: not recorded
     cb = AgentDebugCallback(dbg, success_check=order_found)
     config = {
-        "configurable": {"thread_id": "t-ctx", "user_id": "u1", "api_key": "sk-live-123"},
+        "configurable": {
+            "thread_id": "t-ctx",
+            "user_id": "u1",
+            "api_key": "sk-live-123",
+            "llm": {"model": "gpt-x", "auth": {"bearer": "sk-nested-789"}},
+        },
         "recursion_limit": 40,
         "callbacks": [cb],
     }
@@ -45,12 +59,13 @@ def test_a_branch_runs_with_the_runs_own_context_configuration_and_recursion_lim
     original = cb.trajectory()
     invoked = original.metadata["langgraph"]["invoked_with"]
     assert invoked["configurable"] == {"user_id": "u1"}
-    assert invoked["unrecorded"] == ["api_key"]  # a secret's name: not stored
+    assert invoked["unrecorded"] == ["api_key", "llm"]  # a secret's name, at any depth
     assert invoked["context_type"] == "lg_graphs:Tenant"
     assert "client has no JSON form" in invoked["context_unrecorded"]
     assert invoked["recursion_limit"] == 40
     dbg.close()
-    assert b"sk-live-123" not in _store_bytes(_home)
+    stored = _store_bytes(_home)
+    assert b"sk-live-123" not in stored and b"sk-nested-789" not in stored
 
     debugger = AgentDebug(_home)
     executor = LangGraphRerunExecutor(graph, debugger=debugger)

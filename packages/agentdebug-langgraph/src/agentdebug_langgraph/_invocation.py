@@ -13,8 +13,8 @@ and ``context`` arguments), keeps the live objects for reruns in this process
 ``metadata["langgraph"]["invoked_with"]``: the configurable keys whose values are
 plain JSON, the context's fields (a dataclass, a pydantic model or a dict), the
 context's class, the recursion limit. What cannot be recorded (an object without a
-JSON form, a value under a name that looks like a secret: ``api_key``, ``token``,
-``password``...) is named there, never stored; a rerun in another process that needs
+JSON form, a value under a name that looks like a secret, at any depth: ``api_key``,
+``token``, ``password``...) is named there, never stored; a rerun in another process that needs
 it refuses, saying how to give it (``LangGraphRerunExecutor(config=..., context=...)``).
 """
 
@@ -41,8 +41,9 @@ KEY = "invoked_with"  # under the run's metadata["langgraph"]
 _OWN_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
 # names whose values are not written to the store
 SECRET_NAME = re.compile(
-    r"(?i)(api[_-]?key|token|secret|passw(or)?d|credential|authori[sz]ation|cookie|private[_-]?key)"
-)
+    r"(?i)(api[_-]?key|access[_-]?key|private[_-]?key|secret|passw(or)?d|credential"
+    r"|authori[sz]ation|(^|[_-])auth$|bearer|cookie|token$)"
+)  # (not ``max_tokens``, ``author``)
 MOST_BYTES = 64 * 1024  # a context's JSON beyond this is named, not stored
 
 
@@ -112,7 +113,7 @@ def record(invocation: Invocation | None) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     kept, left = {}, []
     for key, value in invocation.configurable.items():
-        if SECRET_NAME.search(key) or not is_plain_json(value):
+        if SECRET_NAME.search(key) or not is_plain_json(value) or _holds_secret(value):
             left.append(key)
         else:
             kept[key] = value
@@ -150,15 +151,24 @@ def _context_json(context: Any) -> tuple[Any, str | None]:
         return None, f"its fields could not be read ({type(exc).__name__}: {exc})"
     if not isinstance(fields, dict):
         return None, f"a {kind} whose fields are not a mapping"
-    secret = sorted(k for k in fields if isinstance(k, str) and SECRET_NAME.search(k))
-    if secret:
-        return None, f"field {', '.join(secret)} looks like a secret, which is not stored"
     odd = sorted(str(k) for k, v in fields.items() if not is_plain_json({str(k): v}))
     if odd:
         return None, f"field {', '.join(odd)} has no JSON form"
+    secret = sorted({k for k, v in fields.items() if SECRET_NAME.search(k) or _holds_secret(v)})
+    if secret:
+        return None, f"field {', '.join(secret)} holds a secret's name, which is not stored"
     if len(orjson.dumps(fields)) > MOST_BYTES:
         return None, f"its fields are over {MOST_BYTES // 1024} KiB of JSON"
     return fields, None
+
+
+def _holds_secret(value: Any) -> bool:
+    """Whether plain JSON ``value`` has a key that looks like a secret's, at any depth."""
+    if isinstance(value, dict):
+        return any(SECRET_NAME.search(k) or _holds_secret(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_holds_secret(v) for v in value)
+    return False
 
 
 # -- for a rerun ------------------------------------------------------------------------

@@ -122,9 +122,12 @@ def _slow_model(delay: float = 0.2) -> Any:
     return ScriptedServer(answer)
 
 
-def test_closing_the_debugger_waits_for_its_diagnoses(tmp_path: Path) -> None:
+def test_closing_the_debugger_waits_for_its_diagnoses(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     """An app that closes its debugger right after a failed run (a ``finally:``)
-    still gets the report stored, in the store object it gave."""
+    still gets the report stored, in the store object it gave; the wait is said,
+    naming the run."""
     from agentdebug.capture.auto import diagnose_in_background
     from agentdebug.store import SQLiteStore
 
@@ -133,8 +136,13 @@ def test_closing_the_debugger_waits_for_its_diagnoses(tmp_path: Path) -> None:
     with _slow_model() as server:
         with use_settings(LLMSettings(model="m", base_url=server.base_url, api_key="k")):
             future = diagnose_in_background(dbg, run)
-        dbg.close()
+        with caplog.at_level(logging.WARNING, logger="agentdebug"):
+            dbg.close()
         assert future.done()
+    said = [r.getMessage() for r in caplog.records if "waiting for" in r.getMessage()]
+    assert said == [
+        f"agentdebug: waiting for a diagnosis under way (of run {run.id}) to store its report"
+    ]
     report = future.result()
     assert report is not None
     again = SQLiteStore(tmp_path / "s.db")

@@ -180,7 +180,7 @@ class ReactRun(Generic[S]):
             )
             return
         done: Future[DiagnosticReport | None] = Future()
-        self.loop.debugger.keep_open_for(done)  # (close() waits for it)
+        self.loop.debugger.keep_open_for(done, self.session.id)  # (close() waits for it)
         work = functools.partial(self._diagnosis, None, done, on_report=False)
         job = asyncio.get_running_loop().run_in_executor(None, contextvars.copy_context().run, work)
         report = None

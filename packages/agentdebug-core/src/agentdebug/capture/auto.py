@@ -149,7 +149,7 @@ def diagnose_in_background(
     except RuntimeError:  # the interpreter is shutting down: no new threads
         future = Future()
         future.set_result(work())
-    debugger.keep_open_for(future)
+    debugger.keep_open_for(future, rid)
     return future
 
 

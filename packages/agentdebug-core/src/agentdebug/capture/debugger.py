@@ -45,7 +45,8 @@ class AgentDebug:
         )
         self._writer: BackgroundWriter | None = None
         self._lock = threading.Lock()
-        self._diagnosing: set[Future[Any]] = set()  # diagnoses under way elsewhere
+        # diagnoses under way elsewhere -> the run each is of
+        self._diagnosing: dict[Future[Any], str | None] = {}
         self._store_error: str | None = None
         self.attributor = attributor
         self.flush_interval = flush_interval
@@ -141,22 +142,35 @@ class AgentDebug:
         if self._writer is not None:
             self._writer.flush()
 
-    def keep_open_for(self, future: Future[Any]) -> None:
-        """A diagnosis of one of this debugger's runs under way on another thread
-        (``capture.auto.diagnose_in_background``, an async loop's worker thread):
-        ``close`` waits for it, so its report is stored."""
+    def keep_open_for(self, future: Future[Any], run_id: str | None = None) -> None:
+        """A diagnosis of one of this debugger's runs (``run_id``) under way on
+        another thread (``capture.auto.diagnose_in_background``, an async loop's
+        worker thread): ``close`` waits for it, so its report is stored."""
         with self._lock:
-            self._diagnosing.add(future)
-        future.add_done_callback(self._diagnosing.discard)
+            self._diagnosing[future] = run_id
+        future.add_done_callback(self._diagnosed)
+
+    def _diagnosed(self, future: Future[Any]) -> None:
+        with self._lock:
+            self._diagnosing.pop(future, None)
 
     def close(self) -> None:
         """Finish: wait for its diagnoses under way (their reports go to this
         store), write what is queued, close the store."""
         with self._lock:
-            diagnosing = list(self._diagnosing)
+            diagnosing = dict(self._diagnosing)
         if diagnosing and not threading.current_thread().name.startswith(DIAGNOSIS_THREAD):
-            log.info("agentdebug: waiting for %d diagnoses under way", len(diagnosing))
-            wait(diagnosing)
+            runs = ", ".join(sorted({r for r in diagnosing.values() if r}))
+            # (a wait at exit, or in a service's shutdown, is said: it can take a
+            # model's calls per run)
+            n = len(diagnosing)
+            log.warning(
+                "agentdebug: waiting for %s under way%s to store %s",
+                f"{n} diagnoses" if n > 1 else "a diagnosis",
+                f" (of {'runs' if ',' in runs else 'run'} {runs})" if runs else "",
+                "their reports" if n > 1 else "its report",
+            )
+            wait(list(diagnosing))
         if self._writer is not None:
             self._writer.close()
             self._writer = None

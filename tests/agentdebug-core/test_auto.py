@@ -150,6 +150,49 @@ def test_closing_the_debugger_waits_for_its_diagnoses(
     again.close()
 
 
+EXITING = """
+import logging, sys
+sys.path.insert(0, sys.argv[2])
+from agentdebug import AgentDebug
+from agentdebug.capture.auto import diagnose_in_background
+from agentdebug.llm import LLMSettings, use_settings
+from toy_agent import failing_run
+logging.basicConfig(level=logging.WARNING)
+dbg = AgentDebug(sys.argv[1])
+run = failing_run(dbg)
+with use_settings(LLMSettings(model="m", base_url=sys.argv[3], api_key="k")):
+    diagnose_in_background(dbg, run)
+print(run.id, flush=True)
+"""
+
+
+def test_an_exit_with_a_diagnosis_under_way_waits_for_it_and_says_so(tmp_path: Path) -> None:
+    """A script that ends (without closing its debugger) right after a failed run:
+    the exit says it waits, and the report is stored."""
+    import os
+    import subprocess
+    import sys
+
+    from agentdebug.store import SQLiteStore
+
+    home = tmp_path / "home"
+    with _slow_model() as server:
+        done = subprocess.run(
+            [sys.executable, "-c", EXITING, str(home), str(Path(__file__).parent), server.base_url],
+            env={**os.environ, "AGENTDEBUG_MODEL": ""},
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr
+    assert "the exit waits for a diagnosis under way, to store its report" in done.stderr
+    run_id = done.stdout.split()[-1]
+    store = SQLiteStore(home / "agentdebug.db")
+    assert len(store.load_reports(run_id)) == 1
+    store.close()
+
+
 def test_a_burst_beyond_the_queue_is_not_diagnosed_and_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

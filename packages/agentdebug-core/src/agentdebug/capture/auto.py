@@ -75,7 +75,28 @@ def _diagnosis_pool() -> ThreadPoolExecutor:
     global _pool
     if _pool is None:  # one thread: diagnoses queue up rather than multiply
         _pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=DIAGNOSIS_THREAD)
+        # The interpreter's exit waits for the pool's thread to finish what is
+        # queued (concurrent.futures joins it); say so, or the exit looks hung.
+        # threading's exit hooks run last registered first, so this one comes
+        # before that join. (A private hook: without it the wait is only unsaid.)
+        hook = getattr(threading, "_register_atexit", None)
+        if hook is not None:
+            try:
+                hook(_say_exit_wait)
+            except RuntimeError:  # already shutting down
+                pass
     return _pool
+
+
+def _say_exit_wait() -> None:
+    with _pool_lock:
+        n = _waiting
+    if n:
+        log.warning(
+            "agentdebug: the exit waits for %s under way, to store %s",
+            f"{n} diagnoses" if n > 1 else "a diagnosis",
+            "their reports" if n > 1 else "its report",
+        )
 
 
 def _forget_pool_in_child() -> None:

@@ -12,6 +12,7 @@ diagnosis itself is logged, never raised.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import logging
 import os
@@ -81,10 +82,8 @@ def _diagnosis_pool() -> ThreadPoolExecutor:
         # before that join. (A private hook: without it the wait is only unsaid.)
         hook = getattr(threading, "_register_atexit", None)
         if hook is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # (already shutting down)
                 hook(_say_exit_wait)
-            except RuntimeError:  # already shutting down
-                pass
     return _pool
 
 

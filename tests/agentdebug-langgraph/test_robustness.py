@@ -18,6 +18,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.types import Send
+from lg_graphs import Counter
 from rerun_support import worker
 
 
@@ -341,3 +342,33 @@ def test_a_resume_or_retry_in_another_process_continues_the_run_that_stopped(
         assert "continues" not in cb.trajectory().metadata
     finally:
         dbg.close()
+
+
+def test_ctrl_c_in_a_node_is_a_stop_at_that_node_not_its_error(dbg: AgentDebug) -> None:
+    """A ``KeyboardInterrupt`` (or a cancel, an exit) raised while a node runs
+    stops the run; the node did nothing wrong, so no error is recorded that a
+    later diagnosis would blame it for."""
+
+    def boom(state: Counter) -> dict[str, Any]:
+        raise KeyboardInterrupt
+
+    g = StateGraph(Counter)
+    g.add_node("plan", lambda s: {"n": 1, "trail": ["plan"]})
+    g.add_node("boom", boom)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "boom")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(KeyboardInterrupt):
+        g.compile().invoke({"n": 0, "trail": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert run.outcome.reason == "the run was stopped (KeyboardInterrupt)"
+    assert not [e for e in run.events if e.type is EventType.ERROR] and not cb.reports
+    (stop,) = [e for e in run.events if e.metadata.get("langgraph_event") == "stopped"]
+    started = next(e for e in run.events if e.id == stop.parent_id)
+    assert (stop.agent_name, stop.metadata["by"], started.type) == (
+        "boom",
+        "KeyboardInterrupt",
+        EventType.AGENT_START,
+    )
+    assert dbg.diagnose(run).root_cause is None

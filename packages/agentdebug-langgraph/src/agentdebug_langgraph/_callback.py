@@ -396,6 +396,9 @@ class AgentDebugCallback(RunStarting):
             run = rec.run
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)
+            if not isinstance(error, Exception):  # Ctrl-C, a cancel, an exit: not its error
+                self._stopped_at(rec, error)
+                return
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
             elif not isinstance(error, GraphInterrupt):
@@ -444,6 +447,27 @@ class AgentDebugCallback(RunStarting):
                 )
         except Exception:
             self._failed("on_chain_error")
+
+    def _stopped_at(self, rec: NodeRun, error: BaseException) -> None:
+        """A node stopped by a ``BaseException`` that is not an ``Exception``: the
+        run was stopped while it ran, which the node did not do wrong. Recorded as a
+        stop at the innermost node it passed (the run's end then records no other)."""
+        run = rec.run
+        known = run.node_errors.get(id(error))
+        if known is not None and known[0] is error:
+            return  # recorded at a node inside this one
+        if len(run.node_errors) >= ERRORS_HELD:
+            del run.node_errors[next(iter(run.node_errors))]
+        run.node_errors[id(error)] = (error, rec.ns)
+        run.session.record(
+            EventType.CHECKPOINT,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            parent_id=rec.event_id,
+            module="langgraph.node",
+            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            metadata={"langgraph_event": "stopped", "by": type(error).__name__, "node": rec.name},
+        )
 
     # -- LangGraph lifecycle (GraphCallbackHandler) -----------------------------------------
 

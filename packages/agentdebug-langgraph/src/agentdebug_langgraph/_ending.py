@@ -105,17 +105,18 @@ class RunEnding(ModelAndToolEvents):
         if error is not None:
             known = run.node_errors.get(id(error))
             if not isinstance(error, Exception):  # stopped by the caller: not an error
-                session.record(
-                    EventType.CHECKPOINT,
-                    step_index=run.last_step,
-                    parent_id=run.input_event,
-                    module="langgraph.graph",
-                    metadata={
-                        "langgraph_event": "stopped",
-                        "by": type(error).__name__,
-                        "graph": run.graph_name,
-                    },
-                )
+                if known is None or known[0] is not error:  # (else recorded at its node)
+                    session.record(
+                        EventType.CHECKPOINT,
+                        step_index=run.last_step,
+                        parent_id=run.input_event,
+                        module="langgraph.graph",
+                        metadata={
+                            "langgraph_event": "stopped",
+                            "by": type(error).__name__,
+                            "graph": run.graph_name,
+                        },
+                    )
             elif known is None or known[0] is not error:  # not recorded at a node
                 session.record(
                     EventType.ERROR,

@@ -163,6 +163,24 @@ def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
     assert rows["head"] == "x" * (8 * 1024)
 
 
+def test_a_goal_the_size_of_a_document_is_kept_as_its_head(home: Path) -> None:
+    """An integration takes the goal from the user's first message, which may be a
+    whole document; the header, in every listing and prompt, keeps its head."""
+    from agentdebug.capture.session import GOAL_CHARS
+
+    dbg = AgentDebug()
+    with dbg.trace(goal="Summarise: " + "z" * 2_000_000) as t:
+        t.record(EventType.USER_INPUT, input="the document")
+    dbg.close()
+    store = open_store(home)
+    goal = store.load_trajectory(t.id).goal or ""
+    assert goal.startswith("Summarise: zzz") and len(goal) < GOAL_CHARS + 100
+    assert goal.endswith(f"... [goal cut: {2_000_011 - GOAL_CHARS:,} more characters]")
+    (summary,) = store.list_runs()
+    assert summary.goal == goal
+    assert (home / "agentdebug.db").stat().st_size < 500_000
+
+
 def test_keys_and_numbers_json_lacks_become_text_and_the_structure_is_kept(home: Path) -> None:
     dbg = AgentDebug()
     with dbg.trace(goal="g") as t:

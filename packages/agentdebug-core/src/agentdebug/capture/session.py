@@ -72,6 +72,9 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:16]
 
 
+GOAL_CHARS = 8000  # a run's goal beyond this is cut (see capped_goal)
+
+
 def text_or_none(value: Any, name: str) -> str | None:
     """A text field of the run's header, as text UTF-8 can hold (see ``clean_text``)."""
     if value is None or isinstance(value, str):
@@ -80,6 +83,17 @@ def text_or_none(value: Any, name: str) -> str | None:
         "agentdebug: %s should be a string, got %s; its text is used", name, type(value).__name__
     )
     return clean_text(str(value))  # type: ignore[no-any-return]
+
+
+def capped_goal(goal: str | None) -> str | None:
+    """The goal as the run's header keeps it: its first ``GOAL_CHARS`` characters,
+    and how many more there were. An integration takes the goal from the user's
+    first message, which may be a whole document: the header is in every listing
+    and every diagnosis prompt (the message itself is in the run's events, cut to
+    the event size limit)."""
+    if goal is None or len(goal) <= GOAL_CHARS:
+        return goal
+    return f"{goal[:GOAL_CHARS]} ... [goal cut: {len(goal) - GOAL_CHARS:,} more characters]"
 
 
 class RunMark(NamedTuple):
@@ -125,7 +139,7 @@ class TraceSession:
     ) -> None:
         self.debugger = debugger
         self.id = run_id
-        self.goal = text_or_none(goal, "goal")  # (the run's row and header must encode)
+        self.goal = capped_goal(text_or_none(goal, "goal"))  # (the row and header encode)
         self.framework = framework
         self.agents = agents
         self.reference_answer = text_or_none(reference_answer, "reference_answer")

@@ -9,10 +9,15 @@ from typing import Any
 import pytest
 from agentdebug import AgentDebug, DiagnosticReport, EventType, OutcomeStatus
 from agentdebug_langgraph import AgentDebugCallback
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import RetryPolicy
 from lg_graphs import (
     PaymentDeclined,
+    call,
     failing_graph,
     linear_graph,
     looping_graph,
@@ -197,6 +202,45 @@ def test_retried_attempts_are_linked_and_an_error_a_retry_got_past_is_not_blamed
     assert report.root_cause is None  # nothing else to go on: no model call, no other error
     resolved = [f for f in report.findings if f.mode_id == "system.timeout"]
     assert len(resolved) == 2 and all(f.severity.value == "info" for f in resolved)
+
+
+def test_a_tool_error_a_retry_of_its_tool_node_got_past_is_not_blamed(dbg: AgentDebug) -> None:
+    """A tool's result is filed under the model call that asked for it, not under
+    the tool node's attempt; it names that attempt (``ran_in``), so a timeout the
+    next attempt got past is resolved, not the cause of the wrong answer after it."""
+    calls = [0]
+
+    @tool
+    def fetch_price(item: str) -> str:
+        """Fetch an item's price."""
+        calls[0] += 1
+        if calls[0] == 1:
+            raise TimeoutError("price service timed out")
+        return f"{item}: $42.00"
+
+    model = scripted([call("fetch_price", {"item": "pen"}, "c1"), AIMessage("pen costs $4.20")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    retry = RetryPolicy(max_attempts=3, initial_interval=0.001, retry_on=TimeoutError)
+    g.add_node("tools", ToolNode([fetch_price], handle_tool_errors=False), retry_policy=retry)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(
+        dbg, success_check=lambda s: "$42.00" in s["messages"][-1].content or "wrong price"
+    )
+    g.compile().invoke({"messages": [HumanMessage("price of pen?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    failed = next(e for e in run.events if e.type is EventType.TOOL_RESULT and e.error)
+    first_try = next(
+        e for e in run.events if e.type is EventType.AGENT_START and e.agent_name == "tools"
+    )
+    assert failed.metadata["ran_in"] == first_try.id and failed.parent_id != first_try.id
+    (report,) = cb.reports
+    assert "timed out" not in report.summary
+    assert report.root_cause is None or report.root_cause.agent_name != "tools"
+    timeouts = [f for f in report.findings if f.mode_id == "system.timeout"]
+    assert timeouts and all(f.severity.value == "info" for f in timeouts)
 
 
 def test_retries_that_run_out_leave_the_error_to_blame(dbg: AgentDebug) -> None:

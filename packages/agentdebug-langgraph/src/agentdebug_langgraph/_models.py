@@ -15,6 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from agentdebug import EventType
+from agentdebug.detect.signals import RAN_IN
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
@@ -232,7 +233,8 @@ class ModelAndToolEvents(CaptureBase):
                 module=tool,
                 metadata=meta,
             )
-            self._calls[run_id.int] = (rec, (event_id, call_id), time.perf_counter(), tool)
+            filed = (event_id, call_id, decided is not None)  # (under the model's step?)
+            self._calls[run_id.int] = (rec, filed, time.perf_counter(), tool)
         except Exception:
             self._failed("on_tool_start")
 
@@ -241,11 +243,9 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id), started, tool = call
+            rec, (call_event, call_id, decided), started, tool = call
             error = None
-            meta: dict[str, Any] = {"tool_name": tool}
-            if call_id:
-                meta["tool_call_id"] = call_id
+            meta = _result_meta(rec, tool, call_id, decided)
             if isinstance(output, ToolMessage):
                 result: Any = _convert.compact(output.content)
                 if output.status == "error":
@@ -273,10 +273,8 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id), started, tool = call
-            meta: dict[str, Any] = {"tool_name": tool}
-            if call_id:
-                meta["tool_call_id"] = call_id
+            rec, (call_event, call_id, decided), started, tool = call
+            meta = _result_meta(rec, tool, call_id, decided)
             if isinstance(error, GraphInterrupt):
                 # Paused, not failed: the node records the interrupt's values, and a
                 # resume runs the tool again from its start (a new call, which
@@ -311,6 +309,18 @@ class ModelAndToolEvents(CaptureBase):
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _result_meta(rec: NodeRun, tool: str, call_id: Any, decided: bool) -> dict[str, Any]:
+    """A tool result's metadata. A result filed under the model step that asked for
+    the call (``decided``) names the node run that ran it (``ran_in``), so an error
+    a ``RetryPolicy`` attempt of that node got past is known as resolved."""
+    meta: dict[str, Any] = {"tool_name": tool}
+    if call_id:
+        meta["tool_call_id"] = call_id
+    if decided:
+        meta[RAN_IN] = rec.event_id
+    return meta
 
 
 def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:

@@ -161,6 +161,9 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
 
 
 RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attempt it retries
+# metadata of an event filed under another step's decision (a tool's result under the
+# model call that asked for it): the start of the node run (attempt) it ran in
+RAN_IN = "ran_in"
 
 
 def resolved_by_retry(
@@ -174,7 +177,10 @@ def resolved_by_retry(
     the id of the start of the attempt before, and an attempt that finished has an
     ``AGENT_END`` without error under its start. A failure belongs to an attempt
     when the attempt's start is among its parents (a failure inside a subgraph
-    belongs to the retried node that runs the subgraph too). A chain of retries
+    belongs to the retried node that runs the subgraph too), or among the events a
+    failure or a parent of it ran in (``metadata["ran_in"]``: a tool's result,
+    filed under the model step that asked for the call, ran in the tool node's
+    attempt). A chain of retries
     resolves the failure only if one of its attempts finished: one that failed,
     stopped at an interrupt or was cut off does not."""
     retries: dict[str, AgentEvent] = {}
@@ -192,16 +198,22 @@ def resolved_by_retry(
     }
     out: dict[str, AgentEvent] = {}
     for failure in failures:
-        node = by_id.get(failure)
-        seen: set[str] = set()
-        while node is not None and node.id not in seen and failure not in out:
+        todo, seen = [failure], set()
+        while todo and failure not in out:
+            node = by_id.get(todo.pop())
+            if node is None or node.id in seen:
+                continue
             seen.add(node.id)
-            attempt = retries.get(node.id)
-            while attempt is not None and attempt.id not in seen:
-                seen.add(attempt.id)
+            attempt, tried = retries.get(node.id), set()
+            while attempt is not None and attempt.id not in tried:
+                tried.add(attempt.id)
                 if attempt.id in finished:
                     out[failure] = attempt
                     break
                 attempt = retries.get(attempt.id)
-            node = by_id.get(node.parent_id) if node.parent_id else None
+            ran_in = node.metadata.get(RAN_IN)
+            if isinstance(ran_in, str) and ran_in:
+                todo.append(ran_in)
+            if node.parent_id:
+                todo.append(node.parent_id)
     return out

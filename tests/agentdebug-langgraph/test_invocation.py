@@ -15,7 +15,7 @@ from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.plugins import get_registry
 from agentdebug.rerun import closed_loop, find_executor
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
-from agentdebug_langgraph._invocation import SECRET_NAME
+from agentdebug_langgraph._invocation import SECRET_NAME, Invocation, record
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import SEEN, Tenant, context_agent, order_found, scripted, wrong_then_right
 from rerun_support import REQUEST, worker
@@ -28,7 +28,8 @@ def _seen() -> None:
 
 def test_secret_names() -> None:
     secret = ["api_key", "OPENAI_API_KEY", "access_token", "token", "password", "client_secret"]
-    secret += ["auth", "Authorization", "cookie", "bearer", "aws_access_key_id"]
+    secret += ["auth", "Authorization", "cookie", "bearer", "aws_access_key_id", "openai_key"]
+    secret += ["db_pwd", "auth_header", "passphrase", "signing_key", "jwt", "dsn"]
     plain = ["max_tokens", "author", "user_id", "model", "token_limit", "thread_id", "keys"]
     assert [n for n in secret if not SECRET_NAME.search(n)] == []
     assert [n for n in plain if SECRET_NAME.search(n)] == []
@@ -61,7 +62,7 @@ def test_a_branch_runs_with_the_runs_own_context_configuration_and_recursion_lim
     assert invoked["configurable"] == {"user_id": "u1"}
     assert invoked["unrecorded"] == ["api_key", "llm"]  # a secret's name, at any depth
     assert invoked["context_type"] == "lg_graphs:Tenant"
-    assert "client has no JSON form" in invoked["context_unrecorded"]
+    assert "field client has no JSON form" in invoked["context_unrecorded"]
     assert invoked["recursion_limit"] == 40
     dbg.close()
     stored = _store_bytes(_home)
@@ -155,7 +156,7 @@ def test_what_the_record_lacks_is_asked_for_and_taken_from_the_executor(
     detail = result.detail
     assert f"cannot rerun run '{run.id}' here" in detail
     assert "configurable key api_key" in detail and "config={'configurable'" in detail
-    assert "lg_graphs:Tenant (field client has no JSON form)" in detail
+    assert "lg_graphs:Tenant (field client has no JSON form, or too long a one)" in detail
     assert "LangGraphRerunExecutor(context=...)" in detail
     store = dbg.store
     assert store is not None and len(store.list_runs()) == 1  # and no branch was made
@@ -192,3 +193,43 @@ def test_an_async_run_and_its_async_branch_get_the_same_context(dbg: AgentDebug)
     result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
     assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
     assert len(SEEN) > 2 and all(s[0] is tenant and s[1] == "u2" for s in SEEN)
+
+
+def test_a_context_json_cannot_hold_never_costs_the_run(dbg: AgentDebug) -> None:
+    """Keys that are not text, integers orjson cannot write: the run is recorded,
+    its context named as not recorded."""
+    for context in ({1: "one"}, {"n": 2**70}):
+        graph = context_agent(scripted(wrong_then_right()), InMemorySaver(), schema=False)
+        cb = AgentDebugCallback(dbg, success_check=order_found, diagnose=False)
+        config = {
+            "configurable": {"thread_id": f"t-{len(SEEN)}", "user_id": "u"},
+            "callbacks": [cb],
+        }
+        with pytest.raises(LookupError):  # (the node wants a Tenant)
+            graph.invoke(REQUEST, config, context=context)
+        invoked = cb.trajectory().metadata["langgraph"]["invoked_with"]
+        assert invoked["configurable"] == {"user_id": "u"} and "context_unrecorded" in invoked
+
+
+def test_a_context_its_record_would_not_make_again_is_named_not_stored() -> None:
+    """A pydantic ``SecretStr`` is dumped as stars, an excluded field not at all: a
+    rerun given that record would run with another context than the run had."""
+    from pydantic import BaseModel, Field, SecretStr
+
+    class Keyed(BaseModel):
+        name: str
+        signing: SecretStr
+
+    class Partial(BaseModel):
+        name: str
+        region: str = Field(default="us", exclude=True)
+
+    class Aliased(BaseModel):
+        tenant_name: str = Field(alias="tenantName")
+
+    for context in (Keyed(name="a", signing=SecretStr("s3cret")), Partial(name="a", region="eu")):
+        got = record(Invocation({}, context)) or {}
+        assert got["context_unrecorded"] == "its fields as JSON do not make the same context again"
+        assert "context" not in got
+    got = record(Invocation({}, Aliased(tenantName="acme"))) or {}
+    assert got["context"] == {"tenantName": "acme"}  # by alias: it makes the same again

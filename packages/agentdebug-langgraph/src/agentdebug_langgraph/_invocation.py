@@ -30,6 +30,8 @@ from typing import Any
 
 import orjson
 from agentdebug.errors import AgentDebugError
+from agentdebug.store.base import continues_of
+from agentdebug.store.history import history_runs
 
 from agentdebug_langgraph._convert import is_plain_json
 from agentdebug_langgraph._specs import load_spec, spec_of
@@ -41,9 +43,9 @@ KEY = "invoked_with"  # under the run's metadata["langgraph"]
 _OWN_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
 # names whose values are not written to the store
 SECRET_NAME = re.compile(
-    r"(?i)(api[_-]?key|access[_-]?key|private[_-]?key|secret|passw(or)?d|credential"
-    r"|authori[sz]ation|(^|[_-])auth$|bearer|cookie|token$)"
-)  # (not ``max_tokens``, ``author``)
+    r"(?i)(api[_-]?key|key$|access[_-]?key|private|secret|passw(or)?d|passphrase|pwd"
+    r"|credential|authori[sz]ation|(^|[_-])auth([_-]|$)|bearer|cookie|token$|jwt|dsn)"
+)  # (not ``max_tokens``, ``author``, ``keys``)
 MOST_BYTES = 64 * 1024  # a context's JSON beyond this is named, not stored
 
 
@@ -91,8 +93,17 @@ def read(frame: FrameType | None) -> Invocation | None:
 
 
 def note_invocation(run_id: str, invocation: Invocation | None) -> None:
+    """Keep what run ``run_id`` was invoked with; a later call of the same run (a
+    resume) adds its own, without erasing a context it did not pass again."""
     if invocation is None:
         return
+    before = _LIVE.get(run_id)
+    if before is not None:
+        invocation = Invocation(
+            {**before.configurable, **invocation.configurable},
+            before.context if invocation.context is None else invocation.context,
+            invocation.recursion_limit or before.recursion_limit,
+        )
     _LIVE[run_id] = invocation
     _LIVE.move_to_end(run_id)
     while len(_LIVE) > KEPT:
@@ -110,10 +121,18 @@ def record(invocation: Invocation | None) -> dict[str, Any] | None:
     ``recursion_limit``."""
     if invocation is None:
         return None
+    try:
+        return _record(invocation)
+    except Exception as exc:  # never in the way of recording the run
+        log.warning("agentdebug: what the run was invoked with is not recorded (%s)", exc)
+        return {"unrecorded_reason": f"{type(exc).__name__}: {exc}"}
+
+
+def _record(invocation: Invocation) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     kept, left = {}, []
     for key, value in invocation.configurable.items():
-        if SECRET_NAME.search(key) or not is_plain_json(value) or _holds_secret(value):
+        if SECRET_NAME.search(key) or _json_size(value) is None or _holds_secret(value):
             left.append(key)
         else:
             kept[key] = value
@@ -135,37 +154,69 @@ def record(invocation: Invocation | None) -> dict[str, Any] | None:
     return out or None
 
 
+def _json_size(value: Any) -> int | None:
+    """The size of ``value``'s JSON if JSON holds it as it is (not a tuple, not an
+    integer orjson cannot write, nothing over ``MOST_BYTES``), else None."""
+    if not is_plain_json(value):
+        return None
+    try:
+        size = len(orjson.dumps(value))
+    except Exception:
+        return None
+    return size if size <= MOST_BYTES else None
+
+
 def _context_json(context: Any) -> tuple[Any, str | None]:
-    """(the context's fields as JSON, None), or (None, why they are not recorded)."""
-    kind = type(context).__name__
+    """(the context's fields as JSON, None), or (None, why they are not recorded).
+    Recorded only when the fields make the same context again (a pydantic model
+    with a ``SecretStr``, an excluded or aliased field, a dataclass field outside
+    ``__init__`` would come back different, so they are named instead)."""
+    kind = type(context)
     try:
         if dataclasses.is_dataclass(context) and not isinstance(context, type):
             fields: Any = {f.name: getattr(context, f.name) for f in dataclasses.fields(context)}
-        elif hasattr(context, "model_dump") and hasattr(type(context), "model_fields"):
-            fields = context.model_dump(mode="json")
+        elif hasattr(context, "model_dump") and hasattr(kind, "model_validate"):
+            fields = context.model_dump(mode="json", by_alias=True)
         elif isinstance(context, dict):
             fields = dict(context)
         else:
-            return None, f"a {kind} is neither a dataclass, a pydantic model nor a dict"
+            return None, f"a {kind.__name__} is neither a dataclass, a pydantic model nor a dict"
     except Exception as exc:
         return None, f"its fields could not be read ({type(exc).__name__}: {exc})"
-    if not isinstance(fields, dict):
-        return None, f"a {kind} whose fields are not a mapping"
-    odd = sorted(str(k) for k, v in fields.items() if not is_plain_json({str(k): v}))
+    if not isinstance(fields, dict) or not all(isinstance(k, str) for k in fields):
+        return None, f"a {kind.__name__} whose fields are not named by text"
+    odd = sorted(k for k, v in fields.items() if _json_size(v) is None)
     if odd:
-        return None, f"field {', '.join(odd)} has no JSON form"
+        return None, f"field {', '.join(odd)} has no JSON form, or too long a one"
     secret = sorted({k for k, v in fields.items() if SECRET_NAME.search(k) or _holds_secret(v)})
     if secret:
         return None, f"field {', '.join(secret)} holds a secret's name, which is not stored"
-    if len(orjson.dumps(fields)) > MOST_BYTES:
+    if _json_size(fields) is None:
         return None, f"its fields are over {MOST_BYTES // 1024} KiB of JSON"
+    try:
+        same = isinstance(context, dict) or _made(kind, fields) == context
+    except Exception:
+        same = False
+    if not same:
+        return None, "its fields as JSON do not make the same context again"
     return fields, None
+
+
+def _made(kind: type, fields: dict[str, Any]) -> Any:
+    """A context of class ``kind`` from recorded fields."""
+    validate = getattr(kind, "model_validate", None)
+    if validate is not None:
+        return validate(fields)
+    return kind(**fields)
 
 
 def _holds_secret(value: Any) -> bool:
     """Whether plain JSON ``value`` has a key that looks like a secret's, at any depth."""
     if isinstance(value, dict):
-        return any(SECRET_NAME.search(k) or _holds_secret(v) for k, v in value.items())
+        return any(
+            not isinstance(k, str) or SECRET_NAME.search(k) or _holds_secret(v)
+            for k, v in value.items()
+        )
     if isinstance(value, list):
         return any(_holds_secret(v) for v in value)
     return False
@@ -182,11 +233,11 @@ def for_branch(
     context: Any,
 ) -> Invocation:
     """What a branch of ``run`` (a trajectory) is invoked with: the live objects if
-    the run (or the run it is a branch of) was made in this process, else what its
-    metadata recorded, with the executor's own ``configurable`` keys and ``context``
-    (None: not given) over either. Raises AgentDebugError naming what the run was
-    invoked with that neither holds, and how to give it."""
-    live = live_invocation(run.id) or live_invocation(run.parent_id)
+    the run (or the run it is a branch of, or continues) was made in this process,
+    else what its metadata recorded, with the executor's own ``configurable`` keys
+    and ``context`` (None: not given) over either. Raises AgentDebugError naming
+    what the run was invoked with that neither holds, and how to give it."""
+    live = _live_along(run)
     lg = run.metadata.get("langgraph")
     got = lg.get(KEY) if isinstance(lg, dict) else None
     got = got if isinstance(got, dict) else {}
@@ -198,6 +249,8 @@ def for_branch(
     conf = {**(recorded if isinstance(recorded, dict) else {}), **configurable}
     missing = [k for k in got.get("unrecorded") or () if k not in conf]
     problems = []
+    if got.get("unrecorded_reason") and context is None:
+        problems.append(f"a configuration that could not be recorded ({got['unrecorded_reason']})")
     if missing:
         keys = ", ".join(missing)
         problems.append(
@@ -207,42 +260,67 @@ def for_branch(
         )
     ctx = context
     if ctx is None and got.get("context_type"):
-        why = got.get("context_unrecorded")
-        if why:
+        kind = str(got["context_type"])
+        why = got.get("context_unrecorded") or None
+        if why is None:
+            ctx, why = _rebuilt(got.get("context"), kind, graph)
+        if why is not None:
             problems.append(
-                f"its runtime context, a {got['context_type']} ({why}); give it as "
+                f"its runtime context, a {kind} ({why}); give it as "
                 "LangGraphRerunExecutor(context=...)"
             )
-        else:
-            ctx = _rebuilt(got.get("context"), str(got["context_type"]), graph)
     if problems:
         raise AgentDebugError(
             f"cannot rerun run '{run.id}' here: it was invoked with "
             + "; and with ".join(problems)
-            + ". A rerun in the process that made the run uses the very objects"
+            + f". (A rerun in the process that made the run, among its last {KEPT}, "
+            "uses the very objects.)"
         )
     limit = got.get("recursion_limit")
     return Invocation(conf, ctx, limit if isinstance(limit, int) else None)
 
 
-def _rebuilt(fields: Any, type_spec: str, graph: Any) -> Any:
-    """The context from its recorded fields: through the graph's ``context_schema``
-    (LangGraph makes a dataclass or pydantic model of a dict itself), else the
-    recorded class when it imports, else the fields as a dict."""
-    if getattr(graph, "context_schema", None) is not None or not isinstance(fields, dict):
-        return fields
+def _live_along(run: Any) -> Invocation | None:
+    """The live invocation of the run, else of the run it is a branch of, else of
+    the runs it continues (a resume served here, a retry with ``invoke(None)``):
+    the nearest one's configurable keys over the farther ones', and the nearest
+    context given."""
+    ids = [run.id, run.parent_id, *reversed(history_runs(run)), continues_of(run.metadata)]
+    found = [inv for inv in map(live_invocation, dict.fromkeys(i for i in ids if i)) if inv]
+    if not found:
+        return None
+    context = next((inv.context for inv in found if inv.context is not None), None)
+    conf: dict[str, Any] = {}
+    for inv in reversed(found):
+        conf.update(inv.configurable)
+    limit = next((inv.recursion_limit for inv in found if inv.recursion_limit), None)
+    return Invocation(conf, context, limit)
+
+
+def _rebuilt(fields: Any, type_spec: str, graph: Any) -> tuple[Any, str | None]:
+    """(the context from its recorded fields, None), or (None, why it cannot be):
+    an instance of the graph's ``context_schema`` when it is a dataclass or a
+    pydantic model, else of the recorded class, imported by its name; a dict for
+    a dict's record (or a ``TypedDict`` schema's)."""
+    if not isinstance(fields, dict):
+        return None, "its record is not a mapping"
+    schema = getattr(graph, "context_schema", None)
+    if isinstance(schema, type) and _is_class_schema(schema):
+        kind: Any = schema
+    elif type_spec == "builtins:dict" or (schema is not None and not _is_class_schema(schema)):
+        return fields, None
+    else:
+        try:
+            kind = load_spec(type_spec, "context class")
+        except AgentDebugError as exc:
+            return None, f"which this process cannot import: {exc}"
+        if not (isinstance(kind, type) and _is_class_schema(kind)):
+            return None, "not a dataclass or a pydantic model"
     try:
-        kind = load_spec(type_spec, "context class")
-    except AgentDebugError:
-        return fields
-    try:
-        if hasattr(kind, "model_validate"):
-            return kind.model_validate(fields)
-        if isinstance(kind, type) and dataclasses.is_dataclass(kind):
-            return kind(**fields)
+        return _made(kind, fields), None
     except Exception as exc:
-        raise AgentDebugError(
-            f"the recorded runtime context could not be made a {type_spec} again "
-            f"({type(exc).__name__}: {exc}); give it as LangGraphRerunExecutor(context=...)"
-        ) from exc
-    return fields
+        return None, f"its record makes no {kind.__name__}: {type(exc).__name__}: {exc}"
+
+
+def _is_class_schema(kind: type) -> bool:
+    return dataclasses.is_dataclass(kind) or hasattr(kind, "model_validate")

@@ -111,6 +111,24 @@ def test_where_a_diagnosis_runs_by_default() -> None:
             check_mode(bad, "Plugin")
 
 
+def _script(script: str, home: Path, *args: str) -> Any:
+    """Run ``script`` in a Python of its own (home, this folder, ``args``); it must succeed."""
+    import os
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [sys.executable, "-c", script, str(home), str(Path(__file__).parent), *args],
+        env={**os.environ, "AGENTDEBUG_MODEL": ""},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def _slow_model(delay: float = 0.2) -> Any:
     from agentdebug.llm.testing import Reply, ScriptedServer, schema_answerer
 
@@ -169,23 +187,11 @@ print(run.id, flush=True)
 def test_an_exit_with_a_diagnosis_under_way_waits_for_it_and_says_so(tmp_path: Path) -> None:
     """A script that ends (without closing its debugger) right after a failed run:
     the exit says it waits, and the report is stored."""
-    import os
-    import subprocess
-    import sys
-
     from agentdebug.store import SQLiteStore
 
     home = tmp_path / "home"
     with _slow_model() as server:
-        done = subprocess.run(
-            [sys.executable, "-c", EXITING, str(home), str(Path(__file__).parent), server.base_url],
-            env={**os.environ, "AGENTDEBUG_MODEL": ""},
-            capture_output=True,
-            text=True,
-            timeout=120,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr
+        done = _script(EXITING, home, server.base_url)
     assert "the exit waits for a diagnosis under way, to store its report" in done.stderr
     run_id = done.stdout.split()[-1]
     store = SQLiteStore(home / "agentdebug.db")
@@ -237,17 +243,5 @@ if __name__ == "__main__":
 
 def test_a_forked_child_diagnoses_in_the_background_too(tmp_path: Path) -> None:
     """The parent's diagnosis thread is not in a forked child: it starts its own."""
-    import os
-    import subprocess
-    import sys
-
-    done = subprocess.run(
-        [sys.executable, "-c", FORKED, str(tmp_path / "home"), str(Path(__file__).parent)],
-        env={**os.environ, "AGENTDEBUG_MODEL": ""},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = _script(FORKED, tmp_path / "home")
     assert "child diagnosed" in done.stdout and "False" not in done.stdout

@@ -21,6 +21,7 @@ it refuses, saying how to give it (``LangGraphRerunExecutor(config=..., context=
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import re
 from collections import OrderedDict
@@ -98,16 +99,20 @@ def note_invocation(run_id: str, invocation: Invocation | None) -> None:
     if invocation is None:
         return
     before = _LIVE.get(run_id)
-    if before is not None:
-        invocation = Invocation(
-            {**before.configurable, **invocation.configurable},
-            before.context if invocation.context is None else invocation.context,
-            invocation.recursion_limit or before.recursion_limit,
-        )
-    _LIVE[run_id] = invocation
+    _LIVE[run_id] = invocation if before is None else _over(invocation, before)
     _LIVE.move_to_end(run_id)
     while len(_LIVE) > KEPT:
         _LIVE.popitem(last=False)
+
+
+def _over(nearer: Invocation, farther: Invocation) -> Invocation:
+    """``nearer`` over ``farther``: its configurable keys over the other's, its
+    context and recursion limit unless it has none."""
+    return Invocation(
+        {**farther.configurable, **nearer.configurable},
+        farther.context if nearer.context is None else nearer.context,
+        nearer.recursion_limit or farther.recursion_limit,
+    )
 
 
 def live_invocation(run_id: str | None) -> Invocation | None:
@@ -287,14 +292,7 @@ def _live_along(run: Any) -> Invocation | None:
     context given."""
     ids = [run.id, run.parent_id, *reversed(history_runs(run)), continues_of(run.metadata)]
     found = [inv for inv in map(live_invocation, dict.fromkeys(i for i in ids if i)) if inv]
-    if not found:
-        return None
-    context = next((inv.context for inv in found if inv.context is not None), None)
-    conf: dict[str, Any] = {}
-    for inv in reversed(found):
-        conf.update(inv.configurable)
-    limit = next((inv.recursion_limit for inv in found if inv.recursion_limit), None)
-    return Invocation(conf, context, limit)
+    return functools.reduce(_over, found) if found else None
 
 
 def _rebuilt(fields: Any, type_spec: str, graph: Any) -> tuple[Any, str | None]:

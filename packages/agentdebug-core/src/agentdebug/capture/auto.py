@@ -21,7 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug
+from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_and_reports
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
 
 log = logging.getLogger("agentdebug.auto")
@@ -92,9 +92,7 @@ def _say_exit_wait() -> None:
         n = _waiting
     if n:
         log.warning(
-            "agentdebug: the exit waits for %s under way, to store %s",
-            f"{n} diagnoses" if n > 1 else "a diagnosis",
-            "their reports" if n > 1 else "its report",
+            "agentdebug: the exit waits for %s under way, to store %s", *diagnoses_and_reports(n)
         )
 
 

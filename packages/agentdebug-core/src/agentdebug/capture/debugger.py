@@ -163,13 +163,9 @@ class AgentDebug:
             runs = ", ".join(sorted({r for r in diagnosing.values() if r}))
             # (a wait at exit, or in a service's shutdown, is said: it can take a
             # model's calls per run)
-            n = len(diagnosing)
-            log.warning(
-                "agentdebug: waiting for %s under way%s to store %s",
-                f"{n} diagnoses" if n > 1 else "a diagnosis",
-                f" (of {'runs' if ',' in runs else 'run'} {runs})" if runs else "",
-                "their reports" if n > 1 else "its report",
-            )
+            what, reports = diagnoses_and_reports(len(diagnosing))
+            of = f" (of {'runs' if ',' in runs else 'run'} {runs})" if runs else ""
+            log.warning("agentdebug: waiting for %s under way%s to store %s", what, of, reports)
             wait(list(diagnosing))
         if self._writer is not None:
             self._writer.close()
@@ -177,6 +173,12 @@ class AgentDebug:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def diagnoses_and_reports(n: int) -> tuple[str, str]:
+    """How a wait for ``n`` diagnoses is said: ("a diagnosis", "its report"), or
+    ("3 diagnoses", "their reports")."""
+    return (f"{n} diagnoses", "their reports") if n > 1 else ("a diagnosis", "its report")
 
 
 def _agent(value: Any) -> AgentInfo:

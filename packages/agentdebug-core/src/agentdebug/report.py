@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentdebug.detect.signals import CACHED
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentEvent,
@@ -126,6 +127,8 @@ def timeline(
         head = f"{arrow} [{event.step_index:>3}] {(event.agent_name or '-')[:name_w]:<{name_w}}  {event.type.value}"
         if tags:
             head += "   ← " + ", ".join(tags)
+        if event.metadata.get(CACHED) is True:
+            head += "   (served from cache)"
         lines.append(head)
         body = event_line(event, width - 10)
         if body:

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
-from uuid import UUID
+from uuid import UUID, uuid4
 
 from agentdebug import AgentDebug, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback, check_mode
@@ -31,7 +31,7 @@ from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
-from agentdebug_langgraph import _convert
+from agentdebug_langgraph import _cache_hits, _convert
 from agentdebug_langgraph._ending import SuccessCheck
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -55,6 +55,8 @@ _NODE = "langgraph.node"
 _clock = time.perf_counter
 _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
+_CACHED = _cache_hits.CACHED
+_SERVED = "agentdebug_served_from_cache"  # on_chain_start's keyword for a cache hit
 
 
 class AgentDebugCallback(RunStarting):
@@ -223,6 +225,8 @@ class AgentDebugCallback(RunStarting):
             }
             if run.failed:  # a retry (RetryPolicy) runs the failed task again
                 self._mark_retry(run, ns, meta)
+            if _SERVED in kwargs:  # (on_cached_task)
+                meta[_CACHED] = True
             root_step = step
             if parent is not None:
                 doc["agent_name"] = agent = f"{parent.agent}/{node}"
@@ -333,7 +337,36 @@ class AgentDebugCallback(RunStarting):
         except Exception:
             self._failed("on_chain_end")
 
-    def _end_node(self, rec: NodeRun, outputs: Any) -> None:
+    def on_cached_task(self, task: Any, parent_run_id: UUID | None) -> None:
+        """A node LangGraph served from its node cache, for which no callback
+        fires (:mod:`agentdebug_langgraph._cache_hits`): its start and its end at
+        once, both marked ``cached``, with the update and the ``Send`` packets its
+        cached writes hold."""
+        try:
+            run_id = uuid4()
+            config = task.config or {}
+            self.on_chain_start(
+                None,
+                task.input,
+                run_id=run_id,
+                parent_run_id=parent_run_id,
+                tags=config.get("tags"),
+                metadata=config.get("metadata"),
+                name=task.name,
+                **{_SERVED: True},
+            )
+            rec = self._nodes.pop(run_id.int, None)
+            if rec is None:  # not a node of a run this callback records
+                return
+            self._by_ns.pop(rec.ns, None)
+            update, sends = _cache_hits.cached_update(task.writes)
+            if sends:
+                self._note_sends(rec, sends)
+            self._end_node(rec, update, cached=True)
+        except Exception:
+            self._failed("on_cached_task")
+
+    def _end_node(self, rec: NodeRun, outputs: Any, cached: bool = False) -> None:
         if outputs.__class__ is dict:
             said = outputs.get("messages")
             if said is not None:
@@ -346,20 +379,20 @@ class AgentDebugCallback(RunStarting):
         if run.subgraph_loops:  # the subgraph this node ran is done
             run.subgraph_loops.pop(rec.ns, None)
         agent = rec.agent
-        run.emit(
-            {
-                "id": None,
-                "type": _AGENT_END,
-                "step_index": rec.step,
-                "timestamp": None,
-                "agent_name": agent,
-                "module": _NODE,
-                "parent_id": rec.event_id,
-                "duration_ms": (_clock() - rec.started) * 1000.0,
-                "output": outputs if outputs.__class__ is dict else _convert.payload(outputs),
-            },
-            agent,
-        )
+        doc = {
+            "id": None,
+            "type": _AGENT_END,
+            "step_index": rec.step,
+            "timestamp": None,
+            "agent_name": agent,
+            "module": _NODE,
+            "parent_id": rec.event_id,
+            "duration_ms": (_clock() - rec.started) * 1000.0,
+            "output": outputs if outputs.__class__ is dict else _convert.payload(outputs),
+        }
+        if cached:
+            doc["metadata"] = {_CACHED: True}
+        run.emit(doc, agent)
 
     def _note_written(self, rec: NodeRun, said: Any) -> None:
         """The last message a node's update wrote: the final answer's author when no

@@ -18,7 +18,7 @@ from uuid import UUID
 from agentdebug import AgentInfo, EventType, TraceSession
 from langgraph.types import Command
 
-from agentdebug_langgraph import _convert, _invocation, _pregel
+from agentdebug_langgraph import _cache_hits, _convert, _invocation, _pregel
 from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
@@ -74,6 +74,7 @@ class RunStarting(RunEnding):
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
+        _cache_hits.watch(frame)
         graph = _pregel.graph_of(frame)
         invocation = _invocation.read(frame) if self._adopt is None else None
         thread = md.get("thread_id")

@@ -164,6 +164,9 @@ RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attemp
 # metadata of an event filed under another step's decision (a tool's result under the
 # model call that asked for it): the start of the node run (attempt) it ran in
 RAN_IN = "ran_in"
+# metadata of a step's start and end: the framework served its result from a cache
+# (LangGraph's node cache), so nothing ran; what it returned is what a run before did
+CACHED = "cached"
 
 
 def resolved_by_retry(

@@ -72,6 +72,52 @@ def test_environment_faults_stay_on_the_tool_step() -> None:
     assert attribute(t)[0] == ("searcher", 1)
 
 
+def test_an_error_its_integration_placed_keeps_its_step_and_its_known_mode() -> None:
+    # A framework's error recorded at the node it concerns, with the mode the
+    # integration knows it to be: neither the error's text ("validation error" reads
+    # as a malformed tool call) nor an earlier decision takes it over.
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, input={"count": "x"}),
+        ev(1, EventType.LLM_RESPONSE, "planner", output="use count"),
+        ev(2, EventType.AGENT_END, "writer", output={"count": "x"}),
+        AgentEvent(
+            id="e3",
+            type=EventType.ERROR,
+            step_index=2,
+            agent_name="writer",
+            parent_id="e2",
+            error=ErrorInfo(message="1 validation error for State count", type="ValidationError"),
+            metadata={"failure_mode": "system.schema_violation"},
+        ),
+    )
+    report = diagnose(t)
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("writer", 2)
+    assert report.root_cause.mode_id == "system.schema_violation"
+    unplaced = t.model_copy(
+        update={"events": [*t.events[:3], t.events[3].model_copy(update={"metadata": {}})]}
+    )
+    assert diagnose(unplaced).root_cause.mode_id == "action.malformed_tool_call"  # type: ignore[union-attr]
+
+
+def test_an_error_filed_under_the_input_blames_the_runs_input() -> None:
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, input={"count": "x"}),
+        AgentEvent(
+            id="e1",
+            type=EventType.ERROR,
+            step_index=0,
+            parent_id="e0",
+            error=ErrorInfo(message="1 validation error for State count", type="ValidationError"),
+            metadata={"failure_mode": "system.schema_violation"},
+        ),
+    )
+    report = diagnose(t)
+    assert "Most likely root cause: the run's input at the same step" in report.summary
+    assert report.fix is not None
+    assert report.fix.directive.startswith("At step 0, the run's input: Make the value fit")
+
+
 def test_the_earliest_of_equal_errors_ranks_first() -> None:
     t = traj(
         ev(0, EventType.TOOL_CALL, "a", input={"n": 1}),

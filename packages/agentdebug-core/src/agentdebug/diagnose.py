@@ -30,6 +30,7 @@ from agentdebug.schema import (
     AuditEntry,
     Cost,
     DiagnosticReport,
+    EventType,
     Finding,
     Fix,
     Hypothesis,
@@ -118,7 +119,7 @@ def diagnose(
         hypotheses=hypotheses,
         symptom=symptom,
         summary=_summary(trajectory, findings, root, symptom, reg),
-        fix=_fix(root, reg),
+        fix=_fix(root, reg, trajectory),
         audit=audit,
         cost=cost,
         notes=notes,
@@ -306,7 +307,7 @@ def _summary(
     else:
         parts.append("No detector found an error.")
     if root is not None:
-        who = root.agent_name or "an unnamed agent"
+        who = _who(trajectory, root) or "an unnamed agent"
         mode = reg.failure_modes.get(root.mode_id or "")
         what = f" ({mode.name.lower()})" if mode else ""
         same = symptom is not None and symptom.step_index == root.step_index
@@ -320,7 +321,23 @@ def _summary(
     return " ".join(parts)
 
 
-def _fix(root: Hypothesis | None, reg: Registry) -> Fix | None:
+def _who(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """The root cause's agent, or "the run's input" when it is the input itself, or
+    an error of no agent filed under the input at its step (an input the run's
+    schema refuses)."""
+    if root.agent_name:
+        return root.agent_name
+    event = trajectory.event(root.event_id) if root.event_id else None
+    if event is not None and event.type is EventType.ERROR and event.parent_id:
+        parent = trajectory.event(event.parent_id)
+        if parent is not None and parent.step_index == event.step_index:
+            event = parent
+    if event is not None and event.type is EventType.USER_INPUT:
+        return "the run's input"
+    return None
+
+
+def _fix(root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory) -> Fix | None:
     """The strategy's own fix when it wrote one (DeepDebug does), else the remedy of
     the root cause's failure mode, addressed to its agent and step."""
     if root is None:
@@ -338,7 +355,7 @@ def _fix(root: Hypothesis | None, reg: Registry) -> Fix | None:
     mode = reg.failure_modes.get(root.mode_id)
     if mode is None:
         return None
-    who = root.agent_name or "the agent"
+    who = _who(trajectory, root) or "the agent"
     return Fix(
         directive=f"At step {root.step_index}, {who}: {mode.remedy}",
         target_agent=root.agent_name,

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.detect.signals import DECISION_TYPES, RESULT_TYPES
+from agentdebug.detect.signals import DECISION_TYPES, FAILURE_MODE, RESULT_TYPES
 from agentdebug.schema import (
     AgentEvent,
     AgentTrajectory,
@@ -104,7 +104,10 @@ class HeuristicAttributor:
             if event is None or finding.severity is Severity.INFO:
                 continue  # (an info finding is not a fault: an error a retry got past)
             conf = finding.confidence
-            if finding.mode_id in ENVIRONMENT_MODES:
+            if event.type is EventType.ERROR and event.metadata.get(FAILURE_MODE):
+                # a framework's error its integration placed at the step it concerns
+                charge(event, conf, finding.message, finding)
+            elif finding.mode_id in ENVIRONMENT_MODES:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES

@@ -141,9 +141,18 @@ def handoff_target(event: AgentEvent) -> str | None:
     return None
 
 
+# metadata of an error event: the failure mode the integration that recorded it knows
+# the error to be (a framework's own error, placed at the step it concerns), which then
+# goes before the error's text
+FAILURE_MODE = "failure_mode"
+
+
 def failure_of(event: AgentEvent) -> tuple[str, str] | None:
     """(mode, quote) when the event reports a failure in its error field or tool output."""
     if event.error is not None:
+        known = event.metadata.get(FAILURE_MODE)
+        if isinstance(known, str) and known:
+            return known, event.error.message
         text = (
             event.error.message
             if not event.error.type

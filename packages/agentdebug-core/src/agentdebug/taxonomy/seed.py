@@ -405,6 +405,19 @@ SEED_MODES: list[FailureMode] = [
         agentrx=("System Failure",),
     ),
     _mode(
+        "system.schema_violation",
+        "Input or state breaks its schema",
+        "A value given to the run, or written into its state by a step, does not fit the "
+        "schema the state declares (a wrong type, a missing field, two values in one step "
+        "for a key that holds one), so the step that reads the state cannot start.",
+        "A validation error raised while the state is read for the next step, naming the "
+        "field, or a framework's error that a key received more values than it holds.",
+        "Make the value fit the schema the error names (the field's type, one writer per "
+        "step), or change the schema (a reducer for a key that several steps write).",
+        trail=("Formatting Errors",),
+        agentrx=("Invalid Invocation",),
+    ),
+    _mode(
         "system.resource_exhaustion",
         "Resource exhausted",
         "The run hits a hard resource limit: context length, memory, disk, quota.",

@@ -126,16 +126,23 @@ def test_diagnosis_can_be_switched_off(dbg: AgentDebug) -> None:
     assert cb.trajectory().outcome.status is OutcomeStatus.FAILURE
 
 
-def test_a_recursion_limit_is_recorded_at_graph_level_and_classified(dbg: AgentDebug) -> None:
+def test_a_recursion_limit_is_placed_at_the_looping_node_and_classified(dbg: AgentDebug) -> None:
     cb = AgentDebugCallback(dbg)
     with pytest.raises(GraphRecursionError):
         looping_graph().invoke({"n": 0, "trail": []}, {"callbacks": [cb], "recursion_limit": 5})
     run = cb.trajectory()
     (error,) = [e for e in run.events if e.type is EventType.ERROR]
-    assert error.agent_name is None and error.module == "langgraph.graph"
-    assert error.step_index > max(e.step_index for e in run.events if e is not error)
+    last = [e for e in run.events if e.type is EventType.AGENT_START][-1]
+    assert error.module == "langgraph.graph"  # raised by the graph, not by the node
+    # with no model call to blame, at the last node the loop ran
+    assert (error.agent_name, error.step_index, error.parent_id) == (
+        last.agent_name,
+        last.step_index,
+        last.id,
+    )
     (report,) = cb.reports
     assert "planning.step_limit_exhausted" in report.failure_modes
+    assert report.root_cause is not None and report.root_cause.agent_name == last.agent_name
 
 
 def test_a_failing_on_report_callback_is_logged_not_raised(

@@ -22,8 +22,9 @@ from agentdebug.capture.auto import (
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
-from agentdebug_langgraph import _convert
+from agentdebug_langgraph import _convert, _graph_errors
 from agentdebug_langgraph._base import log
+from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._replay import ANSWERED
 from agentdebug_langgraph._state import AT_INTERRUPT, LATEST, PAUSED, STOPPED, GraphRun, Stopped
@@ -118,13 +119,17 @@ class RunEnding(ModelAndToolEvents):
                         },
                     )
             elif known is None or known[0] is not error:  # not recorded at a node
+                at = self._locate(run, error)
                 session.record(
                     EventType.ERROR,
-                    step_index=run.last_step + 1,
+                    agent_name=at.agent if at is not None else None,
+                    step_index=at.step
+                    if at is not None and at.step is not None
+                    else run.last_step + 1,
                     error=error,
-                    parent_id=run.input_event,
+                    parent_id=at.parent_id if at is not None else run.input_event,
                     module="langgraph.graph",
-                    metadata={"graph": run.graph_name},
+                    metadata={"graph": run.graph_name, **(at.metadata if at is not None else {})},
                 )
             key = run.thread_key
             if key is not None and LATEST.get(key) == session.id:  # invoke(None) goes on
@@ -158,6 +163,20 @@ class RunEnding(ModelAndToolEvents):
                 self._finish(run, False, None)
                 raise
         self._finish(run, failed, failed_exc)
+
+    def _locate(self, run: GraphRun, error: Exception) -> _graph_errors.Located | None:
+        """The node an error the graph raised outside its nodes concerns
+        (:mod:`agentdebug_langgraph._graph_errors`), from what the run recorded."""
+        try:
+            graph = live_graph(run.session.id)
+            step_timeout = getattr(graph, "step_timeout", None) if graph is not None else None
+            events = run.session.trajectory().events
+            return _graph_errors.locate(
+                events, error, input_event=run.input_event, step_timeout=step_timeout
+            )
+        except Exception:
+            log.exception("agentdebug: the graph's error could not be placed at a node")
+            return None
 
     def _forget(self, run: GraphRun) -> None:
         """Drop what is left of a finished run (nodes cut short by an interrupt or an

@@ -1,0 +1,230 @@
+"""Errors a graph raises outside any node, placed at the node they concern.
+
+Most failures of a graph run are a node's: its ``on_chain_error`` names it. A few
+are raised by LangGraph's loop between nodes, where no node is running, and reach
+the callback only as the graph's own error. Recorded as they come, diagnosis would
+read a ``ValidationError`` as a malformed tool call and blame no one for a timeout.
+So the end of a failed run looks at what its last super-step recorded (read back
+from the store: this is the failure path, and the diagnosis that follows reads
+the run anyway) and places each kind it knows:
+
+- ``GraphRecursionError``: the run hit its recursion limit; at the node whose
+  decision kept it going (the latest that called a model, else the last one);
+- a ``TimeoutError`` in a graph with ``step_timeout``: at the slowest node of the
+  last super-step (LangGraph lets a timed-out node finish; it drops its writes);
+- ``InvalidUpdateError`` "At key 'k': Can receive only one value per step": at the
+  nodes of the super-step that wrote ``k`` (the last of them);
+- a pydantic ``ValidationError`` raised reading the state for the next task
+  ("Before task with name ..."): at the node of the last super-step whose update
+  wrote a field it names, or at the run's input when no node has run.
+
+The error event then names the node (agent, step, parent) and carries the failure
+mode (``metadata["failure_mode"]``, which core's detectors take over the error's
+text) and what was found (``langgraph_error``, ``nodes``, ``key`` or ``fields``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentdebug.detect.signals import FAILURE_MODE
+from agentdebug.schema import AgentEvent, EventType
+
+_ONE_VALUE = re.compile(r"At key '([^']+)': Can receive only one value per step")
+_BEFORE_TASK = "Before task with name "
+
+
+@dataclass
+class Located:
+    """Where a graph-level error belongs: the event fields for its ``error`` event."""
+
+    agent: str | None
+    step: int | None  # None: at the step after the run's last (the node is not known)
+    parent_id: str | None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class _Node:
+    start: AgentEvent
+    end: AgentEvent | None
+
+    @property
+    def name(self) -> str:
+        return str(self.start.metadata.get("node") or self.start.agent_name or "")
+
+    def wrote(self, key: str) -> bool:
+        output = self.end.output if self.end is not None else None
+        return isinstance(output, dict) and key in output
+
+
+def locate(
+    events: Sequence[AgentEvent],
+    error: BaseException,
+    *,
+    input_event: str | None,
+    step_timeout: float | None,
+) -> Located | None:
+    """Where ``error`` (raised by the graph, not by a node) belongs, or None when
+    it is not a kind this knows or its node cannot be found."""
+    from langgraph.errors import GraphRecursionError, InvalidUpdateError
+
+    nodes = _last_super_step(events)
+    if isinstance(error, GraphRecursionError):
+        if not nodes:
+            return None
+        node = _deciding(events, nodes)
+        return _at(node, "planning.step_limit_exhausted", "recursion_limit", nodes)
+    if isinstance(error, TimeoutError) and step_timeout:
+        if not nodes:
+            return None
+        slowest = max(nodes, key=_duration)
+        over = [n for n in nodes if _duration(n) >= step_timeout * 1000.0]
+        located = _at(slowest, "system.timeout", "step_timeout", over or [slowest])
+        located.metadata["step_timeout"] = step_timeout
+        return located
+    if isinstance(error, InvalidUpdateError):
+        match = _ONE_VALUE.search(str(error))
+        writers = [n for n in nodes if match and n.wrote(match.group(1))]
+        if not match or not writers:
+            return None
+        located = _at(writers[-1], "system.schema_violation", "concurrent_update", writers)
+        located.metadata["key"] = match.group(1)
+        return located
+    before = _before_task(error)
+    if before is not None and _is_validation_error(error):
+        fields = _fields(error)
+        located_at = _writer(nodes, fields, events, input_event)
+        meta: dict[str, Any] = {
+            FAILURE_MODE: "system.schema_violation",
+            "langgraph_error": "invalid_state",
+            "fields": fields,
+            "before_node": before,
+        }
+        if isinstance(located_at, _Node):
+            meta["nodes"] = [located_at.name]
+            return Located(
+                located_at.start.agent_name, located_at.start.step_index, located_at.start.id, meta
+            )
+        if located_at is None:  # (the mode is known, the writer is not)
+            return Located(None, None, input_event, meta)
+        meta["written_by"] = "input"
+        return Located(None, located_at.step_index, located_at.id, meta)
+    return None
+
+
+def _at(node: _Node, mode: str, kind: str, nodes: Sequence[_Node]) -> Located:
+    return Located(
+        node.start.agent_name,
+        node.start.step_index,
+        node.start.id,
+        {
+            FAILURE_MODE: mode,
+            "langgraph_error": kind,
+            "nodes": list(dict.fromkeys(n.name for n in nodes)),
+        },
+    )
+
+
+def _is_root_start(event: AgentEvent) -> bool:
+    meta = event.metadata
+    return event.type is EventType.AGENT_START and "node" in meta and "namespace" not in meta
+
+
+def _last_super_step(events: Sequence[AgentEvent]) -> list[_Node]:
+    """The top-level nodes of the run's last LangGraph super-step, with their ends,
+    in the order they started (none after the run's latest input or resume)."""
+    starts: list[AgentEvent] = []
+    step: Any = None
+    for event in reversed(events):
+        if event.type is EventType.USER_INPUT:
+            break
+        if not _is_root_start(event):
+            continue
+        lg_step = event.metadata.get("langgraph_step")
+        if step is None:
+            step = lg_step
+        elif lg_step != step:
+            break
+        starts.append(event)
+    starts.reverse()
+    ids = {s.id for s in starts}
+    ends = {e.parent_id: e for e in events if e.type is EventType.AGENT_END and e.parent_id in ids}
+    return [_Node(s, ends.get(s.id)) for s in starts]
+
+
+def _duration(node: _Node) -> float:
+    """A node's duration in ms (a node that never ended counts as the longest)."""
+    if node.end is None or node.end.duration_ms is None:
+        return float("inf")
+    return node.end.duration_ms
+
+
+def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node]) -> _Node:
+    """The node whose decision kept the loop going: the latest top-level node that
+    called a model (a tool node of the last super-step only carried out what it
+    asked for), else the last node of the last super-step."""
+    by_id = {e.id: e for e in events}
+    for event in reversed(events):
+        if event.type is EventType.LLM_RESPONSE and event.parent_id:
+            start = by_id.get(event.parent_id)
+            if start is not None and _is_root_start(start):
+                end = next(
+                    (
+                        e
+                        for e in events
+                        if e.type is EventType.AGENT_END and e.parent_id == start.id
+                    ),
+                    None,
+                )
+                return _Node(start, end)
+    return nodes[-1]
+
+
+def _before_task(error: BaseException) -> str | None:
+    """The task LangGraph was preparing when the error came (its note), if any."""
+    for note in getattr(error, "__notes__", None) or ():
+        if isinstance(note, str) and note.startswith(_BEFORE_TASK):
+            name = note[len(_BEFORE_TASK) :].split(" and path", 1)[0]
+            return name.strip("'")
+    return None
+
+
+def _is_validation_error(error: BaseException) -> bool:
+    try:
+        from pydantic import ValidationError
+    except ImportError:  # pragma: no cover - langgraph depends on pydantic
+        return False
+    return isinstance(error, ValidationError)
+
+
+def _fields(error: BaseException) -> list[str]:
+    """The top-level fields a pydantic error names."""
+    out: list[str] = []
+    try:
+        for entry in error.errors():  # type: ignore[attr-defined]
+            loc = entry.get("loc") or ()
+            if loc and isinstance(loc[0], str):
+                out.append(loc[0])
+    except Exception:
+        return out
+    return list(dict.fromkeys(out))
+
+
+def _writer(
+    nodes: Sequence[_Node],
+    fields: Sequence[str],
+    events: Sequence[AgentEvent],
+    input_event: str | None,
+) -> _Node | AgentEvent | None:
+    """Who put the invalid value in the state: the last node of the last super-step
+    whose update wrote one of ``fields``, else the input when no node ran after it."""
+    for node in reversed(nodes):
+        if any(node.wrote(f) for f in fields):
+            return node
+    if nodes or input_event is None:
+        return None
+    return next((e for e in events if e.id == input_event), None)

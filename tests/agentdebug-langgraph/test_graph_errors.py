@@ -1,0 +1,167 @@
+"""Errors LangGraph raises between nodes (no node is running): each is placed at the
+node it concerns, with the failure mode it is, and the diagnosis says so."""
+
+from __future__ import annotations
+
+import operator
+import time
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType
+from agentdebug_langgraph import AgentDebugCallback
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError, InvalidUpdateError
+from langgraph.graph import START, StateGraph
+from lg_graphs import call, scripted, tool_agent
+from pydantic import BaseModel, ValidationError
+
+
+class Tally(BaseModel):
+    count: int
+    note: str = ""
+
+
+class Counted(TypedDict):
+    n: int
+
+
+class Gathered(TypedDict):
+    got: Annotated[list[int], operator.add]
+
+
+def failed(app: Any, inputs: Any, error: type[BaseException], **config: Any) -> AgentDebugCallback:
+    cb = AgentDebugCallback(AgentDebug())
+    with pytest.raises(error):
+        app.invoke(inputs, {"callbacks": [cb], **config})
+    return cb
+
+
+def the_error(run: AgentTrajectory) -> Any:
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    return error
+
+
+def start_of(run: AgentTrajectory, node: str) -> Any:
+    return [e for e in run.events if e.type is EventType.AGENT_START and e.agent_name == node][-1]
+
+
+def test_an_input_the_state_schema_refuses_is_the_inputs_fault() -> None:
+    g = StateGraph(Tally)
+    g.add_node("bump", lambda s: {"count": s.count + 1})
+    g.add_edge(START, "bump")
+    cb = failed(g.compile(), {"count": "many"}, ValidationError)
+    run = cb.trajectory()
+    error = the_error(run)
+    (given,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert (error.agent_name, error.step_index, error.parent_id) == (None, 0, given.id)
+    assert error.metadata["langgraph_error"] == "invalid_state"
+    assert error.metadata["fields"] == ["count"]
+    assert error.metadata["before_node"] == "bump"
+    assert error.metadata["written_by"] == "input"
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.mode_id == "system.schema_violation"
+    assert "Most likely root cause: the run's input at the same step" in report.summary
+    assert "malformed tool call" not in report.summary
+
+
+def test_a_value_a_node_wrote_that_the_state_schema_refuses_blames_that_node() -> None:
+    g = StateGraph(Tally)
+    g.add_node("parse", lambda s: {"count": "twelve", "note": "parsed"})
+    g.add_node("bump", lambda s: {"count": s.count + 1})
+    g.add_edge(START, "parse")
+    g.add_edge("parse", "bump")
+    cb = failed(g.compile(), {"count": 1}, ValidationError)
+    run = cb.trajectory()
+    error = the_error(run)
+    parse = start_of(run, "parse")
+    assert (error.agent_name, error.step_index, error.parent_id) == ("parse", 1, parse.id)
+    assert error.metadata["nodes"] == ["parse"] and error.metadata["before_node"] == "bump"
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("parse", 1)
+    assert report.root_cause.mode_id == "system.schema_violation"
+
+
+def test_a_step_timeout_blames_the_node_that_was_too_slow() -> None:
+    def slow(state: Gathered) -> dict[str, Any]:
+        time.sleep(0.4)
+        return {"got": [1]}
+
+    g = StateGraph(Gathered)
+    g.add_node("fast", lambda s: {"got": [2]})
+    g.add_node("slow", slow)
+    g.add_edge(START, "fast")
+    g.add_edge(START, "slow")
+    app = g.compile()
+    app.step_timeout = 0.1
+    cb = failed(app, {"got": []}, TimeoutError)
+    run = cb.trajectory()
+    error = the_error(run)
+    slow_start = start_of(run, "slow")
+    assert (error.agent_name, error.parent_id) == ("slow", slow_start.id)
+    assert error.metadata["langgraph_error"] == "step_timeout"
+    assert error.metadata["step_timeout"] == 0.1
+    assert error.metadata["nodes"] == ["slow"]  # fast finished within the limit
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "slow"
+    assert report.root_cause.mode_id == "system.timeout"
+
+
+def test_a_timeout_that_is_not_a_step_timeout_is_blamed_on_no_node() -> None:
+    class SlowSaver(InMemorySaver):
+        def put(self, *args: Any, **kwargs: Any) -> Any:
+            if kwargs.get("metadata", args[2] if len(args) > 2 else {}).get("step", 0) >= 1:
+                raise TimeoutError("the checkpoint store did not answer")
+            return super().put(*args, **kwargs)
+
+    g = StateGraph(Counted)
+    g.add_node("work", lambda s: {"n": 1})
+    g.add_edge(START, "work")
+    cb = failed(
+        g.compile(checkpointer=SlowSaver()),
+        {"n": 0},
+        TimeoutError,
+        configurable={"thread_id": "t"},
+        durability="sync",
+    )
+    error = the_error(cb.trajectory())
+    assert error.agent_name is None and "langgraph_error" not in error.metadata
+
+
+def test_the_recursion_limit_blames_the_node_whose_model_kept_the_loop_going() -> None:
+    calls = [call("lookup_order", {"order_id": str(i)}, f"c{i}") for i in range(20)]
+    cb = failed(
+        tool_agent(scripted(calls)), {"messages": []}, GraphRecursionError, recursion_limit=5
+    )
+    run = cb.trajectory()
+    error = the_error(run)
+    assert error.metadata["langgraph_error"] == "recursion_limit"
+    agent = start_of(run, "agent")
+    assert (error.agent_name, error.step_index, error.parent_id) == (
+        "agent",
+        agent.step_index,
+        agent.id,
+    )
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "agent"
+    assert report.root_cause.mode_id == "planning.step_limit_exhausted"
+
+
+def test_two_nodes_writing_a_key_that_holds_one_value_are_named() -> None:
+    g = StateGraph(Counted)
+    g.add_node("a", lambda s: {"n": 1})
+    g.add_node("b", lambda s: {"n": 2})
+    g.add_edge(START, "a")
+    g.add_edge(START, "b")
+    cb = failed(g.compile(), {"n": 0}, InvalidUpdateError)
+    run = cb.trajectory()
+    error = the_error(run)
+    assert error.metadata["langgraph_error"] == "concurrent_update"
+    assert error.metadata["key"] == "n"
+    assert sorted(error.metadata["nodes"]) == ["a", "b"]
+    assert error.agent_name in {"a", "b"}
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert report.root_cause.agent_name in {"a", "b"}
+    assert report.root_cause.mode_id == "system.schema_violation"

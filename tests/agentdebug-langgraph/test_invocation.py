@@ -233,3 +233,75 @@ def test_a_context_its_record_would_not_make_again_is_named_not_stored() -> None
         assert "context" not in got
     got = record(Invocation({}, Aliased(tenantName="acme"))) or {}
     assert got["context"] == {"tenantName": "acme"}  # by alias: it makes the same again
+
+
+def test_a_retry_given_no_context_records_the_one_of_the_run_it_continues(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentdebug_langgraph import _invocation
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.runtime import Runtime
+
+    failures = [RuntimeError("the payment service is down")]
+
+    def plan(state: MessagesState, runtime: Runtime[Tenant]) -> dict[str, Any]:
+        SEEN.append((runtime.context, None, None, None))
+        return {}
+
+    def pay(state: MessagesState) -> dict[str, Any]:
+        if failures:
+            raise failures.pop()
+        return {}
+
+    g = StateGraph(MessagesState, context_schema=Tenant)
+    g.add_node("plan", plan)
+    g.add_node("pay", pay)
+    g.add_edge(START, "plan")
+    g.add_edge("plan", "pay")
+    graph = g.compile(checkpointer=InMemorySaver())
+    conf = {"thread_id": "t-retry", "user_id": "u1"}
+    with pytest.raises(RuntimeError):
+        graph.invoke(
+            REQUEST,
+            {"configurable": conf, "callbacks": [AgentDebugCallback(dbg)]},
+            context=Tenant("acme", currency="EUR"),
+        )
+    cb = AgentDebugCallback(dbg)  # the retry: invoke(None), the context not given again
+    graph.invoke(None, {"configurable": {**conf, "attempt": 2}, "callbacks": [cb]})
+    retry = cb.trajectory()
+    first = retry.metadata["continues"]
+    invoked = retry.metadata["langgraph"]["invoked_with"]
+    assert invoked["context_type"] == "lg_graphs:Tenant"
+    assert invoked["context"] == {"name": "acme", "currency": "EUR", "client": None}
+    assert invoked["configurable"] == {"user_id": "u1", "attempt": 2}
+    assert invoked["inherited_from"] == first
+
+    # another process has none of the live objects: the record makes the context again
+    monkeypatch.setattr(_invocation, "_LIVE", type(_invocation._LIVE)())
+    branch = _invocation.for_branch(retry, graph, configurable={}, context=None)
+    assert branch.context == Tenant("acme", currency="EUR")
+    assert branch.configurable == {"user_id": "u1", "attempt": 2}
+
+
+def test_what_a_continuing_run_gives_again_goes_before_what_it_inherits() -> None:
+    from agentdebug_langgraph._invocation import inherited
+
+    before = {
+        "configurable": {"user_id": "u1", "region": "eu"},
+        "unrecorded": ["api_key"],
+        "context": {"name": "acme"},
+        "context_type": "lg_graphs:Tenant",
+        "recursion_limit": 40,
+    }
+    own = {
+        "configurable": {"region": "us"},
+        "context_unrecorded": "field client has no JSON form",
+        "context_type": "lg_graphs:Tenant",
+    }
+    got = inherited(own, before, "r1")
+    assert got["configurable"] == {"user_id": "u1", "region": "us"}
+    assert got["unrecorded"] == ["api_key"]
+    assert "context" not in got and got["context_unrecorded"] == own["context_unrecorded"]
+    assert got["recursion_limit"] == 40 and got["inherited_from"] == "r1"
+    assert inherited(own, None, "r1") is own
+    assert inherited(before, before, "r1") == before  # nothing inherited: not marked

@@ -230,6 +230,42 @@ def _holds_secret(value: Any) -> bool:
 # -- for a rerun ------------------------------------------------------------------------
 
 
+_CONTEXT_KEYS = ("context", "context_type", "context_unrecorded")
+
+
+def inherited(own: dict[str, Any] | None, before: dict[str, Any] | None, run_id: str) -> Any:
+    """The record of a run that continues run ``run_id`` (``invoke(None)`` after it
+    stopped, a resume served by another process), given ``before``, that run's
+    record: its own configurable keys over the other's, and the other's context and
+    recursion limit where it gave none (``inherited_from`` names the run), as a rerun
+    in this process takes the live objects along the runs it continues. A branch
+    forked in the earlier part of the history replays nodes that ran with them."""
+    if not before:
+        return own
+    mine = dict(own or {})
+    out: dict[str, Any] = {k: v for k, v in before.items() if k != "inherited_from"}
+    conf = {**(before.get("configurable") or {}), **(mine.get("configurable") or {})}
+    if conf:
+        out["configurable"] = conf
+    left_out = [k for k in before.get("unrecorded") or () if k not in conf]
+    left_out += [k for k in mine.get("unrecorded") or () if k not in left_out]
+    if left_out:
+        out["unrecorded"] = left_out
+    else:
+        out.pop("unrecorded", None)
+    if any(k in mine for k in _CONTEXT_KEYS):  # its own context, over the other's
+        for key in _CONTEXT_KEYS:
+            out.pop(key, None)
+            if key in mine:
+                out[key] = mine[key]
+    for key in ("recursion_limit", "unrecorded_reason"):
+        if key in mine:
+            out[key] = mine[key]
+    if out != mine:
+        out["inherited_from"] = run_id
+    return out
+
+
 def for_branch(
     run: Any,
     graph: Any,

@@ -187,6 +187,8 @@ class RunStarting(RunEnding):
         elif self.success_check is not None:  # judged by a check a rerun cannot import
             lg["success_check_unimportable"] = name_of(self.success_check)
         invoked = _invocation.record(invocation)
+        if continues is not None:  # (what it does not give again, it goes on with)
+            invoked = _invocation.inherited(invoked, continues.invoked_with, continues.run_id)
         if invoked:
             lg[_invocation.KEY] = invoked
         session = self._debugger().trace(

@@ -192,6 +192,9 @@ class Stopped(NamedTuple):
     # GraphRun.failed: the tasks that raised, which a retry runs again (its node's
     # start then names the attempt it retries, as a RetryPolicy attempt does)
     failed: dict[str, tuple[str | None, int]] | None = None
+    # what the run was invoked with, as its metadata records it (_invocation.record):
+    # a retry with invoke(None) and no context runs with the run's, so records it too
+    invoked_with: dict[str, Any] | None = None
 
     @classmethod
     def of_run(cls, run: GraphRun) -> Stopped:
@@ -201,6 +204,7 @@ class Stopped(NamedTuple):
             dict(run.tool_calls),
             dict(run.paused_calls),
             dict(run.failed),
+            _invoked_with(run.session.metadata),
         )
 
     @property
@@ -264,7 +268,14 @@ def stopped_elsewhere(
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
-    return Stopped(RunMark.of(run), waiting, *_decisions(run))
+    return Stopped(RunMark.of(run), waiting, *_decisions(run), _invoked_with(run.metadata))
+
+
+def _invoked_with(metadata: Any) -> dict[str, Any] | None:
+    """A run's record of what it was invoked with (``langgraph.invoked_with``)."""
+    lg = metadata.get("langgraph") if isinstance(metadata, dict) else None
+    got = lg.get("invoked_with") if isinstance(lg, dict) else None
+    return got if isinstance(got, dict) else None
 
 
 def _index_threads(store: Any) -> None:

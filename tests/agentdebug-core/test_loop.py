@@ -195,6 +195,35 @@ def test_a_recoverer_without_a_resume_step_ends_with_no_plan(dbg: AgentDebug) ->
     assert result.detail == "recoverer 'vague' named no step to rerun from"
 
 
+def test_a_root_cause_in_the_runs_input_ends_with_no_plan_and_no_rerun(dbg: AgentDebug) -> None:
+    from agentdebug import EventType
+    from agentdebug.schema import AgentEvent, ErrorInfo, Outcome
+
+    run = AgentTrajectory(
+        id="refused-input",
+        goal="count",
+        framework="toy",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the graph raised ValidationError"),
+        events=[
+            AgentEvent(id="e0", type=EventType.USER_INPUT, step_index=0, input={"count": "x"}),
+            AgentEvent(
+                id="e1",
+                type=EventType.ERROR,
+                step_index=0,
+                parent_id="e0",
+                error=ErrorInfo(message="1 validation error for State count"),
+                metadata={"failure_mode": "system.schema_violation"},
+            ),
+        ],
+    )
+    executor = ToyExecutor(dbg)
+    result = closed_loop(run, debugger=dbg, executor=executor)
+    assert result.status == "no_plan"
+    assert result.detail is not None
+    assert result.detail.startswith("the root cause is the input of run 'refused-input' (step 0)")
+    assert [a.branch_id for a in result.attempts] == [None]  # nothing was rerun
+
+
 def test_policy_never_refuses_and_records_the_decision(dbg: AgentDebug) -> None:
     run = failing_run(dbg)
     executor = ToyExecutor(dbg)

@@ -9,7 +9,10 @@ from typing import Annotated, Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType
-from agentdebug_langgraph import AgentDebugCallback
+from agentdebug.errors import AgentDebugError
+from agentdebug.rerun import closed_loop
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph._checkpoints import resume_point
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphRecursionError, InvalidUpdateError
 from langgraph.graph import START, StateGraph
@@ -63,6 +66,23 @@ def test_an_input_the_state_schema_refuses_is_the_inputs_fault() -> None:
     assert report.root_cause is not None and report.root_cause.mode_id == "system.schema_violation"
     assert "Most likely root cause: the run's input at the same step" in report.summary
     assert "malformed tool call" not in report.summary
+
+
+def test_the_closed_loop_does_not_rerun_a_run_whose_input_is_at_fault(dbg: AgentDebug) -> None:
+    g = StateGraph(Tally)
+    g.add_node("bump", lambda s: {"count": s.count + 1})
+    g.add_edge(START, "bump")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(ValidationError):
+        graph.invoke({"count": "many"}, {"callbacks": [cb], "configurable": {"thread_id": "in"}})
+    run = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg)
+    result = closed_loop(run, debugger=dbg, executor=executor, report=cb.reports[0])
+    assert result.status == "no_plan"
+    assert result.detail is not None and "the root cause is the input of run" in result.detail
+    with pytest.raises(AgentDebugError, match="stopped before its first node ran"):
+        resume_point(run, 0)  # and asked directly, the executor says why it cannot
 
 
 def test_a_value_a_node_wrote_that_the_state_schema_refuses_blames_that_node() -> None:

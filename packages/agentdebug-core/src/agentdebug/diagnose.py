@@ -321,20 +321,24 @@ def _summary(
     return " ".join(parts)
 
 
-def _who(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
-    """The root cause's agent, or "the run's input" when it is the input itself, or
-    an error of no agent filed under the input at its step (an input the run's
-    schema refuses)."""
+def blames_input(trajectory: AgentTrajectory, root: Hypothesis) -> bool:
+    """Whether the root cause is the run's input itself: its input event, or an
+    error of no agent filed under it at its step (an input the run's schema refuses)."""
     if root.agent_name:
-        return root.agent_name
+        return False
     event = trajectory.event(root.event_id) if root.event_id else None
     if event is not None and event.type is EventType.ERROR and event.parent_id:
         parent = trajectory.event(event.parent_id)
         if parent is not None and parent.step_index == event.step_index:
             event = parent
-    if event is not None and event.type is EventType.USER_INPUT:
-        return "the run's input"
-    return None
+    return event is not None and event.type is EventType.USER_INPUT
+
+
+def _who(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """The root cause's agent, or "the run's input" when it is the input itself."""
+    if root.agent_name:
+        return root.agent_name
+    return "the run's input" if blames_input(trajectory, root) else None
 
 
 def _fix(root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory) -> Fix | None:

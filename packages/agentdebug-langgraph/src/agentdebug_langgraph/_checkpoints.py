@@ -51,6 +51,12 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
         e for e in trajectory.events if e.type is EventType.AGENT_START and "node" in e.metadata
     ]
     if not starts:
+        if isinstance(trajectory.metadata.get("langgraph"), dict):  # captured: nothing ran
+            reason = trajectory.outcome.reason or trajectory.outcome.status.value
+            raise AgentDebugError(
+                f"run '{trajectory.id}' has no node to resume from: it stopped before its "
+                f"first node ran ({reason})"
+            )
         raise AgentDebugError(
             f"run '{trajectory.id}' has no LangGraph node events to resume from; "
             "capture it with agentdebug_langgraph.AgentDebugCallback (or instrument())"

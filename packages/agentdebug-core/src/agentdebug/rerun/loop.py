@@ -20,6 +20,7 @@ from typing import Any
 
 from agentdebug.capture.auto import configured_attributor
 from agentdebug.capture.debugger import AgentDebug
+from agentdebug.diagnose import blames_input
 from agentdebug.errors import AgentDebugError
 from agentdebug.llm import LLMError
 from agentdebug.plugins import Registry, get_registry
@@ -118,6 +119,17 @@ def closed_loop(
                 current, attributor=attributor or configured_attributor(), **diagnose_options
             )
         say(f"round {round_}: {current_report.summary}")
+        root = current_report.root_cause
+        if root is not None and blames_input(current, root):
+            why = (
+                f"the root cause is the input of run '{current.id}' (step {root.step_index}): "
+                "a rerun from one of its steps would be given the same input; fix the input "
+                "(or the schema that refuses it) and run it again"
+            )
+            attempt = Attempt(
+                round=round_, run_id=current.id, report_id=current_report.id, error=why
+            )
+            return _end(store, current_report, attempts, attempt, trajectory, "no_plan", why)
         plan, status, error = _recover(rec, current, current_report)
         if plan is None or plan.resume_step is None:
             why = error or f"recoverer '{rec.name}' named no step to rerun from"

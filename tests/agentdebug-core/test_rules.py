@@ -227,6 +227,20 @@ def test_an_error_inside_a_retried_node_is_resolved_by_the_retry() -> None:
     assert [(f.mode_id, f.severity.value) for f in findings] == [("system.timeout", "info")]
 
 
+def test_an_error_its_handler_finished_is_resolved_and_one_that_failed_is_not() -> None:
+    """A framework's error handler (LangGraph's ``error_handler`` node) names the
+    attempt whose error it handles (``metadata["handles"]``)."""
+    start = ev(0, EventType.AGENT_START, agent="fetch")
+    failed = ev(1, EventType.ERROR, agent="fetch", parent_id="e0", error="upstream timed out")
+    handler = ev(2, EventType.AGENT_START, agent="fallback", metadata={"handles": "e0"})
+    end = ev(3, EventType.AGENT_END, agent="fallback", parent_id="e2")
+    findings = run(start, failed, handler, end)
+    assert [(f.mode_id, f.severity.value) for f in findings] == [("system.timeout", "info")]
+    assert "(resolved: its error handler fallback at step 2 finished)" in findings[0].message
+    broke = ev(3, EventType.ERROR, agent="fallback", parent_id="e2", error="no cache")
+    assert "info" not in [f.severity.value for f in run(start, failed, handler, broke)]
+
+
 def test_an_error_result_treated_as_success() -> None:
     findings = run(
         ev(

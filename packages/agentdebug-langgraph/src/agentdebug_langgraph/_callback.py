@@ -27,11 +27,12 @@ from uuid import UUID, uuid4
 
 from agentdebug import AgentDebug, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback, check_mode
-from agentdebug.schema import DiagnosticReport
+from agentdebug.detect.signals import FAILURE_MODE
+from agentdebug.schema import DiagnosticReport, ErrorInfo
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 
-from agentdebug_langgraph import _cache_hits, _convert
+from agentdebug_langgraph import _cache_hits, _convert, _node_failures
 from agentdebug_langgraph._ending import SuccessCheck
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -57,6 +58,8 @@ _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
 _CACHED = _cache_hits.CACHED
 _SERVED = "agentdebug_served_from_cache"  # on_chain_start's keyword for a cache hit
+_HANDLER_PATH = _node_failures.HANDLER_PATH
+_HANDLES = _node_failures.HANDLES
 
 
 class AgentDebugCallback(RunStarting):
@@ -187,12 +190,17 @@ class AgentDebugCallback(RunStarting):
             if ns in self._by_ns:
                 return  # inside a task already running: a graph compiled with its name
             parent = None
-            if "|" in ns:  # a node inside a subgraph
-                parent = (
-                    self._by_ns.get(ns.rpartition("|")[0])
-                    or self._by_ns.get(parent_namespace(ns))
-                    or self._persistent_parent(parent_namespace(ns))
-                )
+            handles = None
+            if "|" in ns:  # a node inside a subgraph, or a node's error handler
+                at = ns
+                if (md.get("langgraph_path") or ())[-2:-1] == _HANDLER_PATH:
+                    handles, at = _node_failures.handler_namespace(ns)
+                if "|" in at:
+                    parent = (
+                        self._by_ns.get(at.rpartition("|")[0])
+                        or self._by_ns.get(parent_namespace(at))
+                        or self._persistent_parent(parent_namespace(at))
+                    )
             if parent is not None:
                 run = parent.run
             else:
@@ -235,7 +243,9 @@ class AgentDebugCallback(RunStarting):
                 root_step = meta["root_step"] = parent.root_step
             else:
                 agent = node
-            if path and path[0] == _PUSH:
+            if handles is not None:
+                self._handling(run, handles, doc)
+            if path and path[0] == _PUSH and handles is None:
                 self._start_branch(run, doc, inputs, ns, lg_step, path)
             checkpoint = None
             if parent is None:
@@ -430,7 +440,11 @@ class AgentDebugCallback(RunStarting):
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)
             if not isinstance(error, Exception):  # Ctrl-C, a cancel, an exit: not its error
-                self._stopped_at(rec, error)
+                timeout = _node_failures.timeout_of(run.session.id, rec.name, rec.started, error)
+                if timeout is None:
+                    self._stopped_at(rec, error)
+                else:  # unless its own timeout cancelled it
+                    self._timed_out(rec, timeout)
                 return
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
@@ -481,6 +495,51 @@ class AgentDebugCallback(RunStarting):
         except Exception:
             self._failed("on_chain_error")
 
+    def _handling(self, run: GraphRun, failed_ns: str, doc: dict[str, Any]) -> None:
+        """A node's error handler starts: it names the failed attempt it handles, and
+        goes under it. A failed node still running for the callback was cut off by
+        its timeout, whose cancel has not come yet: its error is recorded first."""
+        cut = self._by_ns.pop(failed_ns, None)
+        if cut is not None:
+            for key, rec in list(self._nodes.items()):
+                if rec is cut:
+                    del self._nodes[key]
+            timeout = _node_failures.limit_passed(run.session.id, cut.name, cut.started)
+            self._timed_out(cut, timeout)
+        before = run.failed.pop(failed_ns, None)
+        if before is not None and before[0] is not None:
+            doc["metadata"][_HANDLES] = doc["parent_id"] = before[0]
+
+    def _timed_out(self, rec: NodeRun, timeout: _node_failures.Timeout | None) -> None:
+        """A node cut off by its ``TimeoutPolicy``: its error (as LangGraph's
+        ``NodeTimeoutError`` says it), and the attempt a retry or its error handler
+        then names; the graph's own ``NodeTimeoutError`` is not recorded again."""
+        run = rec.run
+        if timeout is not None:
+            error: Any = timeout.error(rec.name)
+            meta: dict[str, Any] = {
+                "node": rec.name,
+                "langgraph_error": "node_timeout",
+                FAILURE_MODE: "system.timeout",
+                "timeout": timeout.limit,
+                "timeout_kind": timeout.kind,
+            }
+        else:  # (cut off, for a reason LangGraph did not say)
+            error = ErrorInfo(type="NodeError", message=f"node '{rec.name}' was cut off")
+            meta = {"node": rec.name}
+        event_id = run.session.record(
+            EventType.ERROR,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            error=error,
+            parent_id=rec.event_id,
+            module="langgraph.node",
+            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            metadata=meta,
+        )
+        run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
+        run.timeouts[rec.name] = event_id
+
     def _stopped_at(self, rec: NodeRun, error: BaseException) -> None:
         """A node stopped by a ``BaseException`` that is not an ``Exception``: the
         run was stopped while it ran, which the node did not do wrong. Recorded as a
@@ -492,6 +551,7 @@ class AgentDebugCallback(RunStarting):
         if len(run.node_errors) >= ERRORS_HELD:
             del run.node_errors[next(iter(run.node_errors))]
         run.node_errors[id(error)] = (error, rec.ns)
+        run.stopped_at_node = True
         run.session.record(
             EventType.CHECKPOINT,
             agent_name=rec.agent,

@@ -106,7 +106,9 @@ class RunEnding(ModelAndToolEvents):
         if error is not None:
             known = run.node_errors.get(id(error))
             if not isinstance(error, Exception):  # stopped by the caller: not an error
-                if known is None or known[0] is not error:  # (else recorded at its node)
+                # (else recorded at its node: an async cancel reaches each task as an
+                # exception of its own)
+                if (known is None or known[0] is not error) and not run.stopped_at_node:
                     session.record(
                         EventType.CHECKPOINT,
                         step_index=run.last_step,
@@ -118,7 +120,8 @@ class RunEnding(ModelAndToolEvents):
                             "graph": run.graph_name,
                         },
                     )
-            elif known is None or known[0] is not error:  # not recorded at a node
+            elif (known is None or known[0] is not error) and not _timed_out_at_node(run, error):
+                # not recorded at a node
                 at = self._locate(run, error)
                 session.record(
                     EventType.ERROR,
@@ -391,3 +394,11 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         return None, run.last_step, run.input_event
     agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id
+
+
+def _timed_out_at_node(run: GraphRun, error: BaseException) -> bool:
+    """A ``NodeTimeoutError`` whose node's timeout was recorded at the node (where
+    its watchdog's cancel came)."""
+    return type(error).__name__ == "NodeTimeoutError" and getattr(error, "node", None) in (
+        run.timeouts
+    )

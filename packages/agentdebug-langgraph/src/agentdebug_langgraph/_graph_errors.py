@@ -12,6 +12,8 @@ the run anyway) and places each kind it knows:
   decision kept it going (the latest that called a model, else the last one);
 - a ``TimeoutError`` in a graph with ``step_timeout``: at the slowest node of the
   last super-step (LangGraph lets a timed-out node finish; it drops its writes);
+- ``NodeTimeoutError`` (a node's ``TimeoutPolicy``) whose cancel the node did not
+  report: at the node's latest start;
 - ``InvalidUpdateError`` "At key 'k': Can receive only one value per step": at the
   nodes of the super-step that wrote ``k`` (the last of them);
 - a pydantic ``ValidationError`` raised reading the state for the next task
@@ -85,6 +87,17 @@ def locate(
         over = [n for n in nodes if _duration(n) >= step_timeout * 1000.0]
         located = _at(slowest, "system.timeout", "step_timeout", over or [slowest])
         located.metadata["step_timeout"] = step_timeout
+        return located
+    if type(error).__name__ == "NodeTimeoutError":  # (LangGraph 1.2: a node's TimeoutPolicy)
+        name = getattr(error, "node", None)
+        last = next(
+            (e for e in reversed(events) if _is_root_start(e) and e.metadata.get("node") == name),
+            None,
+        )
+        if last is None:
+            return None
+        located = _at(_Node(last, None), "system.timeout", "node_timeout", [_Node(last, None)])
+        located.metadata["timeout"] = getattr(error, "timeout", None)
         return located
     if isinstance(error, InvalidUpdateError):
         match = _ONE_VALUE.search(str(error))

@@ -17,6 +17,7 @@ import orjson
 from agentdebug.detect.signals import (
     ACTION_TYPES,
     DECISION_TYPES,
+    HANDLES,
     RESULT_TYPES,
     SPEECH_TYPES,
     failure_of,
@@ -132,7 +133,10 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
         if retry is not None:  # it happened, and the framework's retry got past it
             attempt = retry.metadata.get("attempt")
             which = f"attempt {attempt}" if isinstance(attempt, int) else "a retry"
-            message += f" (resolved: {which} at step {retry.step_index} succeeded)"
+            done = "succeeded"
+            if retry.metadata.get(HANDLES):
+                which, done = f"its error handler {retry.agent_name or ''}".rstrip(), "finished"
+            message += f" (resolved: {which} at step {retry.step_index} {done})"
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         yield _finding(
             "errors",

@@ -173,6 +173,10 @@ RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attemp
 # metadata of an event filed under another step's decision (a tool's result under the
 # model call that asked for it): the start of the node run (attempt) it ran in
 RAN_IN = "ran_in"
+# metadata of a step's start: the start of the failed attempt whose error this step
+# handles (a framework's error handler, LangGraph's ``error_handler`` node); an error
+# whose handler finished is resolved, as one a retry got past
+HANDLES = "handles"
 # metadata of a step's start and end: the framework served its result from a cache
 # (LangGraph's node cache), so nothing ran; what it returned is what a run before did
 CACHED = "cached"
@@ -192,12 +196,13 @@ def resolved_by_retry(
     belongs to the retried node that runs the subgraph too), or among the events a
     failure or a parent of it ran in (``metadata["ran_in"]``: a tool's result,
     filed under the model step that asked for the call, ran in the tool node's
-    attempt). A chain of retries
+    attempt). An error handler's start names the attempt whose error it handles
+    (``metadata["handles"]``) and counts as the attempt after it. A chain of retries
     resolves the failure only if one of its attempts finished: one that failed,
     stopped at an interrupt or was cut off does not."""
     retries: dict[str, AgentEvent] = {}
     for event in events:
-        before = event.metadata.get(RETRY_OF)
+        before = event.metadata.get(RETRY_OF) or event.metadata.get(HANDLES)
         if isinstance(before, str) and before:
             retries.setdefault(before, event)
     if not retries:

@@ -1,0 +1,209 @@
+"""LangGraph 1.2's own ways with a failing node: an ``error_handler`` that recovers,
+and a node ``timeout`` (``TimeoutPolicy``) that cuts it off. A recovered error is
+not the cause of a later failure, and a timeout is the node's error, not a stop."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType, Severity
+from agentdebug_langgraph import AgentDebugCallback
+from langgraph.errors import NodeError, NodeTimeoutError
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command, RetryPolicy
+
+
+class Order(TypedDict, total=False):
+    x: int
+    status: str
+
+
+def of(run: AgentTrajectory, kind: EventType, agent: str | None = None) -> list[Any]:
+    return [e for e in run.events if e.type is kind and (agent is None or e.agent_name == agent)]
+
+
+def recovering_graph(*, retries: int = 1, answer_fails: bool = True) -> Any:
+    """fetch always fails; its error handler falls back and goes on to answer,
+    which (with ``answer_fails``) fails for a reason of its own."""
+
+    def fetch(state: Order) -> dict[str, Any]:
+        raise ConnectionError("fetch: upstream 503")
+
+    def handler(state: Order, error: NodeError) -> Command[Any]:
+        return Command(update={"status": f"fallback after {error.node}"}, goto="answer")
+
+    def answer(state: Order) -> dict[str, Any]:
+        if answer_fails:
+            raise KeyError("answer: missing template 'greeting'")
+        return {"x": 1}
+
+    g = StateGraph(Order)
+    policy = RetryPolicy(max_attempts=retries, initial_interval=0.01, retry_on=ConnectionError)
+    g.add_node("fetch", fetch, error_handler=handler, retry_policy=policy)
+    g.add_node("answer", answer)
+    g.add_edge(START, "fetch")
+    g.add_edge("fetch", "answer")
+    g.add_edge("answer", END)
+    return g.compile()
+
+
+@pytest.mark.parametrize("retries", [1, 2])
+def test_an_error_its_handler_recovered_from_is_not_blamed_for_a_later_failure(
+    dbg: AgentDebug, retries: int
+) -> None:
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(KeyError):
+        recovering_graph(retries=retries).invoke({"x": 0}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    attempts = of(run, EventType.AGENT_START, "fetch")
+    assert len(attempts) == retries
+    (handler,) = of(run, EventType.AGENT_START, "__error_handler__fetch")
+    assert "namespace" not in handler.metadata  # a node of the graph, not of a subgraph
+    assert handler.metadata["handles"] == handler.parent_id == attempts[-1].id
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == (
+        "answer",
+        of(run, EventType.AGENT_START, "answer")[0].step_index,
+    )
+    (fetch_failure,) = [f for f in report.findings if f.agent_name == "fetch"][-1:]
+    assert fetch_failure.severity is Severity.INFO
+    assert "resolved: its error handler __error_handler__fetch" in fetch_failure.message
+
+
+def test_a_run_its_handler_saved_succeeds_with_the_error_on_record(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    assert recovering_graph(answer_fails=False).invoke({"x": 0}, {"callbacks": [cb]})["x"] == 1
+    run = cb.trajectory()
+    assert run.outcome.status.value == "success" and not cb.reports
+    (error,) = of(run, EventType.ERROR)
+    assert error.agent_name == "fetch"
+
+
+def timed_graph(*, retry: bool = False, handler: bool = False, idle: bool = False) -> Any:
+    """slow sleeps past its timeout the first time it runs (always, without
+    ``retry``); after it, a node that fails when the handler's fallback is there."""
+    runs: list[int] = []
+
+    async def slow(state: Order) -> dict[str, Any]:
+        runs.append(1)
+        if len(runs) == 1 or not retry:
+            await asyncio.sleep(1.0)
+        return {"x": 1}
+
+    async def fallback(state: Order, error: NodeError) -> Command[Any]:
+        return Command(update={"x": -1}, goto="after")
+
+    async def after(state: Order) -> dict[str, Any]:
+        if state["x"] < 0:
+            raise ValueError("after: no data to work with")
+        return {"x": state["x"] + 1}
+
+    from langgraph.types import TimeoutPolicy
+
+    g = StateGraph(Order)
+    kw: dict[str, Any] = {"timeout": TimeoutPolicy(idle_timeout=0.2) if idle else 0.2}
+    if retry:
+        kw["retry_policy"] = RetryPolicy(max_attempts=2, initial_interval=0.01)
+    if handler:
+        kw["error_handler"] = fallback
+    g.add_node("slow", slow, **kw)
+    g.add_node("after", after)
+    g.add_edge(START, "slow")
+    g.add_edge("slow", "after")
+    g.add_edge("after", END)
+    return g.compile()
+
+
+@pytest.mark.parametrize("idle", [False, True])
+def test_a_node_its_timeout_cut_off_is_its_error_not_a_stop(dbg: AgentDebug, idle: bool) -> None:
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(NodeTimeoutError):
+        asyncio.run(timed_graph(idle=idle).ainvoke({"x": 0}, {"callbacks": [cb]}))
+    run = cb.trajectory()
+    assert of(run, EventType.CHECKPOINT) == []  # no "stopped" at the node
+    (error,) = of(run, EventType.ERROR)  # once: the graph's NodeTimeoutError is the same
+    (slow,) = of(run, EventType.AGENT_START, "slow")
+    assert (error.agent_name, error.parent_id) == ("slow", slow.id)
+    assert error.error.type == "NodeTimeoutError"
+    kind = "idle" if idle else "run"
+    assert error.error.message.startswith(f"Node 'slow' exceeded its {kind} timeout of 0.200s")
+    assert error.metadata["timeout"] == 0.2 and error.metadata["timeout_kind"] == kind
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "slow"
+    assert report.root_cause.mode_id == "system.timeout"
+
+
+def test_a_timeout_a_retry_got_past_is_resolved(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    assert asyncio.run(timed_graph(retry=True).ainvoke({"x": 0}, {"callbacks": [cb]}))["x"] == 2
+    run = cb.trajectory()
+    first, second = of(run, EventType.AGENT_START, "slow")
+    assert second.metadata["retry_of"] == first.id and second.metadata["attempt"] == 2
+    assert run.outcome.status.value == "success"
+
+
+def test_a_timeout_its_handler_took_over_is_recorded_before_the_handler(dbg: AgentDebug) -> None:
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):
+        asyncio.run(timed_graph(handler=True).ainvoke({"x": 0}, {"callbacks": [cb]}))
+    run = cb.trajectory()
+    kinds = [(e.type, e.agent_name) for e in run.events if e.agent_name]
+    timeout_at = kinds.index((EventType.ERROR, "slow"))
+    assert timeout_at < kinds.index((EventType.AGENT_START, "__error_handler__slow"))
+    (handler,) = of(run, EventType.AGENT_START, "__error_handler__slow")
+    (slow,) = of(run, EventType.AGENT_START, "slow")
+    assert "namespace" not in handler.metadata and handler.metadata["handles"] == slow.id
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "after"
+
+
+def test_a_callers_cancel_of_a_node_with_a_timeout_is_still_a_stop(dbg: AgentDebug) -> None:
+    async def slow(state: Order) -> dict[str, Any]:
+        await asyncio.sleep(5.0)
+        return {"x": 1}
+
+    g = StateGraph(Order)
+    g.add_node("slow", slow, timeout=3.0)
+    g.add_edge(START, "slow")
+    app = g.compile()
+    cb = AgentDebugCallback(dbg)
+
+    async def main() -> None:
+        task = asyncio.create_task(app.ainvoke({"x": 0}, {"callbacks": [cb]}))
+        await asyncio.sleep(0.2)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    asyncio.run(main())
+    run = cb.trajectory()
+    assert of(run, EventType.ERROR) == []
+    (stop,) = of(run, EventType.CHECKPOINT)  # one stop (the graph's cancel is the same)
+    assert stop.metadata["langgraph_event"] == "stopped" and stop.agent_name == "slow"
+
+
+def test_the_handler_of_a_node_inside_a_subgraph_is_a_node_of_that_subgraph(
+    dbg: AgentDebug,
+) -> None:
+    def inner(state: Order) -> dict[str, Any]:
+        raise ConnectionError("inner: upstream 503")
+
+    def handler(state: Order, error: NodeError) -> dict[str, Any]:
+        return {"status": "fallback"}
+
+    sg = StateGraph(Order)
+    sg.add_node("inner", inner, error_handler=handler)
+    sg.add_edge(START, "inner")
+    g = StateGraph(Order)
+    g.add_node("sub", sg.compile())
+    g.add_edge(START, "sub")
+    cb = AgentDebugCallback(dbg)
+    assert g.compile().invoke({"x": 0}, {"callbacks": [cb]})["status"] == "fallback"
+    run = cb.trajectory()
+    (handler_start,) = of(run, EventType.AGENT_START, "sub/__error_handler__inner")
+    (inner_start,) = of(run, EventType.AGENT_START, "sub/inner")
+    assert handler_start.metadata["namespace"] == "sub"
+    assert handler_start.metadata["handles"] == handler_start.parent_id == inner_start.id

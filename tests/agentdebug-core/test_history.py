@@ -92,6 +92,27 @@ def test_a_continuing_run_is_diagnosed_with_the_run_before_it(dbg: AgentDebug) -
     assert earlier_run_of(joined, 3) == "booking-1" and earlier_run_of(joined, 13) is None
 
 
+def test_a_fork_from_before_a_step_keeps_the_run_before_it_up_to_that_step(
+    dbg: AgentDebug,
+) -> None:
+    """A run that forked the other's history (LangGraph's time travel) names the
+    step it went on from before; what the other run did from there is not its past."""
+    first, second = cut_in_two(dbg)
+    assert dbg.store is not None
+    fork = second.model_copy(
+        update={
+            "id": "booking-3",
+            "metadata": {"continues": "booking-1", "continues_before_step": 3},
+        }
+    )
+    dbg.store.save_trajectory(fork)
+    joined = dbg.history(dbg.store.load_trajectory("booking-3"))
+    kept = [e.id for e in first.events if e.step_index < 3]
+    assert [e.id for e in joined.events] == kept + [e.id for e in second.events]
+    (entry, _) = joined.metadata["joined"]["runs"]
+    assert entry["run_id"] == "booking-1" and entry["last_step"] == 2
+
+
 def test_the_automatic_diagnosis_reads_the_history(dbg: AgentDebug) -> None:
     """What a plugin calls when a run fails: the report it stores and hands on."""
     _, second = cut_in_two(dbg)

@@ -16,9 +16,10 @@ from typing import Any
 from uuid import UUID
 
 from agentdebug import AgentInfo, EventType, TraceSession
+from agentdebug.store.base import CONTINUES_BEFORE
 from langgraph.types import Command
 
-from agentdebug_langgraph import _cache_hits, _convert, _invocation, _pregel
+from agentdebug_langgraph import _cache_hits, _convert, _forks, _invocation, _pregel
 from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
@@ -29,6 +30,8 @@ from agentdebug_langgraph._state import (
     STOPPED,
     GraphRun,
     Stopped,
+    decisions_of,
+    invoked_with,
     start_counter,
     stopped_elsewhere,
     thread_key,
@@ -90,6 +93,14 @@ class RunStarting(RunEnding):
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
+        # invoke(None) from a past checkpoint (time travel): a fork of the thread's history
+        wanted = _forks.requested_checkpoint(frame) if own and inputs is None else None
+        if wanted is not None and resumed is not None:
+            if wanted == resumed.interrupt_checkpoint:
+                wanted = None  # (the checkpoint it waits at: a resume)
+            else:
+                self._finish_paused(resumed, "the thread was run from an earlier checkpoint")
+                resumed = None
         if resumed is not None:
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False
@@ -105,13 +116,19 @@ class RunStarting(RunEnding):
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
+        fork = None
+        if wanted is not None:  # not after the run that stopped: after the checkpoint's
+            fork = _forks.fork_of(self._debugger(), graph, str(thread_id), wanted)
+            continues = _forked(fork)
         elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
-        if continues is None and elsewhere and _convert.goes_on(inputs):
+        if continues is None and fork is None and elsewhere and _convert.goes_on(inputs):
             nodes = _convert.node_names(graph)
             continues = stopped_elsewhere(
                 self._debugger(), str(thread_id), str(name or GRAPH), nodes
             )
-        session, owns = self._session_for(inputs, md, name, graph, thread_id, continues, invocation)
+        session, owns = self._session_for(
+            inputs, md, name, graph, thread_id, continues, invocation, fork
+        )
         if key is not None:
             LATEST.park(key, session.id)
         # a run continuing another numbers its steps on from it (one history)
@@ -137,6 +154,13 @@ class RunStarting(RunEnding):
             note_graph(session.id, graph)
         if not owns:
             run.input_event = self._parent_event
+        elif fork is not None:  # what was done to the state before running from it
+            run.input_event = session.record(
+                EventType.USER_INPUT,
+                step_index=run.next_step(),
+                input=fork.edits or None,
+                metadata={"langgraph_event": "time_travel", **fork.record()},
+            )
         elif continues is not None and (isinstance(inputs, Command) or continues.at_interrupt):
             self._record_resume(run, inputs, {})  # as a resume in its session is
         elif inputs is not None:
@@ -167,6 +191,7 @@ class RunStarting(RunEnding):
         thread_id: str | None,
         continues: Stopped | None,
         invocation: _invocation.Invocation | None = None,
+        fork: _forks.Fork | None = None,
     ) -> tuple[TraceSession, bool]:
         if self._adopt is not None:
             session, self._adopt = self._adopt, None
@@ -186,6 +211,8 @@ class RunStarting(RunEnding):
             lg["success_check"] = spec
         elif self.success_check is not None:  # judged by a check a rerun cannot import
             lg["success_check_unimportable"] = name_of(self.success_check)
+        if fork is not None:
+            lg[_forks.KEY] = fork.record()
         invoked = _invocation.record(invocation)
         if continues is not None:  # (what it does not give again, it goes on with)
             invoked = _invocation.inherited(invoked, continues.invoked_with, continues.run_id)
@@ -196,10 +223,26 @@ class RunStarting(RunEnding):
             framework=FRAMEWORK,
             agents=[AgentInfo(name=n, role="node") for n in nodes],
             reference_answer=self.reference_answer,
-            metadata={**self.metadata, "langgraph": lg},
+            metadata={**self.metadata, "langgraph": lg, **_cut(fork)},
             continues=continues.mark if continues is not None else None,
         )
         if self.success_check is not None:
             note_check(session.id, self.success_check)
         _invocation.note_invocation(session.id, invocation)
         return session, True
+
+
+def _forked(fork: _forks.Fork) -> Stopped | None:
+    """The run a time-travel run continues, as far as it keeps it (None when no
+    recorded run made its checkpoint)."""
+    kept, mark = fork.before(), fork.mark()
+    if kept is None or mark is None:
+        return None
+    return Stopped(mark, False, *decisions_of(kept), invoked_with(kept.metadata))
+
+
+def _cut(fork: _forks.Fork | None) -> dict[str, Any]:
+    """The metadata that keeps a fork's history to what came before its step."""
+    if fork is None or fork.origin is None or fork.step is None:
+        return {}
+    return {CONTINUES_BEFORE: fork.step}

@@ -207,7 +207,7 @@ class Stopped(NamedTuple):
             dict(run.tool_calls),
             dict(run.paused_calls),
             dict(run.failed),
-            _invoked_with(run.session.metadata),
+            invoked_with(run.session.metadata),
         )
 
     @property
@@ -246,7 +246,7 @@ def stopped_elsewhere(
         store = debugger.store
         if store is None:
             return None
-        _index_threads(store)
+        index_threads(store)
         where: tuple[tuple[str, str | tuple[str, ...]], ...] = (
             ("langgraph.thread_id", thread_id),
             ("langgraph.graph", graph_name),
@@ -271,17 +271,17 @@ def stopped_elsewhere(
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
-    return Stopped(RunMark.of(run), waiting, *_decisions(run), _invoked_with(run.metadata))
+    return Stopped(RunMark.of(run), waiting, *decisions_of(run), invoked_with(run.metadata))
 
 
-def _invoked_with(metadata: Any) -> dict[str, Any] | None:
+def invoked_with(metadata: Any) -> dict[str, Any] | None:
     """A run's record of what it was invoked with (``langgraph.invoked_with``)."""
     lg = metadata.get("langgraph") if isinstance(metadata, dict) else None
     got = lg.get("invoked_with") if isinstance(lg, dict) else None
     return got if isinstance(got, dict) else None
 
 
-def _index_threads(store: Any) -> None:
+def index_threads(store: Any) -> None:
     """Runs indexed by thread in the store (once per file; a user's store may not
     index), so that the lookup reads one run, not every run's header. An index
     that cannot be made (a read-only file, say) leaves the lookup slower only."""
@@ -307,7 +307,7 @@ def _waits_at_interrupt(run: AgentTrajectory) -> bool:
     return False
 
 
-def _decisions(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+def decisions_of(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
     """A stored run's tables, as the callback keeps them while it runs: its tool
     calls by id (the model answer that asked for each: event, step, agent), the
     call events an interrupt paused, and the root-level tasks that raised and were

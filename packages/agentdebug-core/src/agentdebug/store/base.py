@@ -108,6 +108,10 @@ class RunSummary:
 
 
 CONTINUES = "continues"  # the metadata key naming the run a run picked up after
+# With CONTINUES: the run goes on from before this step of the run it continues, not
+# from where that run stopped (a fork of its history, as LangGraph's time travel
+# makes), so its history holds that run's events before the step only.
+CONTINUES_BEFORE = "continues_before_step"
 
 
 def continues_of(metadata: Any) -> str | None:
@@ -272,3 +276,10 @@ def default_home() -> Path:
     """``$AGENTDEBUG_HOME`` or ``./.agentdebug``."""
     env = os.environ.get("AGENTDEBUG_HOME")
     return Path(env) if env else Path.cwd() / ".agentdebug"
+
+
+def continues_before(metadata: Any) -> int | None:
+    """The step of the continued run before which a run forked from it (None: the
+    run goes on from where that run stopped)."""
+    value = metadata.get(CONTINUES_BEFORE) if isinstance(metadata, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None

@@ -16,7 +16,10 @@ plugin records as continuations number their steps and events on from the run
 they continue (see :class:`~agentdebug.capture.session.RunMark`), so the joined
 view needs no renumbering; runs recorded otherwise have their steps moved after
 the run before (``step_offset``) and colliding event ids prefixed with their run's
-id (``<run>:<event>``), as the joined metadata says.
+id (``<run>:<event>``), as the joined metadata says. A run that forked the history
+of the run it continues, from before one of its steps
+(``metadata["continues_before_step"]``: LangGraph's time travel), holds that run's
+events before the step only: what it did from there on is a past the fork left.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from typing import Any
 
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, DiagnosticReport
-from agentdebug.store.base import TraceStore, continues_of
+from agentdebug.store.base import TraceStore, continues_before, continues_of
 
 log = logging.getLogger("agentdebug.store")
 
@@ -79,11 +82,16 @@ def with_history(
             incomplete = f"the history was cut at {limit} runs; run {chain[-1].id} continues more"
             break
         try:
-            chain.append(store.load_trajectory(before))
+            earlier = store.load_trajectory(before)
         except Exception as exc:  # the history is extra: a run it cannot read ends it
             why = str(exc) if isinstance(exc, AgentDebugError) else f"{type(exc).__name__}: {exc}"
             incomplete = f"run {chain[-1].id} continues run {before}, which cannot be read: {why}"
             break
+        cut = continues_before(chain[-1].metadata)
+        if cut is not None:  # a fork of its history: what that run did from the step on
+            kept = [e for e in earlier.events if e.step_index < cut]  # is not this run's past
+            earlier = earlier.model_copy(update={"events": kept})
+        chain.append(earlier)
         seen.add(before)
     if incomplete is not None:
         log.warning("agentdebug: %s", incomplete)

@@ -1,0 +1,166 @@
+"""Runs started from a past checkpoint: LangGraph's time travel.
+
+``graph.invoke(None, {"configurable": {"thread_id": t, "checkpoint_id": c}})``
+replays the thread from checkpoint ``c`` (one of ``get_state_history``'s), and
+``graph.update_state(config, values)`` first writes a checkpoint of its own (an
+edit of the state, ``source: "update"``) to run from. Either is a fork of the
+thread's history at that point, not a retry of the run that stopped last, which is
+what ``invoke(None)`` otherwise is (:mod:`agentdebug_langgraph._starting`).
+
+So such a run continues the run whose node started from the checkpoint (the edits
+of ``update_state`` in between are followed back through the checkpointer), from
+before that node's step: ``metadata["continues_before_step"]``, which core's
+history reads as "that run's events before this step" (a diagnosis of the fork
+then reads what led to the checkpoint, not the branch the fork left). Its first
+event is a ``user.input`` of ``langgraph_event: "time_travel"``, holding the edits;
+``metadata["langgraph"]["forked_from"]`` says from where. The run that made the
+checkpoint is looked for among the latest runs of the thread in the store (a
+store query and a few runs read back, on the graph's thread, once per such run).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+from agentdebug import AgentTrajectory, EventType
+from agentdebug.capture import RunMark
+from agentdebug.store import RunQuery
+
+from agentdebug_langgraph import _convert
+
+log = logging.getLogger("agentdebug.langgraph")
+
+KEY = "forked_from"  # under the run's metadata["langgraph"]
+RUNS_LOOKED_AT = 8  # the latest runs of the thread searched for the checkpoint
+EDITS_FOLLOWED = 32  # update_state checkpoints followed back at most
+
+
+@dataclass
+class Fork:
+    """Where a time-travel run starts: the checkpoint it was given, the edits
+    (``update_state``) between it and the last checkpoint a run's node started
+    from, and that run and step (None when no recorded run made it)."""
+
+    checkpoint_id: str
+    base_checkpoint: str
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    origin: AgentTrajectory | None = None
+    step: int | None = None
+
+    def record(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"checkpoint_id": self.checkpoint_id}
+        if self.base_checkpoint != self.checkpoint_id:
+            out["base_checkpoint_id"] = self.base_checkpoint
+        if self.edits:
+            out["edits"] = len(self.edits)
+        if self.origin is not None:
+            out.update(run=self.origin.id, step=self.step)
+        return out
+
+    def before(self) -> AgentTrajectory | None:
+        """The origin run as the fork keeps it: its events before the fork's step."""
+        if self.origin is None or self.step is None:
+            return None
+        kept = [e for e in self.origin.events if e.step_index < self.step]
+        return self.origin.model_copy(update={"events": kept})
+
+    def mark(self) -> RunMark | None:
+        """Where the fork's numbering goes on from: after the whole origin run, so
+        no id of the fork is one of it."""
+        return RunMark.of(self.origin) if self.origin is not None else None
+
+
+def requested_checkpoint(frame: FrameType | None) -> str | None:
+    """The checkpoint a run was asked to start from (``configurable.checkpoint_id``)."""
+    if frame is None:
+        return None
+    try:
+        config = frame.f_locals.get("config")
+        conf = config.get("configurable") if isinstance(config, dict) else None
+        wanted = conf.get("checkpoint_id") if isinstance(conf, dict) else None
+    except Exception:
+        return None
+    return str(wanted) if wanted else None
+
+
+def fork_of(debugger: Any, graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
+    """The fork a run from ``checkpoint_id`` makes. Never raises: what cannot be
+    found is left out."""
+    fork = Fork(checkpoint_id, checkpoint_id)
+    try:
+        _follow_edits(fork, graph, thread_id)
+    except Exception:
+        log.debug("agentdebug: the checkpoint's edits could not be read", exc_info=True)
+    try:
+        _find_origin(fork, debugger, thread_id)
+    except Exception:
+        log.exception(
+            "agentdebug: the run that made checkpoint %s could not be found", checkpoint_id
+        )
+    return fork
+
+
+def _follow_edits(fork: Fork, graph: Any, thread_id: str) -> None:
+    """Back through ``update_state`` checkpoints to the one a step started from,
+    noting what each changed (top-level state keys, as made small)."""
+    saver = getattr(graph, "checkpointer", None)
+    if saver is None or not hasattr(saver, "get_tuple"):
+        return
+    config = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": fork.checkpoint_id,
+        }
+    }
+    tup = saver.get_tuple(config)
+    for _ in range(EDITS_FOLLOWED):
+        if tup is None or (tup.metadata or {}).get("source") != "update" or not tup.parent_config:
+            break
+        parent = saver.get_tuple(tup.parent_config)
+        if parent is None:
+            break
+        fork.edits.insert(0, _changed(parent.checkpoint, tup.checkpoint))
+        fork.base_checkpoint = str(parent.config["configurable"]["checkpoint_id"])
+        tup = parent
+
+
+def _changed(before: Any, after: Any) -> dict[str, Any]:
+    old = before.get("channel_values") or {}
+    new = after.get("channel_values") or {}
+    return {
+        k: _convert.compact(v)
+        for k, v in new.items()
+        if isinstance(k, str)
+        and not k.startswith(("__", "branch:"))
+        and old.get(k) is not v
+        and old.get(k) != v
+    }
+
+
+def _find_origin(fork: Fork, debugger: Any, thread_id: str) -> None:
+    """The latest run on the thread whose top-level node started from the base
+    checkpoint, and that node's step."""
+    store = debugger.store
+    if store is None:
+        return
+    from agentdebug_langgraph._state import FRAMEWORK, index_threads  # (no cycle at import)
+
+    index_threads(store)
+    where = (("langgraph.thread_id", thread_id),)
+    runs = store.list_runs(RunQuery(framework=FRAMEWORK, metadata=where, limit=RUNS_LOOKED_AT))
+    for summary in runs:
+        run = store.load_trajectory(summary.id)
+        for event in run.events:
+            ref = event.checkpoint
+            if (
+                event.type is EventType.AGENT_START
+                and ref is not None
+                and ref.checkpoint_id == fork.base_checkpoint
+                and not ref.namespace
+            ):
+                fork.origin, fork.step = run, event.step_index
+                return

@@ -1,0 +1,145 @@
+"""Time travel: ``invoke(None)`` from a past checkpoint (a replay), or after
+``update_state`` (an edited fork), is a fork of the thread's history, not a retry of
+the run that stopped last: it continues the run whose node started from that
+checkpoint, from before that node's step, and its diagnosis reads what led there,
+not the branch it left."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType
+from agentdebug_langgraph import AgentDebugCallback
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+
+class Sum(TypedDict, total=False):
+    x: int
+    log: str
+
+
+LIMIT = {"x": 15}  # c refuses an x over this
+
+
+def abc_graph(**compile_kw: Any) -> Any:
+    def c(state: Sum) -> dict[str, Any]:
+        if state["x"] > LIMIT["x"]:
+            raise ValueError(f"c: x too big ({state['x']})")
+        return {"log": "c"}
+
+    g = StateGraph(Sum)
+    g.add_node("a", lambda s: {"x": s["x"] + 1, "log": "a"})
+    g.add_node("b", lambda s: {"x": s["x"] * 10, "log": "b"})
+    g.add_node("c", c)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    g.add_edge("c", END)
+    return g.compile(checkpointer=InMemorySaver(), **compile_kw)
+
+
+def before(graph: Any, thread: str, node: str) -> Any:
+    """The snapshot of the thread taken before ``node`` ran."""
+    config = {"configurable": {"thread_id": thread}}
+    return next(s for s in graph.get_state_history(config) if s.next == (node,))
+
+
+def nodes(run: AgentTrajectory) -> list[tuple[str, int]]:
+    return [
+        (e.agent_name or "", e.step_index) for e in run.events if e.type is EventType.AGENT_START
+    ]
+
+
+@pytest.fixture(autouse=True)
+def _limit() -> None:
+    LIMIT["x"] = 15
+
+
+def test_a_replay_from_a_past_checkpoint_forks_the_run_that_made_it(dbg: AgentDebug) -> None:
+    graph = abc_graph()
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):
+        graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}, "callbacks": [first]})
+    original = first.trajectory()
+    b_start = next(e for e in original.events if e.agent_name == "b")
+    snapshot = before(graph, "t", "b")
+    assert b_start.checkpoint is not None
+    assert b_start.checkpoint.checkpoint_id == snapshot.config["configurable"]["checkpoint_id"]
+
+    replay = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):  # the same code, the same failure
+        graph.invoke(None, {**snapshot.config, "callbacks": [replay]})
+    run = replay.trajectory()
+    assert run.metadata["continues"] == original.id
+    assert run.metadata["continues_before_step"] == b_start.step_index
+    forked = run.metadata["langgraph"]["forked_from"]
+    assert forked == {
+        "checkpoint_id": snapshot.config["configurable"]["checkpoint_id"],
+        "run": original.id,
+        "step": b_start.step_index,
+    }
+    first_event = run.events[0]
+    assert first_event.type is EventType.USER_INPUT
+    assert first_event.metadata["langgraph_event"] == "time_travel"
+    assert run.goal == original.goal
+
+    # read with its history: the original up to b, then the replay; not the b and c
+    # the replay left behind
+    history = dbg.history(run)
+    assert nodes(history) == [("a", 1), *nodes(run)]
+    (report,) = replay.reports
+    assert report.root_cause is not None
+    assert report.root_cause.event_id in {e.id for e in run.events}  # its own c
+    assert "of run" not in report.summary
+
+
+def test_an_edited_fork_records_the_edit_and_continues_the_run_before_it(dbg: AgentDebug) -> None:
+    graph = abc_graph()
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):
+        graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}, "callbacks": [first]})
+    snapshot = before(graph, "t", "b")
+    edited = graph.update_state(snapshot.config, {"x": 0})
+    fork = AgentDebugCallback(dbg)
+    out = graph.invoke(None, {**edited, "callbacks": [fork]})
+    assert out == {"x": 0, "log": "c"}
+    run = fork.trajectory()
+    assert run.outcome.status.value == "success" and not fork.reports
+    forked = run.metadata["langgraph"]["forked_from"]
+    assert forked["checkpoint_id"] == edited["configurable"]["checkpoint_id"]
+    assert forked["base_checkpoint_id"] == snapshot.config["configurable"]["checkpoint_id"]
+    assert forked["run"] == first.last_run_id and forked["edits"] == 1
+    assert run.events[0].input == [{"x": 0}]
+    assert run.metadata["continues"] == first.last_run_id
+
+
+def test_a_fork_of_a_checkpoint_no_recorded_run_made_is_a_run_of_its_own(dbg: AgentDebug) -> None:
+    graph = abc_graph()
+    LIMIT["x"] = 1000
+    graph.invoke({"x": 1}, {"configurable": {"thread_id": "t"}})  # not recorded
+    snapshot = before(graph, "t", "c")
+    cb = AgentDebugCallback(dbg)
+    graph.invoke(None, {**snapshot.config, "callbacks": [cb]})
+    run = cb.trajectory()
+    assert "continues" not in run.metadata
+    assert run.metadata["langgraph"]["forked_from"] == {
+        "checkpoint_id": snapshot.config["configurable"]["checkpoint_id"]
+    }
+    assert nodes(run) == [("c", 2)]
+
+
+def test_a_resume_that_names_the_checkpoint_it_waits_at_is_still_a_resume(
+    dbg: AgentDebug,
+) -> None:
+    graph = abc_graph(interrupt_before=["b"])  # a human looks before b runs
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"x": 1}, {"configurable": {"thread_id": "w"}, "callbacks": [cb]})
+    waiting = graph.get_state({"configurable": {"thread_id": "w"}})
+    with pytest.raises(ValueError):  # go on past the interrupt, from where it waits
+        graph.invoke(None, {**waiting.config, "callbacks": [cb]})
+    (run_id,) = set(cb.run_ids)  # one run: the resume went on with it
+    run = cb.trajectory(run_id)
+    assert "forked_from" not in run.metadata["langgraph"]
+    assert [name for name, _ in nodes(run)] == ["a", "b", "c"]

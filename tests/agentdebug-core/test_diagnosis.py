@@ -118,6 +118,25 @@ def test_an_error_filed_under_the_input_blames_the_runs_input() -> None:
     assert report.fix.directive.startswith("At step 0, the run's input: Make the value fit")
 
 
+def test_an_error_an_agents_own_step_raised_is_charged_to_that_step_first() -> None:
+    # A graph node whose own code raised (its error under its own start), after a
+    # model step it did not call: not the tool case, where the caller is charged.
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, input="write"),
+        ev(1, EventType.LLM_RESPONSE, "writer", output="draft one"),
+        ev(2, EventType.AGENT_START, "formatter"),
+        AgentEvent(
+            id="e3",
+            type=EventType.ERROR,
+            step_index=2,
+            agent_name="formatter",
+            parent_id="e2",
+            error=ErrorInfo(message="formatter bug", type="RuntimeError"),
+        ),
+    )
+    assert attribute(t)[:2] == [("formatter", 2), ("writer", 1)]
+
+
 def test_the_earliest_of_equal_errors_ranks_first() -> None:
     t = traj(
         ev(0, EventType.TOOL_CALL, "a", input={"n": 1}),

@@ -74,6 +74,19 @@ def causing_event(
     return None
 
 
+def _raised_by_own_step(event: AgentEvent, by_id: dict[str, AgentEvent]) -> bool:
+    """Whether an error event was raised by its agent's own step (filed under that
+    agent's start, as a graph node's exception is), not by a tool it called."""
+    if event.type is not EventType.ERROR or not event.parent_id:
+        return False
+    parent = by_id.get(event.parent_id)
+    return (
+        parent is not None
+        and parent.type is EventType.AGENT_START
+        and parent.agent_name == event.agent_name
+    )
+
+
 class HeuristicAttributor:
     """Ranks candidate (agent, step) pairs without a model."""
 
@@ -113,7 +126,18 @@ class HeuristicAttributor:
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):
                 cause = causing_event(trajectory, event, by_id=by_id, position=position)
-                if cause is not None:
+                if cause is not None and _raised_by_own_step(event, by_id):
+                    # an agent's own code raised (a graph node), not a tool it called:
+                    # its step is as likely the cause as the decision before it
+                    charge(event, 0.6 * conf, f"raised in its own step: {finding.message}", finding)
+                    charge(
+                        cause,
+                        0.4 * conf,
+                        f"decided before the step that raised at {event.step_index}: "
+                        f"{finding.message}",
+                        finding,
+                    )
+                elif cause is not None:
                     charge(
                         cause,
                         0.8 * conf,

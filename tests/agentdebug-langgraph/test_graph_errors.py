@@ -185,3 +185,36 @@ def test_two_nodes_writing_a_key_that_holds_one_value_are_named() -> None:
     assert report.root_cause is not None
     assert report.root_cause.agent_name in {"a", "b"}
     assert report.root_cause.mode_id == "system.schema_violation"
+
+
+def test_a_subgraphs_recursion_limit_blames_its_node_not_the_node_running_it(
+    dbg: AgentDebug,
+) -> None:
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"draft {i}") for i in range(20)]))
+    sub = StateGraph(MessagesState)
+    sub.add_node("prep", lambda s: {})
+    sub.add_node("think", lambda s: {"messages": [model.invoke(s["messages"])]})
+    sub.add_edge(START, "prep")
+    sub.add_edge("prep", "think")
+    sub.add_edge("think", "think")  # never done
+    g = StateGraph(MessagesState)
+    g.add_node("agent", sub.compile())
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(GraphRecursionError):
+        g.compile().invoke(
+            {"messages": [HumanMessage("go")]}, {"callbacks": [cb], "recursion_limit": 4}
+        )
+    run = cb.trajectory()
+    error = the_error(run)  # once: the top-level graph's is the same error
+    think = start_of(run, "agent/think")
+    assert (error.agent_name, error.parent_id) == ("agent/think", think.id)
+    assert error.metadata["langgraph_error"] == "recursion_limit"
+    assert error.metadata["node"] == "agent"  # the node it came out of
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "agent/think"
+    assert report.root_cause.mode_id == "planning.step_limit_exhausted"

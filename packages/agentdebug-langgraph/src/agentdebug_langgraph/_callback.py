@@ -481,16 +481,17 @@ class AgentDebugCallback(RunStarting):
                         "interrupt_ids": ids,
                     },
                 )
-            else:
+            else:  # (raised by a subgraph's loop: placed at the subgraph's node concerned)
+                at = self._locate_inside(rec, error)
                 run.session.record(
                     EventType.ERROR,
-                    agent_name=rec.agent,
-                    step_index=rec.step,
+                    agent_name=(at.agent or rec.agent) if at is not None else rec.agent,
+                    step_index=at.step if at is not None and at.step is not None else rec.step,
                     error=error,
-                    parent_id=rec.event_id,
+                    parent_id=at.parent_id if at is not None else rec.event_id,
                     module="langgraph.node",
                     duration_ms=(time.perf_counter() - rec.started) * 1000.0,
-                    metadata={"node": rec.name},
+                    metadata={"node": rec.name, **(at.metadata if at is not None else {})},
                 )
         except Exception:
             self._failed("on_chain_error")

@@ -27,7 +27,15 @@ from agentdebug_langgraph._base import log
 from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._replay import ANSWERED
-from agentdebug_langgraph._state import AT_INTERRUPT, LATEST, PAUSED, STOPPED, GraphRun, Stopped
+from agentdebug_langgraph._state import (
+    AT_INTERRUPT,
+    LATEST,
+    PAUSED,
+    STOPPED,
+    GraphRun,
+    NodeRun,
+    Stopped,
+)
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
@@ -179,6 +187,24 @@ class RunEnding(ModelAndToolEvents):
             )
         except Exception:
             log.exception("agentdebug: the graph's error could not be placed at a node")
+            return None
+
+    def _locate_inside(self, rec: NodeRun, error: Exception) -> _graph_errors.Located | None:
+        """The node of the subgraph it ran that an error of a node running a
+        subgraph concerns, when the subgraph's loop raised it (its recursion limit,
+        a state schema's error...): no node of the subgraph raised it."""
+        if not _graph_errors.may_place(error):
+            return None
+        try:
+            events = rec.run.session.trajectory().events
+            at = next((i for i, e in enumerate(events) if e.id == rec.event_id), None)
+            if at is None:
+                return None
+            return _graph_errors.locate(
+                events[at:], error, input_event=rec.event_id, step_timeout=None, scope=rec.agent
+            )
+        except Exception:
+            log.exception("agentdebug: the subgraph's error could not be placed at a node")
             return None
 
     def _forget(self, run: GraphRun) -> None:

@@ -69,16 +69,19 @@ def locate(
     *,
     input_event: str | None,
     step_timeout: float | None,
+    scope: str | None = None,
 ) -> Located | None:
     """Where ``error`` (raised by the graph, not by a node) belongs, or None when
-    it is not a kind this knows or its node cannot be found."""
+    it is not a kind this knows or its node cannot be found. ``scope``: the graph
+    that raised it is the subgraph run by the node of that agent name, whose start
+    is ``input_event`` (``events`` from it on), not the top-level graph."""
     from langgraph.errors import GraphRecursionError, InvalidUpdateError
 
-    nodes = _last_super_step(events)
+    nodes = _last_super_step(events, scope)
     if isinstance(error, GraphRecursionError):
         if not nodes:
             return None
-        node = _deciding(events, nodes)
+        node = _deciding(events, nodes, scope)
         return _at(node, "planning.step_limit_exhausted", "recursion_limit", nodes)
     if isinstance(error, TimeoutError) and step_timeout:
         if not nodes:
@@ -91,7 +94,11 @@ def locate(
     if type(error).__name__ == "NodeTimeoutError":  # (LangGraph 1.2: a node's TimeoutPolicy)
         name = getattr(error, "node", None)
         last = next(
-            (e for e in reversed(events) if _is_root_start(e) and e.metadata.get("node") == name),
+            (
+                e
+                for e in reversed(events)
+                if _is_root_start(e, scope) and e.metadata.get("node") == name
+            ),
             None,
         )
         if last is None:
@@ -142,20 +149,25 @@ def _at(node: _Node, mode: str, kind: str, nodes: Sequence[_Node]) -> Located:
     )
 
 
-def _is_root_start(event: AgentEvent) -> bool:
+def _is_root_start(event: AgentEvent, scope: str | None) -> bool:
+    """A start of a node of the graph that raised: the top-level graph (``scope``
+    None), or the subgraph run by the node named ``scope``."""
     meta = event.metadata
-    return event.type is EventType.AGENT_START and "node" in meta and "namespace" not in meta
+    return event.type is EventType.AGENT_START and "node" in meta and meta.get("namespace") == scope
 
 
-def _last_super_step(events: Sequence[AgentEvent]) -> list[_Node]:
-    """The top-level nodes of the run's last LangGraph super-step, with their ends,
-    in the order they started (none after the run's latest input or resume)."""
+def _last_super_step(events: Sequence[AgentEvent], scope: str | None) -> list[_Node]:
+    """The nodes of the last LangGraph super-step of the graph that raised, with
+    their ends, in the order they started (none from before the run's latest input
+    or resume, or before the start of the node running the subgraph)."""
     starts: list[AgentEvent] = []
     step: Any = None
     for event in reversed(events):
-        if event.type is EventType.USER_INPUT:
+        if event.type is EventType.USER_INPUT or (
+            scope is not None and event.type is EventType.AGENT_START and event.agent_name == scope
+        ):
             break
-        if not _is_root_start(event):
+        if not _is_root_start(event, scope):
             continue
         lg_step = event.metadata.get("langgraph_step")
         if step is None:
@@ -176,7 +188,7 @@ def _duration(node: _Node) -> float:
     return node.end.duration_ms
 
 
-def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node]) -> _Node:
+def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node], scope: str | None) -> _Node:
     """The node whose decision kept the loop going: the latest top-level node that
     called a model (a tool node of the last super-step only carried out what it
     asked for), else the last node of the last super-step."""
@@ -184,7 +196,7 @@ def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node]) -> _Node:
     for event in reversed(events):
         if event.type is EventType.LLM_RESPONSE and event.parent_id:
             start = by_id.get(event.parent_id)
-            if start is not None and _is_root_start(start):
+            if start is not None and _is_root_start(start, scope):
                 end = next(
                     (
                         e
@@ -241,3 +253,11 @@ def _writer(
     if nodes or input_event is None:
         return None
     return next((e for e in events if e.id == input_event), None)
+
+
+def may_place(error: BaseException) -> bool:
+    """Whether ``error`` is of a kind :func:`locate` places (a cheap test first)."""
+    name = type(error).__name__
+    if name in ("GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"):
+        return True
+    return _before_task(error) is not None and _is_validation_error(error)

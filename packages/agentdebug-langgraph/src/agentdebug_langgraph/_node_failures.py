@@ -25,10 +25,14 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from agentdebug import EventType
 from agentdebug.detect import signals
+from agentdebug.detect.signals import FAILURE_MODE
 from agentdebug.schema import ErrorInfo
 
+from agentdebug_langgraph._base import CaptureBase
 from agentdebug_langgraph._live import live_graph
+from agentdebug_langgraph._state import ERRORS_HELD, GraphRun, NodeRun
 
 HANDLER_PATH = ("node_error_handler",)  # path[-2:-1] of an error handler's task
 HANDLES = signals.HANDLES  # metadata of a handler's start: the failed attempt's start
@@ -96,3 +100,76 @@ def limit_passed(session_id: str, node: str, started: float) -> Timeout | None:
     except Exception:  # a LangGraph that keeps them elsewhere: a stop, as before
         return None
     return None
+
+
+class NodeFailureEvents(CaptureBase):
+    """The events of nodes that failed otherwise than by raising: cut off by their
+    timeout, handled by their error handler, stopped by the caller (a part of
+    :class:`~agentdebug_langgraph.AgentDebugCallback`)."""
+
+    def _handling(self, run: GraphRun, failed_ns: str, doc: dict[str, Any]) -> None:
+        """A node's error handler starts: it names the failed attempt it handles, and
+        goes under it. A failed node still running for the callback was cut off by
+        its timeout, whose cancel has not come yet: its error is recorded first."""
+        cut = self._by_ns.pop(failed_ns, None)
+        if cut is not None:
+            for key, rec in list(self._nodes.items()):
+                if rec is cut:
+                    del self._nodes[key]
+            timeout = limit_passed(run.session.id, cut.name, cut.started)
+            self._timed_out(cut, timeout)
+        before = run.failed.pop(failed_ns, None)
+        if before is not None and before[0] is not None:
+            doc["metadata"][HANDLES] = doc["parent_id"] = before[0]
+
+    def _timed_out(self, rec: NodeRun, timeout: Timeout | None) -> None:
+        """A node cut off by its ``TimeoutPolicy``: its error (as LangGraph's
+        ``NodeTimeoutError`` says it), and the attempt a retry or its error handler
+        then names; the graph's own ``NodeTimeoutError`` is not recorded again."""
+        run = rec.run
+        if timeout is not None:
+            error: Any = timeout.error(rec.name)
+            meta: dict[str, Any] = {
+                "node": rec.name,
+                "langgraph_error": "node_timeout",
+                FAILURE_MODE: "system.timeout",
+                "timeout": timeout.limit,
+                "timeout_kind": timeout.kind,
+            }
+        else:  # (cut off, for a reason LangGraph did not say)
+            error = ErrorInfo(type="NodeError", message=f"node '{rec.name}' was cut off")
+            meta = {"node": rec.name}
+        event_id = run.session.record(
+            EventType.ERROR,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            error=error,
+            parent_id=rec.event_id,
+            module="langgraph.node",
+            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            metadata=meta,
+        )
+        run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
+        run.timeouts[rec.name] = event_id
+
+    def _stopped_at(self, rec: NodeRun, error: BaseException) -> None:
+        """A node stopped by a ``BaseException`` that is not an ``Exception``: the
+        run was stopped while it ran, which the node did not do wrong. Recorded as a
+        stop at the innermost node it passed (the run's end then records no other)."""
+        run = rec.run
+        known = run.node_errors.get(id(error))
+        if known is not None and known[0] is error:
+            return  # recorded at a node inside this one
+        if len(run.node_errors) >= ERRORS_HELD:
+            del run.node_errors[next(iter(run.node_errors))]
+        run.node_errors[id(error)] = (error, rec.ns)
+        run.stopped_at_node = True
+        run.session.record(
+            EventType.CHECKPOINT,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            parent_id=rec.event_id,
+            module="langgraph.node",
+            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            metadata={"langgraph_event": "stopped", "by": type(error).__name__, "node": rec.name},
+        )

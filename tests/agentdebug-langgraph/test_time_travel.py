@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType
+from agentdebug.report import render_run
 from agentdebug_langgraph import AgentDebugCallback
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -89,6 +90,8 @@ def test_a_replay_from_a_past_checkpoint_forks_the_run_that_made_it(dbg: AgentDe
     # the replay left behind
     history = dbg.history(run)
     assert nodes(history) == [("a", 1), *nodes(run)]
+    shown = render_run(run)
+    assert f"continues: {original.id} (forked from before its step {b_start.step_index})" in shown
     (report,) = replay.reports
     assert report.root_cause is not None
     assert report.root_cause.event_id in {e.id for e in run.events}  # its own c

@@ -22,7 +22,7 @@ from agentdebug.schema import (
     Evidence,
     Hypothesis,
 )
-from agentdebug.store.base import continues_of
+from agentdebug.store.base import continues_before, continues_of
 from agentdebug.store.history import earlier_run_of, history_runs
 from agentdebug.text import compact_json, flatten, shorten
 
@@ -396,7 +396,13 @@ def render_run(
         out.append(f"  branch of: {trajectory.parent_id}{where}")
     continues = continues_of(trajectory.metadata)  # a run picked up after it stopped
     if continues is not None:
-        out.append(f"  continues: {continues} (picked up where that run stopped)")
+        cut = continues_before(trajectory.metadata)
+        how = (
+            f"forked from before its step {cut}"
+            if cut is not None
+            else "picked up where that run stopped"
+        )
+        out.append(f"  continues: {continues} ({how})")
     marks: dict[str, list[str]] = {}
     if reports:
         latest = reports[-1]

@@ -164,3 +164,26 @@ def test_a_failure_recording_a_cache_hit_never_breaks_the_graph(
         out = app.invoke(start, {"callbacks": [Broken(dbg)]})
     assert out["out"] == ["W-A", "W-B", "done"]
     assert "capture failed in on_cached_task" in caplog.text
+
+
+def test_cache_hits_in_a_subgraph_with_a_cache_of_its_own_are_recorded(dbg: AgentDebug) -> None:
+    class Value(TypedDict, total=False):
+        x: int
+
+    def inner(state: Value) -> dict[str, Any]:
+        RAN.append("inner")
+        return {"x": state["x"] + 1}
+
+    sg = StateGraph(Value)
+    sg.add_node("inner", inner, cache_policy=CachePolicy())
+    sg.add_edge(START, "inner")
+    g = StateGraph(Value)
+    g.add_node("sub", sg.compile(cache=InMemoryCache()))  # the top graph has none
+    g.add_edge(START, "sub")
+    app = g.compile()
+    RAN.clear()
+    for _ in range(2):
+        cb = AgentDebugCallback(dbg)
+        app.invoke({"x": 1}, {"callbacks": [cb]})
+    assert RAN == ["inner"]
+    assert ("agent.start", "sub/inner", True) in nodes(cb.trajectory())

@@ -218,3 +218,45 @@ def test_a_subgraphs_recursion_limit_blames_its_node_not_the_node_running_it(
     (report,) = cb.reports
     assert report.root_cause is not None and report.root_cause.agent_name == "agent/think"
     assert report.root_cause.mode_id == "planning.step_limit_exhausted"
+
+
+def test_an_error_of_one_send_branchs_subgraph_is_placed_in_that_branch(dbg: AgentDebug) -> None:
+    """Two Send branches run the same subgraph node at once; only one of them has two
+    nodes writing a one-value key in a step."""
+    from langgraph.types import Send
+
+    class Part(TypedDict, total=False):
+        which: str
+        k: str
+
+    def slow(name: str) -> Any:
+        def write(state: Part) -> dict[str, Any]:
+            time.sleep(0.2)
+            return {"k": name}
+
+        return write
+
+    sg = StateGraph(Part)
+    sg.add_node("w1", slow("w1"))
+    sg.add_node("w2", slow("w2"))
+    sg.add_node("pre", lambda s: (time.sleep(0.05), {"which": "B"})[1])
+    sg.add_node("w3", lambda s: {"k": "w3"})
+    sg.add_conditional_edges(
+        START, lambda s: ["w1", "w2"] if s["which"] == "A" else ["pre"], ["w1", "w2", "pre"]
+    )
+    sg.add_edge("pre", "w3")
+    g = StateGraph(Gathered)
+    g.add_node("sub", sg.compile())
+    g.add_conditional_edges(
+        START, lambda s: [Send("sub", {"which": "A"}), Send("sub", {"which": "B"})], ["sub"]
+    )
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(InvalidUpdateError):
+        g.compile().invoke({"got": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    error = the_error(run)
+    assert error.agent_name in {"sub/w1", "sub/w2"}
+    assert sorted(error.metadata["nodes"]) == ["w1", "w2"]
+    by_id = {e.id: e for e in run.events}
+    branch = by_id[by_id[error.parent_id].parent_id]  # the sub node the writers ran in
+    assert branch.input == {"which": "A"}

@@ -82,7 +82,9 @@ def test_a_run_its_handler_saved_succeeds_with_the_error_on_record(dbg: AgentDeb
     assert error.agent_name == "fetch"
 
 
-def timed_graph(*, retry: bool = False, handler: bool = False, idle: bool = False) -> Any:
+def timed_graph(
+    *, retry: bool = False, handler: bool = False, idle: bool = False, backoff: float = 0.01
+) -> Any:
     """slow sleeps past its timeout the first time it runs (always, without
     ``retry``); after it, a node that fails when the handler's fallback is there."""
     runs: list[int] = []
@@ -106,7 +108,7 @@ def timed_graph(*, retry: bool = False, handler: bool = False, idle: bool = Fals
     g = StateGraph(Order)
     kw: dict[str, Any] = {"timeout": TimeoutPolicy(idle_timeout=0.2) if idle else 0.2}
     if retry:
-        kw["retry_policy"] = RetryPolicy(max_attempts=2, initial_interval=0.01)
+        kw["retry_policy"] = RetryPolicy(max_attempts=2, initial_interval=backoff, jitter=False)
     if handler:
         kw["error_handler"] = fallback
     g.add_node("slow", slow, **kw)
@@ -130,18 +132,23 @@ def test_a_node_its_timeout_cut_off_is_its_error_not_a_stop(dbg: AgentDebug, idl
     assert error.error.type == "NodeTimeoutError"
     kind = "idle" if idle else "run"
     assert error.error.message.startswith(f"Node 'slow' exceeded its {kind} timeout of 0.200s")
-    assert error.metadata["timeout"] == 0.2 and error.metadata["timeout_kind"] == kind
+    assert error.metadata[f"{kind}_timeout"] == 0.2 and error.metadata["timeout_kind"] == kind
     (report,) = cb.reports
     assert report.root_cause is not None and report.root_cause.agent_name == "slow"
     assert report.root_cause.mode_id == "system.timeout"
 
 
-def test_a_timeout_a_retry_got_past_is_resolved(dbg: AgentDebug) -> None:
+@pytest.mark.parametrize("backoff", [0.0, 0.05])  # the retry before the cancel comes, or after
+def test_a_timeout_a_retry_got_past_is_resolved(dbg: AgentDebug, backoff: float) -> None:
     cb = AgentDebugCallback(dbg)
-    assert asyncio.run(timed_graph(retry=True).ainvoke({"x": 0}, {"callbacks": [cb]}))["x"] == 2
+    graph = timed_graph(retry=True, backoff=backoff)
+    assert asyncio.run(graph.ainvoke({"x": 0}, {"callbacks": [cb]}))["x"] == 2
     run = cb.trajectory()
     first, second = of(run, EventType.AGENT_START, "slow")
     assert second.metadata["retry_of"] == first.id and second.metadata["attempt"] == 2
+    (error,) = of(run, EventType.ERROR)
+    assert error.parent_id == first.id and error.error.type == "NodeTimeoutError"
+    assert of(run, EventType.AGENT_END, "slow")[0].parent_id == second.id
     assert run.outcome.status.value == "success"
 
 
@@ -183,6 +190,33 @@ def test_a_callers_cancel_of_a_node_with_a_timeout_is_still_a_stop(dbg: AgentDeb
     assert of(run, EventType.ERROR) == []
     (stop,) = of(run, EventType.CHECKPOINT)  # one stop (the graph's cancel is the same)
     assert stop.metadata["langgraph_event"] == "stopped" and stop.agent_name == "slow"
+
+
+def test_a_callers_stop_after_a_heartbeating_nodes_idle_limit_is_a_stop(dbg: AgentDebug) -> None:
+    from langgraph.runtime import Runtime
+    from langgraph.types import TimeoutPolicy
+
+    async def busy(state: Order, runtime: Runtime[Any]) -> dict[str, Any]:
+        for _ in range(30):  # never idle: it beats more often than its limit
+            await asyncio.sleep(0.05)
+            runtime.heartbeat()
+        return {"x": 1}
+
+    g = StateGraph(Order)
+    g.add_node("busy", busy, timeout=TimeoutPolicy(idle_timeout=0.2, refresh_on="heartbeat"))
+    g.add_edge(START, "busy")
+    app = g.compile()
+    cb = AgentDebugCallback(dbg)
+
+    async def main() -> None:
+        with pytest.raises((asyncio.TimeoutError, asyncio.CancelledError)):
+            await asyncio.wait_for(app.ainvoke({"x": 0}, {"callbacks": [cb]}), 0.6)
+
+    asyncio.run(main())
+    run = cb.trajectory()
+    assert of(run, EventType.ERROR) == []
+    (stop,) = of(run, EventType.CHECKPOINT)
+    assert stop.agent_name == "busy" and stop.metadata["langgraph_event"] == "stopped"
 
 
 def test_the_handler_of_a_node_inside_a_subgraph_is_a_node_of_that_subgraph(

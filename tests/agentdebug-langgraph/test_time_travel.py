@@ -146,3 +146,58 @@ def test_a_resume_that_names_the_checkpoint_it_waits_at_is_still_a_resume(
     run = cb.trajectory(run_id)
     assert "forked_from" not in run.metadata["langgraph"]
     assert [name for name, _ in nodes(run)] == ["a", "b", "c"]
+
+
+def test_an_edit_at_an_interrupt_and_going_on_is_a_resume_with_the_edit(dbg: AgentDebug) -> None:
+    graph = abc_graph(interrupt_before=["b"])
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"x": 1}, {"configurable": {"thread_id": "h"}, "callbacks": [cb]})
+    edited = graph.update_state({"configurable": {"thread_id": "h"}}, {"x": 1})  # a human's fix
+    assert graph.invoke(None, {**edited, "callbacks": [cb]}) == {"x": 10, "log": "c"}
+    (run_id,) = set(cb.run_ids)  # the run went on: not closed, not forked
+    run = cb.trajectory(run_id)
+    assert run.outcome.status.value == "success" and "forked_from" not in run.metadata["langgraph"]
+    (resume,) = [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+    assert resume.metadata["edits"] == [{"x": 1}]
+
+
+def test_a_forks_history_leaves_out_what_came_after_its_checkpoint(dbg: AgentDebug) -> None:
+    """An error the origin placed at an earlier node (its recursion limit) came after
+    the checkpoint a later node started from: not in the fork's past."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage
+    from langgraph.errors import GraphRecursionError
+
+    model = GenericFakeChatModel(messages=iter([AIMessage(f"go on {i}") for i in range(50)]))
+
+    def think(state: Sum) -> dict[str, Any]:  # the model keeps deciding to go on
+        return {"log": str(model.invoke("again?").content)}
+
+    g = StateGraph(Sum)
+    g.add_node("a", think)
+    g.add_node("b", lambda s: {"x": s["x"] + 1})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "a")
+    graph = g.compile(checkpointer=InMemorySaver())
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(GraphRecursionError):
+        graph.invoke(
+            {"x": 0},
+            {"configurable": {"thread_id": "r"}, "callbacks": [first], "recursion_limit": 4},
+        )
+    original = first.trajectory()
+    (placed,) = [e for e in original.events if e.type is EventType.ERROR]
+    last_start = [e for e in original.events if e.type is EventType.AGENT_START][-1]
+    assert placed.step_index < last_start.step_index  # placed at the model's node, a
+    ref = last_start.checkpoint
+    assert ref is not None
+    config = {"configurable": {"thread_id": "r", "checkpoint_id": ref.checkpoint_id}}
+    fork = AgentDebugCallback(dbg)
+    with pytest.raises(GraphRecursionError):
+        graph.invoke(None, {**config, "callbacks": [fork], "recursion_limit": 3})
+    history = dbg.history(fork.trajectory())
+    errors = [e for e in history.events if e.type is EventType.ERROR]
+    assert [e.id for e in errors] == [
+        e.id for e in fork.trajectory().events if e.type is EventType.ERROR
+    ]

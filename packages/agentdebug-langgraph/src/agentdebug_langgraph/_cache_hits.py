@@ -7,9 +7,9 @@ stream. Without this module such a node is missing from the trajectory, and the
 under it.
 
 The loop finds hits in one method, ``match_cached_writes`` (``amatch_cached_writes``
-in async runs), which returns the tasks it served. Once a run with a cache starts
-(:func:`watch`, at the graph's start), that method of LangGraph's loop classes
-is wrapped: the tasks it returns go to every handler among the task's callbacks
+in async runs), which returns the tasks it served. When the callback first sees a
+graph start (:func:`install`: a subgraph may have a cache of its own, which the
+graph's start does not show), that method of LangGraph's loop classes is wrapped: the tasks it returns go to every handler among the task's callbacks
 that records them (:class:`ServesCache`, i.e. ``AgentDebugCallback``), which
 records each as a node that started and ended at once, marked ``cached``. Runs
 without a cache, and graphs without such a handler, pass through unchanged.
@@ -22,7 +22,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
-from types import FrameType
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
@@ -44,21 +43,9 @@ class ServesCache(Protocol):
     def on_cached_task(self, task: Any, parent_run_id: UUID | None) -> None: ...
 
 
-def watch(frame: FrameType | None) -> None:
-    """At a graph run's start: make sure cache hits reach the handlers, when the
-    run has a node cache (the ``cache`` its ``stream`` resolved)."""
-    if _installed or frame is None:
-        return
-    try:
-        cache = frame.f_locals.get("cache")
-    except Exception:  # pragma: no cover - a frame without locals
-        return
-    if cache is not None:
-        install()
-
-
 def install() -> None:
-    """Wrap the loops' cache lookups (once per process)."""
+    """Wrap the loops' cache lookups (once per process; a run without a cache pays a
+    call and a test of the empty list it finds per step)."""
     global _installed
     if _installed:
         return

@@ -36,7 +36,6 @@ from agentdebug_langgraph._ending import SuccessCheck
 from agentdebug_langgraph._live import (
     default_debugger,
 )
-from agentdebug_langgraph._node_failures import NodeFailureEvents
 from agentdebug_langgraph._specs import factory_spec
 from agentdebug_langgraph._starting import RunStarting
 from agentdebug_langgraph._state import (
@@ -62,7 +61,7 @@ _HANDLER_PATH = _node_failures.HANDLER_PATH
 _HANDLES = _node_failures.HANDLES
 
 
-class AgentDebugCallback(NodeFailureEvents, RunStarting):
+class AgentDebugCallback(RunStarting):
     """Records every graph run it sees; diagnoses the ones that fail.
 
     ``graph.invoke(inputs, config={"callbacks": [AgentDebugCallback()]})`` is all it
@@ -188,7 +187,11 @@ class AgentDebugCallback(NodeFailureEvents, RunStarting):
                 return
             ns: str = md.get("langgraph_checkpoint_ns") or ""
             if ns in self._by_ns:
-                return  # inside a task already running: a graph compiled with its name
+                if parent_run_id is None or parent_run_id.int in self._nodes:
+                    return  # inside a task already running: a graph compiled with its name
+                # another attempt of a task whose attempt before its timeout cut off,
+                # before that one's cancel came
+                self._superseded(self._by_ns[ns].run, ns)
             parent = None
             handles = None
             if "|" in ns:  # a node inside a subgraph, or a node's error handler
@@ -231,6 +234,8 @@ class AgentDebugCallback(NodeFailureEvents, RunStarting):
                 "parent_id": run.input_event,
                 "metadata": meta,
             }
+            if run.cancelled and ns in run.cancelled:  # a retry of an attempt cut off
+                self._superseded(run, ns)
             if run.failed:  # a retry (RetryPolicy) runs the failed task again
                 self._mark_retry(run, ns, meta)
             if _SERVED in kwargs:  # (on_cached_task)
@@ -440,11 +445,16 @@ class AgentDebugCallback(NodeFailureEvents, RunStarting):
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)
             if not isinstance(error, Exception):  # Ctrl-C, a cancel, an exit: not its error
-                timeout = _node_failures.timeout_of(run.session.id, rec.name, rec.started, error)
-                if timeout is None:
+                if _node_failures.is_cancel(error):
+                    self._cancelled(rec, error)  # (or its timeout: told by what follows)
+                else:
                     self._stopped_at(rec, error)
-                else:  # unless its own timeout cancelled it
-                    self._timed_out(rec, timeout)
+                return
+            if (
+                run.cancelled
+                and _node_failures.is_node_timeout(error)
+                and self._settle_timeout(run, error)  # out of the subgraph this node ran
+            ):
                 return
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))

@@ -22,10 +22,11 @@ from agentdebug.capture.auto import (
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
-from agentdebug_langgraph import _convert, _graph_errors
+from agentdebug_langgraph import _convert, _graph_errors, _node_failures
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
+from agentdebug_langgraph._node_failures import NodeFailureEvents
 from agentdebug_langgraph._replay import ANSWERED
 from agentdebug_langgraph._state import (
     AT_INTERRUPT,
@@ -72,7 +73,7 @@ def branch_paused(thread_id: str, why: str = ANSWERED) -> str:
     )
 
 
-class RunEnding(ModelAndToolEvents):
+class RunEnding(ModelAndToolEvents, NodeFailureEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
 
     success_check: SuccessCheck | None
@@ -111,6 +112,10 @@ class RunEnding(ModelAndToolEvents):
             self._finish(run, False, None)
             return
         failed_exc: Exception | None = None
+        if error is not None and _node_failures.is_node_timeout(error):
+            self._settle_timeout(run, error)  # at the attempt it cut off, not the graph
+        if run.cancelled:
+            self._settle_stops(run)
         if error is not None:
             known = run.node_errors.get(id(error))
             if not isinstance(error, Exception):  # stopped by the caller: not an error
@@ -128,8 +133,7 @@ class RunEnding(ModelAndToolEvents):
                             "graph": run.graph_name,
                         },
                     )
-            elif (known is None or known[0] is not error) and not _timed_out_at_node(run, error):
-                # not recorded at a node
+            elif known is None or known[0] is not error:  # not recorded at a node
                 at = self._locate(run, error)
                 session.record(
                     EventType.ERROR,
@@ -181,6 +185,10 @@ class RunEnding(ModelAndToolEvents):
         try:
             graph = live_graph(run.session.id)
             step_timeout = getattr(graph, "step_timeout", None) if graph is not None else None
+            if not _graph_errors.may_place(error) and not (
+                isinstance(error, TimeoutError) and step_timeout
+            ):
+                return None  # (a kind it does not place: the run is not read back)
             events = run.session.trajectory().events
             return _graph_errors.locate(
                 events, error, input_event=run.input_event, step_timeout=step_timeout
@@ -201,7 +209,7 @@ class RunEnding(ModelAndToolEvents):
             if at is None:
                 return None
             return _graph_errors.locate(
-                events[at:], error, input_event=rec.event_id, step_timeout=None, scope=rec.agent
+                events[at:], error, input_event=rec.event_id, step_timeout=None, scope=rec.event_id
             )
         except Exception:
             log.exception("agentdebug: the subgraph's error could not be placed at a node")
@@ -420,11 +428,3 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         return None, run.last_step, run.input_event
     agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id
-
-
-def _timed_out_at_node(run: GraphRun, error: BaseException) -> bool:
-    """A ``NodeTimeoutError`` whose node's timeout was recorded at the node (where
-    its watchdog's cancel came)."""
-    return type(error).__name__ == "NodeTimeoutError" and getattr(error, "node", None) in (
-        run.timeouts
-    )

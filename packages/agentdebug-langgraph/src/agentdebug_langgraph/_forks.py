@@ -28,6 +28,7 @@ from typing import Any
 from agentdebug import AgentTrajectory, EventType
 from agentdebug.capture import RunMark
 from agentdebug.store import RunQuery
+from agentdebug.store.history import before_step
 
 from agentdebug_langgraph import _convert
 
@@ -64,7 +65,7 @@ class Fork:
         """The origin run as the fork keeps it: its events before the fork's step."""
         if self.origin is None or self.step is None:
             return None
-        kept = [e for e in self.origin.events if e.step_index < self.step]
+        kept = before_step(self.origin.events, self.step)
         return self.origin.model_copy(update={"events": kept})
 
     def mark(self) -> RunMark | None:
@@ -86,19 +87,25 @@ def requested_checkpoint(frame: FrameType | None) -> str | None:
     return str(wanted) if wanted else None
 
 
-def fork_of(debugger: Any, graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
-    """The fork a run from ``checkpoint_id`` makes. Never raises: what cannot be
-    found is left out."""
+def fork_at(graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
+    """A run from ``checkpoint_id``: the checkpoint under its edits (reads of the
+    checkpointer only). Never raises: what cannot be read is left out."""
     fork = Fork(checkpoint_id, checkpoint_id)
     try:
         _follow_edits(fork, graph, thread_id)
     except Exception:
         log.debug("agentdebug: the checkpoint's edits could not be read", exc_info=True)
+    return fork
+
+
+def find_origin(fork: Fork, debugger: Any, thread_id: str) -> Fork:
+    """``fork`` with the run and step it forks, when a recorded run made its base
+    checkpoint. Never raises."""
     try:
         _find_origin(fork, debugger, thread_id)
     except Exception:
         log.exception(
-            "agentdebug: the run that made checkpoint %s could not be found", checkpoint_id
+            "agentdebug: the run that made checkpoint %s could not be found", fork.base_checkpoint
         )
     return fork
 

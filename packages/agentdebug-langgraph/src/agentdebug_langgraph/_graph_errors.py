@@ -73,15 +73,16 @@ def locate(
 ) -> Located | None:
     """Where ``error`` (raised by the graph, not by a node) belongs, or None when
     it is not a kind this knows or its node cannot be found. ``scope``: the graph
-    that raised it is the subgraph run by the node of that agent name, whose start
-    is ``input_event`` (``events`` from it on), not the top-level graph."""
+    that raised it is the subgraph run by the node whose start event has this id
+    (``input_event``), not the top-level graph."""
     from langgraph.errors import GraphRecursionError, InvalidUpdateError
 
-    nodes = _last_super_step(events, scope)
+    own = _starts_of(events, scope)
+    nodes = _last_super_step(events, own, scope)
     if isinstance(error, GraphRecursionError):
         if not nodes:
             return None
-        node = _deciding(events, nodes, scope)
+        node = _deciding(events, nodes, own)
         return _at(node, "planning.step_limit_exhausted", "recursion_limit", nodes)
     if isinstance(error, TimeoutError) and step_timeout:
         if not nodes:
@@ -94,11 +95,7 @@ def locate(
     if type(error).__name__ == "NodeTimeoutError":  # (LangGraph 1.2: a node's TimeoutPolicy)
         name = getattr(error, "node", None)
         last = next(
-            (
-                e
-                for e in reversed(events)
-                if _is_root_start(e, scope) and e.metadata.get("node") == name
-            ),
+            (e for e in reversed(events) if e.id in own and e.metadata.get("node") == name),
             None,
         )
         if last is None:
@@ -149,25 +146,45 @@ def _at(node: _Node, mode: str, kind: str, nodes: Sequence[_Node]) -> Located:
     )
 
 
-def _is_root_start(event: AgentEvent, scope: str | None) -> bool:
-    """A start of a node of the graph that raised: the top-level graph (``scope``
-    None), or the subgraph run by the node named ``scope``."""
-    meta = event.metadata
-    return event.type is EventType.AGENT_START and "node" in meta and meta.get("namespace") == scope
+def _starts_of(events: Sequence[AgentEvent], scope: str | None) -> set[str]:
+    """The ids of the node starts of the graph that raised: the top-level graph's
+    (``scope`` None), or the subgraph's run by the node whose start is ``scope``:
+    its nodes, and what they sent or handed to (a ``Send`` branch, an error
+    handler), followed down from that start (several ``Send`` branches may run the
+    same subgraph node at once; only this one's nodes are its)."""
+    if scope is None:
+        return {
+            e.id
+            for e in events
+            if e.type is EventType.AGENT_START
+            and "node" in e.metadata
+            and "namespace" not in e.metadata
+        }
+    head = next((e for e in events if e.id == scope), None)
+    if head is None:
+        return set()
+    linked, own = {scope}, set()
+    for e in events:
+        if (
+            e.type is EventType.AGENT_START
+            and e.parent_id in linked
+            and e.metadata.get("namespace") == head.agent_name
+        ):
+            linked.add(e.id)
+            own.add(e.id)
+    return own
 
 
-def _last_super_step(events: Sequence[AgentEvent], scope: str | None) -> list[_Node]:
+def _last_super_step(events: Sequence[AgentEvent], own: set[str], scope: str | None) -> list[_Node]:
     """The nodes of the last LangGraph super-step of the graph that raised, with
     their ends, in the order they started (none from before the run's latest input
     or resume, or before the start of the node running the subgraph)."""
     starts: list[AgentEvent] = []
     step: Any = None
     for event in reversed(events):
-        if event.type is EventType.USER_INPUT or (
-            scope is not None and event.type is EventType.AGENT_START and event.agent_name == scope
-        ):
+        if event.type is EventType.USER_INPUT or event.id == scope:
             break
-        if not _is_root_start(event, scope):
+        if event.id not in own:
             continue
         lg_step = event.metadata.get("langgraph_step")
         if step is None:
@@ -188,7 +205,7 @@ def _duration(node: _Node) -> float:
     return node.end.duration_ms
 
 
-def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node], scope: str | None) -> _Node:
+def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node], own: set[str]) -> _Node:
     """The node whose decision kept the loop going: the latest top-level node that
     called a model (a tool node of the last super-step only carried out what it
     asked for), else the last node of the last super-step."""
@@ -196,7 +213,7 @@ def _deciding(events: Sequence[AgentEvent], nodes: Sequence[_Node], scope: str |
     for event in reversed(events):
         if event.type is EventType.LLM_RESPONSE and event.parent_id:
             start = by_id.get(event.parent_id)
-            if start is not None and _is_root_start(start, scope):
+            if start is not None and start.id in own:
                 end = next(
                     (
                         e

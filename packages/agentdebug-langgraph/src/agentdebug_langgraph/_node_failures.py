@@ -13,15 +13,14 @@ Two of its ways reach a callback in a shape that does not say what happened:
   watchdog cancels the node, so its callback gets a ``CancelledError``, which is
   also what a caller's stop looks like; LangGraph then raises ``NodeTimeoutError``
   from the runner, to a ``RetryPolicy``, the node's error handler or the graph's
-  caller, without a node callback. A cancel that comes when the node's own run or
-  idle limit has passed is that timeout: recorded as the node's error
-  (``NodeTimeoutError``, mode ``system.timeout``), not as a stop.
+  caller, without a node callback. So a node's cancel is held until what follows
+  tells (:class:`NodeFailureEvents`): a timeout is recorded as the node's error
+  (``NodeTimeoutError``, mode ``system.timeout``), a stop as a stop.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
@@ -46,113 +45,148 @@ def handler_namespace(ns: str) -> tuple[str, str]:
     return failed, (f"{outer}|{own}" if outer else own)
 
 
-@dataclass(frozen=True)
-class Timeout:
-    """A node's timeout that fired: which limit, its length and the time taken (s)."""
-
-    kind: str  # "run" or "idle"
-    limit: float
-    elapsed: float
-
-    def error(self, node: str) -> ErrorInfo:
-        """As LangGraph's ``NodeTimeoutError`` says it."""
-        return ErrorInfo(
-            type="NodeTimeoutError",
-            message=(
-                f"Node '{node}' exceeded its {self.kind} timeout of {self.limit:.3f}s "
-                f"(elapsed: {self.elapsed:.3f}s)."
-            ),
-        )
-
-
 def _seconds(value: Any) -> float | None:
     if isinstance(value, timedelta):
         return value.total_seconds()
     return float(value) if isinstance(value, int | float) and value > 0 else None
 
 
-def timeout_of(session_id: str, node: str, started: float, error: BaseException) -> Timeout | None:
-    """The node's timeout, when ``error`` (a ``CancelledError`` at the node) is its
-    watchdog's cancel (:func:`limit_passed`)."""
-    if type(error).__name__ != "CancelledError":
-        return None
-    return limit_passed(session_id, node, started)
+def is_cancel(error: BaseException) -> bool:
+    return type(error).__name__ == "CancelledError"
 
 
-def limit_passed(session_id: str, node: str, started: float) -> Timeout | None:
-    """The node's timeout if it has passed: the node (of the run's graph) has a
-    ``TimeoutPolicy`` whose run limit it has run past, or an idle limit at most as
-    long as the time it ran."""
+def is_node_timeout(error: BaseException) -> bool:
+    return type(error).__name__ == "NodeTimeoutError"
+
+
+def _limits(session_id: str, node: str) -> dict[str, float]:
+    """The run and idle limits of the node's ``TimeoutPolicy`` in the run's graph
+    (none found: a node of a subgraph, or a LangGraph that keeps them elsewhere)."""
     try:
         graph = live_graph(session_id)
         spec = graph.nodes.get(node) if graph is not None else None
         policy = getattr(spec, "timeout", None)
-        if policy is None:
-            return None
-        elapsed = time.perf_counter() - started
-        run_limit = _seconds(getattr(policy, "run_timeout", None))
-        idle_limit = _seconds(getattr(policy, "idle_timeout", None))
-        slack = 0.98  # (the watchdog's clock and ours start a moment apart)
-        if run_limit is not None and elapsed >= run_limit * slack:
-            return Timeout("run", run_limit, elapsed)
-        if idle_limit is not None and elapsed >= idle_limit * slack:
-            return Timeout("idle", idle_limit, elapsed)
-    except Exception:  # a LangGraph that keeps them elsewhere: a stop, as before
-        return None
-    return None
+        out = {
+            "run_timeout": _seconds(getattr(policy, "run_timeout", None)),
+            "idle_timeout": _seconds(getattr(policy, "idle_timeout", None)),
+        }
+    except Exception:
+        return {}
+    return {k: v for k, v in out.items() if v is not None}
 
 
 class NodeFailureEvents(CaptureBase):
     """The events of nodes that failed otherwise than by raising: cut off by their
     timeout, handled by their error handler, stopped by the caller (a part of
-    :class:`~agentdebug_langgraph.AgentDebugCallback`)."""
+    :class:`~agentdebug_langgraph.AgentDebugCallback`).
 
-    def _handling(self, run: GraphRun, failed_ns: str, doc: dict[str, Any]) -> None:
-        """A node's error handler starts: it names the failed attempt it handles, and
-        goes under it. A failed node still running for the callback was cut off by
-        its timeout, whose cancel has not come yet: its error is recorded first."""
-        cut = self._by_ns.pop(failed_ns, None)
-        if cut is not None:
-            for key, rec in list(self._nodes.items()):
-                if rec is cut:
+    A node's ``CancelledError`` is held (``GraphRun.cancelled``) until what follows
+    says what it was: LangGraph's ``NodeTimeoutError`` for the node (at the graph's
+    end, or out of a subgraph), another attempt of its task (a ``RetryPolicy``
+    retry) or its error handler starting say it was the node's timeout; the run's
+    end without either says it was a stop (the caller's, or a teardown after a
+    sibling failed), recorded then at the node."""
+
+    def _cancelled(self, rec: NodeRun, error: BaseException) -> None:
+        rec.run.cancelled[rec.ns] = (rec, time.perf_counter(), error)
+
+    def _superseded(self, run: GraphRun, ns: str) -> None:
+        """Another attempt of task ``ns`` (a retry), or its error handler, starts:
+        the attempt before was cut off by its timeout. Its cancel may have come
+        (held), or not yet (it still runs for the callback: dropped from the tables,
+        so its cancel is not taken for anything later)."""
+        held = run.cancelled.pop(ns, None)
+        if held is not None:
+            rec, ended = held[0], held[1]
+        else:
+            running = self._by_ns.pop(ns, None)
+            if running is None:
+                return
+            rec, ended = running, time.perf_counter()
+            for key, node in list(self._nodes.items()):
+                if node is rec:
                     del self._nodes[key]
-            timeout = limit_passed(run.session.id, cut.name, cut.started)
-            self._timed_out(cut, timeout)
-        before = run.failed.pop(failed_ns, None)
-        if before is not None and before[0] is not None:
-            doc["metadata"][HANDLES] = doc["parent_id"] = before[0]
+        elapsed = ended - rec.started
+        limits = _limits(run.session.id, rec.name)
+        error = ErrorInfo(
+            type="NodeTimeoutError",
+            message=f"Node '{rec.name}' was cut off by its timeout after {elapsed:.3f}s.",
+        )
+        self._record_timeout(rec, error, elapsed, limits)
 
-    def _timed_out(self, rec: NodeRun, timeout: Timeout | None) -> None:
-        """A node cut off by its ``TimeoutPolicy``: its error (as LangGraph's
-        ``NodeTimeoutError`` says it), and the attempt a retry or its error handler
-        then names; the graph's own ``NodeTimeoutError`` is not recorded again."""
+    def _settle_timeout(self, run: GraphRun, error: BaseException) -> bool:
+        """LangGraph's ``NodeTimeoutError`` reaches a node running a subgraph or the
+        graph's end: recorded, as raised, at the attempt it cut off (the latest of
+        its node that was cancelled or still runs), once. False if none is found."""
+        name = getattr(error, "node", None)
+        held = [h for h in run.cancelled.values() if h[0].name == name]
+        if held:
+            rec, ended = held[-1][0], held[-1][1]
+            run.cancelled.pop(rec.ns, None)
+        else:
+            running = [r for r in self._by_ns.values() if r.run is run and r.name == name]
+            if not running:
+                return False
+            rec, ended = running[-1], time.perf_counter()
+            self._by_ns.pop(rec.ns, None)
+        limits = {
+            k: v
+            for k in ("run_timeout", "idle_timeout")
+            if isinstance(v := getattr(error, k, None), int | float)
+        }
+        self._record_timeout(rec, error, ended - rec.started, limits, getattr(error, "kind", None))
+        if len(run.node_errors) >= ERRORS_HELD:
+            del run.node_errors[next(iter(run.node_errors))]
+        run.node_errors[id(error)] = (error, rec.ns)
+        return True
+
+    def _record_timeout(
+        self,
+        rec: NodeRun,
+        error: Any,
+        elapsed: float,
+        limits: dict[str, float],
+        kind: Any = None,
+    ) -> None:
+        """A node cut off by its ``TimeoutPolicy``: its error, mode ``system.timeout``
+        and the attempt a retry or its error handler then names."""
         run = rec.run
-        if timeout is not None:
-            error: Any = timeout.error(rec.name)
-            meta: dict[str, Any] = {
-                "node": rec.name,
-                "langgraph_error": "node_timeout",
-                FAILURE_MODE: "system.timeout",
-                "timeout": timeout.limit,
-                "timeout_kind": timeout.kind,
-            }
-        else:  # (cut off, for a reason LangGraph did not say)
-            error = ErrorInfo(type="NodeError", message=f"node '{rec.name}' was cut off")
-            meta = {"node": rec.name}
-        event_id = run.session.record(
+        meta: dict[str, Any] = {
+            "node": rec.name,
+            "langgraph_error": "node_timeout",
+            FAILURE_MODE: "system.timeout",
+            **limits,
+        }
+        if isinstance(kind, str):
+            meta["timeout_kind"] = kind
+        run.session.record(
             EventType.ERROR,
             agent_name=rec.agent,
             step_index=rec.step,
             error=error,
             parent_id=rec.event_id,
             module="langgraph.node",
-            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            duration_ms=elapsed * 1000.0,
             metadata=meta,
         )
         run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
-        run.timeouts[rec.name] = event_id
 
-    def _stopped_at(self, rec: NodeRun, error: BaseException) -> None:
+    def _settle_stops(self, run: GraphRun) -> None:
+        """At the run's end: the cancels nothing explained were stops."""
+        for rec, ended, error in list(run.cancelled.values()):
+            self._stopped_at(rec, error, ended)
+        run.cancelled.clear()
+
+    def _handling(self, run: GraphRun, failed_ns: str, doc: dict[str, Any]) -> None:
+        """A node's error handler starts: it names the failed attempt it handles, and
+        goes under it (an attempt its timeout cut off is recorded first)."""
+        if failed_ns in run.cancelled or failed_ns in self._by_ns:
+            self._superseded(run, failed_ns)
+        before = run.failed.pop(failed_ns, None)
+        if before is not None and before[0] is not None:
+            doc["metadata"][HANDLES] = doc["parent_id"] = before[0]
+
+    def _stopped_at(self, rec: NodeRun, error: BaseException, ended: float | None = None) -> None:
         """A node stopped by a ``BaseException`` that is not an ``Exception``: the
         run was stopped while it ran, which the node did not do wrong. Recorded as a
         stop at the innermost node it passed (the run's end then records no other)."""
@@ -170,6 +204,6 @@ class NodeFailureEvents(CaptureBase):
             step_index=rec.step,
             parent_id=rec.event_id,
             module="langgraph.node",
-            duration_ms=(time.perf_counter() - rec.started) * 1000.0,
+            duration_ms=((ended or time.perf_counter()) - rec.started) * 1000.0,
             metadata={"langgraph_event": "stopped", "by": type(error).__name__, "node": rec.name},
         )

@@ -77,7 +77,7 @@ class RunStarting(RunEnding):
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
-        _cache_hits.watch(frame)
+        _cache_hits.install()
         graph = _pregel.graph_of(frame)
         invocation = _invocation.read(frame) if self._adopt is None else None
         thread = md.get("thread_id")
@@ -95,9 +95,13 @@ class RunStarting(RunEnding):
             resumed = None
         # invoke(None) from a past checkpoint (time travel): a fork of the thread's history
         wanted = _forks.requested_checkpoint(frame) if own and inputs is None else None
-        if wanted is not None and resumed is not None:
-            if wanted == resumed.interrupt_checkpoint:
-                wanted = None  # (the checkpoint it waits at: a resume)
+        fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
+        if fork is not None and resumed is not None:
+            if fork.base_checkpoint == resumed.interrupt_checkpoint:
+                # the checkpoint it waits at (edited by update_state, maybe): a resume
+                if fork.edits:
+                    self.resume_note = {**(self.resume_note or {}), "edits": fork.edits}
+                fork = None
             else:
                 self._finish_paused(resumed, "the thread was run from an earlier checkpoint")
                 resumed = None
@@ -116,9 +120,8 @@ class RunStarting(RunEnding):
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
-        fork = None
-        if wanted is not None:  # not after the run that stopped: after the checkpoint's
-            fork = _forks.fork_of(self._debugger(), graph, str(thread_id), wanted)
+        if fork is not None:  # not after the run that stopped: after the checkpoint's
+            _forks.find_origin(fork, self._debugger(), str(thread_id))
             continues = _forked(fork)
         elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
         if continues is None and fork is None and elsewhere and _convert.goes_on(inputs):

@@ -66,8 +66,9 @@ class GraphRun:
     subgraph_loops: dict[str, Any] = field(default_factory=dict)
     failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
-    # node name -> the error event of its latest attempt its TimeoutPolicy cut off
-    timeouts: dict[str, str | None] = field(default_factory=dict)
+    # task namespace -> (node run, when, the CancelledError) of a node cancelled and not
+    # yet told apart: its timeout, or a stop (_node_failures.NodeFailureEvents)
+    cancelled: dict[str, tuple[NodeRun, float, BaseException]] = field(default_factory=dict)
     stopped_at_node: bool = False  # a stop recorded at a node (the graph's is the same)
     interrupted: bool = False
     interrupt_recorded: bool = False

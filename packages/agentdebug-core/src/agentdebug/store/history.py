@@ -89,8 +89,7 @@ def with_history(
             break
         cut = continues_before(chain[-1].metadata)
         if cut is not None:  # a fork of its history: what that run did from the step on
-            kept = [e for e in earlier.events if e.step_index < cut]  # is not this run's past
-            earlier = earlier.model_copy(update={"events": kept})
+            earlier = earlier.model_copy(update={"events": before_step(earlier.events, cut)})
         chain.append(earlier)
         seen.add(before)
     if incomplete is not None:
@@ -102,6 +101,17 @@ def with_history(
             update={"metadata": {**trajectory.metadata, JOINED: _joined([], incomplete)}}
         )
     return _join(chain[::-1], incomplete)
+
+
+def before_step(events: list[AgentEvent], step: int) -> list[AgentEvent]:
+    """A run's events recorded before its first event of ``step`` or later: what a
+    fork of its history from before that step keeps (not only the events with a
+    smaller step: one filed under an earlier step, an error placed at the node it
+    concerns, may have come after the fork point)."""
+    for i, event in enumerate(events):
+        if event.step_index >= step:
+            return events[:i]
+    return list(events)
 
 
 def _join(runs: list[AgentTrajectory], incomplete: str | None) -> AgentTrajectory:

@@ -22,6 +22,21 @@ def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
     return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
 
 
+def error_at(
+    i: int, step: int, agent: str | None, parent: str, message: str, **kw: Any
+) -> AgentEvent:
+    """An error event filed under ``parent`` at ``step`` (a step it shares with it)."""
+    return AgentEvent(
+        id=f"e{i}",
+        type=EventType.ERROR,
+        step_index=step,
+        agent_name=agent,
+        parent_id=parent,
+        error=ErrorInfo(message=message, type=kw.pop("type", None)),
+        **kw,
+    )
+
+
 def traj(*events: AgentEvent) -> AgentTrajectory:
     return AgentTrajectory(id="t", goal="g", events=list(events))
 
@@ -80,13 +95,13 @@ def test_an_error_its_integration_placed_keeps_its_step_and_its_known_mode() -> 
         ev(0, EventType.USER_INPUT, None, input={"count": "x"}),
         ev(1, EventType.LLM_RESPONSE, "planner", output="use count"),
         ev(2, EventType.AGENT_END, "writer", output={"count": "x"}),
-        AgentEvent(
-            id="e3",
-            type=EventType.ERROR,
-            step_index=2,
-            agent_name="writer",
-            parent_id="e2",
-            error=ErrorInfo(message="1 validation error for State count", type="ValidationError"),
+        error_at(
+            3,
+            2,
+            "writer",
+            "e2",
+            "1 validation error for State count",
+            type="ValidationError",
             metadata={"failure_mode": "system.schema_violation"},
         ),
     )
@@ -103,12 +118,13 @@ def test_an_error_its_integration_placed_keeps_its_step_and_its_known_mode() -> 
 def test_an_error_filed_under_the_input_blames_the_runs_input() -> None:
     t = traj(
         ev(0, EventType.USER_INPUT, None, input={"count": "x"}),
-        AgentEvent(
-            id="e1",
-            type=EventType.ERROR,
-            step_index=0,
-            parent_id="e0",
-            error=ErrorInfo(message="1 validation error for State count", type="ValidationError"),
+        error_at(
+            1,
+            0,
+            None,
+            "e0",
+            "1 validation error for State count",
+            type="ValidationError",
             metadata={"failure_mode": "system.schema_violation"},
         ),
     )
@@ -125,14 +141,7 @@ def test_an_error_an_agents_own_step_raised_is_charged_to_that_step_first() -> N
         ev(0, EventType.USER_INPUT, None, input="write"),
         ev(1, EventType.LLM_RESPONSE, "writer", output="draft one"),
         ev(2, EventType.AGENT_START, "formatter"),
-        AgentEvent(
-            id="e3",
-            type=EventType.ERROR,
-            step_index=2,
-            agent_name="formatter",
-            parent_id="e2",
-            error=ErrorInfo(message="formatter bug", type="RuntimeError"),
-        ),
+        error_at(3, 2, "formatter", "e2", "formatter bug", type="RuntimeError"),
     )
     assert attribute(t)[:2] == [("formatter", 2), ("writer", 1)]
 

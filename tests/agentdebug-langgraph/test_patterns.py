@@ -13,7 +13,7 @@ from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
@@ -76,6 +76,26 @@ def test_a_reply_a_node_writes_itself_is_its_answer_not_the_last_model_calls(
     assert answer.output == "The answer is 42."
     assert (answer.agent_name, answer.step_index) == ("format", format_start.step_index)
     assert answer.parent_id == format_start.id  # not the model call that said "draft: 42"
+
+
+def test_a_reply_a_node_writes_in_a_command_is_its_answer(dbg: AgentDebug) -> None:
+    """Supervisors and error handlers return a ``Command`` whose update holds the reply."""
+    g = StateGraph(MessagesState)
+    g.add_node("prep", lambda s: {})
+    g.add_node(
+        "decline",
+        lambda s: Command(update={"messages": [AIMessage("Sorry, no refunds.")]}, goto=END),
+        destinations=(END,),
+    )
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "decline")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("refund order 42")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (answer,) = of_type(run, EventType.FINAL_ANSWER)
+    decline = next(e for e in of_type(run, EventType.AGENT_START) if e.agent_name == "decline")
+    assert answer.output == "Sorry, no refunds."
+    assert (answer.agent_name, answer.parent_id) == ("decline", decline.id)
 
 
 @tool

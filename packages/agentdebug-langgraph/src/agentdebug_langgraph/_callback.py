@@ -30,6 +30,7 @@ from agentdebug.capture.auto import ReportCallback, check_mode
 from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _node_failures
 from agentdebug_langgraph._ending import SuccessCheck
@@ -386,8 +387,13 @@ class AgentDebugCallback(RunStarting):
             said = outputs.get("messages")
             if said is not None:
                 self._note_written(rec, said)
-        elif _convert.has_send(outputs):
-            self._note_sends(rec, outputs)
+        else:
+            if outputs.__class__ is Command and outputs.update.__class__ is dict:
+                said = outputs.update.get("messages")  # (a supervisor's, a handler's reply)
+                if said is not None:
+                    self._note_written(rec, said)
+            if _convert.has_send(outputs):
+                self._note_sends(rec, outputs)
         run = rec.run
         if run.attempts:  # a retry that succeeded
             run.attempts.pop(rec.ns, None)

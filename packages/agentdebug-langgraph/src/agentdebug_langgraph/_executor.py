@@ -59,7 +59,13 @@ from agentdebug_langgraph._checkpoints import (
 )
 from agentdebug_langgraph._convert import compact
 from agentdebug_langgraph._ending import SuccessCheck, UnavailableCheck, branch_paused
-from agentdebug_langgraph._fork import directive_text, fork, require_delivered
+from agentdebug_langgraph._fork import (
+    directive_text,
+    fork,
+    over_budget,
+    remaining_budget,
+    require_delivered,
+)
 from agentdebug_langgraph._live import (
     default_debugger,
     live_check,
@@ -198,6 +204,8 @@ class LangGraphRerunExecutor:
         if not self.isolate:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
+        budget = remaining_budget(original, (snap.metadata or {}).get("step"))
+        limit = budget[0] if budget is not None and "recursion_limit" not in self.config else None
         # the executor's own debugger, else the store the closed loop keeps branches in
         debugger = self.debugger or (
             branch_debugger(request) if request.store else default_debugger()
@@ -216,6 +224,8 @@ class LangGraphRerunExecutor:
             "requested_resume_step": point.requested_step,
             "resume_step": point.step,
         }
+        if limit is not None and budget is not None:
+            fork_info.update(recursion_limit=limit, steps_left=budget[1])
         meta = {"langgraph": {**lg, "thread_id": thread, "fork": fork_info}}  # (its own)
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
@@ -247,7 +257,7 @@ class LangGraphRerunExecutor:
                 success_check=check,
                 hold_interrupts=True,
             )
-            config = self._run_config(fork_config, callback, invocation)
+            config = self._run_config(fork_config, callback, invocation, limit)
             stopped = "the branch stopped before finishing"
             try:
                 with recording_branch(callback):
@@ -265,6 +275,11 @@ class LangGraphRerunExecutor:
                 note_graph(session.id, graph)  # (not an async twin: a later round reruns it)
             if session.outcome is None:  # (it raised before the graph started)
                 session.set_outcome(OutcomeStatus.UNKNOWN, reason=stopped)
+            passed = session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS
+            if limit is not None and budget is not None and passed:
+                late = over_budget(session.trajectory(), budget[1])
+                if late is not None:  # (it passed where the run could not have gone)
+                    session.set_outcome(OutcomeStatus.FAILURE, reason=late)
         return session.trajectory()
 
     # -- the pieces ------------------------------------------------------------------------
@@ -418,16 +433,19 @@ class LangGraphRerunExecutor:
         fork_config: dict[str, Any],
         callback: AgentDebugCallback,
         invocation: _invocation.Invocation,
+        budget: int | None = None,
     ) -> Any:
         """The branch's run config: the run's configurable keys (the executor's over
-        them) and recursion limit, the fork's thread and checkpoint, the executor's
-        other config, its callbacks and the branch's recorder."""
+        them) and recursion limit (what was left of it, for a run that hit it), the
+        fork's thread and checkpoint, the executor's other config, its callbacks and
+        the branch's recorder."""
         extra = dict(self.config)
         extra.pop("configurable", None)  # (in the invocation already)
         configurable = {**invocation.configurable, **fork_config["configurable"]}
         callbacks = list(extra.pop("callbacks", None) or [])
-        if invocation.recursion_limit is not None:
-            extra.setdefault("recursion_limit", invocation.recursion_limit)
+        limit = budget if budget is not None else invocation.recursion_limit
+        if limit is not None:
+            extra.setdefault("recursion_limit", limit)
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
 
 

@@ -168,3 +168,56 @@ def _carries(value: Any, text: str, depth: int = 0) -> bool:
         return any(_carries(v, text, depth + 1) for v in value)
     fields = getattr(value, "__dict__", None)  # a dataclass or pydantic packet
     return isinstance(fields, dict) and _carries(fields, text, depth + 1)
+
+
+def _root_steps(events: Any) -> list[int]:
+    return [
+        step
+        for e in events
+        if e.type is EventType.AGENT_START
+        and "node" in e.metadata
+        and "namespace" not in e.metadata
+        and not e.metadata.get("inherited_from")
+        and isinstance(step := e.metadata.get("langgraph_step"), int)
+        and not isinstance(step, bool)
+    ]
+
+
+def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, int] | None:
+    """For a run that stopped at its recursion limit: (the limit its branch gets, the
+    super-steps the run had left from the one the branch redoes). LangGraph counts
+    the limit per invocation, from the checkpoint it starts at; given the run's own
+    limit, a branch would get it afresh, run past where the run had to stop, and
+    pass for that alone. So the branch gets what was left (at least 1: LangGraph's
+    smallest limit lets it run a super-step or two more than that), and a branch
+    that passes only after more super-steps than were left does not pass
+    (:func:`over_budget`). A branch of such a branch (the loop's next round) is
+    kept to what was left of that. ``source_step``: the LangGraph step of the
+    checkpoint the fork was made from. None for a run that did not hit its limit."""
+    if not isinstance(source_step, int):
+        return None
+    lg = original.metadata.get("langgraph")
+    forked = lg.get("fork") if isinstance(lg, dict) else None
+    given = forked.get("steps_left") if isinstance(forked, dict) else None
+    steps = _root_steps(original.events)
+    if isinstance(given, int) and steps:  # a branch kept to what its run had left
+        left = given - (source_step + 1 - min(steps))
+    else:
+        error = original.outcome.error
+        if error is None or error.type != "GraphRecursionError" or not steps:
+            return None
+        left = max(steps) - source_step  # its super-steps source_step + 1 .. its last
+    # a branch runs its limit + 2 super-steps from the fork (whose update takes one)
+    return max(1, left - 2), max(0, left)
+
+
+def over_budget(branch: AgentTrajectory, left: int) -> str | None:
+    """Why a branch that passed does not count, when it ran more super-steps than
+    the run had left under its recursion limit."""
+    ran = len(set(_root_steps(branch.events)))
+    if ran <= left:
+        return None
+    return (
+        f"it finished only after {ran} super-step{'' if ran == 1 else 's'}, and the run had "
+        f"{left} left under its recursion limit"
+    )

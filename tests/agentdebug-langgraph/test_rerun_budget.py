@@ -1,0 +1,104 @@
+"""A branch of a run that stopped at its recursion limit gets what was left of the
+limit, not a fresh one: it may not pass by running past where the run had to stop."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug.schema import RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.errors import GraphRecursionError
+from langgraph.graph import END, START, StateGraph
+
+
+class Count(TypedDict, total=False):
+    n: int
+    stop: bool  # the fix a branch is given: a then ends the loop
+
+
+def looping() -> Any:
+    """a -> b -> a ... until n reaches 100 (which the run never does on its own)."""
+    g = StateGraph(Count)
+    g.add_node("a", lambda s: {"n": 100 if s.get("stop") else s.get("n", 0) + 1})
+    g.add_node("b", lambda s: {})
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_conditional_edges("b", lambda s: END if s.get("n", 0) >= 100 else "a", ["a", END])
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def own_steps(branch: AgentTrajectory) -> list[int]:
+    return [
+        e.step_index
+        for e in branch.events
+        if e.type is EventType.AGENT_START and not e.metadata.get("inherited_from")
+    ]
+
+
+@pytest.fixture
+def stopped(dbg: AgentDebug) -> tuple[Any, AgentTrajectory]:
+    graph = looping()
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(GraphRecursionError):  # a1 b2 a3 b4 a5 b6 a7, then the limit
+        graph.invoke(
+            {"n": 0}, {"callbacks": [cb], "configurable": {"thread_id": "t"}, "recursion_limit": 7}
+        )
+    return graph, cb.trajectory()
+
+
+def rerun(
+    dbg: AgentDebug, graph: Any, run: AgentTrajectory, step: int, patch: Any
+) -> AgentTrajectory:
+    request = RerunRequest(trajectory=run, resume_step=step, directive="stop", state_patch=patch)
+    return LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+
+
+def test_a_branch_runs_the_super_steps_the_run_had_left_and_no_more(
+    dbg: AgentDebug, stopped: tuple[Any, AgentTrajectory]
+) -> None:
+    graph, run = stopped
+    branch = rerun(dbg, graph, run, 3, {"stop": False})
+    assert own_steps(branch) == [3, 4, 5, 6, 7]  # as the run: steps 3 to 7, then the limit
+    assert branch.outcome.error is not None and branch.outcome.error.type == "GraphRecursionError"
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["steps_left"] == 5 and fork["recursion_limit"] == 3
+
+
+def test_a_branch_that_passes_within_what_was_left_passes(
+    dbg: AgentDebug, stopped: tuple[Any, AgentTrajectory]
+) -> None:
+    graph, run = stopped
+    branch = rerun(dbg, graph, run, 5, {"stop": True})  # a5 b6, then done
+    assert own_steps(branch) == [5, 6]
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+
+
+def test_a_branch_that_passes_only_past_the_runs_limit_does_not_pass(
+    dbg: AgentDebug, stopped: tuple[Any, AgentTrajectory]
+) -> None:
+    graph, run = stopped
+    branch = rerun(dbg, graph, run, 7, {"stop": True})  # a7 b8: b is past the run's limit
+    assert own_steps(branch) == [7, 8]
+    assert branch.outcome.status is OutcomeStatus.FAILURE
+    assert branch.outcome.reason == (
+        "it finished only after 2 super-steps, and the run had 1 left under its recursion limit"
+    )
+    # the loop's next round, a branch of this branch, is kept to what was left too
+    again = rerun(dbg, graph, branch, 7, {"stop": True})
+    assert again.outcome.status is OutcomeStatus.FAILURE
+
+
+def test_a_limit_the_executor_is_given_is_used_as_it_is(
+    dbg: AgentDebug, stopped: tuple[Any, AgentTrajectory]
+) -> None:
+    graph, run = stopped
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, config={"recursion_limit": 50})
+    request = RerunRequest(
+        trajectory=run, resume_step=7, directive="stop", state_patch={"stop": True}
+    )
+    branch = executor.rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS
+    assert "steps_left" not in branch.metadata["langgraph"]["fork"]

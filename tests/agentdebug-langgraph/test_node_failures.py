@@ -24,7 +24,9 @@ def of(run: AgentTrajectory, kind: EventType, agent: str | None = None) -> list[
     return [e for e in run.events if e.type is kind and (agent is None or e.agent_name == agent)]
 
 
-def recovering_graph(*, retries: int = 1, answer_fails: bool = True) -> Any:
+def recovering_graph(
+    *, retries: int = 1, answer_fails: bool = True, checkpointer: Any = None
+) -> Any:
     """fetch always fails; its error handler falls back and goes on to answer,
     which (with ``answer_fails``) fails for a reason of its own."""
 
@@ -46,7 +48,7 @@ def recovering_graph(*, retries: int = 1, answer_fails: bool = True) -> Any:
     g.add_edge(START, "fetch")
     g.add_edge("fetch", "answer")
     g.add_edge("answer", END)
-    return g.compile()
+    return g.compile(checkpointer=checkpointer)
 
 
 @pytest.mark.parametrize("retries", [1, 2])
@@ -241,3 +243,30 @@ def test_the_handler_of_a_node_inside_a_subgraph_is_a_node_of_that_subgraph(
     (inner_start,) = of(run, EventType.AGENT_START, "sub/inner")
     assert handler_start.metadata["namespace"] == "sub"
     assert handler_start.metadata["handles"] == handler_start.parent_id == inner_start.id
+
+
+@pytest.mark.parametrize("blamed", ["fetch", "__error_handler__fetch"])
+def test_a_node_with_an_error_handler_is_rerun_from_its_own_checkpoint(
+    dbg: AgentDebug, blamed: str
+) -> None:
+    from agentdebug.schema import RerunRequest
+    from agentdebug_langgraph import LangGraphRerunExecutor
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = recovering_graph(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(KeyError):
+        graph.invoke({"x": 0}, {"callbacks": [cb], "configurable": {"thread_id": "h"}})
+    run = cb.trajectory()
+    step = of(run, EventType.AGENT_START, blamed)[0].step_index
+    request = RerunRequest(trajectory=run, resume_step=step, directive="x", state_patch={"x": 1})
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["nodes"] == ["fetch"]  # the handler is not a task of that checkpoint
+    assert fork["resume_step"] == of(run, EventType.AGENT_START, "fetch")[0].step_index
+    own = [
+        e.agent_name
+        for e in of(branch, EventType.AGENT_START)
+        if not e.metadata.get("inherited_from")
+    ]
+    assert own[:2] == ["fetch", "__error_handler__fetch"]

@@ -19,6 +19,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from agentdebug.detect.signals import HANDLES
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 
@@ -66,8 +67,12 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
         earlier = [e for e in starts if e.step_index <= resume_step]
         at = earlier[-1:] or starts[:1]
     node_event = at[0]
+    handled = node_event.metadata.get(HANDLES)  # an error handler: redo the node it handled
+    if isinstance(handled, str):
+        node_event = next((e for e in starts if e.id == handled), node_event)
     root_step = node_event.metadata.get("root_step", node_event.step_index)
-    roots = [e for e in starts if _is_root_node(e)]
+    # (an error handler is not a task of the checkpoint its failed node started from)
+    roots = [e for e in starts if _is_root_node(e) and HANDLES not in e.metadata]
     root = next((e for e in roots if e.step_index == root_step), None)
     if root is None:
         raise AgentDebugError(

@@ -187,3 +187,49 @@ def test_cache_hits_in_a_subgraph_with_a_cache_of_its_own_are_recorded(dbg: Agen
         app.invoke({"x": 1}, {"callbacks": [cb]})
     assert RAN == ["inner"]
     assert ("agent.start", "sub/inner", True) in nodes(cb.trajectory())
+
+
+def test_a_rerun_branch_runs_its_nodes_instead_of_serving_them_from_the_cache(
+    dbg: AgentDebug,
+) -> None:
+    from agentdebug.schema import RerunRequest
+    from agentdebug_langgraph import LangGraphRerunExecutor
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+
+    model = GenericFakeChatModel(
+        messages=iter([AIMessage("Refund denied."), AIMessage("Refund issued.")])
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("prep", lambda s: {})
+    # a key that ignores the conversation: a correction added to it changes nothing
+    g.add_node(
+        "agent",
+        lambda s: {"messages": [model.invoke(s["messages"])]},
+        cache_policy=CachePolicy(key_func=lambda s: "one key"),
+    )
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "agent")
+    graph = g.compile(cache=InMemoryCache(), checkpointer=InMemorySaver())
+    ask = {"messages": [HumanMessage("refund order 42")]}
+    graph.invoke(ask, {"configurable": {"thread_id": "first"}})
+
+    def issued(state: Any) -> bool | str:
+        return "issued" in state["messages"][-1].content or "no refund"
+
+    cb = AgentDebugCallback(dbg, success_check=issued, diagnose=False)
+    graph.invoke(ask, {"callbacks": [cb], "configurable": {"thread_id": "second"}})
+    run = cb.trajectory()
+    (served,) = [
+        e for e in run.events if e.agent_name == "agent" and e.type is EventType.AGENT_START
+    ]
+    assert served.metadata.get("cached") is True
+    request = RerunRequest(trajectory=run, resume_step=served.step_index, directive="Issue it.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    assert branch.metadata["langgraph"]["fork"]["cache"] == "off"
+    again = [
+        e for e in branch.events if e.agent_name == "agent" and e.type is EventType.AGENT_START
+    ]
+    assert [e.metadata.get("cached") for e in again] == [None]  # run, not replayed
+    assert branch.outcome.status.value == "success"

@@ -85,6 +85,7 @@ from agentdebug_langgraph._specs import load_spec
 from agentdebug_langgraph._state import FRAMEWORK, forget_stopped
 
 log = logging.getLogger("agentdebug.langgraph")
+_CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
 
 PASS_CHECK = (
     "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...), "
@@ -226,6 +227,9 @@ class LangGraphRerunExecutor:
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
+        uncached = getattr(graph, "cache", None) is not None
+        if uncached:  # a node served from the cache would replay what the run did
+            fork_info["cache"] = "off"
         meta = {"langgraph": {**lg, "thread_id": thread, "fork": fork_info}}  # (its own)
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
@@ -257,7 +261,7 @@ class LangGraphRerunExecutor:
                 success_check=check,
                 hold_interrupts=True,
             )
-            config = self._run_config(fork_config, callback, invocation, limit)
+            config = self._run_config(fork_config, callback, invocation, limit, uncached)
             stopped = "the branch stopped before finishing"
             try:
                 with recording_branch(callback):
@@ -434,6 +438,7 @@ class LangGraphRerunExecutor:
         callback: AgentDebugCallback,
         invocation: _invocation.Invocation,
         budget: int | None = None,
+        uncached: bool = False,
     ) -> Any:
         """The branch's run config: the run's configurable keys (the executor's over
         them) and recursion limit (what was left of it, for a run that hit it), the
@@ -442,6 +447,8 @@ class LangGraphRerunExecutor:
         extra = dict(self.config)
         extra.pop("configurable", None)  # (in the invocation already)
         configurable = {**invocation.configurable, **fork_config["configurable"]}
+        if uncached:  # (LangGraph's key for the run's node cache; its subgraphs' too)
+            configurable[_CACHE_KEY] = None
         callbacks = list(extra.pop("callbacks", None) or [])
         limit = budget if budget is not None else invocation.recursion_limit
         if limit is not None:

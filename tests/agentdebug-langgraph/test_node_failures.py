@@ -73,6 +73,10 @@ def test_an_error_its_handler_recovered_from_is_not_blamed_for_a_later_failure(
     (fetch_failure,) = [f for f in report.findings if f.agent_name == "fetch"][-1:]
     assert fetch_failure.severity is Severity.INFO
     assert "resolved: its error handler __error_handler__fetch" in fetch_failure.message
+    from agentdebug.report import render_text
+
+    text = render_text(report, run)
+    assert "← system.tool_error, resolved" in text  # the fetch error, on record
 
 
 def test_a_run_its_handler_saved_succeeds_with_the_error_on_record(dbg: AgentDebug) -> None:

@@ -21,6 +21,7 @@ from agentdebug.schema import (
     EventType,
     Evidence,
     Hypothesis,
+    Severity,
 )
 from agentdebug.store.base import continues_before, continues_of
 from agentdebug.store.history import earlier_run_of, history_runs
@@ -165,7 +166,10 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         marks.setdefault(report.symptom.event_id, []).append("failure shows here")
     for f in report.findings:
         if f.event_id and f.event_id not in marks:
-            marks[f.event_id] = [f.mode_id]
+            # (an error a retry or a handler got past is on record, not a fault)
+            marks[f.event_id] = [
+                f"{f.mode_id}, resolved" if f.severity is Severity.INFO else f.mode_id
+            ]
     out += timeline(
         trajectory, width=width, positions=_selected_positions(trajectory, report), marks=marks
     )

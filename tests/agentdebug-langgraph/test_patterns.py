@@ -96,6 +96,9 @@ def test_a_reply_a_node_writes_in_a_command_is_its_answer(dbg: AgentDebug) -> No
     decline = next(e for e in of_type(run, EventType.AGENT_START) if e.agent_name == "decline")
     assert answer.output == "Sorry, no refunds."
     assert (answer.agent_name, answer.parent_id) == ("decline", decline.id)
+    from agentdebug.report import render_run
+
+    assert "command → __end__: Sorry, no refunds." in render_run(run)
 
 
 @tool

@@ -58,7 +58,12 @@ def event_line(event: AgentEvent, width: int) -> str:
         return "✗ " + shorten(event.error.message, width)
     if event.type is EventType.TOOL_CALL and event.input is not None:
         return shorten(compact_json(event.input), width)
-    text = flatten(event.output, limit=width * 4) or flatten(event.input, limit=width * 4)
+    out = event.output
+    if isinstance(out, dict) and out.get("command") is True:  # a routing command, as
+        goto = flatten(out.get("goto"), limit=width)  # integrations record one
+        update = flatten(out.get("update"), limit=width * 4)
+        return shorten(f"command{' → ' + goto if goto else ''}: {update}", width)
+    text = flatten(out, limit=width * 4) or flatten(event.input, limit=width * 4)
     return shorten(text, width) if text else ""
 
 

@@ -5,7 +5,8 @@ not the cause of a later failure, and a timeout is the node's error, not a stop.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, TypedDict
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType, Severity
@@ -274,3 +275,104 @@ def test_a_node_with_an_error_handler_is_rerun_from_its_own_checkpoint(
         if not e.metadata.get("inherited_from")
     ]
     assert own[:2] == ["fetch", "__error_handler__fetch"]
+
+
+def test_of_send_branches_of_one_node_the_one_that_timed_out_is_blamed(dbg: AgentDebug) -> None:
+    from langgraph.runtime import Runtime
+    from langgraph.types import Send, TimeoutPolicy
+
+    class Batch(TypedDict, total=False):
+        out: Annotated[list[int], operator.add]
+        i: int
+
+    async def work(state: Batch, runtime: Runtime[Any]) -> dict[str, Any]:
+        if state["i"] == 0:
+            await asyncio.sleep(1.0)  # idle: cut off
+        else:
+            for _ in range(20):
+                await asyncio.sleep(0.05)
+                runtime.heartbeat()
+        return {"out": [state["i"]]}
+
+    g = StateGraph(Batch)
+    g.add_node("work", work, timeout=TimeoutPolicy(idle_timeout=0.2, refresh_on="heartbeat"))
+    g.add_conditional_edges(START, lambda s: [Send("work", {"i": i}) for i in range(3)], ["work"])
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(NodeTimeoutError):
+        asyncio.run(g.compile().ainvoke({"out": []}, {"callbacks": [cb]}))
+    run = cb.trajectory()
+    starts = {e.id: e for e in of(run, EventType.AGENT_START)}
+    (error,) = of(run, EventType.ERROR)
+    assert starts[error.parent_id].input == {"i": 0}  # the idle one, not a sibling torn down
+
+
+def test_a_timeout_out_of_a_subgraph_links_the_retry_and_the_handler_of_its_node(
+    dbg: AgentDebug,
+) -> None:
+    async def inner(state: Order) -> dict[str, Any]:
+        await asyncio.sleep(0.5)
+        return {"x": 1}
+
+    async def fallback(state: Order, error: NodeError) -> dict[str, Any]:
+        return {"x": -1}
+
+    sg = StateGraph(Order)
+    sg.add_node("inner", inner, timeout=0.1)
+    sg.add_edge(START, "inner")
+    g = StateGraph(Order)
+    policy = RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False)
+    g.add_node("sub", sg.compile(), error_handler=fallback, retry_policy=policy)
+    g.add_edge(START, "sub")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    assert asyncio.run(g.compile().ainvoke({"x": 0}, {"callbacks": [cb]}))["x"] == -1
+    run = cb.trajectory()
+    first, second = of(run, EventType.AGENT_START, "sub")
+    assert second.metadata["retry_of"] == first.id
+    (handler,) = of(run, EventType.AGENT_START, "__error_handler__sub")
+    assert handler.metadata["handles"] == second.id
+    assert [e.agent_name for e in of(run, EventType.ERROR)] == ["sub/inner", "sub/inner"]
+
+
+def test_a_cancel_held_when_the_run_pauses_is_recorded_in_that_segment(dbg: AgentDebug) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.types import interrupt
+
+    async def inner(state: Order) -> dict[str, Any]:
+        await asyncio.sleep(0.5)
+        return {"x": 1}
+
+    sg = StateGraph(Order)
+    sg.add_node("inner", inner, timeout=0.1)
+    sg.add_edge(START, "inner")
+    sub = sg.compile()
+
+    async def outer(state: Order) -> dict[str, Any]:
+        try:
+            return dict(await sub.ainvoke(state))
+        except NodeTimeoutError:
+            return {"x": -1}
+
+    async def ask(state: Order) -> dict[str, Any]:
+        interrupt("go on?")
+        return {"status": "asked"}
+
+    g = StateGraph(Order)
+    g.add_node("outer", outer)
+    g.add_node("ask", ask)
+    g.add_edge(START, "outer")
+    g.add_edge("outer", "ask")
+    app = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    config: Any = {"callbacks": [cb], "configurable": {"thread_id": "p"}}
+    asyncio.run(app.ainvoke({"x": 0}, config))
+    assert dbg.store is not None
+    (summary,) = dbg.store.list_runs()
+    run = dbg.store.load_trajectory(summary.id)  # paused at ask: its first segment
+    assert [e.agent_name for e in run.events if e.type is EventType.CHECKPOINT] == [
+        "ask",
+        "outer/inner",
+    ]
+    from langgraph.types import Command
+
+    asyncio.run(app.ainvoke(Command(resume="yes"), config))  # (the run ends here)
+    assert cb.trajectory().outcome.status.value == "success"

@@ -89,6 +89,12 @@ def test_a_branch_that_passes_only_past_the_runs_limit_does_not_pass(
     # the loop's next round, a branch of this branch, is kept to what was left too
     again = rerun(dbg, graph, branch, 7, {"stop": True})
     assert again.outcome.status is OutcomeStatus.FAILURE
+    assert again.metadata["langgraph"]["fork"]["steps_left"] == 1
+    # and from a step before that branch's fork (in the run's part of its history),
+    # to what the run had left there
+    earlier = rerun(dbg, graph, branch, 3, {"stop": False})
+    assert earlier.metadata["langgraph"]["fork"]["steps_left"] == 5
+    assert own_steps(earlier) == [3, 4, 5, 6, 7]
 
 
 def test_a_limit_the_executor_is_given_is_used_as_it_is(

@@ -460,7 +460,8 @@ class AgentDebugCallback(RunStarting):
                 run.cancelled
                 and _node_failures.is_node_timeout(error)
                 and self._settle_timeout(run, error)  # out of the subgraph this node ran
-            ):
+            ):  # (which a retry or its error handler may take up)
+                run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
                 return
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))

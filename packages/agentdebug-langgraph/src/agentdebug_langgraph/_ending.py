@@ -91,6 +91,12 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
     def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
         run.loop = None
         run.frame = None
+        # the cancels held for what came after (_node_failures): told apart now, also
+        # when the run pauses at an interrupt (a resume is a run segment of its own)
+        if error is not None and _node_failures.is_node_timeout(error):
+            self._settle_timeout(run, error)  # at the attempt it cut off, not the graph
+        if run.cancelled:
+            self._settle_stops(run)
         try:
             self._forget(run)
         except Exception:  # never in the way of closing the run
@@ -112,10 +118,6 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             self._finish(run, False, None)
             return
         failed_exc: Exception | None = None
-        if error is not None and _node_failures.is_node_timeout(error):
-            self._settle_timeout(run, error)  # at the attempt it cut off, not the graph
-        if run.cancelled:
-            self._settle_stops(run)
         if error is not None:
             known = run.node_errors.get(id(error))
             if not isinstance(error, Exception):  # stopped by the caller: not an error

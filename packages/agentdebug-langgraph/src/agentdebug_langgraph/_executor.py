@@ -227,9 +227,10 @@ class LangGraphRerunExecutor:
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
-        uncached = getattr(graph, "cache", None) is not None
-        if uncached:  # a node served from the cache would replay what the run did
-            fork_info["cache"] = "off"
+        # no node cache, the graph's or a subgraph's own: a node served from it would
+        # replay what the run did (LangGraph takes the key wherever it is set)
+        uncached = True
+        fork_info["cache"] = "off"
         meta = {"langgraph": {**lg, "thread_id": thread, "fork": fork_info}}  # (its own)
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:

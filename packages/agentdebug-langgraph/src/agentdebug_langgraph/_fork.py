@@ -201,7 +201,10 @@ def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, 
     given = forked.get("steps_left") if isinstance(forked, dict) else None
     steps = _root_steps(original.events)
     if isinstance(given, int) and steps:  # a branch kept to what its run had left
-        left = given - (source_step + 1 - min(steps))
+        # its own steps come one after the run's (the fork's update took a step
+        # number); a point before them is in the run's numbering
+        first = min(steps)
+        left = given + first - (1 if source_step + 1 >= first else 2) - source_step
     else:
         error = original.outcome.error
         if error is None or error.type != "GraphRecursionError" or not steps:

@@ -20,6 +20,7 @@ Two of its ways reach a callback in a shape that does not say what happened:
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import timedelta
 from typing import Any
@@ -57,6 +58,18 @@ def is_cancel(error: BaseException) -> bool:
 
 def is_node_timeout(error: BaseException) -> bool:
     return type(error).__name__ == "NodeTimeoutError"
+
+
+_TASK_NOTE = re.compile(r"During task with name '[^']*' and id '([^']+)'")
+
+
+def _task_of(error: BaseException) -> str | None:
+    """The task id LangGraph's note on an error names ("During task with name ...")."""
+    for note in getattr(error, "__notes__", None) or ():
+        found = _TASK_NOTE.search(note) if isinstance(note, str) else None
+        if found:
+            return found.group(1)
+    return None
 
 
 def _limits(session_id: str, node: str) -> dict[str, float]:
@@ -119,15 +132,18 @@ class NodeFailureEvents(CaptureBase):
         graph's end: recorded, as raised, at the attempt it cut off (the latest of
         its node that was cancelled or still runs), once. False if none is found."""
         name = getattr(error, "node", None)
+        task = _task_of(error)  # (Send branches of one node: the one that timed out)
         held = [h for h in run.cancelled.values() if h[0].name == name]
+        held = [h for h in held if task and h[0].ns.endswith(":" + task)] or held
         if held:
-            rec, ended = held[-1][0], held[-1][1]
+            rec, ended = held[0][0], held[0][1]  # (siblings are torn down after it)
             run.cancelled.pop(rec.ns, None)
         else:
             running = [r for r in self._by_ns.values() if r.run is run and r.name == name]
+            running = [r for r in running if task and r.ns.endswith(":" + task)] or running
             if not running:
                 return False
-            rec, ended = running[-1], time.perf_counter()
+            rec, ended = running[0], time.perf_counter()
             self._by_ns.pop(rec.ns, None)
         limits = {
             k: v

@@ -306,22 +306,28 @@ def test_of_send_branches_of_one_node_the_one_that_timed_out_is_blamed(dbg: Agen
     assert starts[error.parent_id].input == {"i": 0}  # the idle one, not a sibling torn down
 
 
-def test_a_timeout_out_of_a_subgraph_links_the_retry_and_the_handler_of_its_node(
-    dbg: AgentDebug,
-) -> None:
+def timed_out_subgraph() -> Any:
+    """A subgraph whose one node, inner, sleeps past its 0.1 s timeout."""
+
     async def inner(state: Order) -> dict[str, Any]:
         await asyncio.sleep(0.5)
         return {"x": 1}
 
-    async def fallback(state: Order, error: NodeError) -> dict[str, Any]:
-        return {"x": -1}
-
     sg = StateGraph(Order)
     sg.add_node("inner", inner, timeout=0.1)
     sg.add_edge(START, "inner")
+    return sg.compile()
+
+
+def test_a_timeout_out_of_a_subgraph_links_the_retry_and_the_handler_of_its_node(
+    dbg: AgentDebug,
+) -> None:
+    async def fallback(state: Order, error: NodeError) -> dict[str, Any]:
+        return {"x": -1}
+
     g = StateGraph(Order)
     policy = RetryPolicy(max_attempts=2, initial_interval=0.01, jitter=False)
-    g.add_node("sub", sg.compile(), error_handler=fallback, retry_policy=policy)
+    g.add_node("sub", timed_out_subgraph(), error_handler=fallback, retry_policy=policy)
     g.add_edge(START, "sub")
     cb = AgentDebugCallback(dbg, diagnose=False)
     assert asyncio.run(g.compile().ainvoke({"x": 0}, {"callbacks": [cb]}))["x"] == -1
@@ -337,14 +343,7 @@ def test_a_cancel_held_when_the_run_pauses_is_recorded_in_that_segment(dbg: Agen
     from langgraph.checkpoint.memory import InMemorySaver
     from langgraph.types import interrupt
 
-    async def inner(state: Order) -> dict[str, Any]:
-        await asyncio.sleep(0.5)
-        return {"x": 1}
-
-    sg = StateGraph(Order)
-    sg.add_node("inner", inner, timeout=0.1)
-    sg.add_edge(START, "inner")
-    sub = sg.compile()
+    sub = timed_out_subgraph()
 
     async def outer(state: Order) -> dict[str, Any]:
         try:

@@ -32,7 +32,7 @@ from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
 
-from agentdebug_langgraph import _cache_hits, _convert, _node_failures
+from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
 from agentdebug_langgraph._ending import SuccessCheck
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -456,13 +456,6 @@ class AgentDebugCallback(RunStarting):
                 else:
                     self._stopped_at(rec, error)
                 return
-            if (
-                run.cancelled
-                and _node_failures.is_node_timeout(error)
-                and self._settle_timeout(run, error)  # out of the subgraph this node ran
-            ):  # (which a retry or its error handler may take up)
-                run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
-                return
             if not isinstance(error, GraphBubbleUp):  # a RetryPolicy may run it again
                 run.failed[rec.ns] = (rec.event_id, run.attempts.pop(rec.ns, 1))
             elif not isinstance(error, GraphInterrupt):
@@ -470,6 +463,8 @@ class AgentDebugCallback(RunStarting):
                 # when it came up from a node inside this one, which ended with it too.
                 self._end_node(rec, error.args[0] if error.args else None)
                 return
+            if _node_failures.is_node_timeout(error) and self._settle_timeout(run, error):
+                return  # out of the subgraph this node ran: recorded at its node
             known = run.node_errors.get(id(error))
             if known is not None and known[0] is error and known[1].startswith(rec.ns + "|"):
                 return  # recorded where it was raised, in a node inside this one (a subgraph)
@@ -502,13 +497,16 @@ class AgentDebugCallback(RunStarting):
                 at = self._locate_inside(rec, error)
                 run.session.record(
                     EventType.ERROR,
-                    agent_name=(at.agent or rec.agent) if at is not None else rec.agent,
-                    step_index=at.step if at is not None and at.step is not None else rec.step,
                     error=error,
-                    parent_id=at.parent_id if at is not None else rec.event_id,
                     module="langgraph.node",
                     duration_ms=(time.perf_counter() - rec.started) * 1000.0,
-                    metadata={"node": rec.name, **(at.metadata if at is not None else {})},
+                    **_graph_errors.placed(
+                        at,
+                        agent=rec.agent,
+                        step=rec.step,
+                        parent=rec.event_id,
+                        meta={"node": rec.name},
+                    ),
                 )
         except Exception:
             self._failed("on_chain_error")

@@ -139,14 +139,15 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 at = self._locate(run, error)
                 session.record(
                     EventType.ERROR,
-                    agent_name=at.agent if at is not None else None,
-                    step_index=at.step
-                    if at is not None and at.step is not None
-                    else run.last_step + 1,
                     error=error,
-                    parent_id=at.parent_id if at is not None else run.input_event,
                     module="langgraph.graph",
-                    metadata={"graph": run.graph_name, **(at.metadata if at is not None else {})},
+                    **_graph_errors.placed(
+                        at,
+                        agent=None,
+                        step=run.last_step + 1,
+                        parent=run.input_event,
+                        meta={"graph": run.graph_name},
+                    ),
                 )
             key = run.thread_key
             if key is not None and LATEST.get(key) == session.id:  # invoke(None) goes on

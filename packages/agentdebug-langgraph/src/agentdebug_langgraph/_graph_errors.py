@@ -49,6 +49,21 @@ class Located:
     metadata: dict[str, Any] = field(default_factory=dict)
 
 
+def placed(
+    at: Located | None, *, agent: str | None, step: int, parent: str | None, meta: dict[str, Any]
+) -> dict[str, Any]:
+    """The ``record`` fields of an error event: where ``at`` places it, what it does
+    not say (or no ``at``) as given."""
+    if at is None:
+        return {"agent_name": agent, "step_index": step, "parent_id": parent, "metadata": meta}
+    return {
+        "agent_name": at.agent if at.agent is not None else agent,
+        "step_index": at.step if at.step is not None else step,
+        "parent_id": at.parent_id,
+        "metadata": {**meta, **at.metadata},
+    }
+
+
 @dataclass
 class _Node:
     start: AgentEvent

@@ -103,48 +103,56 @@ class NodeFailureEvents(CaptureBase):
     def _cancelled(self, rec: NodeRun, error: BaseException) -> None:
         rec.run.cancelled[rec.ns] = (rec, time.perf_counter(), error)
 
+    def _cut_off(
+        self, run: GraphRun, *, ns: str | None = None, name: Any = None, task: str | None = None
+    ) -> tuple[NodeRun, float] | None:
+        """The attempt a timeout cut off (of task ``ns``, or of node ``name``: of its
+        ``Send`` branches, the one of task id ``task``), with when it ended: held (its
+        cancel came), else still running for the callback (then dropped from the
+        tables, so that its cancel, when it comes, is taken for nothing)."""
+
+        def chosen(recs: list[NodeRun]) -> list[NodeRun]:
+            if ns is not None:
+                return [r for r in recs if r.ns == ns]
+            named = [r for r in recs if r.name == name]
+            return [r for r in named if task and r.ns.endswith(":" + task)] or named
+
+        held = chosen([h[0] for h in run.cancelled.values()])
+        if held:  # (the first: siblings are torn down after it)
+            return held[0], run.cancelled.pop(held[0].ns)[1]
+        running = chosen([r for r in self._by_ns.values() if r.run is run])
+        if not running:
+            return None
+        rec = running[0]
+        self._by_ns.pop(rec.ns, None)
+        for key, node in list(self._nodes.items()):
+            if node is rec:
+                del self._nodes[key]
+        return rec, time.perf_counter()
+
     def _superseded(self, run: GraphRun, ns: str) -> None:
         """Another attempt of task ``ns`` (a retry), or its error handler, starts:
-        the attempt before was cut off by its timeout. Its cancel may have come
-        (held), or not yet (it still runs for the callback: dropped from the tables,
-        so its cancel is not taken for anything later)."""
-        held = run.cancelled.pop(ns, None)
-        if held is not None:
-            rec, ended = held[0], held[1]
-        else:
-            running = self._by_ns.pop(ns, None)
-            if running is None:
-                return
-            rec, ended = running, time.perf_counter()
-            for key, node in list(self._nodes.items()):
-                if node is rec:
-                    del self._nodes[key]
+        the attempt before, if it was cancelled or still runs, was cut off by its
+        timeout."""
+        found = self._cut_off(run, ns=ns)
+        if found is None:
+            return
+        rec, ended = found
         elapsed = ended - rec.started
-        limits = _limits(run.session.id, rec.name)
         error = ErrorInfo(
             type="NodeTimeoutError",
             message=f"Node '{rec.name}' was cut off by its timeout after {elapsed:.3f}s.",
         )
-        self._record_timeout(rec, error, elapsed, limits)
+        self._record_timeout(rec, error, elapsed, _limits(run.session.id, rec.name))
 
     def _settle_timeout(self, run: GraphRun, error: BaseException) -> bool:
         """LangGraph's ``NodeTimeoutError`` reaches a node running a subgraph or the
-        graph's end: recorded, as raised, at the attempt it cut off (the latest of
-        its node that was cancelled or still runs), once. False if none is found."""
-        name = getattr(error, "node", None)
-        task = _task_of(error)  # (Send branches of one node: the one that timed out)
-        held = [h for h in run.cancelled.values() if h[0].name == name]
-        held = [h for h in held if task and h[0].ns.endswith(":" + task)] or held
-        if held:
-            rec, ended = held[0][0], held[0][1]  # (siblings are torn down after it)
-            run.cancelled.pop(rec.ns, None)
-        else:
-            running = [r for r in self._by_ns.values() if r.run is run and r.name == name]
-            running = [r for r in running if task and r.ns.endswith(":" + task)] or running
-            if not running:
-                return False
-            rec, ended = running[0], time.perf_counter()
-            self._by_ns.pop(rec.ns, None)
+        graph's end: recorded, as raised, at the attempt it cut off, once. False if
+        none is found."""
+        found = self._cut_off(run, name=getattr(error, "node", None), task=_task_of(error))
+        if found is None:
+            return False
+        rec, ended = found
         limits = {
             k: v
             for k in ("run_timeout", "idle_timeout")
@@ -196,8 +204,7 @@ class NodeFailureEvents(CaptureBase):
     def _handling(self, run: GraphRun, failed_ns: str, doc: dict[str, Any]) -> None:
         """A node's error handler starts: it names the failed attempt it handles, and
         goes under it (an attempt its timeout cut off is recorded first)."""
-        if failed_ns in run.cancelled or failed_ns in self._by_ns:
-            self._superseded(run, failed_ns)
+        self._superseded(run, failed_ns)
         before = run.failed.pop(failed_ns, None)
         if before is not None and before[0] is not None:
             doc["metadata"][HANDLES] = doc["parent_id"] = before[0]

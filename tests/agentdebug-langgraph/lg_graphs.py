@@ -442,9 +442,10 @@ class Heeding(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=reply)])
 
 
-def planned_answer(planner: Any, checkpointer: Any = None) -> Any:
+def planned_answer(planner: Any, checkpointer: Any = None, coroutines: bool = False) -> Any:
     """A planner node, then a writer that follows the plan: no tool, no error, so
-    a wrong plan leaves nothing for a detector to find."""
+    a wrong plan leaves nothing for a detector to find (with ``coroutines``, both
+    are ``async`` nodes only: LangGraph cannot run them with ``invoke``)."""
 
     def plan(state: MessagesState) -> dict[str, Any]:
         return {"messages": [planner.invoke(state["messages"])]}
@@ -454,9 +455,15 @@ def planned_answer(planner: Any, checkpointer: Any = None) -> Any:
         said = "Your refund is $42." if "refund" in plan_text else "It ships on Monday."
         return {"messages": [AIMessage(content=said)]}
 
+    async def aplan(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await planner.ainvoke(state["messages"])]}
+
+    async def awrite(state: MessagesState) -> dict[str, Any]:
+        return write(state)
+
     g = StateGraph(MessagesState)
-    g.add_node("planner", plan)
-    g.add_node("writer", write)
+    g.add_node("planner", aplan if coroutines else plan)
+    g.add_node("writer", awrite if coroutines else write)
     g.add_edge(START, "planner")
     g.add_edge("planner", "writer")
     return g.compile(checkpointer=checkpointer)

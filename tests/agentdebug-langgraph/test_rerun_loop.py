@@ -82,6 +82,57 @@ def test_free_tier_loop_retries_a_failure_no_detector_names_with_the_runs_reason
     assert new_nodes(branch) == ["planner", "writer"]
 
 
+@pytest.mark.parametrize("asynchronous", [None, False])
+def test_a_run_made_with_ainvoke_is_rerun_with_ainvoke_by_the_registered_executor(
+    dbg: AgentDebug, asynchronous: bool | None
+) -> None:
+    """A graph of coroutine nodes cannot run under ``invoke`` (LangGraph: "No
+    synchronous function provided"). The run records that it was made with
+    ``ainvoke``; the executor the loop finds by itself (none given), and one given
+    without ``asynchronous``, rerun it so, and the right diagnosis is verified.
+    Told ``asynchronous=False``, the executor does as told, and the branch fails
+    in LangGraph, not in the agent."""
+    import asyncio
+
+    planner = Heeding(
+        cue="does not give the refund amount",
+        default="Plan: tell them when it ships.",
+        heeded="Plan: give the refund amount.",
+    )
+    graph = planned_answer(planner, InMemorySaver(), coroutines=True)
+    cb = AgentDebugCallback(dbg, success_check=refund_given)
+    config = {"configurable": {"thread_id": f"t-async-{asynchronous}"}, "callbacks": [cb]}
+    asyncio.run(graph.ainvoke({"messages": [HumanMessage("How much is my refund?")]}, config))
+    original = cb.trajectory()
+    assert original.metadata["langgraph"]["asynchronous"] is True
+    if asynchronous is None:
+        executors = [None, LangGraphRerunExecutor(graph, debugger=dbg)]
+    else:
+        executors = [LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=False)]
+    for executor in executors:
+        result = closed_loop(
+            original,
+            debugger=dbg,
+            executor=executor,
+            report=cb.reports[0],
+            policy="auto",
+            max_rounds=1,
+        )
+        store = dbg.store
+        assert store is not None
+        branch = store.load_trajectory(result.attempts[0].branch_id or "")
+        if asynchronous is None:
+            assert result.status == "succeeded" and result.verified_by_rerun is True
+            assert branch.outcome.final_answer == "Your refund is $42."
+            assert branch.metadata["langgraph"]["asynchronous"] is True  # (its branches too)
+        else:
+            assert result.verified_by_rerun is not True
+            assert "No synchronous function provided" in str(branch.outcome.reason) + str(
+                [e.error.message for e in branch.events if e.error]
+            )
+            assert "asynchronous" not in branch.metadata["langgraph"]
+
+
 def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable_name(
     dbg: AgentDebug,
 ) -> None:

@@ -82,7 +82,7 @@ from agentdebug_langgraph._replay import (
     waiting,
 )
 from agentdebug_langgraph._specs import load_spec
-from agentdebug_langgraph._state import FRAMEWORK, forget_stopped
+from agentdebug_langgraph._state import ASYNC, FRAMEWORK, forget_stopped
 
 log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
@@ -118,7 +118,9 @@ class LangGraphRerunExecutor:
     was an importable function). ``directive_key``: the state key that takes the
     directive as a message. ``directive_update(request, snapshot)``: build the state
     update yourself (for graphs without a message list). ``asynchronous``: run the
-    branch with ``ainvoke`` (graphs whose nodes are coroutines); the checkpoints
+    branch with ``ainvoke`` (graphs whose nodes are coroutines), or with ``invoke``
+    when False; by default as the run was made (``ainvoke``/``astream`` record it,
+    ``metadata["langgraph"]["asynchronous"]``). The checkpoints
     are read and forked with the synchronous methods, so give the graph with
     ``InMemorySaver`` or ``SqliteSaver`` (the branch itself then runs through
     ``AsyncSqliteSaver`` on the same file).
@@ -141,7 +143,7 @@ class LangGraphRerunExecutor:
         success_check: SuccessCheck | None = None,
         directive_key: str = "messages",
         directive_update: DirectiveUpdate | None = None,
-        asynchronous: bool = False,
+        asynchronous: bool | None = None,
         isolate: bool = True,
         replay_answers: str = "same-question",
     ) -> None:
@@ -170,7 +172,10 @@ class LangGraphRerunExecutor:
             configurable=dict(given) if isinstance(given, dict) else {},
             context=self.context,
         )
-        invoke = self._invoker(graph, invocation.context)
+        lg = original.metadata.get("langgraph")
+        lg = lg if isinstance(lg, dict) else {}
+        asynchronous = self.asynchronous if self.asynchronous is not None else lg.get(ASYNC) is True
+        invoke = self._invoker(graph, invocation.context, asynchronous)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -180,8 +185,6 @@ class LangGraphRerunExecutor:
             )
         snap = find_snapshot(graph, point, original.id)
         thread = point.thread_id
-        lg = original.metadata.get("langgraph")
-        lg = lg if isinstance(lg, dict) else {}
         before = lg.get("fork")
         users = (before.get("original_thread_id") if isinstance(before, dict) else None) or (
             point.thread_id  # the user's thread, also for a branch's branch
@@ -232,6 +235,9 @@ class LangGraphRerunExecutor:
         uncached = True
         fork_info["cache"] = "off"
         meta = {"langgraph": {**lg, "thread_id": thread, "fork": fork_info}}  # (its own)
+        meta["langgraph"].pop(ASYNC, None)
+        if asynchronous:  # as the branch ran (a branch of it runs so too)
+            meta["langgraph"][ASYNC] = True
         check = self._success_check(original)
         with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):
@@ -402,23 +408,27 @@ class LangGraphRerunExecutor:
             callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
             invoke(config, plan.resume)
 
-    def _invoker(self, graph: Any, context: Any) -> Callable[[Any, Any], Any]:
+    def _invoker(
+        self, graph: Any, context: Any, asynchronous: bool
+    ) -> Callable[[Any, Any], Any]:
         """``invoke(config, given)`` runs the branch with runtime ``context``:
         ``graph.invoke``; with
         ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker
         thread when called from async code, which waits for it), a ``SqliteSaver``'s
         graph through ``AsyncSqliteSaver`` on the same file (found here, in the
         caller's thread: its connection may belong to it)."""
-        if not self.asynchronous:
+        if not asynchronous:
             return lambda config, given: graph.invoke(given, config, context=context)
         saver = graph.checkpointer
         path = sqlite_file(saver)
         if path is None and not _has_async_methods(saver):
             raise AgentDebugError(
-                f"LangGraphRerunExecutor(asynchronous=True): the graph's checkpointer, "
-                f"{type(saver).__name__}, has no async methods, which ainvoke needs; use "
-                "InMemorySaver, SqliteSaver (the branch then runs through AsyncSqliteSaver "
-                "on its file) or a saver with both kinds of methods"
+                f"cannot rerun with ainvoke (the run was made with ainvoke or astream, or "
+                f"asynchronous=True was given): the graph's checkpointer, "
+                f"{type(saver).__name__}, has no async methods; use InMemorySaver, "
+                "SqliteSaver (the branch then runs through AsyncSqliteSaver on its file) or "
+                "a saver with both kinds of methods, or LangGraphRerunExecutor("
+                "asynchronous=False) if the graph's nodes can run synchronously"
             )
 
         def invoke(config: Any, given: Any) -> Any:

@@ -24,6 +24,7 @@ from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
 from agentdebug_langgraph._state import (
+    ASYNC,
     FRAMEWORK,
     LATEST,
     PAUSED,
@@ -130,7 +131,7 @@ class RunStarting(RunEnding):
                 self._debugger(), str(thread_id), str(name or GRAPH), nodes
             )
         session, owns = self._session_for(
-            inputs, md, name, graph, thread_id, continues, invocation, fork
+            inputs, md, name, graph, thread_id, continues, invocation, fork, _pregel.is_async(frame)
         )
         if key is not None:
             LATEST.park(key, session.id)
@@ -195,6 +196,7 @@ class RunStarting(RunEnding):
         continues: Stopped | None,
         invocation: _invocation.Invocation | None = None,
         fork: _forks.Fork | None = None,
+        asynchronous: bool | None = None,
     ) -> tuple[TraceSession, bool]:
         if self._adopt is not None:
             session, self._adopt = self._adopt, None
@@ -216,6 +218,8 @@ class RunStarting(RunEnding):
             lg["success_check_unimportable"] = name_of(self.success_check)
         if fork is not None:
             lg[_forks.KEY] = fork.record()
+        if asynchronous:  # ainvoke, astream: a rerun goes the same way (its nodes may be coroutines)
+            lg[ASYNC] = True
         invoked = _invocation.record(invocation)
         if continues is not None:  # (what it does not give again, it goes on with)
             invoked = _invocation.inherited(invoked, continues.invoked_with, continues.run_id)

@@ -27,6 +27,7 @@ from agentdebug.schema import CheckpointRef
 from agentdebug.store import RunQuery
 
 FRAMEWORK = "langgraph"
+ASYNC = "asynchronous"  # metadata["langgraph"] of a run made by ainvoke/astream
 AT_INTERRUPT = "stopped at an interrupt"  # how the reason of a run left at one begins
 T = TypeVar("T")
 

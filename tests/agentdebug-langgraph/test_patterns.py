@@ -169,6 +169,65 @@ def test_a_tool_error_names_its_tool_call(dbg: AgentDebug) -> None:
     assert result.metadata["tool_call_id"] == "f1"
 
 
+def test_a_call_of_a_tool_that_does_not_exist_is_a_tool_error_blamed_on_the_model_step(
+    dbg: AgentDebug,
+) -> None:
+    """ToolNode answers a call of a tool it does not have with an error message and
+    runs no tool, so no tool callback fires; the answer is recorded from the node's
+    update as the call (under the model step that made it) and its error, and the
+    diagnosis blames that step for a malformed tool call."""
+    model = scripted([call("refund_order", {"order_id": "A1"}, "u1"), AIMessage("Refunded.")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([flaky], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "no tool call succeeded")
+    g.compile().invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (asked,) = [e for e in of_type(run, EventType.LLM_RESPONSE) if e.output.get("tool_calls")]
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    assert made.parent_id == asked.id and made.step_index == asked.step_index
+    assert made.input == {"order_id": "A1"} and made.module == "refund_order"
+    assert made.metadata["recorded_from"] == "node_update"
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.parent_id == made.id and result.agent_name == "tools"
+    assert result.error is not None and "refund_order is not a valid tool" in result.error.message
+    cause = cb.reports[0].root_cause
+    assert cause is not None and (cause.agent_name, cause.step_index) == ("agent", asked.step_index)
+    assert cause.mode_id == "action.malformed_tool_call"
+
+
+def test_tool_answers_a_node_writes_itself_are_recorded_once(dbg: AgentDebug) -> None:
+    """A node that runs the model's tool calls itself (no LangChain tool) writes
+    ToolMessages: each is a tool call and its result, once, also when a later node
+    returns the whole history again."""
+    from langchain_core.messages import ToolMessage
+
+    model = scripted([call("lookup", {"order": "A1"}, "k1"), AIMessage("It is $42.")])
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage("$42", tool_call_id=asked["id"], name=asked["name"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", run_tools)
+    g.add_node("echo", lambda s: {"messages": list(s["messages"])})
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: "echo"})
+    g.add_edge("tools", "agent")
+    g.add_edge("echo", END)
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert made.agent_name == "agent" and made.metadata["executed_by"] == "tools"
+    assert result.parent_id == made.id and result.output == "$42" and result.error is None
+
+
 class Chat(BaseModel):
     messages: Annotated[list[AnyMessage], add_messages] = []
     turns: int = 0

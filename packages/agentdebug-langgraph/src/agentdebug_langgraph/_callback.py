@@ -418,6 +418,8 @@ class AgentDebugCallback(RunStarting):
     def _note_written(self, rec: NodeRun, said: Any) -> None:
         """The last message a node's update wrote: the final answer's author when no
         model call gave it (a node that formats or writes the reply itself)."""
+        if rec.run.asked:  # tool answers written without a tool run (see _tool_messages)
+            self._tool_messages(rec, said)
         last = said[-1] if said.__class__ is list and said else said
         if _convert.is_message(last):
             run = rec.run

@@ -153,10 +153,11 @@ class ModelAndToolEvents(CaptureBase):
             if msg is not None and output["role"] == "assistant":  # an AIMessage or a chunk
                 calls = output.get("tool_calls")
                 if calls:
-                    tool_calls = rec.run.tool_calls
+                    tool_calls, asked = rec.run.tool_calls, rec.run.asked
                     for c in calls:
                         if c["id"]:
                             tool_calls[c["id"]] = (event_id, rec.step, agent)
+                            asked[c["id"]] = c
                 else:
                     rec.run.answers[agent] = (msg, rec.step, event_id)
         except Exception:
@@ -217,6 +218,7 @@ class ModelAndToolEvents(CaptureBase):
             meta: dict[str, Any] = {"tool_name": tool}
             if call_id:
                 meta["tool_call_id"] = call_id
+                run.answered.add(call_id)
             if decided is not None and rec.step != step:
                 meta["executed_by"] = rec.agent
                 meta["executed_step"] = rec.step
@@ -306,6 +308,58 @@ class ModelAndToolEvents(CaptureBase):
             )
         except Exception:
             self._failed("on_tool_error")
+
+    def _tool_messages(self, rec: NodeRun, said: Any) -> None:
+        """Tool answers a node's update wrote for calls this run's model asked for,
+        with no tool run (no tool callback) behind them: the prebuilt ``ToolNode``'s
+        answer to a call of a tool that does not exist (``status="error"``, "... is
+        not a valid tool"), or a node that runs tools itself. Each is recorded as a
+        ``tool.call`` under the decision that asked for it and its ``tool.result``
+        (an error when the message's status says so), ``recorded_from:
+        "node_update"``; once, however often the message is written again."""
+        run = rec.run
+        for msg in said if said.__class__ is list else (said,):
+            if msg.__class__ is not ToolMessage:
+                continue
+            call_id = msg.tool_call_id
+            asked = run.asked.get(call_id)
+            if asked is None or call_id in run.answered:
+                continue
+            run.answered.add(call_id)
+            decided = run.tool_calls.get(call_id)
+            parent, step, agent = decided if decided is not None else (None, rec.step, rec.agent)
+            tool = msg.name or asked.get("name") or "tool"
+            meta: dict[str, Any] = {
+                "tool_name": tool,
+                "tool_call_id": call_id,
+                "recorded_from": "node_update",
+            }
+            if rec.step != step:
+                meta["executed_by"], meta["executed_step"] = rec.agent, rec.step
+            session = run.session
+            call_event = session.record(
+                EventType.TOOL_CALL,
+                agent_name=agent,
+                step_index=step,
+                input=_convert.compact(asked.get("args")),
+                parent_id=parent or rec.event_id,
+                module=tool,
+                metadata=meta,
+            )
+            error = None
+            if msg.status == "error":
+                error = {"message": _convert.text_of(msg.content), "type": "ToolError"}
+            session.record(
+                EventType.TOOL_RESULT,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                output=_convert.compact(msg.content),
+                error=error,
+                parent_id=call_event,
+                module=tool,
+                metadata=_result_meta(rec, tool, call_id, decided is not None)
+                | {"recorded_from": "node_update"},
+            )
 
 
 # -- helpers --------------------------------------------------------------------------------

@@ -51,6 +51,10 @@ class GraphRun:
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
+    # tool_call_id -> the call ({"id", "name", "args"}) of a model call of this run, and
+    # the ids a tool callback ran or a node's update answered (ModelAndToolEvents)
+    asked: dict[str, dict[str, Any]] = field(default_factory=dict)
+    answered: set[str] = field(default_factory=set)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one

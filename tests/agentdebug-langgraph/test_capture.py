@@ -12,8 +12,9 @@ import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
 from agentdebug.store import open_store
 from agentdebug_langgraph import AgentDebugCallback, instrument, uninstrument
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.types import Command
 from lg_graphs import (
     StreamingFake,
@@ -103,6 +104,47 @@ def test_tool_loop_records_model_calls_tool_calls_and_token_usage(dbg: AgentDebu
     (final,) = of_type(run, EventType.FINAL_ANSWER)
     assert final.output == "Your refund for order A123 has been processed successfully."
     assert final.agent_name == "agent" and final.step_index == 3
+
+
+def test_a_prompt_whose_earlier_message_was_rewritten_is_recorded_whole(
+    dbg: AgentDebug,
+) -> None:
+    """Between two calls of one node, another node replaces an earlier message by
+    its id (``add_messages``: same place, a new object), as a redaction does. The
+    second call's record must show what the model saw, not the first prompt plus
+    what was added: the rewritten prompt is recorded whole."""
+    model = scripted([AIMessage("reply 1"), AIMessage("reply 2")])
+    rounds = {"n": 0}
+
+    def route(state: MessagesState) -> str:
+        rounds["n"] += 1
+        return "redact" if rounds["n"] == 1 else END
+
+    def redact(state: MessagesState) -> dict[str, Any]:
+        card = state["messages"][1]
+        return {
+            "messages": [HumanMessage("my card is [REDACTED]", id=card.id), HumanMessage("and?")]
+        }
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("redact", redact)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", route, ["redact", END])
+    g.add_edge("redact", "agent")
+    cb = AgentDebugCallback(dbg)
+    start = [SystemMessage("sys"), HumanMessage("my card is 4111"), HumanMessage("refund it")]
+    g.compile().invoke({"messages": start}, {"callbacks": [cb]})
+    first, second = of_type(cb.trajectory(), EventType.LLM_RESPONSE)
+    assert [m["content"] for m in first.input] == ["sys", "my card is 4111", "refund it"]
+    assert [m["content"] for m in second.input] == [
+        "sys",
+        "my card is [REDACTED]",
+        "refund it",
+        "reply 1",
+        "and?",
+    ]
+    assert "prompt_new_from" not in second.metadata
 
 
 def test_a_streamed_model_call_links_its_tool_calls_and_its_answer(dbg: AgentDebug) -> None:

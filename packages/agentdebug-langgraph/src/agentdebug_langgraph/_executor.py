@@ -408,9 +408,7 @@ class LangGraphRerunExecutor:
             callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
             invoke(config, plan.resume)
 
-    def _invoker(
-        self, graph: Any, context: Any, asynchronous: bool
-    ) -> Callable[[Any, Any], Any]:
+    def _invoker(self, graph: Any, context: Any, asynchronous: bool) -> Callable[[Any, Any], Any]:
         """``invoke(config, given)`` runs the branch with runtime ``context``:
         ``graph.invoke``; with
         ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker

@@ -98,13 +98,14 @@ class ModelAndToolEvents(CaptureBase):
         agent = rec.agent
         seen = prompts.get(agent)
         n = len(prompt)
-        if not n:
-            prompts[agent] = None
-            return prompt
-        prompts[agent] = (n, prompt[0], prompt[-1])
+        prompts[agent] = prompt if n else None
         if seen is not None:
-            k, first, last = seen
-            if 0 < k <= n and prompt[k - 1] is last and _same(prompt[0], first):
+            k = len(seen)
+            # its last message the very same, and all of it unchanged (compared in C:
+            # the same objects at once, a rebuilt one by its fields), not just its
+            # ends: a node may rewrite an earlier message in place (add_messages by
+            # id), and the record must not say the model saw the old one
+            if 0 < k <= n and prompt[k - 1] is seen[-1] and prompt[:k] == seen:
                 meta["prompt_messages"] = n
                 meta["prompt_new_from"] = k
                 return prompt[k:]
@@ -385,13 +386,3 @@ def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:
         or (md or {}).get("ls_model_name")
         or params.get("_type")
     )
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Whether two prompt heads are the same message (a rebuilt system prompt is
-    a new object with the same text)."""
-    if a is b:
-        return True
-    if _convert.is_message(a) and _convert.is_message(b):
-        return bool(a.type == b.type and a.content == b.content)
-    return bool(a == b)

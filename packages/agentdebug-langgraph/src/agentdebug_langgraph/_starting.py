@@ -218,7 +218,9 @@ class RunStarting(RunEnding):
             lg["success_check_unimportable"] = name_of(self.success_check)
         if fork is not None:
             lg[_forks.KEY] = fork.record()
-        if asynchronous:  # ainvoke, astream: a rerun goes the same way (its nodes may be coroutines)
+        if (
+            asynchronous
+        ):  # ainvoke, astream: a rerun goes the same way (its nodes may be coroutines)
             lg[ASYNC] = True
         invoked = _invocation.record(invocation)
         if continues is not None:  # (what it does not give again, it goes on with)

@@ -83,8 +83,8 @@ class GraphRun:
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
     last_written: tuple[Any, str, int, str | None] | None = None
-    # agent -> (length, first, last message) of its previous model prompt
-    prompts: dict[str, tuple[int, Any, Any] | None] = field(default_factory=dict)
+    # agent -> its previous model prompt (the list the callback was given)
+    prompts: dict[str, list[Any] | None] = field(default_factory=dict)
     last_step: int = 0
     base_step: int = 0  # the last step before this run's own (a run continuing another)
     segments: int = 1  # invocations recorded into this run (a resume adds one)

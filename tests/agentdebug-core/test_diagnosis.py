@@ -146,6 +146,30 @@ def test_an_error_an_agents_own_step_raised_is_charged_to_that_step_first() -> N
     assert attribute(t)[:2] == [("formatter", 2), ("writer", 1)]
 
 
+def test_a_model_call_that_failed_is_its_agents_own_step_not_an_earlier_agents() -> None:
+    # A node's model call failed (the provider's error), and the node raised it: the
+    # call is that node's own step, not one an earlier agent's decision issued, and
+    # the two findings at that step add up against it.
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, input="hi"),
+        ev(1, EventType.AGENT_START, "planner"),
+        ev(2, EventType.LLM_RESPONSE, "planner", output="plan: look it up"),
+        ev(3, EventType.AGENT_START, "answer"),
+        AgentEvent(
+            id="e4",
+            type=EventType.LLM_RESPONSE,
+            step_index=3,
+            agent_name="answer",
+            parent_id="e3",
+            error=ErrorInfo(message="model server returned malformed JSON", type="RuntimeError"),
+        ),
+        error_at(5, 3, "answer", "e3", "model server returned malformed JSON", type="RuntimeError"),
+    )
+    hyps = HeuristicAttributor().attribute(t, RulePack().detect(t))
+    assert [(h.agent_name, h.step_index) for h in hyps][:2] == [("answer", 3), ("planner", 2)]
+    assert hyps[0].event_id == "e4"  # the step's earliest event: the failed call
+
+
 def test_the_earliest_of_equal_errors_ranks_first() -> None:
     t = traj(
         ev(0, EventType.TOOL_CALL, "a", input={"n": 1}),

@@ -11,7 +11,7 @@ candidates are preferred, because errors propagate forward.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from agentdebug.detect.signals import DECISION_TYPES, FAILURE_MODE, RESULT_TYPES
@@ -76,7 +76,11 @@ def causing_event(
 
 def _raised_by_own_step(event: AgentEvent, by_id: dict[str, AgentEvent]) -> bool:
     """Whether an error event was raised by its agent's own step (filed under that
-    agent's start, as a graph node's exception is), not by a tool it called."""
+    agent's start, as a graph node's exception is), not by a tool it called; or is
+    a model call that failed, which is the agent's own step, not a call an earlier
+    decision issued."""
+    if event.type is EventType.LLM_RESPONSE:
+        return event.error is not None
     if event.type is not EventType.ERROR or not event.parent_id:
         return False
     parent = by_id.get(event.parent_id)
@@ -85,6 +89,25 @@ def _raised_by_own_step(event: AgentEvent, by_id: dict[str, AgentEvent]) -> bool
         and parent.type is EventType.AGENT_START
         and parent.agent_name == event.agent_name
     )
+
+
+def _by_step(candidates: Iterable[_Candidate], position: dict[str, int]) -> list[_Candidate]:
+    """The candidates of one (agent, step) as one, at its earliest event: findings
+    at several events of a step (a model call that failed, and the node's error
+    it raised) all speak against that step."""
+    merged: dict[tuple[str | None, int], _Candidate] = {}
+    for cand in sorted(candidates, key=lambda c: position[c.event.id]):
+        key = (cand.event.agent_name, cand.event.step_index)
+        into = merged.get(key)
+        if into is None:
+            merged[key] = cand
+            continue
+        into.score += cand.score
+        into.reasons.extend(cand.reasons)
+        into.evidence.extend(cand.evidence)
+        for mode, weight in cand.modes.items():
+            into.modes[mode] = into.modes.get(mode, 0.0) + weight
+    return list(merged.values())
 
 
 class HeuristicAttributor:
@@ -171,7 +194,7 @@ class HeuristicAttributor:
 
         n = len(events)
         ranked: list[tuple[float, _Candidate]] = []
-        for cand in candidates.values():
+        for cand in _by_step(candidates.values(), position):
             earliness = 1.0 - position[cand.event.id] / max(1, n - 1) if n > 1 else 1.0
             ranked.append((cand.score * (1.0 + 0.5 * earliness), cand))
         ranked.sort(key=lambda item: (-item[0], position[item[1].event.id]))

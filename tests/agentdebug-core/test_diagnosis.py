@@ -149,7 +149,7 @@ def test_an_error_an_agents_own_step_raised_is_charged_to_that_step_first() -> N
 def test_a_model_call_that_failed_is_its_agents_own_step_not_an_earlier_agents() -> None:
     # A node's model call failed (the provider's error), and the node raised it: the
     # call is that node's own step, not one an earlier agent's decision issued, and
-    # the two findings at that step add up against it.
+    # the node's error is charged to the call it came out of (one failure).
     t = traj(
         ev(0, EventType.USER_INPUT, None, input="hi"),
         ev(1, EventType.AGENT_START, "planner"),

@@ -11,7 +11,7 @@ candidates are preferred, because errors propagate forward.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentdebug.detect.signals import DECISION_TYPES, FAILURE_MODE, RESULT_TYPES
@@ -91,23 +91,21 @@ def _raised_by_own_step(event: AgentEvent, by_id: dict[str, AgentEvent]) -> bool
     )
 
 
-def _by_step(candidates: Iterable[_Candidate], position: dict[str, int]) -> list[_Candidate]:
-    """The candidates of one (agent, step) as one, at its earliest event: findings
-    at several events of a step (a model call that failed, and the node's error
-    it raised) all speak against that step."""
-    merged: dict[tuple[str | None, int], _Candidate] = {}
-    for cand in sorted(candidates, key=lambda c: position[c.event.id]):
-        key = (cand.event.agent_name, cand.event.step_index)
-        into = merged.get(key)
-        if into is None:
-            merged[key] = cand
-            continue
-        into.score += cand.score
-        into.reasons.extend(cand.reasons)
-        into.evidence.extend(cand.evidence)
-        for mode, weight in cand.modes.items():
-            into.modes[mode] = into.modes.get(mode, 0.0) + weight
-    return list(merged.values())
+def _failed_call_of(
+    error: AgentEvent, events: Sequence[AgentEvent], position: dict[str, int]
+) -> AgentEvent:
+    """The failed model call an agent's error came out of: the last model call of
+    the same agent and step before it, when that call failed; else the error."""
+    if error.type is not EventType.ERROR:
+        return error
+    for prior in reversed(events[max(0, position[error.id] - 64) : position[error.id]]):
+        if prior.agent_name != error.agent_name or prior.step_index != error.step_index:
+            continue  # (a parallel branch's events may come in between)
+        if prior.type is EventType.LLM_RESPONSE:
+            return prior if prior.error is not None else error
+        if prior.type is EventType.AGENT_START:
+            break
+    return error
 
 
 class HeuristicAttributor:
@@ -151,8 +149,11 @@ class HeuristicAttributor:
                 cause = causing_event(trajectory, event, by_id=by_id, position=position)
                 if cause is not None and _raised_by_own_step(event, by_id):
                     # an agent's own code raised (a graph node), not a tool it called:
-                    # its step is as likely the cause as the decision before it
-                    charge(event, 0.6 * conf, f"raised in its own step: {finding.message}", finding)
+                    # its step is as likely the cause as the decision before it (a
+                    # node's error that a model call of its step raised is charged to
+                    # that call: one failure, one candidate)
+                    own = _failed_call_of(event, events, position)
+                    charge(own, 0.6 * conf, f"raised in its own step: {finding.message}", finding)
                     charge(
                         cause,
                         0.4 * conf,
@@ -194,7 +195,7 @@ class HeuristicAttributor:
 
         n = len(events)
         ranked: list[tuple[float, _Candidate]] = []
-        for cand in _by_step(candidates.values(), position):
+        for cand in candidates.values():
             earliness = 1.0 - position[cand.event.id] / max(1, n - 1) if n > 1 else 1.0
             ranked.append((cand.score * (1.0 + 0.5 * earliness), cand))
         ranked.sort(key=lambda item: (-item[0], position[item[1].event.id]))

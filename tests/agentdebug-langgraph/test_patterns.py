@@ -228,6 +228,58 @@ def test_tool_answers_a_node_writes_itself_are_recorded_once(dbg: AgentDebug) ->
     assert result.parent_id == made.id and result.output == "$42" and result.error is None
 
 
+@tool
+def price(order: str) -> str:
+    """The price of an order."""
+    return "$42"
+
+
+def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDebug) -> None:
+    """The LangGraph tutorial's own tool node: it invokes each tool with the call's
+    arguments (a tool callback without the call's id) and writes the ToolMessage
+    itself. One call and one result each, also when the model uses an id again in a
+    later turn (a later call of a tool that does not exist is still recorded)."""
+    from langchain_core.messages import ToolMessage
+
+    model = scripted(
+        [
+            call("price", {"order": "A1"}, "call_0"),
+            call("refund", {"order": "A1"}, "call_0"),
+            AIMessage("It is $42."),
+        ]
+    )
+    tools = {"price": price}
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        out = []
+        for asked in state["messages"][-1].tool_calls:
+            if asked["name"] in tools:
+                said = tools[asked["name"]].invoke(asked["args"])
+                out.append(ToolMessage(said, tool_call_id=asked["id"], name=asked["name"]))
+            else:
+                out.append(
+                    ToolMessage("no such tool", tool_call_id=asked["id"], status="error")
+                )
+        return {"messages": out}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", run_tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    calls = of_type(run, EventType.TOOL_CALL)
+    results = of_type(run, EventType.TOOL_RESULT)
+    assert [c.module for c in calls] == ["price", "refund"]
+    assert "recorded_from" not in calls[0].metadata  # the tool's own callback
+    assert calls[1].metadata["recorded_from"] == "node_update"
+    assert [r.output for r in results] == ["$42", "no such tool"]
+    assert results[0].error is None and results[1].error is not None
+
+
 class Chat(BaseModel):
     messages: Annotated[list[AnyMessage], add_messages] = []
     turns: int = 0

@@ -493,6 +493,35 @@ def test_an_asynchronous_rerun_needs_a_saver_with_async_methods(dbg: AgentDebug)
         LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=True).rerun(request)
 
 
+def test_a_run_made_with_ainvoke_reruns_with_invoke_where_the_saver_has_no_async_methods(
+    dbg: AgentDebug,
+) -> None:
+    """A run an async app made, of nodes that also run synchronously, rerun with a
+    graph whose saver has only the synchronous half: by default the branch runs
+    with invoke, as before runs recorded how they were made (given
+    ``asynchronous=True``, the executor refuses, as the test above shows)."""
+    import asyncio
+
+    class NoAsync(InMemorySaver):
+        aget_tuple = BaseCheckpointSaver.aget_tuple  # the base class's refusal
+
+    made = InMemorySaver()  # the app's (async) saver; the rerun's shares its storage
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "a-sync"}, "callbacks": [cb]}
+    asyncio.run(linear_graph(made).ainvoke({"n": 0, "trail": []}, config))
+    saver = NoAsync()
+    saver.storage, saver.writes, saver.blobs = made.storage, made.writes, made.blobs
+    original = cb.trajectory()
+    assert original.metadata["langgraph"]["asynchronous"] is True
+    request = RerunRequest(
+        trajectory=original, resume_step=2, directive="x", state_patch={"trail": ["fixed"]}
+    )
+    branch = LangGraphRerunExecutor(linear_graph(saver), debugger=dbg).rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
+    assert "asynchronous" not in branch.metadata["langgraph"]
+
+
 def test_an_asynchronous_rerun_on_an_in_memory_sqlite_saver_is_refused(dbg: AgentDebug) -> None:
     """The branch's AsyncSqliteSaver needs the file the run was saved to; an
     in-memory database has none, which is said before anything runs."""

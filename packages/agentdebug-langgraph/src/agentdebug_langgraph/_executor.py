@@ -174,7 +174,9 @@ class LangGraphRerunExecutor:
         )
         lg = original.metadata.get("langgraph")
         lg = lg if isinstance(lg, dict) else {}
-        asynchronous = self.asynchronous if self.asynchronous is not None else lg.get(ASYNC) is True
+        asynchronous = self.asynchronous
+        if asynchronous is None:  # as the run was made, where the graph's saver can
+            asynchronous = lg.get(ASYNC) is True and _runs_async(graph.checkpointer, original.id)
         invoke = self._invoker(graph, invocation.context, asynchronous)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
@@ -488,6 +490,28 @@ def _delete_thread(graph: Any, thread: str) -> None:
         log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
 
 
+def _runs_async(saver: Any, run_id: str) -> bool:
+    """Whether a branch of a run made with ``ainvoke`` can run so on ``saver``: a
+    SqliteSaver on a file (through AsyncSqliteSaver), or a saver with async methods.
+    Otherwise it runs with ``invoke`` (a graph whose nodes also run synchronously
+    reruns so), as it did before runs recorded how they were made."""
+    if is_sqlite_saver(saver):
+        try:
+            possible = sqlite_file(saver) is not None
+        except AgentDebugError:  # an in-memory database: no file to share
+            possible = False
+    else:
+        possible = _has_async_methods(saver)
+    if not possible:
+        log.info(
+            "agentdebug: run %s was made with ainvoke, but %s cannot run one; its branch "
+            "runs with invoke",
+            run_id,
+            type(saver).__name__,
+        )
+    return possible
+
+
 def _has_async_methods(saver: Any) -> bool:
     from langgraph.checkpoint.base import BaseCheckpointSaver
 
@@ -562,9 +586,8 @@ def _require_checkpointer(graph: Any, run_id: str) -> None:
             "works only on the event loop that opened it, and a rerun reads, copies and "
             "forks checkpoints synchronously. Give the executor the same graph built with "
             "the synchronous saver on the same database (for SQLite: "
-            "SqliteSaver(sqlite3.connect(path, check_same_thread=False)), and "
-            "LangGraphRerunExecutor(..., asynchronous=True) when its nodes are "
-            "coroutines: the branch then runs through AsyncSqliteSaver on that file)"
+            "SqliteSaver(sqlite3.connect(path, check_same_thread=False)); the branch of "
+            "a run made with ainvoke then runs through AsyncSqliteSaver on that file)"
         )
 
 

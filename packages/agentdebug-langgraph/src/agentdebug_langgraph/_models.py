@@ -219,7 +219,9 @@ class ModelAndToolEvents(CaptureBase):
             meta: dict[str, Any] = {"tool_name": tool}
             if call_id:
                 meta["tool_call_id"] = call_id
-                run.answered.add(call_id)
+                run.answered.add((call_id, parent))
+            else:  # (a node that calls its tools itself: its ToolMessage names the call)
+                run.unlabelled.setdefault(rec.event_id, []).append(tool)
             if decided is not None and rec.step != step:
                 meta["executed_by"] = rec.agent
                 meta["executed_step"] = rec.step
@@ -324,12 +326,19 @@ class ModelAndToolEvents(CaptureBase):
                 continue
             call_id = msg.tool_call_id
             asked = run.asked.get(call_id)
-            if asked is None or call_id in run.answered:
-                continue
-            run.answered.add(call_id)
             decided = run.tool_calls.get(call_id)
-            parent, step, agent = decided if decided is not None else (None, rec.step, rec.agent)
+            if asked is None or decided is None:
+                continue
+            key = (call_id, decided[0])  # (a model may use an id again in a later turn)
+            if key in run.answered:
+                continue
+            run.answered.add(key)
             tool = msg.name or asked.get("name") or "tool"
+            ran = run.unlabelled.get(rec.event_id)
+            if ran and tool in ran:  # this node ran it, calling the tool without the id
+                ran.remove(tool)
+                continue
+            parent, step, agent = decided
             meta: dict[str, Any] = {
                 "tool_name": tool,
                 "tool_call_id": call_id,
@@ -343,7 +352,7 @@ class ModelAndToolEvents(CaptureBase):
                 agent_name=agent,
                 step_index=step,
                 input=_convert.compact(asked.get("args")),
-                parent_id=parent or rec.event_id,
+                parent_id=parent,
                 module=tool,
                 metadata=meta,
             )
@@ -358,8 +367,7 @@ class ModelAndToolEvents(CaptureBase):
                 error=error,
                 parent_id=call_event,
                 module=tool,
-                metadata=_result_meta(rec, tool, call_id, decided is not None)
-                | {"recorded_from": "node_update"},
+                metadata=_result_meta(rec, tool, call_id, True) | {"recorded_from": "node_update"},
             )
 
 

@@ -51,10 +51,13 @@ class GraphRun:
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
-    # tool_call_id -> the call ({"id", "name", "args"}) of a model call of this run, and
-    # the ids a tool callback ran or a node's update answered (ModelAndToolEvents)
+    # tool_call_id -> the call ({"id", "name", "args"}) of a model call of this run; the
+    # calls (id, the decision's event) a tool callback ran or a node's update answered;
+    # and, by node run (its start event), the tools it ran with no call id
+    # (ModelAndToolEvents)
     asked: dict[str, dict[str, Any]] = field(default_factory=dict)
-    answered: set[str] = field(default_factory=set)
+    answered: set[tuple[str, str | None]] = field(default_factory=set)
+    unlabelled: dict[str | None, list[str]] = field(default_factory=dict)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one

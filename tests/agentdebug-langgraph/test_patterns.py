@@ -257,9 +257,7 @@ def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDeb
                 said = tools[asked["name"]].invoke(asked["args"])
                 out.append(ToolMessage(said, tool_call_id=asked["id"], name=asked["name"]))
             else:
-                out.append(
-                    ToolMessage("no such tool", tool_call_id=asked["id"], status="error")
-                )
+                out.append(ToolMessage("no such tool", tool_call_id=asked["id"], status="error"))
         return {"messages": out}
 
     g = StateGraph(MessagesState)

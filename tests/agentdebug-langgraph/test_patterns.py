@@ -25,6 +25,18 @@ def of_type(run: AgentTrajectory, kind: EventType) -> list[Any]:
     return [e for e in run.events if e.type is kind]
 
 
+def agent_loop(model: Any, tools: Any, checkpointer: Any = None) -> Any:
+    """A model node and a tools node (``tools``: a ToolNode or a node function) in
+    the usual loop."""
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer)
+
+
 class Log(TypedDict):
     out: Annotated[list[str], operator.add]
 
@@ -109,13 +121,7 @@ def refund(amount: int) -> str:
 
 
 def refund_agent(model: Any) -> Any:
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([refund]))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=InMemorySaver())
+    return agent_loop(model, ToolNode([refund]), InMemorySaver())
 
 
 def test_an_interrupt_inside_a_tool_pauses_the_call_and_the_resume_names_it(
@@ -155,15 +161,10 @@ def flaky(order: str) -> str:
 
 def test_a_tool_error_names_its_tool_call(dbg: AgentDebug) -> None:
     model = scripted([call("flaky", {"order": "A1"}, "f1"), AIMessage("Sorry.")])
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([flaky], handle_tool_errors=False))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
+    graph = agent_loop(model, ToolNode([flaky], handle_tool_errors=False))
     cb = AgentDebugCallback(dbg, diagnose=False)
     with pytest.raises(ValueError, match="no order A1"):  # the graph's error, unchanged
-        g.compile().invoke({"messages": [HumanMessage("order A1")]}, {"callbacks": [cb]})
+        graph.invoke({"messages": [HumanMessage("order A1")]}, {"callbacks": [cb]})
     (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
     assert result.error is not None and "no order A1" in result.error.message
     assert result.metadata["tool_call_id"] == "f1"
@@ -177,14 +178,9 @@ def test_a_call_of_a_tool_that_does_not_exist_is_a_tool_error_blamed_on_the_mode
     update as the call (under the model step that made it) and its error, and the
     diagnosis blames that step for a malformed tool call."""
     model = scripted([call("refund_order", {"order_id": "A1"}, "u1"), AIMessage("Refunded.")])
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([flaky], handle_tool_errors=True))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
+    graph = agent_loop(model, ToolNode([flaky], handle_tool_errors=True))
     cb = AgentDebugCallback(dbg, success_check=lambda s: "no tool call succeeded")
-    g.compile().invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
+    graph.invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
     run = cb.trajectory()
     (asked,) = [e for e in of_type(run, EventType.LLM_RESPONSE) if e.output.get("tool_calls")]
     (made,) = of_type(run, EventType.TOOL_CALL)
@@ -260,14 +256,9 @@ def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDeb
                 out.append(ToolMessage("no such tool", tool_call_id=asked["id"], status="error"))
         return {"messages": out}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", run_tools)
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
+    graph = agent_loop(model, run_tools)
     cb = AgentDebugCallback(dbg)
-    g.compile().invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
+    graph.invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
     run = cb.trajectory()
     calls = of_type(run, EventType.TOOL_CALL)
     results = of_type(run, EventType.TOOL_RESULT)

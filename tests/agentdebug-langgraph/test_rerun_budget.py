@@ -108,3 +108,81 @@ def test_a_limit_the_executor_is_given_is_used_as_it_is(
     branch = executor.rerun(request)
     assert branch.outcome.status is OutcomeStatus.SUCCESS
     assert "steps_left" not in branch.metadata["langgraph"]["fork"]
+
+
+def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_the_budget(
+    dbg: AgentDebug,
+) -> None:
+    """The prebuilt agent meets the recursion limit itself (``RemainingSteps``): it
+    answers "Sorry, need more steps..." and the graph raises nothing. That is the
+    run's failure, placed at the agent step that said it; and a branch gets what
+    was left of the limit, so a model that ignores the directive (it needs more
+    pages than the run had steps for) does not pass by being given more steps."""
+    from agentdebug.rerun import closed_loop
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langchain_core.tools import tool
+    from lg_graphs import prebuilt_agent
+
+    @tool
+    def fetch_page(n: int) -> str:
+        """Fetch page n of the report."""
+        return f"page {n} of 4"
+
+    class Pager(BaseChatModel):
+        """Reads pages 1 to 4, then summarises, whatever it is told."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "pager"
+
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            return self
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            done = sum(isinstance(m, ToolMessage) for m in messages)
+            msg = (
+                AIMessage(
+                    "",
+                    tool_calls=[{"name": "fetch_page", "args": {"n": done + 1}, "id": f"p{done}"}],
+                )
+                if done < 4
+                else AIMessage("Summary done.")
+            )
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    graph = prebuilt_agent(Pager(), (fetch_page,), InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config: Any = {"configurable": {"thread_id": "pages"}, "callbacks": [cb], "recursion_limit": 8}
+    out = graph.invoke({"messages": [HumanMessage("Summarise the report")]}, config)
+    assert out["messages"][-1].content == "Sorry, need more steps to process this request."
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert "ran out of steps" in str(run.outcome.reason)
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.metadata["failure_mode"] == "planning.step_limit_exhausted"
+    last_agent = max(
+        e.step_index
+        for e in run.events
+        if e.type is EventType.AGENT_START and e.agent_name == "agent"
+    )
+    assert (error.agent_name, error.step_index) == ("agent", last_agent)
+    cause = cb.reports[0].root_cause
+    assert cause is not None and cause.mode_id == "planning.step_limit_exhausted"
+    result = closed_loop(
+        run,
+        debugger=dbg,
+        executor=LangGraphRerunExecutor(graph, debugger=dbg),
+        report=cb.reports[0],
+        policy="auto",
+        max_rounds=1,
+    )
+    assert result.verified_by_rerun is not True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    assert branch.metadata["langgraph"]["fork"]["steps_left"] >= 1
+    assert branch.outcome.status is not OutcomeStatus.SUCCESS

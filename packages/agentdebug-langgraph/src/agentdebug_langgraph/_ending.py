@@ -171,8 +171,15 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             except Exception:  # an odd final state: the run is still closed
                 log.exception("agentdebug: the final answer could not be recorded")
                 answer = None
+            out_of_steps = self._out_of_steps(run, outputs, answer)
             try:
-                failed = not self._judge(session, outputs, answer)
+                if out_of_steps is not None and self.success_check is None:
+                    session.set_outcome(
+                        OutcomeStatus.FAILURE, final_answer=answer, reason=out_of_steps
+                    )
+                    failed = True
+                else:
+                    failed = not self._judge(session, outputs, answer)
             except BaseException as stop:  # Ctrl-C or exit in the success check
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
@@ -233,6 +240,25 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         for run_id, call in list(self._calls.items()):
             if call[0].run is run:
                 self._calls.pop(run_id, None)
+
+    def _out_of_steps(self, run: GraphRun, outputs: Any, answer: Any) -> str | None:
+        """A prebuilt agent that ended the run itself, its steps run out (no error
+        raised): its error event, at the node that said so, and the reason; None
+        for any other end. Without a success check the run then fails."""
+        try:
+            if answer != _graph_errors.OUT_OF_STEPS_TEXT:
+                return None
+            agent, step, parent = _answered_by(run, _convert.last_ai_text(outputs)[1])
+            fields = _graph_errors.out_of_steps(
+                answer, agent=agent, step=step, parent=parent, graph=run.graph_name
+            )
+            if fields is None:
+                return None
+            run.session.record(EventType.ERROR, **fields)
+            return "the agent ran out of steps under its recursion limit (RemainingSteps)"
+        except Exception:
+            log.exception("agentdebug: an agent's out-of-steps end could not be recorded")
+            return None
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)

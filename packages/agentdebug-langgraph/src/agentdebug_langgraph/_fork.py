@@ -15,6 +15,7 @@ from agentdebug.schema import AgentTrajectory, RerunRequest
 from langchain_core.messages import BaseMessage
 
 from agentdebug_langgraph._checkpoints import ResumePoint, writers_of
+from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
 
 
 def directive_text(request: RerunRequest) -> str:
@@ -207,7 +208,12 @@ def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, 
         left = given + first - (1 if source_step + 1 >= first else 2) - source_step
     else:
         error = original.outcome.error
-        if error is None or error.type != "GraphRecursionError" or not steps:
+        limited = error is not None and error.type == "GraphRecursionError"
+        if not limited:  # or the prebuilt agent stopped itself, its steps run out
+            limited = any(
+                e.metadata.get("langgraph_event") == OUT_OF_STEPS for e in original.events
+            )
+        if not limited or not steps:
             return None
         left = max(steps) - source_step  # its super-steps source_step + 1 .. its last
     # a branch runs its limit + 2 super-steps from the fork (whose update takes one)

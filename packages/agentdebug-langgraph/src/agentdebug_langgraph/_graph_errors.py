@@ -35,6 +35,10 @@ from typing import Any
 from agentdebug.detect.signals import FAILURE_MODE
 from agentdebug.schema import AgentEvent, EventType
 
+# what the prebuilt agent (create_react_agent) answers when RemainingSteps runs low:
+# LangGraph's recursion limit, met by the agent before the graph raises it
+OUT_OF_STEPS_TEXT = "Sorry, need more steps to process this request."
+OUT_OF_STEPS = "out_of_steps"  # the langgraph_event of its error event
 _ONE_VALUE = re.compile(r"At key '([^']+)': Can receive only one value per step")
 _BEFORE_TASK = "Before task with name "
 
@@ -293,3 +297,32 @@ def may_place(error: BaseException) -> bool:
     if name in ("GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"):
         return True
     return _before_task(error) is not None and _is_validation_error(error)
+
+
+def out_of_steps(
+    text: Any, *, agent: str | None, step: int, parent: str | None, graph: str
+) -> dict[str, Any] | None:
+    """The ``record`` fields of the error event of a run the prebuilt agent ended
+    itself because its steps ran out (its final answer ``OUT_OF_STEPS_TEXT``, no
+    exception): the recursion limit, placed at the node that said so. None for
+    any other answer."""
+    if text != OUT_OF_STEPS_TEXT:
+        return None
+    return {
+        "error": {
+            "type": "RemainingSteps",
+            "message": f"the agent ran out of steps under the recursion limit: {text}",
+        },
+        "module": "langgraph.prebuilt",
+        **placed(
+            None,
+            agent=agent,
+            step=step,
+            parent=parent,
+            meta={
+                FAILURE_MODE: "planning.step_limit_exhausted",
+                "langgraph_event": OUT_OF_STEPS,
+                "graph": graph,
+            },
+        ),
+    }

@@ -490,15 +490,18 @@ def weather(city: str) -> str:
     return {"Paris": "sunny", "Oslo": "snow"}[city]
 
 
-def prebuilt_agent(model: Any, tools: Any = (weather,), checkpointer: Any = None) -> Any:
+def prebuilt_agent(
+    model: Any, tools: Any = (weather,), checkpointer: Any = None, **options: Any
+) -> Any:
     """LangGraph's prebuilt ReAct agent (its tool node runs each tool call as a
-    ``Send``); a failing tool answers the model with its error, as in ``tool_agent``."""
+    ``Send``); a failing tool answers the model with its error, as in ``tool_agent``.
+    ``options`` go to ``create_react_agent`` (``pre_model_hook``, ...)."""
     with warnings.catch_warnings():  # moved to langchain.agents, which is not installed here
         warnings.simplefilter("ignore", DeprecationWarning)
         from langgraph.prebuilt import create_react_agent
 
         node = ToolNode(list(tools), handle_tool_errors=True)
-        return create_react_agent(model, node, checkpointer=checkpointer)
+        return create_react_agent(model, node, checkpointer=checkpointer, **options)
 
 
 def functional_workflow(model: Any, checkpointer: Any) -> Any:

@@ -25,6 +25,7 @@ from langgraph.types import Command, Send
 from lg_graphs import (
     Counter,
     ToolBindingFake,
+    call,
     functional_workflow,
     linear_graph,
     lookup_order,
@@ -301,6 +302,50 @@ def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(
         {"order_id": "A123"}
     ]
     assert new_nodes(branch) == ["agent", "tools", "agent"]
+
+
+PROMPTS: list[Any] = []  # what HeedsDirective was sent, call by call
+
+
+class HeedsDirective(ToolBindingFake):
+    """Looks the order up by e-mail (wrong) until a second user message (the
+    directive) is in its prompt, then by id; then answers from the tool's result."""
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from langchain_core.messages import ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        PROMPTS.append(messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage("Order A123 costs $42.00." if last.status != "error" else "Done.")
+        elif sum(isinstance(m, HumanMessage) for m in messages) >= 2:
+            reply = call("lookup_order", {"order_id": "A123"}, "ok")
+        else:
+            reply = call("lookup_order_by_email", {"email": "A123"}, "bad")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_a_prebuilt_agent_with_a_pre_model_hook_is_rerun_from_the_hook(dbg: AgentDebug) -> None:
+    """A ``pre_model_hook`` that returns ``llm_input_messages`` makes the model's
+    input from the messages. Forked after it, the blamed agent step would read the
+    input the hook made before, without the directive; the fork is made before the
+    hook, which runs again, and the model sees the directive."""
+    model = HeedsDirective(messages=iter([]))
+    graph = prebuilt_agent(
+        model,
+        [lookup_order_by_email, lookup_order],
+        InMemorySaver(),
+        pre_model_hook=lambda s: {"llm_input_messages": s["messages"][-6:]},
+    )
+    cb = failed_run(dbg, graph, "t-hook")
+    cause = cb.reports[0].root_cause
+    assert cause is not None and cause.agent_name == "agent"
+    PROMPTS.clear()
+    branch = verified_branch(dbg, graph, cb)
+    assert new_nodes(branch)[:2] == ["pre_model_hook", "agent"]
+    first_prompt = PROMPTS[0]
+    assert sum(isinstance(m, HumanMessage) for m in first_prompt) == 2  # the directive
 
 
 def test_a_functional_api_run_is_refused_with_what_to_do_instead(dbg: AgentDebug) -> None:

@@ -269,6 +269,52 @@ def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDeb
     assert results[0].error is None and results[1].error is not None
 
 
+class Plain(TypedDict):
+    messages: list[Any]  # no reducer: every node returns the whole history
+
+
+def test_a_tool_answer_written_again_with_the_whole_history_is_not_a_new_call(
+    dbg: AgentDebug,
+) -> None:
+    """Every node returns the whole history, and the model uses one call id in
+    every turn: the first turn's ToolMessage, written again by the next model
+    step, is not taken for an answer to the second turn's call."""
+    model = scripted(
+        [
+            call("price", {"order": "A1"}, "call_0"),
+            call("price", {"order": "B2"}, "call_0"),
+            AIMessage("A1 and B2 are $42."),
+        ]
+    )
+
+    def agent(s: Plain) -> dict[str, Any]:
+        return {"messages": s["messages"] + [model.invoke(s["messages"])]}
+
+    def run_tools(s: Plain) -> dict[str, Any]:
+        calls = s["messages"][-1].tool_calls
+        return {
+            "messages": s["messages"] + [price.invoke({**c, "type": "tool_call"}) for c in calls]
+        }
+
+    g = StateGraph(Plain)
+    g.add_node("agent", agent)
+    g.add_node("tools", run_tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges(
+        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
+    )
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke({"messages": [HumanMessage("prices?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert [e.input for e in of_type(run, EventType.TOOL_CALL)] == [
+        {"order": "A1"},
+        {"order": "B2"},
+    ]
+    assert len(of_type(run, EventType.TOOL_RESULT)) == 2
+    assert not [e for e in run.events if e.metadata.get("recorded_from")]
+
+
 class Chat(BaseModel):
     messages: Annotated[list[AnyMessage], add_messages] = []
     turns: int = 0

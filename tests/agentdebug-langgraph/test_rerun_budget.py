@@ -110,8 +110,9 @@ def test_a_limit_the_executor_is_given_is_used_as_it_is(
     assert "steps_left" not in branch.metadata["langgraph"]["fork"]
 
 
+@pytest.mark.parametrize("heeds", [False, True])
 def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_the_budget(
-    dbg: AgentDebug,
+    dbg: AgentDebug, heeds: bool
 ) -> None:
     """The prebuilt agent meets the recursion limit itself (``RemainingSteps``): it
     answers "Sorry, need more steps..." and the graph raises nothing. That is the
@@ -131,7 +132,8 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
         return f"page {n} of 4"
 
     class Pager(BaseChatModel):
-        """Reads pages 1 to 4, then summarises, whatever it is told."""
+        """Reads pages 1 to 4, then summarises; one told to (a second user
+        message: the directive), ``heeds``, skips page 1."""
 
         @property
         def _llm_type(self) -> str:
@@ -144,6 +146,8 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
             self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
         ) -> Any:
             done = sum(isinstance(m, ToolMessage) for m in messages)
+            if heeds and sum(isinstance(m, HumanMessage) for m in messages) > 1:
+                done += 1
             msg = (
                 AIMessage(
                     "",
@@ -180,9 +184,21 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
         policy="auto",
         max_rounds=1,
     )
-    assert result.verified_by_rerun is not True
     store = dbg.store
     assert store is not None
     branch = store.load_trajectory(result.attempts[0].branch_id or "")
     assert branch.metadata["langgraph"]["fork"]["steps_left"] >= 1
-    assert branch.outcome.status is not OutcomeStatus.SUCCESS
+    if heeds:  # three pages fit in what the run had left
+        assert result.verified_by_rerun is True
+        assert branch.outcome.final_answer == "Summary done."
+        # from its first step, the run had all of its limit of 8 left (the agent
+        # stopped a step short of it): three pages and the summary fit in that
+        first = LangGraphRerunExecutor(graph, debugger=dbg).rerun(
+            RerunRequest(trajectory=run, resume_step=1, directive="Skip page 1.")
+        )
+        fork = first.metadata["langgraph"]["fork"]
+        assert (fork["recursion_limit"], fork["steps_left"]) == (6, 8)
+        assert first.outcome.final_answer == "Summary done."
+    else:  # four do not: no more steps than the run had
+        assert result.verified_by_rerun is not True
+        assert branch.outcome.status is not OutcomeStatus.SUCCESS

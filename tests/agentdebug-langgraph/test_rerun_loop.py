@@ -520,6 +520,15 @@ def test_a_run_made_with_ainvoke_reruns_with_invoke_where_the_saver_has_no_async
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
     assert "asynchronous" not in branch.metadata["langgraph"]
+    # nodes that only run as coroutines cannot: refused, not a branch that fails
+    cb = AgentDebugCallback(dbg)
+    config = {"configurable": {"thread_id": "a-co"}, "callbacks": [cb]}
+    asyncio.run(linear_graph(made, coroutines=True).ainvoke({"n": 0, "trail": []}, config))
+    request = RerunRequest(
+        trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"trail": []}
+    )
+    with pytest.raises(AgentDebugError, match=r"nodes that only run so.*NoAsync, has no async"):
+        LangGraphRerunExecutor(linear_graph(saver, coroutines=True), debugger=dbg).rerun(request)
 
 
 def test_an_asynchronous_rerun_on_an_in_memory_sqlite_saver_is_refused(dbg: AgentDebug) -> None:

@@ -48,17 +48,28 @@ def _is_root_node(event: AgentEvent) -> bool:
 PRE_MODEL_HOOK = "pre_model_hook"  # the prebuilt agent's node before its model call
 
 
-def _before_input_hook(starts: list[AgentEvent], node_event: AgentEvent) -> AgentEvent:
+def _before_input_hook(
+    events: list[AgentEvent], starts: list[AgentEvent], node_event: AgentEvent
+) -> AgentEvent:
     """The node to redo for a blamed prebuilt ``agent`` step: its ``pre_model_hook``
     when that ran just before it. The hook makes the model's input
     (``llm_input_messages``) from the messages; forked after it, the agent would read
-    the input the hook made before, without the directive."""
+    the input the hook made before, without the directive. Not a branch's first
+    node, though: the checkpoint before it is the branch's fork, which cannot be
+    forked again before it (the agent step is forked, as before)."""
     if node_event.metadata.get("node") != "agent" or not _is_root_node(node_event):
         return node_event
     before = [e for e in starts if _is_root_node(e) and e.step_index < node_event.step_index]
-    if before and before[-1].metadata.get("node") == PRE_MODEL_HOOK:
-        return before[-1]
-    return node_event
+    if not before or before[-1].metadata.get("node") != PRE_MODEL_HOOK:
+        return node_event
+    hook = before[-1]
+    at = next((i for i, e in enumerate(events) if e.id == hook.id), 0)
+    for prior in reversed(events[:at]):
+        if prior.type is EventType.USER_INPUT and prior.metadata.get("langgraph_event") == "fork":
+            return node_event  # the branch's first node
+        if prior.type is EventType.AGENT_START and _is_root_node(prior):
+            break
+    return hook
 
 
 def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
@@ -86,7 +97,7 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     handled = node_event.metadata.get(HANDLES)  # an error handler: redo the node it handled
     if isinstance(handled, str):
         node_event = next((e for e in starts if e.id == handled), node_event)
-    node_event = _before_input_hook(starts, node_event)
+    node_event = _before_input_hook(trajectory.events, starts, node_event)
     root_step = node_event.metadata.get("root_step", node_event.step_index)
     # (an error handler is not a task of the checkpoint its failed node started from)
     roots = [e for e in starts if _is_root_node(e) and HANDLES not in e.metadata]

@@ -176,7 +176,7 @@ class LangGraphRerunExecutor:
         lg = lg if isinstance(lg, dict) else {}
         asynchronous = self.asynchronous
         if asynchronous is None:  # as the run was made, where the graph's saver can
-            asynchronous = lg.get(ASYNC) is True and _runs_async(graph.checkpointer, original.id)
+            asynchronous = lg.get(ASYNC) is True and _runs_async(graph, original.id)
         invoke = self._invoker(graph, invocation.context, asynchronous)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
@@ -490,11 +490,12 @@ def _delete_thread(graph: Any, thread: str) -> None:
         log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
 
 
-def _runs_async(saver: Any, run_id: str) -> bool:
-    """Whether a branch of a run made with ``ainvoke`` can run so on ``saver``: a
-    SqliteSaver on a file (through AsyncSqliteSaver), or a saver with async methods.
-    Otherwise it runs with ``invoke`` (a graph whose nodes also run synchronously
-    reruns so), as it did before runs recorded how they were made."""
+def _runs_async(graph: Any, run_id: str) -> bool:
+    """Whether a branch of a run made with ``ainvoke`` can run so on the graph's
+    saver: a SqliteSaver on a file (through AsyncSqliteSaver), or a saver with async
+    methods. Otherwise it runs with ``invoke`` when every node can (as it did before
+    runs recorded how they were made); a graph with coroutine-only nodes is refused."""
+    saver = graph.checkpointer
     if is_sqlite_saver(saver):
         try:
             possible = sqlite_file(saver) is not None
@@ -502,6 +503,13 @@ def _runs_async(saver: Any, run_id: str) -> bool:
             possible = False
     else:
         possible = _has_async_methods(saver)
+    if not possible and _coroutine_only(graph):
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}': it was made with ainvoke and the graph has "
+            f"nodes that only run so, but its checkpointer, {type(saver).__name__}, has no "
+            "async methods (or is an in-memory SqliteSaver); use InMemorySaver, a "
+            "SqliteSaver on a file, or a saver with both kinds of methods"
+        )
     if not possible:
         log.info(
             "agentdebug: run %s was made with ainvoke, but %s cannot run one; its branch "
@@ -510,6 +518,15 @@ def _runs_async(saver: Any, run_id: str) -> bool:
             type(saver).__name__,
         )
     return possible
+
+
+def _coroutine_only(graph: Any) -> bool:
+    """Whether a node of the graph has no synchronous function (``async def``)."""
+    for node in getattr(graph, "nodes", {}).values():
+        bound = getattr(node, "bound", None)
+        if getattr(bound, "func", True) is None and getattr(bound, "afunc", None) is not None:
+            return True
+    return False
 
 
 def _has_async_methods(saver: Any) -> bool:

@@ -208,14 +208,16 @@ def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, 
         left = given + first - (1 if source_step + 1 >= first else 2) - source_step
     else:
         error = original.outcome.error
-        limited = error is not None and error.type == "GraphRecursionError"
-        if not limited:  # or the prebuilt agent stopped itself, its steps run out
-            limited = any(
-                e.metadata.get("langgraph_event") == OUT_OF_STEPS for e in original.events
-            )
-        if not limited or not steps:
+        raised = error is not None and error.type == "GraphRecursionError"
+        # or the prebuilt agent stopped itself a super-step before the limit's last
+        stopped = not raised and any(
+            e.metadata.get("langgraph_event") == OUT_OF_STEPS for e in original.events
+        )
+        if not (raised or stopped) or not steps:
             return None
-        left = max(steps) - source_step  # its super-steps source_step + 1 .. its last
+        # its super-steps source_step + 1 .. the limit's last (the last it ran, when
+        # LangGraph raised; the one after, when the agent stopped short of it)
+        left = max(steps) + (1 if stopped else 0) - source_step
     # a branch runs its limit + 2 super-steps from the fork (whose update takes one)
     return max(1, left - 2), max(0, left)
 

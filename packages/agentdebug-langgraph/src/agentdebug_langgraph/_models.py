@@ -321,14 +321,16 @@ class ModelAndToolEvents(CaptureBase):
         (an error when the message's status says so), ``recorded_from:
         "node_update"``; once, however often the message is written again."""
         run = rec.run
+        seen = run.tool_messages
         for msg in said if said.__class__ is list else (said,):
-            if msg.__class__ is not ToolMessage:
+            if msg.__class__ is not ToolMessage or id(msg) in seen:
                 continue
             call_id = msg.tool_call_id
             asked = run.asked.get(call_id)
             decided = run.tool_calls.get(call_id)
             if asked is None or decided is None:
                 continue
+            seen[id(msg)] = msg  # (held: its id is not reused while listed)
             key = (call_id, decided[0])  # (a model may use an id again in a later turn)
             if key in run.answered:
                 continue

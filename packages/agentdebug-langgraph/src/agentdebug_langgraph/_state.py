@@ -58,6 +58,10 @@ class GraphRun:
     asked: dict[str, dict[str, Any]] = field(default_factory=dict)
     answered: set[tuple[str, str | None]] = field(default_factory=set)
     unlabelled: dict[str | None, list[str]] = field(default_factory=dict)
+    # the ToolMessages a node's update wrote that answer those calls, by id(): one
+    # written again (a node returning the whole history) is not an answer again,
+    # also when the model used its call id again since
+    tool_messages: dict[int, Any] = field(default_factory=dict)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one

@@ -93,3 +93,16 @@ def verified_branch(dbg: AgentDebug, graph: Any, cb: AgentDebugCallback) -> Agen
     branch = store.load_trajectory(result.attempts[0].branch_id or "")
     assert branch.outcome.status is OutcomeStatus.SUCCESS
     return branch
+
+
+def one_round(
+    dbg: AgentDebug, run: AgentTrajectory, executor: Any, cb: AgentDebugCallback
+) -> tuple[Any, AgentTrajectory]:
+    """One round of the closed loop on a run its callback diagnosed (``executor``
+    None: the one the loop finds): its result, and the branch it ran."""
+    result = closed_loop(
+        run, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto", max_rounds=1
+    )
+    store = dbg.store
+    assert store is not None
+    return result, store.load_trajectory(result.attempts[0].branch_id or "")

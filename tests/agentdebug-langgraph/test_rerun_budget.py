@@ -119,12 +119,12 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
     run's failure, placed at the agent step that said it; and a branch gets what
     was left of the limit, so a model that ignores the directive (it needs more
     pages than the run had steps for) does not pass by being given more steps."""
-    from agentdebug.rerun import closed_loop
     from langchain_core.language_models import BaseChatModel
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
     from langchain_core.outputs import ChatGeneration, ChatResult
     from langchain_core.tools import tool
     from lg_graphs import prebuilt_agent
+    from rerun_support import one_round
 
     @tool
     def fetch_page(n: int) -> str:
@@ -176,17 +176,7 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
     assert (error.agent_name, error.step_index) == ("agent", last_agent)
     cause = cb.reports[0].root_cause
     assert cause is not None and cause.mode_id == "planning.step_limit_exhausted"
-    result = closed_loop(
-        run,
-        debugger=dbg,
-        executor=LangGraphRerunExecutor(graph, debugger=dbg),
-        report=cb.reports[0],
-        policy="auto",
-        max_rounds=1,
-    )
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    result, branch = one_round(dbg, run, LangGraphRerunExecutor(graph, debugger=dbg), cb)
     assert branch.metadata["langgraph"]["fork"]["steps_left"] >= 1
     if heeds:  # three pages fit in what the run had left
         assert result.verified_by_rerun is True

@@ -42,6 +42,7 @@ from rerun_support import (
     REQUEST,
     failed_run,
     new_nodes,
+    one_round,
     request_from,
 )
 
@@ -110,17 +111,7 @@ def test_a_run_made_with_ainvoke_is_rerun_with_ainvoke_by_the_registered_executo
     else:
         executors = [LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=False)]
     for executor in executors:
-        result = closed_loop(
-            original,
-            debugger=dbg,
-            executor=executor,
-            report=cb.reports[0],
-            policy="auto",
-            max_rounds=1,
-        )
-        store = dbg.store
-        assert store is not None
-        branch = store.load_trajectory(result.attempts[0].branch_id or "")
+        result, branch = one_round(dbg, original, executor, cb)
         if asynchronous is None:
             assert result.status == "succeeded" and result.verified_by_rerun is True
             assert branch.outcome.final_answer == "Your refund is $42."

@@ -29,11 +29,8 @@ graph: still alive in this process, or rebuilt from the ``graph_factory``
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, cast
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
@@ -46,6 +43,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from agentdebug_langgraph import _invocation
+from agentdebug_langgraph._branch_invoke import invoker, runs_async
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
@@ -53,7 +51,6 @@ from agentdebug_langgraph._checkpoints import (
     copy_to_thread,
     find_snapshot,
     inheritable,
-    is_sqlite_saver,
     resume_point,
     routed_by_command,
 )
@@ -174,10 +171,8 @@ class LangGraphRerunExecutor:
         )
         lg = original.metadata.get("langgraph")
         lg = lg if isinstance(lg, dict) else {}
-        asynchronous = self.asynchronous
-        if asynchronous is None:  # as the run was made, where the graph's saver can
-            asynchronous = lg.get(ASYNC) is True and _runs_async(graph, original.id)
-        invoke = self._invoker(graph, invocation.context, asynchronous)
+        asynchronous = runs_async(graph, self.asynchronous, lg.get(ASYNC) is True, original.id)
+        invoke = invoker(graph, invocation.context, asynchronous)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -410,39 +405,6 @@ class LangGraphRerunExecutor:
             callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
             invoke(config, plan.resume)
 
-    def _invoker(self, graph: Any, context: Any, asynchronous: bool) -> Callable[[Any, Any], Any]:
-        """``invoke(config, given)`` runs the branch with runtime ``context``:
-        ``graph.invoke``; with
-        ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker
-        thread when called from async code, which waits for it), a ``SqliteSaver``'s
-        graph through ``AsyncSqliteSaver`` on the same file (found here, in the
-        caller's thread: its connection may belong to it)."""
-        if not asynchronous:
-            return lambda config, given: graph.invoke(given, config, context=context)
-        saver = graph.checkpointer
-        path = sqlite_file(saver)
-        if path is None and not _has_async_methods(saver):
-            raise AgentDebugError(
-                f"cannot rerun with ainvoke (the run was made with ainvoke or astream, or "
-                f"asynchronous=True was given): the graph's checkpointer, "
-                f"{type(saver).__name__}, has no async methods; use InMemorySaver, "
-                "SqliteSaver (the branch then runs through AsyncSqliteSaver on its file) or "
-                "a saver with both kinds of methods, or LangGraphRerunExecutor("
-                "asynchronous=False) if the graph's nodes can run synchronously"
-            )
-
-        def invoke(config: Any, given: Any) -> Any:
-            run = _ainvoke(graph, given, config, path, context)
-            try:
-                asyncio.get_running_loop()
-            except RuntimeError:
-                return asyncio.run(run)
-            # called from async code: the branch's event loop in a thread of its own
-            with ThreadPoolExecutor(max_workers=1) as pool:  # (this context: recording_branch)
-                return pool.submit(contextvars.copy_context().run, asyncio.run, run).result()
-
-        return invoke
-
     def _run_config(
         self,
         fork_config: dict[str, Any],
@@ -467,88 +429,12 @@ class LangGraphRerunExecutor:
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
 
 
-async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None, context: Any) -> Any:
-    """``graph.ainvoke``; for a graph on ``SqliteSaver`` (whose async methods refuse),
-    through ``AsyncSqliteSaver`` on its file ``path``, opened on the branch's own
-    loop, with the saver's own serializer."""
-    if path is None:
-        return await graph.ainvoke(given, config, context=context)
-    import aiosqlite
-    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
-    async with aiosqlite.connect(path) as conn:
-        saver = AsyncSqliteSaver(conn, serde=graph.checkpointer.serde)
-        copy = graph.copy(update={"checkpointer": saver})
-        return await copy.ainvoke(given, config, context=context)
-
-
 def _delete_thread(graph: Any, thread: str) -> None:
     """Best effort: a saver that cannot delete keeps the thread (prune it later)."""
     try:
         graph.checkpointer.delete_thread(thread)
     except Exception:
         log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
-
-
-def _runs_async(graph: Any, run_id: str) -> bool:
-    """Whether a branch of a run made with ``ainvoke`` can run so on the graph's
-    saver: a SqliteSaver on a file (through AsyncSqliteSaver), or a saver with async
-    methods. Otherwise it runs with ``invoke`` when every node can (as it did before
-    runs recorded how they were made); a graph with coroutine-only nodes is refused."""
-    saver = graph.checkpointer
-    if is_sqlite_saver(saver):
-        try:
-            possible = sqlite_file(saver) is not None
-        except AgentDebugError:  # an in-memory database: no file to share
-            possible = False
-    else:
-        possible = _has_async_methods(saver)
-    if not possible and _coroutine_only(graph):
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}': it was made with ainvoke and the graph has "
-            f"nodes that only run so, but its checkpointer, {type(saver).__name__}, has no "
-            "async methods (or is an in-memory SqliteSaver); use InMemorySaver, a "
-            "SqliteSaver on a file, or a saver with both kinds of methods"
-        )
-    if not possible:
-        log.info(
-            "agentdebug: run %s was made with ainvoke, but %s cannot run one; its branch "
-            "runs with invoke",
-            run_id,
-            type(saver).__name__,
-        )
-    return possible
-
-
-def _coroutine_only(graph: Any) -> bool:
-    """Whether a node of the graph has no synchronous function (``async def``)."""
-    for node in getattr(graph, "nodes", {}).values():
-        bound = getattr(node, "bound", None)
-        if getattr(bound, "func", True) is None and getattr(bound, "afunc", None) is not None:
-            return True
-    return False
-
-
-def _has_async_methods(saver: Any) -> bool:
-    from langgraph.checkpoint.base import BaseCheckpointSaver
-
-    return type(saver).aget_tuple is not BaseCheckpointSaver.aget_tuple
-
-
-def sqlite_file(saver: Any) -> str | None:
-    """The database file of a ``SqliteSaver`` (``None`` for any other saver)."""
-    if not is_sqlite_saver(saver):
-        return None
-    with saver.cursor(transaction=False) as cur:
-        rows = cur.execute("PRAGMA database_list").fetchall()
-    path = next((str(row[2]) for row in rows if row[1] == "main"), "")
-    if not path:
-        raise AgentDebugError(
-            "cannot rerun a graph with coroutine nodes on an in-memory SqliteSaver: its "
-            "branch runs through AsyncSqliteSaver, which needs the same database file "
-            "(use a file, or InMemorySaver)"
-        )
-    return path
 
 
 def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:

@@ -250,10 +250,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 return None
             agent, step, parent = _answered_by(run, _convert.last_ai_text(outputs)[1])
             fields = _graph_errors.out_of_steps(
-                answer, agent=agent, step=step, parent=parent, graph=run.graph_name
+                agent=agent, step=step, parent=parent, graph=run.graph_name
             )
-            if fields is None:
-                return None
             run.session.record(EventType.ERROR, **fields)
             return "the agent ran out of steps under its recursion limit (RemainingSteps)"
         except Exception:

@@ -299,19 +299,14 @@ def may_place(error: BaseException) -> bool:
     return _before_task(error) is not None and _is_validation_error(error)
 
 
-def out_of_steps(
-    text: Any, *, agent: str | None, step: int, parent: str | None, graph: str
-) -> dict[str, Any] | None:
+def out_of_steps(*, agent: str | None, step: int, parent: str | None, graph: str) -> dict[str, Any]:
     """The ``record`` fields of the error event of a run the prebuilt agent ended
     itself because its steps ran out (its final answer ``OUT_OF_STEPS_TEXT``, no
-    exception): the recursion limit, placed at the node that said so. None for
-    any other answer."""
-    if text != OUT_OF_STEPS_TEXT:
-        return None
+    exception): the recursion limit, placed at the node that said so."""
     return {
         "error": {
             "type": "RemainingSteps",
-            "message": f"the agent ran out of steps under the recursion limit: {text}",
+            "message": f"the agent ran out of steps under the recursion limit: {OUT_OF_STEPS_TEXT}",
         },
         "module": "langgraph.prebuilt",
         **placed(

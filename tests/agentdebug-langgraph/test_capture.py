@@ -349,12 +349,18 @@ def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
     first = AgentDebugCallback(dbg)
     paused = graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [first]})
     assert paused["__interrupt__"][0].value == {"question": "refund $42?"}
-    assert first.last_run_id is None  # still running: waiting for the resume
+    # The paused run can be read while it waits for the resume: running, asking.
+    waiting = first.trajectory()
+    assert first.last_run_id == waiting.id and waiting.outcome.status is OutcomeStatus.RUNNING
+    assert [e.output for e in waiting.events if e.type is EventType.CHECKPOINT] == [
+        [{"question": "refund $42?"}]
+    ]
     # The user resumes with a new callback, as one does in a new request.
     second = AgentDebugCallback(dbg)
     done = graph.invoke(Command(resume="yes"), {**thread, "callbacks": [second]})
     assert done["out"] == ["prepared", "approved: yes"]
     run = second.trajectory()
+    assert run.id == waiting.id and first.run_ids == second.run_ids == [run.id]
     (interrupt,) = [e for e in run.events if e.metadata.get("langgraph_event") == "interrupt"]
     assert interrupt.type is EventType.CHECKPOINT and interrupt.agent_name == "ask"
     assert interrupt.output == [{"question": "refund $42?"}]

@@ -137,7 +137,8 @@ class AgentDebugCallback(RunStarting):
 
     @property
     def last_run_id(self) -> str | None:
-        """The trajectory id of the most recent run this callback finished."""
+        """The trajectory id of the most recent run this callback finished, or
+        left waiting at an interrupt (its outcome ``running`` until a resume ends it)."""
         return self.run_ids[-1] if self.run_ids else None
 
     def trajectory(self, run_id: str | None = None) -> Any:

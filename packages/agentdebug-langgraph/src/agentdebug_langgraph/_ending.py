@@ -320,7 +320,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             session.flush()
             return
         session.close()
-        _keep(self.run_ids, session.id)
+        _keep_last(self.run_ids, session.id)
         if failed and self.diagnose:
             trajectory = session.trajectory()
             if in_background(self.diagnose, run.asynchronous):  # (a loop is not held up)
@@ -379,6 +379,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             self.release_held(why, run)
             return
         session.flush()
+        _keep_last(self.run_ids, session.id)  # (readable while it waits)
         evicted = PAUSED.park(run.thread_id, run)
         if evicted is not None and evicted is not run:
             self._finish_paused(evicted, "too many runs were waiting at an interrupt")
@@ -412,6 +413,14 @@ def _keep(items: list[Any], item: Any) -> None:
     items.append(item)
     if len(items) > KEPT:
         del items[: len(items) - KEPT]
+
+
+def _keep_last(run_ids: list[str], run_id: str) -> None:
+    """List ``run_id`` as the latest run: a run that paused at an interrupt is
+    listed then, and moves to the end when it finishes."""
+    if run_id in run_ids:
+        run_ids.remove(run_id)
+    _keep(run_ids, run_id)
 
 
 def _short_repr(value: Any, limit: int = 80) -> str:

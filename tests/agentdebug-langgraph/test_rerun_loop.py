@@ -124,6 +124,54 @@ def test_a_run_made_with_ainvoke_is_rerun_with_ainvoke_by_the_registered_executo
             assert "asynchronous" not in branch.metadata["langgraph"]
 
 
+def test_a_run_started_with_invoke_and_resumed_with_ainvoke_is_rerun_with_ainvoke(
+    dbg: AgentDebug,
+) -> None:
+    """A request handler that asks for confirmation synchronously and resumes in
+    an async one: the nodes after the interrupt are coroutines. The resume's
+    event says it was made with ``ainvoke``, so the branch from the planner runs
+    so (with ``invoke`` LangGraph refuses the coroutine nodes) and passes."""
+    import asyncio
+
+    from langgraph.graph import MessagesState
+    from langgraph.types import Command, interrupt
+
+    planner = Heeding(
+        cue="does not give the refund amount",
+        default="Plan: tell them when it ships.",
+        heeded="Plan: give the refund amount.",
+    )
+    inner = planned_answer(planner, coroutines=True)
+
+    def confirm(state: MessagesState) -> dict[str, Any]:
+        interrupt("go ahead?")
+        return {}
+
+    g = StateGraph(MessagesState)
+    g.add_node("confirm", confirm)
+    g.add_node("planner", inner.nodes["planner"].bound)
+    g.add_node("writer", inner.nodes["writer"].bound)
+    g.add_edge(START, "confirm")
+    g.add_edge("confirm", "planner")
+    g.add_edge("planner", "writer")
+    graph = g.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "t-sync-then-async"}}
+    graph.invoke(
+        {"messages": [HumanMessage("How much is my refund?")]},
+        {**thread, "callbacks": [AgentDebugCallback(dbg, success_check=refund_given)]},
+    )
+    cb = AgentDebugCallback(dbg, success_check=refund_given)
+    asyncio.run(graph.ainvoke(Command(resume="yes"), {**thread, "callbacks": [cb]}))
+    original = cb.trajectory()
+    assert "asynchronous" not in original.metadata["langgraph"]  # (its start was sync)
+    assert cb.reports[0].root_cause is not None
+    assert cb.reports[0].root_cause.agent_name == "planner"
+    result, branch = one_round(dbg, original, None, cb)
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    assert branch.outcome.final_answer == "Your refund is $42."
+    assert branch.metadata["langgraph"]["asynchronous"] is True
+
+
 def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable_name(
     dbg: AgentDebug,
 ) -> None:

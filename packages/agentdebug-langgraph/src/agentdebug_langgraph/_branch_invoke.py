@@ -12,10 +12,26 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from agentdebug.errors import AgentDebugError
+from agentdebug.schema import AgentTrajectory, EventType
 
 from agentdebug_langgraph._checkpoints import is_sqlite_saver
+from agentdebug_langgraph._state import ASYNC
 
 log = logging.getLogger("agentdebug.langgraph")
+
+
+def made_async(trajectory: AgentTrajectory) -> bool:
+    """Whether the run was made with ``ainvoke``/``astream``, in any of its
+    invocations: its start (``metadata["langgraph"]["asynchronous"]``) or a resume
+    (the resume's event says so: a run started with ``invoke`` and resumed with
+    ``ainvoke`` may have nodes that only run so after the interrupt)."""
+    lg = trajectory.metadata.get("langgraph")
+    if isinstance(lg, dict) and lg.get(ASYNC) is True:
+        return True
+    return any(
+        e.type is EventType.USER_INPUT and e.metadata.get(ASYNC) is True
+        for e in trajectory.events
+    )
 
 
 def runs_async(graph: Any, given: bool | None, recorded: bool, run_id: str) -> bool:

@@ -43,7 +43,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel import Pregel
 
 from agentdebug_langgraph import _invocation
-from agentdebug_langgraph._branch_invoke import invoker, runs_async
+from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
@@ -171,7 +171,7 @@ class LangGraphRerunExecutor:
         )
         lg = original.metadata.get("langgraph")
         lg = lg if isinstance(lg, dict) else {}
-        asynchronous = runs_async(graph, self.asynchronous, lg.get(ASYNC) is True, original.id)
+        asynchronous = runs_async(graph, self.asynchronous, made_async(original), original.id)
         invoke = invoker(graph, invocation.context, asynchronous)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:

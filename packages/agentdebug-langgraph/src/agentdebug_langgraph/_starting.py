@@ -179,6 +179,8 @@ class RunStarting(RunEnding):
     def _record_resume(self, run: GraphRun, inputs: Any, extra: dict[str, Any]) -> None:
         """A resume's ``USER_INPUT`` event: what it gave, and how (``resume_record``)."""
         value, how = _convert.resume_record(inputs)
+        if run.asynchronous:  # (a run started with invoke and resumed with ainvoke)
+            extra = {**extra, ASYNC: True}
         run.input_event = run.session.record(
             EventType.USER_INPUT,
             step_index=run.next_step(),
@@ -218,9 +220,7 @@ class RunStarting(RunEnding):
             lg["success_check_unimportable"] = name_of(self.success_check)
         if fork is not None:
             lg[_forks.KEY] = fork.record()
-        if (
-            asynchronous
-        ):  # ainvoke, astream: a rerun goes the same way (its nodes may be coroutines)
+        if asynchronous:  # ainvoke, astream: a rerun goes so too (its nodes may be coroutines)
             lg[ASYNC] = True
         invoked = _invocation.record(invocation)
         if continues is not None:  # (what it does not give again, it goes on with)

@@ -269,6 +269,72 @@ def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDeb
     assert results[0].error is None and results[1].error is not None
 
 
+@pytest.mark.parametrize("where", ["this process", "another worker"])
+def test_a_retried_run_files_a_tool_answer_under_the_decision_before_the_stop_once(
+    dbg: AgentDebug, tmp_path: Any, where: str
+) -> None:
+    """The model asks for a lookup; the node that runs it (writing the ToolMessage
+    itself) fails, and ``invoke(None)`` retries. The retry's answer is filed under
+    the first run's decision; when the retry fails later and is retried again, the
+    answer the last node writes back with the whole history is not a new call. In
+    another worker (a fresh saver on the file: the runs are found in the store) as
+    in this process."""
+    from langchain_core.messages import ToolMessage
+    from lg_graphs import sqlite_saver
+
+    model = scripted([call("lookup", {"order": "A1"}, "k1"), AIMessage("It is $42.")])
+    tries = {"tools": 0, "echo": 0}
+
+    def flaky(name: str) -> None:
+        tries[name] += 1
+        if tries[name] == 1:
+            raise ConnectionError(f"{name}: service down")
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        flaky("tools")
+        asked = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage("$42", tool_call_id=asked["id"], name=asked["name"])]}
+
+    def echo(state: MessagesState) -> dict[str, Any]:
+        flaky("echo")
+        return {"messages": list(state["messages"])}
+
+    shared = InMemorySaver()
+
+    def graph() -> Any:
+        g = StateGraph(MessagesState)
+        g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+        g.add_node("tools", run_tools)
+        g.add_node("echo", echo)
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: "echo"})
+        g.add_edge("tools", "agent")
+        g.add_edge("echo", END)
+        saver = shared if where == "this process" else sqlite_saver(str(tmp_path / "cp.db"))
+        return g.compile(checkpointer=saver)
+
+    config = {"configurable": {"thread_id": "retried"}}
+    runs = []
+    for given in ({"messages": [HumanMessage("price of A1?")]}, None, None):
+        cb = AgentDebugCallback(dbg, diagnose=False)
+        try:
+            graph().invoke(given, {**config, "callbacks": [cb]})
+        except ConnectionError:
+            pass
+        runs.append(cb.trajectory())
+    first, second, third = runs
+    assert second.metadata["continues"] == first.id and third.metadata["continues"] == second.id
+    (decision,) = [e for e in of_type(first, EventType.LLM_RESPONSE) if e.output.get("tool_calls")]
+    assert not of_type(first, EventType.TOOL_CALL)  # (the node failed before answering)
+    (made,) = of_type(second, EventType.TOOL_CALL)
+    (result,) = of_type(second, EventType.TOOL_RESULT)
+    assert made.parent_id == decision.id and made.step_index == decision.step_index
+    assert made.input == {"order": "A1"} and made.metadata["recorded_from"] == "node_update"
+    assert result.parent_id == made.id and result.output == "$42"
+    assert not of_type(third, EventType.TOOL_CALL) and not of_type(third, EventType.TOOL_RESULT)
+    assert third.outcome.final_answer is not None
+
+
 class Plain(TypedDict):
     messages: list[Any]  # no reducer: every node returns the whole history
 

@@ -150,10 +150,8 @@ class RunStarting(RunEnding):
             last_step=base,
             base_step=base,
         )
-        if owns and continues is not None:  # what it asked for and what failed, before
-            run.tool_calls.update(continues.tool_calls or {})
-            run.paused_calls.update(continues.paused_calls or {})
-            run.failed.update(continues.failed or {})
+        if owns and continues is not None and continues.decisions is not None:
+            continues.decisions.carry_into(run)  # what it asked for and what failed, before
         if graph is not None:
             note_graph(session.id, graph)
         if not owns:
@@ -247,7 +245,7 @@ def _forked(fork: _forks.Fork) -> Stopped | None:
     kept, mark = fork.before(), fork.mark()
     if kept is None or mark is None:
         return None
-    return Stopped(mark, False, *decisions_of(kept), invoked_with(kept.metadata))
+    return Stopped(mark, False, decisions_of(kept), invoked_with(kept.metadata))
 
 
 def _cut(fork: _forks.Fork | None) -> dict[str, Any]:

@@ -194,6 +194,40 @@ class ByThread(Generic[T]):
             return runs
 
 
+class Decisions(NamedTuple):
+    """What a run that stopped leaves to the run that continues it on its thread
+    (GraphRun's tables of the same names): the tool calls its model asked for (by
+    id: the decision's event, step and agent; and the call itself), those a tool
+    run or a node's update answered, the call events an interrupt paused, and the
+    tasks that raised, which a retry runs again (its node's start then names the
+    attempt it retries, as a RetryPolicy attempt does). So a tool call asked for
+    before the stop and run after it, or answered by a node's ``ToolMessage``, is
+    filed under the decision that asked for it, once."""
+
+    tool_calls: dict[str, tuple[str | None, int, str]]
+    asked: dict[str, dict[str, Any]]
+    answered: set[tuple[str, str | None]]
+    paused_calls: dict[str, str | None]
+    failed: dict[str, tuple[str | None, int]]
+
+    @classmethod
+    def of_run(cls, run: GraphRun) -> Decisions:
+        return cls(
+            dict(run.tool_calls),
+            dict(run.asked),
+            set(run.answered),
+            dict(run.paused_calls),
+            dict(run.failed),
+        )
+
+    def carry_into(self, run: GraphRun) -> None:
+        run.tool_calls.update(self.tool_calls)
+        run.asked.update(self.asked)
+        run.answered.update(self.answered)
+        run.paused_calls.update(self.paused_calls)
+        run.failed.update(self.failed)
+
+
 class Stopped(NamedTuple):
     """A run that ended before its graph did (an error, a stop; in another process,
     also an interrupt): a later ``invoke(None)`` or resume on its thread continues
@@ -201,13 +235,7 @@ class Stopped(NamedTuple):
 
     mark: RunMark
     at_interrupt: bool = False  # (then invoke(None) is a resume past a static stop)
-    # the run's GraphRun.tool_calls and paused_calls: a tool call asked for before
-    # the stop and run after it is filed under the decision that asked for it
-    tool_calls: dict[str, tuple[str | None, int, str]] | None = None
-    paused_calls: dict[str, str | None] | None = None
-    # GraphRun.failed: the tasks that raised, which a retry runs again (its node's
-    # start then names the attempt it retries, as a RetryPolicy attempt does)
-    failed: dict[str, tuple[str | None, int]] | None = None
+    decisions: Decisions | None = None
     # what the run was invoked with, as its metadata records it (_invocation.record):
     # a retry with invoke(None) and no context runs with the run's, so records it too
     invoked_with: dict[str, Any] | None = None
@@ -215,12 +243,7 @@ class Stopped(NamedTuple):
     @classmethod
     def of_run(cls, run: GraphRun) -> Stopped:
         return cls(
-            run.session.mark(),
-            False,
-            dict(run.tool_calls),
-            dict(run.paused_calls),
-            dict(run.failed),
-            invoked_with(run.session.metadata),
+            run.session.mark(), False, Decisions.of_run(run), invoked_with(run.session.metadata)
         )
 
     @property
@@ -284,7 +307,7 @@ def stopped_elsewhere(
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
-    return Stopped(RunMark.of(run), waiting, *decisions_of(run), invoked_with(run.metadata))
+    return Stopped(RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata))
 
 
 def invoked_with(metadata: Any) -> dict[str, Any] | None:
@@ -320,12 +343,12 @@ def _waits_at_interrupt(run: AgentTrajectory) -> bool:
     return False
 
 
-def decisions_of(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
-    """A stored run's tables, as the callback keeps them while it runs: its tool
-    calls by id (the model answer that asked for each: event, step, agent), the
-    call events an interrupt paused, and the root-level tasks that raised and were
-    not run again (by namespace: the start event, its attempt)."""
-    asked: dict[str, tuple[str | None, int, str]] = {}
+def decisions_of(run: AgentTrajectory) -> Decisions:
+    """A stored run's :class:`Decisions`, as the callback keeps them while it runs
+    (the root-level tasks that raised and were not run again, by namespace)."""
+    tool_calls: dict[str, tuple[str | None, int, str]] = {}
+    asked: dict[str, dict[str, Any]] = {}
+    answered: set[tuple[str, str | None]] = set()
     paused: dict[str, str | None] = {}
     failed: dict[str, tuple[str | None, int]] = {}
     starts: dict[str, tuple[str, int]] = {}  # root node start event id -> (ns, attempt)
@@ -346,17 +369,21 @@ def decisions_of(run: AgentTrajectory) -> tuple[dict[str, Any], dict[str, Any], 
         if e.type is EventType.LLM_RESPONSE and isinstance(e.output, dict):
             for call in e.output.get("tool_calls") or ():
                 if isinstance(call, dict) and isinstance(call.get("id"), str) and call["id"]:
-                    asked[call["id"]] = (e.id, e.step_index, e.agent_name or "")
+                    tool_calls[call["id"]] = (e.id, e.step_index, e.agent_name or "")
+                    asked[call["id"]] = call
             continue
         call_id = e.metadata.get("tool_call_id")
         if not isinstance(call_id, str) or not call_id:
             continue
-        if e.type is EventType.TOOL_CALL and "executed_by" in e.metadata:
-            # filed under a decision of a run before this one, which it continued
-            asked.setdefault(call_id, (e.parent_id, e.step_index, e.agent_name or ""))
+        if e.type is EventType.TOOL_CALL:
+            answered.add((call_id, e.parent_id))
+            if "executed_by" in e.metadata:  # filed under a decision of a run it continued
+                tool_calls.setdefault(call_id, (e.parent_id, e.step_index, e.agent_name or ""))
+                args = e.input if isinstance(e.input, dict) else {}
+                asked.setdefault(call_id, {"id": call_id, "name": e.module, "args": args})
         elif e.metadata.get("langgraph_event") == "tool_interrupted":
             paused[call_id] = e.parent_id
-    return asked, paused, failed
+    return Decisions(tool_calls, asked, answered, paused, failed)
 
 
 def _stopped(outcome: Any) -> bool:

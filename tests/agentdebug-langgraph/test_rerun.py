@@ -308,8 +308,10 @@ PROMPTS: list[Any] = []  # what HeedsDirective was sent, call by call
 
 
 class HeedsDirective(ToolBindingFake):
-    """Looks the order up by e-mail (wrong) until a second user message (the
-    directive) is in its prompt, then by id; then answers from the tool's result."""
+    """Looks the order up by e-mail (wrong) until ``needed`` more user messages (the
+    directives) are in its prompt, then by id; then answers from the tool's result."""
+
+    needed: int = 1
 
     def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
         from langchain_core.messages import ToolMessage
@@ -319,7 +321,7 @@ class HeedsDirective(ToolBindingFake):
         last = messages[-1]
         if isinstance(last, ToolMessage):
             reply = AIMessage("Order A123 costs $42.00." if last.status != "error" else "Done.")
-        elif sum(isinstance(m, HumanMessage) for m in messages) >= 2:
+        elif sum(isinstance(m, HumanMessage) for m in messages) > self.needed:
             reply = call("lookup_order", {"order_id": "A123"}, "ok")
         else:
             reply = call("lookup_order_by_email", {"email": "A123"}, "bad")
@@ -346,6 +348,38 @@ def test_a_prebuilt_agent_with_a_pre_model_hook_is_rerun_from_the_hook(dbg: Agen
     assert new_nodes(branch)[:2] == ["pre_model_hook", "agent"]
     first_prompt = PROMPTS[0]
     assert sum(isinstance(m, HumanMessage) for m in first_prompt) == 2  # the directive
+
+
+def test_a_later_round_reruns_a_branch_from_its_first_node_the_pre_model_hook(
+    dbg: AgentDebug,
+) -> None:
+    """A model that needs telling twice: the first branch starts at the hook and
+    still fails; the second round blames
+    that branch's agent step, whose hook is the branch's first node (its checkpoint
+    is the first fork). It is forked again before the hook, so the hook makes the
+    model's input with the second directive, and the run passes."""
+    model = HeedsDirective(messages=iter([]), needed=2)
+    graph = prebuilt_agent(
+        model,
+        [lookup_order_by_email, lookup_order],
+        InMemorySaver(),
+        pre_model_hook=lambda s: {"llm_input_messages": s["messages"][-8:]},
+    )
+    cb = failed_run(dbg, graph, "t-hook-rounds")
+    original = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    PROMPTS.clear()
+    result = closed_loop(
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and len(result.attempts) == 2
+    store = dbg.store
+    assert store is not None
+    first, second = (store.load_trajectory(a.branch_id or "") for a in result.attempts)
+    assert first.outcome.status is OutcomeStatus.FAILURE and first.parent_id == original.id
+    assert second.outcome.status is OutcomeStatus.SUCCESS and second.parent_id == first.id
+    assert new_nodes(second)[:2] == ["pre_model_hook", "agent"]
+    assert second.outcome.final_answer == "Order A123 costs $42.00."
 
 
 def test_a_functional_api_run_is_refused_with_what_to_do_instead(dbg: AgentDebug) -> None:

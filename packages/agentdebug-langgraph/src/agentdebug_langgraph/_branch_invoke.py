@@ -29,8 +29,7 @@ def made_async(trajectory: AgentTrajectory) -> bool:
     if isinstance(lg, dict) and lg.get(ASYNC) is True:
         return True
     return any(
-        e.type is EventType.USER_INPUT and e.metadata.get(ASYNC) is True
-        for e in trajectory.events
+        e.type is EventType.USER_INPUT and e.metadata.get(ASYNC) is True for e in trajectory.events
     )
 
 

@@ -54,22 +54,15 @@ def _before_input_hook(
     """The node to redo for a blamed prebuilt ``agent`` step: its ``pre_model_hook``
     when that ran just before it. The hook makes the model's input
     (``llm_input_messages``) from the messages; forked after it, the agent would read
-    the input the hook made before, without the directive. Not a branch's first
-    node, though: the checkpoint before it is the branch's fork, which cannot be
-    forked again before it (the agent step is forked, as before)."""
+    the input the hook made before, without the directive. Also when the hook is a
+    branch's first node (a later round of the loop): its checkpoint is the branch's
+    fork, which is forked again, as the node that fork was made as."""
     if node_event.metadata.get("node") != "agent" or not _is_root_node(node_event):
         return node_event
     before = [e for e in starts if _is_root_node(e) and e.step_index < node_event.step_index]
     if not before or before[-1].metadata.get("node") != PRE_MODEL_HOOK:
         return node_event
-    hook = before[-1]
-    at = next((i for i, e in enumerate(events) if e.id == hook.id), 0)
-    for prior in reversed(events[:at]):
-        if prior.type is EventType.USER_INPUT and prior.metadata.get("langgraph_event") == "fork":
-            return node_event  # the branch's first node
-        if prior.type is EventType.AGENT_START and _is_root_node(prior):
-            break
-    return hook
+    return before[-1]
 
 
 def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:

@@ -382,6 +382,56 @@ def test_a_later_round_reruns_a_branch_from_its_first_node_the_pre_model_hook(
     assert second.outcome.final_answer == "Order A123 costs $42.00."
 
 
+class WholeHistory(TypedDict):
+    messages: list[AnyMessage]  # no reducer: each node returns the whole conversation
+
+
+def test_a_directive_is_added_to_messages_a_node_returns_whole(dbg: AgentDebug) -> None:
+    """A ``messages`` key without a reducer is replaced by an update: the fork
+    writes the conversation with the directive after it, not the directive alone
+    (which would drop the user's request, and fail the branch for that)."""
+    from lg_graphs import Heeding
+
+    model = Heeding(cue="does not give the refund amount", default="$420.", heeded="$42.")
+
+    def agent(s: WholeHistory) -> dict[str, Any]:
+        asked = any(m.content == "Refund order A123" for m in s["messages"])
+        reply = model.invoke(s["messages"]) if asked else AIMessage("Which order?")
+        return {"messages": [*s["messages"], reply]}
+
+    g = StateGraph(WholeHistory)
+    g.add_node("greet", lambda s: {"messages": [*s["messages"], AIMessage("Hello.")]})
+    g.add_node("agent", agent)
+    g.add_edge(START, "greet")
+    g.add_edge("greet", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def refund_given(state: dict[str, Any]) -> bool | str:
+        said = str(state["messages"][-1].content)
+        return said == "$42." or f"the answer does not give the refund amount: {said}"
+
+    cb = AgentDebugCallback(dbg, success_check=refund_given)
+    graph.invoke(
+        {"messages": [HumanMessage("Refund order A123")]},
+        {"configurable": {"thread_id": "t-whole"}, "callbacks": [cb]},
+    )
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=refund_given)
+    result = closed_loop(
+        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.attempts[0].branch_id or "")
+    fork = branch.metadata["langgraph"]["fork"]
+    config = {
+        "configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}
+    }
+    held = graph.get_state(config).values["messages"]
+    assert [m.content for m in held[:2]] == ["Refund order A123", "Hello."]
+    assert "A previous attempt at this task went wrong" in str(held[2].content)
+
+
 def test_a_functional_api_run_is_refused_with_what_to_do_instead(dbg: AgentDebug) -> None:
     workflow = functional_workflow(scripted([AIMessage("Dogs bark.")]), InMemorySaver())
     cb = AgentDebugCallback(dbg, success_check=lambda out: "cat" in out["text"])

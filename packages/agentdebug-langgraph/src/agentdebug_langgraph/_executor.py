@@ -357,15 +357,17 @@ class LangGraphRerunExecutor:
     ) -> tuple[dict[str, Any], Any, str]:
         """The update, forked on ``snap``'s thread and checked to reach the blamed
         node: (the update, the fork's config, the node it was made as)."""
-        values = self._update(request, snap)
+        values = self._update(graph, request, snap)
         routed = routed_by_command(original, point)
         fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
         if not request.state_patch and self.directive_update is None:
             require_delivered(graph, fork_config, original, point, directive_text(request))
         return values, fork_config, as_node
 
-    def _update(self, request: RerunRequest, snap: Any) -> dict[str, Any]:
-        """The state update that carries the correction into the fork."""
+    def _update(self, graph: Any, request: RerunRequest, snap: Any) -> dict[str, Any]:
+        """The state update that carries the correction into the fork: the directive
+        added to the messages (to those the state holds, for a key without a reducer,
+        which an update replaces)."""
         if request.state_patch:
             return dict(request.state_patch)
         if self.directive_update is not None:
@@ -379,7 +381,11 @@ class LangGraphRerunExecutor:
                 "state_patch, or LangGraphRerunExecutor(directive_key=... or "
                 "directive_update=...)"
             )
-        return {self.directive_key: [HumanMessage(content=directive_text(request))]}
+        said = [HumanMessage(content=directive_text(request))]
+        if _replaced_by_updates(graph, self.directive_key):
+            held = values[self.directive_key]
+            said = [*held, *said] if isinstance(held, list | tuple) else said
+        return {self.directive_key: said}
 
     def _replay(
         self,
@@ -496,3 +502,13 @@ def _require_checkpointer(graph: Any, run_id: str) -> None:
 
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
+
+
+def _replaced_by_updates(graph: Any, key: str) -> bool:
+    """Whether an update to state ``key`` replaces its value (a key declared without
+    a reducer, ``messages: list``, whose nodes return the whole list) rather than
+    adding to it."""
+    from langgraph.channels import LastValue
+
+    channel = getattr(graph, "channels", {}).get(key)
+    return isinstance(channel, LastValue)

@@ -192,3 +192,131 @@ def test_a_prebuilt_agent_that_ran_out_of_steps_fails_and_its_branch_keeps_to_th
     else:  # four do not: no more steps than the run had
         assert result.verified_by_rerun is not True
         assert branch.outcome.status is not OutcomeStatus.SUCCESS
+
+
+class Looping:
+    """A model that looks the order up by e-mail (wrong, and again, and again)
+    until a directive (a second user message) is in its prompt; then by id, and
+    answers. ``heeds=False``: it never stops."""
+
+    def __init__(self, heeds: bool) -> None:
+        from langchain_core.language_models import BaseChatModel
+        from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+        from lg_graphs import call
+
+        class Model(BaseChatModel):
+            @property
+            def _llm_type(self) -> str:
+                return "looping"
+
+            def bind_tools(self, tools: Any, **kw: Any) -> Any:
+                return self
+
+            def _generate(
+                self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+            ) -> Any:
+                told = heeds and sum(isinstance(m, HumanMessage) for m in messages) > 1
+                n = len(messages)
+                if (
+                    told
+                    and isinstance(messages[-1], ToolMessage)
+                    and messages[-1].status != "error"
+                ):
+                    msg: Any = AIMessage("Order A123 costs $42.00.")
+                elif told:
+                    msg = call("lookup_order", {"order_id": "A123"}, f"c{n}")
+                else:
+                    msg = call("lookup_order_by_email", {"email": "A123"}, f"c{n}")
+                return ChatResult(generations=[ChatGeneration(message=msg)])
+
+        self.model = Model()
+
+
+def support_graph(kind: str, model: Any) -> Any:
+    """``prep``, then a ``support`` subgraph that loops on the model's tool calls:
+    a hand-built tool loop (it raises GraphRecursionError at the limit) or the
+    prebuilt agent (it says it needs more steps)."""
+    from langgraph.graph import MessagesState
+    from langgraph.prebuilt import ToolNode, tools_condition
+    from lg_graphs import lookup_order, lookup_order_by_email, prebuilt_agent
+
+    tools = [lookup_order_by_email, lookup_order]
+    if kind == "prebuilt":
+        support = prebuilt_agent(model, tools)
+    else:
+        inner = StateGraph(MessagesState)
+        inner.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+        inner.add_node("tools", ToolNode(tools, handle_tool_errors=True))
+        inner.add_edge(START, "agent")
+        inner.add_conditional_edges("agent", tools_condition)
+        inner.add_edge("tools", "agent")
+        support = inner.compile()
+    g = StateGraph(MessagesState)
+    g.add_node("prep", lambda s: {"messages": []})
+    g.add_node("support", support)
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "support")
+    g.add_edge("support", END)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+@pytest.mark.parametrize("kind", ["tool loop", "prebuilt"])
+@pytest.mark.parametrize("heeds", [True, False])
+def test_a_subgraph_that_ran_out_of_steps_is_rerun_under_the_runs_limit(
+    dbg: AgentDebug, kind: str, heeds: bool
+) -> None:
+    """LangGraph counts the recursion limit per invocation, a subgraph's too: the
+    subgraph that ran out had the whole limit, and the branch's runs again under
+    the run's own limit. Held to what the top-level graph had left (its two
+    steps), the branch's subgraph could not run at all, and a right diagnosis
+    came out unconfirmed. A model that ignores the directive runs out again."""
+    from langchain_core.messages import HumanMessage
+    from lg_graphs import order_found
+    from rerun_support import one_round
+
+    graph = support_graph(kind, Looping(heeds).model)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config: Any = {"configurable": {"thread_id": "sub"}, "callbacks": [cb], "recursion_limit": 12}
+    try:
+        graph.invoke({"messages": [HumanMessage("Refund order A123")]}, config)
+    except GraphRecursionError:
+        assert kind == "tool loop"
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    result, branch = one_round(dbg, run, executor, cb)
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["nodes"] == ["support"] and "steps_left" not in fork
+    assert branch.metadata["langgraph"]["invoked_with"]["recursion_limit"] == 12
+    if heeds:
+        assert result.verified_by_rerun is True
+        assert branch.outcome.final_answer == "Order A123 costs $42.00."
+    else:
+        assert result.verified_by_rerun is not True
+        assert branch.outcome.status is OutcomeStatus.FAILURE
+
+
+def test_a_graph_that_runs_a_subgraph_until_its_own_limit_keeps_its_branch_to_it(
+    dbg: AgentDebug,
+) -> None:
+    """The top-level graph runs out (it calls its subgraph node again and again):
+    its branch is held to what the top-level graph had left, as any other."""
+    g = StateGraph(Count)
+    inner = StateGraph(Count)
+    inner.add_node("count", lambda s: {"n": 100 if s.get("stop") else s.get("n", 0) + 1})
+    inner.add_edge(START, "count")
+    g.add_node("sub", inner.compile())
+    g.add_edge(START, "sub")
+    g.add_conditional_edges("sub", lambda s: END if s.get("n", 0) >= 100 else "sub", ["sub", END])
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(GraphRecursionError):
+        graph.invoke(
+            {"n": 0}, {"callbacks": [cb], "configurable": {"thread_id": "t"}, "recursion_limit": 5}
+        )
+    run = cb.trajectory()
+    branch = rerun(dbg, graph, run, 1, {"stop": False})
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["steps_left"] == 5 and fork["recursion_limit"] == 3
+    assert branch.outcome.error is not None and branch.outcome.error.type == "GraphRecursionError"

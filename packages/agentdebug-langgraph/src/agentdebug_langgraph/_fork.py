@@ -194,7 +194,8 @@ def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, 
     that passes only after more super-steps than were left does not pass
     (:func:`over_budget`). A branch of such a branch (the loop's next round) is
     kept to what was left of that. ``source_step``: the LangGraph step of the
-    checkpoint the fork was made from. None for a run that did not hit its limit."""
+    checkpoint the fork was made from. None for a run that did not hit its limit,
+    and for one whose subgraph hit it (:func:`_limit_was_a_subgraphs`)."""
     if not isinstance(source_step, int):
         return None
     lg = original.metadata.get("langgraph")
@@ -213,13 +214,35 @@ def remaining_budget(original: AgentTrajectory, source_step: Any) -> tuple[int, 
         stopped = not raised and any(
             e.metadata.get("langgraph_event") == OUT_OF_STEPS for e in original.events
         )
-        if not (raised or stopped) or not steps:
+        if not (raised or stopped) or not steps or _limit_was_a_subgraphs(original.events):
             return None
         # its super-steps source_step + 1 .. the limit's last (the last it ran, when
         # LangGraph raised; the one after, when the agent stopped short of it)
         left = max(steps) + (1 if stopped else 0) - source_step
     # a branch runs its limit + 2 super-steps from the fork (whose update takes one)
     return max(1, left - 2), max(0, left)
+
+
+def _limit_was_a_subgraphs(events: Any) -> bool:
+    """Whether the recursion limit the run hit was a subgraph's: LangGraph counts
+    it per invocation, a subgraph's too, so a subgraph that ran out (a tool loop
+    raising ``GraphRecursionError``, recorded at the node that ran it; the prebuilt
+    agent as a node, saying it needs more steps at a node of its own) had the whole
+    limit, and so has the subgraph the branch runs again under the run's limit. The
+    top-level graph's steps did not run out, so there is nothing to hold it to."""
+    inside = {
+        e.step_index
+        for e in events
+        if e.type is EventType.AGENT_START and "node" in e.metadata and "namespace" in e.metadata
+    }
+    for e in reversed(events):
+        if e.type is not EventType.ERROR:
+            continue
+        if e.metadata.get("langgraph_error") == "recursion_limit":
+            return bool(e.module == "langgraph.node")  # (the graph's own: langgraph.graph)
+        if e.metadata.get("langgraph_event") == OUT_OF_STEPS:
+            return e.step_index in inside
+    return False
 
 
 def over_budget(branch: AgentTrajectory, left: int) -> str | None:

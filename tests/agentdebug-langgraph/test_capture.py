@@ -15,7 +15,7 @@ from agentdebug_langgraph import AgentDebugCallback, instrument, uninstrument
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 from lg_graphs import (
     StreamingFake,
     ToolBindingFake,
@@ -371,6 +371,65 @@ def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
     assert len(asks) == 2 and asks[1].step_index > resume.step_index
     assert run.outcome.status is OutcomeStatus.SUCCESS
     assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
+
+
+def test_another_graph_on_the_same_thread_id_neither_resumes_nor_ends_a_paused_run(
+    dbg: AgentDebug,
+) -> None:
+    """Two graphs of an app, each with its checkpointer, use a conversation id as
+    their thread id. While the refund waits for approval, the notes graph runs on
+    that id (a new input) and is resumed too; the refund's resume then continues
+    its own run, which holds only its own nodes."""
+    from lg_graphs import Work
+
+    refunds = approval_graph(InMemorySaver())
+    g = StateGraph(Work)
+    g.add_node("ask_note", lambda s: {"out": [f"note: {interrupt('note?')}"]})
+    g.add_edge(START, "ask_note")
+    notes = g.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "conversation-7"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    refunds.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    paused = cb.last_run_id
+    notes.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    noted = cb.last_run_id
+    notes.invoke(Command(resume="hi"), {**thread, "callbacks": [cb]})
+    done = refunds.invoke(Command(resume="yes"), {**thread, "callbacks": [cb]})
+    assert done["out"] == ["prepared", "approved: yes"]
+    assert paused != noted and cb.run_ids == [noted, paused]
+    refund, note = cb.trajectory(paused), cb.trajectory(noted)
+    assert refund.outcome.status is OutcomeStatus.SUCCESS
+    assert note.outcome.status is OutcomeStatus.SUCCESS
+    assert set(starts(refund)) == {"prepare", "ask"} and set(starts(note)) == {"ask_note"}
+
+
+def test_a_graph_built_again_on_the_same_sqlite_file_resumes_the_paused_run(
+    dbg: AgentDebug, tmp_path: Any
+) -> None:
+    """A service that compiles its graph for each request, with a connection of its
+    own to the checkpoint file: the approval's request resumes the run the first
+    request left waiting (one trajectory), as with one graph object."""
+    from lg_graphs import sqlite_saver
+
+    thread = {"configurable": {"thread_id": "per-request"}}
+    db = str(tmp_path / "cp.db")
+    first = AgentDebugCallback(dbg, diagnose=False)
+    approval_graph(sqlite_saver(db)).invoke(
+        {"items": [], "out": []}, {**thread, "callbacks": [first]}
+    )
+    second = AgentDebugCallback(dbg, diagnose=False)
+    approval_graph(sqlite_saver(db)).invoke(
+        Command(resume="yes"), {**thread, "callbacks": [second]}
+    )
+    assert second.run_ids == first.run_ids
+    run = second.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS and "continues" not in run.metadata
+    assert [
+        e.metadata.get("langgraph_event") for e in run.events if e.type is EventType.USER_INPUT
+    ] == [
+        "input",
+        "resume",
+    ]
 
 
 def test_stream_and_async_runs_are_captured(dbg: AgentDebug) -> None:

@@ -86,11 +86,14 @@ class RunStarting(RunEnding):
         # a run of the user's on a thread (a nested graph's thread is its outer's; a
         # branch's session is the executor's)
         own = thread_id is not None and self._adopt is None and not nested
+        # its thread in its graph's checkpointer: two graphs of an app may name their
+        # threads alike, and neither resumes (nor ends) the other's paused run
+        key = thread_key(graph, thread_id) if own and thread_id is not None else None
         resumed = self._held
         if resumed is not None and thread_id == resumed.thread_id:
             self._held = None  # a rerun branch the executor resumes (hold_interrupts)
         else:
-            resumed = PAUSED.take(thread_id) if own else None
+            resumed = PAUSED.take(key)
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
@@ -118,7 +121,6 @@ class RunStarting(RunEnding):
             self._record_resume(run, inputs, {"segment": run.segments, **note})
             self._roots[run_id.int] = run
             return
-        key = thread_key(graph, thread_id) if own and thread_id is not None else None
         stopped = STOPPED.take(key)
         continues = stopped if inputs is None else None  # invoke(None): go on after it
         if fork is not None:  # not after the run that stopped: after the checkpoint's

@@ -264,8 +264,29 @@ LATEST: ByThread[str] = ByThread(limit=1024)
 
 def thread_key(graph: Any, thread_id: str) -> str:
     """A thread of one graph's checkpointer: two graphs of an app may name their
-    threads alike (a conversation id), and their runs do not continue each other."""
-    return f"{id(getattr(graph, 'checkpointer', None))}\x1f{thread_id}"
+    threads alike (a conversation id), and their runs do not continue (or resume,
+    or end) each other. A ``SqliteSaver`` is known by its file, so a graph built
+    again for each request, with a connection of its own, is on the same threads;
+    any other saver by the object."""
+    return f"{_saver_identity(getattr(graph, 'checkpointer', None))}\x1f{thread_id}"
+
+
+def _saver_identity(saver: Any) -> str:
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        on_file = isinstance(saver, SqliteSaver)
+    except ImportError:  # (langgraph-checkpoint-sqlite is an extra)
+        on_file = False
+    if on_file:
+        try:
+            rows = saver.conn.execute("PRAGMA database_list").fetchall()
+            path = next((str(row[2]) for row in rows if row[1] == "main"), "")
+        except Exception:  # (a closed connection, say: then by the object)
+            path = ""
+        if path:
+            return f"sqlite:{path}"
+    return str(id(saver))
 
 
 def stopped_elsewhere(

@@ -334,6 +334,58 @@ def test_a_retried_run_files_a_tool_answer_under_the_decision_before_the_stop_on
     assert third.outcome.final_answer is not None
 
 
+def test_a_tool_call_whose_arguments_do_not_parse_is_recorded_and_blamed(dbg: AgentDebug) -> None:
+    """A provider cuts the call's JSON off: LangChain puts it in the message's
+    ``invalid_tool_calls``, ``tool_calls`` is empty and ``tools_condition`` ends the
+    graph, no tool run. The call is still in the record (the answer's
+    ``invalid_tool_calls``; a ``tool.call`` with the raw arguments and why they do
+    not parse), and the diagnosis blames the model's step for a malformed call
+    (before, the answer read as empty, and that was the finding)."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    raw = '{"order_id": A1, "amount": 4.5'
+
+    class CutOff(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "cut-off"
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            bad = {
+                "name": "refund",
+                "args": raw,
+                "id": "c1",
+                "error": None,
+                "type": "invalid_tool_call",
+            }
+            msg = AIMessage("", invalid_tool_calls=[bad])
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    @tool
+    def refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    graph = agent_loop(CutOff(), ToolNode([refund]))
+    cb = AgentDebugCallback(
+        dbg, success_check=lambda s: any(m.type == "tool" for m in s["messages"]) or "no refund"
+    )
+    graph.invoke({"messages": [HumanMessage("refund A1, $4.50")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (answer,) = of_type(run, EventType.LLM_RESPONSE)
+    assert answer.output["invalid_tool_calls"][0]["args"] == raw
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    assert made.parent_id == answer.id and made.module == "refund" and made.input == raw
+    assert made.metadata["arguments_error"].startswith("not JSON")
+    assert not of_type(run, EventType.TOOL_RESULT)
+    cause = cb.reports[0].root_cause
+    assert cause is not None and cause.mode_id == "action.malformed_tool_call"
+    assert (cause.agent_name, cause.step_index) == ("agent", answer.step_index)
+
+
 class Plain(TypedDict):
     messages: list[Any]  # no reducer: every node returns the whole history
 

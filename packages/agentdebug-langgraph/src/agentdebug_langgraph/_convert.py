@@ -62,6 +62,17 @@ def message(msg: BaseMessage) -> dict[str, Any]:
                 {"id": c.get("id"), "name": c.get("name"), "args": c.get("args")}
                 for c in tool_calls
             ]
+        invalid = msg.invalid_tool_calls  # type: ignore[attr-defined]
+        if invalid:  # arguments LangChain could not parse: no tool runs them
+            out["invalid_tool_calls"] = [
+                {
+                    "id": c.get("id"),
+                    "name": c.get("name"),
+                    "args": c.get("args"),
+                    "error": c.get("error"),
+                }
+                for c in invalid
+            ]
     elif kind == "tool":
         out["tool_call_id"] = msg.tool_call_id  # type: ignore[attr-defined]
         status = msg.status  # type: ignore[attr-defined]

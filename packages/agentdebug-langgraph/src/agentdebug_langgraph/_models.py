@@ -10,6 +10,7 @@ tool node that carried it out.
 
 from __future__ import annotations
 
+import json
 import time
 from typing import Any
 from uuid import UUID
@@ -161,8 +162,35 @@ class ModelAndToolEvents(CaptureBase):
                             asked[c["id"]] = c
                 else:
                     rec.run.answers[agent] = (msg, rec.step, event_id)
+                if "invalid_tool_calls" in output:
+                    self._invalid_calls(rec, output["invalid_tool_calls"], event_id)
         except Exception:
             self._failed("on_llm_end")
+
+    def _invalid_calls(self, rec: NodeRun, calls: list[dict[str, Any]], decision: Any) -> None:
+        """Tool calls whose arguments did not parse (LangChain's
+        ``invalid_tool_calls``: the model's raw text, cut off or not JSON): no tool
+        runs them and ``tools_condition`` sees none, so each is a ``tool.call`` under
+        the decision, with the raw arguments and ``arguments_error``, for the
+        malformed-call rule to find."""
+        for c in calls:
+            tool = c.get("name") or "tool"
+            meta: dict[str, Any] = {
+                "tool_name": tool,
+                "arguments_error": c.get("error") or _args_problem(c.get("args")),
+                "recorded_from": "invalid_tool_calls",
+            }
+            if c.get("id"):
+                meta["tool_call_id"] = c["id"]
+            rec.run.session.record(
+                EventType.TOOL_CALL,
+                agent_name=rec.agent,
+                step_index=rec.step,
+                input=c.get("args"),
+                parent_id=decision,
+                module=tool,
+                metadata=meta,
+            )
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         try:
@@ -374,6 +402,18 @@ class ModelAndToolEvents(CaptureBase):
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _args_problem(args: Any) -> str:
+    """Why a call's raw arguments are not a JSON object (LangChain leaves its
+    ``error`` empty for arguments streamed in chunks)."""
+    if not isinstance(args, str):
+        return "no arguments" if args is None else "the arguments are not text"
+    try:
+        parsed = json.loads(args)
+    except ValueError as exc:
+        return f"not JSON: {exc}"
+    return "not a JSON object" if not isinstance(parsed, dict) else "rejected by LangChain"
 
 
 def _result_meta(rec: NodeRun, tool: str, call_id: Any, decided: bool) -> dict[str, Any]:

@@ -227,6 +227,36 @@ def test_an_error_inside_a_retried_node_is_resolved_by_the_retry() -> None:
     assert [(f.mode_id, f.severity.value) for f in findings] == [("system.timeout", "info")]
 
 
+def test_a_model_call_tried_again_within_its_step_is_resolved_when_the_retry_answers() -> None:
+    """A model call's retry or fallback (``with_retry``, ``with_fallbacks``) names
+    the failed call itself: an answer without error resolves it, a second failure
+    does not."""
+    start = ev(0, EventType.AGENT_START, agent="research")
+    failed = ev(1, EventType.LLM_RESPONSE, agent="research", parent_id="e0", error="rate limited")
+    answered = ev(
+        2,
+        EventType.LLM_RESPONSE,
+        agent="research",
+        parent_id="e0",
+        output="Paris.",
+        metadata={"retry_of": "e1"},
+    )
+    done = ev(3, EventType.FINAL_ANSWER, output="All done: the capital is Paris.")
+    findings = run(start, failed, answered, done)
+    assert [(f.mode_id, f.severity.value) for f in findings] == [("system.rate_limited", "info")]
+    assert "(resolved: a retry at step 2 succeeded)" in findings[0].message
+    again = ev(
+        2,
+        EventType.LLM_RESPONSE,
+        agent="research",
+        parent_id="e0",
+        error="rate limited",
+        metadata={"retry_of": "e1"},
+    )
+    found = modes(run(start, failed, again, done))
+    assert ("verification.premature_success", 3) in found
+
+
 def test_an_error_its_handler_finished_is_resolved_and_one_that_failed_is_not() -> None:
     """A framework's error handler (LangGraph's ``error_handler`` node) names the
     attempt whose error it handles (``metadata["handles"]``)."""

@@ -423,3 +423,63 @@ def test_a_refused_rerun_on_the_runs_own_thread_keeps_the_retry_linked(dbg: Agen
     with pytest.raises(PaymentDeclined):
         graph.invoke(None, config)
     assert cb.trajectory().metadata["continues"] == failed.id
+
+
+class RateLimited(Exception):
+    pass
+
+
+@pytest.mark.parametrize("recovery", ["with_fallbacks", "with_retry"])
+def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
+    dbg: AgentDebug, recovery: str
+) -> None:
+    """The research model is rate limited once; ``with_retry`` tries again, or
+    ``with_fallbacks`` asks another model, and the node goes on. The writer then
+    gets the answer wrong. The answer that came after names the failed call
+    (``retry_of``), so the diagnosis reads the error as resolved: it does not
+    blame it, or say the run declared success over it."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class Flaky(BaseChatModel):
+        fails: int = 1
+
+        @property
+        def _llm_type(self) -> str:
+            return "flaky"
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            if self.fails:
+                self.fails -= 1
+                raise RateLimited("429: rate limited")
+            reply = AIMessage("Notes: the capital of France is Paris.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    if recovery == "with_fallbacks":
+        research_model: Any = Flaky(fails=5).with_fallbacks([Flaky(fails=0)])
+    else:
+        research_model = Flaky(fails=1).with_retry(
+            stop_after_attempt=2, wait_exponential_jitter=False
+        )
+    writer = scripted([AIMessage("The capital of France is Berlin.")])
+    g = StateGraph(MessagesState)
+    g.add_node("research", lambda s: {"messages": [research_model.invoke(s["messages"])]})
+    g.add_node("write", lambda s: {"messages": [writer.invoke(s["messages"])]})
+    g.add_edge(START, "research")
+    g.add_edge("research", "write")
+    cb = AgentDebugCallback(
+        dbg, success_check=lambda s: "Paris" in s["messages"][-1].content or "not Paris"
+    )
+    g.compile().invoke({"messages": [HumanMessage("Capital of France?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    failed, answered = [
+        e for e in run.events if e.agent_name == "research" and e.type is EventType.LLM_RESPONSE
+    ]
+    assert failed.error is not None and answered.error is None
+    assert answered.metadata["retry_of"] == failed.id
+    report = cb.reports[0]
+    assert all(f.severity.value == "info" for f in report.findings if f.event_id == failed.id)
+    assert not [f for f in report.findings if f.mode_id == "verification.premature_success"]
+    assert report.root_cause is None or report.root_cause.mode_id is None

@@ -400,6 +400,8 @@ class AgentDebugCallback(RunStarting):
             run.attempts.pop(rec.ns, None)
         if run.subgraph_loops:  # the subgraph this node ran is done
             run.subgraph_loops.pop(rec.ns, None)
+        if run.failed_calls:  # (a model call that failed and was not tried again)
+            run.failed_calls.pop(rec.event_id, None)
         agent = rec.agent
         doc = {
             "id": None,
@@ -453,6 +455,8 @@ class AgentDebugCallback(RunStarting):
             run = rec.run
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)
+            if run.failed_calls:
+                run.failed_calls.pop(rec.event_id, None)
             if not isinstance(error, Exception):  # Ctrl-C, a cancel, an exit: not its error
                 if _node_failures.is_cancel(error):
                     self._cancelled(rec, error)  # (or its timeout: told by what follows)

@@ -135,6 +135,8 @@ class ModelAndToolEvents(CaptureBase):
                 token_usage = response.llm_output.get("token_usage")
                 if token_usage:
                     meta["usage"] = dict(token_usage)
+            if rec.run.failed_calls:  # another try of a call that failed in this node run
+                self._retried_call(rec, started, meta)
             agent = rec.agent
             event_id = rec.run.emit(
                 {
@@ -203,7 +205,7 @@ class ModelAndToolEvents(CaptureBase):
             if isinstance(error, GeneratorExit):  # the node stopped reading a stream
                 meta["stopped"] = "the caller stopped reading the stream"
                 failure = None
-            rec.run.session.record(
+            failed = rec.run.session.record(
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
                 step_index=rec.step,
@@ -214,8 +216,20 @@ class ModelAndToolEvents(CaptureBase):
                 duration_ms=(_clock() - started) * 1000.0,
                 metadata=meta,
             )
+            if failure is not None:
+                rec.run.failed_calls[rec.event_id] = (failed, _clock())
         except Exception:
             self._failed("on_llm_error")
+
+    def _retried_call(self, rec: NodeRun, started: float, meta: dict[str, Any]) -> None:
+        """A model call that answered, started after a call of the same node run
+        failed: ``with_retry`` trying again, a ``with_fallbacks`` model, or the node's
+        own retry loop. It names the failed call (``retry_of``, core's convention), so
+        that error is resolved, not blamed as left standing."""
+        failed = rec.run.failed_calls.get(rec.event_id)
+        if failed is not None and started >= failed[1]:  # (not a call running beside it)
+            del rec.run.failed_calls[rec.event_id]
+            meta["retry_of"] = failed[0]
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -86,6 +86,9 @@ class GraphRun:
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
     interrupt_ids: set[str] = field(default_factory=set)  # recorded since the last resume
+    # node run (its start event) -> (event id, when) of its latest model call that
+    # failed, until a later call of that node run answers (with_retry, with_fallbacks)
+    failed_calls: dict[str | None, tuple[str | None, float]] = field(default_factory=dict)
     # agent -> (message, step, event id) of its latest model answer without tool calls
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote

@@ -197,9 +197,12 @@ def resolved_by_retry(
     failure or a parent of it ran in (``metadata["ran_in"]``: a tool's result,
     filed under the model step that asked for the call, ran in the tool node's
     attempt). An error handler's start names the attempt whose error it handles
-    (``metadata["handles"]``) and counts as the attempt after it. A chain of retries
-    resolves the failure only if one of its attempts finished: one that failed,
-    stopped at an interrupt or was cut off does not."""
+    (``metadata["handles"]``) and counts as the attempt after it. A call tried
+    again within a step (a model call's retry or fallback: LangChain's
+    ``with_retry``, ``with_fallbacks``) names the failed call itself: the retry is
+    that result, finished when it carries no error. A chain of retries resolves
+    the failure only if one of its attempts finished: one that failed, stopped at
+    an interrupt or was cut off does not."""
     retries: dict[str, AgentEvent] = {}
     for event in events:
         before = event.metadata.get(RETRY_OF) or event.metadata.get(HANDLES)
@@ -224,7 +227,8 @@ def resolved_by_retry(
             attempt, tried = retries.get(node.id), set()
             while attempt is not None and attempt.id not in tried:
                 tried.add(attempt.id)
-                if attempt.id in finished:
+                answered = attempt.type is not EventType.AGENT_START and attempt.error is None
+                if attempt.id in finished or (answered and attempt.id not in failures):
                     out[failure] = attempt
                     break
                 attempt = retries.get(attempt.id)

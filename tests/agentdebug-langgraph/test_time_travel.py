@@ -148,12 +148,21 @@ def test_a_resume_that_names_the_checkpoint_it_waits_at_is_still_a_resume(
     assert [name for name, _ in nodes(run)] == ["a", "b", "c"]
 
 
-def test_an_edit_at_an_interrupt_and_going_on_is_a_resume_with_the_edit(dbg: AgentDebug) -> None:
+@pytest.mark.parametrize("config", ["the one update_state returns", "the thread's"])
+def test_an_edit_at_an_interrupt_and_going_on_is_a_resume_with_the_edit(
+    dbg: AgentDebug, config: str
+) -> None:
+    """A human fixes the state where the run waits (LangGraph's "edit the tool
+    call"), then goes on: with the config ``update_state`` returned, or with the
+    thread's own, as the docs do. Either way the resume records the edit (before,
+    only the first did, and what the human wrote read as what the node had done)."""
     graph = abc_graph(interrupt_before=["b"])
     cb = AgentDebugCallback(dbg)
-    graph.invoke({"x": 1}, {"configurable": {"thread_id": "h"}, "callbacks": [cb]})
-    edited = graph.update_state({"configurable": {"thread_id": "h"}}, {"x": 1})  # a human's fix
-    assert graph.invoke(None, {**edited, "callbacks": [cb]}) == {"x": 10, "log": "c"}
+    thread = {"configurable": {"thread_id": "h"}}
+    graph.invoke({"x": 1}, {**thread, "callbacks": [cb]})
+    edited = graph.update_state(thread, {"x": 1})  # a human's fix
+    going_on = edited if config.startswith("the one") else thread
+    assert graph.invoke(None, {**going_on, "callbacks": [cb]}) == {"x": 10, "log": "c"}
     (run_id,) = set(cb.run_ids)  # the run went on: not closed, not forked
     run = cb.trajectory(run_id)
     assert run.outcome.status.value == "success" and "forked_from" not in run.metadata["langgraph"]

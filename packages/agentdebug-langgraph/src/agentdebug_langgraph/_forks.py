@@ -98,6 +98,27 @@ def fork_at(graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
     return fork
 
 
+def edits_since(graph: Any, thread_id: str, waiting_at: str | None) -> list[dict[str, Any]]:
+    """The edits (``update_state``) made on a thread since its run stopped at
+    checkpoint ``waiting_at`` (an interrupt), for a resume given the thread's own
+    config rather than the one ``update_state`` returned. Never raises."""
+    if not waiting_at:
+        return []
+    try:
+        saver = getattr(graph, "checkpointer", None)
+        if saver is None or not hasattr(saver, "get_tuple"):
+            return []
+        latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        latest_id = str(latest.config["configurable"]["checkpoint_id"]) if latest else waiting_at
+        if latest_id == waiting_at:
+            return []
+        fork = fork_at(graph, thread_id, latest_id)
+        return fork.edits if fork.base_checkpoint == waiting_at else []
+    except Exception:
+        log.debug("agentdebug: the edits at the interrupt could not be read", exc_info=True)
+        return []
+
+
 def find_origin(fork: Fork, debugger: Any, thread_id: str) -> Fork:
     """``fork`` with the run and step it forks, when a recorded run made its base
     checkpoint. Never raises."""

@@ -92,6 +92,8 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
     assert events[1].step_index == 1 and events[2].step_index == 2
     assert events[3].output == "<unprintable Unprintable>"  # its repr raised: the text says so
     assert sorted(events[4].output) == [1, 2]
+    # bytes that are not UTF-8 are kept whole, in base64 (not replacement characters)
+    assert events[4].input == {"bytes_base64": "//4=", "length": 2}
     assert "unknown event type" in caplog.text
 
 

@@ -9,6 +9,7 @@ truncated with a note. The result always validates as an ``AgentEvent``.
 
 from __future__ import annotations
 
+import base64
 import logging
 import math
 import re
@@ -71,11 +72,20 @@ def to_json(value: Any) -> Any:
         return value.model_dump(mode="json")
     if isinstance(value, (set, frozenset, tuple)):
         return list(value)
-    if isinstance(value, bytes):
-        return value.decode("utf-8", errors="replace")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes_json(bytes(value))
     if isinstance(value, BaseException):
         return error_dict(value)
     return _safe_repr(value)  # (a repr that raises must not cost the values beside it)
+
+
+def bytes_json(data: bytes) -> Any:
+    """Bytes as text when they are UTF-8, else all of them in base64 (``{"bytes_base64",
+    "length"}``): a payload's bytes are not lost to replacement characters."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return {"bytes_base64": base64.b64encode(data).decode("ascii"), "length": len(data)}
 
 
 def dumps(value: Any) -> bytes:

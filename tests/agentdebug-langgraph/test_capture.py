@@ -403,33 +403,41 @@ def test_another_graph_on_the_same_thread_id_neither_resumes_nor_ends_a_paused_r
     assert set(starts(refund)) == {"prepare", "ask"} and set(starts(note)) == {"ask_note"}
 
 
-def test_a_graph_built_again_on_the_same_sqlite_file_resumes_the_paused_run(
-    dbg: AgentDebug, tmp_path: Any
+@pytest.mark.parametrize("saver", ["SqliteSaver on a file", "a saver over shared storage"])
+def test_a_graph_built_again_for_each_request_resumes_the_paused_run(
+    dbg: AgentDebug, tmp_path: Any, saver: str
 ) -> None:
-    """A service that compiles its graph for each request, with a connection of its
-    own to the checkpoint file: the approval's request resumes the run the first
-    request left waiting (one trajectory), as with one graph object."""
+    """A service that compiles its graph for each request, with a saver of its own
+    (a connection to the checkpoint file; or one over a database, as PostgresSaver
+    is, here an InMemorySaver over shared storage): the approval's request resumes
+    the run the first request left waiting (one trajectory), as with one graph."""
+    from agentdebug_langgraph import _state
     from lg_graphs import sqlite_saver
 
+    shared = InMemorySaver()
+
+    def new_saver() -> Any:
+        if saver.startswith("SqliteSaver"):
+            return sqlite_saver(str(tmp_path / "cp.db"))
+        own = InMemorySaver()
+        own.storage, own.writes, own.blobs = shared.storage, shared.writes, shared.blobs
+        return own
+
     thread = {"configurable": {"thread_id": "per-request"}}
-    db = str(tmp_path / "cp.db")
     first = AgentDebugCallback(dbg, diagnose=False)
-    approval_graph(sqlite_saver(db)).invoke(
-        {"items": [], "out": []}, {**thread, "callbacks": [first]}
-    )
+    kept = approval_graph(new_saver())  # (alive: its saver's id is not reused)
+    kept.invoke({"items": [], "out": []}, {**thread, "callbacks": [first]})
     second = AgentDebugCallback(dbg, diagnose=False)
-    approval_graph(sqlite_saver(db)).invoke(
+    done = approval_graph(new_saver()).invoke(
         Command(resume="yes"), {**thread, "callbacks": [second]}
     )
-    assert second.run_ids == first.run_ids
+    assert done["out"] == ["prepared", "approved: yes"]
+    assert second.run_ids == first.run_ids and not _state.PAUSED._runs
     run = second.trajectory()
     assert run.outcome.status is OutcomeStatus.SUCCESS and "continues" not in run.metadata
     assert [
         e.metadata.get("langgraph_event") for e in run.events if e.type is EventType.USER_INPUT
-    ] == [
-        "input",
-        "resume",
-    ]
+    ] == ["input", "resume"]
 
 
 def test_stream_and_async_runs_are_captured(dbg: AgentDebug) -> None:

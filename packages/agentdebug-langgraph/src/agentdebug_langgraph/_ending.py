@@ -380,7 +380,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             return
         session.flush()
         _keep_last(self.run_ids, session.id)  # (readable while it waits)
-        evicted = PAUSED.park(run.thread_key or run.thread_id, run)  # (thread_key: see _starting)
+        evicted = PAUSED.park(run.pause_key or run.thread_id, run)  # (pause_key: see _state)
         if evicted is not None and evicted is not run:
             self._finish_paused(evicted, "too many runs were waiting at an interrupt")
 

@@ -33,6 +33,7 @@ from agentdebug_langgraph._state import (
     Stopped,
     decisions_of,
     invoked_with,
+    pause_key,
     start_counter,
     stopped_elsewhere,
     thread_key,
@@ -86,14 +87,19 @@ class RunStarting(RunEnding):
         # a run of the user's on a thread (a nested graph's thread is its outer's; a
         # branch's session is the executor's)
         own = thread_id is not None and self._adopt is None and not nested
-        # its thread in its graph's checkpointer: two graphs of an app may name their
-        # threads alike, and neither resumes (nor ends) the other's paused run
+        # its thread in its graph's checkpointer (two graphs of an app may name their
+        # threads alike), and where a run of it waits at an interrupt
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
+        waits = (
+            pause_key(str(name or GRAPH), _convert.node_names(graph), thread_id)
+            if own and thread_id is not None
+            else None
+        )
         resumed = self._held
         if resumed is not None and thread_id == resumed.thread_id:
             self._held = None  # a rerun branch the executor resumes (hold_interrupts)
         else:
-            resumed = PAUSED.take(key)
+            resumed = PAUSED.take(waits)
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
@@ -154,6 +160,7 @@ class RunStarting(RunEnding):
             frame=frame,
             asynchronous=_pregel.is_async(frame),
             thread_key=key,
+            pause_key=waits,
             last_step=base,
             base_step=base,
         )

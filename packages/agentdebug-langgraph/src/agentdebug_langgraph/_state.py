@@ -99,6 +99,7 @@ class GraphRun:
     base_step: int = 0  # the last step before this run's own (a run continuing another)
     segments: int = 1  # invocations recorded into this run (a resume adds one)
     thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
+    pause_key: str | None = None  # where it waits at an interrupt (pause_key)
 
     def next_step(self) -> int:
         step = next(self.steps)
@@ -272,6 +273,16 @@ def thread_key(graph: Any, thread_id: str) -> str:
     again for each request, with a connection of its own, is on the same threads;
     any other saver by the object."""
     return f"{_saver_identity(getattr(graph, 'checkpointer', None))}\x1f{thread_id}"
+
+
+def pause_key(graph_name: str, nodes: list[str], thread_id: str) -> str:
+    """Where a run waits at an interrupt for its resume (PAUSED): its thread, of its
+    graph as known by its name and nodes. Not by the checkpointer object: a service
+    may build the graph, with a saver of its own (Postgres, Redis, AsyncSqliteSaver
+    opened per request), for every request, and the approval's request resumes the
+    run the first one left waiting; while another graph of the app that names its
+    threads alike neither resumes nor ends it."""
+    return "\x1f".join([graph_name, *nodes, thread_id])
 
 
 def _saver_identity(saver: Any) -> str:

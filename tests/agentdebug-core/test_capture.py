@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import os
 import signal
@@ -86,14 +87,18 @@ def test_record_never_raises_on_bad_arguments(home: Path, caplog: pytest.LogCapt
         assert t.record(EventType.MESSAGE, step_index=-3, output="z") == "e2"
         assert t.record(EventType.TOOL_RESULT, output=Unprintable()) == "e3"
         assert t.record(EventType.TOOL_RESULT, output={1, 2}, input=b"\xff\xfe") == "e4"
+        t.record(EventType.TOOL_RESULT, output="Datei nicht gefunden: \xfc".encode("cp1252"))
     events = open_store(home).load_trajectory(t.id).events
-    assert len(events) == 5
+    assert len(events) == 6
     assert events[0].type is EventType.SPAN and events[0].metadata["original_type"] == "not-a-type"
     assert events[1].step_index == 1 and events[2].step_index == 2
     assert events[3].output == "<unprintable Unprintable>"  # its repr raised: the text says so
     assert sorted(events[4].output) == [1, 2]
     # bytes that are not UTF-8 are kept whole, in base64 (not replacement characters)
     assert events[4].input == {"bytes_base64": "//4=", "length": 2}
+    # mostly text (another code page): readable beside the bytes
+    assert events[5].output["text"] == "Datei nicht gefunden: \ufffd"
+    assert base64.b64decode(events[5].output["bytes_base64"]).decode("cp1252").endswith("ü")
     assert "unknown event type" in caplog.text
 
 

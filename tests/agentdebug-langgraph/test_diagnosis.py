@@ -429,7 +429,7 @@ class RateLimited(Exception):
     pass
 
 
-@pytest.mark.parametrize("recovery", ["with_fallbacks", "with_retry"])
+@pytest.mark.parametrize("recovery", ["with_fallbacks", "with_retry", "two failed tries"])
 def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
     dbg: AgentDebug, recovery: str
 ) -> None:
@@ -460,8 +460,8 @@ def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
     if recovery == "with_fallbacks":
         research_model: Any = Flaky(fails=5).with_fallbacks([Flaky(fails=0)])
     else:
-        research_model = Flaky(fails=1).with_retry(
-            stop_after_attempt=2, wait_exponential_jitter=False
+        research_model = Flaky(fails=1 if recovery == "with_retry" else 2).with_retry(
+            stop_after_attempt=3, wait_exponential_jitter=False
         )
     writer = scripted([AIMessage("The capital of France is Berlin.")])
     g = StateGraph(MessagesState)
@@ -474,12 +474,51 @@ def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
     )
     g.compile().invoke({"messages": [HumanMessage("Capital of France?")]}, {"callbacks": [cb]})
     run = cb.trajectory()
-    failed, answered = [
+    *failed, answered = [
         e for e in run.events if e.agent_name == "research" and e.type is EventType.LLM_RESPONSE
     ]
-    assert failed.error is not None and answered.error is None
-    assert answered.metadata["retry_of"] == failed.id
+    assert len(failed) == (2 if recovery == "two failed tries" else 1)
+    assert all(e.error is not None for e in failed) and answered.error is None
+    # each try names the one before it: the answer resolves the whole chain
+    assert [e.metadata.get("retry_of") for e in [*failed, answered]] == [
+        None,
+        *[e.id for e in failed],
+    ]
     report = cb.reports[0]
-    assert all(f.severity.value == "info" for f in report.findings if f.event_id == failed.id)
+    tried = {e.id for e in failed}
+    assert all(f.severity.value == "info" for f in report.findings if f.event_id in tried)
     assert not [f for f in report.findings if f.mode_id == "verification.premature_success"]
     assert report.root_cause is None or report.root_cause.mode_id is None
+
+
+def test_another_model_call_after_one_that_failed_does_not_resolve_it(dbg: AgentDebug) -> None:
+    """A supervisor swallows its planner's error and asks a router model (other
+    messages): that answer is not a retry, and the planner's error stands."""
+    from langchain_core.language_models import BaseChatModel
+
+    class Down(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "down"
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            raise RateLimited("503: planner unavailable")
+
+    router = scripted([AIMessage("All done: the refund is issued.")])
+
+    def supervise(s: MessagesState) -> dict[str, Any]:
+        with contextlib.suppress(RateLimited):
+            Down().invoke(s["messages"])
+        return {"messages": [router.invoke([HumanMessage("route: refund")])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("supervise", supervise)
+    g.add_edge(START, "supervise")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "no refund was issued")
+    g.compile().invoke({"messages": [HumanMessage("Refund A1")]}, {"callbacks": [cb]})
+    failed, answered = [e for e in cb.trajectory().events if e.type is EventType.LLM_RESPONSE]
+    assert failed.error is not None and "retry_of" not in answered.metadata
+    report = cb.reports[0]
+    assert any(f.event_id == failed.id and f.severity.value == "error" for f in report.findings)

@@ -136,7 +136,7 @@ class ModelAndToolEvents(CaptureBase):
                 if token_usage:
                     meta["usage"] = dict(token_usage)
             if rec.run.failed_calls:  # another try of a call that failed in this node run
-                self._retried_call(rec, started, meta)
+                _retried_call(rec, prompt, started, kwargs.get("parent_run_id"), meta)
             agent = rec.agent
             event_id = rec.run.emit(
                 {
@@ -205,6 +205,9 @@ class ModelAndToolEvents(CaptureBase):
             if isinstance(error, GeneratorExit):  # the node stopped reading a stream
                 meta["stopped"] = "the caller stopped reading the stream"
                 failure = None
+            by = kwargs.get("parent_run_id")  # (the retry's or fallbacks' runnable)
+            if rec.run.failed_calls:  # a retry that failed too: one link of the chain
+                _retried_call(rec, prompt, started, by, meta)
             failed = rec.run.session.record(
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
@@ -217,19 +220,9 @@ class ModelAndToolEvents(CaptureBase):
                 metadata=meta,
             )
             if failure is not None:
-                rec.run.failed_calls[rec.event_id] = (failed, _clock())
+                rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt, by)
         except Exception:
             self._failed("on_llm_error")
-
-    def _retried_call(self, rec: NodeRun, started: float, meta: dict[str, Any]) -> None:
-        """A model call that answered, started after a call of the same node run
-        failed: ``with_retry`` trying again, a ``with_fallbacks`` model, or the node's
-        own retry loop. It names the failed call (``retry_of``, core's convention), so
-        that error is resolved, not blamed as left standing."""
-        failed = rec.run.failed_calls.get(rec.event_id)
-        if failed is not None and started >= failed[1]:  # (not a call running beside it)
-            del rec.run.failed_calls[rec.event_id]
-            meta["retry_of"] = failed[0]
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -416,6 +409,25 @@ class ModelAndToolEvents(CaptureBase):
 
 
 # -- helpers --------------------------------------------------------------------------------
+
+
+def _retried_call(rec: NodeRun, prompt: Any, started: float, by: Any, meta: dict[str, Any]) -> None:
+    """A model call given the same messages as a call of the same node run that
+    failed, and started after it: ``with_retry`` trying again, a ``with_fallbacks``
+    model, the node's own retry loop: run by the same runnable (its parent run: the
+    retry's, the fallbacks', the node's). It names the failed call (``retry_of``,
+    core's convention): an answer resolves that error (and, a retry that failed too
+    being named so, every one before it), not blamed as left standing. Another call
+    of the node (a router after a planner that failed; a call in another of the
+    node's parallel tools) is not a retry."""
+    failed = rec.run.failed_calls.get(rec.event_id)
+    if failed is None or started < failed[1] or failed[3] != by:
+        return
+    before = failed[2]
+    if before is not prompt and (len(before) != len(prompt) or before != prompt):
+        return
+    rec.run.failed_calls.pop(rec.event_id, None)  # (pop: calls in parallel tools race)
+    meta["retry_of"] = failed[0]
 
 
 def _args_problem(args: Any) -> str:

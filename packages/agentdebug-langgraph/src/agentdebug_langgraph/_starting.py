@@ -115,9 +115,10 @@ class RunStarting(RunEnding):
             else:
                 self._finish_paused(resumed, "the thread was run from an earlier checkpoint")
                 resumed = None
-        if resumed is not None and wanted is None and thread_id is not None and own:
-            # edited where it waits and resumed with the thread's own config
-            edits = _forks.edits_since(graph, thread_id, resumed.interrupt_checkpoint)
+        if resumed is not None and wanted is None and own and not _pregel.is_async(frame):
+            # edited where it waits and resumed with the thread's own config (read with
+            # the saver's sync methods: on an event loop an async saver refuses them)
+            edits = _forks.edits_since(graph, str(thread_id), resumed.interrupt_checkpoint)
             if edits:
                 self.resume_note = {**(self.resume_note or {}), "edits": edits}
         if resumed is not None:

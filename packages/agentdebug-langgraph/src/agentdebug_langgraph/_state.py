@@ -86,9 +86,10 @@ class GraphRun:
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
     interrupt_ids: set[str] = field(default_factory=set)  # recorded since the last resume
-    # node run (its start event) -> (event id, when) of its latest model call that
-    # failed, until a later call of that node run answers (with_retry, with_fallbacks)
-    failed_calls: dict[str | None, tuple[str | None, float]] = field(default_factory=dict)
+    # node run (its start event) -> (event id, when, prompt, parent run id) of its
+    # latest model call that failed, until a later call of that node run by the same
+    # runnable, with the same prompt, answers (with_retry, with_fallbacks)
+    failed_calls: dict[str | None, tuple[str | None, float, Any, Any]] = field(default_factory=dict)
     # agent -> (message, step, event id) of its latest model answer without tool calls
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
@@ -218,7 +219,7 @@ class Decisions(NamedTuple):
     def of_run(cls, run: GraphRun) -> Decisions:
         return cls(
             dict(run.tool_calls),
-            dict(run.asked),
+            _unanswered(run.asked, run.tool_calls, run.answered),
             set(run.answered),
             dict(run.paused_calls),
             dict(run.failed),
@@ -230,6 +231,21 @@ class Decisions(NamedTuple):
         run.answered.update(self.answered)
         run.paused_calls.update(self.paused_calls)
         run.failed.update(self.failed)
+
+
+def _unanswered(
+    asked: dict[str, dict[str, Any]],
+    decided: dict[str, tuple[str | None, int, str]],
+    answered: set[tuple[str, str | None]],
+) -> dict[str, dict[str, Any]]:
+    """The calls (with their arguments) no tool run or node's update answered yet:
+    all a continuing run needs of them (a stopped run is kept while its thread may
+    be retried, and its arguments can be large)."""
+    return {
+        call_id: call
+        for call_id, call in asked.items()
+        if (call_id, decided.get(call_id, (None,))[0]) not in answered
+    }
 
 
 class Stopped(NamedTuple):
@@ -418,7 +434,7 @@ def decisions_of(run: AgentTrajectory) -> Decisions:
                 asked.setdefault(call_id, {"id": call_id, "name": e.module, "args": args})
         elif e.metadata.get("langgraph_event") == "tool_interrupted":
             paused[call_id] = e.parent_id
-    return Decisions(tool_calls, asked, answered, paused, failed)
+    return Decisions(tool_calls, _unanswered(asked, tool_calls, answered), answered, paused, failed)
 
 
 def _stopped(outcome: Any) -> bool:

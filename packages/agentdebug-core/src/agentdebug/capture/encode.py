@@ -81,11 +81,19 @@ def to_json(value: Any) -> Any:
 
 def bytes_json(data: bytes) -> Any:
     """Bytes as text when they are UTF-8, else all of them in base64 (``{"bytes_base64",
-    "length"}``): a payload's bytes are not lost to replacement characters."""
+    "length"}``): a payload's bytes are not lost to replacement characters. Text with
+    a few bytes UTF-8 cannot read (a program's output in another code page) keeps
+    its ``text`` beside them, so it can still be read (and searched for errors)."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError:
-        return {"bytes_base64": base64.b64encode(data).decode("ascii"), "length": len(data)}
+        pass
+    out: dict[str, Any] = {"bytes_base64": base64.b64encode(data).decode("ascii")}
+    out["length"] = len(data)
+    text = data.decode("utf-8", errors="replace")
+    if text.count("\ufffd") * 10 <= len(text):  # mostly text
+        out["text"] = text
+    return out
 
 
 def dumps(value: Any) -> bytes:

@@ -80,10 +80,12 @@ def new_nodes(branch: AgentTrajectory) -> list[str | None]:
     ]
 
 
-def verified_branch(dbg: AgentDebug, graph: Any, cb: AgentDebugCallback) -> AgentTrajectory:
-    """The closed loop on the callback's failed run: it must succeed, verified by
-    rerun; returns the branch that did."""
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+def verified_branch(
+    dbg: AgentDebug, graph: Any, cb: AgentDebugCallback, check: Any = order_found
+) -> AgentTrajectory:
+    """The closed loop on the callback's failed run (judged by ``check``): it must
+    succeed, verified by rerun; returns the branch that did."""
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check)
     result = closed_loop(
         cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
     )

@@ -415,15 +415,7 @@ def test_a_directive_is_added_to_messages_a_node_returns_whole(dbg: AgentDebug) 
         {"messages": [HumanMessage("Refund order A123")]},
         {"configurable": {"thread_id": "t-whole"}, "callbacks": [cb]},
     )
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=refund_given)
-    result = closed_loop(
-        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
-    )
-    assert result.status == "succeeded" and result.verified_by_rerun is True
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
-    fork = branch.metadata["langgraph"]["fork"]
+    fork = verified_branch(dbg, graph, cb, refund_given).metadata["langgraph"]["fork"]
     config = {
         "configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}
     }

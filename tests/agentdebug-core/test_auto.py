@@ -50,6 +50,28 @@ def test_failures_of_the_diagnosis_or_the_callback_are_logged_not_raised(
     assert diagnose_failure(dbg, empty) is None
 
 
+def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
+    tmp_path: Path,
+) -> None:
+    """The model answers HTTP 500: the diagnosis gives the rules' and heuristic's
+    answer, and the note on the exception (and the log) says the model could not
+    be used and why, so the user does not take it for the model's reading."""
+    from agentdebug.llm.testing import Reply, ScriptedServer
+
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    exc = ValueError("the agent gave up")
+    with ScriptedServer(lambda body: Reply("boom", status=500)) as server:
+        settings = LLMSettings(
+            model="m", base_url=server.base_url, api_key="k", cache=False, max_retries=0
+        )
+        with use_settings(settings):
+            report = diagnose_failure(dbg, run, exc=exc)
+    assert report is not None and report.root_cause is not None
+    (note,) = exc.__notes__
+    assert "The model could not be used: all-at-once failed" in note and "HTTP 500" in note
+
+
 def test_the_pipeline_follows_the_model_configuration() -> None:
     assert configured_attributor() == "heuristic"
     with use_settings(LLMSettings(model="m", base_url="http://127.0.0.1:9", api_key="k")):

@@ -334,6 +334,28 @@ def test_deepdebug_accepts_when_the_probe_agrees() -> None:
     assert any("handoff chain" in (d or "") for d in inspections)
 
 
+def test_deepdebug_reads_a_small_run_whose_budget_share_is_under_its_instructions() -> None:
+    """A two-step run: DeepDebug's share of a small all-at-once pass is less than
+    its global read's instructions take. The view gets the least it is given, and
+    the read is made (it used to stop with a ConfigError saying to raise a prompt
+    budget that was not the limit, and the automatic diagnosis was lost)."""
+    small = lyon(filler=False).model_copy(update={"events": lyon(filler=False).events[:3]})
+
+    def script(request: dict[str, Any]) -> str:
+        return (
+            global_read(2, "writer", failure=2)
+            if stage(request) == "global"
+            else candidate(2, "writer")
+        )
+
+    with ScriptedServer(script) as server:
+        report = diagnose(small, attributor="deepdebug", settings=settings_for(server))
+    assert stage(server.requests[0]) == "global"
+    assert "Lyon" in text_of(server.requests[0])  # the trace is in the read
+    root = report.root_cause
+    assert root is not None and (root.step_index, root.agent_name) == (2, "writer")
+
+
 def test_deepdebug_cross_examines_a_disagreement() -> None:
     def script(request: dict[str, Any]) -> str:
         kind = stage(request)

@@ -63,6 +63,11 @@ class _ScopedLog(AuditLog):
             self.parent.add(entry)
 
 
+# how the note of a model stage that failed, whose answer is then earlier stages',
+# ends (the summary paragraph of an automatic diagnosis says so)
+FALLBACK = "answering with what earlier stages found"
+
+
 def note(strategy: str, text: str) -> None:
     """Say something the report's reader must know (a fallback, a stop, a limit).
 

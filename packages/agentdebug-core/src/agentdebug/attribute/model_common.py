@@ -160,11 +160,17 @@ def fit_view(
     the whole prompt fits.
     """
     frame = render_prompt(template, trace="", **values) + render_prompt(system)
-    room = (budget or prompt_budget()) - count_tokens(frame) - 64
+    limit = prompt_budget()
+    framed = count_tokens(frame) + 64
+    room = (budget or limit) - framed
+    if room < MIN_VIEW_TOKENS and budget is not None:
+        # a stage's share of a small run's budget can be less than its instructions
+        # need: the view gets the least it is given, within the prompt budget
+        room = min(MIN_VIEW_TOKENS, limit - framed)
     if room < MIN_VIEW_TOKENS:
         raise ConfigError(
             f"the prompt budget leaves {room} tokens for the trace after the instructions; "
-            f"raise AGENTDEBUG_PROMPT_BUDGET (now {prompt_budget()})"
+            f"raise AGENTDEBUG_PROMPT_BUDGET (now {limit})"
         )
     if window_range is not None:
         view = window(

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 
 from agentdebug.attribute.heuristic import HeuristicAttributor
 from agentdebug.attribute.model_common import TraceFacts
-from agentdebug.audit import note
+from agentdebug.audit import FALLBACK, note
+from agentdebug.errors import ConfigError
 from agentdebug.llm import BudgetExceeded, LLMError, current_settings
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
@@ -93,16 +94,13 @@ class RouterAttributor:
             except BudgetExceeded as exc:
                 note(
                     self.name,
-                    f"budget exhausted before {strategy} ({exc}); answering with what earlier stages found",
+                    f"budget exhausted before {strategy} ({exc}); {FALLBACK}",
                 )
                 break
-            except LLMError as exc:
+            except (LLMError, ConfigError) as exc:  # (a stage that cannot fit its prompt)
                 if current_settings().no_fallback:
                     raise
-                note(
-                    self.name,
-                    f"{strategy} failed ({exc}); answering with what earlier stages found",
-                )
+                note(self.name, f"{strategy} failed ({exc}); {FALLBACK}")
                 route.append(f"{strategy}: failed")
                 break
             top = vote(strategy, answer)

@@ -21,6 +21,7 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
+from agentdebug.audit import FALLBACK
 from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_and_reports
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
 
@@ -196,6 +197,9 @@ def summary_paragraph(report: DiagnosticReport) -> str:
     parts = [f"agentdebug diagnosis {report.id} of run {report.trajectory_id}:", report.summary]
     if report.fix is not None:
         parts.append(f"Suggested fix: {report.fix.directive}")
+    failed = [n for n in report.notes if n.endswith(FALLBACK)]
+    if failed:  # not a silent fallback: the model's stage did not answer
+        parts.append(f"The model could not be used: {failed[0]}.")
     parts.append(
         f"(agentdebug show {report.trajectory_id} / agentdebug diagnose {report.trajectory_id})"
     )

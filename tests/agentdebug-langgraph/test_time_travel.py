@@ -118,6 +118,48 @@ def test_an_edited_fork_records_the_edit_and_continues_the_run_before_it(dbg: Ag
     assert run.metadata["continues"] == first.last_run_id
 
 
+def test_a_fix_of_the_state_run_on_with_the_threads_own_config_is_an_edited_fork(
+    dbg: AgentDebug,
+) -> None:
+    """The failed node's input is fixed where the run stopped (``update_state`` on
+    the thread), and the thread is run on with its own config, as LangGraph's docs
+    do: the run records the edit and continues the failed run from before that
+    node, as with the config ``update_state`` returns; its diagnosis does not blame
+    the error the human fixed (before, it was a plain retry with no edit in it)."""
+    graph = abc_graph()
+    thread = {"configurable": {"thread_id": "fix"}}
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):
+        graph.invoke({"x": 2}, {**thread, "callbacks": [first]})  # x=30 at c
+    graph.update_state(thread, {"x": 3}, as_node="b")
+    fixed = AgentDebugCallback(dbg, success_check=lambda s: s["x"] > 10 or "x too small")
+    graph.invoke(None, {**thread, "callbacks": [fixed]})
+    run = fixed.trajectory()
+    (edit,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert edit.metadata["langgraph_event"] == "time_travel" and edit.input == [{"x": 3}]
+    assert run.metadata["continues"] == first.last_run_id
+    assert run.metadata["langgraph"]["forked_from"]["edits"] == 1
+    assert [name for name, _ in nodes(run)] == ["c"]
+    cause = fixed.reports[0].root_cause
+    assert cause is None or "too big" not in cause.rationale
+
+
+def test_an_edit_after_a_run_that_completed_is_recorded(dbg: AgentDebug) -> None:
+    """A run that passed, then ``update_state(..., as_node=...)`` and ``invoke(None)``
+    on the thread: a run of its own that starts with the edit."""
+    graph = abc_graph()
+    thread = {"configurable": {"thread_id": "after"}}
+    graph.invoke({"x": 0}, {**thread, "callbacks": [AgentDebugCallback(dbg)]})
+    graph.update_state(thread, {"x": 1}, as_node="a")
+    again = AgentDebugCallback(dbg)
+    assert graph.invoke(None, {**thread, "callbacks": [again]}) == {"x": 10, "log": "c"}
+    run = again.trajectory()
+    (edit,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert edit.metadata["langgraph_event"] == "time_travel" and edit.input == [{"x": 1}]
+    assert [name for name, _ in nodes(run)] == ["b", "c"]
+    assert all(e.parent_id for e in run.events if e.type is EventType.AGENT_START)
+
+
 def test_a_fork_of_a_checkpoint_no_recorded_run_made_is_a_run_of_its_own(dbg: AgentDebug) -> None:
     graph = abc_graph()
     LIMIT["x"] = 1000

@@ -98,25 +98,22 @@ def fork_at(graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
     return fork
 
 
-def edits_since(graph: Any, thread_id: str, waiting_at: str | None) -> list[dict[str, Any]]:
-    """The edits (``update_state``) made on a thread since its run stopped at
-    checkpoint ``waiting_at`` (an interrupt), for a resume given the thread's own
-    config rather than the one ``update_state`` returned. Never raises."""
-    if not waiting_at:
-        return []
+def latest_edit(graph: Any, thread_id: str) -> str | None:
+    """The thread's latest checkpoint when ``update_state`` made it (a human's fix
+    of the state, run on with the thread's own config rather than the one
+    ``update_state`` returned): that run starts from it as from a checkpoint named.
+    Reads one checkpoint; never raises."""
     try:
         saver = getattr(graph, "checkpointer", None)
         if saver is None or not hasattr(saver, "get_tuple"):
-            return []
-        latest = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-        latest_id = str(latest.config["configurable"]["checkpoint_id"]) if latest else waiting_at
-        if latest_id == waiting_at:
-            return []
-        fork = fork_at(graph, thread_id, latest_id)
-        return fork.edits if fork.base_checkpoint == waiting_at else []
+            return None
+        tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        if tup is None or (tup.metadata or {}).get("source") != "update":
+            return None
+        return str(tup.config["configurable"]["checkpoint_id"])
     except Exception:
-        log.debug("agentdebug: the edits at the interrupt could not be read", exc_info=True)
-        return []
+        log.debug("agentdebug: the thread's latest checkpoint could not be read", exc_info=True)
+        return None
 
 
 def find_origin(fork: Fork, debugger: Any, thread_id: str) -> Fork:

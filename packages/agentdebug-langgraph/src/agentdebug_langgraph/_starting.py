@@ -103,8 +103,16 @@ class RunStarting(RunEnding):
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
-        # invoke(None) from a past checkpoint (time travel): a fork of the thread's history
+        # invoke(None) from a past checkpoint (time travel), or from an edit made with
+        # update_state and run with the thread's own config: a fork of its history
         wanted = _forks.requested_checkpoint(frame) if own and inputs is None else None
+        if (
+            wanted is None
+            and own
+            and (inputs is None or resumed is not None)
+            and not _pregel.is_async(frame)  # (on an event loop a saver's sync reads fail)
+        ):
+            wanted = _forks.latest_edit(graph, str(thread_id))
         fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
             if fork.base_checkpoint == resumed.interrupt_checkpoint:
@@ -112,15 +120,11 @@ class RunStarting(RunEnding):
                 if fork.edits:
                     self.resume_note = {**(self.resume_note or {}), "edits": fork.edits}
                 fork = None
+            elif inputs is not None:  # a resume: its answer, not the edits before
+                fork = None
             else:
                 self._finish_paused(resumed, "the thread was run from an earlier checkpoint")
                 resumed = None
-        if resumed is not None and wanted is None and own and not _pregel.is_async(frame):
-            # edited where it waits and resumed with the thread's own config (read with
-            # the saver's sync methods: on an event loop an async saver refuses them)
-            edits = _forks.edits_since(graph, str(thread_id), resumed.interrupt_checkpoint)
-            if edits:
-                self.resume_note = {**(self.resume_note or {}), "edits": edits}
         if resumed is not None:
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False

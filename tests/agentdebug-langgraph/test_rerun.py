@@ -479,6 +479,11 @@ def test_state_patch_forks_a_graph_without_messages(dbg: AgentDebug) -> None:
     plain = request.model_copy(update={"state_patch": None})
     with pytest.raises(AgentDebugError, match="no 'messages' key"):
         executor.rerun(plain)
+    # a patch of keys the state does not have (update_state would drop them, and the
+    # branch run as before) is refused, naming them and the state's keys
+    typo = request.model_copy(update={"state_patch": {"trial": ["skip"]}})
+    with pytest.raises(AgentDebugError, match=r"has no 'trial' \(its keys: n, trail\)"):
+        executor.rerun(typo)
 
 
 def test_blaming_a_subgraph_node_reruns_its_parent_node(dbg: AgentDebug) -> None:

@@ -369,6 +369,7 @@ class LangGraphRerunExecutor:
         added to the messages (to those the state holds, for a key without a reducer,
         which an update replaces)."""
         if request.state_patch:
+            _require_state_keys(graph, request.state_patch, request.trajectory.id)
             return dict(request.state_patch)
         if self.directive_update is not None:
             return self.directive_update(request, snap)
@@ -502,6 +503,22 @@ def _require_checkpointer(graph: Any, run_id: str) -> None:
 
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
+
+
+def _require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
+    """Refuse a state patch that names keys the graph's state does not have:
+    ``update_state`` drops them without a word, and the branch would run as the
+    run did, discrediting a diagnosis that may be right."""
+    declared = getattr(getattr(graph, "builder", None), "channels", None)
+    if not isinstance(declared, dict) or not declared:
+        return  # (a graph that does not say: the patch goes as it is)
+    unknown = sorted(str(k) for k in patch if k not in declared)
+    if unknown:
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}' with the state patch: the graph's state has no "
+            f"{', '.join(repr(k) for k in unknown)} (its keys: {', '.join(sorted(declared))}); "
+            "LangGraph would drop them and run the branch unchanged"
+        )
 
 
 def _replaced_by_updates(graph: Any, key: str) -> bool:

@@ -373,6 +373,41 @@ def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
     assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
 
 
+def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More runs wait at an interrupt than the process keeps (here 2): the oldest
+    is closed ("too many runs were waiting"), and its resume, when the approval
+    comes, continues it (a resume event, numbered on), as one from another worker."""
+    from agentdebug_langgraph import _state
+
+    monkeypatch.setattr(_state.PAUSED, "limit", 2)
+    graph = approval_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    for n in range(3):
+        graph.invoke(
+            {"items": [], "out": []}, {"configurable": {"thread_id": f"w{n}"}, "callbacks": [cb]}
+        )
+    oldest = cb.trajectory(cb.run_ids[0])
+    assert oldest.outcome.status is OutcomeStatus.UNKNOWN
+    assert "too many runs were waiting" in str(oldest.outcome.reason)
+    resumer = AgentDebugCallback(dbg, diagnose=False)
+    done = graph.invoke(
+        Command(resume="yes"), {"configurable": {"thread_id": "w0"}, "callbacks": [resumer]}
+    )
+    assert done["out"] == ["prepared", "approved: yes"]
+    run = resumer.trajectory()
+    assert run.metadata["continues"] == oldest.id
+    (resume,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert resume.metadata["langgraph_event"] == "resume" and resume.input == "yes"
+    assert resume.step_index > max(e.step_index for e in oldest.events)
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    for n in (1, 2):  # (the others' approvals: none is left waiting)
+        graph.invoke(
+            Command(resume="no"), {"configurable": {"thread_id": f"w{n}"}, "callbacks": [cb]}
+        )
+
+
 def test_another_graph_on_the_same_thread_id_neither_resumes_nor_ends_a_paused_run(
     dbg: AgentDebug,
 ) -> None:

@@ -383,6 +383,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         evicted = PAUSED.park(run.pause_key or run.thread_id, run)  # (pause_key: see _state)
         if evicted is not None and evicted is not run:
             self._finish_paused(evicted, "too many runs were waiting at an interrupt")
+            key = evicted.thread_key
+            if key is not None and LATEST.get(key) == evicted.session.id:
+                # its resume, when it comes, continues it (as one from another process)
+                STOPPED.park(key, Stopped.of_run(evicted)._replace(at_interrupt=True))
 
     @property
     def held(self) -> GraphRun | None:

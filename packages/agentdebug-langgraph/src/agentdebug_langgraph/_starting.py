@@ -138,7 +138,9 @@ class RunStarting(RunEnding):
             self._roots[run_id.int] = run
             return
         stopped = STOPPED.take(key)
-        continues = stopped if inputs is None else None  # invoke(None): go on after it
+        # invoke(None): go on after it; a resume: answer the interrupt it was closed at
+        goes_on = inputs is None or (stopped is not None and stopped.at_interrupt)
+        continues = stopped if goes_on and not _convert.is_fresh_input(inputs) else None
         if fork is not None:  # not after the run that stopped: after the checkpoint's
             _forks.find_origin(fork, self._debugger(), str(thread_id))
             continues = _forked(fork)

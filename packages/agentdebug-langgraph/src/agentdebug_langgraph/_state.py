@@ -274,7 +274,7 @@ class Stopped(NamedTuple):
 # Runs stopped at an interrupt, waiting for ``Command(resume=...)`` (process-wide:
 # a resume is often invoked with a fresh callback; one pushed out is finished,
 # outcome unknown), and the last run on a thread that raised or was stopped.
-PAUSED: ByThread[GraphRun] = ByThread()
+PAUSED: ByThread[GraphRun] = ByThread(limit=1024)
 # by thread_key: the last run on a thread that raised or was stopped, and the
 # latest run started on a thread (a stop that arrives after a newer run started,
 # as an async stream's does, is not one a later run continues)

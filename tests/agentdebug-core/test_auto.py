@@ -69,7 +69,7 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
             report = diagnose_failure(dbg, run, exc=exc)
     assert report is not None and report.root_cause is not None
     (note,) = exc.__notes__
-    assert "The model could not be used: all-at-once failed" in note and "HTTP 500" in note
+    assert "A model stage did not answer: all-at-once failed" in note and "HTTP 500" in note
 
 
 def test_the_pipeline_follows_the_model_configuration() -> None:

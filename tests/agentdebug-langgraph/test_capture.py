@@ -373,6 +373,30 @@ def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
     assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
 
 
+def test_two_graphs_alike_with_savers_of_their_own_keep_their_paused_runs(
+    dbg: AgentDebug,
+) -> None:
+    """The same (unnamed) graph built twice, each with its own saver (two tenants),
+    on one thread id: each waits, each resume continues its own run, and a new
+    input to one does not end the other's."""
+    first, second = approval_graph(InMemorySaver()), approval_graph(InMemorySaver())
+    thread = {"configurable": {"thread_id": "conv-1"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    first.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    a = cb.last_run_id
+    second.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    b = cb.last_run_id
+    assert cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING  # still waiting
+    first.invoke(Command(resume="yes-A"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == a and cb.trajectory(b).outcome.status is OutcomeStatus.RUNNING
+    second.invoke(Command(resume="yes-B"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == b
+    for run_id, said in ((a, "yes-A"), (b, "yes-B")):
+        run = cb.trajectory(run_id)
+        assert run.outcome.status is OutcomeStatus.SUCCESS
+        assert [e.input for e in run.events if e.type is EventType.USER_INPUT][-1] == said
+
+
 def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
     dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -467,7 +491,7 @@ def test_a_graph_built_again_for_each_request_resumes_the_paused_run(
         Command(resume="yes"), {**thread, "callbacks": [second]}
     )
     assert done["out"] == ["prepared", "approved: yes"]
-    assert second.run_ids == first.run_ids and not _state.PAUSED._runs
+    assert second.run_ids == first.run_ids and not len(_state.PAUSED)
     run = second.trajectory()
     assert run.outcome.status is OutcomeStatus.SUCCESS and "continues" not in run.metadata
     assert [

@@ -429,7 +429,9 @@ class RateLimited(Exception):
     pass
 
 
-@pytest.mark.parametrize("recovery", ["with_fallbacks", "with_retry", "two failed tries"])
+@pytest.mark.parametrize(
+    "recovery", ["with_fallbacks", "with_retry", "two failed tries", "a chain's with_retry"]
+)
 def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
     dbg: AgentDebug, recovery: str
 ) -> None:
@@ -459,6 +461,12 @@ def test_a_model_error_the_node_recovered_from_is_resolved_not_blamed(
 
     if recovery == "with_fallbacks":
         research_model: Any = Flaky(fails=5).with_fallbacks([Flaky(fails=0)])
+    elif recovery == "a chain's with_retry":  # each try a chain run of its own
+        from langchain_core.runnables import RunnableLambda
+
+        research_model = (RunnableLambda(lambda m: m) | Flaky(fails=1)).with_retry(
+            stop_after_attempt=2, wait_exponential_jitter=False
+        )
     else:
         research_model = Flaky(fails=1 if recovery == "with_retry" else 2).with_retry(
             stop_after_attempt=3, wait_exponential_jitter=False

@@ -382,6 +382,29 @@ def test_a_node_asked_again_by_invoke_none_gets_the_same_then_the_answer(
     assert all(r.metadata["replayed_from_run"] == original.id for r in resumes(branch))
 
 
+def test_a_branch_that_asks_at_once_is_resumed_with_invoke_none_on_its_fork(
+    dbg: AgentDebug,
+) -> None:
+    """Rerun from the asking node itself: the branch stops at once, its thread's
+    latest checkpoint still the executor's fork (an update). Its replayed
+    ``invoke(None)`` is the branch's resume, not a user's edit to fork from (which
+    ended the branch "run from an earlier checkpoint"); both answers are given,
+    and the branch is judged."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, None, Command(resume="yes"))
+    asked = next(e.step_index for e in original.events if e.agent_name == "ask")
+    request = RerunRequest(
+        trajectory=original, resume_step=asked, directive="x", state_patch={"fixed": True}
+    )
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(request)
+    assert [(r.metadata["resumed_with"], r.input) for r in resumes(branch)] == [
+        ("none", None),
+        ("command", "yes"),
+    ]
+    assert branch.outcome.status is OutcomeStatus.FAILURE  # judged: 42 was prepared before
+    assert branch.outcome.reason == "wrong refund: refund 42: yes"
+
+
 def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentDebug) -> None:
     """The whole loop on a graph with a human in it: the diagnosis blames
     ``prepare``, the rerun from it replays the approval, and the loop judges the

@@ -144,6 +144,29 @@ def test_a_fix_of_the_state_run_on_with_the_threads_own_config_is_an_edited_fork
     assert cause is None or "too big" not in cause.rationale
 
 
+def test_a_retry_after_an_edited_run_failed_continues_that_run(dbg: AgentDebug) -> None:
+    """The edit was not enough: the run from it failed at its first node, so the
+    thread's latest checkpoint is still the edit. The code is fixed and the thread
+    retried: that is a retry of the run from the edit (its node's retry), not the
+    edit forked again."""
+    graph = abc_graph()
+    thread = {"configurable": {"thread_id": "again"}}
+    with pytest.raises(ValueError):
+        graph.invoke({"x": 2}, {**thread, "callbacks": [AgentDebugCallback(dbg)]})
+    graph.update_state(thread, {"x": 20}, as_node="b")  # still too big for c
+    edited = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(ValueError):
+        graph.invoke(None, {**thread, "callbacks": [edited]})
+    LIMIT["x"] = 100  # the fix
+    retry = AgentDebugCallback(dbg, diagnose=False)
+    assert graph.invoke(None, {**thread, "callbacks": [retry]}) == {"x": 20, "log": "c"}
+    run = retry.trajectory()
+    assert run.metadata["continues"] == edited.last_run_id
+    assert "forked_from" not in run.metadata["langgraph"]
+    (c,) = [e for e in run.events if e.type is EventType.AGENT_START]
+    assert c.agent_name == "c" and c.metadata.get("retry_of")
+
+
 def test_an_edit_after_a_run_that_completed_is_recorded(dbg: AgentDebug) -> None:
     """A run that passed, then ``update_state(..., as_node=...)`` and ``invoke(None)``
     on the thread: a run of its own that starts with the edit."""

@@ -510,8 +510,8 @@ def _require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
     ``update_state`` drops them without a word, and the branch would run as the
     run did, discrediting a diagnosis that may be right."""
     declared = getattr(getattr(graph, "builder", None), "channels", None)
-    if not isinstance(declared, dict) or not declared:
-        return  # (a graph that does not say: the patch goes as it is)
+    if not isinstance(declared, dict) or not declared or "__root__" in declared:
+        return  # (a graph that does not say, or whose state is one value: as it is)
     unknown = sorted(str(k) for k in patch if k not in declared)
     if unknown:
         raise AgentDebugError(

@@ -116,6 +116,28 @@ def latest_edit(graph: Any, thread_id: str) -> str | None:
         return None
 
 
+def on_saver(graph: Any, run: Any) -> bool:
+    """Whether a run waiting at an interrupt waits on this graph's checkpointer (the
+    checkpoint it waits at is there): two graphs alike (their names and nodes) with
+    savers of their own may name a thread alike. True when it cannot be told (an
+    async saver on an event loop, no checkpoint known). Never raises."""
+    waiting_at = getattr(run, "interrupt_checkpoint", None)
+    saver = getattr(graph, "checkpointer", None)
+    if not waiting_at or saver is None or not hasattr(saver, "get_tuple"):
+        return True
+    config = {
+        "configurable": {
+            "thread_id": str(run.thread_id),
+            "checkpoint_ns": "",
+            "checkpoint_id": waiting_at,
+        }
+    }
+    try:
+        return saver.get_tuple(config) is not None
+    except Exception:
+        return True
+
+
 def find_origin(fork: Fork, debugger: Any, thread_id: str) -> Fork:
     """``fork`` with the run and step it forks, when a recorded run made its base
     checkpoint. Never raises."""

@@ -136,7 +136,7 @@ class ModelAndToolEvents(CaptureBase):
                 if token_usage:
                     meta["usage"] = dict(token_usage)
             if rec.run.failed_calls:  # another try of a call that failed in this node run
-                _retried_call(rec, prompt, started, kwargs.get("parent_run_id"), meta)
+                _retried_call(rec, prompt, started, meta)
             agent = rec.agent
             event_id = rec.run.emit(
                 {
@@ -205,9 +205,8 @@ class ModelAndToolEvents(CaptureBase):
             if isinstance(error, GeneratorExit):  # the node stopped reading a stream
                 meta["stopped"] = "the caller stopped reading the stream"
                 failure = None
-            by = kwargs.get("parent_run_id")  # (the retry's or fallbacks' runnable)
             if rec.run.failed_calls:  # a retry that failed too: one link of the chain
-                _retried_call(rec, prompt, started, by, meta)
+                _retried_call(rec, prompt, started, meta)
             failed = rec.run.session.record(
                 EventType.LLM_RESPONSE,
                 agent_name=rec.agent,
@@ -220,7 +219,7 @@ class ModelAndToolEvents(CaptureBase):
                 metadata=meta,
             )
             if failure is not None:
-                rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt, by)
+                rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt)
         except Exception:
             self._failed("on_llm_error")
 
@@ -411,17 +410,18 @@ class ModelAndToolEvents(CaptureBase):
 # -- helpers --------------------------------------------------------------------------------
 
 
-def _retried_call(rec: NodeRun, prompt: Any, started: float, by: Any, meta: dict[str, Any]) -> None:
+def _retried_call(rec: NodeRun, prompt: Any, started: float, meta: dict[str, Any]) -> None:
     """A model call given the same messages as a call of the same node run that
     failed, and started after it: ``with_retry`` trying again, a ``with_fallbacks``
-    model, the node's own retry loop: run by the same runnable (its parent run: the
-    retry's, the fallbacks', the node's). It names the failed call (``retry_of``,
-    core's convention): an answer resolves that error (and, a retry that failed too
-    being named so, every one before it), not blamed as left standing. Another call
-    of the node (a router after a planner that failed; a call in another of the
-    node's parallel tools) is not a retry."""
+    model, the node's own retry loop, also of a ``prompt | model`` chain (each try
+    its own chain run). It names the failed call (``retry_of``, core's
+    convention): an answer resolves that error (and, a retry that failed too being
+    named so, every one before it), not blamed as left standing. Another call of
+    the node with other messages (a router after a planner that failed) is not a
+    retry; a call with the very same messages in another of the node's parallel
+    tools, started after the failure, is taken for one."""
     failed = rec.run.failed_calls.get(rec.event_id)
-    if failed is None or started < failed[1] or failed[3] != by:
+    if failed is None or started < failed[1]:
         return
     before = failed[2]
     if before is not prompt and (len(before) != len(prompt) or before != prompt):

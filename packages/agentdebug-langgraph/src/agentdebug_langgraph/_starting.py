@@ -96,10 +96,12 @@ class RunStarting(RunEnding):
             else None
         )
         resumed = self._held
-        if resumed is not None and thread_id == resumed.thread_id:
+        branch = resumed is not None and thread_id == resumed.thread_id
+        if branch:
             self._held = None  # a rerun branch the executor resumes (hold_interrupts)
         else:
-            resumed = PAUSED.take(waits)
+            # (one that waits on this graph's saver: another graph alike may name it too)
+            resumed = PAUSED.take(waits, lambda run: _forks.on_saver(graph, run))
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None
@@ -109,10 +111,14 @@ class RunStarting(RunEnding):
         if (
             wanted is None
             and own
+            and not branch  # (its fork is the executor's update, not the user's edit)
             and (inputs is None or resumed is not None)
             and not _pregel.is_async(frame)  # (on an event loop a saver's sync reads fail)
         ):
             wanted = _forks.latest_edit(graph, str(thread_id))
+            before = STOPPED.get(key) if key is not None and wanted is not None else None
+            if before is not None and before.started_from == wanted:
+                wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
             if fork.base_checkpoint == resumed.interrupt_checkpoint:

@@ -15,7 +15,7 @@ import atexit
 import itertools
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -86,10 +86,10 @@ class GraphRun:
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
     interrupt_ids: set[str] = field(default_factory=set)  # recorded since the last resume
-    # node run (its start event) -> (event id, when, prompt, parent run id) of its
-    # latest model call that failed, until a later call of that node run by the same
-    # runnable, with the same prompt, answers (with_retry, with_fallbacks)
-    failed_calls: dict[str | None, tuple[str | None, float, Any, Any]] = field(default_factory=dict)
+    # node run (its start event) -> (event id, when, prompt) of its latest model call
+    # that failed, until a later call of that node run with the same prompt answers
+    # (with_retry, with_fallbacks)
+    failed_calls: dict[str | None, tuple[str | None, float, Any]] = field(default_factory=dict)
     # agent -> (message, step, event id) of its latest model answer without tool calls
     answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
@@ -199,6 +199,58 @@ class ByThread(Generic[T]):
             return runs
 
 
+class Waiting:
+    """Runs waiting at an interrupt, by where they wait (:func:`pause_key`), several
+    under one key when graphs alike (unnamed, the same nodes) with savers of their
+    own name a thread alike; bounded, the oldest pushed out (handed back to the
+    caller to finish)."""
+
+    def __init__(self, limit: int = 1024) -> None:
+        self._runs: dict[str, list[GraphRun]] = {}
+        self._order: dict[int, tuple[str, GraphRun]] = {}  # id(run) -> where, oldest first
+        self._lock = threading.Lock()
+        self.limit = limit
+
+    def park(self, key: str, run: GraphRun) -> GraphRun | None:
+        with self._lock:
+            self._drop(run)
+            self._runs.setdefault(key, []).append(run)
+            self._order[id(run)] = (key, run)
+            if len(self._order) <= self.limit:
+                return None
+            oldest = next(iter(self._order.values()))[1]
+            self._drop(oldest)
+            return oldest
+
+    def take(self, key: str | None, belongs: Callable[[GraphRun], bool]) -> GraphRun | None:
+        """The latest run waiting under ``key`` that ``belongs`` (to this graph's saver)."""
+        if key is None:
+            return None
+        with self._lock:
+            found = next((r for r in reversed(self._runs.get(key, ())) if belongs(r)), None)
+            if found is not None:
+                self._drop(found)
+            return found
+
+    def _drop(self, run: GraphRun) -> None:
+        where = self._order.pop(id(run), None)
+        if where is not None:
+            runs = self._runs[where[0]]
+            runs.remove(run)
+            if not runs:
+                del self._runs[where[0]]
+
+    def __len__(self) -> int:
+        return len(self._order)
+
+    def drain(self) -> list[GraphRun]:
+        with self._lock:
+            runs = [run for _, run in self._order.values()]
+            self._runs.clear()
+            self._order.clear()
+            return runs
+
+
 class Decisions(NamedTuple):
     """What a run that stopped leaves to the run that continues it on its thread
     (GraphRun's tables of the same names): the tool calls its model asked for (by
@@ -259,11 +311,19 @@ class Stopped(NamedTuple):
     # what the run was invoked with, as its metadata records it (_invocation.record):
     # a retry with invoke(None) and no context runs with the run's, so records it too
     invoked_with: dict[str, Any] | None = None
+    # the checkpoint its last top-level step started from: when that is an edit
+    # (update_state), invoke(None) after the stop retries the run, not the edit
+    started_from: str | None = None
 
     @classmethod
     def of_run(cls, run: GraphRun) -> Stopped:
+        last = run.last_checkpoint
         return cls(
-            run.session.mark(), False, Decisions.of_run(run), invoked_with(run.session.metadata)
+            run.session.mark(),
+            False,
+            Decisions.of_run(run),
+            invoked_with(run.session.metadata),
+            last[0] if last is not None else None,
         )
 
     @property
@@ -274,7 +334,7 @@ class Stopped(NamedTuple):
 # Runs stopped at an interrupt, waiting for ``Command(resume=...)`` (process-wide:
 # a resume is often invoked with a fresh callback; one pushed out is finished,
 # outcome unknown), and the last run on a thread that raised or was stopped.
-PAUSED: ByThread[GraphRun] = ByThread(limit=1024)
+PAUSED = Waiting(limit=1024)
 # by thread_key: the last run on a thread that raised or was stopped, and the
 # latest run started on a thread (a stop that arrives after a newer run started,
 # as an async stream's does, is not one a later run continues)

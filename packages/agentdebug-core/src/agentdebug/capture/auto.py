@@ -198,8 +198,8 @@ def summary_paragraph(report: DiagnosticReport) -> str:
     if report.fix is not None:
         parts.append(f"Suggested fix: {report.fix.directive}")
     failed = [n for n in report.notes if n.endswith(FALLBACK)]
-    if failed:  # not a silent fallback: the model's stage did not answer
-        parts.append(f"The model could not be used: {failed[0]}.")
+    if failed:  # not a silent fallback: a model stage did not answer
+        parts.append(f"A model stage did not answer: {failed[0]}.")
     parts.append(
         f"(agentdebug show {report.trajectory_id} / agentdebug diagnose {report.trajectory_id})"
     )

@@ -227,10 +227,14 @@ class Waiting:
         if key is None:
             return None
         with self._lock:
-            found = next((r for r in reversed(self._runs.get(key, ())) if belongs(r)), None)
-            if found is not None:
-                self._drop(found)
-            return found
+            candidates = list(reversed(self._runs.get(key, ())))
+        for run in candidates:  # (asked outside the lock: it reads the saver)
+            if belongs(run):
+                with self._lock:
+                    if id(run) in self._order and self._order[id(run)][1] is run:
+                        self._drop(run)
+                        return run
+        return None
 
     def _drop(self, run: GraphRun) -> None:
         where = self._order.pop(id(run), None)

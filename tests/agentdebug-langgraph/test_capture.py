@@ -397,6 +397,25 @@ def test_two_graphs_alike_with_savers_of_their_own_keep_their_paused_runs(
         assert [e.input for e in run.events if e.type is EventType.USER_INPUT][-1] == said
 
 
+def test_a_new_input_after_the_thread_was_deleted_ends_the_run_that_waited(
+    dbg: AgentDebug,
+) -> None:
+    """The app wipes the conversation (``delete_thread``) and starts again on its
+    id: the run that waited there is ended ("a new input was given"), not kept
+    waiting for good beside the new one."""
+    saver = InMemorySaver()
+    graph = approval_graph(saver)
+    thread = {"configurable": {"thread_id": "wiped"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    waited = cb.last_run_id
+    saver.delete_thread("wiped")
+    graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    ended = cb.trajectory(waited).outcome
+    assert ended.status is OutcomeStatus.UNKNOWN and "a new input was given" in str(ended.reason)
+    graph.invoke(Command(resume="no"), {**thread, "callbacks": [cb]})  # (none left waiting)
+
+
 def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
     dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
 ) -> None:

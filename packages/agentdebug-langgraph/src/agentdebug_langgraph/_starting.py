@@ -100,8 +100,14 @@ class RunStarting(RunEnding):
         if branch:
             self._held = None  # a rerun branch the executor resumes (hold_interrupts)
         else:
-            # (one that waits on this graph's saver: another graph alike may name it too)
-            resumed = PAUSED.take(waits, lambda run: _forks.on_saver(graph, run))
+            # one that waits on this graph's saver (another graph alike may name the
+            # thread too): the same saver, else one that has the checkpoint it waits
+            # at (read with sync methods, so not on an event loop: there any is taken)
+            looped = _pregel.is_async(frame)
+            resumed = PAUSED.take(
+                waits,
+                lambda run: run.thread_key == key or looped or _forks.on_saver(graph, run),
+            )
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
             resumed = None

@@ -144,11 +144,15 @@ def test_a_fix_of_the_state_run_on_with_the_threads_own_config_is_an_edited_fork
     assert cause is None or "too big" not in cause.rationale
 
 
-def test_a_retry_after_an_edited_run_failed_continues_that_run(dbg: AgentDebug) -> None:
+@pytest.mark.parametrize("where", ["this process", "another worker"])
+def test_a_retry_after_an_edited_run_failed_continues_that_run(dbg: AgentDebug, where: str) -> None:
     """The edit was not enough: the run from it failed at its first node, so the
     thread's latest checkpoint is still the edit. The code is fixed and the thread
-    retried: that is a retry of the run from the edit (its node's retry), not the
-    edit forked again."""
+    retried (here, or by another worker, which finds the run in the store): that
+    is a retry of the run from the edit (its node's retry), not the edit forked
+    again."""
+    from agentdebug_langgraph import _state
+
     graph = abc_graph()
     thread = {"configurable": {"thread_id": "again"}}
     with pytest.raises(ValueError):
@@ -158,6 +162,9 @@ def test_a_retry_after_an_edited_run_failed_continues_that_run(dbg: AgentDebug) 
     with pytest.raises(ValueError):
         graph.invoke(None, {**thread, "callbacks": [edited]})
     LIMIT["x"] = 100  # the fix
+    if where == "another worker":  # (what this process knows of the thread, gone)
+        _state.STOPPED.drain()
+        _state.LATEST.drain()
     retry = AgentDebugCallback(dbg, diagnose=False)
     assert graph.invoke(None, {**thread, "callbacks": [retry]}) == {"x": 20, "log": "c"}
     run = retry.trajectory()

@@ -122,8 +122,7 @@ class RunStarting(RunEnding):
             and not _pregel.is_async(frame)  # (on an event loop a saver's sync reads fail)
         ):
             wanted = _forks.latest_edit(graph, str(thread_id))
-            before = STOPPED.get(key) if key is not None and wanted is not None else None
-            if before is not None and before.started_from == wanted:
+            if wanted is not None and self._ran_from(wanted, key, thread_id, name, graph):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
@@ -206,6 +205,20 @@ class RunStarting(RunEnding):
                 metadata={"langgraph_event": "input"},
             )
         self._roots[run_id.int] = run
+
+    def _ran_from(
+        self, checkpoint: str, key: str | None, thread_id: str, name: Any, graph: Any
+    ) -> bool:
+        """Whether the run that stopped last on the thread ran its last step from
+        ``checkpoint`` (an edit): the one this process keeps, else, where this process
+        has not run the thread (another worker, a restart), the store's."""
+        if key is None:
+            return False
+        before = STOPPED.get(key)
+        if before is None and LATEST.get(key) is None:
+            nodes = _convert.node_names(graph)
+            before = stopped_elsewhere(self._debugger(), thread_id, str(name or GRAPH), nodes)
+        return before is not None and before.started_from == checkpoint
 
     def _record_resume(self, run: GraphRun, inputs: Any, extra: dict[str, Any]) -> None:
         """A resume's ``USER_INPUT`` event: what it gave, and how (``resume_record``)."""

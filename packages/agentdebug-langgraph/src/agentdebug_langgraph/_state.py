@@ -422,7 +422,22 @@ def stopped_elsewhere(
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
-    return Stopped(RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata))
+    return Stopped(
+        RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata), _started_from(run)
+    )
+
+
+def _started_from(run: AgentTrajectory) -> str | None:
+    """The checkpoint a stored run's last top-level step started from."""
+    for e in reversed(run.events):
+        if (
+            e.type is EventType.AGENT_START
+            and "node" in e.metadata
+            and "namespace" not in e.metadata
+            and e.checkpoint is not None
+        ):
+            return e.checkpoint.checkpoint_id
+    return None
 
 
 def invoked_with(metadata: Any) -> dict[str, Any] | None:

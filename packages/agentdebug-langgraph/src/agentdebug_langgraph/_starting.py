@@ -122,7 +122,7 @@ class RunStarting(RunEnding):
             and not _pregel.is_async(frame)  # (on an event loop a saver's sync reads fail)
         ):
             wanted = _forks.latest_edit(graph, str(thread_id))
-            if wanted is not None and self._ran_from(wanted, key, thread_id, name, graph):
+            if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, graph):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:

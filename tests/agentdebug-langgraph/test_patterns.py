@@ -11,6 +11,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType
 from agentdebug_langgraph import AgentDebugCallback
+from events_support import of_type
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
@@ -20,10 +21,6 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 from lg_graphs import Counter, call, linear_graph, scripted
 from pydantic import BaseModel
-
-
-def of_type(run: AgentTrajectory, kind: EventType) -> list[Any]:
-    return [e for e in run.events if e.type is kind]
 
 
 def agent_loop(model: Any, tools: Any, checkpointer: Any = None) -> Any:

@@ -1,0 +1,191 @@
+"""Runs waiting at an interrupt: the resume continues the same trajectory, found
+by its thread and its graph (not another graph's on the same thread id), also
+when the graph is built again for each request or the run was pushed out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug_langgraph import AgentDebugCallback
+from events_support import starts
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, StateGraph
+from langgraph.types import Command, interrupt
+from lg_graphs import approval_graph
+
+
+def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
+    graph = approval_graph(InMemorySaver())
+    thread = {"configurable": {"thread_id": "approve-1"}}
+    first = AgentDebugCallback(dbg)
+    paused = graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [first]})
+    assert paused["__interrupt__"][0].value == {"question": "refund $42?"}
+    # The paused run can be read while it waits for the resume: running, asking.
+    waiting = first.trajectory()
+    assert first.last_run_id == waiting.id and waiting.outcome.status is OutcomeStatus.RUNNING
+    assert [e.output for e in waiting.events if e.type is EventType.CHECKPOINT] == [
+        [{"question": "refund $42?"}]
+    ]
+    # The user resumes with a new callback, as one does in a new request.
+    second = AgentDebugCallback(dbg)
+    done = graph.invoke(Command(resume="yes"), {**thread, "callbacks": [second]})
+    assert done["out"] == ["prepared", "approved: yes"]
+    run = second.trajectory()
+    assert run.id == waiting.id and first.run_ids == second.run_ids == [run.id]
+    (interrupt,) = [e for e in run.events if e.metadata.get("langgraph_event") == "interrupt"]
+    assert interrupt.type is EventType.CHECKPOINT and interrupt.agent_name == "ask"
+    assert interrupt.output == [{"question": "refund $42?"}]
+    (resume,) = [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+    assert resume.type is EventType.USER_INPUT and resume.input == "yes"
+    assert resume.step_index > interrupt.step_index
+    asks = starts(run)["ask"]
+    assert len(asks) == 2 and asks[1].step_index > resume.step_index
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
+
+
+def test_two_graphs_alike_with_savers_of_their_own_keep_their_paused_runs(
+    dbg: AgentDebug,
+) -> None:
+    """The same (unnamed) graph built twice, each with its own saver (two tenants),
+    on one thread id: each waits, each resume continues its own run, and a new
+    input to one does not end the other's."""
+    first, second = approval_graph(InMemorySaver()), approval_graph(InMemorySaver())
+    thread = {"configurable": {"thread_id": "conv-1"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    first.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    a = cb.last_run_id
+    second.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    b = cb.last_run_id
+    assert cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING  # still waiting
+    first.invoke(Command(resume="yes-A"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == a and cb.trajectory(b).outcome.status is OutcomeStatus.RUNNING
+    second.invoke(Command(resume="yes-B"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == b
+    for run_id, said in ((a, "yes-A"), (b, "yes-B")):
+        run = cb.trajectory(run_id)
+        assert run.outcome.status is OutcomeStatus.SUCCESS
+        assert [e.input for e in run.events if e.type is EventType.USER_INPUT][-1] == said
+
+
+def test_a_new_input_after_the_thread_was_deleted_ends_the_run_that_waited(
+    dbg: AgentDebug,
+) -> None:
+    """The app wipes the conversation (``delete_thread``) and starts again on its
+    id: the run that waited there is ended ("a new input was given"), not kept
+    waiting for good beside the new one."""
+    saver = InMemorySaver()
+    graph = approval_graph(saver)
+    thread = {"configurable": {"thread_id": "wiped"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    waited = cb.last_run_id
+    saver.delete_thread("wiped")
+    graph.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    ended = cb.trajectory(waited).outcome
+    assert ended.status is OutcomeStatus.UNKNOWN and "a new input was given" in str(ended.reason)
+    graph.invoke(Command(resume="no"), {**thread, "callbacks": [cb]})  # (none left waiting)
+
+
+def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """More runs wait at an interrupt than the process keeps (here 2): the oldest
+    is closed ("too many runs were waiting"), and its resume, when the approval
+    comes, continues it (a resume event, numbered on), as one from another worker."""
+    from agentdebug_langgraph import _state
+
+    monkeypatch.setattr(_state.PAUSED, "limit", 2)
+    graph = approval_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    for n in range(3):
+        graph.invoke(
+            {"items": [], "out": []}, {"configurable": {"thread_id": f"w{n}"}, "callbacks": [cb]}
+        )
+    oldest = cb.trajectory(cb.run_ids[0])
+    assert oldest.outcome.status is OutcomeStatus.UNKNOWN
+    assert "too many runs were waiting" in str(oldest.outcome.reason)
+    resumer = AgentDebugCallback(dbg, diagnose=False)
+    done = graph.invoke(
+        Command(resume="yes"), {"configurable": {"thread_id": "w0"}, "callbacks": [resumer]}
+    )
+    assert done["out"] == ["prepared", "approved: yes"]
+    run = resumer.trajectory()
+    assert run.metadata["continues"] == oldest.id
+    (resume,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert resume.metadata["langgraph_event"] == "resume" and resume.input == "yes"
+    assert resume.step_index > max(e.step_index for e in oldest.events)
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    for n in (1, 2):  # (the others' approvals: none is left waiting)
+        graph.invoke(
+            Command(resume="no"), {"configurable": {"thread_id": f"w{n}"}, "callbacks": [cb]}
+        )
+
+
+def test_another_graph_on_the_same_thread_id_neither_resumes_nor_ends_a_paused_run(
+    dbg: AgentDebug,
+) -> None:
+    """Two graphs of an app, each with its checkpointer, use a conversation id as
+    their thread id. While the refund waits for approval, the notes graph runs on
+    that id (a new input) and is resumed too; the refund's resume then continues
+    its own run, which holds only its own nodes."""
+    from lg_graphs import Work
+
+    refunds = approval_graph(InMemorySaver())
+    g = StateGraph(Work)
+    g.add_node("ask_note", lambda s: {"out": [f"note: {interrupt('note?')}"]})
+    g.add_edge(START, "ask_note")
+    notes = g.compile(checkpointer=InMemorySaver())
+    thread = {"configurable": {"thread_id": "conversation-7"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    refunds.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    paused = cb.last_run_id
+    notes.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    noted = cb.last_run_id
+    notes.invoke(Command(resume="hi"), {**thread, "callbacks": [cb]})
+    done = refunds.invoke(Command(resume="yes"), {**thread, "callbacks": [cb]})
+    assert done["out"] == ["prepared", "approved: yes"]
+    assert paused != noted and cb.run_ids == [noted, paused]
+    refund, note = cb.trajectory(paused), cb.trajectory(noted)
+    assert refund.outcome.status is OutcomeStatus.SUCCESS
+    assert note.outcome.status is OutcomeStatus.SUCCESS
+    assert set(starts(refund)) == {"prepare", "ask"} and set(starts(note)) == {"ask_note"}
+
+
+@pytest.mark.parametrize("saver", ["SqliteSaver on a file", "a saver over shared storage"])
+def test_a_graph_built_again_for_each_request_resumes_the_paused_run(
+    dbg: AgentDebug, tmp_path: Any, saver: str
+) -> None:
+    """A service that compiles its graph for each request, with a saver of its own
+    (a connection to the checkpoint file; or one over a database, as PostgresSaver
+    is, here an InMemorySaver over shared storage): the approval's request resumes
+    the run the first request left waiting (one trajectory), as with one graph."""
+    from agentdebug_langgraph import _state
+    from lg_graphs import sqlite_saver
+
+    shared = InMemorySaver()
+
+    def new_saver() -> Any:
+        if saver.startswith("SqliteSaver"):
+            return sqlite_saver(str(tmp_path / "cp.db"))
+        own = InMemorySaver()
+        own.storage, own.writes, own.blobs = shared.storage, shared.writes, shared.blobs
+        return own
+
+    thread = {"configurable": {"thread_id": "per-request"}}
+    first = AgentDebugCallback(dbg, diagnose=False)
+    kept = approval_graph(new_saver())  # (alive: its saver's id is not reused)
+    kept.invoke({"items": [], "out": []}, {**thread, "callbacks": [first]})
+    second = AgentDebugCallback(dbg, diagnose=False)
+    done = approval_graph(new_saver()).invoke(
+        Command(resume="yes"), {**thread, "callbacks": [second]}
+    )
+    assert done["out"] == ["prepared", "approved: yes"]
+    assert second.run_ids == first.run_ids and not len(_state.PAUSED)
+    run = second.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS and "continues" not in run.metadata
+    assert [
+        e.metadata.get("langgraph_event") for e in run.events if e.type is EventType.USER_INPUT
+    ] == ["input", "resume"]

@@ -1,0 +1,118 @@
+"""Rerun of LangGraph's prebuilt agent: from its wrong tool choice, and from the
+``pre_model_hook`` that makes the model's input (also in a later round)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.rerun import closed_loop
+from agentdebug_langgraph import LangGraphRerunExecutor
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from lg_graphs import (
+    ToolBindingFake,
+    call,
+    lookup_order,
+    lookup_order_by_email,
+    order_found,
+    prebuilt_agent,
+    wrong_then_right,
+)
+from rerun_support import assert_branch_of, failed_run, new_nodes, verified_branch
+
+
+def test_closed_loop_reruns_the_prebuilt_agent_from_its_wrong_tool_choice(
+    dbg: AgentDebug,
+) -> None:
+    model = ToolBindingFake(messages=iter(wrong_then_right()))
+    graph = prebuilt_agent(model, [lookup_order_by_email, lookup_order], InMemorySaver())
+    cb = failed_run(dbg, graph, "t-prebuilt")
+    original = cb.trajectory()
+    assert cb.reports[0].root_cause is not None
+    assert cb.reports[0].root_cause.agent_name == "agent"
+    branch = verified_branch(dbg, graph, cb)
+    assert branch.outcome.final_answer == "Order A123 costs $42.00."
+    assert_branch_of(branch, original, 1)
+    assert [e.input for e in branch.events if e.type is EventType.TOOL_CALL] == [
+        {"order_id": "A123"}
+    ]
+    assert new_nodes(branch) == ["agent", "tools", "agent"]
+
+
+PROMPTS: list[Any] = []  # what HeedsDirective was sent, call by call
+
+
+class HeedsDirective(ToolBindingFake):
+    """Looks the order up by e-mail (wrong) until ``needed`` more user messages (the
+    directives) are in its prompt, then by id; then answers from the tool's result."""
+
+    needed: int = 1
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        from langchain_core.messages import ToolMessage
+        from langchain_core.outputs import ChatGeneration, ChatResult
+
+        PROMPTS.append(messages)
+        last = messages[-1]
+        if isinstance(last, ToolMessage):
+            reply = AIMessage("Order A123 costs $42.00." if last.status != "error" else "Done.")
+        elif sum(isinstance(m, HumanMessage) for m in messages) > self.needed:
+            reply = call("lookup_order", {"order_id": "A123"}, "ok")
+        else:
+            reply = call("lookup_order_by_email", {"email": "A123"}, "bad")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_a_prebuilt_agent_with_a_pre_model_hook_is_rerun_from_the_hook(dbg: AgentDebug) -> None:
+    """A ``pre_model_hook`` that returns ``llm_input_messages`` makes the model's
+    input from the messages. Forked after it, the blamed agent step would read the
+    input the hook made before, without the directive; the fork is made before the
+    hook, which runs again, and the model sees the directive."""
+    model = HeedsDirective(messages=iter([]))
+    graph = prebuilt_agent(
+        model,
+        [lookup_order_by_email, lookup_order],
+        InMemorySaver(),
+        pre_model_hook=lambda s: {"llm_input_messages": s["messages"][-6:]},
+    )
+    cb = failed_run(dbg, graph, "t-hook")
+    cause = cb.reports[0].root_cause
+    assert cause is not None and cause.agent_name == "agent"
+    PROMPTS.clear()
+    branch = verified_branch(dbg, graph, cb)
+    assert new_nodes(branch)[:2] == ["pre_model_hook", "agent"]
+    first_prompt = PROMPTS[0]
+    assert sum(isinstance(m, HumanMessage) for m in first_prompt) == 2  # the directive
+
+
+def test_a_later_round_reruns_a_branch_from_its_first_node_the_pre_model_hook(
+    dbg: AgentDebug,
+) -> None:
+    """A model that needs telling twice: the first branch starts at the hook and
+    still fails; the second round blames
+    that branch's agent step, whose hook is the branch's first node (its checkpoint
+    is the first fork). It is forked again before the hook, so the hook makes the
+    model's input with the second directive, and the run passes."""
+    model = HeedsDirective(messages=iter([]), needed=2)
+    graph = prebuilt_agent(
+        model,
+        [lookup_order_by_email, lookup_order],
+        InMemorySaver(),
+        pre_model_hook=lambda s: {"llm_input_messages": s["messages"][-8:]},
+    )
+    cb = failed_run(dbg, graph, "t-hook-rounds")
+    original = cb.trajectory()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    PROMPTS.clear()
+    result = closed_loop(
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
+    )
+    assert result.status == "succeeded" and len(result.attempts) == 2
+    store = dbg.store
+    assert store is not None
+    first, second = (store.load_trajectory(a.branch_id or "") for a in result.attempts)
+    assert first.outcome.status is OutcomeStatus.FAILURE and first.parent_id == original.id
+    assert second.outcome.status is OutcomeStatus.SUCCESS and second.parent_id == first.id
+    assert new_nodes(second)[:2] == ["pre_model_hook", "agent"]
+    assert second.outcome.final_answer == "Order A123 costs $42.00."

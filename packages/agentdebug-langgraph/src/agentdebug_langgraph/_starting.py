@@ -89,9 +89,11 @@ class RunStarting(RunEnding):
         own = thread_id is not None and self._adopt is None and not nested
         # its thread in its graph's checkpointer (two graphs of an app may name their
         # threads alike), and where a run of it waits at an interrupt
+        nodes = _convert.node_names(graph)
+        looped = _pregel.is_async(frame)  # (ainvoke, astream: on an event loop)
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         waits = (
-            pause_key(str(name or GRAPH), _convert.node_names(graph), thread_id)
+            pause_key(str(name or GRAPH), nodes, thread_id)
             if own and thread_id is not None
             else None
         )
@@ -103,7 +105,6 @@ class RunStarting(RunEnding):
             # one that waits on this graph's saver (another graph alike may name the
             # thread too): the same saver, else one that has the checkpoint it waits
             # at (read with sync methods, so not on an event loop: there any is taken)
-            looped = _pregel.is_async(frame)
             resumed = PAUSED.take(
                 waits,
                 lambda run: run.thread_key == key or looped or _forks.on_saver(graph, run),
@@ -119,10 +120,10 @@ class RunStarting(RunEnding):
             and own
             and not branch  # (its fork is the executor's update, not the user's edit)
             and (inputs is None or resumed is not None)
-            and not _pregel.is_async(frame)  # (on an event loop a saver's sync reads fail)
+            and not looped  # (on an event loop a saver's sync reads fail)
         ):
             wanted = _forks.latest_edit(graph, str(thread_id))
-            if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, graph):
+            if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, nodes):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
@@ -139,7 +140,7 @@ class RunStarting(RunEnding):
         if resumed is not None:
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False
-            run.asynchronous = _pregel.is_async(frame)
+            run.asynchronous = looped
             run.interrupted = run.interrupt_recorded = False
             run.interrupt_ids.clear()
             run.segments += 1
@@ -157,12 +158,11 @@ class RunStarting(RunEnding):
             continues = _forked(fork)
         elsewhere = key is not None and LATEST.get(key) is None  # (else this process knows)
         if continues is None and fork is None and elsewhere and _convert.goes_on(inputs):
-            nodes = _convert.node_names(graph)
             continues = stopped_elsewhere(
                 self._debugger(), str(thread_id), str(name or GRAPH), nodes
             )
         session, owns = self._session_for(
-            inputs, md, name, graph, thread_id, continues, invocation, fork, _pregel.is_async(frame)
+            inputs, md, name, graph, thread_id, continues, invocation, fork, looped
         )
         if key is not None:
             LATEST.park(key, session.id)
@@ -176,7 +176,7 @@ class RunStarting(RunEnding):
             graph_name=str(name or GRAPH),
             thread_id=thread_id,
             frame=frame,
-            asynchronous=_pregel.is_async(frame),
+            asynchronous=looped,
             thread_key=key,
             pause_key=waits,
             last_step=base,
@@ -207,7 +207,7 @@ class RunStarting(RunEnding):
         self._roots[run_id.int] = run
 
     def _ran_from(
-        self, checkpoint: str, key: str | None, thread_id: str, name: Any, graph: Any
+        self, checkpoint: str, key: str | None, thread_id: str, name: Any, nodes: list[str]
     ) -> bool:
         """Whether the run that stopped last on the thread ran its last step from
         ``checkpoint`` (an edit): the one this process keeps, else, where this process
@@ -216,7 +216,6 @@ class RunStarting(RunEnding):
             return False
         before = STOPPED.get(key)
         if before is None and LATEST.get(key) is None:
-            nodes = _convert.node_names(graph)
             before = stopped_elsewhere(self._debugger(), thread_id, str(name or GRAPH), nodes)
         return before is not None and before.started_from == checkpoint
 

@@ -8,7 +8,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from agentdebug import AgentDebug, AgentTrajectory, EventType
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun import closed_loop
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
@@ -165,6 +165,58 @@ def test_the_recursion_limit_blames_the_node_whose_model_kept_the_loop_going() -
     )
     (report,) = cb.reports
     assert report.root_cause is not None and report.root_cause.agent_name == "agent"
+    assert report.root_cause.mode_id == "planning.step_limit_exhausted"
+
+
+@pytest.mark.parametrize("check_passes", [True, False])
+def test_a_prebuilt_agent_out_of_steps_is_an_error_only_where_the_check_fails(
+    dbg: AgentDebug, check_passes: bool
+) -> None:
+    """The prebuilt agent ends itself when its steps run out ("Sorry, need more
+    steps..."): with a success check that passes on that state, the run is a
+    success with no error event in it; with one that fails, the step-limit error
+    is at the agent step that said it, and it is the diagnosis's cause."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.messages import HumanMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from lg_graphs import prebuilt_agent, weather
+
+    class Asker(BaseChatModel):
+        """Asks for the weather again, every turn."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "asker"
+
+        def bind_tools(self, tools: Any, **kw: Any) -> Any:
+            return self
+
+        def _generate(self, messages: Any, stop: Any = None, **kw: Any) -> Any:
+            msg = call("weather", {"city": "Paris"}, f"w{len(messages)}")
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    graph = prebuilt_agent(Asker(), (weather,))
+    cb = AgentDebugCallback(
+        dbg, success_check=lambda state: True if check_passes else "no forecast given"
+    )
+    out = graph.invoke(
+        {"messages": [HumanMessage("Weather in Paris?")]},
+        {"callbacks": [cb], "recursion_limit": 6},
+    )
+    assert out["messages"][-1].content == "Sorry, need more steps to process this request."
+    run = cb.trajectory()
+    errors = [e for e in run.events if e.type is EventType.ERROR]
+    if check_passes:
+        assert run.outcome.status is OutcomeStatus.SUCCESS
+        assert errors == [] and cb.reports == []
+        return
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.reason == "no forecast given"
+    (error,) = errors
+    assert error.metadata["failure_mode"] == "planning.step_limit_exhausted"
+    assert (error.agent_name, error.step_index) == ("agent", start_of(run, "agent").step_index)
+    (report,) = cb.reports
+    assert report.root_cause is not None
     assert report.root_cause.mode_id == "planning.step_limit_exhausted"
 
 

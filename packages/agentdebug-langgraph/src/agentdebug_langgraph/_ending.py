@@ -171,15 +171,18 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             except Exception:  # an odd final state: the run is still closed
                 log.exception("agentdebug: the final answer could not be recorded")
                 answer = None
-            out_of_steps = self._out_of_steps(run, outputs, answer)
+            # the prebuilt agent's own end when its steps ran out: the run's failure
+            # without a success check; with one, an error only where the check fails
+            ran_out = answer.__class__ is str and answer == _graph_errors.OUT_OF_STEPS_TEXT
             try:
-                if out_of_steps is not None and self.success_check is None:
-                    session.set_outcome(
-                        OutcomeStatus.FAILURE, final_answer=answer, reason=out_of_steps
-                    )
+                if ran_out and self.success_check is None:
+                    reason = self._out_of_steps(run, outputs)
+                    session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=reason)
                     failed = True
                 else:
                     failed = not self._judge(session, outputs, answer)
+                    if failed and ran_out:
+                        self._out_of_steps(run, outputs)
             except BaseException as stop:  # Ctrl-C or exit in the success check
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
@@ -241,22 +244,19 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             if call[0].run is run:
                 self._calls.pop(run_id, None)
 
-    def _out_of_steps(self, run: GraphRun, outputs: Any, answer: Any) -> str | None:
+    def _out_of_steps(self, run: GraphRun, outputs: Any) -> str:
         """A prebuilt agent that ended the run itself, its steps run out (no error
-        raised): its error event, at the node that said so, and the reason; None
-        for any other end. Without a success check the run then fails."""
+        raised): its error event, at the node that said so; the run's reason."""
+        reason = "the agent ran out of steps under its recursion limit (RemainingSteps)"
         try:
-            if answer != _graph_errors.OUT_OF_STEPS_TEXT:
-                return None
             agent, step, parent = _answered_by(run, _convert.last_ai_text(outputs)[1])
             fields = _graph_errors.out_of_steps(
                 agent=agent, step=step, parent=parent, graph=run.graph_name
             )
             run.session.record(EventType.ERROR, **fields)
-            return "the agent ran out of steps under its recursion limit (RemainingSteps)"
         except Exception:
             log.exception("agentdebug: an agent's out-of-steps end could not be recorded")
-            return None
+        return reason
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)

@@ -44,6 +44,8 @@ class CaptureBase(GraphCallbackHandler):
         # model and tool calls in flight: run id -> (node, prompt or (event id, tool call
         # id), start, name)
         self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
+        # the chunks a streamed model call gave so far, until it ends: by its run id
+        self._streamed: dict[int, list[Any]] = {}
         self._errors_logged = 0
 
     def _failed(self, where: str) -> None:

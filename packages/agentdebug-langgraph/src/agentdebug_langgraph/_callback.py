@@ -33,7 +33,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
-from agentdebug_langgraph._ending import SuccessCheck
+from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
 from agentdebug_langgraph._live import (
     default_debugger,
 )
@@ -109,11 +109,7 @@ class AgentDebugCallback(RunStarting):
         hold_interrupts: bool = False,
     ) -> None:
         super().__init__()
-        if success_check is not None and not callable(success_check):
-            raise TypeError(
-                "AgentDebugCallback(success_check=...) takes a function of the final "
-                f"state, not {type(success_check).__name__}"
-            )
+        success_check = checked_success_check(success_check, "AgentDebugCallback")
         self.debugger = debugger
         graph_factory = factory_spec(graph_factory)
         self.goal = goal
@@ -350,6 +346,8 @@ class AgentDebugCallback(RunStarting):
                         self._note_sends(sender, outputs)
                 return
             self._by_ns.pop(rec.ns, None)
+            if self._streamed:  # a model stream the node left unread (async: closed later)
+                self._stop_streams(rec, None, "the node ended without reading the rest")
             self._end_node(rec, outputs)
         except Exception:
             self._failed("on_chain_end")
@@ -452,6 +450,9 @@ class AgentDebugCallback(RunStarting):
                     self._end_graph(root, None, error)
                 return
             self._by_ns.pop(rec.ns, None)
+            if self._streamed:
+                why = f"the node ended with {type(error).__name__} before the model answered"
+                self._stop_streams(rec, None, why)
             run = rec.run
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)

@@ -8,6 +8,7 @@ callback itself (:mod:`._callback`) records the graph and its nodes.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from typing import Any
@@ -39,6 +40,29 @@ from agentdebug_langgraph._state import (
 )
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
+
+
+def checked_success_check(check: Any, where: str) -> SuccessCheck | None:
+    """``check`` as given, or a TypeError that says what to give: a plain function
+    of the final state. An ``async def`` cannot be one: it runs as the graph ends,
+    inside LangGraph's callback, where nothing can be awaited (its coroutine,
+    unawaited, would read as a passing verdict)."""
+    if check is None:
+        return None
+    if not callable(check):
+        raise TypeError(
+            f"{where}(success_check=...) takes a function of the final state, "
+            f"not {type(check).__name__}"
+        )
+    if inspect.iscoroutinefunction(check) or inspect.iscoroutinefunction(
+        getattr(check, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    ):
+        raise TypeError(
+            f"{where}(success_check=...) takes a plain function, not an async one: it "
+            "runs as the graph ends, inside LangGraph's callback, where nothing can be "
+            "awaited; do the async work in the graph, or judge the state after ainvoke"
+        )
+    return check  # type: ignore[no-any-return]
 
 
 class UnavailableCheck:
@@ -240,9 +264,12 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         for ns, rec in list(self._by_ns.items()):
             if rec.run is run:
                 self._by_ns.pop(ns, None)
+        if self._streamed:  # the model calls it was streaming as it stopped
+            self._stop_streams(None, run, "the run ended before the model answered")
         for run_id, call in list(self._calls.items()):
             if call[0].run is run:
                 self._calls.pop(run_id, None)
+                self._streamed.pop(run_id, None)
 
     def _out_of_steps(self, run: GraphRun, outputs: Any) -> str:
         """A prebuilt agent that ended the run itself, its steps run out (no error
@@ -302,6 +329,17 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             reason = "the success check passed"
         else:
             reason = "the graph completed (no success check given)"
+        if inspect.isawaitable(verdict):  # (a sync function that returned a coroutine)
+            closing = getattr(verdict, "close", None)
+            if closing is not None:
+                closing()  # not awaited: closed, so Python does not warn of it
+            session.set_outcome(
+                OutcomeStatus.UNKNOWN,
+                final_answer=answer,
+                reason="the success check returned a coroutine, not its verdict "
+                "(it runs inside LangGraph's callback, where nothing can be awaited)",
+            )
+            return True
         if verdict is not None and not isinstance(verdict, (bool, str)):
             try:  # 1, numpy.bool_(True), ...: as Python reads it
                 verdict = bool(verdict) or f"the success check returned {_short_repr(verdict)}"
@@ -461,10 +499,20 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
             step, agent, event_id = max(same, key=lambda entry: entry[0])
             return agent, step, event_id
         written = run.last_written
-        if written is not None and written[0] is msg:
+        if written is not None and _same_message(written[0], msg):
             return written[1], written[2], written[3]
         return None, run.last_step, run.input_event
     if not answers:
         return None, run.last_step, run.input_event
     agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id
+
+
+def _same_message(written: Any, msg: Any) -> bool:
+    """Whether the final message is the one a node's update wrote: the same object,
+    or the message ``add_messages`` made of it (a chunk becomes a new message with
+    its id)."""
+    if written is msg:
+        return True
+    given = getattr(msg, "id", None)
+    return given is not None and getattr(written, "id", None) == given

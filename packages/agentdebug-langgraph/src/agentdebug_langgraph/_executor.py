@@ -55,7 +55,12 @@ from agentdebug_langgraph._checkpoints import (
     routed_by_command,
 )
 from agentdebug_langgraph._convert import compact
-from agentdebug_langgraph._ending import SuccessCheck, UnavailableCheck, branch_paused
+from agentdebug_langgraph._ending import (
+    SuccessCheck,
+    UnavailableCheck,
+    branch_paused,
+    checked_success_check,
+)
 from agentdebug_langgraph._fork import (
     directive_text,
     fork,
@@ -148,7 +153,7 @@ class LangGraphRerunExecutor:
         self.debugger = debugger
         self.config = dict(config or {})
         self.context = context
-        self.success_check = success_check
+        self.success_check = checked_success_check(success_check, "LangGraphRerunExecutor")
         self.directive_key = directive_key
         self.directive_update = directive_update
         self.asynchronous = asynchronous

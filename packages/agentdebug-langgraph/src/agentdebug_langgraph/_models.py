@@ -112,11 +112,37 @@ class ModelAndToolEvents(CaptureBase):
                 return prompt[k:]
         return prompt
 
+    def on_llm_new_token(
+        self,
+        token: Any,
+        *,
+        chunk: Any = None,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        tags: list[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """A streamed model call's chunk, kept until the call ends: a node that
+        stops reading the stream, or a run stopped meanwhile, leaves what the model
+        had said by then recorded (:meth:`_stopped_call`)."""
+        try:
+            key = run_id.int
+            if chunk is not None and key in self._calls:
+                got = self._streamed.get(key)
+                if got is None:
+                    self._streamed[key] = [chunk]
+                else:
+                    got.append(chunk)
+        except Exception:
+            self._failed("on_llm_new_token")
+
     def on_llm_end(self, response: Any, *, run_id: UUID, **kwargs: Any) -> None:
         try:
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
+            if self._streamed:
+                self._streamed.pop(run_id.int, None)
             rec, prompt, started, model = call
             try:
                 gen = response.generations[0][0]
@@ -199,12 +225,12 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
+            if isinstance(error, GeneratorExit):  # the node stopped reading a stream
+                self._stopped_call(run_id.int, call, "the caller stopped reading the stream")
+                return
+            said = _joined(self._streamed.pop(run_id.int, None))  # (a stream cut off)
             rec, prompt, started, model = call
             meta: dict[str, Any] = {"model": model} if model else {}
-            failure: BaseException | None = error
-            if isinstance(error, GeneratorExit):  # the node stopped reading a stream
-                meta["stopped"] = "the caller stopped reading the stream"
-                failure = None
             if rec.run.failed_calls:  # a retry that failed too: one link of the chain
                 _retried_call(rec, prompt, started, meta)
             failed = rec.run.session.record(
@@ -212,16 +238,51 @@ class ModelAndToolEvents(CaptureBase):
                 agent_name=rec.agent,
                 step_index=rec.step,
                 input=_convert.compact(self._prompt(rec, prompt, meta)),
-                error=failure,
+                output=_convert.message(said) if said is not None else None,
+                error=error,
                 parent_id=rec.event_id,
                 module=_CHAT_MODEL,
                 duration_ms=(_clock() - started) * 1000.0,
                 metadata=meta,
             )
-            if failure is not None:
-                rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt)
+            rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt)
         except Exception:
             self._failed("on_llm_error")
+
+    def _stopped_call(self, key: int, call: tuple[NodeRun, Any, float, Any], why: str) -> None:
+        """A model call that will not answer (its stream left unread, its run or
+        node over): an ``llm.response`` without an error, ``stopped`` saying why,
+        with what the stream had given by then as its reply; that reply is the
+        node's latest answer, as a finished call's is (the final answer's author)."""
+        rec, prompt, started, model = call
+        meta: dict[str, Any] = {"model": model} if model else {}
+        meta["stopped"] = why
+        said = _joined(self._streamed.pop(key, None))
+        output = _convert.message(said) if said is not None else None
+        event_id = rec.run.session.record(
+            EventType.LLM_RESPONSE,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            input=_convert.compact(self._prompt(rec, prompt, meta)),
+            output=output,
+            parent_id=rec.event_id,
+            module=_CHAT_MODEL,
+            duration_ms=(_clock() - started) * 1000.0,
+            metadata=meta,
+        )
+        if said is not None and output is not None and not output.get("tool_calls"):
+            rec.run.answers[rec.agent] = (said, rec.step, event_id)
+
+    def _stop_streams(self, rec: NodeRun | None, run: Any, why: str) -> None:
+        """The streamed model calls of a node run (or of a whole run, ``rec`` None)
+        still open as it ends: a node that stopped reading one (an async stream is
+        closed only later, by the event loop), or a run stopped while one ran."""
+        for key, call in list(self._calls.items()):
+            if key in self._streamed and (
+                call[0] is rec if rec is not None else call[0].run is run
+            ):
+                self._calls.pop(key, None)
+                self._stopped_call(key, call, why)
 
     # -- tools ---------------------------------------------------------------------------------
 
@@ -452,6 +513,19 @@ def _result_meta(rec: NodeRun, tool: str, call_id: Any, decided: bool) -> dict[s
     if decided:
         meta[RAN_IN] = rec.event_id
     return meta
+
+
+def _joined(chunks: list[Any] | None) -> Any:
+    """The message a stream's chunks add up to (LangChain's chunk addition joins
+    text and tool-call chunks), or None."""
+    messages: list[Any] = [getattr(c, "message", None) for c in chunks or ()]
+    messages = [m for m in messages if _convert.is_message(m)]
+    if not messages:
+        return None
+    joined = messages[0]
+    for m in messages[1:]:
+        joined = joined + m
+    return joined
 
 
 def _model_name(md: dict[str, Any] | None, kwargs: dict[str, Any]) -> Any:

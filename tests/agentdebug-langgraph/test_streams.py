@@ -1,0 +1,182 @@
+"""Model streams left unread, and success checks that cannot be awaited.
+
+A node may stop reading a model's stream once it has what it needs, and a
+consumer may stop reading the graph while a model streams. The model call never
+answers then; what it had said by that point is still its reply."""
+
+from __future__ import annotations
+
+import asyncio
+import warnings
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.graph import START, MessagesState, StateGraph
+
+REPLY = "It is sunny in Paris today."
+
+
+def model() -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))  # streams word by word
+
+
+def events(run: AgentTrajectory, *kinds: EventType) -> list[Any]:
+    return [e for e in run.events if e.type in kinds]
+
+
+def the_call(run: AgentTrajectory) -> Any:
+    (call,) = events(run, EventType.LLM_RESPONSE)
+    return call
+
+
+def assert_cut_short(run: AgentTrajectory, stopped: str) -> Any:
+    """The call is recorded with the text it had given, no error, and why it stopped."""
+    call = the_call(run)
+    assert call.output == {"role": "assistant", "content": "It is "}
+    assert call.error is None
+    assert call.metadata["stopped"] == stopped
+    return call
+
+
+def test_an_async_node_that_stops_reading_a_stream_keeps_what_the_model_said(
+    dbg: AgentDebug,
+) -> None:
+    """LangChain closes an async stream only when the event loop finalises it, after
+    the node has returned: the call is recorded at the node's end, before it, and its
+    partial reply is the final answer's source."""
+    chat = model()
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        said: Any = None
+        async for chunk in chat.astream(state["messages"]):
+            said = chunk if said is None else said + chunk
+            if len(said.content) >= 6:
+                break
+        return {"messages": [said]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    asyncio.run(g.compile().ainvoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}))
+    run = cb.trajectory()
+    call = assert_cut_short(run, "the node ended without reading the rest")
+    kinds = [e.type for e in run.events]
+    assert kinds.index(EventType.LLM_RESPONSE) < kinds.index(EventType.AGENT_END)
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    assert (final.output, final.parent_id, final.agent_name) == ("It is ", call.id, "agent")
+
+
+def test_a_sync_node_that_breaks_out_of_a_stream_keeps_what_the_model_said(
+    dbg: AgentDebug,
+) -> None:
+    chat = model()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        said: Any = None
+        for chunk in chat.stream(state["messages"]):
+            said = chunk if said is None else said + chunk
+            if len(said.content) >= 6:
+                break
+        return {"messages": [AIMessage(said.content)]}  # a message of its own
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    call = assert_cut_short(run, "the caller stopped reading the stream")
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    assert final.parent_id == call.id
+
+
+def test_a_run_stopped_while_a_model_streams_records_the_call_so_far(dbg: AgentDebug) -> None:
+    """The consumer of ``astream_events`` stops at the model's third chunk: the run
+    ends stopped (the node cancelled), and the call it cut off is in it with the
+    chunks it had given."""
+    chat = model()
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [chat.invoke(s["messages"])]})
+    g.add_edge(START, "agent")
+    app = g.compile()
+    cb = AgentDebugCallback(dbg)
+
+    async def read_three_chunks() -> None:
+        seen = 0
+        stream = app.astream_events(
+            {"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}, version="v2"
+        )
+        async for event in stream:
+            if event["event"] == "on_chat_model_stream":
+                seen += 1
+                if seen == 3:  # "It", " ", "is"
+                    break
+        await stream.aclose()
+
+    asyncio.run(read_three_chunks())
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    call = the_call(run)
+    assert (
+        call.metadata["stopped"] == "the node ended with CancelledError before the model answered"
+    )
+    assert call.output["content"] in ("It is", "It is ")  # (the last chunk may be in flight)
+
+
+def test_an_async_success_check_is_refused_with_what_to_do(dbg: AgentDebug) -> None:
+    async def check(state: Any) -> bool:
+        return True
+
+    class Judge:
+        async def __call__(self, state: Any) -> bool:
+            return True
+
+    for bad in (check, Judge()):
+        with pytest.raises(TypeError, match="not an async one: it runs as the graph ends"):
+            AgentDebugCallback(dbg, success_check=bad)
+        with pytest.raises(TypeError, match="LangGraphRerunExecutor"):
+            LangGraphRerunExecutor(StateGraph(MessagesState), debugger=dbg, success_check=bad)
+
+
+def test_a_check_that_returns_a_coroutine_leaves_the_outcome_unknown(dbg: AgentDebug) -> None:
+    """A plain function that returns a coroutine (a lambda around an async one):
+    its verdict cannot be had, so the run is not called a success for it, and no
+    'never awaited' warning comes out of the callback."""
+
+    async def verdict(state: Any) -> str:
+        return "wrong answer"
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [AIMessage("done")]})
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg, success_check=lambda state: verdict(state))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        g.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+    assert "returned a coroutine" in str(run.outcome.reason)
+
+
+def test_a_chunk_a_node_writes_is_its_final_answer_once_langgraph_made_it_a_message(
+    dbg: AgentDebug,
+) -> None:
+    """``add_messages`` turns a chunk into a new ``AIMessage`` with the chunk's id: the
+    node that wrote it is still the answer's author, not the user's input."""
+    from langchain_core.messages import AIMessageChunk
+
+    g = StateGraph(MessagesState)
+    g.add_node("reply", lambda s: {"messages": [AIMessageChunk(content="Done.", id="r1")]})
+    g.add_edge(START, "reply")
+    cb = AgentDebugCallback(dbg)
+    out = g.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
+    assert type(out["messages"][-1]) is AIMessage  # not the object the node returned
+    run = cb.trajectory()
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    (start,) = events(run, EventType.AGENT_START)
+    assert (final.agent_name, final.parent_id) == ("reply", start.id)

@@ -277,10 +277,11 @@ class ModelAndToolEvents(CaptureBase):
         """The streamed model calls of a node run (or of a whole run, ``rec`` None)
         still open as it ends: a node that stopped reading one (an async stream is
         closed only later, by the event loop), or a run stopped while one ran."""
-        for key, call in list(self._calls.items()):
-            if key in self._streamed and (
-                call[0] is rec if rec is not None else call[0].run is run
-            ):
+        for key in list(self._streamed):  # (streaming calls only: a server has many calls)
+            call = self._calls.get(key)
+            if call is None:
+                self._streamed.pop(key, None)
+            elif call[0] is rec if rec is not None else call[0].run is run:
                 self._calls.pop(key, None)
                 self._stopped_call(key, call, why)
 

@@ -192,6 +192,19 @@ def test_with_no_finding_the_structural_prior_is_low_confidence() -> None:
     assert "no detector fired" in hyps[0].rationale
 
 
+def test_with_no_finding_a_call_that_failed_is_not_the_first_decision() -> None:
+    """A model call that timed out and was tried again decided nothing: the prior
+    starts at the try that answered."""
+    t = traj(
+        ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
+        ev(1, EventType.LLM_RESPONSE, "solver", error="model timed out"),
+        ev(2, EventType.LLM_RESPONSE, "solver", output="It is 5."),
+        ev(3, EventType.FINAL_ANSWER, "reporter", output="5"),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert [(h.agent_name, h.step_index) for h in hyps] == [("solver", 2), ("reporter", 3)]
+
+
 def test_the_example_run_is_traced_back_to_the_bad_search_call() -> None:
     trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
     report = diagnose(trajectory)

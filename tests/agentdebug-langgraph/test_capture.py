@@ -540,3 +540,33 @@ def test_show_gives_the_checkpoint_each_node_started_from(dbg: AgentDebug) -> No
     for e in starts:
         assert e.checkpoint is not None
         assert f"checkpoint {e.checkpoint.checkpoint_id} in thread t-show" in shown
+
+
+def test_a_node_deleting_messages_records_which_it_deleted(dbg: AgentDebug) -> None:
+    """``RemoveMessage`` says nothing but the id of the message it deletes (or that
+    it clears the history): that id is what the node's update records."""
+    from langchain_core.messages import RemoveMessage
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+
+    def forget(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [RemoveMessage(id=state["messages"][0].id)]}
+
+    def restart(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), HumanMessage("again")]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("forget", forget)
+    g.add_node("restart", restart)
+    g.add_edge(START, "forget")
+    g.add_edge("forget", "restart")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke(
+        {"messages": [HumanMessage("old", id="m1"), HumanMessage("keep", id="m2")]},
+        {"callbacks": [cb]},
+    )
+    ends = {
+        e.agent_name: e.output["messages"] for e in of_type(cb.trajectory(), EventType.AGENT_END)
+    }
+    assert ends["forget"] == [{"role": "remove", "id": "m1"}]
+    assert ends["restart"][0] == {"role": "remove", "id": REMOVE_ALL_MESSAGES}
+    assert ends["restart"][1]["content"] == "again"

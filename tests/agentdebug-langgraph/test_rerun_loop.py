@@ -126,6 +126,35 @@ def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable
     assert "has no importable name" in result.detail
 
 
+def test_a_runs_check_whose_name_now_names_an_async_function_leaves_the_branch_unknown(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The check a run recorded by name is imported again for its branch; a name that
+    now holds an ``async def`` cannot judge it (nothing is awaited there): the branch
+    is ``unknown``, saying so, and the rerun does not stop with a TypeError."""
+    from agentdebug_langgraph import _live
+
+    saver = InMemorySaver()
+    graph = tool_agent(scripted(wrong_then_right()), saver)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t-async-now"}, "callbacks": [cb]})
+    original = cb.trajectory()
+    assert original.metadata["langgraph"]["success_check"] == "lg_graphs:order_found"
+
+    async def order_found_now(state: Any) -> bool:
+        return True
+
+    _live._LIVE_CHECKS.clear()  # as in another process
+    monkeypatch.setattr(lg_graphs, "order_found", order_found_now)
+    right = scripted(wrong_then_right()[2:])
+    branch = LangGraphRerunExecutor(tool_agent(right, saver), debugger=dbg).rerun(
+        RerunRequest(trajectory=original, resume_step=1, directive="Look the order up.")
+    )
+    assert branch.outcome.status is OutcomeStatus.UNKNOWN
+    reason = branch.outcome.reason or ""
+    assert "lg_graphs:order_found" in reason and "not an async one" in reason
+
+
 def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
     dbg: AgentDebug,
 ) -> None:

@@ -45,9 +45,9 @@ def assert_cut_short(run: AgentTrajectory, stopped: str) -> Any:
 def test_an_async_node_that_stops_reading_a_stream_keeps_what_the_model_said(
     dbg: AgentDebug,
 ) -> None:
-    """LangChain closes an async stream only when the event loop finalises it, after
-    the node has returned: the call is recorded at the node's end, before it, and its
-    partial reply is the final answer's source."""
+    """The event loop closes an async stream only after the node has returned: the
+    call is recorded then, with its partial reply, which is the final answer's
+    source."""
     chat = model()
 
     async def agent(state: MessagesState) -> dict[str, Any]:
@@ -64,9 +64,7 @@ def test_an_async_node_that_stops_reading_a_stream_keeps_what_the_model_said(
     cb = AgentDebugCallback(dbg)
     asyncio.run(g.compile().ainvoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}))
     run = cb.trajectory()
-    call = assert_cut_short(run, "the node ended without reading the rest")
-    kinds = [e.type for e in run.events]
-    assert kinds.index(EventType.LLM_RESPONSE) < kinds.index(EventType.AGENT_END)
+    call = assert_cut_short(run, "the caller stopped reading the stream")
     (final,) = events(run, EventType.FINAL_ANSWER)
     assert (final.output, final.parent_id, final.agent_name) == ("It is ", call.id, "agent")
 
@@ -95,13 +93,46 @@ def test_a_sync_node_that_breaks_out_of_a_stream_keeps_what_the_model_said(
     assert final.parent_id == call.id
 
 
+def test_a_stream_left_open_beside_a_complete_call_does_not_take_its_answer(
+    dbg: AgentDebug,
+) -> None:
+    """A node peeks at one stream, keeps it, and answers with another call: the
+    stream closes only as the node returns, after that call; the final answer is
+    still the complete call's."""
+    peek = GenericFakeChatModel(messages=iter([AIMessage("maybe later")]))
+    chat = model()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        stream = peek.stream(state["messages"])
+        next(stream)
+        return {"messages": [chat.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    stopped, answered = sorted(
+        events(run, EventType.LLM_RESPONSE), key=lambda e: "stopped" not in e.metadata
+    )
+    assert stopped.output["content"] == "maybe"
+    assert answered.output["content"] == REPLY
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    assert final.parent_id == answered.id
+
+
 def test_a_run_stopped_while_a_model_streams_records_the_call_so_far(dbg: AgentDebug) -> None:
     """The consumer of ``astream_events`` stops at the model's third chunk: the run
-    ends stopped (the node cancelled), and the call it cut off is in it with the
-    chunks it had given."""
+    ends stopped before the model answered, and the call is in it, not as the
+    model's failure, with the chunks it had given."""
     chat = model()
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await chat.ainvoke(state["messages"])]}
+
     g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [chat.invoke(s["messages"])]})
+    g.add_node("agent", agent)
     g.add_edge(START, "agent")
     app = g.compile()
     cb = AgentDebugCallback(dbg)
@@ -122,10 +153,9 @@ def test_a_run_stopped_while_a_model_streams_records_the_call_so_far(dbg: AgentD
     run = cb.trajectory()
     assert run.outcome.status is OutcomeStatus.UNKNOWN
     call = the_call(run)
-    assert (
-        call.metadata["stopped"] == "the node ended with CancelledError before the model answered"
-    )
-    assert call.output["content"] in ("It is", "It is ")  # (the last chunk may be in flight)
+    assert call.metadata["stopped"] == "the run ended before the model answered"
+    assert call.error is None
+    assert call.output["content"] in ("It is", "It is ")  # (a chunk more may have come)
 
 
 def test_an_async_success_check_is_refused_with_what_to_do(dbg: AgentDebug) -> None:
@@ -180,3 +210,72 @@ def test_a_chunk_a_node_writes_is_its_final_answer_once_langgraph_made_it_a_mess
     (final,) = events(run, EventType.FINAL_ANSWER)
     (start,) = events(run, EventType.AGENT_START)
     assert (final.agent_name, final.parent_id) == ("reply", start.id)
+
+
+def test_a_model_call_cancelled_with_its_run_is_a_stop_not_the_models_failure(
+    dbg: AgentDebug,
+) -> None:
+    """The app gives up on a slow model (``asyncio.wait_for``): the call is cancelled,
+    which is not an error of the model's for the diagnosis to blame."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    class Slow(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "slow"
+
+        def _generate(self, messages: Any, stop: Any = None, **kw: Any) -> Any:
+            raise NotImplementedError
+
+        async def _agenerate(self, messages: Any, stop: Any = None, **kw: Any) -> Any:
+            await asyncio.sleep(30)
+            return ChatResult(generations=[ChatGeneration(message=AIMessage("late"))])
+
+    slow = Slow()
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await slow.ainvoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    app = g.compile()
+
+    async def give_up() -> None:
+        await asyncio.wait_for(
+            app.ainvoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}), 0.3
+        )
+
+    with pytest.raises(asyncio.TimeoutError):
+        asyncio.run(give_up())
+    run = cb.trajectory()
+    call = the_call(run)  # (before, not recorded at all)
+    assert call.metadata["stopped"] == "the run ended before the model answered"
+    assert call.error is None and call.output is None
+    assert run.outcome.status is OutcomeStatus.UNKNOWN
+
+
+def test_ctrl_c_in_a_model_call_is_a_stop_not_the_models_failure(dbg: AgentDebug) -> None:
+    from langchain_core.language_models import BaseChatModel
+
+    class Interrupted(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "interrupted"
+
+        def _generate(self, messages: Any, stop: Any = None, **kw: Any) -> Any:
+            raise KeyboardInterrupt
+
+    chat = Interrupted()
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [chat.invoke(s["messages"])]})
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(KeyboardInterrupt):
+        g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    call = the_call(cb.trajectory())
+    assert call.metadata["stopped"] == "the call was stopped (KeyboardInterrupt)"
+    assert call.error is None
+    assert cb.reports == []

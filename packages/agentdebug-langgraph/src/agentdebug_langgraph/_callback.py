@@ -109,7 +109,9 @@ class AgentDebugCallback(RunStarting):
         hold_interrupts: bool = False,
     ) -> None:
         super().__init__()
-        success_check = checked_success_check(success_check, "AgentDebugCallback")
+        success_check = checked_success_check(
+            success_check, "AgentDebugCallback(success_check=...)"
+        )
         self.debugger = debugger
         graph_factory = factory_spec(graph_factory)
         self.goal = goal
@@ -346,8 +348,6 @@ class AgentDebugCallback(RunStarting):
                         self._note_sends(sender, outputs)
                 return
             self._by_ns.pop(rec.ns, None)
-            if self._streamed:  # a model stream the node left unread (async: closed later)
-                self._stop_streams(rec, None, "the node ended without reading the rest")
             self._end_node(rec, outputs)
         except Exception:
             self._failed("on_chain_end")
@@ -450,9 +450,6 @@ class AgentDebugCallback(RunStarting):
                     self._end_graph(root, None, error)
                 return
             self._by_ns.pop(rec.ns, None)
-            if self._streamed:
-                why = f"the node ended with {type(error).__name__} before the model answered"
-                self._stop_streams(rec, None, why)
             run = rec.run
             if run.subgraph_loops:
                 run.subgraph_loops.pop(rec.ns, None)

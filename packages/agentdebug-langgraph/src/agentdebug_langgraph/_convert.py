@@ -78,6 +78,9 @@ def message(msg: BaseMessage) -> dict[str, Any]:
         status = msg.status  # type: ignore[attr-defined]
         if status and status != "success":
             out["status"] = status
+    elif kind == "remove":  # a RemoveMessage: which message it deletes is all it says
+        out["id"] = msg.id  # (REMOVE_ALL_MESSAGES: "__remove_all__", the whole history)
+        del out["content"]
     return out
 
 

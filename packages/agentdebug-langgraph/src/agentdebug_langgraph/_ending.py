@@ -42,23 +42,24 @@ from agentdebug_langgraph._state import (
 SuccessCheck = Callable[[Any], "bool | str | None"]
 
 
-def checked_success_check(check: Any, where: str) -> SuccessCheck | None:
-    """``check`` as given, or a TypeError that says what to give: a plain function
+def checked_success_check(check: Any, what: str) -> SuccessCheck | None:
+    """``check`` as given (``what`` names where it was given, for the error), or a
+    TypeError that says what to give: a plain function
     of the final state. An ``async def`` cannot be one: it runs as the graph ends,
     inside LangGraph's callback, where nothing can be awaited (its coroutine,
     unawaited, would read as a passing verdict)."""
     if check is None:
         return None
     if not callable(check):
-        raise TypeError(
-            f"{where}(success_check=...) takes a function of the final state, "
-            f"not {type(check).__name__}"
-        )
-    if inspect.iscoroutinefunction(check) or inspect.iscoroutinefunction(
-        getattr(check, "__call__", None)  # noqa: B004  (an object with an async __call__)
+        raise TypeError(f"{what} takes a function of the final state, not {type(check).__name__}")
+    call = getattr(check, "__call__", None)  # noqa: B004  (an object with an async __call__)
+    if any(
+        f(c)
+        for f in (inspect.iscoroutinefunction, inspect.isasyncgenfunction)
+        for c in (check, call)
     ):
         raise TypeError(
-            f"{where}(success_check=...) takes a plain function, not an async one: it "
+            f"{what} takes a plain function, not an async one: it "
             "runs as the graph ends, inside LangGraph's callback, where nothing can be "
             "awaited; do the async work in the graph, or judge the state after ainvoke"
         )
@@ -264,8 +265,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         for ns, rec in list(self._by_ns.items()):
             if rec.run is run:
                 self._by_ns.pop(ns, None)
-        if self._streamed:  # the model calls it was streaming as it stopped
-            self._stop_streams(None, run, "the run ended before the model answered")
+        if self._calls:  # the model calls it was making as it stopped
+            self._stop_calls(run)
         for run_id, call in list(self._calls.items()):
             if call[0].run is run:
                 self._calls.pop(run_id, None)

@@ -153,7 +153,9 @@ class LangGraphRerunExecutor:
         self.debugger = debugger
         self.config = dict(config or {})
         self.context = context
-        self.success_check = checked_success_check(success_check, "LangGraphRerunExecutor")
+        self.success_check = checked_success_check(
+            success_check, "LangGraphRerunExecutor(success_check=...)"
+        )
         self.directive_key = directive_key
         self.directive_update = directive_update
         self.asynchronous = asynchronous
@@ -339,8 +341,10 @@ class LangGraphRerunExecutor:
         spec = lg.get("success_check")
         if isinstance(spec, str) and spec:
             try:
-                check = load_spec(spec, "success check")
-            except AgentDebugError as exc:
+                check = checked_success_check(
+                    load_spec(spec, "success check"), f"the run's success check '{spec}'"
+                )
+            except (AgentDebugError, TypeError) as exc:  # (gone, or now an async one)
                 return UnavailableCheck(f"{exc}; {PASS_CHECK}")
             return cast(SuccessCheck, check)
         name = lg.get("success_check_unimportable")

@@ -225,8 +225,13 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            if isinstance(error, GeneratorExit):  # the node stopped reading a stream
-                self._stopped_call(run_id.int, call, "the caller stopped reading the stream")
+            if not isinstance(error, Exception):  # not the model's failure: a stop
+                why = (
+                    "the caller stopped reading the stream"  # (async: once the loop closed it)
+                    if isinstance(error, GeneratorExit)
+                    else f"the call was stopped ({type(error).__name__})"
+                )
+                self._stopped_call(run_id.int, call, why)
                 return
             said = _joined(self._streamed.pop(run_id.int, None))  # (a stream cut off)
             rec, prompt, started, model = call
@@ -250,10 +255,12 @@ class ModelAndToolEvents(CaptureBase):
             self._failed("on_llm_error")
 
     def _stopped_call(self, key: int, call: tuple[NodeRun, Any, float, Any], why: str) -> None:
-        """A model call that will not answer (its stream left unread, its run or
-        node over): an ``llm.response`` without an error, ``stopped`` saying why,
-        with what the stream had given by then as its reply; that reply is the
-        node's latest answer, as a finished call's is (the final answer's author)."""
+        """A model call that will not answer (its stream left unread, the call
+        cancelled, its run over): an ``llm.response`` without an error, ``stopped``
+        saying why, with what the stream had given by then as its reply. That reply
+        is the node run's answer (the final answer's author) unless a call of the
+        node run answered already: a node that left a stream open and made another
+        call closes the stream only as it returns."""
         rec, prompt, started, model = call
         meta: dict[str, Any] = {"model": model} if model else {}
         meta["stopped"] = why
@@ -270,20 +277,19 @@ class ModelAndToolEvents(CaptureBase):
             duration_ms=(_clock() - started) * 1000.0,
             metadata=meta,
         )
+        answers = rec.run.answers
         if said is not None and output is not None and not output.get("tool_calls"):
-            rec.run.answers[rec.agent] = (said, rec.step, event_id)
+            before = answers.get(rec.agent)
+            if before is None or before[1] != rec.step:
+                answers[rec.agent] = (said, rec.step, event_id)
 
-    def _stop_streams(self, rec: NodeRun | None, run: Any, why: str) -> None:
-        """The streamed model calls of a node run (or of a whole run, ``rec`` None)
-        still open as it ends: a node that stopped reading one (an async stream is
-        closed only later, by the event loop), or a run stopped while one ran."""
-        for key in list(self._streamed):  # (streaming calls only: a server has many calls)
-            call = self._calls.get(key)
-            if call is None:
-                self._streamed.pop(key, None)
-            elif call[0] is rec if rec is not None else call[0].run is run:
-                self._calls.pop(key, None)
-                self._stopped_call(key, call, why)
+    def _stop_calls(self, run: Any) -> None:
+        """The model calls of a run still open as it ends (a stop while the model
+        ran, a stream an async node left for the event loop to close), recorded as
+        stopped with what they had streamed; its tool calls are dropped."""
+        for key, call in list(self._calls.items()):
+            if call[0].run is run and call[1].__class__ is list and self._calls.pop(key, None):
+                self._stopped_call(key, call, "the run ended before the model answered")
 
     # -- tools ---------------------------------------------------------------------------------
 

@@ -227,8 +227,10 @@ class HeuristicAttributor:
 
     def _structural_prior(self, trajectory: AgentTrajectory) -> list[Hypothesis]:
         """No finding to go on: errors propagate forward, so the first step that commits
-        to an approach is the likeliest decisive one, then the step that gave the answer."""
+        to an approach is the likeliest decisive one, then the step that gave the answer.
+        A call that failed (a model call that timed out, tried again) decided nothing."""
         decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
+        decisions = [e for e in decisions if e.error is None] or decisions
         if not decisions:
             return []
         picks: list[tuple[AgentEvent, float, str]] = [

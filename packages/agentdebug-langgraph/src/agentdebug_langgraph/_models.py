@@ -288,7 +288,9 @@ class ModelAndToolEvents(CaptureBase):
         ran, a stream an async node left for the event loop to close), recorded as
         stopped with what they had streamed; its tool calls are dropped."""
         for key, call in list(self._calls.items()):
-            if call[0].run is run and call[1].__class__ is list and self._calls.pop(key, None):
+            if call[0].run is not run or call[1].__class__ is not list:
+                continue
+            if self._calls.pop(key, None) is not None:  # (not ended meanwhile, elsewhere)
                 self._stopped_call(key, call, "the run ended before the model answered")
 
     # -- tools ---------------------------------------------------------------------------------

@@ -10,6 +10,10 @@ interleaved, ``--repeats`` times:
 - ``none``: no callback;
 - ``empty``: a handler with the callback's class and flags whose methods do
   nothing: what LangChain costs to hand a handler the step's six events;
+- ``minimal``: a floor, not a handler to use: the fewest operations that record
+  this graph's three events a step (a node's start and end, the model call) through
+  the same emitter and store, with none of the callback's bookkeeping (subgraphs,
+  ``Send``, retries, checkpoints, streams, prompts told apart);
 - ``unstored``: the callback, its events built and encoded but dropped instead of
   queued for the store (no retained bytes, no writer or store thread work);
 - ``ours``: the callback as shipped, into a temporary SQLite store.
@@ -37,11 +41,14 @@ from typing import Any
 
 os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
-from agentdebug import AgentDebug
+from agentdebug import AgentDebug, EventType
 from agentdebug_langgraph import AgentDebugCallback
+from agentdebug_langgraph._convert import message as _message
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from langgraph_overhead import GRAPH, median_ci  # the same graph as the overhead benchmark
+
+_START, _END, _RESPONSE = EventType.AGENT_START, EventType.AGENT_END, EventType.LLM_RESPONSE
 
 
 def graph_builder() -> Callable[[int], Any]:
@@ -67,6 +74,91 @@ class Empty(AgentDebugCallback):
         pass
 
 
+class Minimal(AgentDebugCallback):
+    """The fewest operations that record this graph's events as the callback does
+    (the same documents, emitter and store): what any LangChain handler pays to
+    record a step at all. Knows nothing but this benchmark's graph."""
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kw: Any) -> None:
+        md = kw.get("metadata") or {}
+        node = md.get("langgraph_node")
+        run_id = kw["run_id"]
+        if node is None:
+            if md.get("ls_integration") == "langgraph":
+                self._start_graph(inputs, run_id, md, kw.get("name"))
+                self._run = self._roots[run_id.int]
+            return
+        if kw.get("name") != node:
+            return
+        run = self._run
+        step = next(run.steps)
+        meta = {
+            "node": node,
+            "langgraph_step": md.get("langgraph_step"),
+            "task_id": md.get("langgraph_checkpoint_ns"),
+            "triggers": md.get("langgraph_triggers"),
+        }
+        doc = {
+            "id": None,
+            "type": _START,
+            "step_index": step,
+            "timestamp": None,
+            "agent_name": node,
+            "module": "langgraph.node",
+            "parent_id": run.input_event,
+            "metadata": meta,
+        }
+        self._open[run_id.int] = (step, run.emit(doc, node), time.perf_counter(), node)
+
+    def on_chain_end(self, outputs: Any, **kw: Any) -> None:
+        key = kw["run_id"].int
+        rec = self._open.pop(key, None)
+        if rec is None:
+            root = self._roots.pop(key, None)
+            if root is not None:
+                self._end_graph(root, outputs, None)
+            return
+        doc = {
+            "id": None,
+            "type": _END,
+            "step_index": rec[0],
+            "timestamp": None,
+            "agent_name": rec[3],
+            "module": "langgraph.node",
+            "parent_id": rec[1],
+            "duration_ms": (time.perf_counter() - rec[2]) * 1000.0,
+            "output": outputs,
+        }
+        self._run.emit(doc, rec[3])
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kw: Any) -> None:
+        rec = self._open[kw["parent_run_id"].int]
+        self._asking[kw["run_id"].int] = (rec, messages[0], time.perf_counter())
+
+    def on_llm_end(self, response: Any, **kw: Any) -> None:
+        rec, prompt, started = self._asking.pop(kw["run_id"].int)
+        doc = {
+            "id": None,
+            "type": _RESPONSE,
+            "step_index": rec[0],
+            "timestamp": None,
+            "agent_name": rec[3],
+            "module": "langchain.chat_model",
+            "parent_id": rec[1],
+            "duration_ms": (time.perf_counter() - started) * 1000.0,
+            "input": prompt,
+            "output": _message(response.generations[0][0].message),
+            "metadata": {"model": "fake"},
+        }
+        self._run.emit(doc, rec[3])
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._open: dict[int, Any] = {}
+        self._asking: dict[int, Any] = {}
+        self._run: Any = None
+
+
 def _drop(item: Any) -> None:
     pass
 
@@ -90,6 +182,7 @@ def main() -> None:
     makers = {
         "none": None,
         "empty": lambda: Empty(dbg, goal="ablation"),
+        "minimal": lambda: Minimal(dbg, goal="ablation"),
         "unstored": lambda: Unstored(dbg, goal="ablation"),
         "ours": lambda: AgentDebugCallback(dbg, goal="ablation"),
     }

@@ -12,7 +12,15 @@ from agentdebug.diagnose import FREE_TIER_NOTE, diagnose
 from agentdebug.errors import AgentDebugError, NotFoundError
 from agentdebug.plugins import Registry, hookimpl, make_plugin_manager
 from agentdebug.report import render
-from agentdebug.schema import AgentEvent, AgentTrajectory, ErrorInfo, EventType, Finding
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    ErrorInfo,
+    EventType,
+    Finding,
+    Outcome,
+    OutcomeStatus,
+)
 from conftest import EXAMPLES
 
 
@@ -203,6 +211,47 @@ def test_with_no_finding_a_call_that_failed_is_not_the_first_decision() -> None:
     )
     hyps = HeuristicAttributor().attribute(t, [])
     assert [(h.agent_name, h.step_index) for h in hyps] == [("solver", 2), ("reporter", 3)]
+
+
+def failed_with(reason: str, *events: AgentEvent) -> AgentTrajectory:
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+PRICES = (
+    ev(0, EventType.USER_INPUT, "human", input="price items A, B and C"),
+    ev(1, EventType.LLM_RESPONSE, "price", output="price of A: $10"),
+    ev(2, EventType.LLM_RESPONSE, "price", output="price of B: UNKNOWN"),
+    ev(3, EventType.LLM_RESPONSE, "price", output="price of C: $10"),
+    ev(4, EventType.FINAL_ANSWER, "reduce", output="A: $10; B: UNKNOWN; C: $10"),
+)
+
+
+def test_with_no_finding_the_step_whose_words_the_reason_quotes_comes_first() -> None:
+    """Parallel branches alike: the success check's reason quotes the total, and one
+    word of it (not the task's, nor said by another branch) is one branch's."""
+    t = failed_with("bad total 'A: $10; B: UNKNOWN; C: $10'", *PRICES)
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert [(h.agent_name, h.step_index) for h in hyps] == [
+        ("price", 2),
+        ("price", 1),
+        ("reduce", 4),
+    ]
+    assert "'unknown'" in hyps[0].rationale and hyps[0].confidence <= 0.2
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "the total is wrong",  # quotes nothing
+        "bad total '$10 and $10'",  # words two steps said
+        "bad total 'price items'",  # the task's own words
+    ],
+)
+def test_with_no_finding_a_reason_that_singles_out_no_step_leaves_the_first(reason: str) -> None:
+    hyps = HeuristicAttributor().attribute(failed_with(reason, *PRICES), [])
+    assert [(h.agent_name, h.step_index) for h in hyps] == [("price", 1), ("reduce", 4)]
 
 
 def test_the_example_run_is_traced_back_to_the_bad_search_call() -> None:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from typing import Any
+import operator
+from typing import Annotated, Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, DiagnosticReport, EventType, OutcomeStatus
@@ -530,3 +531,44 @@ def test_another_model_call_after_one_that_failed_does_not_resolve_it(dbg: Agent
     assert failed.error is not None and "retry_of" not in answered.metadata
     report = cb.reports[0]
     assert any(f.event_id == failed.id and f.severity.value == "error" for f in report.findings)
+
+
+class Order(TypedDict, total=False):
+    items: list[str]
+    prices: Annotated[list[str], operator.add]
+    total: str
+
+
+def test_the_send_branch_that_answered_differently_is_blamed(dbg: AgentDebug) -> None:
+    """Map-reduce: three ``Send`` branches price three items and one says UNKNOWN;
+    no rule fires, and the success check's reason quotes the total. The branch
+    whose answer the reason singles out is blamed, not the first branch."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langgraph.types import Send
+
+    def price(packet: dict[str, str]) -> dict[str, Any]:
+        said = "UNKNOWN" if packet["item"] == "B" else "$10"
+        model = FakeMessagesListChatModel(responses=[AIMessage(f"{packet['item']}: {said}")])
+        return {"prices": [model.invoke([HumanMessage(f"Price {packet['item']}")]).content]}
+
+    g = StateGraph(Order)
+    g.add_node("plan", lambda s: {"items": ["A", "B", "C"]})
+    g.add_node("price", price)
+    g.add_node("reduce", lambda s: {"total": "; ".join(sorted(s["prices"]))})
+    g.add_edge(START, "plan")
+    g.add_conditional_edges("plan", lambda s: [Send("price", {"item": i}) for i in s["items"]])
+    g.add_edge("price", "reduce")
+
+    def all_priced(state: dict[str, Any]) -> bool | str:
+        return "UNKNOWN" not in state["total"] or f"bad total {state['total']!r}"
+
+    cb = AgentDebugCallback(dbg, success_check=all_priced)
+    g.compile().invoke({"items": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (report,) = cb.reports
+    cause = report.root_cause
+    assert cause is not None and cause.agent_name == "price"
+    (said_unknown,) = [
+        e for e in run.events if e.type is EventType.LLM_RESPONSE and "UNKNOWN" in str(e.output)
+    ]
+    assert cause.step_index == said_unknown.step_index

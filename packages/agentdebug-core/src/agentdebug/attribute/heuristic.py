@@ -11,6 +11,7 @@ candidates are preferred, because errors propagate forward.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -24,6 +25,7 @@ from agentdebug.schema import (
     Hypothesis,
     Severity,
 )
+from agentdebug.text import flatten
 
 ENVIRONMENT_MODES = frozenset(
     {
@@ -233,15 +235,28 @@ class HeuristicAttributor:
         decisions = [e for e in decisions if e.error is None] or decisions
         if not decisions:
             return []
-        picks: list[tuple[AgentEvent, float, str]] = [
-            (
-                decisions[0],
-                0.15,
-                "no detector fired; the first decision commits the run to its approach",
+        picks: list[tuple[AgentEvent, float, str]] = []
+        quoted = _quoted_by_reason(trajectory, decisions)
+        if quoted is not None:
+            event, words = quoted
+            picks.append(
+                (
+                    event,
+                    0.2,
+                    "no detector fired; the failure's reason quotes what this step said "
+                    f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
+                )
             )
-        ]
+        if not picks or picks[0][0].id != decisions[0].id:
+            picks.append(
+                (
+                    decisions[0],
+                    0.15,
+                    "no detector fired; the first decision commits the run to its approach",
+                )
+            )
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
-        if finals[-1].id != decisions[0].id:
+        if all(finals[-1].id != e.id for e, _, _ in picks):
             picks.append(
                 (finals[-1], 0.1, "no detector fired; this step produced the final answer")
             )
@@ -256,3 +271,56 @@ class HeuristicAttributor:
             )
             for e, conf, why in picks
         ]
+
+
+_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+_WORD = re.compile(r"[^\W_][\w$.%-]{2,}")
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().rstrip(".") for w in _WORD.findall(text)}
+
+
+def _quoted_by_reason(
+    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
+) -> tuple[AgentEvent, list[str]] | None:
+    """The one decision whose output the failure's reason quotes: a success check's
+    reason that quotes a value (``f"bad total {total!r}"``) names what was wrong,
+    and a word of that quote that one step's output holds, and no other step's
+    (nor the run's input), points at the step that said it (of parallel branches
+    alike, the one that answered differently). None when the reason quotes
+    nothing, or no one step stands out."""
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    if not reason:
+        return None
+    quoted: set[str] = set()
+    for single, double in _QUOTED.findall(reason):
+        quoted |= _words(single or double)
+    if not quoted:
+        return None
+    given: set[str] = set()
+    for event in trajectory.events:
+        if event.type is EventType.USER_INPUT:
+            given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
+    quoted -= given
+    said = [
+        (e, _words(flatten(e.output, limit=4000)) & quoted)
+        for e in decisions
+        if e.type is not EventType.FINAL_ANSWER  # (it holds what every step said)
+    ]
+    seen: dict[str, int] = {}
+    for _, words in said:
+        for w in words:
+            seen[w] = seen.get(w, 0) + 1
+    ranked = sorted(
+        ((sorted(w for w in words if seen[w] == 1), e) for e, words in said),
+        key=lambda item: -len(item[0]),
+    )
+    if (
+        not ranked
+        or not ranked[0][0]
+        or (len(ranked) > 1 and len(ranked[1][0]) == len(ranked[0][0]))
+    ):
+        return None
+    own, event = ranked[0]
+    return event, own

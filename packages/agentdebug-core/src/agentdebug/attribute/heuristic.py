@@ -273,7 +273,8 @@ class HeuristicAttributor:
         ]
 
 
-_QUOTED = re.compile(r"'([^']+)'|\"([^\"]+)\"")
+# a quote opens and closes away from a word: "the model's answer 'x'" quotes x alone
+_QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
 _WORD = re.compile(r"[^\W_][\w$.%-]{2,}")
 
 

@@ -24,6 +24,14 @@ def model() -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([AIMessage(REPLY)]))  # streams word by word
 
 
+def one_node(node: Any) -> Any:
+    """A message graph of one node, ``agent``."""
+    g = StateGraph(MessagesState)
+    g.add_node("agent", node)
+    g.add_edge(START, "agent")
+    return g.compile()
+
+
 def events(run: AgentTrajectory, *kinds: EventType) -> list[Any]:
     return [e for e in run.events if e.type in kinds]
 
@@ -58,11 +66,9 @@ def test_an_async_node_that_stops_reading_a_stream_keeps_what_the_model_said(
                 break
         return {"messages": [said]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
+    app = one_node(agent)
     cb = AgentDebugCallback(dbg)
-    asyncio.run(g.compile().ainvoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}))
+    asyncio.run(app.ainvoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]}))
     run = cb.trajectory()
     call = assert_cut_short(run, "the caller stopped reading the stream")
     (final,) = events(run, EventType.FINAL_ANSWER)
@@ -82,11 +88,9 @@ def test_a_sync_node_that_breaks_out_of_a_stream_keeps_what_the_model_said(
                 break
         return {"messages": [AIMessage(said.content)]}  # a message of its own
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
+    app = one_node(agent)
     cb = AgentDebugCallback(dbg)
-    g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    app.invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
     run = cb.trajectory()
     call = assert_cut_short(run, "the caller stopped reading the stream")
     (final,) = events(run, EventType.FINAL_ANSWER)
@@ -107,11 +111,9 @@ def test_a_stream_left_open_beside_a_complete_call_does_not_take_its_answer(
         next(stream)
         return {"messages": [chat.invoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
+    app = one_node(agent)
     cb = AgentDebugCallback(dbg)
-    g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    app.invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
     run = cb.trajectory()
     stopped, answered = sorted(
         events(run, EventType.LLM_RESPONSE), key=lambda e: "stopped" not in e.metadata
@@ -131,10 +133,7 @@ def test_a_run_stopped_while_a_model_streams_records_the_call_so_far(dbg: AgentD
     async def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await chat.ainvoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
-    app = g.compile()
+    app = one_node(agent)
     cb = AgentDebugCallback(dbg)
 
     async def read_three_chunks() -> None:
@@ -181,13 +180,11 @@ def test_a_check_that_returns_a_coroutine_leaves_the_outcome_unknown(dbg: AgentD
     async def verdict(state: Any) -> str:
         return "wrong answer"
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [AIMessage("done")]})
-    g.add_edge(START, "agent")
+    app = one_node(lambda s: {"messages": [AIMessage("done")]})
     cb = AgentDebugCallback(dbg, success_check=lambda state: verdict(state))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        g.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
+        app.invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
     run = cb.trajectory()
     assert run.outcome.status is OutcomeStatus.UNKNOWN
     assert "returned a coroutine" in str(run.outcome.reason)
@@ -200,16 +197,14 @@ def test_a_chunk_a_node_writes_is_its_final_answer_once_langgraph_made_it_a_mess
     node that wrote it is still the answer's author, not the user's input."""
     from langchain_core.messages import AIMessageChunk
 
-    g = StateGraph(MessagesState)
-    g.add_node("reply", lambda s: {"messages": [AIMessageChunk(content="Done.", id="r1")]})
-    g.add_edge(START, "reply")
+    app = one_node(lambda s: {"messages": [AIMessageChunk(content="Done.", id="r1")]})
     cb = AgentDebugCallback(dbg)
-    out = g.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
+    out = app.invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
     assert type(out["messages"][-1]) is AIMessage  # not the object the node returned
     run = cb.trajectory()
     (final,) = events(run, EventType.FINAL_ANSWER)
     (start,) = events(run, EventType.AGENT_START)
-    assert (final.agent_name, final.parent_id) == ("reply", start.id)
+    assert (final.agent_name, final.parent_id) == ("agent", start.id)
 
 
 def test_a_model_call_cancelled_with_its_run_is_a_stop_not_the_models_failure(
@@ -237,11 +232,8 @@ def test_a_model_call_cancelled_with_its_run_is_a_stop_not_the_models_failure(
     async def agent(state: MessagesState) -> dict[str, Any]:
         return {"messages": [await slow.ainvoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_edge(START, "agent")
+    app = one_node(agent)
     cb = AgentDebugCallback(dbg)
-    app = g.compile()
 
     async def give_up() -> None:
         await asyncio.wait_for(
@@ -269,12 +261,10 @@ def test_ctrl_c_in_a_model_call_is_a_stop_not_the_models_failure(dbg: AgentDebug
             raise KeyboardInterrupt
 
     chat = Interrupted()
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [chat.invoke(s["messages"])]})
-    g.add_edge(START, "agent")
+    app = one_node(lambda s: {"messages": [chat.invoke(s["messages"])]})
     cb = AgentDebugCallback(dbg)
     with pytest.raises(KeyboardInterrupt):
-        g.compile().invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+        app.invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
     call = the_call(cb.trajectory())
     assert call.metadata["stopped"] == "the call was stopped (KeyboardInterrupt)"
     assert call.error is None

@@ -247,11 +247,24 @@ def test_with_no_finding_the_step_whose_words_the_reason_quotes_comes_first() ->
         "the total is wrong",  # quotes nothing
         "bad total '$10 and $10'",  # words two steps said
         "bad total 'price items'",  # the task's own words
+        "expected 'UNKNOWN', got 'A: $10'",  # the value wanted, then words of two steps
     ],
 )
 def test_with_no_finding_a_reason_that_singles_out_no_step_leaves_the_first(reason: str) -> None:
     hyps = HeuristicAttributor().attribute(failed_with(reason, *PRICES), [])
     assert [(h.agent_name, h.step_index) for h in hyps] == [("price", 1), ("reduce", 4)]
+
+
+def test_with_no_finding_a_call_stopped_before_it_said_anything_decided_nothing() -> None:
+    stopped = ev(1, EventType.LLM_RESPONSE, "solver", metadata={"stopped": "cancelled"})
+    t = traj(
+        ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
+        stopped,
+        ev(2, EventType.LLM_RESPONSE, "solver", output="It is 5."),
+        ev(3, EventType.FINAL_ANSWER, "reporter", output="5"),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert [h.event_id for h in hyps] == ["e2", "e3"]
 
 
 def test_the_example_run_is_traced_back_to_the_bad_search_call() -> None:

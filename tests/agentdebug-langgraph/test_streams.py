@@ -269,3 +269,67 @@ def test_ctrl_c_in_a_model_call_is_a_stop_not_the_models_failure(dbg: AgentDebug
     assert call.metadata["stopped"] == "the call was stopped (KeyboardInterrupt)"
     assert call.error is None
     assert cb.reports == []
+
+
+def test_a_stream_cut_short_after_a_complete_call_is_the_answer_it_gave(
+    dbg: AgentDebug,
+) -> None:
+    """The node plans with one call, then streams its reply and stops early: the
+    reply it returns is the stopped call's, the later of the two."""
+    plan = GenericFakeChatModel(messages=iter([AIMessage("PLAN: say the weather")]))
+    chat = model()
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        plan.invoke(state["messages"])
+        said: Any = None
+        for chunk in chat.stream(state["messages"]):
+            said = chunk if said is None else said + chunk
+            if len(said.content) >= 6:
+                break
+        return {"messages": [AIMessage(said.content)]}
+
+    cb = AgentDebugCallback(dbg)
+    one_node(agent).invoke({"messages": [HumanMessage("Weather?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (stopped,) = [e for e in events(run, EventType.LLM_RESPONSE) if "stopped" in e.metadata]
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    assert final.parent_id == stopped.id
+
+
+def test_a_stream_closed_steps_later_does_not_take_a_later_answer(dbg: AgentDebug) -> None:
+    """An async node keeps a stream it stopped reading (handed on, or freed only by
+    the cycle collector); the agent answers in full at a later step, and the old
+    stream is closed after that: the final answer stays the later step's."""
+    import gc
+
+    kept: list[Any] = []
+    draft = GenericFakeChatModel(messages=iter([AIMessage("Draft: maybe rain")]))
+    final_model = GenericFakeChatModel(messages=iter([AIMessage("It rains in Paris.")]))
+
+    async def agent(state: MessagesState) -> dict[str, Any]:
+        if len(state["messages"]) == 1:
+            stream = draft.astream(state["messages"])
+            kept.append(stream)
+            async for _ in stream:
+                break
+            return {"messages": [AIMessage("thinking")]}
+        return {"messages": [await final_model.ainvoke(state["messages"])]}
+
+    async def release(state: MessagesState) -> dict[str, Any]:
+        await kept.pop().aclose()  # the step-1 stream closes now
+        gc.collect()
+        return {}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("release", release)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", lambda s: "agent" if len(s["messages"]) < 3 else "release")
+    cb = AgentDebugCallback(dbg)
+    asyncio.run(g.compile().ainvoke({"messages": [HumanMessage("Rain?")]}, {"callbacks": [cb]}))
+    run = cb.trajectory()
+    answered, stopped = events(run, EventType.LLM_RESPONSE)  # in the order recorded
+    assert stopped.metadata["stopped"] == "the caller stopped reading the stream"
+    assert stopped.step_index < answered.step_index and "stopped" not in answered.metadata
+    (final,) = events(run, EventType.FINAL_ANSWER)
+    assert final.parent_id == answered.id

@@ -267,6 +267,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 self._by_ns.pop(ns, None)
         if self._calls:  # the model calls it was making as it stopped
             self._stop_calls(run)
+        if self._streamed:  # (a chunk's entry made as its call was being ended)
+            for key in list(self._streamed):
+                if key not in self._calls:
+                    self._streamed.pop(key, None)
         for run_id, call in list(self._calls.items()):
             if call[0].run is run:
                 self._calls.pop(run_id, None)
@@ -487,13 +491,13 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
     message, the latest answer is the parent."""
     answers = run.answers
     if msg is not None:
-        for agent, (given, step, event_id) in answers.items():
+        for agent, (given, step, event_id, _) in answers.items():
             if given is msg:
                 return agent, step, event_id
         content = getattr(msg, "content", None)
         same = [
             (step, agent, event_id)
-            for agent, (given, step, event_id) in answers.items()
+            for agent, (given, step, event_id, _) in answers.items()
             if getattr(given, "content", None) == content
         ]
         if same:  # the latest of the calls that said it
@@ -505,7 +509,7 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         return None, run.last_step, run.input_event
     if not answers:
         return None, run.last_step, run.input_event
-    agent, (_, step, event_id) = max(answers.items(), key=lambda item: item[1][1])
+    agent, (_, step, event_id, _) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id
 
 

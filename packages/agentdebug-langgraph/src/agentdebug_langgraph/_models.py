@@ -189,7 +189,7 @@ class ModelAndToolEvents(CaptureBase):
                             tool_calls[c["id"]] = (event_id, rec.step, agent)
                             asked[c["id"]] = c
                 else:
-                    rec.run.answers[agent] = (msg, rec.step, event_id)
+                    rec.run.answers[agent] = (msg, rec.step, event_id, started)
                 if "invalid_tool_calls" in output:
                     self._invalid_calls(rec, output["invalid_tool_calls"], event_id)
         except Exception:
@@ -258,9 +258,10 @@ class ModelAndToolEvents(CaptureBase):
         """A model call that will not answer (its stream left unread, the call
         cancelled, its run over): an ``llm.response`` without an error, ``stopped``
         saying why, with what the stream had given by then as its reply. That reply
-        is the node run's answer (the final answer's author) unless a call of the
-        node run answered already: a node that left a stream open and made another
-        call closes the stream only as it returns."""
+        is the agent's latest answer (the final answer's author) unless a call that
+        started later answered: a node that left a stream open and made another call
+        closes the stream only as it returns, and a stream closed late (by the event
+        loop, at the run's end) may be an earlier step's."""
         rec, prompt, started, model = call
         meta: dict[str, Any] = {"model": model} if model else {}
         meta["stopped"] = why
@@ -279,9 +280,9 @@ class ModelAndToolEvents(CaptureBase):
         )
         answers = rec.run.answers
         if said is not None and output is not None and not output.get("tool_calls"):
-            before = answers.get(rec.agent)
-            if before is None or before[1] != rec.step:
-                answers[rec.agent] = (said, rec.step, event_id)
+            before = answers.get(rec.agent)  # (recorded late, maybe: the latest call wins)
+            if before is None or (before[1], before[3]) < (rec.step, started):
+                answers[rec.agent] = (said, rec.step, event_id, started)
 
     def _stop_calls(self, run: Any) -> None:
         """The model calls of a run still open as it ends (a stop while the model

@@ -90,8 +90,9 @@ class GraphRun:
     # that failed, until a later call of that node run with the same prompt answers
     # (with_retry, with_fallbacks)
     failed_calls: dict[str | None, tuple[str | None, float, Any]] = field(default_factory=dict)
-    # agent -> (message, step, event id) of its latest model answer without tool calls
-    answers: dict[str, tuple[Any, int, str | None]] = field(default_factory=dict)
+    # agent -> (message, step, event id, when its call started) of its latest model
+    # answer without tool calls
+    answers: dict[str, tuple[Any, int, str | None, float]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
     last_written: tuple[Any, str, int, str | None] | None = None
     # agent -> its previous model prompt (the list the callback was given)

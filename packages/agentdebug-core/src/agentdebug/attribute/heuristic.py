@@ -230,9 +230,10 @@ class HeuristicAttributor:
     def _structural_prior(self, trajectory: AgentTrajectory) -> list[Hypothesis]:
         """No finding to go on: errors propagate forward, so the first step that commits
         to an approach is the likeliest decisive one, then the step that gave the answer.
-        A call that failed (a model call that timed out, tried again) decided nothing."""
+        A call that failed (a model call that timed out, tried again), or that was
+        stopped before it said anything, decided nothing."""
         decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
-        decisions = [e for e in decisions if e.error is None] or decisions
+        decisions = [e for e in decisions if not _decided_nothing(e)] or decisions
         if not decisions:
             return []
         picks: list[tuple[AgentEvent, float, str]] = []
@@ -273,9 +274,23 @@ class HeuristicAttributor:
         ]
 
 
+def _decided_nothing(event: AgentEvent) -> bool:
+    """A call that failed, or was stopped before it said anything (an integration's
+    ``stopped``: a stream left unread, a cancel)."""
+    return event.error is not None or (
+        event.output is None and bool((event.metadata or {}).get("stopped"))
+    )
+
+
 # a quote opens and closes away from a word: "the model's answer 'x'" quotes x alone
 _QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
 _WORD = re.compile(r"[^\W_][\w$.%-]{2,}")
+# what comes just before a quote of the value wanted rather than the one given
+_EXPECTED = re.compile(
+    r"(?:expect(?:ed|ing)?|want(?:ed)?|should (?:be|say|have been)|instead of|rather than"
+    r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
+    re.IGNORECASE,
+)
 
 
 def _words(text: str) -> set[str]:
@@ -295,15 +310,24 @@ def _quoted_by_reason(
     if not reason:
         return None
     quoted: set[str] = set()
-    for single, double in _QUOTED.findall(reason):
-        quoted |= _words(single or double)
-    if not quoted:
-        return None
+    for found in _QUOTED.finditer(reason):
+        if _EXPECTED.search(reason[: found.start()]):
+            continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
+        quoted |= _words(found.group(1) or found.group(2))
+    answered = {  # the wrong value reaches the answer: of a quote, its words there count
+        w
+        for e in trajectory.events
+        if e.type is EventType.FINAL_ANSWER
+        for w in _words(flatten(e.output, limit=4000))
+    }
+    quoted = (quoted & answered) or quoted
     given: set[str] = set()
     for event in trajectory.events:
         if event.type is EventType.USER_INPUT:
             given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
     quoted -= given
+    if not quoted:
+        return None
     said = [
         (e, _words(flatten(e.output, limit=4000)) & quoted)
         for e in decisions

@@ -241,6 +241,20 @@ def test_with_no_finding_the_step_whose_words_the_reason_quotes_comes_first() ->
     assert "'unknown'" in hyps[0].rationale and hyps[0].confidence <= 0.2
 
 
+def test_with_no_finding_a_quoted_number_points_at_the_step_that_gave_it() -> None:
+    t = failed_with(
+        "expected a total of 42, got '41'",
+        ev(0, EventType.USER_INPUT, "human", input="add the parts"),
+        ev(1, EventType.LLM_RESPONSE, "adder", output="first part: 20"),
+        ev(2, EventType.LLM_RESPONSE, "adder", output="second part: 21"),
+        ev(3, EventType.LLM_RESPONSE, "summer", output="total: 41"),
+        ev(4, EventType.FINAL_ANSWER, "summer", output="41"),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert (hyps[0].agent_name, hyps[0].step_index) == ("summer", 3)
+    assert "'41'" in hyps[0].rationale
+
+
 @pytest.mark.parametrize(
     "reason",
     [

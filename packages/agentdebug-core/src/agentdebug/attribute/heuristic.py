@@ -284,7 +284,8 @@ def _decided_nothing(event: AgentEvent) -> bool:
 
 # a quote opens and closes away from a word: "the model's answer 'x'" quotes x alone
 _QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
-_WORD = re.compile(r"[^\W_][\w$.%-]{2,}")
+# words of three characters or more, and numbers of two digits or more ("'41'")
+_WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
 # what comes just before a quote of the value wanted rather than the one given
 _EXPECTED = re.compile(
     r"(?:expect(?:ed|ing)?|want(?:ed)?|should (?:be|say|have been)|instead of|rather than"

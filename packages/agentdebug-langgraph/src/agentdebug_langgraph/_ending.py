@@ -255,7 +255,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
 
     def _forget(self, run: GraphRun) -> None:
         """Drop what is left of a finished run (nodes cut short by an interrupt or an
-        error in a parallel branch), so a long-lived handler does not grow. The
+        error in a parallel branch), so a long-lived handler does not grow; a model
+        call still open is recorded first, as stopped. The
         tables are copied before they are read (``list`` of a dict's items runs in
         C, so no other thread changes it meanwhile): a handler shared by graphs
         running in other threads (``instrument()``) fills them as this runs."""
@@ -265,16 +266,15 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         for ns, rec in list(self._by_ns.items()):
             if rec.run is run:
                 self._by_ns.pop(ns, None)
-        if self._calls:  # the model calls it was making as it stopped
-            self._stop_calls(run)
-        if self._streamed:  # (a chunk's entry made as its call was being ended)
+        for run_id, call in list(self._calls.items()):
+            if call[0].run is run and self._calls.pop(run_id, None) is not None:
+                if call[1].__class__ is list:  # a model call it was making as it stopped
+                    self._stopped_call(run_id, call, "the run ended before the model answered")
+                self._streamed.pop(run_id, None)
+        if self._streamed:  # (an entry a chunk made as its call was being ended)
             for key in list(self._streamed):
                 if key not in self._calls:
                     self._streamed.pop(key, None)
-        for run_id, call in list(self._calls.items()):
-            if call[0].run is run:
-                self._calls.pop(run_id, None)
-                self._streamed.pop(run_id, None)
 
     def _out_of_steps(self, run: GraphRun, outputs: Any) -> str:
         """A prebuilt agent that ended the run itself, its steps run out (no error

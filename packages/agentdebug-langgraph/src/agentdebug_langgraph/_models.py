@@ -233,26 +233,40 @@ class ModelAndToolEvents(CaptureBase):
                 )
                 self._stopped_call(run_id.int, call, why)
                 return
-            said = _joined(self._streamed.pop(run_id.int, None))  # (a stream cut off)
             rec, prompt, started, model = call
             meta: dict[str, Any] = {"model": model} if model else {}
             if rec.run.failed_calls:  # a retry that failed too: one link of the chain
                 _retried_call(rec, prompt, started, meta)
-            failed = rec.run.session.record(
-                EventType.LLM_RESPONSE,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                input=_convert.compact(self._prompt(rec, prompt, meta)),
-                output=_convert.message(said) if said is not None else None,
-                error=error,
-                parent_id=rec.event_id,
-                module=_CHAT_MODEL,
-                duration_ms=(_clock() - started) * 1000.0,
-                metadata=meta,
-            )
+            failed, _ = self._unanswered(run_id.int, call, meta, error)
             rec.run.failed_calls[rec.event_id] = (failed, _clock(), prompt)
         except Exception:
             self._failed("on_llm_error")
+
+    def _unanswered(
+        self,
+        key: int,
+        call: tuple[NodeRun, Any, float, Any],
+        meta: dict[str, Any],
+        error: BaseException | None,
+    ) -> tuple[str | None, Any]:
+        """The ``llm.response`` of a call that ended without an answer (failed or
+        stopped), with what it had streamed by then as its reply: its event id,
+        and that reply (a message), if any."""
+        rec, prompt, started, _ = call
+        said = _joined(self._streamed.pop(key, None))
+        event_id = rec.run.session.record(
+            EventType.LLM_RESPONSE,
+            agent_name=rec.agent,
+            step_index=rec.step,
+            input=_convert.compact(self._prompt(rec, prompt, meta)),
+            output=_convert.message(said) if said is not None else None,
+            error=error,
+            parent_id=rec.event_id,
+            module=_CHAT_MODEL,
+            duration_ms=(_clock() - started) * 1000.0,
+            metadata=meta,
+        )
+        return event_id, said
 
     def _stopped_call(self, key: int, call: tuple[NodeRun, Any, float, Any], why: str) -> None:
         """A model call that will not answer (its stream left unread, the call
@@ -262,37 +276,15 @@ class ModelAndToolEvents(CaptureBase):
         started later answered: a node that left a stream open and made another call
         closes the stream only as it returns, and a stream closed late (by the event
         loop, at the run's end) may be an earlier step's."""
-        rec, prompt, started, model = call
+        rec, _, started, model = call
         meta: dict[str, Any] = {"model": model} if model else {}
         meta["stopped"] = why
-        said = _joined(self._streamed.pop(key, None))
-        output = _convert.message(said) if said is not None else None
-        event_id = rec.run.session.record(
-            EventType.LLM_RESPONSE,
-            agent_name=rec.agent,
-            step_index=rec.step,
-            input=_convert.compact(self._prompt(rec, prompt, meta)),
-            output=output,
-            parent_id=rec.event_id,
-            module=_CHAT_MODEL,
-            duration_ms=(_clock() - started) * 1000.0,
-            metadata=meta,
-        )
-        answers = rec.run.answers
-        if said is not None and output is not None and not output.get("tool_calls"):
+        event_id, said = self._unanswered(key, call, meta, None)
+        if said is not None and not getattr(said, "tool_calls", None):
+            answers = rec.run.answers
             before = answers.get(rec.agent)  # (recorded late, maybe: the latest call wins)
             if before is None or (before[1], before[3]) < (rec.step, started):
                 answers[rec.agent] = (said, rec.step, event_id, started)
-
-    def _stop_calls(self, run: Any) -> None:
-        """The model calls of a run still open as it ends (a stop while the model
-        ran, a stream an async node left for the event loop to close), recorded as
-        stopped with what they had streamed; its tool calls are dropped."""
-        for key, call in list(self._calls.items()):
-            if call[0].run is not run or call[1].__class__ is not list:
-                continue
-            if self._calls.pop(key, None) is not None:  # (not ended meanwhile, elsewhere)
-                self._stopped_call(key, call, "the run ended before the model answered")
 
     # -- tools ---------------------------------------------------------------------------------
 

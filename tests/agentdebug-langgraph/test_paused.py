@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug_langgraph import AgentDebugCallback
-from events_support import starts
+from events_support import run_as, starts
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command, interrupt
@@ -46,24 +46,26 @@ def test_interrupt_and_resume_continue_one_trajectory(dbg: AgentDebug) -> None:
     assert [e.type for e in run.events].count(EventType.USER_INPUT) == 2
 
 
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 def test_two_graphs_alike_with_savers_of_their_own_keep_their_paused_runs(
-    dbg: AgentDebug,
+    dbg: AgentDebug, how: str
 ) -> None:
     """The same (unnamed) graph built twice, each with its own saver (two tenants),
     on one thread id: each waits, each resume continues its own run, and a new
-    input to one does not end the other's."""
+    input to one does not end the other's; in async runs too (before, there the
+    first resume took whichever run waited first)."""
     first, second = approval_graph(InMemorySaver()), approval_graph(InMemorySaver())
     thread = {"configurable": {"thread_id": "conv-1"}}
     cb = AgentDebugCallback(dbg, diagnose=False)
-    first.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    run_as(how, first, {"items": [], "out": []}, {**thread, "callbacks": [cb]})
     a = cb.last_run_id
-    second.invoke({"items": [], "out": []}, {**thread, "callbacks": [cb]})
+    run_as(how, second, {"items": [], "out": []}, {**thread, "callbacks": [cb]})
     b = cb.last_run_id
     assert cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING  # still waiting
-    first.invoke(Command(resume="yes-A"), {**thread, "callbacks": [cb]})
-    assert cb.last_run_id == a and cb.trajectory(b).outcome.status is OutcomeStatus.RUNNING
-    second.invoke(Command(resume="yes-B"), {**thread, "callbacks": [cb]})
-    assert cb.last_run_id == b
+    run_as(how, second, Command(resume="yes-B"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == b and cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING
+    run_as(how, first, Command(resume="yes-A"), {**thread, "callbacks": [cb]})
+    assert cb.last_run_id == a
     for run_id, said in ((a, "yes-A"), (b, "yes-B")):
         run = cb.trajectory(run_id)
         assert run.outcome.status is OutcomeStatus.SUCCESS

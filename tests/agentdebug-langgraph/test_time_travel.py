@@ -12,6 +12,7 @@ import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType
 from agentdebug.report import render_run
 from agentdebug_langgraph import AgentDebugCallback
+from events_support import run_as
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
 
@@ -118,22 +119,24 @@ def test_an_edited_fork_records_the_edit_and_continues_the_run_before_it(dbg: Ag
     assert run.metadata["continues"] == first.last_run_id
 
 
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 def test_a_fix_of_the_state_run_on_with_the_threads_own_config_is_an_edited_fork(
-    dbg: AgentDebug,
+    dbg: AgentDebug, how: str
 ) -> None:
     """The failed node's input is fixed where the run stopped (``update_state`` on
     the thread), and the thread is run on with its own config, as LangGraph's docs
     do: the run records the edit and continues the failed run from before that
     node, as with the config ``update_state`` returns; its diagnosis does not blame
-    the error the human fixed (before, it was a plain retry with no edit in it)."""
+    the error the human fixed (before, it was a plain retry with no edit in it, and
+    still was in async runs, whose saver the callback did not read on the loop)."""
     graph = abc_graph()
     thread = {"configurable": {"thread_id": "fix"}}
     first = AgentDebugCallback(dbg)
     with pytest.raises(ValueError):
-        graph.invoke({"x": 2}, {**thread, "callbacks": [first]})  # x=30 at c
+        run_as(how, graph, {"x": 2}, {**thread, "callbacks": [first]})  # x=30 at c
     graph.update_state(thread, {"x": 3}, as_node="b")
     fixed = AgentDebugCallback(dbg, success_check=lambda s: s["x"] > 10 or "x too small")
-    graph.invoke(None, {**thread, "callbacks": [fixed]})
+    run_as(how, graph, None, {**thread, "callbacks": [fixed]})
     run = fixed.trajectory()
     (edit,) = [e for e in run.events if e.type is EventType.USER_INPUT]
     assert edit.metadata["langgraph_event"] == "time_travel" and edit.input == [{"x": 3}]
@@ -220,21 +223,23 @@ def test_a_resume_that_names_the_checkpoint_it_waits_at_is_still_a_resume(
     assert [name for name, _ in nodes(run)] == ["a", "b", "c"]
 
 
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
 @pytest.mark.parametrize("config", ["the one update_state returns", "the thread's"])
 def test_an_edit_at_an_interrupt_and_going_on_is_a_resume_with_the_edit(
-    dbg: AgentDebug, config: str
+    dbg: AgentDebug, config: str, how: str
 ) -> None:
     """A human fixes the state where the run waits (LangGraph's "edit the tool
     call"), then goes on: with the config ``update_state`` returned, or with the
     thread's own, as the docs do. Either way the resume records the edit (before,
-    only the first did, and what the human wrote read as what the node had done)."""
+    only the first did, and what the human wrote read as what the node had done;
+    in async runs, not even that)."""
     graph = abc_graph(interrupt_before=["b"])
     cb = AgentDebugCallback(dbg)
     thread = {"configurable": {"thread_id": "h"}}
-    graph.invoke({"x": 1}, {**thread, "callbacks": [cb]})
+    run_as(how, graph, {"x": 1}, {**thread, "callbacks": [cb]})
     edited = graph.update_state(thread, {"x": 1})  # a human's fix
     going_on = edited if config.startswith("the one") else thread
-    assert graph.invoke(None, {**going_on, "callbacks": [cb]}) == {"x": 10, "log": "c"}
+    assert run_as(how, graph, None, {**going_on, "callbacks": [cb]}) == {"x": 10, "log": "c"}
     (run_id,) = set(cb.run_ids)  # the run went on: not closed, not forked
     run = cb.trajectory(run_id)
     assert run.outcome.status.value == "success" and "forked_from" not in run.metadata["langgraph"]

@@ -29,6 +29,7 @@ from agentdebug import AgentTrajectory, EventType
 from agentdebug.capture import RunMark
 from agentdebug.store import RunQuery
 from agentdebug.store.history import before_step
+from langgraph.checkpoint.memory import InMemorySaver
 
 from agentdebug_langgraph import _convert
 
@@ -87,10 +88,28 @@ def requested_checkpoint(frame: FrameType | None) -> str | None:
     return str(wanted) if wanted else None
 
 
-def fork_at(graph: Any, thread_id: str, checkpoint_id: str) -> Fork:
+def reads_on_loop(graph: Any) -> bool:
+    """Whether the graph's checkpointer can be read with its sync methods on an
+    event loop: ``InMemorySaver``'s can. An async saver's refuse there
+    (``AsyncSqliteSaver``, ``AsyncPostgresSaver``), or would wait on the very loop
+    they block, so in ``ainvoke`` runs on those what a read would tell is not
+    known."""
+    saver = getattr(graph, "checkpointer", None)
+    kind = type(saver)
+    return (
+        isinstance(saver, InMemorySaver)
+        and kind.get_tuple is InMemorySaver.get_tuple
+        and kind.list is InMemorySaver.list
+    )
+
+
+def fork_at(graph: Any, thread_id: str, checkpoint_id: str, *, looped: bool = False) -> Fork:
     """A run from ``checkpoint_id``: the checkpoint under its edits (reads of the
-    checkpointer only). Never raises: what cannot be read is left out."""
+    checkpointer only; on an event loop (``looped``), only of a saver that
+    :func:`reads_on_loop`). Never raises: what cannot be read is left out."""
     fork = Fork(checkpoint_id, checkpoint_id)
+    if looped and not reads_on_loop(graph):
+        return fork
     try:
         _follow_edits(fork, graph, thread_id)
     except Exception:

@@ -91,6 +91,8 @@ class RunStarting(RunEnding):
         # threads alike), and where a run of it waits at an interrupt
         nodes = _convert.node_names(graph)
         looped = _pregel.is_async(frame)  # (ainvoke, astream: on an event loop)
+        # (on an event loop, an async saver's sync reads fail: what they tell is not known)
+        blind = looped and not _forks.reads_on_loop(graph)
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         waits = (
             pause_key(str(name or GRAPH), nodes, thread_id)
@@ -104,10 +106,10 @@ class RunStarting(RunEnding):
         else:
             # one that waits on this graph's saver (another graph alike may name the
             # thread too): the same saver, else one that has the checkpoint it waits
-            # at (read with sync methods, so not on an event loop: there any is taken)
+            # at (read with sync methods: where the saver cannot be read, any is taken)
             resumed = PAUSED.take(
                 waits,
-                lambda run: run.thread_key == key or looped or _forks.on_saver(graph, run),
+                lambda run: run.thread_key == key or blind or _forks.on_saver(graph, run),
             )
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
@@ -120,12 +122,16 @@ class RunStarting(RunEnding):
             and own
             and not branch  # (its fork is the executor's update, not the user's edit)
             and (inputs is None or resumed is not None)
-            and not looped  # (on an event loop a saver's sync reads fail)
+            and not blind
         ):
             wanted = _forks.latest_edit(graph, str(thread_id))
             if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, nodes):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
-        fork = _forks.fork_at(graph, str(thread_id), wanted) if wanted is not None else None
+        fork = (
+            _forks.fork_at(graph, str(thread_id), wanted, looped=looped)
+            if wanted is not None
+            else None
+        )
         if fork is not None and resumed is not None:
             if fork.base_checkpoint == resumed.interrupt_checkpoint:
                 # the checkpoint it waits at (edited by update_state, maybe): a resume

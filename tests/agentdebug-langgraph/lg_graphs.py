@@ -522,3 +522,15 @@ def functional_workflow(model: Any, checkpointer: Any) -> Any:
         return {"text": text, "words": count_words(text).result()}
 
     return workflow
+
+
+def agent_loop(model: Any, tools: Any, checkpointer: Any = None) -> Any:
+    """A model node and a tools node (``tools``: a ToolNode or a node function) in
+    the usual loop."""
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer)

@@ -14,7 +14,7 @@ from typing import Any
 
 from agentdebug.capture.encode import Walk
 from agentdebug.capture.encode import to_json as core_to_json
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Send
 from pydantic import BaseModel as PydanticModel
@@ -198,6 +198,21 @@ def command(cmd: Command[Any]) -> dict[str, Any]:
     if cmd.graph is not None:
         out["graph"] = cmd.graph
     return out
+
+
+def answer_in(cmd: Command[Any], call_id: str | None) -> ToolMessage | None:
+    """The ``ToolMessage`` a tool's ``Command`` writes for its call (by the call's
+    id; the only one when the id is not known), None when it writes none."""
+    update = cmd.update
+    values = update.values() if isinstance(update, dict) else ()
+    if isinstance(update, (list, tuple)):  # [(key, value), ...]
+        values = [pair[1] for pair in update if isinstance(pair, tuple) and len(pair) == 2]
+    found = []
+    for value in values:
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(item, ToolMessage) and (call_id is None or item.tool_call_id == call_id):
+                found.append(item)
+    return found[0] if len(found) == 1 else None
 
 
 MAY_SEND = frozenset({Send, list, tuple, Command})  # the classes has_send looks into

@@ -95,12 +95,10 @@ def reads_on_loop(graph: Any) -> bool:
     they block, so in ``ainvoke`` runs on those what a read would tell is not
     known."""
     saver = getattr(graph, "checkpointer", None)
+    if not isinstance(saver, InMemorySaver):
+        return False
     kind = type(saver)
-    return (
-        isinstance(saver, InMemorySaver)
-        and kind.get_tuple is InMemorySaver.get_tuple
-        and kind.list is InMemorySaver.list
-    )
+    return kind.get_tuple is InMemorySaver.get_tuple and kind.list is InMemorySaver.list
 
 
 def fork_at(graph: Any, thread_id: str, checkpoint_id: str, *, looped: bool = False) -> Fork:

@@ -19,6 +19,7 @@ from agentdebug import EventType
 from agentdebug.detect.signals import RAN_IN
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
+from langgraph.types import Command
 
 from agentdebug_langgraph import _convert
 from agentdebug_langgraph._base import CaptureBase
@@ -348,12 +349,16 @@ class ModelAndToolEvents(CaptureBase):
             rec, (call_event, call_id, decided), started, tool = call
             error = None
             meta = _result_meta(rec, tool, call_id, decided)
+            # a tool returning Command(update=...) answers its call with the
+            # ToolMessage in the update (InjectedToolCallId's use): its status counts
+            answer = _convert.answer_in(output, call_id) if isinstance(output, Command) else output
+            if isinstance(answer, ToolMessage):
+                if answer.status == "error":
+                    error = {"message": _convert.text_of(answer.content), "type": "ToolError"}
+                if answer.tool_call_id:
+                    meta["tool_call_id"] = answer.tool_call_id
             if isinstance(output, ToolMessage):
                 result: Any = _convert.compact(output.content)
-                if output.status == "error":
-                    error = {"message": _convert.text_of(output.content), "type": "ToolError"}
-                if output.tool_call_id:
-                    meta["tool_call_id"] = output.tool_call_id
             else:
                 result = _convert.compact(output)
             rec.run.session.record(

@@ -92,7 +92,7 @@ class RunStarting(RunEnding):
         nodes = _convert.node_names(graph)
         looped = _pregel.is_async(frame)  # (ainvoke, astream: on an event loop)
         # (on an event loop, an async saver's sync reads fail: what they tell is not known)
-        blind = looped and not _forks.reads_on_loop(graph)
+        blind = bool(looped) and not _forks.reads_on_loop(graph)
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         waits = (
             pause_key(str(name or GRAPH), nodes, thread_id)
@@ -128,7 +128,7 @@ class RunStarting(RunEnding):
             if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, nodes):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = (
-            _forks.fork_at(graph, str(thread_id), wanted, looped=looped)
+            _forks.fork_at(graph, str(thread_id), wanted, looped=bool(looped))
             if wanted is not None
             else None
         )

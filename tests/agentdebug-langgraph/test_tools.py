@@ -1,0 +1,367 @@
+"""Capture of tool calls beyond the plain loop: an interrupt inside a tool, a tool
+that fails or does not exist, a ``Command`` a tool answers with, tool answers a node
+writes itself, arguments that do not parse."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, EventType
+from agentdebug_langgraph import AgentDebugCallback
+from events_support import of_type
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.tools import InjectedToolCallId, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.types import Command, interrupt
+from lg_graphs import agent_loop, call, scripted
+
+
+@tool
+def refund(amount: int) -> str:
+    """Refund an amount, once a person approves it."""
+    approved = interrupt({"approve": amount})
+    return f"refunded {amount}" if approved == "yes" else "refund declined"
+
+
+def refund_agent(model: Any) -> Any:
+    return agent_loop(model, ToolNode([refund]), InMemorySaver())
+
+
+def test_an_interrupt_inside_a_tool_pauses_the_call_and_the_resume_names_it(
+    dbg: AgentDebug,
+) -> None:
+    model = scripted([call("refund", {"amount": 42}, "r1"), AIMessage("Refund done")])
+    graph = refund_agent(model)
+    config: dict[str, Any] = {"configurable": {"thread_id": "refund-1"}}
+    paused = graph.invoke(
+        {"messages": [HumanMessage("refund 42")]},
+        {**config, "callbacks": [AgentDebugCallback(dbg)]},
+    )
+    assert "__interrupt__" in paused
+    cb = AgentDebugCallback(dbg)  # a resume is often invoked with a fresh callback
+    done = graph.invoke(Command(resume="yes"), {**config, "callbacks": [cb]})
+    assert done["messages"][-1].content == "Refund done"
+    run = cb.trajectory()
+    first, again = of_type(run, EventType.TOOL_CALL)
+    pause = next(
+        e
+        for e in of_type(run, EventType.CHECKPOINT)
+        if e.metadata.get("langgraph_event") == "tool_interrupted"
+    )
+    assert pause.parent_id == first.id and pause.metadata["tool_call_id"] == "r1"
+    assert pause.error is None
+    assert again.metadata["resumes"] == first.id
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.parent_id == again.id and result.output == "refunded 42"
+    assert result.metadata["tool_call_id"] == "r1"
+
+
+@tool
+def flaky(order: str) -> str:
+    """Look an order up (it fails)."""
+    raise ValueError(f"no order {order}")
+
+
+def test_a_tool_error_names_its_tool_call(dbg: AgentDebug) -> None:
+    model = scripted([call("flaky", {"order": "A1"}, "f1"), AIMessage("Sorry.")])
+    graph = agent_loop(model, ToolNode([flaky], handle_tool_errors=False))
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(ValueError, match="no order A1"):  # the graph's error, unchanged
+        graph.invoke({"messages": [HumanMessage("order A1")]}, {"callbacks": [cb]})
+    (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
+    assert result.error is not None and "no order A1" in result.error.message
+    assert result.metadata["tool_call_id"] == "f1"
+
+
+@tool
+def refund_by_command(order: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
+    """Refund an order, answering the call with the state update it makes."""
+    failed = f"refund of {order} failed: gateway down"
+    return Command(
+        update={"messages": [ToolMessage(failed, tool_call_id=tool_call_id, status="error")]}
+    )
+
+
+def test_a_tool_answering_with_a_command_that_reports_an_error_is_a_tool_error(
+    dbg: AgentDebug,
+) -> None:
+    """A tool that answers its call with ``Command(update=...)`` (its ToolMessage for
+    the call, by ``InjectedToolCallId``) and says there that it failed: the result is
+    recorded as the tool's error, as a ToolMessage returned directly is, and the
+    diagnosis names it (before, the failure read as a success and the report found
+    no error)."""
+    model = scripted([call("refund_by_command", {"order": "A1"}, "r1"), AIMessage("Refunded.")])
+    graph = agent_loop(model, ToolNode([refund_by_command]))
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the refund never went through")
+    graph.invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
+    (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
+    assert result.error is not None and "gateway down" in result.error.message
+    assert result.metadata["tool_call_id"] == "r1" and result.output["command"] is True
+    report = cb.reports[0]
+    assert "gateway down" in report.summary
+    assert any(f.mode_id == "system.tool_error" for f in report.findings)
+
+
+def test_a_call_of_a_tool_that_does_not_exist_is_a_tool_error_blamed_on_the_model_step(
+    dbg: AgentDebug,
+) -> None:
+    """ToolNode answers a call of a tool it does not have with an error message and
+    runs no tool, so no tool callback fires; the answer is recorded from the node's
+    update as the call (under the model step that made it) and its error, and the
+    diagnosis blames that step for a malformed tool call."""
+    model = scripted([call("refund_order", {"order_id": "A1"}, "u1"), AIMessage("Refunded.")])
+    graph = agent_loop(model, ToolNode([flaky], handle_tool_errors=True))
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "no tool call succeeded")
+    graph.invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (asked,) = [e for e in of_type(run, EventType.LLM_RESPONSE) if e.output.get("tool_calls")]
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    assert made.parent_id == asked.id and made.step_index == asked.step_index
+    assert made.input == {"order_id": "A1"} and made.module == "refund_order"
+    assert made.metadata["recorded_from"] == "node_update"
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.parent_id == made.id and result.agent_name == "tools"
+    assert result.error is not None and "refund_order is not a valid tool" in result.error.message
+    cause = cb.reports[0].root_cause
+    assert cause is not None and (cause.agent_name, cause.step_index) == ("agent", asked.step_index)
+    assert cause.mode_id == "action.malformed_tool_call"
+
+
+def test_tool_answers_a_node_writes_itself_are_recorded_once(dbg: AgentDebug) -> None:
+    """A node that runs the model's tool calls itself (no LangChain tool) writes
+    ToolMessages: each is a tool call and its result, once, also when a later node
+    returns the whole history again."""
+    from langchain_core.messages import ToolMessage
+
+    model = scripted([call("lookup", {"order": "A1"}, "k1"), AIMessage("It is $42.")])
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage("$42", tool_call_id=asked["id"], name=asked["name"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", run_tools)
+    g.add_node("echo", lambda s: {"messages": list(s["messages"])})
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: "echo"})
+    g.add_edge("tools", "agent")
+    g.add_edge("echo", END)
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert made.agent_name == "agent" and made.metadata["executed_by"] == "tools"
+    assert result.parent_id == made.id and result.output == "$42" and result.error is None
+
+
+@tool
+def price(order: str) -> str:
+    """The price of an order."""
+    return "$42"
+
+
+def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDebug) -> None:
+    """The LangGraph tutorial's own tool node: it invokes each tool with the call's
+    arguments (a tool callback without the call's id) and writes the ToolMessage
+    itself. One call and one result each, also when the model uses an id again in a
+    later turn (a later call of a tool that does not exist is still recorded)."""
+    from langchain_core.messages import ToolMessage
+
+    model = scripted(
+        [
+            call("price", {"order": "A1"}, "call_0"),
+            call("refund", {"order": "A1"}, "call_0"),
+            AIMessage("It is $42."),
+        ]
+    )
+    tools = {"price": price}
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        out = []
+        for asked in state["messages"][-1].tool_calls:
+            if asked["name"] in tools:
+                said = tools[asked["name"]].invoke(asked["args"])
+                out.append(ToolMessage(said, tool_call_id=asked["id"], name=asked["name"]))
+            else:
+                out.append(ToolMessage("no such tool", tool_call_id=asked["id"], status="error"))
+        return {"messages": out}
+
+    graph = agent_loop(model, run_tools)
+    cb = AgentDebugCallback(dbg)
+    graph.invoke({"messages": [HumanMessage("price of A1?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    calls = of_type(run, EventType.TOOL_CALL)
+    results = of_type(run, EventType.TOOL_RESULT)
+    assert [c.module for c in calls] == ["price", "refund"]
+    assert "recorded_from" not in calls[0].metadata  # the tool's own callback
+    assert calls[1].metadata["recorded_from"] == "node_update"
+    assert [r.output for r in results] == ["$42", "no such tool"]
+    assert results[0].error is None and results[1].error is not None
+
+
+@pytest.mark.parametrize("where", ["this process", "another worker"])
+def test_a_retried_run_files_a_tool_answer_under_the_decision_before_the_stop_once(
+    dbg: AgentDebug, tmp_path: Any, where: str
+) -> None:
+    """The model asks for a lookup; the node that runs it (writing the ToolMessage
+    itself) fails, and ``invoke(None)`` retries. The retry's answer is filed under
+    the first run's decision; when the retry fails later and is retried again, the
+    answer the last node writes back with the whole history is not a new call. In
+    another worker (a fresh saver on the file: the runs are found in the store) as
+    in this process."""
+    from langchain_core.messages import ToolMessage
+    from lg_graphs import sqlite_saver
+
+    model = scripted([call("lookup", {"order": "A1"}, "k1"), AIMessage("It is $42.")])
+    tries = {"tools": 0, "echo": 0}
+
+    def flaky(name: str) -> None:
+        tries[name] += 1
+        if tries[name] == 1:
+            raise ConnectionError(f"{name}: service down")
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        flaky("tools")
+        asked = state["messages"][-1].tool_calls[0]
+        return {"messages": [ToolMessage("$42", tool_call_id=asked["id"], name=asked["name"])]}
+
+    def echo(state: MessagesState) -> dict[str, Any]:
+        flaky("echo")
+        return {"messages": list(state["messages"])}
+
+    shared = InMemorySaver()
+
+    def graph() -> Any:
+        g = StateGraph(MessagesState)
+        g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+        g.add_node("tools", run_tools)
+        g.add_node("echo", echo)
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: "echo"})
+        g.add_edge("tools", "agent")
+        g.add_edge("echo", END)
+        saver = shared if where == "this process" else sqlite_saver(str(tmp_path / "cp.db"))
+        return g.compile(checkpointer=saver)
+
+    config = {"configurable": {"thread_id": "retried"}}
+    runs = []
+    for given in ({"messages": [HumanMessage("price of A1?")]}, None, None):
+        cb = AgentDebugCallback(dbg, diagnose=False)
+        with contextlib.suppress(ConnectionError):
+            graph().invoke(given, {**config, "callbacks": [cb]})
+        runs.append(cb.trajectory())
+    first, second, third = runs
+    assert second.metadata["continues"] == first.id and third.metadata["continues"] == second.id
+    (decision,) = [e for e in of_type(first, EventType.LLM_RESPONSE) if e.output.get("tool_calls")]
+    assert not of_type(first, EventType.TOOL_CALL)  # (the node failed before answering)
+    (made,) = of_type(second, EventType.TOOL_CALL)
+    (result,) = of_type(second, EventType.TOOL_RESULT)
+    assert made.parent_id == decision.id and made.step_index == decision.step_index
+    assert made.input == {"order": "A1"} and made.metadata["recorded_from"] == "node_update"
+    assert result.parent_id == made.id and result.output == "$42"
+    assert not of_type(third, EventType.TOOL_CALL) and not of_type(third, EventType.TOOL_RESULT)
+    assert third.outcome.final_answer is not None
+
+
+def test_a_tool_call_whose_arguments_do_not_parse_is_recorded_and_blamed(dbg: AgentDebug) -> None:
+    """A provider cuts the call's JSON off: LangChain puts it in the message's
+    ``invalid_tool_calls``, ``tool_calls`` is empty and ``tools_condition`` ends the
+    graph, no tool run. The call is still in the record (the answer's
+    ``invalid_tool_calls``; a ``tool.call`` with the raw arguments and why they do
+    not parse), and the diagnosis blames the model's step for a malformed call
+    (before, the answer read as empty, and that was the finding)."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatGeneration, ChatResult
+
+    raw = '{"order_id": A1, "amount": 4.5'
+
+    class CutOff(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "cut-off"
+
+        def _generate(
+            self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            bad = {
+                "name": "refund",
+                "args": raw,
+                "id": "c1",
+                "error": None,
+                "type": "invalid_tool_call",
+            }
+            msg = AIMessage("", invalid_tool_calls=[bad])
+            return ChatResult(generations=[ChatGeneration(message=msg)])
+
+    @tool
+    def refund(order_id: str, amount: float) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    graph = agent_loop(CutOff(), ToolNode([refund]))
+    cb = AgentDebugCallback(
+        dbg, success_check=lambda s: any(m.type == "tool" for m in s["messages"]) or "no refund"
+    )
+    graph.invoke({"messages": [HumanMessage("refund A1, $4.50")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (answer,) = of_type(run, EventType.LLM_RESPONSE)
+    assert answer.output["invalid_tool_calls"][0]["args"] == raw
+    (made,) = of_type(run, EventType.TOOL_CALL)
+    assert made.parent_id == answer.id and made.module == "refund" and made.input == raw
+    assert made.metadata["arguments_error"].startswith("not JSON")
+    assert not of_type(run, EventType.TOOL_RESULT)
+    cause = cb.reports[0].root_cause
+    assert cause is not None and cause.mode_id == "action.malformed_tool_call"
+    assert (cause.agent_name, cause.step_index) == ("agent", answer.step_index)
+
+
+class Plain(TypedDict):
+    messages: list[Any]  # no reducer: every node returns the whole history
+
+
+def test_a_tool_answer_written_again_with_the_whole_history_is_not_a_new_call(
+    dbg: AgentDebug,
+) -> None:
+    """Every node returns the whole history, and the model uses one call id in
+    every turn: the first turn's ToolMessage, written again by the next model
+    step, is not taken for an answer to the second turn's call."""
+    model = scripted(
+        [
+            call("price", {"order": "A1"}, "call_0"),
+            call("price", {"order": "B2"}, "call_0"),
+            AIMessage("A1 and B2 are $42."),
+        ]
+    )
+
+    def agent(s: Plain) -> dict[str, Any]:
+        return {"messages": s["messages"] + [model.invoke(s["messages"])]}
+
+    def run_tools(s: Plain) -> dict[str, Any]:
+        calls = s["messages"][-1].tool_calls
+        return {
+            "messages": s["messages"] + [price.invoke({**c, "type": "tool_call"}) for c in calls]
+        }
+
+    g = StateGraph(Plain)
+    g.add_node("agent", agent)
+    g.add_node("tools", run_tools)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges(
+        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
+    )
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke({"messages": [HumanMessage("prices?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert [e.input for e in of_type(run, EventType.TOOL_CALL)] == [
+        {"order": "A1"},
+        {"order": "B2"},
+    ]
+    assert len(of_type(run, EventType.TOOL_RESULT)) == 2
+    assert not [e for e in run.events if e.metadata.get("recorded_from")]

@@ -16,6 +16,7 @@ from agentdebug_langgraph import (
     AgentDebugCallback,
     LangGraphRerunExecutor,
     branch_threads,
+    prune_branch_threads,
 )
 from agentdebug_langgraph._live import live_graph
 from langchain_core.messages import HumanMessage
@@ -157,6 +158,46 @@ def test_a_run_saved_by_the_async_sqlite_saver_reruns_through_the_sync_one(
     asyncio.run(capture())
     branch = LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(request())
     assert branch.outcome.final_answer["trail"] == ["plan", "fixed", "act", "report"]
+
+
+def test_branches_on_the_async_sqlite_saver_are_listed_and_pruned_off_its_loop(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """``branch_threads`` and ``prune_branch_threads`` read the saver synchronously:
+    on AsyncSqliteSaver's own event loop they refuse in one line saying how
+    (before, LangGraph's InvalidStateError came from deep inside), and from a
+    thread of their own (``asyncio.to_thread``) they list and prune."""
+    import asyncio
+
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    db = str(tmp_path / "async.db")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+
+    async def capture() -> None:
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            config = {"configurable": {"thread_id": "t-aio"}, "callbacks": [cb]}
+            await linear_graph(saver).ainvoke({"n": 0, "trail": []}, config)
+
+    asyncio.run(capture())
+    LangGraphRerunExecutor(linear_graph(sqlite_saver(db)), debugger=dbg).rerun(
+        RerunRequest(trajectory=cb.trajectory(), resume_step=2, directive="x", state_patch={"n": 1})
+    )
+    made = branch_threads(sqlite_saver(db), "t-aio")
+    assert len(made) == 1
+
+    async def tidy() -> list[str]:
+        async with AsyncSqliteSaver.from_conn_string(db) as saver:
+            graph = linear_graph(saver)
+            with pytest.raises(AgentDebugError, match=r"^branch_threads\(\).*AsyncSqliteSaver"):
+                branch_threads(graph)
+            with pytest.raises(AgentDebugError, match=r"^prune_branch_threads\(\).*to_thread"):
+                prune_branch_threads(graph, "t-aio")
+            assert await asyncio.to_thread(branch_threads, graph, "t-aio") == made
+            return await asyncio.to_thread(prune_branch_threads, graph, "t-aio")
+
+    assert asyncio.run(tidy()) == made
+    assert branch_threads(sqlite_saver(db)) == []
 
 
 class Tagged(JsonPlusSerializer):

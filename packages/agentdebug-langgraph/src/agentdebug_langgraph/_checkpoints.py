@@ -14,6 +14,7 @@ checkpoint there (:func:`copy_to_thread`).
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -252,15 +253,32 @@ def branch_threads(graph_or_saver: Any, thread_id: str | None = None) -> list[st
     """The threads rerun branches made in a graph's checkpointer (``graph_or_saver``:
     the compiled graph, or the checkpointer itself): every one, or those of the
     user's thread ``thread_id``, the least recently used first."""
-    saver = _saver_of(graph_or_saver)
+    return _branches(_saver_of(graph_or_saver), thread_id, "branch_threads")
+
+
+def _branches(saver: Any, thread_id: str | None, what: str) -> list[str]:
     prefix = f"{thread_id}{BRANCH_MARK}" if thread_id is not None else None
     found: dict[str, str] = {}  # thread -> its latest checkpoint id (ids sort by time)
-    for tid, cid in _threads_of(saver):
-        if BRANCH_MARK not in tid or (prefix is not None and not tid.startswith(prefix)):
-            continue
-        if tid not in found or cid > found[tid]:
-            found[tid] = cid
+    try:
+        for tid, cid in _threads_of(saver):
+            if BRANCH_MARK not in tid or (prefix is not None and not tid.startswith(prefix)):
+                continue
+            if tid not in found or cid > found[tid]:
+                found[tid] = cid
+    except asyncio.InvalidStateError as exc:
+        raise _on_its_loop(saver, what) from exc
     return sorted(found, key=found.__getitem__)
+
+
+def _on_its_loop(saver: Any, what: str) -> AgentDebugError:
+    """An async saver's sync methods were called on its own event loop."""
+    return AgentDebugError(
+        f"{what}() reads the checkpointer with its synchronous methods, which "
+        f"{type(saver).__name__} refuses on its own event loop: call it from a "
+        "thread of its own (await asyncio.to_thread(...)), or pass the synchronous "
+        "saver on the same database (for SQLite: "
+        "SqliteSaver(sqlite3.connect(path, check_same_thread=False)))"
+    )
 
 
 def _threads_of(saver: Any) -> Iterator[tuple[str, str]]:
@@ -307,10 +325,13 @@ def prune_branch_threads(
     if keep < 0:
         raise AgentDebugError(f"prune_branch_threads(keep={keep}): keep must be 0 or more")
     saver = _saver_of(graph_or_saver)
-    threads = branch_threads(saver, thread_id)
+    threads = _branches(saver, thread_id, "prune_branch_threads")
     doomed = threads[: max(0, len(threads) - keep)]
-    for tid in doomed:
-        saver.delete_thread(tid)
+    try:
+        for tid in doomed:
+            saver.delete_thread(tid)
+    except asyncio.InvalidStateError as exc:
+        raise _on_its_loop(saver, "prune_branch_threads") from exc
     return doomed
 
 

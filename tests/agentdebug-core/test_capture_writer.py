@@ -174,6 +174,33 @@ def test_a_run_recording_after_the_debugger_closed_keeps_its_events(
     assert any("kept in memory" in r.getMessage() for r in caplog.records)
 
 
+def test_work_a_plugin_leaves_for_close_is_done_before_the_store_closes(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """``on_close``: a plugin closes a run it holds open (a run waiting for a human)
+    when the debugger closes, while its store can still take it; each hook runs
+    once, and one that raises is logged, not raised from ``close``."""
+    dbg = AgentDebug(home)
+    held = dbg.trace(goal="waits for a human")
+    calls: list[str] = []
+
+    def finish_held() -> None:
+        calls.append("finish")
+        held.close()
+
+    def broken() -> None:
+        raise RuntimeError("plugin bug")
+
+    dbg.on_close(broken)
+    dbg.on_close(finish_held)
+    dbg.close()
+    dbg.close()
+    assert calls == ["finish"] and not held.store_failed
+    assert any("a plugin's work at close failed" in r.getMessage() for r in caplog.records)
+    stored = open_store(home / "agentdebug.db").load_trajectory(held.id)
+    assert stored.outcome.status.value != "running"
+
+
 def test_a_store_without_an_idle_hook_is_written_without_complaint(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -126,6 +126,43 @@ def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
         )
 
 
+def test_a_run_waiting_when_its_debugger_closes_is_closed_then_and_continued_by_its_resume(
+    tmp_path: Any,
+) -> None:
+    """The app closes its debugger (a service shutting down) while a run waits at an
+    interrupt: the run is closed then, outcome unknown saying why (before, it was
+    written at exit to the closed store, with an error, and left "running" for
+    good); the resume, with a debugger opened again, continues it. Runs of another
+    debugger keep waiting."""
+    from agentdebug_langgraph import _state
+
+    graph = approval_graph(InMemorySaver())
+    first, other = AgentDebug(str(tmp_path / "a")), AgentDebug(str(tmp_path / "b"))
+    cb = AgentDebugCallback(first, diagnose=False)
+    graph.invoke({"items": [], "out": []}, {"configurable": {"thread_id": "d1"}, "callbacks": [cb]})
+    kept = AgentDebugCallback(other, diagnose=False)
+    graph.invoke(
+        {"items": [], "out": []}, {"configurable": {"thread_id": "d2"}, "callbacks": [kept]}
+    )
+    first.close()
+    assert len(_state.PAUSED) == 1  # (the other debugger's run)
+    again = AgentDebug(str(tmp_path / "a"))
+    stored = again.store.load_trajectory(cb.last_run_id)
+    assert stored.outcome.status is OutcomeStatus.UNKNOWN
+    assert "its debugger was closed before a resume" in str(stored.outcome.reason)
+    resumer = AgentDebugCallback(again, diagnose=False)
+    graph.invoke(
+        Command(resume="yes"), {"configurable": {"thread_id": "d1"}, "callbacks": [resumer]}
+    )
+    run = resumer.trajectory()
+    assert run.metadata["continues"] == stored.id and run.outcome.status is OutcomeStatus.SUCCESS
+    graph.invoke(Command(resume="no"), {"configurable": {"thread_id": "d2"}, "callbacks": [kept]})
+    assert kept.trajectory().outcome.status is OutcomeStatus.SUCCESS
+    assert kept.run_ids == [kept.last_run_id]  # (it went on waiting, then was resumed)
+    again.close()
+    other.close()
+
+
 def test_another_graph_on_the_same_thread_id_neither_resumes_nor_ends_a_paused_run(
     dbg: AgentDebug,
 ) -> None:

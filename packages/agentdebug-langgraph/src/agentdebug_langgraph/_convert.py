@@ -204,7 +204,7 @@ def answer_in(cmd: Command[Any], call_id: str | None) -> ToolMessage | None:
     """The ``ToolMessage`` a tool's ``Command`` writes for its call (by the call's
     id; the only one when the id is not known), None when it writes none."""
     update = cmd.update
-    values = update.values() if isinstance(update, dict) else ()
+    values: Any = update.values() if isinstance(update, dict) else ()
     if isinstance(update, (list, tuple)):  # [(key, value), ...]
         values = [pair[1] for pair in update if isinstance(pair, tuple) and len(pair) == 2]
     found = []

@@ -30,13 +30,15 @@ from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._node_failures import NodeFailureEvents
 from agentdebug_langgraph._replay import ANSWERED
 from agentdebug_langgraph._state import (
-    AT_INTERRUPT,
     LATEST,
     PAUSED,
     STOPPED,
     GraphRun,
     NodeRun,
     Stopped,
+    closed_with_debugger,
+    finish_paused,
+    retire_paused,
 )
 
 SuccessCheck = Callable[[Any], "bool | str | None"]
@@ -424,12 +426,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         session.flush()
         _keep_last(self.run_ids, session.id)  # (readable while it waits)
         evicted = PAUSED.park(run.pause_key or run.thread_id, run)  # (pause_key: see _state)
+        closed_with_debugger(run)
         if evicted is not None and evicted is not run:
-            self._finish_paused(evicted, "too many runs were waiting at an interrupt")
-            key = evicted.thread_key
-            if key is not None and LATEST.get(key) == evicted.session.id:
-                # its resume, when it comes, continues it (as one from another process)
-                STOPPED.park(key, Stopped.of_run(evicted)._replace(at_interrupt=True))
+            retire_paused(evicted, "too many runs were waiting at an interrupt")
 
     @property
     def held(self) -> GraphRun | None:
@@ -447,8 +446,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         self._finish(run, False, None)
 
     def _finish_paused(self, run: GraphRun, why: str) -> None:
-        run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"{AT_INTERRUPT}; {why}")
-        run.session.close()
+        finish_paused(run, why)
 
 
 KEPT = 100  # the runs and reports a callback lists (the store has them all)

@@ -15,6 +15,7 @@ import atexit
 import itertools
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
@@ -248,11 +249,12 @@ class Waiting:
     def __len__(self) -> int:
         return len(self._order)
 
-    def drain(self) -> list[GraphRun]:
+    def drain(self, which: Callable[[GraphRun], bool] | None = None) -> list[GraphRun]:
+        """Every run waiting (``which``: those it holds for), taken out."""
         with self._lock:
-            runs = [run for _, run in self._order.values()]
-            self._runs.clear()
-            self._order.clear()
+            runs = [run for _, run in self._order.values() if which is None or which(run)]
+            for run in runs:
+                self._drop(run)
             return runs
 
 
@@ -533,17 +535,50 @@ def forget_stopped(graph: Any, thread_id: str) -> None:
     STOPPED.take(thread_key(graph, thread_id))
 
 
+def finish_paused(run: GraphRun, why: str) -> None:
+    """End a run waiting at an interrupt that no resume will reach here: outcome
+    unknown, ``why`` in the reason."""
+    run.session.set_outcome(OutcomeStatus.UNKNOWN, reason=f"{AT_INTERRUPT}; {why}")
+    run.session.close()
+
+
+def retire_paused(run: GraphRun, why: str) -> None:
+    """Finish a run waiting at an interrupt that is let go of in this process (too
+    many wait; its debugger closed): its resume, when it comes, continues it, as a
+    resume in another process does."""
+    finish_paused(run, why)
+    key = run.thread_key
+    if key is not None and LATEST.get(key) == run.session.id:
+        STOPPED.park(key, Stopped.of_run(run)._replace(at_interrupt=True))
+
+
+_CLOSED_WITH: weakref.WeakSet[Any] = weakref.WeakSet()  # debuggers told (on_close)
+
+
+def closed_with_debugger(run: GraphRun) -> None:
+    """Have the runs of ``run``'s debugger that wait at an interrupt retired when
+    it closes (``AgentDebug.close``, before its store closes): else they would be
+    written at exit to a closed store, and left "running" for good."""
+    debugger = run.session.debugger
+    if debugger in _CLOSED_WITH or not callable(getattr(debugger, "on_close", None)):
+        return
+    _CLOSED_WITH.add(debugger)
+
+    def retire() -> None:
+        _CLOSED_WITH.discard(debugger)  # (one reused after close is told again)
+        for waiting in PAUSED.drain(lambda r: r.session.debugger is debugger):
+            retire_paused(waiting, "its debugger was closed before a resume")
+
+    debugger.on_close(retire)
+
+
 def _close_paused_at_exit() -> None:
     """Runs still waiting at an interrupt when the process ends are closed (outcome
     unknown), not left "running" in the store for good: a resume in another
     process records a run of its own."""
     for run in PAUSED.drain():
         try:
-            run.session.set_outcome(
-                OutcomeStatus.UNKNOWN,
-                reason=f"{AT_INTERRUPT}; the process ended before a resume",
-            )
-            run.session.close()
+            finish_paused(run, "the process ended before a resume")
         except Exception:
             logging.getLogger("agentdebug.langgraph").exception(
                 "agentdebug: a run waiting at an interrupt could not be closed at exit"

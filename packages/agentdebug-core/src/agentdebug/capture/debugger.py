@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
@@ -48,6 +48,7 @@ class AgentDebug:
         # diagnoses under way elsewhere -> the run each is of
         self._diagnosing: dict[Future[Any], str | None] = {}
         self._store_error: str | None = None
+        self._on_close: list[Callable[[], None]] = []
         self.attributor = attributor
         self.flush_interval = flush_interval
 
@@ -154,9 +155,25 @@ class AgentDebug:
         with self._lock:
             self._diagnosing.pop(future, None)
 
+    def on_close(self, fn: Callable[[], None]) -> None:
+        """Have ``fn`` called when this debugger closes, before its store does: a
+        plugin closing the runs it holds open (a LangGraph run waiting at an
+        interrupt), which could not be written once the store is closed. Each is
+        called once; one that raises is logged."""
+        with self._lock:
+            self._on_close.append(fn)
+
     def close(self) -> None:
-        """Finish: wait for its diagnoses under way (their reports go to this
-        store), write what is queued, close the store."""
+        """Finish: close the runs plugins hold open (:meth:`on_close`), wait for
+        its diagnoses under way (their reports go to this store), write what is
+        queued, close the store."""
+        with self._lock:
+            hooks, self._on_close = self._on_close, []
+        for fn in hooks:
+            try:
+                fn()
+            except Exception:
+                log.exception("agentdebug: a plugin's work at close failed")
         with self._lock:
             diagnosing = dict(self._diagnosing)
         if diagnosing and not threading.current_thread().name.startswith(DIAGNOSIS_THREAD):

@@ -33,6 +33,36 @@ def one_node(update: Any) -> Any:
     return g.compile()
 
 
+@pytest.mark.parametrize("given", ["twice in the config", "bound and in the config"])
+def test_the_callback_given_twice_records_one_run_and_diagnoses_it_once(
+    dbg: AgentDebug, given: str
+) -> None:
+    """``graph.with_config(callbacks=[cb])`` and ``invoke(..., {"callbacks": [cb]})``
+    (or ``[cb, cb]``): LangChain hands each event to the callback twice. One run is
+    recorded, as with the callback once, and a failure is diagnosed once (before, a
+    second run holding only the input stayed "running" in the store for good)."""
+    from lg_graphs import PaymentDeclined, failing_graph, linear_graph
+
+    def run(graph: Any, inputs: Any, twice: bool) -> AgentDebugCallback:
+        cb = AgentDebugCallback(dbg)
+        bound = graph.with_config(callbacks=[cb]) if twice and given.startswith("bound") else graph
+        bound.invoke(
+            inputs, {"callbacks": [cb, cb] if twice and given.startswith("twice") else [cb]}
+        )
+        return cb
+
+    once, doubled = (run(linear_graph(), {"n": 0, "trail": []}, twice) for twice in (False, True))
+    shape = [(e.type, e.agent_name, e.step_index) for e in once.trajectory().events]
+    assert [(e.type, e.agent_name, e.step_index) for e in doubled.trajectory().events] == shape
+    with pytest.raises(PaymentDeclined) as raised:
+        run(failing_graph(PaymentDeclined("card declined")), {"items": [], "out": []}, True)
+    assert len([n for n in raised.value.__notes__ if "agentdebug diagnosis" in n]) == 1
+    dbg.flush()
+    runs = dbg.store.list_runs(RunQuery(limit=10))
+    assert len(runs) == 3 and OutcomeStatus.RUNNING.value not in {r.status for r in runs}
+    assert [len(dbg.store.load_reports(r.id)) for r in runs if r.status == "failure"] == [1]
+
+
 def test_a_final_state_that_contains_itself_still_closes_the_run(dbg: AgentDebug) -> None:
     loop: dict[str, Any] = {"a": 1}
     loop["me"] = loop

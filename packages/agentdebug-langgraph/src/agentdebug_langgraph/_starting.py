@@ -75,6 +75,8 @@ class RunStarting(RunEnding):
     def _start_graph(
         self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any, *, nested: bool = False
     ) -> None:
+        if run_id.int in self._roots:
+            return  # this callback given twice (with_config(callbacks=[cb]) and invoke's)
         recorder = BRANCH_RECORDER.get()
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it

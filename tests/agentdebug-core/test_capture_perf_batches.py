@@ -198,18 +198,19 @@ def test_a_plan_that_would_concatenate_out_of_key_order_is_not_trusted(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from agentdebug.store import sqlite as sqlite_store
+    from agentdebug.store import sqlite_schema
 
     with AgentDebug(SQLiteStore(tmp_path / "s.db")).trace(goal="g") as t:
         for i in range(20):
             t.record(EventType.MESSAGE, output=f"m{i}")
     # a concatenation whose plan is not a range search of the key (here it sorts the
     # rows backwards): the store sees the plan when it opens and reads row by row
-    monkeypatch.setattr(
-        sqlite_store,
-        "_CONCAT_EVENTS",
+    backwards = (
         "SELECT CAST(group_concat(data, ',') AS BLOB) FROM"
-        " (SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key DESC)",
+        " (SELECT data FROM events WHERE key BETWEEN ? AND ? ORDER BY key DESC)"
     )
+    monkeypatch.setattr(sqlite_schema, "CONCAT_EVENTS", backwards)  # (what the check reads)
+    monkeypatch.setattr(sqlite_store, "CONCAT_EVENTS", backwards)  # (what a load runs)
     store = SQLiteStore(tmp_path / "s.db")
     assert not store._concat_ordered
     events = store.load_trajectory(t.id).events

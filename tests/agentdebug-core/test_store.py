@@ -344,3 +344,29 @@ def test_opening_does_not_wait_on_another_writer_for_a_missing_index(
     again = SQLiteStore(tmp_path / "s.db")
     assert again._query("SELECT 1 FROM sqlite_master WHERE name = 'report_modes_run'")
     again.close()
+
+
+def test_a_long_lived_store_caches_few_run_numbers_and_still_writes_every_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A service's store stays open for good: it keeps the numbers of its latest
+    runs only (here 8; before, one per run written, for as long as it was open),
+    and a run whose number it let go still takes its events."""
+    from agentdebug import AgentDebug, EventType
+    from agentdebug.store import sqlite as sqlite_module
+
+    monkeypatch.setattr(sqlite_module, "NUMS_KEPT", 8)
+    dbg = AgentDebug(tmp_path)
+    early = dbg.trace(goal="outlives twenty runs")
+    early.record(EventType.PLAN, output="first")
+    dbg.flush()
+    for n in range(20):
+        with dbg.trace(goal=f"run {n}") as t:
+            t.record(EventType.MESSAGE, output=n)
+    early.record(EventType.MESSAGE, output="last")
+    early.close()
+    store = dbg.store
+    assert isinstance(store, SQLiteStore) and len(store._nums) <= 8
+    assert [e.output for e in store.load_trajectory(early.id).events] == ["first", "last"]
+    assert len(store.list_runs(RunQuery(limit=100))) == 21
+    dbg.close()

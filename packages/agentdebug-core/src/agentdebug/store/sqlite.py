@@ -53,12 +53,17 @@ from agentdebug.store.base import (
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
+    CONCAT_EVENTS,
     ENSURED_INDEXES,
+    FIRST_KEY,
+    LAST_KEY,
     MIGRATIONS,
     PAGE_SIZE,
     RUN_START,
     SCHEMA_VERSION,
+    concats_in_key_order,
 )
+from agentdebug.store.sqlite_schema import has_json_each as _has_json_each
 from agentdebug.store.wal import WalKeeper
 
 log = logging.getLogger("agentdebug.store")
@@ -99,23 +104,7 @@ def _insert_events(db: sqlite3.Connection, num: int, rows: Sequence[EventRow]) -
 
 # A run loads in chunks of this many keys, each concatenated by SQLite in one pass
 LOAD_CHUNK = 4096
-_CONCAT_EVENTS = (
-    "SELECT CAST(group_concat(data, ',') AS BLOB) FROM events WHERE key BETWEEN ? AND ?"
-)
-_FIRST_KEY = "SELECT min(key) FROM events WHERE key BETWEEN ? AND ?"
-_LAST_KEY = "SELECT max(key) FROM events WHERE key BETWEEN ? AND ?"
-
-
-def _concats_in_key_order(db: sqlite3.Connection) -> bool:
-    """Whether this SQLite reads a run's rows for ``_CONCAT_EVENTS`` by a range
-    search of the table's integer key: a b-tree cursor visits them in key order,
-    and an aggregate without GROUP BY takes rows in the order it is fed them.
-    (group_concat itself promises no order, so the plan is checked once, at open.)"""
-    try:
-        plan = db.execute("EXPLAIN QUERY PLAN " + _CONCAT_EVENTS, (0, 0)).fetchall()
-    except sqlite3.DatabaseError:
-        return False
-    return len(plan) == 1 and str(plan[0][-1]).startswith("SEARCH events USING INTEGER PRIMARY KEY")
+NUMS_KEPT = 4096  # run numbers cached (run id -> num), the latest used
 
 
 def _run_columns(header: AgentTrajectory) -> tuple[Any, ...]:
@@ -129,16 +118,6 @@ def _run_columns(header: AgentTrajectory) -> tuple[Any, ...]:
         _ts(header.ended_at),
         header.parent_id,
     )
-
-
-def _has_json_each(db: sqlite3.Connection) -> bool:
-    """Whether this SQLite has JSON1's ``json_each`` (builds before 3.38 may lack
-    it; the batch trigger is created either way, and fails only when it runs)."""
-    try:
-        db.execute("SELECT count(*) FROM json_each('[1]')").fetchone()
-    except sqlite3.OperationalError:
-        return False
-    return True
 
 
 def _event_range(num: int) -> tuple[int, int]:
@@ -180,7 +159,7 @@ class SQLiteStore:
             for statement in BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
-            self._concat_ordered = _concats_in_key_order(self._db)
+            self._concat_ordered = concats_in_key_order(self._db)
         except sqlite3.DatabaseError as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
 
@@ -292,8 +271,7 @@ class SQLiteStore:
             (*_run_columns(header), n_events or 0, header_json(header)),
         )
         num = int(db.execute("SELECT num FROM runs WHERE id=?", (header.id,)).fetchone()[0])
-        self._nums[header.id] = num
-        return num
+        return self._remember(header.id, num)
 
     def _num(self, db: sqlite3.Connection, run_id: str) -> int:
         num = self._nums.get(run_id)
@@ -301,7 +279,15 @@ class SQLiteStore:
             row = db.execute("SELECT num FROM runs WHERE id=?", (run_id,)).fetchone()
             if row is None:
                 raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
-            num = self._nums[run_id] = int(row[0])
+            num = self._remember(run_id, int(row[0]))
+        return num
+
+    def _remember(self, run_id: str, num: int) -> int:
+        """Cache a run's number: the latest ``NUMS_KEPT`` runs' (a store open as long
+        as a service must not grow with every run it writes)."""
+        if len(self._nums) >= NUMS_KEPT:
+            del self._nums[next(iter(self._nums))]  # (the oldest cached)
+        self._nums[run_id] = num
         return num
 
     def begin_run(self, header: AgentTrajectory) -> None:
@@ -419,20 +405,21 @@ class SQLiteStore:
 
         SQLite concatenates the rows itself (no Python object per row), in key
         order where the query plan is a range search of the key (see
-        :func:`_concats_in_key_order`); otherwise, or when a chunk is too long
-        for one value, the rows are fetched one by one, in ORDER BY order.
+        :func:`~agentdebug.store.sqlite_schema.concats_in_key_order`); otherwise,
+        or when a chunk is too long for one value, the rows are fetched one by
+        one, in ORDER BY order.
         """
         lo, hi = _event_range(num)
         db = self._db
         if self._concat_ordered:
-            first = db.execute(_FIRST_KEY, (lo, hi)).fetchone()[0]
-            last = db.execute(_LAST_KEY, (lo, hi)).fetchone()[0]
+            first = db.execute(FIRST_KEY, (lo, hi)).fetchone()[0]
+            last = db.execute(LAST_KEY, (lo, hi)).fetchone()[0]
             if first is None:
                 return []
             try:
                 found = (
                     db.execute(
-                        _CONCAT_EVENTS, (start, min(start + LOAD_CHUNK - 1, last))
+                        CONCAT_EVENTS, (start, min(start + LOAD_CHUNK - 1, last))
                     ).fetchone()[0]
                     for start in range(first, last + 1, LOAD_CHUNK)
                 )

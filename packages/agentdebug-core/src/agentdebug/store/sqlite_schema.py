@@ -1,8 +1,11 @@
 """The SQLite store's schema: its tables (versioned, with migrations) and the
 TEMP views and triggers through which capture writes a batch or a run's start in
-one statement. SQL text only; :mod:`agentdebug.store.sqlite` runs it."""
+one statement, and the checks of what this SQLite can run. SQL text, in the main;
+:mod:`agentdebug.store.sqlite` runs it."""
 
 from __future__ import annotations
+
+import sqlite3
 
 SCHEMA_VERSION = 1
 # Pages of 16 KiB, not SQLite's 4 KiB: a capture burst's rows go in about twice as
@@ -119,3 +122,29 @@ RUN_START = (
     "INSERT INTO run_starts(id, goal, framework, status, started_at, ended_at, parent_id,"
     " header) VALUES (?,?,?,?,?,?,?,?)"
 )
+
+CONCAT_EVENTS = "SELECT CAST(group_concat(data, ',') AS BLOB) FROM events WHERE key BETWEEN ? AND ?"
+FIRST_KEY = "SELECT min(key) FROM events WHERE key BETWEEN ? AND ?"
+LAST_KEY = "SELECT max(key) FROM events WHERE key BETWEEN ? AND ?"
+
+
+def concats_in_key_order(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite reads a run's rows for ``CONCAT_EVENTS`` by a range
+    search of the table's integer key: a b-tree cursor visits them in key order,
+    and an aggregate without GROUP BY takes rows in the order it is fed them.
+    (group_concat itself promises no order, so the plan is checked once, at open.)"""
+    try:
+        plan = db.execute("EXPLAIN QUERY PLAN " + CONCAT_EVENTS, (0, 0)).fetchall()
+    except sqlite3.DatabaseError:
+        return False
+    return len(plan) == 1 and str(plan[0][-1]).startswith("SEARCH events USING INTEGER PRIMARY KEY")
+
+
+def has_json_each(db: sqlite3.Connection) -> bool:
+    """Whether this SQLite has JSON1's ``json_each`` (builds before 3.38 may lack
+    it; the batch trigger is created either way, and fails only when it runs)."""
+    try:
+        db.execute("SELECT count(*) FROM json_each('[1]')").fetchone()
+    except sqlite3.OperationalError:
+        return False
+    return True

@@ -215,6 +215,29 @@ def test_a_payload_that_refers_back_to_itself_twice_is_kept_at_once(home: Path) 
     assert "'name': 'root'" in event.input and event.output == "\\ud800"
 
 
+def test_a_payload_nested_past_what_repr_can_print_keeps_its_other_keys(home: Path) -> None:
+    """A value nested deeper than Python's recursion limit has neither a JSON form
+    nor a repr: its first 100 levels are kept, the rest left out with a note
+    (before, the whole field was the text ``<unprintable dict>``, and the keys
+    beside the deep part were lost)."""
+    deep: dict[str, object] = {}
+    cursor = deep
+    for _ in range(3 * sys.getrecursionlimit()):
+        cursor["k"] = {}
+        cursor = cursor["k"]  # type: ignore[assignment]
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.AGENT_END, output={"tree": deep, "status": "kept", (1, 2): Path("/x")})
+    dbg.close()
+    (event,) = open_store(home).load_trajectory(t.id).events
+    assert event.output["status"] == "kept" and event.output["(1, 2)"] == repr(Path("/x"))
+    level, depth = event.output["tree"], 1
+    while isinstance(level, dict):
+        level, depth = level["k"], depth + 1
+    assert depth == 100 and level == "<dict left out, 100 levels down>"
+    assert "output_cut" in event.metadata["capture_notes"]
+
+
 def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path) -> None:
     class Opaque:
         def __repr__(self) -> str:

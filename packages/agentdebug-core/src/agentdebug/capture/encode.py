@@ -290,10 +290,36 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
     try:
         dumps(coerced)
     except Exception:
+        text = _printed(repr, value)
+        if text is None:  # (nested past Python's recursion limit, say: its repr raises)
+            notes[f"{key}_cut"] = why
+            return _cut(value, Walk(deepest=_CUT_DEPTH))
         notes[f"{key}_unserialisable"] = why
-        return _safe_repr(value)
+        return text
     notes[f"{key}_coerced"] = why
     return coerced
+
+
+_CUT_DEPTH = 100  # levels of a value with neither a JSON form nor a repr that are kept
+
+
+def _cut(value: Any, walk: Walk) -> Any:
+    """``value`` as JSON data down to ``walk.deepest`` levels, a container below
+    them (or one that holds itself) a text saying so, a leaf JSON lacks its repr:
+    what is kept of a value with neither a JSON form nor a repr, so that the rest
+    of it (the keys beside the part nested too deep) is not lost."""
+    if isinstance(value, (dict, list, tuple)):
+        if not walk.enter(value):
+            return f"<{type(value).__name__} left out, {len(walk.path)} levels down>"
+        try:
+            if isinstance(value, dict):
+                return {_coerced_key(k): _cut(v, walk) for k, v in value.items()}
+            return [_cut(v, walk) for v in value]
+        finally:
+            walk.leave(value)
+    if value is None or isinstance(value, (str, bool, float)):
+        return value
+    return _coerced_leaf(value) if isinstance(value, int) else _safe_repr(value)
 
 
 def _coerced(value: Any) -> Any:

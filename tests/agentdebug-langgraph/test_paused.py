@@ -126,6 +126,42 @@ def test_a_run_pushed_out_of_the_waiting_runs_is_continued_by_its_resume(
         )
 
 
+def test_a_run_waiting_at_an_interrupt_holds_none_of_its_model_prompts(dbg: AgentDebug) -> None:
+    """A run waiting for a human (up to 1,024 of them) held its last prompt to each
+    model, its whole conversation, though a resume, restoring the state from the
+    checkpoint as new objects, records its prompts whole anyway."""
+    import gc
+    import weakref
+
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import END, MessagesState
+    from lg_graphs import scripted
+
+    model = scripted([AIMessage("first"), AIMessage("second")])
+    sent: list[Any] = []
+
+    def agent(state: Any) -> dict[str, Any]:
+        prompt = [HumanMessage("a long conversation " * 1000), *state["messages"]]
+        sent.append(weakref.ref(prompt[0]))
+        return {"messages": [model.invoke(prompt)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("ask", lambda s: {"messages": [HumanMessage(interrupt("go on?"))]})
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", lambda s: "ask" if len(s["messages"]) < 3 else END)
+    g.add_edge("ask", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "long"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("hi")]}, config)
+    gc.collect()
+    assert sent[0]() is None  # (the run waits: nothing of ours keeps the prompt alive)
+    graph.invoke(Command(resume="yes"), config)
+    calls = [e for e in cb.trajectory().events if e.type is EventType.LLM_RESPONSE]
+    assert [len(e.input) for e in calls] == [2, 4]  # (the resumed call's prompt, whole)
+
+
 def test_a_run_waiting_when_its_debugger_closes_is_closed_then_and_continued_by_its_resume(
     tmp_path: Any,
 ) -> None:

@@ -425,6 +425,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             return
         session.flush()
         _keep_last(self.run_ids, session.id)  # (readable while it waits)
+        # the prompts its model calls were diffed against: a resume restores the state
+        # from the checkpoint (new message objects, never the same), so its calls record
+        # their prompts whole anyway; kept, each waiting run would hold its conversation
+        run.prompts.clear()
         evicted = PAUSED.park(run.pause_key or run.thread_id, run)  # (pause_key: see _state)
         closed_with_debugger(run)
         if evicted is not None and evicted is not run:

@@ -215,6 +215,18 @@ def test_a_payload_that_refers_back_to_itself_twice_is_kept_at_once(home: Path) 
     assert "'name': 'root'" in event.input and event.output == "\\ud800"
 
 
+def test_keys_that_would_read_alike_as_json_are_all_kept(home: Path) -> None:
+    """``{1: "a", "1": "b"}``: JSON writes both keys as "1", and reading it back
+    keeps only the last (before, "a" was lost without a word); the key that is not
+    a string is written with its type."""
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.record(EventType.TOOL_RESULT, output={1: "a", "1": "b", "rows": [{True: 1, "true": 2}]})
+    dbg.close()
+    (event,) = open_store(home).load_trajectory(t.id).events
+    assert event.output == {"1 (int)": "a", "1": "b", "rows": [{"true (bool)": 1, "true": 2}]}
+
+
 def test_a_payload_nested_past_what_repr_can_print_keeps_its_other_keys(home: Path) -> None:
     """A value nested deeper than Python's recursion limit has neither a JSON form
     nor a repr: its first 100 levels are kept, the rest left out with a note

@@ -64,10 +64,13 @@ def test_an_integration_default_makes_its_own_objects_small(home: Path) -> None:
         return {"said": value.text} if isinstance(value, Message) else to_json(value)
 
     dbg = AgentDebug(home)
+    alike = {1: Message("int"), "1": Message("text")}  # (one JSON key: both are kept)
     with dbg.trace(goal="custom") as t:
         t.emitter(small)(doc(step_index=0, agent_name="a", output=[Message("hi")]), "a")
-    (event,) = open_store(home).load_trajectory(t.id).events
-    assert event.output == [{"said": "hi"}]
+        t.emitter(small)(doc(step_index=1, agent_name="a", output=alike), "a")
+    first, second = open_store(home).load_trajectory(t.id).events
+    assert first.output == [{"said": "hi"}]
+    assert second.output == {"1 (int)": {"said": "int"}, "1": {"said": "text"}}
 
 
 def test_what_orjson_refuses_is_recorded_by_the_careful_path(home: Path) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from agentdebug.capture.encode import NON_STR_KEYS, clean_text, to_json
+from agentdebug.capture.encode import NON_STR_KEYS, Walk, clean_text, distinct_keys, to_json
 from agentdebug.schema import EventType
 
 if TYPE_CHECKING:
@@ -39,6 +39,7 @@ def _through(value: Any, default: Any) -> Any:
     strings), for ``record`` to take; as it is if it has no JSON form at all."""
     if value is None or default is to_json:
         return value
+    value = distinct_keys(value, Walk())  # ({1: "a", "1": "b"}: JSON would keep one)
     try:
         return orjson.loads(orjson.dumps(value, default=default, option=NON_STR_KEYS))
     except Exception:

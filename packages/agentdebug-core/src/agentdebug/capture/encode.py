@@ -107,11 +107,57 @@ def dumps(value: Any) -> bytes:
         return orjson.dumps(value, default=to_json)
     except orjson.JSONEncodeError as first:
         try:
-            return orjson.dumps(value, default=to_json, option=_OPTIONS)
+            return orjson.dumps(distinct_keys(value, Walk()), default=to_json, option=_OPTIONS)
         except orjson.JSONEncodeError as exc:
             if _SURROGATES not in str(exc) and _SURROGATES not in str(first):
                 raise
             return orjson.dumps(clean_text(value), default=clean_json, option=_OPTIONS)
+
+
+def distinct_keys(value: Any, walk: Walk) -> Any:
+    """``value`` with a dict key that is not a string, and whose text another key
+    of its dict already is (``{1: "a", "1": "b"}``), written with its type
+    (``"1 (int)"``): JSON would hold both under one key, and reading it back keep
+    only the last. Only dicts with keys that are not strings (or holding such a
+    dict) are rebuilt."""
+    if isinstance(value, dict):
+        if not walk.enter(value):
+            return value
+        try:
+            items = [(k, distinct_keys(v, walk)) for k, v in value.items()]
+            if all(k.__class__ is str and v is value[k] for k, v in items):
+                return value
+            taken = {k for k in value if k.__class__ is str}
+            out: dict[Any, Any] = {}
+            for k, v in items:
+                if k.__class__ is not str:
+                    text = _key_text(k)
+                    if isinstance(text, str):
+                        text = f"{text} ({type(k).__name__})" if text in taken else text
+                        taken.add(text)
+                    k = text
+                out[k] = v
+            return out
+        finally:
+            walk.leave(value)
+    if isinstance(value, (list, tuple)):
+        if not walk.enter(value):
+            return value
+        try:
+            kept = [distinct_keys(v, walk) for v in value]
+            return value if all(a is b for a, b in zip(kept, value, strict=True)) else kept
+        finally:
+            walk.leave(value)
+    return value
+
+
+def _key_text(key: Any) -> Any:
+    """The text orjson writes for a dict key that is not a string (its ``repr``
+    where orjson writes none, so the encode's error says what it is)."""
+    try:
+        return next(iter(orjson.loads(orjson.dumps({key: 0}, option=_OPTIONS))))
+    except Exception:
+        return key
 
 
 _SURROGATES = "surrogates not allowed"  # orjson's words for text that is not UTF-8

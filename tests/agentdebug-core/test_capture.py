@@ -222,9 +222,11 @@ def test_keys_that_would_read_alike_as_json_are_all_kept(home: Path) -> None:
     dbg = AgentDebug()
     with dbg.trace(goal="g") as t:
         t.record(EventType.TOOL_RESULT, output={1: "a", "1": "b", "rows": [{True: 1, "true": 2}]})
+        t.record(EventType.TOOL_RESULT, output={1: "a", "1": "b", "big": 2**70})  # (coerced)
     dbg.close()
-    (event,) = open_store(home).load_trajectory(t.id).events
-    assert event.output == {"1 (int)": "a", "1": "b", "rows": [{"true (bool)": 1, "true": 2}]}
+    plain, coerced = open_store(home).load_trajectory(t.id).events
+    assert plain.output == {"1 (int)": "a", "1": "b", "rows": [{"true (bool)": 1, "true": 2}]}
+    assert coerced.output == {"1 (int)": "a", "1": "b", "big": str(2**70)}
 
 
 def test_a_payload_nested_past_what_repr_can_print_keeps_its_other_keys(home: Path) -> None:

@@ -179,14 +179,17 @@ def test_work_a_plugin_leaves_for_close_is_done_before_the_store_closes(
 ) -> None:
     """``on_close``: a plugin closes a run it holds open (a run waiting for a human)
     when the debugger closes, while its store can still take it; each hook runs
-    once, and one that raises is logged, not raised from ``close``."""
+    once, and one that raises is logged, not raised from ``close``. One given while
+    the debugger closes (a run that paused meanwhile) runs at once."""
     dbg = AgentDebug(home)
     held = dbg.trace(goal="waits for a human")
+    late = dbg.trace(goal="paused while the debugger closed")
     calls: list[str] = []
 
     def finish_held() -> None:
         calls.append("finish")
         held.close()
+        dbg.on_close(lambda: (calls.append("late"), late.close()))
 
     def broken() -> None:
         raise RuntimeError("plugin bug")
@@ -195,7 +198,7 @@ def test_work_a_plugin_leaves_for_close_is_done_before_the_store_closes(
     dbg.on_close(finish_held)
     dbg.close()
     dbg.close()
-    assert calls == ["finish"] and not held.store_failed
+    assert calls == ["finish", "late"] and not held.store_failed and not late.store_failed
     assert any("a plugin's work at close failed" in r.getMessage() for r in caplog.records)
     stored = open_store(home / "agentdebug.db").load_trajectory(held.id)
     assert stored.outcome.status.value != "running"

@@ -77,30 +77,48 @@ def test_a_tool_error_names_its_tool_call(dbg: AgentDebug) -> None:
     assert result.metadata["tool_call_id"] == "f1"
 
 
-@tool
-def refund_by_command(order: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Command:
-    """Refund an order, answering the call with the state update it makes."""
-    failed = f"refund of {order} failed: gateway down"
-    return Command(
-        update={"messages": [ToolMessage(failed, tool_call_id=tool_call_id, status="error")]}
-    )
+FORMS = {  # the ways ToolNode takes a tool's answer by Command, each failed
+    "a Command": lambda m: Command(update={"messages": [m]}),
+    "a list of Commands": lambda m: [Command(update={"messages": [m]})],
+    "a message dict": lambda m: Command(
+        update={"messages": [{"role": "tool", "status": "error", **m.model_dump()}]}
+    ),
+    "one message under two keys": lambda m: Command(update={"messages": [m], "last": m}),
+}
 
 
+class WithLast(MessagesState):
+    last: Any
+
+
+@pytest.mark.parametrize("form", list(FORMS))
 def test_a_tool_answering_with_a_command_that_reports_an_error_is_a_tool_error(
-    dbg: AgentDebug,
+    dbg: AgentDebug, form: str
 ) -> None:
     """A tool that answers its call with ``Command(update=...)`` (its ToolMessage for
     the call, by ``InjectedToolCallId``) and says there that it failed: the result is
     recorded as the tool's error, as a ToolMessage returned directly is, and the
     diagnosis names it (before, the failure read as a success and the report found
     no error)."""
+
+    @tool
+    def refund_by_command(order: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> Any:
+        """Refund an order, answering the call with the state update it makes."""
+        said = f"refund of {order} failed: gateway down"
+        return FORMS[form](ToolMessage(said, tool_call_id=tool_call_id, status="error"))
+
     model = scripted([call("refund_by_command", {"order": "A1"}, "r1"), AIMessage("Refunded.")])
-    graph = agent_loop(model, ToolNode([refund_by_command]))
+    g = StateGraph(WithLast)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([refund_by_command]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
     cb = AgentDebugCallback(dbg, success_check=lambda s: "the refund never went through")
-    graph.invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
+    g.compile().invoke({"messages": [HumanMessage("refund A1")]}, {"callbacks": [cb]})
     (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
     assert result.error is not None and "gateway down" in result.error.message
-    assert result.metadata["tool_call_id"] == "r1" and result.output["command"] is True
+    assert result.metadata["tool_call_id"] == "r1"
     report = cb.reports[0]
     assert "gateway down" in report.summary
     assert any(f.mode_id == "system.tool_error" for f in report.findings)

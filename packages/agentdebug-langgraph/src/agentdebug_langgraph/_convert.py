@@ -200,19 +200,37 @@ def command(cmd: Command[Any]) -> dict[str, Any]:
     return out
 
 
-def answer_in(cmd: Command[Any], call_id: str | None) -> ToolMessage | None:
-    """The ``ToolMessage`` a tool's ``Command`` writes for its call (by the call's
-    id; the only one when the id is not known), None when it writes none."""
-    update = cmd.update
-    values: Any = update.values() if isinstance(update, dict) else ()
-    if isinstance(update, (list, tuple)):  # [(key, value), ...]
-        values = [pair[1] for pair in update if isinstance(pair, tuple) and len(pair) == 2]
-    found = []
-    for value in values:
-        for item in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(item, ToolMessage) and (call_id is None or item.tool_call_id == call_id):
-                found.append(item)
-    return found[0] if len(found) == 1 else None
+def answer_in(output: Any, call_id: str | None) -> Any:
+    """The answer a tool's ``Command`` (or list of them, as ``ToolNode`` takes)
+    writes for its call: the ``ToolMessage``, or a message dict of role ``tool``,
+    whose ``tool_call_id`` is the call's (the only one when the id is not known),
+    found in the update however it is given (a dict of channels, ``(key, value)``
+    pairs, or a list of messages for a graph whose state is one); None when there
+    is none, or more than one."""
+    found: dict[int, Any] = {}  # (by identity: one message under two keys is one)
+
+    def look(value: Any) -> None:
+        if value.__class__ is Command:
+            update = value.update
+            if isinstance(update, dict):
+                for item in update.values():
+                    look(item)
+            elif update is not None:
+                look(update)
+        elif isinstance(value, (list, tuple)):
+            for item in value:
+                look(item)
+        elif isinstance(value, ToolMessage) or (
+            isinstance(value, dict) and value.get("role") == "tool"
+        ):
+            said = (
+                value.tool_call_id if isinstance(value, ToolMessage) else value.get("tool_call_id")
+            )
+            if call_id is None or said == call_id:
+                found[id(value)] = value
+
+    look(output)
+    return next(iter(found.values())) if len(found) == 1 else None
 
 
 MAY_SEND = frozenset({Send, list, tuple, Command})  # the classes has_send looks into

@@ -351,7 +351,15 @@ class ModelAndToolEvents(CaptureBase):
             meta = _result_meta(rec, tool, call_id, decided)
             # a tool returning Command(update=...) answers its call with the
             # ToolMessage in the update (InjectedToolCallId's use): its status counts
-            answer = _convert.answer_in(output, call_id) if isinstance(output, Command) else output
+            answer = output
+            if isinstance(output, (Command, list)):
+                answer = _convert.answer_in(output, call_id)
+                if isinstance(answer, dict):  # (a message dict: ToolNode makes it a message)
+                    answer = ToolMessage(
+                        content=answer.get("content") or "",
+                        tool_call_id=str(answer.get("tool_call_id") or call_id or ""),
+                        status="error" if answer.get("status") == "error" else "success",
+                    )
             if isinstance(answer, ToolMessage):
                 if answer.status == "error":
                     error = {"message": _convert.text_of(answer.content), "type": "ToolError"}

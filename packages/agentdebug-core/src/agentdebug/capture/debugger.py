@@ -49,6 +49,7 @@ class AgentDebug:
         self._diagnosing: dict[Future[Any], str | None] = {}
         self._store_error: str | None = None
         self._on_close: list[Callable[[], None]] = []
+        self._closing = False  # (close() is running its hooks: one given now runs at once)
         self.attributor = attributor
         self.flush_interval = flush_interval
 
@@ -159,21 +160,29 @@ class AgentDebug:
         """Have ``fn`` called when this debugger closes, before its store does: a
         plugin closing the runs it holds open (a LangGraph run waiting at an
         interrupt), which could not be written once the store is closed. Each is
-        called once; one that raises is logged."""
+        called once; one that raises is logged. Given while the debugger is
+        closing, it runs at once."""
         with self._lock:
-            self._on_close.append(fn)
+            if not self._closing:
+                self._on_close.append(fn)
+                return
+        _run_hook(fn)
 
     def close(self) -> None:
         """Finish: close the runs plugins hold open (:meth:`on_close`), wait for
         its diagnoses under way (their reports go to this store), write what is
         queued, close the store."""
         with self._lock:
-            hooks, self._on_close = self._on_close, []
-        for fn in hooks:
-            try:
-                fn()
-            except Exception:
-                log.exception("agentdebug: a plugin's work at close failed")
+            hooks, self._on_close, self._closing = self._on_close, [], True
+        try:
+            for fn in hooks:
+                _run_hook(fn)
+            self._finish()
+        finally:
+            with self._lock:
+                self._closing = False  # (it may be used again: its store reopens)
+
+    def _finish(self) -> None:
         with self._lock:
             diagnosing = dict(self._diagnosing)
         if diagnosing and not threading.current_thread().name.startswith(DIAGNOSIS_THREAD):
@@ -190,6 +199,13 @@ class AgentDebug:
         if self._store is not None:
             self._store.close()
             self._store = None
+
+
+def _run_hook(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except Exception:
+        log.exception("agentdebug: a plugin's work at close failed")
 
 
 def diagnoses_and_reports(n: int) -> tuple[str, str]:

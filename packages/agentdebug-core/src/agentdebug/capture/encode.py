@@ -332,6 +332,7 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
         return value
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
+    value = distinct_keys(value, Walk())  # ({1: "a", "1": "b"}: both kept, as dumps keeps them)
     coerced = _coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
     try:
         dumps(coerced)

@@ -72,6 +72,46 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
     assert "A model stage did not answer: all-at-once failed" in note and "HTTP 500" in note
 
 
+@pytest.mark.parametrize(
+    "setting", [("AGENTDEBUG_TIMEOUT", "abc"), ("AGENTDEBUG_MAX_RETRIES", "lots")]
+)
+def test_a_model_setting_that_cannot_be_read_leaves_the_free_tier_saying_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setting: tuple[str, str]
+) -> None:
+    """A model setting the environment gives wrongly: the free tier diagnoses the
+    run, and the note says the settings could not be read and why (before, no
+    report was made, and the user was told nothing)."""
+    monkeypatch.setenv("AGENTDEBUG_MODEL", "m")
+    monkeypatch.setenv(*setting)
+    dbg = AgentDebug(tmp_path / "store")
+    exc = ValueError("the agent gave up")
+    report = diagnose_failure(dbg, failing_run(dbg), exc=exc)
+    assert report is not None and report.root_cause is not None
+    (note,) = exc.__notes__
+    assert "Model settings unreadable" in note and setting[0] in note
+    assert "the free tier is used" in note
+
+
+def test_a_diagnosis_that_fails_says_so_on_the_exception(tmp_path: Path) -> None:
+    """With ``no_fallback`` the model's failure ends the diagnosis: no report, and
+    the exception's note says why and how to try again (before, nothing was said
+    where the user looks)."""
+    from agentdebug.llm.testing import Reply, ScriptedServer
+
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    exc = ValueError("the agent gave up")
+    with ScriptedServer(lambda body: Reply("boom", status=500)) as server:
+        settings = LLMSettings(
+            model="m", base_url=server.base_url, api_key="k", cache=False, max_retries=0
+        )
+        with use_settings(settings.model_copy(update={"no_fallback": True})):
+            assert diagnose_failure(dbg, run, exc=exc) is None
+    (note,) = exc.__notes__
+    assert note.startswith(f"agentdebug could not diagnose run {run.id}:") and "HTTP 500" in note
+    assert f"agentdebug diagnose {run.id}" in note
+
+
 def test_the_pipeline_follows_the_model_configuration() -> None:
     assert configured_attributor() == "heuristic"
     with use_settings(LLMSettings(model="m", base_url="http://127.0.0.1:9", api_key="k")):

@@ -225,6 +225,18 @@ def test_retries_429_500_503_and_timeout_then_succeeds(sleeps: list[float]) -> N
     assert log.cost.calls == 5 and log.cost.input_tokens == 400
 
 
+@pytest.mark.parametrize("header", ["Retry-After", "retry-after-ms"])
+def test_a_retry_after_that_is_not_a_number_of_seconds_waits_the_usual_backoff(
+    sleeps: list[float], header: str
+) -> None:
+    """``Retry-After: nan`` parses as a float but is no time: the usual backoff is
+    waited (before, sleeping NaN seconds raised, and the call failed)."""
+    script = [Reply("slow down", status=429, headers={header: "nan"}), Reply(GOOD)]
+    with ScriptedServer(script) as server:
+        answer = ask(LLMClient(settings_for(server)))
+    assert answer.attempts == 2 and len(sleeps) == 1 and 0 < sleeps[0] <= 20.0
+
+
 def test_gives_up_after_max_retries(sleeps: list[float]) -> None:
     with ScriptedServer([Reply("the engine is overloaded", status=503)] * 5) as server:
         client = LLMClient(settings_for(server, max_retries=2, response_format="json_schema"))

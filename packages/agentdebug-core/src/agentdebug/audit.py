@@ -66,6 +66,10 @@ class _ScopedLog(AuditLog):
 # how the note of a model stage that failed, whose answer is then earlier stages',
 # ends (the summary paragraph of an automatic diagnosis says so)
 FALLBACK = "answering with what earlier stages found"
+# how a note ends when a failed model attributor's answer is the heuristic's, or when
+# unreadable model settings left the diagnosis to the free tier
+HEURISTIC_INSTEAD = "the heuristic attributor's answer is used instead"
+FREE_TIER_INSTEAD = "the free tier is used"
 
 
 def note(strategy: str, text: str) -> None:

@@ -11,9 +11,9 @@ import time
 import uuid
 from collections.abc import Sequence
 
-from agentdebug.audit import audit_scope, note
+from agentdebug.audit import FREE_TIER_INSTEAD, HEURISTIC_INSTEAD, audit_scope, note
 from agentdebug.audit import record as record_audit
-from agentdebug.errors import AgentDebugError
+from agentdebug.errors import AgentDebugError, ConfigError
 from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
 from agentdebug.llm import (
     Budget,
@@ -81,7 +81,13 @@ def diagnose(
     reg = registry or get_registry()
     if not trajectory.events:
         raise AgentDebugError(f"run '{trajectory.id}' has no events to diagnose")
-    llm = settings or current_settings()
+    unread = None
+    try:
+        llm = settings or current_settings()
+    except ConfigError as exc:  # (a free-tier diagnosis needs none of them: it goes on)
+        if attributor != "heuristic" or judge:
+            raise
+        llm, unread = LLMSettings(), f"model settings unreadable ({exc}); {FREE_TIER_INSTEAD}"
     strict = llm.no_fallback if no_fallback is None else no_fallback
     seen = (
         trajectory if with_reference else trajectory.model_copy(update={"reference_answer": None})
@@ -104,6 +110,8 @@ def diagnose(
     tier = "model" if cost.calls or cost.cached_calls else "free"
     if tier == "free" and not _needs_model(att):
         notes.insert(0, FREE_TIER_NOTE if not llm.configured else FREE_TIER_WITH_MODEL_NOTE)
+    if unread is not None:
+        notes.insert(0, unread)
     history = history_note(trajectory)  # a run read with the runs it continues
     if history is not None:
         notes.append(history)
@@ -264,7 +272,7 @@ def _run(
             hypotheses = reg.attributor("heuristic").attribute(trajectory, findings)
             note(
                 "diagnose",
-                f"attributor '{att.name}' failed: {why}; the heuristic attributor's answer is used instead",
+                f"attributor '{att.name}' failed: {why}; {HEURISTIC_INSTEAD}",
             )
     return findings, hypotheses
 

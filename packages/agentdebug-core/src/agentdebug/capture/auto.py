@@ -21,8 +21,9 @@ from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any
 
-from agentdebug.audit import FALLBACK
+from agentdebug.audit import FALLBACK, FREE_TIER_INSTEAD, HEURISTIC_INSTEAD
 from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_and_reports
+from agentdebug.capture.encode import safe_str
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
 
 log = logging.getLogger("agentdebug.auto")
@@ -187,8 +188,8 @@ def configured_attributor() -> str:
 
     try:
         return "auto" if current_settings().configured else "heuristic"
-    except Exception:  # a broken config file must not stop the diagnosis
-        log.exception("agentdebug: model settings unreadable; the free tier is used")
+    except Exception as exc:  # a broken config file must not stop the diagnosis
+        log.warning("agentdebug: model settings unreadable (%s); the free tier is used", exc)
         return "heuristic"
 
 
@@ -197,13 +198,23 @@ def summary_paragraph(report: DiagnosticReport) -> str:
     parts = [f"agentdebug diagnosis {report.id} of run {report.trajectory_id}:", report.summary]
     if report.fix is not None:
         parts.append(f"Suggested fix: {report.fix.directive}")
-    failed = [n for n in report.notes if n.endswith(FALLBACK)]
+    failed = [n for n in report.notes if n.endswith((FALLBACK, HEURISTIC_INSTEAD))]
     if failed:  # not a silent fallback: a model stage did not answer
         parts.append(f"A model stage did not answer: {failed[0]}.")
+    unread = [n for n in report.notes if n.endswith(FREE_TIER_INSTEAD)]
+    if unread:  # nor a model configured wrongly, and so not used
+        parts.append(f"{unread[0][:1].upper()}{unread[0][1:]}.")
     parts.append(
         f"(agentdebug show {report.trajectory_id} / agentdebug diagnose {report.trajectory_id})"
     )
     return " ".join(p for p in parts if p)
+
+
+def _note(exc: BaseException, text: str) -> None:
+    try:
+        exc.add_note(text)
+    except Exception:  # an exception type that refuses notes
+        log.debug("agentdebug: could not add a note to %r", exc)
 
 
 def diagnose_failure(
@@ -231,16 +242,20 @@ def diagnose_failure(
             attributor=attributor or configured_attributor(),
             **options,
         )
-    except Exception:
+    except Exception as failed:
         log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)
+        if exc is not None:  # (said where the user looks, as a report would be)
+            _note(
+                exc,
+                f"agentdebug could not diagnose run {trajectory.id}: "
+                f"{type(failed).__name__}: {safe_str(failed)} "
+                f"(agentdebug diagnose {trajectory.id} tries again)",
+            )
         return None
     paragraph = summary_paragraph(report)
     log.warning("%s", paragraph)
     if exc is not None:
-        try:
-            exc.add_note(paragraph)
-        except Exception:  # an exception type that refuses notes
-            log.debug("agentdebug: could not add a note to %r", exc)
+        _note(exc, paragraph)
     if on_report is not None:
         try:
             on_report(report)

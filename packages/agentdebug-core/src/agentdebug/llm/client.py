@@ -18,6 +18,7 @@ returns an instance of a pydantic model, or raises. Around the request it:
 from __future__ import annotations
 
 import email.utils
+import math
 import os
 import random
 import threading
@@ -443,7 +444,7 @@ def backoff_delay(retry: int, retry_after: float | None = None) -> float:
     """Seconds to wait before retry number ``retry`` (0-based): the server's
     Retry-After (capped), else 0.5 s doubling to at most 20 s, jittered down to
     half so that parallel clients do not retry in step."""
-    if retry_after is not None:
+    if retry_after is not None and not math.isnan(retry_after):  # ("nan": not a time)
         return min(max(retry_after, 0.0), RETRY_AFTER_CAP)
     ceiling = min(BACKOFF_CAP, BACKOFF_BASE * BACKOFF_FACTOR**retry)
     return ceiling * (0.5 + 0.5 * jitter())

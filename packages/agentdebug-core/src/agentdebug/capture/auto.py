@@ -210,13 +210,6 @@ def summary_paragraph(report: DiagnosticReport) -> str:
     return " ".join(p for p in parts if p)
 
 
-def _note(exc: BaseException, text: str) -> None:
-    try:
-        exc.add_note(text)
-    except Exception:  # an exception type that refuses notes
-        log.debug("agentdebug: could not add a note to %r", exc)
-
-
 def diagnose_failure(
     debugger: AgentDebug,
     trajectory: AgentTrajectory,
@@ -244,18 +237,16 @@ def diagnose_failure(
         )
     except Exception as failed:
         log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)
-        if exc is not None:  # (said where the user looks, as a report would be)
-            _note(
-                exc,
-                f"agentdebug could not diagnose run {trajectory.id}: "
-                f"{type(failed).__name__}: {safe_str(failed)} "
-                f"(agentdebug diagnose {trajectory.id} tries again)",
-            )
+        _note(  # (said where the user looks, as a report would be)
+            exc,
+            f"agentdebug could not diagnose run {trajectory.id}: "
+            f"{type(failed).__name__}: {safe_str(failed)} "
+            f"(agentdebug diagnose {trajectory.id} tries again)",
+        )
         return None
     paragraph = summary_paragraph(report)
     log.warning("%s", paragraph)
-    if exc is not None:
-        _note(exc, paragraph)
+    _note(exc, paragraph)
     if on_report is not None:
         try:
             on_report(report)

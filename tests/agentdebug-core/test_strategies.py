@@ -92,6 +92,17 @@ def test_all_at_once_reads_the_run_once_and_reports_real_usage() -> None:
     assert request["temperature"] == 0
 
 
+def test_an_answer_naming_an_agent_that_did_not_act_at_its_step_says_so() -> None:
+    """The model names the critic at step 1, where the coder acted: both are kept
+    as given (Who&When scores them apart), and the summary says who acted there
+    (before, only the metadata did, and the report read as if the critic had)."""
+    with ScriptedServer([Reply(answer("critic", 1))]) as server:
+        report = diagnose(chain(6), attributor="all-at-once", settings=settings_for(server))
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("critic", 1)
+    assert "(At step 1 it was coder that acted, not critic.)" in report.summary
+
+
 def test_the_answer_schema_only_admits_steps_and_agents_that_exist() -> None:
     script = [Reply(answer("nobody", 99)), Reply(answer("booker", 11))]
     with ScriptedServer(script) as server:

@@ -326,6 +326,9 @@ def _summary(
         parts.append(
             f"Most likely root cause: {who} {where}{what}, confidence {root.confidence:.2f}."
         )
+        acting = root.metadata.get("agent_acting_at_step")
+        if acting:  # (a model named an agent that did not act there: both kept, said)
+            parts.append(f"(At step {root.step_index} it was {acting} that acted, not {who}.)")
     return " ".join(parts)
 
 

@@ -147,6 +147,11 @@ def test_unknown_key_and_broken_toml_in_file(llm_env: Path) -> None:
     write_file(llm_env, 'llm = "x"\n')
     with pytest.raises(ConfigError, match="must be a table"):
         load_settings()
+    # settings written above any table: TOML gives them to none (before, ignored)
+    write_file(llm_env, 'model = "gpt-4o-mini"\nbase_url = "http://localhost:1/v1"\n')
+    with pytest.raises(ConfigError, match=r"base_url, model must be under \[llm\]") as err:
+        load_settings()
+    assert str(llm_env) in str(err.value)
 
 
 def test_bad_override_names_the_flag() -> None:

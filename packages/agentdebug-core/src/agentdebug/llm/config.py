@@ -131,9 +131,13 @@ def read_config() -> dict[str, Any]:
     naming the file and the key (a typo that silently did nothing would be worse).
     """
     path = config_path()
-    table = _read_document(path).get("llm", {})
+    document = _read_document(path)
+    table = document.get("llm", {})
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: 'llm' must be a table ([llm])")
+    astray = sorted(k for k in document if k in LLMSettings.model_fields)
+    if astray:  # (above the table: TOML reads them as no table's, so they did nothing)
+        raise ConfigError(f"{path}: {', '.join(astray)} must be under [llm], not above it")
     return {key: coerce(key, value, f"{path} [llm] {key}") for key, value in table.items()}
 
 

@@ -14,13 +14,25 @@ import logging
 import math
 import re
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
 
+from agentdebug.capture.walk import (
+    CUT_DEPTH,
+    Walk,
+    coerced,
+    cut,
+    distinct_keys,
+    printed,
+    safe_repr,
+    safe_str,
+    walk_leaves,
+)
 from agentdebug.schema import ErrorInfo
+
+__all__ = ["Walk", "distinct_keys", "safe_repr", "safe_str"]  # (here for integrations too)
 
 log = logging.getLogger("agentdebug.capture")
 
@@ -76,7 +88,7 @@ def to_json(value: Any) -> Any:
         return bytes_json(bytes(value))
     if isinstance(value, BaseException):
         return error_dict(value)
-    return _safe_repr(value)  # (a repr that raises must not cost the values beside it)
+    return safe_repr(value)  # (a repr that raises must not cost the values beside it)
 
 
 def bytes_json(data: bytes) -> Any:
@@ -114,55 +126,7 @@ def dumps(value: Any) -> bytes:
             return orjson.dumps(clean_text(value), default=clean_json, option=_OPTIONS)
 
 
-def distinct_keys(value: Any, walk: Walk) -> Any:
-    """``value`` with a dict key that is not a string, and whose text another key
-    of its dict already is (``{1: "a", "1": "b"}``), written with its type
-    (``"1 (int)"``): JSON would hold both under one key, and reading it back keep
-    only the last. Only dicts with keys that are not strings (or holding such a
-    dict) are rebuilt."""
-    if isinstance(value, dict):
-        if not walk.enter(value):
-            return value
-        try:
-            items = [(k, distinct_keys(v, walk)) for k, v in value.items()]
-            if all(k.__class__ is str and v is value[k] for k, v in items):
-                return value
-            taken = {k for k in value if k.__class__ is str}
-            out: dict[Any, Any] = {}
-            for k, v in items:
-                if k.__class__ is not str:
-                    text = _key_text(k)
-                    if isinstance(text, str):
-                        text = f"{text} ({type(k).__name__})" if text in taken else text
-                        taken.add(text)
-                    k = text
-                out[k] = v
-            return out
-        finally:
-            walk.leave(value)
-    if isinstance(value, (list, tuple)):
-        if not walk.enter(value):
-            return value
-        try:
-            kept = [distinct_keys(v, walk) for v in value]
-            return value if all(a is b for a, b in zip(kept, value, strict=True)) else kept
-        finally:
-            walk.leave(value)
-    return value
-
-
-def _key_text(key: Any) -> Any:
-    """The text orjson writes for a dict key that is not a string (its ``repr``
-    where orjson writes none, so the encode's error says what it is)."""
-    try:
-        return next(iter(orjson.loads(orjson.dumps({key: 0}, option=_OPTIONS))))
-    except Exception:
-        return key
-
-
 _SURROGATES = "surrogates not allowed"  # orjson's words for text that is not UTF-8
-_DEEPEST = 200  # walks below: containers this deep are left as they are
-_WALKED = 100_000  # walks below: the most containers one walk visits
 
 
 def clean_json(value: Any) -> Any:
@@ -174,7 +138,7 @@ def clean_text(value: Any) -> Any:
     """``value`` with every string that UTF-8 cannot hold (lone surrogates) made
     valid by writing those code points as backslash escapes, so that nothing else
     of it is lost; in dicts (keys too), lists and tuples, as deep as JSON goes."""
-    return _walk(value, _clean_leaf, _clean_leaf, Walk())
+    return walk_leaves(value, _clean_leaf, _clean_leaf, Walk())
 
 
 def _clean_leaf(value: Any) -> Any:
@@ -184,47 +148,6 @@ def _clean_leaf(value: Any) -> Any:
         except UnicodeEncodeError:
             return value.encode("utf-8", "backslashreplace").decode("utf-8")
     return value
-
-
-class Walk:
-    """Where a walk over a value that may refer back to itself is: the containers
-    on its way down, and how many more it may visit. :meth:`enter` refuses a
-    container already on the way (one that holds itself), one deeper than
-    ``deepest``, or one past the first ``most``; so a walk that leaves those as
-    they are stays linear however the value refers back to itself."""
-
-    __slots__ = ("deepest", "left", "path")
-
-    def __init__(self, deepest: int = _DEEPEST, most: int = _WALKED) -> None:
-        self.path: set[int] = set()
-        self.deepest = deepest
-        self.left = most
-
-    def enter(self, container: Any) -> bool:
-        key = id(container)
-        if key in self.path or len(self.path) >= self.deepest or self.left <= 0:
-            return False
-        self.left -= 1
-        self.path.add(key)
-        return True
-
-    def leave(self, container: Any) -> None:
-        self.path.discard(id(container))
-
-
-def _walk(value: Any, leaf: Callable[[Any], Any], key_of: Callable[[Any], Any], walk: Walk) -> Any:
-    """``value`` rebuilt with ``leaf`` applied to its leaves, ``key_of`` to its dict
-    keys; a container :class:`Walk` refuses is left as it is."""
-    if not isinstance(value, (dict, list, tuple)):
-        return leaf(value)
-    if not walk.enter(value):
-        return value
-    try:
-        if isinstance(value, dict):
-            return {key_of(k): _walk(v, leaf, key_of, walk) for k, v in value.items()}
-        return [_walk(v, leaf, key_of, walk) for v in value]
-    finally:
-        walk.leave(value)
 
 
 def dumps_kept(value: Any) -> bytes:
@@ -258,49 +181,16 @@ def jsonable(value: Any, limit: int | None = None) -> Any:
     try:
         data = dumps(value)  # (text UTF-8 cannot hold comes back escaped)
     except Exception:
-        return _safe_repr(value)
+        return safe_repr(value)
     if limit is not None and len(data) > limit:
         return _fitted(orjson.loads(data), len(data), limit, min(_HEAD_BYTES, limit // 8))
     return orjson.loads(data)
 
 
-def safe_str(value: Any) -> str:
-    """``str(value)``, or its ``repr`` if that raises, or ``<unprintable Type>``:
-    text of a user's object that never raises (for integrations too)."""
-    return _safe_str(value)
-
-
-def safe_repr(value: Any) -> str:
-    """``repr(value)``, or ``<unprintable Type>`` if it raises."""
-    return _safe_repr(value)
-
-
-def _safe_str(value: Any) -> str:
-    text = _printed(str, value)
-    return text if text is not None else _safe_repr(value)
-
-
-def _safe_repr(value: Any) -> str:
-    text = _printed(repr, value)
-    return text if text is not None else f"<unprintable {type(value).__name__}>"
-
-
-def _printed(how: Any, value: Any) -> str | None:
-    """``how(value)``, or None if it raises (a user's ``__str__``/``__repr__`` may
-    raise anything, even SystemExit; a Ctrl-C is let through)."""
-    try:
-        text: str = how(value)
-        return text
-    except KeyboardInterrupt:
-        raise
-    except BaseException:
-        return None
-
-
 def error_dict(error: Any) -> dict[str, Any]:
     if isinstance(error, BaseException):
         out: dict[str, Any] = {
-            "message": _printed(str, error) or type(error).__name__,  # (its __str__ may raise)
+            "message": printed(str, error) or type(error).__name__,  # (its __str__ may raise)
             "type": type(error).__name__,
         }
         if error.__traceback__ is not None:
@@ -333,63 +223,25 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
     value = distinct_keys(value, Walk())  # ({1: "a", "1": "b"}: both kept, as dumps keeps them)
-    coerced = _coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
+    kept = coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
     try:
-        dumps(coerced)
+        dumps(kept)
     except Exception:
-        text = _printed(repr, value)
+        text = printed(repr, value)
         if text is None:  # (nested past Python's recursion limit, say: its repr raises)
             notes[f"{key}_cut"] = why
-            return _cut(value, Walk(deepest=_CUT_DEPTH))
+            return cut(value, Walk(deepest=CUT_DEPTH))
         notes[f"{key}_unserialisable"] = why
         return text
     notes[f"{key}_coerced"] = why
-    return coerced
-
-
-_CUT_DEPTH = 100  # levels of a value with neither a JSON form nor a repr that are kept
-
-
-def _cut(value: Any, walk: Walk) -> Any:
-    """``value`` as JSON data down to ``walk.deepest`` levels, a container below
-    them (or one that holds itself) a text saying so, a leaf JSON lacks its repr:
-    what is kept of a value with neither a JSON form nor a repr, so that the rest
-    of it (the keys beside the part nested too deep) is not lost."""
-    if isinstance(value, (dict, list, tuple)):
-        if not walk.enter(value):
-            return f"<{type(value).__name__} left out, {len(walk.path)} levels down>"
-        try:
-            if isinstance(value, dict):
-                return {_coerced_key(k): _cut(v, walk) for k, v in value.items()}
-            return [_cut(v, walk) for v in value]
-        finally:
-            walk.leave(value)
-    if value is None or isinstance(value, (str, bool, float)):
-        return value
-    return _coerced_leaf(value) if isinstance(value, int) else _safe_repr(value)
-
-
-def _coerced(value: Any) -> Any:
-    """``value`` with what JSON cannot hold written as text: dict keys that are not
-    strings (tuples, say), integers beyond 64 bits (see :func:`_walk` for how far)."""
-    return _walk(value, _coerced_leaf, _coerced_key, Walk())
-
-
-def _coerced_leaf(value: Any) -> Any:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value if -(2**63) <= value < 2**64 else str(value)
-    return value
-
-
-def _coerced_key(key: Any) -> Any:
-    return key if isinstance(key, str) else _safe_str(key)
+    return kept
 
 
 def _text_or_none(value: Any, notes: dict[str, Any], key: str) -> str | None:
     if value is None or isinstance(value, str):
         return value
     notes[f"{key}_coerced_from"] = type(value).__name__
-    return _safe_repr(value) if not isinstance(value, (int, float)) else str(value)
+    return safe_repr(value) if not isinstance(value, (int, float)) else str(value)
 
 
 def event_id(item: tuple[Any, ...]) -> str:
@@ -398,7 +250,7 @@ def event_id(item: tuple[Any, ...]) -> str:
     given = item[EVENT_ID]
     if given is None:
         return item[AUTO_ID]  # type: ignore[no-any-return]
-    text = given if isinstance(given, str) else _safe_str(given)
+    text = given if isinstance(given, str) else safe_str(given)
     return f"{text}#u" if _AUTO_ID.match(text) and text != item[AUTO_ID] else text
 
 
@@ -490,7 +342,7 @@ def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> byt
         if isinstance(value, (int, float)) and math.isfinite(value) and value >= 0:
             doc["duration_ms"] = value
         else:
-            notes["duration_ms_dropped"] = _safe_repr(value)
+            notes["duration_ms_dropped"] = safe_repr(value)
     value = item[INPUT]
     if value is not None:
         doc["input"] = value if value.__class__ is str else _field(value, notes, "input")
@@ -501,7 +353,7 @@ def _event_json(item: tuple[Any, ...], limit: int, event_id_: str | None) -> byt
         try:
             doc["error"] = error_dict(item[ERROR])
         except Exception as exc:
-            doc["error"] = {"message": _safe_repr(item[ERROR])}
+            doc["error"] = {"message": safe_repr(item[ERROR])}
             notes["error_coerced"] = str(exc)
     metadata = item[METADATA]
     if metadata:

@@ -50,12 +50,15 @@ def test_failures_of_the_diagnosis_or_the_callback_are_logged_not_raised(
     assert diagnose_failure(dbg, empty) is None
 
 
+@pytest.mark.parametrize("strict", [False, True])
 def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
-    tmp_path: Path,
+    tmp_path: Path, strict: bool
 ) -> None:
     """The model answers HTTP 500: the diagnosis gives the rules' and heuristic's
     answer, and the note on the exception (and the log) says the model could not
-    be used and why, so the user does not take it for the model's reading."""
+    be used and why, so the user does not take it for the model's reading. With
+    ``no_fallback`` the failure ends the diagnosis: no report, and the note says
+    why and how to try again (before, nothing was said where the user looks)."""
     from agentdebug.llm.testing import Reply, ScriptedServer
 
     dbg = AgentDebug(tmp_path / "store")
@@ -65,11 +68,16 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
         settings = LLMSettings(
             model="m", base_url=server.base_url, api_key="k", cache=False, max_retries=0
         )
-        with use_settings(settings):
+        with use_settings(settings.model_copy(update={"no_fallback": strict})):
             report = diagnose_failure(dbg, run, exc=exc)
-    assert report is not None and report.root_cause is not None
     (note,) = exc.__notes__
-    assert "A model stage did not answer: all-at-once failed" in note and "HTTP 500" in note
+    if strict:
+        assert report is None and "HTTP 500" in note
+        assert note.startswith(f"agentdebug could not diagnose run {run.id}:")
+        assert f"agentdebug diagnose {run.id}" in note
+    else:
+        assert report is not None and report.root_cause is not None
+        assert "A model stage did not answer: all-at-once failed" in note and "HTTP 500" in note
 
 
 @pytest.mark.parametrize(
@@ -90,26 +98,6 @@ def test_a_model_setting_that_cannot_be_read_leaves_the_free_tier_saying_why(
     (note,) = exc.__notes__
     assert "Model settings unreadable" in note and setting[0] in note
     assert "the free tier is used" in note
-
-
-def test_a_diagnosis_that_fails_says_so_on_the_exception(tmp_path: Path) -> None:
-    """With ``no_fallback`` the model's failure ends the diagnosis: no report, and
-    the exception's note says why and how to try again (before, nothing was said
-    where the user looks)."""
-    from agentdebug.llm.testing import Reply, ScriptedServer
-
-    dbg = AgentDebug(tmp_path / "store")
-    run = failing_run(dbg)
-    exc = ValueError("the agent gave up")
-    with ScriptedServer(lambda body: Reply("boom", status=500)) as server:
-        settings = LLMSettings(
-            model="m", base_url=server.base_url, api_key="k", cache=False, max_retries=0
-        )
-        with use_settings(settings.model_copy(update={"no_fallback": True})):
-            assert diagnose_failure(dbg, run, exc=exc) is None
-    (note,) = exc.__notes__
-    assert note.startswith(f"agentdebug could not diagnose run {run.id}:") and "HTTP 500" in note
-    assert f"agentdebug diagnose {run.id}" in note
 
 
 def test_the_pipeline_follows_the_model_configuration() -> None:

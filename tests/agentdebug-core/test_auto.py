@@ -50,21 +50,33 @@ def test_failures_of_the_diagnosis_or_the_callback_are_logged_not_raised(
     assert diagnose_failure(dbg, empty) is None
 
 
+REFUSAL = "I can't help with that request."
+
+
 @pytest.mark.parametrize("strict", [False, True])
+@pytest.mark.parametrize(
+    ("kw", "said"),
+    [
+        ({"content": "boom", "status": 500}, "HTTP 500"),
+        ({"refusal": REFUSAL}, f"the model refused to answer: {REFUSAL}"),
+    ],
+    ids=["http-500", "refusal"],
+)
 def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
-    tmp_path: Path, strict: bool
+    tmp_path: Path, strict: bool, kw: dict[str, Any], said: str
 ) -> None:
-    """The model answers HTTP 500: the diagnosis gives the rules' and heuristic's
-    answer, and the note on the exception (and the log) says the model could not
-    be used and why, so the user does not take it for the model's reading. With
-    ``no_fallback`` the failure ends the diagnosis: no report, and the note says
-    why and how to try again (before, nothing was said where the user looks)."""
+    """The model answers HTTP 500, or refuses (OpenAI's ``refusal``, no content):
+    the diagnosis gives the rules' and heuristic's answer, and the note on the
+    exception (and the log) says the model could not be used and why, so the user
+    does not take it for the model's reading (a refusal read, before, as an empty
+    answer that did not match the schema). With ``no_fallback`` the failure ends
+    the diagnosis: no report, and the note says why and how to try again."""
     from agentdebug.llm.testing import Reply, ScriptedServer
 
     dbg = AgentDebug(tmp_path / "store")
     run = failing_run(dbg)
     exc = ValueError("the agent gave up")
-    with ScriptedServer(lambda body: Reply("boom", status=500)) as server:
+    with ScriptedServer(lambda body: Reply(**kw)) as server:
         settings = LLMSettings(
             model="m", base_url=server.base_url, api_key="k", cache=False, max_retries=0
         )
@@ -72,12 +84,12 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
             report = diagnose_failure(dbg, run, exc=exc)
     (note,) = exc.__notes__
     if strict:
-        assert report is None and "HTTP 500" in note
+        assert report is None and said in note
         assert note.startswith(f"agentdebug could not diagnose run {run.id}:")
         assert f"agentdebug diagnose {run.id}" in note
     else:
         assert report is not None and report.root_cause is not None
-        assert "A model stage did not answer: all-at-once failed" in note and "HTTP 500" in note
+        assert "A model stage did not answer: all-at-once failed" in note and said in note
 
 
 @pytest.mark.parametrize(

@@ -19,6 +19,7 @@ from agentdebug.llm import (
     LLMClient,
     LLMSettings,
     MalformedAnswer,
+    ModelRefused,
     NoModelConfigured,
     budget_scope,
     get_client,
@@ -173,6 +174,35 @@ def test_truncated_answer_says_so() -> None:
     with ScriptedServer(['{"half": "first", "rea', '{"half": "first", "reason": "r']) as server:
         with pytest.raises(MalformedAnswer, match="not valid JSON"):
             ask(LLMClient(settings_for(server)))
+
+
+@pytest.mark.parametrize(
+    ("replies", "said", "sent"),
+    [
+        (
+            [Reply(refusal="I can't help with that.")],
+            "refused to answer: I can't help with that.",
+            1,
+        ),
+        ([Reply(finish_reason="content_filter")], "content filter stopped", 1),
+        ([Reply("the first half"), Reply(refusal="No.")], "refused to answer: No.", 2),
+    ],
+    ids=["refusal", "content-filter", "refused-repair"],
+)
+def test_a_refusal_is_said_as_one_and_not_asked_again(
+    replies: list[Reply], said: str, sent: int
+) -> None:
+    """A model that declines (``refusal`` with no content, or the server's content
+    filter) raises ModelRefused in its words, with no repair round sent for it;
+    before, it read as an empty answer that did not match the schema, asked again.
+    Nothing is cached: the next question reaches the server."""
+    with ScriptedServer([*replies, GOOD]) as server:
+        client = LLMClient(settings_for(server))
+        with audit_scope() as log, pytest.raises(ModelRefused, match=said):
+            ask(client)
+        assert len(server.requests) == sent
+        assert log.entries[-1].outcome == "refused" and log.cost.calls == sent
+        assert ask(client).value.half == "first"
 
 
 def test_malformed_body_is_a_failed_attempt_and_retried(sleeps: list[float]) -> None:

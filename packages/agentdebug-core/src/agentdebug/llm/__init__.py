@@ -29,6 +29,7 @@ from agentdebug.llm.errors import (
     LLMCallFailed,
     LLMError,
     MalformedAnswer,
+    ModelRefused,
     NoModelConfigured,
     PromptError,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "LLMError",
     "LLMSettings",
     "MalformedAnswer",
+    "ModelRefused",
     "NoModelConfigured",
     "PromptError",
     "Remaining",

@@ -10,7 +10,8 @@ returns an instance of a pydantic model, or raises. Around the request it:
 - retries 408/409/429/5xx, timeouts, connection errors and unreadable bodies with
   exponential backoff and jitter (honouring Retry-After), never other 4xx;
 - repairs an answer that does not validate with one follow-up request, and raises
-  :class:`MalformedAnswer` if that fails too;
+  :class:`MalformedAnswer` if that fails too; a refusal (the model's ``refusal``,
+  or the server's content filter) raises :class:`ModelRefused` with no repair;
 - records an :class:`AuditEntry` for every request and cache hit, with the token
   counts the server reported (0 when it reported none, never an estimate).
 """
@@ -44,7 +45,13 @@ from agentdebug.llm.answers import (
 )
 from agentdebug.llm.cache import ResponseCache, request_key
 from agentdebug.llm.config import LLMSettings, current_settings
-from agentdebug.llm.errors import BudgetExceeded, LLMCallFailed, MalformedAnswer, NoModelConfigured
+from agentdebug.llm.errors import (
+    BudgetExceeded,
+    LLMCallFailed,
+    MalformedAnswer,
+    ModelRefused,
+    NoModelConfigured,
+)
 from agentdebug.schema import AuditEntry
 from agentdebug.text import shorten
 from agentdebug.tokens import count_tokens
@@ -105,6 +112,14 @@ class _Answer:
     output_tokens: int
     latency_ms: float
     key: str
+    refusal: str | None = None  # the model's words when it declined to answer
+
+    def refused(self) -> ModelRefused | None:
+        """The error to raise when this is a refusal, not an answer: no text, and
+        the model's ``refusal`` or the server's content filter instead."""
+        if self.text.strip() or not (self.refusal or self.finish_reason == "content_filter"):
+            return None
+        return ModelRefused(self.refusal, finish_reason=self.finish_reason)
 
 
 class _FormRejected(Exception):
@@ -192,7 +207,7 @@ class LLMClient:
         purpose: str = "",
     ) -> Structured[T]:
         """Ask for an answer shaped like ``schema``; return it validated, or raise
-        LLMCallFailed, MalformedAnswer, BudgetExceeded (all LLMError)."""
+        LLMCallFailed, MalformedAnswer, ModelRefused, BudgetExceeded (all LLMError)."""
         run = _Run(strategy=strategy, purpose=purpose)
         json_schema = json_schema_of(schema)
         name = schema_name(schema)
@@ -271,6 +286,7 @@ class LLMClient:
     def _finish(
         self, request: dict[str, Any], answer: _Answer, schema: type[T], run: _Run, form: Form
     ) -> Structured[T]:
+        self._refusal(run, answer)
         value, problem = parse_answer(answer.text, schema, finish_reason=answer.finish_reason)
         if value is not None:
             self._audit_answer(run, answer, "ok", f"{form} answer")
@@ -285,12 +301,19 @@ class LLMClient:
             {"role": "user", "content": repair_message(problem or "")},
         ]
         second = self._send(repair, run, form=form, fallback=None)
+        self._refusal(run, second)
         value, problem = parse_answer(second.text, schema, finish_reason=second.finish_reason)
         if value is not None:
             self._audit_answer(run, second, "ok", f"repaired {form} answer")
             return self._done(request, second, value, run)
         self._audit_answer(run, second, "malformed", f"repaired answer still invalid ({problem})")
         raise MalformedAnswer(problem or "invalid answer", raw=second.text)
+
+    def _refusal(self, run: _Run, answer: _Answer) -> None:
+        refused = answer.refused()
+        if refused is not None:
+            self._audit_answer(run, answer, "refused", str(refused))
+            raise refused
 
     def _done(self, request: dict[str, Any], answer: _Answer, value: T, run: _Run) -> Structured[T]:
         # Stored under the original request, so asking the same question again is
@@ -493,6 +516,7 @@ def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
     try:
         choice = completion.choices[0]
         content = choice.message.content
+        refusal = getattr(choice.message, "refusal", None)
         finish_reason = getattr(choice, "finish_reason", None)
     except (AttributeError, IndexError, KeyError, TypeError) as exc:
         raise _BadBody(f"no choices[0].message: {exc}") from None
@@ -504,6 +528,7 @@ def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
         output_tokens=_count(getattr(usage, "completion_tokens", 0)),
         latency_ms=latency_ms,
         key=key,
+        refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
     )
 
 

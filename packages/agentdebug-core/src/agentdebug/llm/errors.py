@@ -7,6 +7,7 @@ report); the CLI prints ``str(error)`` as one line.
 from __future__ import annotations
 
 from agentdebug.errors import AgentDebugError
+from agentdebug.text import shorten
 
 
 class LLMError(AgentDebugError):
@@ -52,6 +53,26 @@ class MalformedAnswer(LLMError):
         self.problem = problem
         self.raw = raw
         super().__init__(f"the model's answer does not match the requested schema: {problem}")
+
+
+class ModelRefused(LLMError):
+    """The model declined to answer: its ``refusal`` (OpenAI's field for a refused
+    request), or the server's content filter stopped the answer (finish reason
+    ``content_filter``). Asking again in the same words would not change it, so
+    no repair round is sent for it.
+
+    ``refusal`` is the model's own words (None when a filter stopped it),
+    ``finish_reason`` the server's.
+    """
+
+    def __init__(self, refusal: str | None, *, finish_reason: str | None = None) -> None:
+        self.refusal = refusal
+        self.finish_reason = finish_reason
+        if refusal:
+            text = f"the model refused to answer: {shorten(refusal, 300)}"
+        else:
+            text = "the server's content filter stopped the model's answer"
+        super().__init__(text)
 
 
 class BudgetExceeded(LLMError):

@@ -32,7 +32,9 @@ class Reply:
 
     ``content`` is the assistant message (for an error status: the error message);
     ``raw_body`` replaces the whole body verbatim (e.g. broken JSON); ``usage`` is
-    (prompt, completion) tokens, by default counted from the messages and content.
+    (prompt, completion) tokens, by default counted from the messages and content;
+    ``refusal`` is the message's refusal (OpenAI's field for a declined request,
+    sent with ``content`` null) and ``finish_reason`` the choice's.
     """
 
     content: str | None = None
@@ -41,6 +43,8 @@ class Reply:
     raw_body: str | bytes | None = None
     headers: dict[str, str] = field(default_factory=dict)
     usage: tuple[int, int] | None = None
+    refusal: str | None = None
+    finish_reason: str = "stop"
 
 
 Answerer = Callable[[dict[str, Any]], "Reply | str"]
@@ -189,9 +193,13 @@ class ScriptedServer:
             "choices": [
                 {
                     "index": 0,
-                    "message": {"role": "assistant", "content": reply.content},
+                    "message": {
+                        "role": "assistant",
+                        "content": reply.content,
+                        "refusal": reply.refusal,
+                    },
                     "logprobs": None,
-                    "finish_reason": "stop",
+                    "finish_reason": reply.finish_reason,
                 }
             ],
             "usage": {

@@ -273,14 +273,23 @@ def test_router_without_a_model_is_the_free_tier() -> None:
     assert report.root_cause is not None and report.root_cause.step_index == 3
 
 
-def test_router_stops_when_the_model_agrees_with_the_free_tier() -> None:
-    with ScriptedServer([Reply(answer("searcher", 3, confidence=0.5))]) as server:
+@pytest.mark.parametrize("model_confidence", [0.5, 0.0])
+def test_router_stops_when_the_model_agrees_with_the_free_tier(model_confidence: float) -> None:
+    """Agreement raises the confidence by what the agreeing strategy adds: the
+    chance that either is right. A model that agrees at confidence 0 leaves the
+    free tier's own (before, any agreement took a 0.18 to 0.59)."""
+    free = diagnose(EXAMPLE, settings=LLMSettings()).root_cause
+    assert free is not None and 0 < free.confidence < 0.5
+    reply = Reply(answer("searcher", 3, confidence=model_confidence))
+    with ScriptedServer([reply]) as server:
         report = diagnose(EXAMPLE, attributor="auto", settings=settings_for(server))
     assert len(server.requests) == 1
     root = report.root_cause
     assert root is not None and root.step_index == 3
     assert root.metadata["supported_by"] == ["heuristic", "all-at-once"]
-    assert root.confidence > 0.5  # agreement raises confidence
+    expected = 1 - (1 - free.confidence) * (1 - model_confidence)
+    assert root.confidence == pytest.approx(expected, abs=0.001)
+    assert root.confidence > 0.5 if model_confidence else root.confidence == free.confidence
 
 
 def test_router_escalates_when_candidates_disagree() -> None:

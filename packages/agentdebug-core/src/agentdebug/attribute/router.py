@@ -37,6 +37,17 @@ def _key(h: Hypothesis) -> tuple[str | None, int | None]:
 class _Vote:
     hypothesis: Hypothesis
     strategies: list[str] = field(default_factory=list)
+    confidences: list[float] = field(default_factory=list)  # each strategy's own
+
+    def combined(self) -> float:
+        """The confidence of a culprit named by several strategies: the chance that
+        at least one of them is right, as if they erred independently (at most
+        0.95). A strategy that agrees at confidence 0 adds nothing; before, any
+        agreement halved the doubt, so a model's shrug lifted a 0.2 to 0.6."""
+        doubt = 1.0
+        for confidence in self.confidences:
+            doubt *= 1 - confidence
+        return min(0.95, 1 - doubt)
 
 
 class RouterAttributor:
@@ -80,10 +91,11 @@ class RouterAttributor:
             for v in votes:
                 if _key(v.hypothesis) == _key(top):
                     v.strategies.append(strategy)
+                    v.confidences.append(top.confidence)
                     if strategy != "heuristic":
                         v.hypothesis = top  # the model's rationale and evidence are richer
                     return top
-            votes.append(_Vote(top, [strategy]))
+            votes.append(_Vote(top, [strategy], [top.confidence]))
             return top
 
         vote("heuristic", free)
@@ -128,9 +140,7 @@ class RouterAttributor:
         out: list[Hypothesis] = []
         for rank, v in enumerate(ordered):
             agreement = len(v.strategies)
-            conf = v.hypothesis.confidence
-            if agreement >= 2:
-                conf = min(0.95, 1 - (1 - conf) * 0.5)
+            conf = v.combined() if agreement >= 2 else v.hypothesis.confidence
             meta = {**v.hypothesis.metadata, "supported_by": v.strategies}
             if rank == 0:
                 meta["route"] = route

@@ -295,6 +295,47 @@ def test_a_stream_left_open_at_exit_neither_hangs_the_exit_nor_leaves_the_run_op
     assert stop.metadata["by"] == "GeneratorExit"
 
 
+GRAPH_IN_A_DAEMON_THREAD = """
+import sys, threading
+from typing import TypedDict
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+from langgraph.graph import END, START, StateGraph
+
+class State(TypedDict):
+    n: int
+
+started = threading.Event()
+
+def stuck(state):
+    started.set()
+    threading.Event().wait()  # the program ends while this node runs
+    return {"n": 1}
+
+graph = StateGraph(State)
+graph.add_node("stuck", stuck)
+graph.add_edge(START, "stuck")
+graph.add_edge("stuck", END)
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]), diagnose=False)
+run = lambda: graph.compile().invoke({"n": 0}, {"callbacks": [cb]})
+threading.Thread(target=run, daemon=True).start()
+started.wait()
+print("exiting", flush=True)
+"""
+
+
+def test_a_graph_running_in_a_daemon_thread_at_exit_is_not_left_running(
+    tmp_path: Path,
+) -> None:
+    """The interpreter stops a daemon thread where it stands, so the run never
+    ends on its own: it is stored as ended, the exit in its reason, its node's
+    start kept (before, it was "running" in the store for good)."""
+    run = only_run_after(GRAPH_IN_A_DAEMON_THREAD, tmp_path, timeout=60)
+    assert run.outcome.status is OutcomeStatus.UNKNOWN and run.ended_at is not None
+    assert run.outcome.reason == "the process exited with the run still open"
+    assert [e.agent_name for e in run.events if e.type is EventType.AGENT_START] == ["stuck"]
+
+
 STOP_ON_FILE = """
 import sys
 sys.path.insert(0, sys.argv[2])

@@ -27,6 +27,7 @@ agent is never interrupted.
 from __future__ import annotations
 
 import atexit
+import functools
 import itertools
 import logging
 import operator
@@ -36,6 +37,7 @@ import time
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.capture.encode import (
@@ -113,6 +115,7 @@ class BackgroundWriter:
         self._thread.start()
         self._store_thread.start()
         atexit.register(_flush_at_exit, weakref.ref(self))
+        _WRITERS.add(self)
 
     def register(self, session: TraceSession) -> int:
         """The number a new session's events carry in the queue."""
@@ -506,3 +509,40 @@ def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:
             writer.close()
         except Exception:
             log.exception("agentdebug: final flush failed")
+
+
+_WRITERS: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()
+AT_EXIT = "the process exited with the run still open"  # the reason of such a run
+
+
+def _end_open_runs_at_exit() -> None:
+    """Runs still open when the process ends are stored as ended, with that said,
+    not "running" for good: one a daemon thread was recording (the interpreter
+    stops such threads where they stand), or one never closed. Its outcome is the
+    one it was given or would have had at its close (unknown, or a failure if it
+    carried errors without an answer), the exit in its reason.
+
+    The session itself stays open: a run that still ends (a stream generator
+    closed as the interpreter tears down, which its integration ends in its own
+    words; a daemon thread that gets to its end) writes its own end over this one.
+    Registered when this module is first imported, so it runs after the exit
+    hooks of the integrations (they close the runs they hold open, such as a graph
+    waiting at an interrupt) and after each writer's final flush: these ends are
+    written on this thread."""
+    for writer in list(_WRITERS):
+        store = writer.store
+        for session in list(writer._sessions.values()):
+            if session.ended_at is not None:
+                continue
+            try:
+                outcome = session._inferred_outcome()
+                reason = f"{outcome.reason}; {AT_EXIT}" if outcome.reason else AT_EXIT
+                ended = outcome.model_copy(update={"reason": reason})
+                end = functools.partial(store.finish_run, session.id, ended, datetime.now(UTC))
+                writer.control(session, end)
+                writer.flush()
+            except Exception:
+                log.exception("agentdebug: run %s could not be ended at exit", session.id)
+
+
+atexit.register(_end_open_runs_at_exit)

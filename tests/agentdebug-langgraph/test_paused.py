@@ -4,6 +4,8 @@ when the graph is built again for each request or the run was pushed out."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -66,6 +68,35 @@ def test_two_graphs_alike_with_savers_of_their_own_keep_their_paused_runs(
     assert cb.last_run_id == b and cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING
     run_as(how, first, Command(resume="yes-A"), {**thread, "callbacks": [cb]})
     assert cb.last_run_id == a
+    for run_id, said in ((a, "yes-A"), (b, "yes-B")):
+        run = cb.trajectory(run_id)
+        assert run.outcome.status is OutcomeStatus.SUCCESS
+        assert [e.input for e in run.events if e.type is EventType.USER_INPUT][-1] == said
+
+
+def test_two_tenants_on_async_sqlite_savers_of_their_own_keep_their_paused_runs(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """Each request builds its graph and opens its tenant's AsyncSqliteSaver
+    file; two tenants name a thread alike. Which saver a waiting run waits on is
+    read (on the event loop, through a read-only connection to the file), so one
+    tenant's new input does not end the other's waiting run, and each resume
+    continues its own (before, on an async saver any waiting run was taken)."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    thread = {"configurable": {"thread_id": "conv-1"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+
+    async def request(tenant: str, given: Any) -> str | None:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / f"{tenant}.db")) as saver:
+            await approval_graph(saver).ainvoke(given, {**thread, "callbacks": [cb]})
+        return cb.last_run_id
+
+    a = asyncio.run(request("A", {"items": [], "out": []}))
+    b = asyncio.run(request("B", {"items": [], "out": []}))
+    assert a != b and cb.trajectory(a).outcome.status is OutcomeStatus.RUNNING  # still waiting
+    assert asyncio.run(request("B", Command(resume="yes-B"))) == b
+    assert asyncio.run(request("A", Command(resume="yes-A"))) == a
     for run_id, said in ((a, "yes-A"), (b, "yes-B")):
         run = cb.trajectory(run_id)
         assert run.outcome.status is OutcomeStatus.SUCCESS

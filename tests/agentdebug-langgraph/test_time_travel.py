@@ -6,6 +6,8 @@ not the branch it left."""
 
 from __future__ import annotations
 
+import asyncio
+from pathlib import Path
 from typing import Any, TypedDict
 
 import pytest
@@ -39,7 +41,7 @@ def abc_graph(**compile_kw: Any) -> Any:
     g.add_edge("a", "b")
     g.add_edge("b", "c")
     g.add_edge("c", END)
-    return g.compile(checkpointer=InMemorySaver(), **compile_kw)
+    return g.compile(**{"checkpointer": InMemorySaver(), **compile_kw})
 
 
 def before(graph: Any, thread: str, node: str) -> Any:
@@ -245,6 +247,57 @@ def test_an_edit_at_an_interrupt_and_going_on_is_a_resume_with_the_edit(
     assert run.outcome.status.value == "success" and "forked_from" not in run.metadata["langgraph"]
     (resume,) = [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
     assert resume.metadata["edits"] == [{"x": 1}]
+
+
+@pytest.mark.parametrize("edit", ["a fix after a failure", "a fix at an interrupt"])
+def test_edits_on_the_async_sqlite_saver_are_read_in_async_runs(
+    dbg: AgentDebug, tmp_path: Path, edit: str
+) -> None:
+    """AsyncSqliteSaver refuses sync reads on its event loop, where the callback
+    runs: its file is read through a read-only connection of the callback's own.
+    So a human's fix with ``aupdate_state`` on the thread, run on with the
+    thread's config, is an edited fork of the failed run; and one made where the
+    run waits at an interrupt is a resume that records the edit (before, neither
+    was known on an async saver: a plain retry, a resume without the edit)."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    thread = {"configurable": {"thread_id": "async-fix"}}
+
+    async def flow() -> tuple[AgentDebugCallback, AgentDebugCallback]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.db")) as saver:
+            if edit == "a fix after a failure":
+                graph = abc_graph(checkpointer=saver)
+                first = AgentDebugCallback(dbg)
+                with pytest.raises(ValueError):
+                    await graph.ainvoke({"x": 2}, {**thread, "callbacks": [first]})
+                await graph.aupdate_state(thread, {"x": 3}, as_node="b")
+                fixed = AgentDebugCallback(dbg, success_check=lambda s: s["log"] == "c" or "no c")
+                await graph.ainvoke(None, {**thread, "callbacks": [fixed]})
+                return first, fixed
+            graph = abc_graph(checkpointer=saver, interrupt_before=["b"])
+            cb = AgentDebugCallback(dbg)
+            await graph.ainvoke({"x": 1}, {**thread, "callbacks": [cb]})
+            await graph.aupdate_state(thread, {"x": 1})  # a human's fix where it waits
+            assert await graph.ainvoke(None, {**thread, "callbacks": [cb]}) == {
+                "x": 10,
+                "log": "c",
+            }
+            return cb, cb
+
+    first, last = asyncio.run(flow())
+    if edit == "a fix after a failure":
+        run = last.trajectory()
+        (fix,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+        assert fix.metadata["langgraph_event"] == "time_travel" and fix.input == [{"x": 3}]
+        assert run.metadata["continues"] == first.last_run_id
+        assert [name for name, _ in nodes(run)] == ["c"]
+    else:
+        (run_id,) = set(last.run_ids)  # the run went on: not closed, not forked
+        run = last.trajectory(run_id)
+        assert "forked_from" not in run.metadata["langgraph"]
+        (resume,) = [e for e in run.events if e.metadata.get("langgraph_event") == "resume"]
+        assert resume.metadata["edits"] == [{"x": 1}]
+    assert run.outcome.status.value == "success"
 
 
 def test_a_forks_history_leaves_out_what_came_after_its_checkpoint(dbg: AgentDebug) -> None:

@@ -21,7 +21,10 @@ store query and a few runs read back, on the graph's thread, once per such run).
 from __future__ import annotations
 
 import logging
+import sqlite3
+import weakref
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -88,40 +91,111 @@ def requested_checkpoint(frame: FrameType | None) -> str | None:
     return str(wanted) if wanted else None
 
 
-def reads_on_loop(graph: Any) -> bool:
-    """Whether the graph's checkpointer can be read with its sync methods on an
-    event loop: ``InMemorySaver``'s can. An async saver's refuse there
-    (``AsyncSqliteSaver``, ``AsyncPostgresSaver``), or would wait on the very loop
-    they block, so in ``ainvoke`` runs on those what a read would tell is not
-    known."""
+def reader(graph: Any, looped: bool) -> Any | None:
+    """What the graph's checkpointer is read through by the callback, whose reads
+    are sync: the checkpointer itself. On an event loop (``looped``: ``ainvoke``,
+    ``astream``) an async saver's sync reads refuse (``AsyncSqliteSaver``,
+    ``AsyncPostgresSaver``), or would wait on the very loop they block: there,
+    ``InMemorySaver`` itself; for ``AsyncSqliteSaver`` on a file, a ``SqliteSaver``
+    of its own on that file, read-only (the async saver commits every write); None
+    for any other, whose reads are then not known."""
     saver = getattr(graph, "checkpointer", None)
-    if not isinstance(saver, InMemorySaver):
-        return False
-    kind = type(saver)
-    return kind.get_tuple is InMemorySaver.get_tuple and kind.list is InMemorySaver.list
-
-
-def fork_at(graph: Any, thread_id: str, checkpoint_id: str, *, looped: bool = False) -> Fork:
-    """A run from ``checkpoint_id``: the checkpoint under its edits (reads of the
-    checkpointer only; on an event loop (``looped``), only of a saver that
-    :func:`reads_on_loop`). Never raises: what cannot be read is left out."""
-    fork = Fork(checkpoint_id, checkpoint_id)
-    if looped and not reads_on_loop(graph):
-        return fork
+    if not looped or saver is None:
+        return saver
+    if isinstance(saver, InMemorySaver):
+        kind = type(saver)
+        plain = kind.get_tuple is InMemorySaver.get_tuple and kind.list is InMemorySaver.list
+        return saver if plain else None
     try:
-        _follow_edits(fork, graph, thread_id)
+        return _file_reader(saver)
+    except Exception:
+        log.debug("agentdebug: no reader for the graph's checkpointer", exc_info=True)
+        return None
+
+
+_READERS: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def _file_reader(saver: Any) -> Any | None:
+    """A read-only ``SqliteSaver`` on the file of an ``AsyncSqliteSaver`` (made once
+    per saver), or None (another saver; a database in memory)."""
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    except ImportError:  # (langgraph-checkpoint-sqlite is an extra)
+        return None
+    if not isinstance(saver, AsyncSqliteSaver):
+        return None
+    if saver in _READERS:
+        return _READERS[saver]
+    path = _aiosqlite_file(saver.conn)
+    made = None
+    if path is not None:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, check_same_thread=False)
+        made = SqliteSaver(conn, serde=saver.serde)
+        made.is_setup = True  # (the async saver made its tables; this one writes nothing)
+        made._has_task_path = getattr(saver, "_has_task_path", True)
+    _READERS[saver] = made
+    return made
+
+
+def saver_file(saver: Any) -> str | None:
+    """The database file of a ``SqliteSaver`` or an ``AsyncSqliteSaver``; None for
+    any other saver, one in memory, or one that cannot tell (a closed connection).
+    Never raises."""
+    try:
+        from langgraph.checkpoint.sqlite import SqliteSaver
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+    except ImportError:  # (langgraph-checkpoint-sqlite is an extra)
+        return None
+    try:
+        if isinstance(saver, SqliteSaver):
+            rows = saver.conn.execute("PRAGMA database_list").fetchall()
+            return next((str(row[2]) for row in rows if row[1] == "main"), "") or None
+        if isinstance(saver, AsyncSqliteSaver):
+            path = _aiosqlite_file(saver.conn)
+            return str(path) if path is not None else None
+    except Exception:
+        log.debug("agentdebug: the saver's file could not be read", exc_info=True)
+    return None
+
+
+def _aiosqlite_file(conn: Any) -> Path | None:
+    """The database file an ``aiosqlite`` connection opened: the ``database`` its
+    connector was given (aiosqlite keeps it nowhere else; the connection itself
+    answers only on aiosqlite's own thread). None for a database in memory."""
+    connector = getattr(conn, "_connector", None)
+    code, cells = getattr(connector, "__code__", None), getattr(connector, "__closure__", None)
+    if code is None or not cells:
+        return None
+    names = dict(zip(code.co_freevars, (c.cell_contents for c in cells), strict=False))
+    database = names.get("database")
+    if isinstance(database, bytes):
+        database = database.decode()
+    if not isinstance(database, (str, Path)) or str(database).startswith((":memory:", "file:")):
+        return None
+    path = Path(database).resolve()
+    return path if path.is_file() else None
+
+
+def fork_at(saver: Any, thread_id: str, checkpoint_id: str) -> Fork:
+    """A run from ``checkpoint_id``: the checkpoint under its edits, read through
+    ``saver`` (:func:`reader`; None: not known). Never raises: what cannot be read
+    is left out."""
+    fork = Fork(checkpoint_id, checkpoint_id)
+    try:
+        _follow_edits(fork, saver, thread_id)
     except Exception:
         log.debug("agentdebug: the checkpoint's edits could not be read", exc_info=True)
     return fork
 
 
-def latest_edit(graph: Any, thread_id: str) -> str | None:
+def latest_edit(saver: Any, thread_id: str) -> str | None:
     """The thread's latest checkpoint when ``update_state`` made it (a human's fix
     of the state, run on with the thread's own config rather than the one
     ``update_state`` returned): that run starts from it as from a checkpoint named.
-    Reads one checkpoint; never raises."""
+    Reads one checkpoint through ``saver`` (:func:`reader`); never raises."""
     try:
-        saver = getattr(graph, "checkpointer", None)
         if saver is None or not hasattr(saver, "get_tuple"):
             return None
         tup = saver.get_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
@@ -133,13 +207,12 @@ def latest_edit(graph: Any, thread_id: str) -> str | None:
         return None
 
 
-def on_saver(graph: Any, run: Any) -> bool:
-    """Whether a run waiting at an interrupt waits on this graph's checkpointer (the
-    checkpoint it waits at is there): two graphs alike (their names and nodes) with
-    savers of their own may name a thread alike. True when it cannot be told (an
-    async saver on an event loop, no checkpoint known). Never raises."""
+def on_saver(saver: Any, run: Any) -> bool:
+    """Whether a run waiting at an interrupt waits on this checkpointer (read
+    through ``saver``, :func:`reader`: the checkpoint it waits at is there): two
+    graphs alike (their names and nodes) with savers of their own may name a
+    thread alike. True when it cannot be told (no checkpoint known). Never raises."""
     waiting_at = getattr(run, "interrupt_checkpoint", None)
-    saver = getattr(graph, "checkpointer", None)
     if not waiting_at or saver is None or not hasattr(saver, "get_tuple"):
         return True
     config = {
@@ -151,6 +224,8 @@ def on_saver(graph: Any, run: Any) -> bool:
     }
     try:
         return saver.get_tuple(config) is not None
+    except sqlite3.OperationalError as exc:  # a file the saver has not set up yet: not there
+        return "no such table" not in str(exc)
     except Exception:
         return True
 
@@ -167,10 +242,9 @@ def find_origin(fork: Fork, debugger: Any, thread_id: str) -> Fork:
     return fork
 
 
-def _follow_edits(fork: Fork, graph: Any, thread_id: str) -> None:
+def _follow_edits(fork: Fork, saver: Any, thread_id: str) -> None:
     """Back through ``update_state`` checkpoints to the one a step started from,
     noting what each changed (top-level state keys, as made small)."""
-    saver = getattr(graph, "checkpointer", None)
     if saver is None or not hasattr(saver, "get_tuple"):
         return
     config = {

@@ -93,8 +93,10 @@ class RunStarting(RunEnding):
         # threads alike), and where a run of it waits at an interrupt
         nodes = _convert.node_names(graph)
         looped = _pregel.is_async(frame)  # (ainvoke, astream: on an event loop)
-        # (on an event loop, an async saver's sync reads fail: what they tell is not known)
-        blind = bool(looped) and not _forks.reads_on_loop(graph)
+        saver = _forks.reader(graph, bool(looped))
+        # (on an event loop, an async saver's sync reads fail: what they tell is not
+        # known, unless the saver can be read another way)
+        blind = bool(looped) and saver is None
         key = thread_key(graph, thread_id) if own and thread_id is not None else None
         waits = (
             pause_key(str(name or GRAPH), nodes, thread_id)
@@ -111,7 +113,7 @@ class RunStarting(RunEnding):
             # at (read with sync methods: where the saver cannot be read, any is taken)
             resumed = PAUSED.take(
                 waits,
-                lambda run: run.thread_key == key or blind or _forks.on_saver(graph, run),
+                lambda run: run.thread_key == key or blind or _forks.on_saver(saver, run),
             )
         if resumed is not None and _convert.is_fresh_input(inputs):
             self._finish_paused(resumed, "a new input was given on the thread instead of a resume")
@@ -126,14 +128,10 @@ class RunStarting(RunEnding):
             and (inputs is None or resumed is not None)
             and not blind
         ):
-            wanted = _forks.latest_edit(graph, str(thread_id))
+            wanted = _forks.latest_edit(saver, str(thread_id))
             if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, nodes):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
-        fork = (
-            _forks.fork_at(graph, str(thread_id), wanted, looped=bool(looped))
-            if wanted is not None
-            else None
-        )
+        fork = _forks.fork_at(saver, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
             if fork.base_checkpoint == resumed.interrupt_checkpoint:
                 # the checkpoint it waits at (edited by update_state, maybe): a resume

@@ -369,21 +369,10 @@ def pause_key(graph_name: str, nodes: list[str], thread_id: str) -> str:
 
 
 def _saver_identity(saver: Any) -> str:
-    try:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+    from agentdebug_langgraph._forks import saver_file  # (no cycle at import)
 
-        on_file = isinstance(saver, SqliteSaver)
-    except ImportError:  # (langgraph-checkpoint-sqlite is an extra)
-        on_file = False
-    if on_file:
-        try:
-            rows = saver.conn.execute("PRAGMA database_list").fetchall()
-            path = next((str(row[2]) for row in rows if row[1] == "main"), "")
-        except Exception:  # (a closed connection, say: then by the object)
-            path = ""
-        if path:
-            return f"sqlite:{path}"
-    return str(id(saver))
+    path = saver_file(saver)
+    return f"sqlite:{path}" if path else str(id(saver))
 
 
 def stopped_elsewhere(

@@ -16,7 +16,7 @@ from typing import Any
 
 from agentdebug.capture.encode import jsonable
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id, text_or_none
-from agentdebug.capture.writer import BackgroundWriter
+from agentdebug.capture.writer import BackgroundWriter, retire
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store
 from agentdebug.store.base import CONTINUES
@@ -193,8 +193,8 @@ class AgentDebug:
             of = f" (of {'runs' if ',' in runs else 'run'} {runs})" if runs else ""
             log.warning("agentdebug: waiting for %s under way%s to store %s", what, of, reports)
             wait(list(diagnosing))
-        if self._writer is not None:
-            self._writer.close()
+        if self._writer is not None:  # (its runs still open end now, said so)
+            retire(self._writer, "the debugger was closed with the run still open")
             self._writer = None
         if self._store is not None:
             self._store.close()

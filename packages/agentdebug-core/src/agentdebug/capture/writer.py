@@ -511,38 +511,53 @@ def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:
             log.exception("agentdebug: final flush failed")
 
 
-_WRITERS: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()
+_WRITERS: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()  # (not yet retired)
 AT_EXIT = "the process exited with the run still open"  # the reason of such a run
 
 
-def _end_open_runs_at_exit() -> None:
-    """Runs still open when the process ends are stored as ended, with that said,
-    not "running" for good: one a daemon thread was recording (the interpreter
-    stops such threads where they stand), or one never closed. Its outcome is the
-    one it was given or would have had at its close (unknown, or a failure if it
-    carried errors without an answer), the exit in its reason.
+def end_open_runs(writer: BackgroundWriter, why: str) -> None:
+    """Store the runs still open on ``writer`` as ended, ``why`` in their reason,
+    so that none is left "running" for good: one a daemon thread was recording
+    (the interpreter stops such threads where they stand), or one never closed.
+    Its outcome is the one it was given or would have had at its close (unknown,
+    or a failure if it carried errors without an answer).
 
     The session itself stays open: a run that still ends (a stream generator
     closed as the interpreter tears down, which its integration ends in its own
-    words; a daemon thread that gets to its end) writes its own end over this one.
-    Registered when this module is first imported, so it runs after the exit
-    hooks of the integrations (they close the runs they hold open, such as a graph
-    waiting at an interrupt) and after each writer's final flush: these ends are
-    written on this thread."""
+    words; a daemon thread that gets to its end) writes its own end over this
+    one. Written before this returns; never raises."""
+    store = writer.store
+    for session in list(writer._sessions.values()):
+        if session.ended_at is not None:
+            continue
+        try:
+            outcome = session._inferred_outcome()
+            reason = f"{outcome.reason}; {why}" if outcome.reason else why
+            ended = outcome.model_copy(update={"reason": reason})
+            end = functools.partial(store.finish_run, session.id, ended, datetime.now(UTC))
+            writer.control(session, end)
+            writer.flush()
+        except Exception:
+            log.exception("agentdebug: run %s could not be ended", session.id)
+
+
+def retire(writer: BackgroundWriter, why: str) -> None:
+    """Before a debugger closes its store: end its runs still open (see
+    :func:`end_open_runs`) while the store can take them, then close the writer;
+    the exit leaves it alone after that."""
+    _WRITERS.discard(writer)
+    end_open_runs(writer, why)
+    writer.close()
+
+
+def _end_open_runs_at_exit() -> None:
+    """At exit, :func:`end_open_runs` on every writer not retired. Registered when
+    this module is first imported, so it runs after the exit hooks of the
+    integrations (they close the runs they hold open, such as a graph waiting at
+    an interrupt, in their own words) and after each writer's final flush: these
+    ends are written on this thread."""
     for writer in list(_WRITERS):
-        store = writer.store
-        for session in list(writer._sessions.values()):
-            if session.ended_at is not None:
-                continue
-            try:
-                outcome = session._inferred_outcome()
-                reason = f"{outcome.reason}; {AT_EXIT}" if outcome.reason else AT_EXIT
-                ended = outcome.model_copy(update={"reason": reason})
-                end = functools.partial(store.finish_run, session.id, ended, datetime.now(UTC))
-                writer.control(session, end)
-                writer.flush()
-            except Exception:
-                log.exception("agentdebug: run %s could not be ended at exit", session.id)
+        end_open_runs(writer, AT_EXIT)
 
 
 atexit.register(_end_open_runs_at_exit)

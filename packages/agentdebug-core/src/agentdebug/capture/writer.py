@@ -526,19 +526,24 @@ def end_open_runs(writer: BackgroundWriter, why: str) -> None:
     closed as the interpreter tears down, which its integration ends in its own
     words; a daemon thread that gets to its end) writes its own end over this
     one. Written before this returns; never raises."""
-    store = writer.store
+    store, now = writer.store, datetime.now(UTC)
+    ended = 0
     for session in list(writer._sessions.values()):
         if session.ended_at is not None:
             continue
         try:
             outcome = session._inferred_outcome()
             reason = f"{outcome.reason}; {why}" if outcome.reason else why
-            ended = outcome.model_copy(update={"reason": reason})
-            end = functools.partial(store.finish_run, session.id, ended, datetime.now(UTC))
-            writer.control(session, end)
-            writer.flush()
+            outcome = outcome.model_copy(update={"reason": reason})
+            writer.control(session, functools.partial(store.finish_run, session.id, outcome, now))
+            ended += 1
         except Exception:
             log.exception("agentdebug: run %s could not be ended", session.id)
+    if ended:
+        try:
+            writer.flush()  # (once for them all: an exit with many open is not slowed)
+        except Exception:
+            log.exception("agentdebug: %d run(s) still open could not be ended", ended)
 
 
 def retire(writer: BackgroundWriter, why: str) -> None:

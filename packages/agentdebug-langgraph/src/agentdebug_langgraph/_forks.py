@@ -163,7 +163,9 @@ def saver_file(saver: Any) -> str | None:
 def _aiosqlite_file(conn: Any) -> Path | None:
     """The database file an ``aiosqlite`` connection opened: the ``database`` its
     connector was given (aiosqlite keeps it nowhere else; the connection itself
-    answers only on aiosqlite's own thread). None for a database in memory."""
+    answers only on aiosqlite's own thread). None for a database in memory, one
+    named by a ``file:`` URI (not told apart from one in memory here), or a file
+    that is not there."""
     connector = getattr(conn, "_connector", None)
     code, cells = getattr(connector, "__code__", None), getattr(connector, "__closure__", None)
     if code is None or not cells:

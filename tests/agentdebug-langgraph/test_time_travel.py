@@ -340,3 +340,62 @@ def test_a_forks_history_leaves_out_what_came_after_its_checkpoint(dbg: AgentDeb
     assert [e.id for e in errors] == [
         e.id for e in fork.trajectory().events if e.type is EventType.ERROR
     ]
+
+
+def test_a_fork_of_a_checkpoint_many_runs_back_on_the_thread_forks_the_run_that_made_it(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat thread is one run per turn: a replay of an early turn is found however
+    many turns came after it, reading the thread's runs back to that turn only."""
+    graph = abc_graph()
+    turns = []
+    for _ in range(20):
+        cb = AgentDebugCallback(dbg)
+        graph.invoke({"x": 0}, {"configurable": {"thread_id": "chat"}, "callbacks": [cb]})
+        turns.append(cb.trajectory())
+    third = turns[2]
+    b_start = next(e for e in third.events if e.agent_name == "b")
+    assert b_start.checkpoint is not None
+    config = {
+        "configurable": {"thread_id": "chat", "checkpoint_id": b_start.checkpoint.checkpoint_id}
+    }
+
+    store = dbg.store
+    assert store is not None
+    read: list[str] = []
+    load = store.load_trajectory
+
+    def counted(run_id: str) -> AgentTrajectory:
+        read.append(run_id)
+        return load(run_id)
+
+    monkeypatch.setattr(store, "load_trajectory", counted)
+    replay = AgentDebugCallback(dbg)
+    graph.invoke(None, {**config, "callbacks": [replay]})
+    # the turns after the third, then the third: not the two before it
+    assert [r for r in read if r in {t.id for t in turns}] == [t.id for t in reversed(turns[2:])]
+    run = replay.trajectory()
+    assert run.metadata["continues"] == third.id
+    assert run.metadata["langgraph"]["forked_from"]["run"] == third.id
+    assert run.metadata["continues_before_step"] == b_start.step_index
+    assert [name for name, _ in nodes(dbg.history(run))] == ["a", "b", "c"]  # a: the third's
+
+
+def test_a_fork_of_an_unrecorded_checkpoint_before_many_runs_is_a_run_of_its_own(
+    dbg: AgentDebug,
+) -> None:
+    graph = abc_graph()
+    graph.invoke({"x": 0}, {"configurable": {"thread_id": "chat"}})  # not recorded
+    snapshot = before(graph, "chat", "c")
+    for _ in range(12):
+        graph.invoke(
+            {"x": 0},
+            {"configurable": {"thread_id": "chat"}, "callbacks": [AgentDebugCallback(dbg)]},
+        )
+    cb = AgentDebugCallback(dbg)
+    graph.invoke(None, {**snapshot.config, "callbacks": [cb]})
+    run = cb.trajectory()
+    assert "continues" not in run.metadata
+    assert run.metadata["langgraph"]["forked_from"] == {
+        "checkpoint_id": snapshot.config["configurable"]["checkpoint_id"]
+    }

@@ -14,8 +14,10 @@ history reads as "that run's events before this step" (a diagnosis of the fork
 then reads what led to the checkpoint, not the branch the fork left). Its first
 event is a ``user.input`` of ``langgraph_event: "time_travel"``, holding the edits;
 ``metadata["langgraph"]["forked_from"]`` says from where. The run that made the
-checkpoint is looked for among the latest runs of the thread in the store (a
-store query and a few runs read back, on the graph's thread, once per such run).
+checkpoint is looked for among the runs of the thread in the store, latest first,
+back to the one that was going when the checkpoint was written (its ``ts``): a
+store query per 8 runs, and the runs read back, on the graph's thread, once per
+such run.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -39,7 +43,8 @@ from agentdebug_langgraph import _convert
 log = logging.getLogger("agentdebug.langgraph")
 
 KEY = "forked_from"  # under the run's metadata["langgraph"]
-RUNS_LOOKED_AT = 8  # the latest runs of the thread searched for the checkpoint
+RUNS_LOOKED_AT = 8  # runs of the thread read per store query for the checkpoint
+RUNS_SEARCHED = 512  # runs of the thread read at most for it
 EDITS_FOLLOWED = 32  # update_state checkpoints followed back at most
 
 
@@ -54,6 +59,7 @@ class Fork:
     edits: list[dict[str, Any]] = field(default_factory=list)
     origin: AgentTrajectory | None = None
     step: int | None = None
+    base_made: datetime | None = None  # when the base checkpoint was written (its ``ts``)
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"checkpoint_id": self.checkpoint_id}
@@ -266,6 +272,17 @@ def _follow_edits(fork: Fork, saver: Any, thread_id: str) -> None:
         fork.edits.insert(0, _changed(parent.checkpoint, tup.checkpoint))
         fork.base_checkpoint = str(parent.config["configurable"]["checkpoint_id"])
         tup = parent
+    if tup is not None and str(tup.config["configurable"]["checkpoint_id"]) == fork.base_checkpoint:
+        fork.base_made = _made_at(tup.checkpoint)
+
+
+def _made_at(checkpoint: Any) -> datetime | None:
+    """When LangGraph wrote a checkpoint (its ``ts``, ISO 8601 in UTC)."""
+    try:
+        made = datetime.fromisoformat(str(checkpoint["ts"]))
+    except (KeyError, TypeError, ValueError):
+        return None
+    return made if made.tzinfo is not None else made.replace(tzinfo=UTC)
 
 
 def _changed(before: Any, after: Any) -> dict[str, Any]:
@@ -290,10 +307,7 @@ def _find_origin(fork: Fork, debugger: Any, thread_id: str) -> None:
     from agentdebug_langgraph._state import FRAMEWORK, index_threads  # (no cycle at import)
 
     index_threads(store)
-    where = (("langgraph.thread_id", thread_id),)
-    runs = store.list_runs(RunQuery(framework=FRAMEWORK, metadata=where, limit=RUNS_LOOKED_AT))
-    for summary in runs:
-        run = store.load_trajectory(summary.id)
+    for run in _thread_runs(store, FRAMEWORK, thread_id, fork):
         for event in run.events:
             ref = event.checkpoint
             if (
@@ -304,3 +318,37 @@ def _find_origin(fork: Fork, debugger: Any, thread_id: str) -> None:
             ):
                 fork.origin, fork.step = run, event.step_index
                 return
+
+
+def _thread_runs(
+    store: Any, framework: str, thread_id: str, fork: Fork
+) -> Iterator[AgentTrajectory]:
+    """The thread's runs, latest first, that may hold a node started from the
+    fork's base checkpoint: back to the run that was going when it was written (the
+    first one started before it; the runs before that one had ended), a page at a
+    time. When it is not known when it was written, the latest
+    :data:`RUNS_LOOKED_AT` only."""
+    made = fork.base_made
+    where = (("langgraph.thread_id", thread_id),)
+    seen: set[str] = set()
+    until: datetime | None = None
+    while len(seen) < RUNS_SEARCHED:
+        query = RunQuery(framework=framework, metadata=where, until=until, limit=RUNS_LOOKED_AT)
+        page = [s for s in store.list_runs(query) if s.id not in seen]
+        if not page:
+            return
+        for summary in page:
+            seen.add(summary.id)
+            yield store.load_trajectory(summary.id)
+            started = summary.started_at
+            if made is None or (started is not None and started <= made):
+                return
+        until = min((s.started_at for s in page if s.started_at is not None), default=None)
+        if until is None:
+            return
+    log.info(
+        "agentdebug: the run that made checkpoint %s is not among the thread's latest %d "
+        "runs; the fork is recorded as a run of its own",
+        fork.base_checkpoint,
+        RUNS_SEARCHED,
+    )

@@ -32,7 +32,7 @@ from agentdebug.capture.encode import (
     snapshot,
     to_json,
 )
-from agentdebug.capture.writer import BEHIND
+from agentdebug.capture.writer import BEHIND, let_go
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
@@ -178,6 +178,10 @@ class TraceSession:
             header = self._header(Outcome(status=OutcomeStatus.RUNNING))
             store = self._writer.store
             self._writer.control(self, lambda: store.begin_run(header))
+
+    def __del__(self) -> None:  # let go of with its run open: see writer.let_go
+        if self.__dict__.get("ended_at", True) is None and "_anchored" in self.__dict__:
+            let_go(self)
 
     # -- context management ------------------------------------------------------
 

@@ -526,16 +526,13 @@ def end_open_runs(writer: BackgroundWriter, why: str) -> None:
     closed as the interpreter tears down, which its integration ends in its own
     words; a daemon thread that gets to its end) writes its own end over this
     one. Written before this returns; never raises."""
-    store, now = writer.store, datetime.now(UTC)
+    now = datetime.now(UTC)
     ended = 0
     for session in list(writer._sessions.values()):
         if session.ended_at is not None:
             continue
         try:
-            outcome = session._inferred_outcome()
-            reason = f"{outcome.reason}; {why}" if outcome.reason else why
-            outcome = outcome.model_copy(update={"reason": reason})
-            writer.control(session, functools.partial(store.finish_run, session.id, outcome, now))
+            writer.control(session, _ending(writer, session, why, now))
             ended += 1
         except Exception:
             log.exception("agentdebug: run %s could not be ended", session.id)
@@ -544,6 +541,38 @@ def end_open_runs(writer: BackgroundWriter, why: str) -> None:
             writer.flush()  # (once for them all: an exit with many open is not slowed)
         except Exception:
             log.exception("agentdebug: %d run(s) still open could not be ended", ended)
+
+
+def _ending(
+    writer: BackgroundWriter, session: TraceSession, why: str, now: datetime
+) -> Callable[[], None]:
+    """The store call that ends a run still open: the outcome it was given or would
+    have had at its close, ``why`` added to its reason."""
+    outcome = session._inferred_outcome()
+    reason = f"{outcome.reason}; {why}" if outcome.reason else why
+    outcome = outcome.model_copy(update={"reason": reason})
+    return functools.partial(writer.store.finish_run, session.id, outcome, now)
+
+
+LET_GO = "the run was let go of without being closed"  # the reason of such a run
+
+
+def let_go(session: TraceSession) -> None:
+    """A session collected with its run still open (neither a ``with`` block nor
+    ``close()`` ended it): its run is ended in the store, ``LET_GO`` in its reason,
+    rather than left "running" for good. Called by the session's finaliser, on
+    whatever thread the collection runs on and at any point of it, so it only
+    queues the end (a lock-free append; the writer takes it at its next wake)
+    and never raises. Nothing is queued once the writer has stopped: the exit or
+    the debugger's close ended what was open."""
+    try:
+        writer = session._writer
+        if writer is None or writer._stopped:
+            return
+        now = session.ended_at = datetime.now(UTC)
+        writer.queue.append((_CONTROL, session, _ending(writer, session, LET_GO, now)))
+    except Exception:
+        pass
 
 
 def retire(writer: BackgroundWriter, why: str) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import operator
 from typing import Annotated, Any, TypedDict
 
+import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType
 from agentdebug_langgraph import AgentDebugCallback
 from events_support import of_type
@@ -231,3 +232,29 @@ def test_the_nodes_of_a_subgraph_that_keeps_its_own_history_are_recorded(
     )
     starts = [(a, s) for t, a, s in _steps(cb.trajectory()) if t == "agent.start"]
     assert starts == [("sub", 1), ("sub/inner", 2)]
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "refund order A1",
+        {"role": "user", "content": "refund order A1"},
+        {"type": "human", "content": "refund order A1"},
+        ("user", "refund order A1"),
+        [("system", "Be brief."), ("user", "refund order A1")],
+        HumanMessage("refund order A1"),
+    ],
+    ids=["text", "role dict", "type dict", "pair", "list after a system message", "message"],
+)
+def test_the_goal_is_the_users_request_in_any_form_add_messages_takes(
+    dbg: AgentDebug, said: Any
+) -> None:
+    """``add_messages`` takes one message as a string, a dict or a (role, text) pair,
+    not only in a list; the run's goal is its text, not the input's repr."""
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [AIMessage("done")]})
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg)
+    out = g.compile().invoke({"messages": said}, {"callbacks": [cb]})
+    assert any(m.content == "refund order A1" for m in out["messages"])  # LangGraph took it
+    assert cb.trajectory().goal == "refund order A1"

@@ -305,15 +305,15 @@ def first_human_text(state: Any) -> str | None:
             msgs = getattr(state, "messages", None)
         except Exception:  # a user's object may raise anything from a property
             msgs = None
-    if isinstance(msgs, BaseMessage):
-        msgs = [msgs]
+    if isinstance(msgs, (BaseMessage, str, dict, tuple)):  # one message, as add_messages
+        msgs = [msgs]  # takes anything but a list (a ("user", "text") pair included)
     if isinstance(msgs, list):
         for msg in msgs:
             if isinstance(msg, BaseMessage) and msg.type == "human":
                 return text_of(msg.content)
             if isinstance(msg, tuple) and len(msg) == 2 and msg[0] in ("user", "human"):
                 return str(msg[1])
-            if isinstance(msg, dict) and msg.get("role") in ("user", "human"):
+            if isinstance(msg, dict) and (msg.get("role") or msg.get("type")) in ("user", "human"):
                 return text_of(msg.get("content"))
             if isinstance(msg, str):
                 return msg

@@ -218,6 +218,11 @@ def test_a_node_that_calls_its_tools_itself_records_each_call_once(dbg: AgentDeb
     results = of_type(run, EventType.TOOL_RESULT)
     assert [c.module for c in calls] == ["price", "refund"]
     assert "recorded_from" not in calls[0].metadata  # the tool's own callback
+    # run without the call's id, it is still the model's call (by tool and arguments)
+    (decision, _) = of_type(run, EventType.LLM_RESPONSE)[:2]
+    assert calls[0].parent_id == decision.id and calls[0].agent_name == "agent"
+    assert calls[0].metadata["tool_call_id"] == "call_0"
+    assert calls[0].metadata["matched_by"] == "name and arguments"
     assert calls[1].metadata["recorded_from"] == "node_update"
     assert [r.output for r in results] == ["$42", "no such tool"]
     assert results[0].error is None and results[1].error is not None
@@ -383,3 +388,109 @@ def test_a_tool_answer_written_again_with_the_whole_history_is_not_a_new_call(
     ]
     assert len(of_type(run, EventType.TOOL_RESULT)) == 2
     assert not [e for e in run.events if e.metadata.get("recorded_from")]
+
+
+@tool
+def divide(a: int, b: int) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+@pytest.mark.parametrize("node_catches", [False, True], ids=["raises", "writes the error"])
+def test_a_tool_run_by_its_arguments_is_blamed_on_the_model_call_that_asked_for_it(
+    dbg: AgentDebug, node_catches: bool
+) -> None:
+    """LangGraph's quickstart agent: its tool node runs ``tool.invoke(call["args"])``,
+    so the tool's callback carries no call id. The call is still the model's, matched
+    by tool and arguments, and a failure it causes is blamed on the model's step, not
+    on the node that carried it out (a rerun there would have no model to correct)."""
+    model = scripted(
+        [
+            call("divide", {"a": 6, "b": 0}, "d1"),
+            call("divide", {"a": 6, "b": 2}, "d2"),  # (a later decision, the same tool)
+            AIMessage("6 / 0 is 3"),
+        ]
+    )
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        out = []
+        for asked in state["messages"][-1].tool_calls:
+            try:
+                said = divide.invoke(asked["args"])
+            except ZeroDivisionError as exc:
+                if not node_catches:
+                    raise
+                out.append(ToolMessage(str(exc), tool_call_id=asked["id"], status="error"))
+            else:
+                out.append(ToolMessage(str(said), tool_call_id=asked["id"]))
+        return {"messages": out}
+
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "3" not in s["messages"][-1].content)
+    if node_catches:
+        graph_out = agent_loop(model, run_tools).invoke(
+            {"messages": [HumanMessage("6 / 0?")]}, {"callbacks": [cb]}
+        )
+        assert graph_out["messages"][-1].content == "6 / 0 is 3"
+    else:
+        with pytest.raises(ZeroDivisionError):
+            agent_loop(model, run_tools).invoke(
+                {"messages": [HumanMessage("6 / 0?")]}, {"callbacks": [cb]}
+            )
+    run = cb.trajectory()
+    decisions = of_type(run, EventType.LLM_RESPONSE)
+    calls = of_type(run, EventType.TOOL_CALL)
+    assert calls[0].parent_id == decisions[0].id and calls[0].step_index == 1
+    assert calls[0].metadata["tool_call_id"] == "d1"
+    if node_catches:  # the second decision's call is its own, not the first's
+        assert calls[1].parent_id == decisions[1].id and calls[1].metadata["tool_call_id"] == "d2"
+        assert len(calls) == 2  # the ToolMessages answer the calls recorded: no copies
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("agent", 1)
+
+
+def test_tool_calls_the_model_gave_no_id_are_filed_under_its_decision(dbg: AgentDebug) -> None:
+    """A model that leaves its tool calls without ids (some local models do), run by
+    a node that calls the tools itself: each call is the model's, told apart by its
+    arguments, so the one that fails is blamed on the model's step."""
+    asked = AIMessage(
+        content="",
+        tool_calls=[
+            {"name": "flaky_or_not", "args": {"order": "A1"}, "id": None},
+            {"name": "flaky_or_not", "args": {"order": "B2"}, "id": None},
+        ],
+    )
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        out = []
+        for n, call_ in enumerate(state["messages"][-1].tool_calls):
+            try:
+                said, status = flaky_or_not.invoke(call_["args"]), "success"
+            except ValueError as exc:
+                said, status = str(exc), "error"
+            out.append(ToolMessage(said, tool_call_id=f"local-{n}", status=status))
+        return {"messages": out}
+
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "both orders cost $42" not in str(s))
+    agent_loop(scripted([asked, AIMessage("both orders cost $42")]), run_tools).invoke(
+        {"messages": [HumanMessage("orders?")]}, {"callbacks": [cb]}
+    )
+    run = cb.trajectory()
+    decision = of_type(run, EventType.LLM_RESPONSE)[0]
+    calls = of_type(run, EventType.TOOL_CALL)
+    assert [c.input["order"] for c in calls] == ["A1", "B2"]
+    assert all(c.parent_id == decision.id and c.agent_name == "agent" for c in calls)
+    assert all("tool_call_id" not in c.metadata for c in calls)  # (it had none)
+    failed = next(r for r in of_type(run, EventType.TOOL_RESULT) if r.error is not None)
+    assert failed.parent_id == calls[1].id
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("agent", 1)
+
+
+@tool
+def flaky_or_not(order: str) -> str:
+    """Look an order up (B2 fails)."""
+    if order == "B2":
+        raise ValueError("no order B2")
+    return f"order {order}: $42"

@@ -3,7 +3,8 @@
 A model call is one ``llm.response`` event, recorded when the model answers: the
 prompt (only what the node's model had not seen in its previous call), the reply
 with its tool calls, token usage as the model reported it. A tool call is filed
-under the model step that asked for it (matched by tool-call id), its result
+under the model step that asked for it (matched by tool-call id; a tool a node
+runs with the call's arguments alone, by tool and arguments), its result
 under the node that ran it, so that attribution blames the decision, not the
 tool node that carried it out.
 """
@@ -185,10 +186,11 @@ class ModelAndToolEvents(CaptureBase):
                 calls = output.get("tool_calls")
                 if calls:
                     tool_calls, asked = rec.run.tool_calls, rec.run.asked
-                    for c in calls:
-                        if c["id"]:
-                            tool_calls[c["id"]] = (event_id, rec.step, agent)
-                            asked[c["id"]] = c
+                    for i, c in enumerate(calls):
+                        # (a call the model gave no id is known by its decision and place)
+                        key = c["id"] or f"{_NO_ID}{event_id}:{i}"
+                        tool_calls[key] = (event_id, rec.step, agent)
+                        asked[key] = c
                 else:
                     rec.run.answers[agent] = (msg, rec.step, event_id, started)
                 if "invalid_tool_calls" in output:
@@ -308,6 +310,10 @@ class ModelAndToolEvents(CaptureBase):
             tool = (serialized or {}).get("name") or kwargs.get("name") or "tool"
             call_id = kwargs.get("tool_call_id")
             run = rec.run
+            matched = False
+            if not call_id and run.asked:  # a node that runs the calls itself, by arguments
+                call_id = _asked_for(run, tool, inputs)
+                matched = call_id is not None
             # The call belongs to the decision that asked for it: the model's step.
             decided = run.tool_calls.get(call_id) if call_id else None
             if decided is not None:
@@ -316,9 +322,12 @@ class ModelAndToolEvents(CaptureBase):
                 parent, step, agent = rec.event_id, rec.step, rec.agent
             meta: dict[str, Any] = {"tool_name": tool}
             if call_id:
-                meta["tool_call_id"] = call_id
+                if not call_id.startswith(_NO_ID):
+                    meta["tool_call_id"] = call_id
+                if matched:
+                    meta["matched_by"] = "name and arguments"
                 run.answered.add((call_id, parent))
-            else:  # (a node that calls its tools itself: its ToolMessage names the call)
+            else:  # (a tool run no decision asked for: its node's ToolMessage may name it)
                 run.unlabelled.setdefault(rec.event_id, []).append(tool)
             if decided is not None and rec.step != step:
                 meta["executed_by"] = rec.agent
@@ -518,12 +527,43 @@ def _args_problem(args: Any) -> str:
     return "not a JSON object" if not isinstance(parsed, dict) else "rejected by LangChain"
 
 
+_NO_ID = "\x00"  # starts the key of a tool call the model gave no id (never a real id)
+_LOOK_BACK = 64  # the latest calls asked for that a tool run without an id is matched to
+
+
+def _asked_for(run: Any, tool: str, inputs: Any) -> str | None:
+    """The call a tool run without a call id carries out: a node that runs the
+    model's calls itself (LangGraph's own tutorial: ``tool.invoke(call["args"])``),
+    or a call the model gave no id. It is the first call of the latest decision
+    that asked for this tool with these very arguments and is not answered yet;
+    None when no such call is among the latest asked for."""
+    if not isinstance(inputs, dict):
+        return None
+    found = None
+    decision = None
+    for n, (key, asked) in enumerate(reversed(run.asked.items())):
+        if n >= _LOOK_BACK:
+            break
+        decided = run.tool_calls.get(key)
+        if decided is None:
+            continue
+        if found is not None and decided[0] != decision:
+            break  # (an earlier decision: the one found is the latest's)
+        if (
+            asked.get("name") == tool
+            and asked.get("args") == inputs
+            and (key, decided[0]) not in run.answered
+        ):
+            found, decision = key, decided[0]
+    return found
+
+
 def _result_meta(rec: NodeRun, tool: str, call_id: Any, decided: bool) -> dict[str, Any]:
     """A tool result's metadata. A result filed under the model step that asked for
     the call (``decided``) names the node run that ran it (``ran_in``), so an error
     a ``RetryPolicy`` attempt of that node got past is known as resolved."""
     meta: dict[str, Any] = {"tool_name": tool}
-    if call_id:
+    if call_id and not call_id.startswith(_NO_ID):
         meta["tool_call_id"] = call_id
     if decided:
         meta[RAN_IN] = rec.event_id

@@ -494,3 +494,22 @@ def flaky_or_not(order: str) -> str:
     if order == "B2":
         raise ValueError("no order B2")
     return f"order {order}: $42"
+
+
+@tool(response_format="content_and_artifact")
+def search(q: str) -> tuple[str, dict[str, Any]]:
+    """Search the policy documents."""
+    return "found 2 docs", {"docs": [{"id": "DOC-17"}, {"id": "DOC-99"}]}
+
+
+def test_a_tools_artifact_is_kept_beside_what_the_model_was_shown(dbg: AgentDebug) -> None:
+    """A ``content_and_artifact`` tool: the model sees the text, the app keeps the
+    documents; the record keeps both (the documents are often the evidence)."""
+    model = scripted([call("search", {"q": "refunds"}, "s1"), AIMessage("No refunds.")])
+    cb = AgentDebugCallback(dbg)
+    agent_loop(model, ToolNode([search])).invoke(
+        {"messages": [HumanMessage("refund policy?")]}, {"callbacks": [cb]}
+    )
+    (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
+    assert result.output == "found 2 docs"
+    assert result.metadata["artifact"] == {"docs": [{"id": "DOC-17"}, {"id": "DOC-99"}]}

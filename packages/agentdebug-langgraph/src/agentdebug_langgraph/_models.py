@@ -376,6 +376,8 @@ class ModelAndToolEvents(CaptureBase):
                     meta["tool_call_id"] = answer.tool_call_id
             if isinstance(output, ToolMessage):
                 result: Any = _convert.compact(output.content)
+                if output.artifact is not None:  # (content_and_artifact: kept, not shown
+                    meta["artifact"] = _convert.compact(output.artifact)  # to the model)
             else:
                 result = _convert.compact(output)
             rec.run.session.record(

@@ -385,6 +385,55 @@ def test_state_patch_forks_a_graph_without_messages(dbg: AgentDebug) -> None:
         executor.rerun(typo)
 
 
+class Ask(TypedDict):
+    question: str
+
+
+class Chat(TypedDict):
+    question: str
+    hint: str
+    messages: Annotated[list[AnyMessage], add_messages]
+
+
+def test_a_correction_the_input_schema_would_drop_at_the_entry_node_is_refused(
+    dbg: AgentDebug,
+) -> None:
+    """The blamed node is the graph's first, so the fork is an update made as
+    ``__start__``, which LangGraph writes through the graph's input schema: keys it
+    lacks (the conversation, a hint) are dropped without a word, and the branch
+    would run without the correction, calling a right diagnosis unconfirmed. It is
+    refused, saying so; a correction in an input key goes through."""
+
+    def agent(s: Chat) -> dict[str, Any]:
+        right = s.get("hint") == "42" or "42" in s["question"]
+        return {"messages": [AIMessage("The answer is 42." if right else "The answer is 7.")]}
+
+    g = StateGraph(Chat, input_schema=Ask)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def check(s: dict[str, Any]) -> bool | str:
+        return "42" in s["messages"][-1].content or "wrong answer"
+
+    config = {"configurable": {"thread_id": "t-ask"}}
+    graph.invoke({"question": "hello"}, config)  # a first turn: the thread has messages
+    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
+    graph.invoke({"question": "6 * 7?"}, {**config, "callbacks": [cb]})
+    original = cb.trajectory()
+    step = next(e.step_index for e in original.events if e.agent_name == "agent")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check)
+    directive = RerunRequest(trajectory=original, resume_step=step, directive="Say 42.")
+    with pytest.raises(AgentDebugError, match=r"loses 'messages'.*input schema"):
+        executor.rerun(directive)
+    patched = directive.model_copy(update={"state_patch": {"hint": "42"}})
+    with pytest.raises(AgentDebugError, match=r"loses 'hint'"):
+        executor.rerun(patched)
+    assert branch_threads(graph) == []  # (nothing left behind)
+    in_input = directive.model_copy(update={"state_patch": {"question": "6 * 7 = 42?"}})
+    assert executor.rerun(in_input).outcome.status is OutcomeStatus.SUCCESS
+
+
 def test_blaming_a_subgraph_node_reruns_its_parent_node(dbg: AgentDebug) -> None:
     graph = lg_graphs.subgraph_graph(InMemorySaver())
     cb = AgentDebugCallback(dbg)

@@ -76,6 +76,7 @@ def fork(
         for as_node in writers:
             attempts.append((f"{as_node}, routing with Command(goto)", as_one(as_node, routed)))
     tried: list[str] = []
+    dropped: set[str] = set()
     for label, make in attempts:
         try:
             config = make()
@@ -85,9 +86,24 @@ def fork(
         pending = Counter(str(n) for n in graph.get_state(config).next)
         missing = wanted - pending
         if set(point.nodes) <= set(pending) and not missing:
-            return config, label
+            unwritten = _unwritten(graph, snap.config, config, values)
+            if not unwritten:
+                return config, label
+            dropped.update(unwritten)
+            tried.append(f"as {label}: LangGraph dropped {', '.join(map(repr, unwritten))}")
+            continue
         lost = f", without {', '.join(sorted(missing.elements()))}" if missing else ""
         tried.append(f"as {label}: next would be {sorted(pending.elements()) or 'END'}{lost}")
+    if dropped:
+        raise AgentDebugError(
+            f"cannot fork before node {', '.join(point.nodes)}: the update that carries "
+            f"the correction loses {', '.join(map(repr, sorted(dropped)))} ({'; '.join(tried)}). "
+            "An update made as the node(s) that wrote the checkpoint writes only what "
+            "they can write: at the graph's start, only the keys of its input schema "
+            "(StateGraph(..., input_schema=...)). Give LangGraphRerunExecutor a "
+            "directive_update(request, snapshot) that puts the correction in keys "
+            "they write, or the rerun request such a state_patch"
+        )
     sent = (
         ""
         if len(pulls) == len(snap.tasks)
@@ -102,6 +118,24 @@ def fork(
         "on the state being patched; propose a state_patch that keeps them, or rerun "
         "from an earlier step"
     )
+
+
+def _unwritten(graph: Any, before: Any, after: Any, values: dict[str, Any]) -> list[str]:
+    """The state keys of ``values`` the update that made checkpoint ``after`` from
+    ``before`` did not write (their channel's version unchanged): LangGraph drops
+    without a word a key the node an update is made as cannot write (one outside
+    the input schema, for an update made as ``__start__``), and the branch would
+    run without the correction. Empty when the checkpointer does not say."""
+    channels = getattr(graph, "channels", None) or {}
+    keys = [k for k in values if k in channels]
+    if not keys:
+        return []  # (a one-value state, or a graph that does not say)
+    try:
+        was = graph.checkpointer.get_tuple(before).checkpoint["channel_versions"]
+        now = graph.checkpointer.get_tuple(after).checkpoint["channel_versions"]
+    except Exception:
+        return []
+    return sorted(str(k) for k in keys if now.get(k) == was.get(k))
 
 
 _PULL = "__pregel_pull"  # the first element of a task path: a node started by its edges

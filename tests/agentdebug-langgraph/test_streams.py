@@ -333,3 +333,56 @@ def test_a_stream_closed_steps_later_does_not_take_a_later_answer(dbg: AgentDebu
     assert stopped.step_index < answered.step_index and "stopped" not in answered.metadata
     (final,) = events(run, EventType.FINAL_ANSWER)
     assert final.parent_id == answered.id
+
+
+@pytest.mark.parametrize("consumer", ["ainvoke beside an async handler", "astream_events"])
+def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good(
+    dbg: AgentDebug, consumer: str
+) -> None:
+    """LangGraph awaits the graph's start on its callback manager before it holds the
+    run's manager; beside an async handler (``astream_events``' own, or a user's)
+    that await yields, and a cancel landing there is reported to no handler. The
+    run still ends, ``unknown``, once the task running it is cancelled, instead of
+    staying ``running`` (and held in memory) until the process exits; a task that
+    runs graphs to their end keeps nothing of them."""
+    from langchain_core.callbacks import AsyncCallbackHandler
+
+    class Theirs(AsyncCallbackHandler):
+        async def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
+            pass
+
+    app = one_node(lambda s: {"messages": [AIMessage("Done.")]})
+    cb = AgentDebugCallback(dbg)
+    config: dict[str, Any] = {"callbacks": [cb, Theirs()]}
+
+    async def run_it() -> None:
+        if consumer == "astream_events":
+            async for _ in app.astream_events({"messages": [HumanMessage("go")]}, config):
+                pass
+        else:
+            await app.ainvoke({"messages": [HumanMessage("go")]}, config)
+
+    def callbacks_on(task: Any) -> int:
+        return len(task._callbacks or ())
+
+    async def main() -> int:
+        before = callbacks_on(asyncio.current_task())  # (asyncio.run's own)
+        task = asyncio.ensure_future(run_it())
+        await asyncio.sleep(0)  # the graph's start has begun, and yields
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(0.05)  # (the task's done callbacks run)
+        for _ in range(3):  # graphs run to their end by this (long-lived) task
+            await app.ainvoke({"messages": [HumanMessage("again")]}, {"callbacks": [cb]})
+        return callbacks_on(asyncio.current_task()) - before
+
+    kept = asyncio.run(main())
+    assert len(cb.run_ids) == 4  # the cancelled run ended too (before, it stayed open)
+    cancelled = dbg.store.load_trajectory(cb.run_ids[0])
+    assert cancelled.outcome.status is OutcomeStatus.UNKNOWN
+    assert "stopped (CancelledError)" in (cancelled.outcome.reason or "")
+    assert [dbg.store.load_trajectory(r).outcome.status for r in cb.run_ids[1:]] == [
+        OutcomeStatus.SUCCESS
+    ] * 3
+    assert kept == 0  # (no done callback left behind on the task for the runs it ran)

@@ -118,6 +118,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
     def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
         run.loop = None
         run.frame = None
+        if run.watch is not None:  # (RunStarting._watch_task: ended as usual)
+            task, ended = run.watch
+            run.watch = None
+            task.remove_done_callback(ended)
         # the cancels held for what came after (_node_failures): told apart now, also
         # when the run pauses at an interrupt (a resume is a run segment of its own)
         if error is not None and _node_failures.is_node_timeout(error):

@@ -12,6 +12,7 @@ The fourth part of :class:`~agentdebug_langgraph.AgentDebugCallback` (after
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 from uuid import UUID
 
@@ -154,6 +155,8 @@ class RunStarting(RunEnding):
             note, self.resume_note = self.resume_note or {}, None
             self._record_resume(run, inputs, {"segment": run.segments, **note})
             self._roots[run_id.int] = run
+            if looped:
+                self._watch_task(run_id.int, run)
             return
         stopped = STOPPED.take(key)
         # invoke(None): go on after it; a resume: answer the interrupt it was closed at
@@ -211,6 +214,37 @@ class RunStarting(RunEnding):
                 metadata={"langgraph_event": "input"},
             )
         self._roots[run_id.int] = run
+        if looped:
+            self._watch_task(run_id.int, run)
+
+    def _watch_task(self, key: int, run: GraphRun) -> None:
+        """End the run if the asyncio task running it is cancelled before LangGraph
+        can say so. LangGraph awaits the graph's start on its callback manager
+        before it holds the run's manager; a cancel that lands there (another
+        handler is async: ``astream_events``' own, a user's ``AsyncCallbackHandler``)
+        leaves the graph with no manager to report the stop to, so no end would
+        ever come: the run would stay ``running`` until the process exits, and its
+        tables and the graph's frame held meanwhile. The task's done callback is
+        removed when the run ends as usual (``_end_graph``), so a long-lived task
+        running many graphs keeps none of them."""
+        try:
+            task = asyncio.current_task()
+        except RuntimeError:  # (no loop running on this thread after all)
+            return
+        if task is None:
+            return
+
+        def ended(done: Any) -> None:
+            try:
+                if self._roots.get(key) is run and done.cancelled():
+                    del self._roots[key]
+                    run.watch = None
+                    self._end_graph(run, None, asyncio.CancelledError())
+            except Exception:
+                self._failed("the end of a cancelled graph task")
+
+        task.add_done_callback(ended)
+        run.watch = (task, ended)
 
     def _ran_from(
         self, checkpoint: str, key: str | None, thread_id: str, name: Any, nodes: list[str]

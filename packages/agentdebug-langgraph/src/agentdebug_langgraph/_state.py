@@ -103,6 +103,9 @@ class GraphRun:
     segments: int = 1  # invocations recorded into this run (a resume adds one)
     thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
     pause_key: str | None = None  # where it waits at an interrupt (pause_key)
+    # (the asyncio task running it, its done callback) of an async run: see
+    # RunStarting._watch_task
+    watch: tuple[Any, Any] | None = None
 
     def next_step(self) -> int:
         step = next(self.steps)

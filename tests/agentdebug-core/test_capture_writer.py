@@ -313,7 +313,7 @@ def test_after_the_exit_flush_a_recording_thread_writes_its_own_batches(home: Pa
         t.record(EventType.PLAN, output="before")
         writer = dbg._writer
         assert writer is not None
-        writer_module._flush_at_exit(lambda: writer)  # as atexit calls it
+        writer.close()  # as the exit's flush closes every writer still open
         n = 3 * writer_module.BEHIND
         longest = 0
         for i in range(n):
@@ -321,6 +321,21 @@ def test_after_the_exit_flush_a_recording_thread_writes_its_own_batches(home: Pa
             longest = max(longest, len(writer.queue))
     assert longest <= writer_module.BEHIND + session_module._LOOK + 1
     assert len(open_store(home).load_trajectory(t.id).events) == n + 1
+
+
+def test_debuggers_opened_and_closed_leave_no_exit_hook_behind(home: Path) -> None:
+    """A service may open and close a debugger per tenant or request: the exit
+    flushes the writers still open with one hook, so closed ones add nothing to
+    the interpreter's exit list (one hook per writer stayed there for good)."""
+    import atexit
+
+    before = atexit._ncallbacks()
+    for i in range(20):
+        dbg = AgentDebug(home)
+        with dbg.trace(goal=f"request {i}") as t:
+            t.record(EventType.PLAN, output="x")
+        dbg.close()
+    assert atexit._ncallbacks() == before
 
 
 def test_an_agent_never_waits_for_a_store_that_is_stuck(tmp_path: Path) -> None:

@@ -114,7 +114,7 @@ class BackgroundWriter:
         )
         self._thread.start()
         self._store_thread.start()
-        atexit.register(_flush_at_exit, weakref.ref(self))
+        _OPEN.add(self)
         _WRITERS.add(self)
 
     def register(self, session: TraceSession) -> int:
@@ -488,6 +488,7 @@ class BackgroundWriter:
                 log.exception("agentdebug writer failed")  # repr may even raise SystemExit)
 
     def close(self) -> None:
+        _OPEN.discard(self)
         self.flush()
         self._stopped = True
         self._wake.set()
@@ -497,20 +498,24 @@ class BackgroundWriter:
         self._store_thread.join(timeout=5)
 
 
-def _flush_at_exit(ref: weakref.ref[BackgroundWriter]) -> None:
-    """At exit: write what is queued, then stop the writer's threads, so that what
-    is recorded later still (a stream generator closed as the interpreter tears
-    down ends its run then) is written on the recording thread itself: the
-    daemon threads freeze during finalisation, and waiting for them would hang
-    the exit for good."""
-    writer = ref()
-    if writer is not None:
+def _flush_at_exit() -> None:
+    """At exit, for every writer not closed: write what is queued, then stop its
+    threads, so that what is recorded later still (a stream generator closed as
+    the interpreter tears down ends its run then) is written on the recording
+    thread itself: the daemon threads freeze during finalisation, and waiting for
+    them would hang the exit for good. One hook for all (registered below, so it
+    runs after the integrations' exit hooks, which close the runs they hold open
+    through the writer, and before :func:`_end_open_runs_at_exit`): a hook per
+    writer stayed registered after its close, one more for good per debugger a
+    service opened and closed."""
+    for writer in list(_OPEN):
         try:
             writer.close()
         except Exception:
             log.exception("agentdebug: final flush failed")
 
 
+_OPEN: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()  # (not yet closed)
 _WRITERS: weakref.WeakSet[BackgroundWriter] = weakref.WeakSet()  # (not yet retired)
 AT_EXIT = "the process exited with the run still open"  # the reason of such a run
 
@@ -595,3 +600,4 @@ def _end_open_runs_at_exit() -> None:
 
 
 atexit.register(_end_open_runs_at_exit)
+atexit.register(_flush_at_exit)  # (exit hooks run last registered first)

@@ -177,6 +177,8 @@ class AgentDebugCallback(RunStarting):
             if node is None:
                 if md.get("ls_integration") == "langgraph":
                     self._start_graph(inputs, run_id, md, kwargs.get("name"))
+                elif parent_run_id is None:  # (a graph whose mark another replaced)
+                    self._start_marked_otherwise(inputs, run_id, md, kwargs.get("name"))
                 return
             if kwargs.get("name") != node:
                 # A branch function or a runnable inside a node; or a graph invoked

@@ -73,6 +73,18 @@ class RunStarting(RunEnding):
             return
         self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
 
+    def _start_marked_otherwise(
+        self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any
+    ) -> None:
+        """A top-level chain's start that is not a graph node's and lacks LangGraph's
+        own mark: LangGraph marks a run ``ls_integration: "langgraph"`` only when its
+        metadata names no integration already, and LangChain's ``create_agent`` names
+        its own (``langchain_create_agent``), as a user's config may. It is a graph
+        run's start when a ``Pregel.stream``/``astream`` a few frames up is starting
+        it (a chain outside any graph is not, and costs a walk of a few frames)."""
+        if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is not None:
+            self._start_graph(inputs, run_id, md, name)
+
     def _start_graph(
         self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any, *, nested: bool = False
     ) -> None:

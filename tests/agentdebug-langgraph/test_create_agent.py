@@ -1,0 +1,96 @@
+"""LangChain's ``create_agent`` (LangChain 1.x's agent, a LangGraph graph with
+middleware): captured, diagnosed and rerun like any graph.
+
+``create_agent`` marks its runs ``ls_integration: "langchain_create_agent"``, and
+LangGraph then leaves its own mark off; a graph's start is known by the stream
+starting it instead."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug_langgraph import AgentDebugCallback
+from events_support import of_type, run_as
+from langchain.agents import create_agent
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langgraph.checkpoint.memory import InMemorySaver
+from lg_graphs import linear_graph, lookup_order, lookup_order_by_email, order_found
+from rerun_support import verified_branch
+
+CUE = "A previous attempt at this task went wrong"  # how a rerun's directive begins
+
+
+class Clerk(BaseChatModel):
+    """Looks the order up by e-mail (a tool that fails) unless a directive in its
+    prompt says the last attempt went wrong; then by id. After a tool's answer it
+    says what it found."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "clerk-fake"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Clerk:
+        return self
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        if isinstance(messages[-1], ToolMessage):
+            reply = AIMessage("Order A123 costs $42.00.")
+        elif any(CUE in str(m.content) for m in messages):
+            reply = AIMessage("", tool_calls=[_call("lookup_order", {"order_id": "A123"}, "k2")])
+        else:
+            reply = AIMessage(
+                "", tool_calls=[_call("lookup_order_by_email", {"email": "A123"}, "k1")]
+            )
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def _call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_create_agent_run_is_captured_diagnosed_and_rerun_verified(
+    dbg: AgentDebug, how: str
+) -> None:
+    agent = create_agent(
+        Clerk(), [lookup_order_by_email, lookup_order], checkpointer=InMemorySaver()
+    )
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config = {"callbacks": [cb], "configurable": {"thread_id": f"clerk-{how}"}}
+    with pytest.raises(ValueError, match="not an e-mail address"):  # (unchanged)
+        run_as(how, agent, {"messages": [HumanMessage("Refund order A123")]}, config)
+    run = cb.trajectory()
+    assert run.goal == "Refund order A123"
+    assert [e.agent_name for e in of_type(run, EventType.AGENT_START)] == ["model", "tools"]
+    decision = of_type(run, EventType.LLM_RESPONSE)[0]
+    (asked,) = of_type(run, EventType.TOOL_CALL)
+    assert (asked.parent_id, asked.step_index, asked.agent_name) == (decision.id, 1, "model")
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert result.error is not None and "not an e-mail address" in result.error.message
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("model", 1)
+    history = list(agent.get_state_history(config))
+    branch = verified_branch(dbg, agent, cb, order_found)  # its own runs recorded too
+    assert [e.agent_name for e in of_type(branch, EventType.TOOL_CALL)][-1] == "model"
+    assert len(list(agent.get_state_history(config))) == len(history)  # the user's thread
+
+
+def test_a_graph_run_with_an_integration_mark_of_the_users_is_captured(dbg: AgentDebug) -> None:
+    """LangGraph marks its run ``ls_integration: "langgraph"`` only when the config
+    names none; an app that names its own still has its runs recorded."""
+    cb = AgentDebugCallback(dbg)
+    out = linear_graph().invoke(
+        {"n": 0, "trail": []}, {"callbacks": [cb], "metadata": {"ls_integration": "my-app"}}
+    )
+    assert out["n"] == 3
+    run = cb.trajectory()
+    assert [e.agent_name for e in of_type(run, EventType.AGENT_START)] == ["plan", "act", "report"]

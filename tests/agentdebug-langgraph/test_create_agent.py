@@ -94,3 +94,46 @@ def test_a_graph_run_with_an_integration_mark_of_the_users_is_captured(dbg: Agen
     assert out["n"] == 3
     run = cb.trajectory()
     assert [e.agent_name for e in of_type(run, EventType.AGENT_START)] == ["plan", "act", "report"]
+
+
+def test_a_tool_error_the_retry_middleware_got_past_is_not_blamed(dbg: AgentDebug) -> None:
+    """``ToolRetryMiddleware`` runs a failed call again in the same node run: the
+    retry's result names the failed one (``retry_of``), so the outage it got past is
+    resolved, and the run's real failure (no refund issued) is not put on it."""
+    from langchain.agents.middleware import ToolRetryMiddleware
+    from langchain_core.tools import tool
+
+    tries: list[str] = []
+
+    @tool
+    def find_order(order_id: str) -> str:
+        """Look an order up by id."""
+        tries.append(order_id)
+        if len(tries) == 1:
+            raise ConnectionError("temporary outage")
+        return f"order {order_id}: $42.00"
+
+    class Claims(Clerk):
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            if isinstance(messages[-1], ToolMessage):
+                reply = AIMessage("Your refund has been issued.")  # (it issued none)
+            else:
+                reply = AIMessage("", tool_calls=[_call("find_order", {"order_id": "A1"}, "f1")])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    retry = ToolRetryMiddleware(max_retries=2, initial_delay=0.0, retry_on=(ConnectionError,))
+    agent = create_agent(Claims(), [find_order], middleware=[retry])
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "no refund was issued")
+    agent.invoke({"messages": [HumanMessage("Refund order A1")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    failed, answered = of_type(run, EventType.TOOL_RESULT)
+    assert failed.error is not None and "temporary outage" in failed.error.message
+    assert answered.error is None and answered.metadata["retry_of"] == failed.id
+    assert answered.metadata["attempt"] == 2
+    (report,) = cb.reports
+    assert "temporary outage" not in (report.summary or "")
+    assert all(
+        f.mode_id != "system.tool_error" or f.severity.value == "info" for f in report.findings
+    )

@@ -17,7 +17,7 @@ from typing import Any
 from uuid import UUID
 
 from agentdebug import EventType
-from agentdebug.detect.signals import RAN_IN
+from agentdebug.detect.signals import RAN_IN, RETRY_OF
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
@@ -336,6 +336,11 @@ class ModelAndToolEvents(CaptureBase):
                 paused = run.paused_calls.pop(call_id, None)
                 if paused is not None:
                     meta["resumes"] = paused
+            retried = None
+            if run.tool_failures and call_id:  # run again in the node run after it failed
+                retried = run.tool_failures.pop((call_id, rec.event_id), None)
+                if retried is not None:
+                    meta["attempt"] = retried[1] + 1
             event_id = run.session.record(
                 EventType.TOOL_CALL,
                 agent_name=agent,
@@ -345,7 +350,8 @@ class ModelAndToolEvents(CaptureBase):
                 module=tool,
                 metadata=meta,
             )
-            filed = (event_id, call_id, decided is not None)  # (under the model's step?)
+            # (under the model's step? the failed try it is a retry of)
+            filed = (event_id, call_id, decided is not None, retried)
             self._calls[run_id.int] = (rec, filed, time.perf_counter(), tool)
         except Exception:
             self._failed("on_tool_start")
@@ -355,9 +361,9 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id, decided), started, tool = call
+            rec, (call_event, call_id, decided, retried), started, tool = call
             error = None
-            meta = _result_meta(rec, tool, call_id, decided)
+            meta = _result_meta(rec, tool, call_id, decided, retried)
             # a tool returning Command(update=...) answers its call with the
             # ToolMessage in the update (InjectedToolCallId's use): its status counts
             answer = output
@@ -399,8 +405,8 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id, decided), started, tool = call
-            meta = _result_meta(rec, tool, call_id, decided)
+            rec, (call_event, call_id, decided, retried), started, tool = call
+            meta = _result_meta(rec, tool, call_id, decided, retried)
             if isinstance(error, GraphInterrupt):
                 # Paused, not failed: the node records the interrupt's values, and a
                 # resume runs the tool again from its start (a new call, which
@@ -420,7 +426,7 @@ class ModelAndToolEvents(CaptureBase):
                 return
             if isinstance(error, GraphBubbleUp):  # a Command raised in a tool
                 return
-            rec.run.session.record(
+            failed = rec.run.session.record(
                 EventType.TOOL_RESULT,
                 agent_name=rec.agent,
                 step_index=rec.step,
@@ -430,6 +436,9 @@ class ModelAndToolEvents(CaptureBase):
                 duration_ms=(time.perf_counter() - started) * 1000.0,
                 metadata=meta,
             )
+            if call_id and isinstance(error, Exception):  # (the node may try it again)
+                attempt = retried[1] + 1 if retried is not None else 1
+                rec.run.tool_failures[(call_id, rec.event_id)] = (failed, attempt)
         except Exception:
             self._failed("on_tool_error")
 
@@ -560,15 +569,22 @@ def _asked_for(run: Any, tool: str, inputs: Any) -> str | None:
     return found
 
 
-def _result_meta(rec: NodeRun, tool: str, call_id: Any, decided: bool) -> dict[str, Any]:
+def _result_meta(
+    rec: NodeRun, tool: str, call_id: Any, decided: bool, retried: tuple[Any, int] | None = None
+) -> dict[str, Any]:
     """A tool result's metadata. A result filed under the model step that asked for
     the call (``decided``) names the node run that ran it (``ran_in``), so an error
-    a ``RetryPolicy`` attempt of that node got past is known as resolved."""
+    a ``RetryPolicy`` attempt of that node got past is known as resolved; the result
+    of a call the node ran again after it failed (``ToolRetryMiddleware``, a
+    ``with_retry`` tool) names the failed result (``retry_of``), so that error is
+    resolved when this one is not an error."""
     meta: dict[str, Any] = {"tool_name": tool}
     if call_id and not call_id.startswith(_NO_ID):
         meta["tool_call_id"] = call_id
     if decided:
         meta[RAN_IN] = rec.event_id
+    if retried is not None:
+        meta[RETRY_OF], meta["attempt"] = retried[0], retried[1] + 1
     return meta
 
 

@@ -65,6 +65,11 @@ class GraphRun:
     tool_messages: dict[int, Any] = field(default_factory=dict)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
+    # (tool_call_id, node run's start event) -> (its failed TOOL_RESULT, attempt): a
+    # call that failed, which the node may run again (LangChain's ToolRetryMiddleware)
+    tool_failures: dict[tuple[str, str | None], tuple[str | None, int]] = field(
+        default_factory=dict
+    )
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
     # per Send packet; sorted by the key, they are in the order LangGraph numbers them
     sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)

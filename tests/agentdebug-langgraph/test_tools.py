@@ -5,6 +5,7 @@ writes itself, arguments that do not parse."""
 from __future__ import annotations
 
 import contextlib
+import operator
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -513,3 +514,104 @@ def test_a_tools_artifact_is_kept_beside_what_the_model_was_shown(dbg: AgentDebu
     (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
     assert result.output == "found 2 docs"
     assert result.metadata["artifact"] == {"docs": [{"id": "DOC-17"}, {"id": "DOC-99"}]}
+
+
+@pytest.mark.parametrize("again", ["RetryPolicy", "invoke(None)", "resume"])
+def test_a_call_a_node_runs_by_its_arguments_again_is_still_the_models(
+    dbg: AgentDebug, again: str
+) -> None:
+    """The node that runs the calls by their arguments runs one again: a
+    ``RetryPolicy`` attempt, an ``invoke(None)`` after the failure, the resume of an
+    interrupt inside the tool. The call answered once is matched again (not filed
+    under the tool node), and the resume names the paused call."""
+    from langgraph.types import RetryPolicy
+
+    tries: list[str] = []
+
+    @tool
+    def lookup(order: str) -> str:
+        """Look an order up (down the first time; asks a person, when resumed)."""
+        tries.append(order)
+        if again == "resume":
+            return f"order {order}: $42" if interrupt("ok?") == "yes" else "declined"
+        if len(tries) == 1:
+            raise ValueError("backend down")
+        return f"order {order}: $42"
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls
+        return {
+            "messages": [ToolMessage(lookup.invoke(c["args"]), tool_call_id=c["id"]) for c in asked]
+        }
+
+    model = scripted([call("lookup", {"order": "A1"}, "c1"), AIMessage("It costs $42")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    retry = RetryPolicy(max_attempts=2, initial_interval=0.0, retry_on=ValueError)
+    g.add_node("tools", run_tools, retry_policy=retry if again == "RetryPolicy" else None)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config: dict[str, Any] = {"configurable": {"thread_id": f"again-{again}"}}
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    first = {"messages": [HumanMessage("A1?")]}
+    if again == "invoke(None)":
+        with pytest.raises(ValueError, match="backend down"):
+            graph.invoke(first, {**config, "callbacks": [cb]})
+        graph.invoke(None, {**config, "callbacks": [cb]})
+    else:
+        graph.invoke(first, {**config, "callbacks": [cb]})
+        if again == "resume":
+            graph.invoke(Command(resume="yes"), {**config, "callbacks": [cb]})
+    runs = [cb.trajectory(r) for r in dict.fromkeys(cb.run_ids)]  # (invoke(None): two)
+    said = [e for run in runs for e in of_type(run, EventType.LLM_RESPONSE)]
+    decision = next(e for e in said if e.output.get("tool_calls"))
+    calls = [e for run in runs for e in of_type(run, EventType.TOOL_CALL)]
+    assert len(calls) == 2 and len(tries) == 2
+    assert all(c.parent_id == decision.id and c.metadata["tool_call_id"] == "c1" for c in calls)
+    if again == "resume":
+        assert calls[1].metadata["resumes"] == calls[0].id
+
+
+def test_parallel_branches_asking_alike_each_keep_their_own_call(dbg: AgentDebug) -> None:
+    """Two ``Send`` branches each ask their model and run its call by its arguments;
+    both ask the same tool the same thing. Each run is its own branch's call."""
+    import threading
+    import time
+
+    from langgraph.types import Send
+
+    class Fanned(TypedDict):
+        out: Annotated[list[str], operator.add]
+
+    asked = {who: scripted([call("price", {"order": "A1"}, f"{who}1")]) for who in ("x", "y")}
+    x_asked, y_asked = threading.Event(), threading.Event()
+
+    def worker(arg: dict[str, str]) -> dict[str, Any]:
+        # x's model asks, then y's (the latest decision); then x runs its tool first
+        who = arg["who"]
+        if who == "y":
+            x_asked.wait(5)
+        reply = asked[who].invoke(f"price for {who}")
+        (x_asked if who == "x" else y_asked).set()
+        if who == "x":
+            y_asked.wait(5)
+        else:
+            time.sleep(0.1)
+        return {"out": [price.invoke(c["args"]) for c in reply.tool_calls]}
+
+    g = StateGraph(Fanned)
+    g.add_node("worker", worker)
+    g.add_conditional_edges(START, lambda s: [Send("worker", {"who": w}) for w in ("x", "y")])
+    g.add_edge("worker", END)
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke({"out": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    decisions = {e.id: e for e in of_type(run, EventType.LLM_RESPONSE)}
+    calls = of_type(run, EventType.TOOL_CALL)
+    ran_at = {r.parent_id: r.step_index for r in of_type(run, EventType.TOOL_RESULT)}
+    assert len(calls) == 2
+    for c in calls:  # filed under the decision of the branch it ran in
+        assert decisions[c.parent_id].step_index == ran_at[c.id]
+        assert decisions[c.parent_id].output["tool_calls"][0]["id"] == c.metadata["tool_call_id"]

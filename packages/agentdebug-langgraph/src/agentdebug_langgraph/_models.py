@@ -312,7 +312,7 @@ class ModelAndToolEvents(CaptureBase):
             run = rec.run
             matched = False
             if not call_id and run.asked:  # a node that runs the calls itself, by arguments
-                call_id = _asked_for(run, tool, inputs)
+                call_id = _asked_for(run, rec.step, tool, inputs)
                 matched = call_id is not None
             # The call belongs to the decision that asked for it: the model's step.
             decided = run.tool_calls.get(call_id) if call_id else None
@@ -542,30 +542,36 @@ _NO_ID = "\x00"  # starts the key of a tool call the model gave no id (never a r
 _LOOK_BACK = 64  # the latest calls asked for that a tool run without an id is matched to
 
 
-def _asked_for(run: Any, tool: str, inputs: Any) -> str | None:
+def _asked_for(run: Any, step: int, tool: str, inputs: Any) -> str | None:
     """The call a tool run without a call id carries out: a node that runs the
     model's calls itself (LangGraph's own tutorial: ``tool.invoke(call["args"])``),
-    or a call the model gave no id. It is the first call of the latest decision
-    that asked for this tool with these very arguments and is not answered yet;
-    None when no such call is among the latest asked for."""
+    or a call the model gave no id. Among the latest calls asked for this tool with
+    these very arguments, the one asked in the same node run (``step``: a ``Send``
+    branch that asks its model and runs the tool, beside another doing the same),
+    then one not answered yet (a later decision asking the same again), then one an
+    interrupt paused (its resume), then the latest decision's first; one answered
+    already is a run of it again (a resume, a ``RetryPolicy`` retry of the node, a
+    retry after a failure). None when no such call is among the latest."""
     if not isinstance(inputs, dict):
         return None
-    found = None
-    decision = None
+    found = decision = None
+    best: tuple[bool, bool, bool] | None = None
     for n, (key, asked) in enumerate(reversed(run.asked.items())):
         if n >= _LOOK_BACK:
             break
+        if asked.get("name") != tool or asked.get("args") != inputs:
+            continue
         decided = run.tool_calls.get(key)
         if decided is None:
             continue
-        if found is not None and decided[0] != decision:
-            break  # (an earlier decision: the one found is the latest's)
-        if (
-            asked.get("name") == tool
-            and asked.get("args") == inputs
-            and (key, decided[0]) not in run.answered
-        ):
-            found, decision = key, decided[0]
+        rank = (
+            decided[1] == step,
+            (key, decided[0]) not in run.answered,
+            key in run.paused_calls,
+        )
+        # (latest first: of two alike, an earlier call of the same decision wins)
+        if best is None or rank > best or (rank == best and decided[0] == decision):
+            found, decision, best = key, decided[0], rank
     return found
 
 

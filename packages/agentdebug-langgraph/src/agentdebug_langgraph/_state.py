@@ -305,13 +305,16 @@ def _unanswered(
     decided: dict[str, tuple[str | None, int, str]],
     answered: set[tuple[str, str | None]],
 ) -> dict[str, dict[str, Any]]:
-    """The calls (with their arguments) no tool run or node's update answered yet:
-    all a continuing run needs of them (a stopped run is kept while its thread may
-    be retried, and its arguments can be large)."""
+    """The calls (with their arguments) no tool run or node's update answered yet,
+    and those of the latest decision, answered or not (a retry runs its calls
+    again, and a node that runs them by their arguments is matched to them): all a
+    continuing run needs of them (a stopped run is kept while its thread may be
+    retried, and its arguments can be large)."""
+    latest = decided.get(next(reversed(asked)), (None,))[0] if asked else None
     return {
         call_id: call
         for call_id, call in asked.items()
-        if (call_id, decided.get(call_id, (None,))[0]) not in answered
+        if (event := decided.get(call_id, (None,))[0]) == latest or (call_id, event) not in answered
     }
 
 

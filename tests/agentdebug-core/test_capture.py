@@ -468,6 +468,30 @@ def test_an_oversized_payload_keeps_its_small_fields_and_truncates_the_large(
         assert len(event.model_dump_json()) < 64 * 1024
 
 
+def test_an_oversized_metadata_value_is_truncated_not_the_whole_event(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A large value in metadata (an integration keeps a tool's artifact there) is a
+    marker with its head; the event's output, parent and other metadata are kept
+    (before, the event was cut to its id, type and step)."""
+    monkeypatch.setenv("AGENTDEBUG_MAX_EVENT_BYTES", str(64 * 1024))
+    dbg = AgentDebug()
+    with dbg.trace(goal="big") as t:
+        call = t.record(EventType.TOOL_CALL, agent_name="agent", input={"q": "docs"})
+        t.record(
+            EventType.TOOL_RESULT,
+            agent_name="tools",
+            output="found docs",
+            parent_id=call,
+            metadata={"tool_name": "search", "artifact": {"docs": ["d" * 1000] * 1000}},
+        )
+    event = open_store(home).load_trajectory(t.id).events[1]
+    assert event.output == "found docs" and event.parent_id == call
+    assert event.metadata["tool_name"] == "search"
+    assert event.metadata["artifact"]["docs"]["truncated"] is True
+    assert event.metadata["artifact_truncated_bytes"] > 1_000_000
+
+
 KILLED_AGENT = textwrap.dedent(
     """
     import sys, time

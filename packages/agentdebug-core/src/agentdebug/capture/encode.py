@@ -388,9 +388,18 @@ def _shrink(doc: dict[str, Any], data: bytes, limit: int) -> bytes:
                 notes[f"{key}_truncated_bytes"] = size
     doc["metadata"] = notes
     shrunk = dumps(doc)
-    if len(shrunk) > limit:  # the bulk is somewhere else (metadata): keep the core only
+    if len(shrunk) > limit:  # the bulk is in metadata (a tool's artifact): fit its values
+        for key, value in list(notes.items()):
+            size = len(dumps(value))
+            if size > limit // 8:
+                notes[key] = _fitted(value, size, limit // 8, min(_HEAD_BYTES, limit // 16))
+                notes[f"{key}_truncated_bytes"] = size
+        shrunk = dumps(doc)
+    if len(shrunk) > limit:  # the bulk is somewhere else still: keep the core only
         keep: dict[str, Any] = {
-            k: doc[k] for k in ("id", "type", "step_index", "agent_name", "timestamp") if k in doc
+            k: doc[k]
+            for k in ("id", "type", "step_index", "agent_name", "timestamp", "parent_id")
+            if k in doc
         }
         keep["metadata"] = {"truncated": True, "original_bytes": len(data)}
         shrunk = dumps(keep)

@@ -7,6 +7,7 @@ answers then; what it had said by that point is still its reply."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import warnings
 from typing import Any
 
@@ -335,7 +336,15 @@ def test_a_stream_closed_steps_later_does_not_take_a_later_answer(dbg: AgentDebu
     assert final.parent_id == answered.id
 
 
-@pytest.mark.parametrize("consumer", ["ainvoke beside an async handler", "astream_events"])
+@pytest.mark.parametrize(
+    "consumer",
+    [
+        "ainvoke beside an async handler",
+        "astream_events",
+        "a timeout the task handles",
+        "a cancel the task swallows",
+    ],
+)
 def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good(
     dbg: AgentDebug, consumer: str
 ) -> None:
@@ -349,7 +358,7 @@ def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good
 
     class Theirs(AsyncCallbackHandler):
         async def on_chain_start(self, *args: Any, **kwargs: Any) -> None:
-            pass
+            await asyncio.sleep(0.2 if "task" in consumer else 0)
 
     app = one_node(lambda s: {"messages": [AIMessage("Done.")]})
     cb = AgentDebugCallback(dbg)
@@ -359,6 +368,13 @@ def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good
         if consumer == "astream_events":
             async for _ in app.astream_events({"messages": [HumanMessage("go")]}, config):
                 pass
+        elif consumer == "a timeout the task handles":
+            with contextlib.suppress(TimeoutError):  # (the task ends as usual)
+                async with asyncio.timeout(0.05):
+                    await app.ainvoke({"messages": [HumanMessage("go")]}, config)
+        elif consumer == "a cancel the task swallows":
+            with contextlib.suppress(asyncio.CancelledError):  # (it ends as usual)
+                await app.ainvoke({"messages": [HumanMessage("go")]}, config)
         else:
             await app.ainvoke({"messages": [HumanMessage("go")]}, config)
 
@@ -368,10 +384,14 @@ def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good
     async def main() -> int:
         before = callbacks_on(asyncio.current_task())  # (asyncio.run's own)
         task = asyncio.ensure_future(run_it())
-        await asyncio.sleep(0)  # the graph's start has begun, and yields
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
+        await asyncio.sleep(0.01 if "task" in consumer else 0)  # the graph's start yields
+        if consumer != "a timeout the task handles":
+            task.cancel()
+        if "task" in consumer:
             await task
+        else:
+            with pytest.raises(asyncio.CancelledError):
+                await task
         await asyncio.sleep(0.05)  # (the task's done callbacks run)
         for _ in range(3):  # graphs run to their end by this (long-lived) task
             await app.ainvoke({"messages": [HumanMessage("again")]}, {"callbacks": [cb]})

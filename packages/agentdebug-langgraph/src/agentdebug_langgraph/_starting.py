@@ -13,6 +13,8 @@ The fourth part of :class:`~agentdebug_langgraph.AgentDebugCallback` (after
 from __future__ import annotations
 
 import asyncio
+import gc
+import inspect
 from typing import Any
 from uuid import UUID
 
@@ -45,6 +47,19 @@ from agentdebug_langgraph._state import (
 _OWN_START_DEPTH = 6
 GRAPH = "LangGraph"  # a graph's name when it has none
 _to_json = _convert.to_json
+
+
+def _stream_over(run: GraphRun) -> bool:
+    """Whether a run with no node started is over without an end: its graph's
+    ``astream`` generator is finished (its frame, which the run holds until its
+    first node, is no live generator's any more). A generator still suspended (a
+    stream handed to another task, or one whose close is under way) is not. Read
+    from the collector's referrers: only for a run still open when the task that
+    started it ended, which a run ended as usual never is."""
+    frame = run.frame
+    if frame is None or run.last_step != run.base_step:
+        return False
+    return not any(inspect.isasyncgen(r) or inspect.isgenerator(r) for r in gc.get_referrers(frame))
 
 
 class RunStarting(RunEnding):
@@ -238,7 +253,8 @@ class RunStarting(RunEnding):
         ever come: the run would stay ``running`` until the process exits, and its
         tables and the graph's frame held meanwhile. The task's done callback is
         removed when the run ends as usual (``_end_graph``), so a long-lived task
-        running many graphs keeps none of them."""
+        running many graphs keeps none of them. (A task that catches the cancel,
+        as a handled timeout does, ends the run when it ends.)"""
         try:
             task = asyncio.current_task()
         except RuntimeError:  # (no loop running on this thread after all)
@@ -248,7 +264,16 @@ class RunStarting(RunEnding):
 
         def ended(done: Any) -> None:
             try:
-                if self._roots.get(key) is run and done.cancelled():
+                if self._roots.get(key) is not run:
+                    return  # (ended as usual: not in a done callback, as a rule)
+                # cancelled; a timeout's cancel turned into its TimeoutError in the
+                # task (asyncio.timeout; wait_for from Python 3.12); or a cancel the
+                # task caught (a timeout handled), its graph's stream over unstarted
+                if (
+                    done.cancelled()
+                    or isinstance(done.exception(), TimeoutError)
+                    or _stream_over(run)
+                ):
                     del self._roots[key]
                     run.watch = None
                     self._end_graph(run, None, asyncio.CancelledError())

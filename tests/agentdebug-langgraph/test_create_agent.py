@@ -137,3 +137,35 @@ def test_a_tool_error_the_retry_middleware_got_past_is_not_blamed(dbg: AgentDebu
     assert all(
         f.mode_id != "system.tool_error" or f.severity.value == "info" for f in report.findings
     )
+
+
+def test_a_structured_response_is_the_final_answer_of_the_call_that_gave_it(
+    dbg: AgentDebug,
+) -> None:
+    """``response_format``: the app's answer is the state's ``structured_response``
+    (the model called the schema as a tool); so is the run's final answer, linked
+    to that model call, not the whole state under the input."""
+    from pydantic import BaseModel
+
+    class Weather(BaseModel):
+        city: str
+        temperature_c: float
+
+    class Forecaster(Clerk):
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            said = _call("Weather", {"city": "Paris", "temperature_c": 21.5}, "w1")
+            reply = AIMessage("", tool_calls=[said])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    agent = create_agent(Forecaster(), [], response_format=Weather)
+    cb = AgentDebugCallback(dbg)
+    out = agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, {"callbacks": [cb]})
+    assert out["structured_response"] == Weather(city="Paris", temperature_c=21.5)
+    run = cb.trajectory()
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    (decision,) = of_type(run, EventType.LLM_RESPONSE)
+    assert final.output == {"city": "Paris", "temperature_c": 21.5}
+    assert (final.agent_name, final.parent_id) == ("model", decision.id)
+    assert run.outcome.final_answer == {"city": "Paris", "temperature_c": 21.5}

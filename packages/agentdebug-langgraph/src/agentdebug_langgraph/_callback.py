@@ -389,10 +389,13 @@ class AgentDebugCallback(RunStarting):
             if said is not None:
                 self._note_written(rec, said)
         else:
-            if outputs.__class__ is Command and outputs.update.__class__ is dict:
-                said = outputs.update.get("messages")  # (a supervisor's, a handler's reply)
-                if said is not None:
-                    self._note_written(rec, said)
+            for command in outputs if outputs.__class__ is list else (outputs,):
+                # (a supervisor's, a handler's reply; create_agent's model node
+                # returns a list of them)
+                if command.__class__ is Command and command.update.__class__ is dict:
+                    said = command.update.get("messages")
+                    if said is not None:
+                        self._note_written(rec, said)
             if _convert.has_send(outputs):
                 self._note_sends(rec, outputs)
         run = rec.run

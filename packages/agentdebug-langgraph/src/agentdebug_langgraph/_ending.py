@@ -298,10 +298,15 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)
-        answer: Any = text if text is not None else _convert.compact(outputs)
-        agent, step, parent = _answered_by(run, msg)
-        if msg is None or text is None:
-            agent, step = None, run.last_step
+        structured = outputs.get(STRUCTURED) if outputs.__class__ is dict else None
+        if structured is not None:  # (response_format: the app's answer is this)
+            answer: Any = _convert.compact(structured)
+            agent, step, parent = _structured_by(run, msg)
+        else:
+            answer = text if text is not None else _convert.compact(outputs)
+            agent, step, parent = _answered_by(run, msg)
+            if msg is None or text is None:
+                agent, step = None, run.last_step
         run.session.record(
             EventType.FINAL_ANSWER,
             agent_name=agent,
@@ -483,6 +488,23 @@ def _short_repr(value: Any, limit: int = 80) -> str:
 
 def _has_interrupt(outputs: Any) -> bool:
     return isinstance(outputs, dict) and "__interrupt__" in outputs
+
+
+STRUCTURED = "structured_response"  # the state key of an agent's response_format answer
+
+
+def _structured_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
+    """Who gave a structured response (``response_format``): the model call whose
+    tool call carried it (``create_agent``'s tool strategy: the last assistant
+    message calls the schema as a tool), else the call that gave the last message."""
+    for asked in getattr(msg, "tool_calls", None) or ():
+        decided = run.tool_calls.get(asked.get("id") or "")
+        if decided is not None:
+            event_id, step, agent = decided
+            return agent, step, event_id
+    if msg is None:
+        return None, run.last_step, run.input_event
+    return _answered_by(run, msg)
 
 
 def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:

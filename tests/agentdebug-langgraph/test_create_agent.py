@@ -169,3 +169,37 @@ def test_a_structured_response_is_the_final_answer_of_the_call_that_gave_it(
     assert final.output == {"city": "Paris", "temperature_c": 21.5}
     assert (final.agent_name, final.parent_id) == ("model", decision.id)
     assert run.outcome.final_answer == {"city": "Paris", "temperature_c": 21.5}
+
+
+@pytest.mark.parametrize("limit", ["model calls", "tool calls"])
+def test_an_agent_its_call_limit_ended_has_failed(dbg: AgentDebug, limit: str) -> None:
+    """``ModelCallLimitMiddleware`` or ``ToolCallLimitMiddleware`` with
+    ``exit_behavior="end"`` ends the run itself, saying so in a last message, and
+    nothing raises: the run failed at that limit (as the prebuilt agent's "need
+    more steps"), not "the graph completed"."""
+    from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
+
+    class Looping(Clerk):  # looks the order up again and again
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            n = sum(isinstance(m, AIMessage) for m in messages)
+            said = _call("lookup_order", {"order_id": "A123"}, f"n{n}")
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage("", tool_calls=[said]))]
+            )
+
+    middleware = (
+        ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")
+        if limit == "model calls"
+        else ToolCallLimitMiddleware(run_limit=2, exit_behavior="end")
+    )
+    agent = create_agent(Looping(), [lookup_order], middleware=[middleware])
+    cb = AgentDebugCallback(dbg)
+    agent.invoke({"messages": [HumanMessage("Refund order A123")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert f"reached its {limit[:-1]} limit" in (run.outcome.reason or "")
+    (error,) = of_type(run, EventType.ERROR)
+    assert error.metadata["failure_mode"] == "planning.step_limit_exhausted"
+    assert error.agent_name is not None and "CallLimitMiddleware" in error.agent_name

@@ -202,18 +202,19 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             except Exception:  # an odd final state: the run is still closed
                 log.exception("agentdebug: the final answer could not be recorded")
                 answer = None
-            # the prebuilt agent's own end when its steps ran out: the run's failure
-            # without a success check; with one, an error only where the check fails
-            ran_out = answer.__class__ is str and answer == _graph_errors.OUT_OF_STEPS_TEXT
+            # an agent's own end at a limit (the prebuilt agent's steps run out,
+            # create_agent's call limits): the run's failure without a success
+            # check; with one, an error only where the check fails
+            ran_out = _graph_errors.own_end(answer)
             try:
-                if ran_out and self.success_check is None:
-                    reason = self._out_of_steps(run, outputs)
+                if ran_out is not None and self.success_check is None:
+                    reason = self._out_of_steps(run, outputs, ran_out)
                     session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=reason)
                     failed = True
                 else:
                     failed = not self._judge(session, outputs, answer)
-                    if failed and ran_out:
-                        self._out_of_steps(run, outputs)
+                    if failed and ran_out is not None:
+                        self._out_of_steps(run, outputs, ran_out)
             except BaseException as stop:  # Ctrl-C or exit in the success check
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
@@ -282,19 +283,18 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 if key not in self._calls:
                     self._streamed.pop(key, None)
 
-    def _out_of_steps(self, run: GraphRun, outputs: Any) -> str:
-        """A prebuilt agent that ended the run itself, its steps run out (no error
-        raised): its error event, at the node that said so; the run's reason."""
-        reason = "the agent ran out of steps under its recursion limit (RemainingSteps)"
+    def _out_of_steps(self, run: GraphRun, outputs: Any, end: _graph_errors.OwnEnd) -> str:
+        """An agent that ended the run itself at a limit (no error raised): its
+        error event, at the node that said so; the run's reason."""
         try:
             agent, step, parent = _answered_by(run, _convert.last_ai_text(outputs)[1])
             fields = _graph_errors.out_of_steps(
-                agent=agent, step=step, parent=parent, graph=run.graph_name
+                end, agent=agent, step=step, parent=parent, graph=run.graph_name
             )
             run.session.record(EventType.ERROR, **fields)
         except Exception:
             log.exception("agentdebug: an agent's out-of-steps end could not be recorded")
-        return reason
+        return end.reason
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)

@@ -39,6 +39,54 @@ from agentdebug.schema import AgentEvent, EventType
 # LangGraph's recursion limit, met by the agent before the graph raises it
 OUT_OF_STEPS_TEXT = "Sorry, need more steps to process this request."
 OUT_OF_STEPS = "out_of_steps"  # the langgraph_event of its error event
+# what LangChain's create_agent answers when its call-limit middleware ends the run
+# (exit_behavior="end"): ModelCallLimitMiddleware's, ToolCallLimitMiddleware's
+_MODEL_LIMIT = "Model call limits exceeded: "
+_TOOL_LIMIT = re.compile(r"(?:'[^']*' tool|Tool) call limit reached: .*\(\d+/\d+ calls\)\.$")
+CALL_LIMIT = "call_limit"  # the langgraph_event of such an end's error event
+
+
+@dataclass(frozen=True)
+class OwnEnd:
+    """An agent that ended the run itself at a limit, raising nothing: what its
+    error event says, and the run's reason."""
+
+    kind: str  # the error's type
+    message: str
+    reason: str
+    event: str  # the langgraph_event of its error event
+
+
+def own_end(answer: Any) -> OwnEnd | None:
+    """The limit an agent's final answer says it stopped at, if it says so: the
+    prebuilt agent's steps running out under the recursion limit, or
+    ``create_agent``'s model or tool call limit (its middleware's own words)."""
+    if answer.__class__ is not str:
+        return None
+    if answer == OUT_OF_STEPS_TEXT:
+        return OwnEnd(
+            "RemainingSteps",
+            f"the agent ran out of steps under the recursion limit: {OUT_OF_STEPS_TEXT}",
+            "the agent ran out of steps under its recursion limit (RemainingSteps)",
+            OUT_OF_STEPS,
+        )
+    if answer.startswith(_MODEL_LIMIT):
+        return OwnEnd(
+            "ModelCallLimit",
+            f"the agent reached its model call limit: {answer}",
+            "the agent reached its model call limit (ModelCallLimitMiddleware)",
+            CALL_LIMIT,
+        )
+    if _TOOL_LIMIT.match(answer):
+        return OwnEnd(
+            "ToolCallLimit",
+            f"the agent reached its tool call limit: {answer}",
+            "the agent reached its tool call limit (ToolCallLimitMiddleware)",
+            CALL_LIMIT,
+        )
+    return None
+
+
 _ONE_VALUE = re.compile(r"At key '([^']+)': Can receive only one value per step")
 _BEFORE_TASK = "Before task with name "
 
@@ -299,16 +347,14 @@ def may_place(error: BaseException) -> bool:
     return _before_task(error) is not None and _is_validation_error(error)
 
 
-def out_of_steps(*, agent: str | None, step: int, parent: str | None, graph: str) -> dict[str, Any]:
-    """The ``record`` fields of the error event of a run the prebuilt agent ended
-    itself because its steps ran out (its final answer ``OUT_OF_STEPS_TEXT``, no
-    exception): the recursion limit, placed at the node that said so."""
+def out_of_steps(
+    end: OwnEnd, *, agent: str | None, step: int, parent: str | None, graph: str
+) -> dict[str, Any]:
+    """The ``record`` fields of the error event of a run an agent ended itself at a
+    limit (:func:`own_end`; no exception): placed at the node that said so."""
     return {
-        "error": {
-            "type": "RemainingSteps",
-            "message": f"the agent ran out of steps under the recursion limit: {OUT_OF_STEPS_TEXT}",
-        },
-        "module": "langgraph.prebuilt",
+        "error": {"type": end.kind, "message": end.message},
+        "module": "langgraph.prebuilt" if end.event == OUT_OF_STEPS else "langchain.agents",
         **placed(
             None,
             agent=agent,
@@ -316,7 +362,7 @@ def out_of_steps(*, agent: str | None, step: int, parent: str | None, graph: str
             parent=parent,
             meta={
                 FAILURE_MODE: "planning.step_limit_exhausted",
-                "langgraph_event": OUT_OF_STEPS,
+                "langgraph_event": end.event,
                 "graph": graph,
             },
         ),

@@ -489,7 +489,15 @@ def test_an_oversized_metadata_value_is_truncated_not_the_whole_event(
     assert event.output == "found docs" and event.parent_id == call
     assert event.metadata["tool_name"] == "search"
     assert event.metadata["artifact"]["docs"]["truncated"] is True
-    assert event.metadata["artifact_truncated_bytes"] > 1_000_000
+    assert event.metadata["metadata_truncated_bytes"] > 1_000_000
+    # many values each well under the limit, too much together: the largest go first
+    with dbg.trace(goal="many") as t:
+        pages = {f"page{i}": "p" * 8000 for i in range(10)}
+        t.record(EventType.TOOL_RESULT, output="ok", metadata={"tool_name": "read", **pages})
+    event = open_store(home).load_trajectory(t.id).events[0]
+    assert event.output == "ok" and event.metadata["tool_name"] == "read"
+    assert any(event.metadata[f"page{i}"] == "p" * 8000 for i in range(10))  # some whole
+    assert any(isinstance(event.metadata[f"page{i}"], dict) for i in range(10))
 
 
 KILLED_AGENT = textwrap.dedent(

@@ -388,13 +388,14 @@ def _shrink(doc: dict[str, Any], data: bytes, limit: int) -> bytes:
                 notes[f"{key}_truncated_bytes"] = size
     doc["metadata"] = notes
     shrunk = dumps(doc)
-    if len(shrunk) > limit:  # the bulk is in metadata (a tool's artifact): fit its values
-        for key, value in list(notes.items()):
-            size = len(dumps(value))
-            if size > limit // 8:
-                notes[key] = _fitted(value, size, limit // 8, min(_HEAD_BYTES, limit // 16))
-                notes[f"{key}_truncated_bytes"] = size
-        shrunk = dumps(doc)
+    if len(shrunk) > limit and notes:  # the bulk is in metadata (a tool's artifact)
+        size = len(dumps(notes))  # its largest values fitted into what is left
+        room = limit - (len(shrunk) - size) - 256  # (the note's own bytes, and a margin)
+        if room > 0:
+            fitted = _fitted(notes, size, room, min(_HEAD_BYTES, room // 4))
+            if fitted.get("truncated") is not True:  # (not one marker for it all)
+                doc["metadata"] = {**fitted, "metadata_truncated_bytes": size}
+                shrunk = dumps(doc)
     if len(shrunk) > limit:  # the bulk is somewhere else still: keep the core only
         keep: dict[str, Any] = {
             k: doc[k]

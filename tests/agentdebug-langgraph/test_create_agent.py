@@ -203,3 +203,116 @@ def test_an_agent_its_call_limit_ended_has_failed(dbg: AgentDebug, limit: str) -
     (error,) = of_type(run, EventType.ERROR)
     assert error.metadata["failure_mode"] == "planning.step_limit_exhausted"
     assert error.agent_name is not None and "CallLimitMiddleware" in error.agent_name
+
+
+def test_an_agent_run_inside_a_chain_is_recorded(dbg: AgentDebug) -> None:
+    """``create_agent``'s mark is on its start however it is run: inside a chain
+    (``RunnableLambda | agent``), under ``instrument()``, it is still a graph run."""
+    import agentdebug_langgraph
+    from langchain_core.runnables import RunnableLambda
+
+    agent = create_agent(Clerk(), [lookup_order_by_email, lookup_order])
+    chain = RunnableLambda(lambda q: {"messages": [HumanMessage(q)]}) | agent
+    cb = agentdebug_langgraph.instrument(dbg)
+    with pytest.raises(ValueError, match="not an e-mail address"):
+        chain.invoke("Refund order A123")
+    agentdebug_langgraph.uninstrument()
+    starts = of_type(cb.trajectory(), EventType.AGENT_START)
+    assert [e.agent_name for e in starts] == ["model", "tools"]
+
+
+def test_a_structured_response_left_by_an_earlier_turn_is_not_this_turns_answer(
+    dbg: AgentDebug,
+) -> None:
+    """The thread keeps turn 1's ``structured_response``; turn 2 ends at the model
+    call limit without a new one. Turn 2's answer is the limit's message, a
+    step-limit failure, not turn 1's weather."""
+    from langchain.agents.middleware import ModelCallLimitMiddleware
+    from pydantic import BaseModel
+
+    class Weather(BaseModel):
+        city: str
+        temperature_c: float
+
+    class Forecaster(Clerk):
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            said = _call("Weather", {"city": "Paris", "temperature_c": 21.5}, "w1")
+            return ChatResult(
+                generations=[ChatGeneration(message=AIMessage("", tool_calls=[said]))]
+            )
+
+    limit = ModelCallLimitMiddleware(thread_limit=1, exit_behavior="end")
+    agent = create_agent(
+        Forecaster(), [], response_format=Weather, checkpointer=InMemorySaver(), middleware=[limit]
+    )
+    cb = AgentDebugCallback(dbg)
+    config = {"callbacks": [cb], "configurable": {"thread_id": "weather"}}
+    agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, config)
+    out = agent.invoke({"messages": [HumanMessage("Weather in Rome?")]}, config)
+    assert "Paris" in str(out["structured_response"])  # (the state keeps turn 1's)
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert str(run.outcome.final_answer).startswith("Model call limits exceeded")
+
+
+def test_the_prebuilt_agents_structured_response_is_its_own_model_calls(dbg: AgentDebug) -> None:
+    """The prebuilt agent asks its model for the structured response in a node of its
+    own (``generate_structured_response``): the final answer is that call's, not the
+    text answer before it."""
+    import warnings
+
+    from langchain_core.runnables import RunnableLambda
+    from langgraph.prebuilt import create_react_agent
+    from pydantic import BaseModel
+
+    class Weather(BaseModel):
+        city: str
+        temperature_c: float
+
+    class Plain(Clerk):
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            reply = AIMessage("It is 21.5 C in Paris.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+        def with_structured_output(self, schema: Any, **kw: Any) -> Any:
+            made = Weather(city="Paris", temperature_c=21.5)
+            return RunnableLambda(self.invoke) | RunnableLambda(lambda _: made)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (create_react_agent is deprecated for create_agent)
+        agent = create_react_agent(Plain(), [], response_format=Weather)
+    cb = AgentDebugCallback(dbg)
+    agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    structured_call = [
+        e
+        for e in of_type(run, EventType.LLM_RESPONSE)
+        if e.agent_name == "generate_structured_response"
+    ][-1]
+    assert final.output == {"city": "Paris", "temperature_c": 21.5}
+    assert final.parent_id == structured_call.id
+
+
+def test_a_model_answering_in_a_limits_words_has_not_hit_a_limit(dbg: AgentDebug) -> None:
+    """Only an agent's own end at a limit (a message no model call gave) is a
+    step-limit failure; a model's answer that happens to begin alike is an answer."""
+
+    class Quoting(Clerk):
+        def _generate(
+            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> ChatResult:
+            said = AIMessage("Model call limits exceeded: that is what the log said.")
+            return ChatResult(generations=[ChatGeneration(message=said)])
+
+    cb = AgentDebugCallback(dbg)
+    create_agent(Quoting(), []).invoke(
+        {"messages": [HumanMessage("What did the log say?")]}, {"callbacks": [cb]}
+    )
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    assert not of_type(run, EventType.ERROR)

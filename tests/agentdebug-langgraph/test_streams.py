@@ -406,3 +406,50 @@ def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good
         OutcomeStatus.SUCCESS
     ] * 3
     assert kept == 0  # (no done callback left behind on the task for the runs it ran)
+
+
+@pytest.mark.parametrize("first_task_ends", ["timed out", "cancelled"])
+def test_a_stream_handed_to_another_task_goes_on_when_the_first_task_ends(
+    dbg: AgentDebug, first_task_ends: str
+) -> None:
+    """Task A starts an ``astream``, reads one update, parks the generator and ends
+    (its own timeout, or a cancel); task B reads the rest. The run is B's to end: its
+    nodes are all recorded, and it succeeds (not ended when A ended)."""
+    from typing import TypedDict
+
+    class N(TypedDict):
+        n: int
+
+    async def step(s: N) -> dict[str, int]:
+        await asyncio.sleep(0.01)
+        return {"n": s["n"] + 1}
+
+    g = StateGraph(N)
+    for name in ("a", "b", "c"):
+        g.add_node(name, step)
+    g.add_edge(START, "a")
+    g.add_edge("a", "b")
+    g.add_edge("b", "c")
+    app = g.compile()
+    cb = AgentDebugCallback(dbg)
+    parked: dict[str, Any] = {}
+
+    async def task_a() -> None:
+        stream = app.astream({"n": 0}, {"callbacks": [cb]}, stream_mode="updates")
+        await stream.__anext__()
+        parked["stream"] = stream
+        if first_task_ends == "timed out":
+            await asyncio.wait_for(asyncio.sleep(1), 0.01)
+        else:
+            raise asyncio.CancelledError
+
+    async def main() -> list[Any]:
+        with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+            await asyncio.create_task(task_a())
+        await asyncio.sleep(0.02)  # (A's done callbacks have run)
+        return [chunk async for chunk in parked["stream"]]
+
+    assert len(asyncio.run(main())) == 2
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.SUCCESS
+    assert [e.agent_name for e in events(run, EventType.AGENT_START)] == ["a", "b", "c"]

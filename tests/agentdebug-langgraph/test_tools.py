@@ -615,3 +615,97 @@ def test_parallel_branches_asking_alike_each_keep_their_own_call(dbg: AgentDebug
     for c in calls:  # filed under the decision of the branch it ran in
         assert decisions[c.parent_id].step_index == ran_at[c.id]
         assert decisions[c.parent_id].output["tool_calls"][0]["id"] == c.metadata["tool_call_id"]
+
+
+def test_a_node_running_a_tool_on_its_own_later_is_not_an_old_decisions_call(
+    dbg: AgentDebug,
+) -> None:
+    """The agent asked for ``get_rates`` and answered; later an ``audit`` node of the
+    app's runs ``get_rates`` itself, with the same (no) arguments, and it fails.
+    That run is the audit's, not the old decision's (its model has answered since)."""
+    n: list[int] = []
+
+    @tool
+    def get_rates() -> str:
+        """Current exchange rates."""
+        n.append(1)
+        if len(n) == 2:
+            raise ConnectionError("rates service down")
+        return "EUR/USD 1.08"
+
+    model = scripted([call("get_rates", {}, "r1"), AIMessage("1 EUR is 1.08 USD.")])
+
+    def run_tools(state: MessagesState) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls
+        return {
+            "messages": [
+                ToolMessage(get_rates.invoke(c["args"]), tool_call_id=c["id"]) for c in asked
+            ]
+        }
+
+    def audit(state: MessagesState) -> dict[str, Any]:
+        get_rates.invoke({})  # the app's own refresh, asked by no model
+        return {}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", run_tools)
+    g.add_node("audit", audit)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges(
+        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else "audit", ["tools", "audit"]
+    )
+    g.add_edge("tools", "agent")
+    g.add_edge("audit", END)
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(ConnectionError):
+        g.compile().invoke({"messages": [HumanMessage("Rate?")]}, {"callbacks": [cb]})
+    first, own = of_type(cb.trajectory(), EventType.TOOL_CALL)
+    assert first.metadata["tool_call_id"] == "r1" and first.agent_name == "agent"
+    assert own.agent_name == "audit" and "tool_call_id" not in own.metadata
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "audit"
+
+
+def test_a_call_id_used_again_by_a_later_decision_is_not_a_retry(dbg: AgentDebug) -> None:
+    """A node with its own agent loop, a provider that numbers each reply's calls from
+    ``call_0``: the second decision's call is new (other arguments), not a retry of
+    the first one's that failed, so that failure is not taken as resolved."""
+
+    @tool
+    def find_order(order_id: str) -> str:
+        """Look an order up by id."""
+        if "@" in order_id:
+            raise ValueError(f"not an order id: {order_id}")
+        return f"order {order_id}: $42.00"
+
+    model = scripted(
+        [
+            call("find_order", {"order_id": "bob@x.com"}, "call_0"),
+            call("find_order", {"order_id": "A1"}, "call_0"),
+            AIMessage("Order A1 costs $42.00."),
+        ]
+    )
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        said: list[Any] = []
+        while True:
+            reply = model.invoke([*state["messages"], *said])
+            said.append(reply)
+            if not reply.tool_calls:
+                return {"messages": said}
+            for asked in reply.tool_calls:
+                try:
+                    said.append(find_order.invoke(asked))  # (a ToolCall: its id is given)
+                except ValueError as exc:
+                    said.append(ToolMessage(str(exc), tool_call_id=asked["id"], status="error"))
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the refund was not issued")
+    g.compile().invoke({"messages": [HumanMessage("Order?")]}, {"callbacks": [cb]})
+    failed, answered = of_type(cb.trajectory(), EventType.TOOL_RESULT)
+    assert failed.error is not None and "retry_of" not in answered.metadata
+    (report,) = cb.reports
+    assert "not an order id" in (report.summary or "")

@@ -60,6 +60,7 @@ _CACHED = _cache_hits.CACHED
 _SERVED = "agentdebug_served_from_cache"  # on_chain_start's keyword for a cache hit
 _HANDLER_PATH = _node_failures.HANDLER_PATH
 _HANDLES = _node_failures.HANDLES
+_STRUCTURED = "structured_response"  # the state key of an agent's response_format answer
 
 
 class AgentDebugCallback(RunStarting):
@@ -177,7 +178,7 @@ class AgentDebugCallback(RunStarting):
             if node is None:
                 if md.get("ls_integration") == "langgraph":
                     self._start_graph(inputs, run_id, md, kwargs.get("name"))
-                elif parent_run_id is None:  # (a graph whose mark another replaced)
+                elif md.get("ls_integration") is not None:  # (a graph marked otherwise)
                     self._start_marked_otherwise(inputs, run_id, md, kwargs.get("name"))
                 return
             if kwargs.get("name") != node:
@@ -388,6 +389,8 @@ class AgentDebugCallback(RunStarting):
             said = outputs.get("messages")
             if said is not None:
                 self._note_written(rec, said)
+            if _STRUCTURED in outputs:  # (an agent's response_format answer)
+                rec.run.structured = (rec.agent, rec.step, rec.event_id)
         else:
             for command in outputs if outputs.__class__ is list else (outputs,):
                 # (a supervisor's, a handler's reply; create_agent's model node
@@ -396,6 +399,8 @@ class AgentDebugCallback(RunStarting):
                     said = command.update.get("messages")
                     if said is not None:
                         self._note_written(rec, said)
+                    if _STRUCTURED in command.update:
+                        rec.run.structured = (rec.agent, rec.step, rec.event_id)
             if _convert.has_send(outputs):
                 self._note_sends(rec, outputs)
         run = rec.run

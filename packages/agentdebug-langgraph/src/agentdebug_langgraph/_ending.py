@@ -206,6 +206,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             # create_agent's call limits): the run's failure without a success
             # check; with one, an error only where the check fails
             ran_out = _graph_errors.own_end(answer)
+            if ran_out is not None and _said_by_model(run, outputs):
+                ran_out = None  # (a model's own answer in those words, not an agent's end)
             try:
                 if ran_out is not None and self.success_check is None:
                     reason = self._out_of_steps(run, outputs, ran_out)
@@ -298,10 +300,12 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs)
-        structured = outputs.get(STRUCTURED) if outputs.__class__ is dict else None
+        structured = None
+        if run.structured is not None and outputs.__class__ is dict:  # (written in this
+            structured = outputs.get(STRUCTURED)  # run, not left by a turn before)
         if structured is not None:  # (response_format: the app's answer is this)
             answer: Any = _convert.compact(structured)
-            agent, step, parent = _structured_by(run, msg)
+            agent, step, parent = _structured_by(run, run.structured)
         else:
             answer = text if text is not None else _convert.compact(outputs)
             agent, step, parent = _answered_by(run, msg)
@@ -493,18 +497,30 @@ def _has_interrupt(outputs: Any) -> bool:
 STRUCTURED = "structured_response"  # the state key of an agent's response_format answer
 
 
-def _structured_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
-    """Who gave a structured response (``response_format``): the model call whose
-    tool call carried it (``create_agent``'s tool strategy: the last assistant
-    message calls the schema as a tool), else the call that gave the last message."""
-    for asked in getattr(msg, "tool_calls", None) or ():
-        decided = run.tool_calls.get(asked.get("id") or "")
-        if decided is not None:
-            event_id, step, agent = decided
+def _structured_by(run: GraphRun, wrote: Any) -> tuple[str | None, int, str | None]:
+    """Who gave a structured response (``response_format``): the latest model call
+    of the node run whose update wrote it (``create_agent``'s model node calling the
+    schema as a tool; the prebuilt agent's ``generate_structured_response``), else
+    that node run (a node of the user's that set it)."""
+    agent, step, node_event = wrote
+    for event_id, asked_at, by in reversed(list(run.tool_calls.values())):
+        if asked_at == step and by == agent:
             return agent, step, event_id
-    if msg is None:
-        return None, run.last_step, run.input_event
-    return _answered_by(run, msg)
+    said = run.answers.get(agent)
+    if said is not None and said[1] == step:
+        return agent, step, said[2]
+    return agent, step, node_event
+
+
+def _said_by_model(run: GraphRun, outputs: Any) -> bool:
+    """Whether the final message is a model's answer (one a model call gave), not
+    one a node wrote itself, as an agent ending at a limit does."""
+    msg = _convert.last_ai_text(outputs)[1]
+    content = getattr(msg, "content", None)
+    return msg is not None and any(
+        given is msg or getattr(given, "content", None) == content
+        for given, _, _, _ in run.answers.values()
+    )
 
 
 def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:

@@ -338,7 +338,7 @@ class ModelAndToolEvents(CaptureBase):
                     meta["resumes"] = paused
             retried = None
             if run.tool_failures and call_id:  # run again in the node run after it failed
-                retried = run.tool_failures.pop((call_id, rec.event_id), None)
+                retried = run.tool_failures.pop((call_id, parent, rec.event_id), None)
                 if retried is not None:
                     meta["attempt"] = retried[1] + 1
             event_id = run.session.record(
@@ -351,7 +351,7 @@ class ModelAndToolEvents(CaptureBase):
                 metadata=meta,
             )
             # (under the model's step? the failed try it is a retry of)
-            filed = (event_id, call_id, decided is not None, retried)
+            filed = (event_id, call_id, decided is not None, retried, parent)
             self._calls[run_id.int] = (rec, filed, time.perf_counter(), tool)
         except Exception:
             self._failed("on_tool_start")
@@ -361,7 +361,7 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id, decided, retried), started, tool = call
+            rec, (call_event, call_id, decided, retried, _), started, tool = call
             error = None
             meta = _result_meta(rec, tool, call_id, decided, retried)
             # a tool returning Command(update=...) answers its call with the
@@ -405,7 +405,7 @@ class ModelAndToolEvents(CaptureBase):
             call = self._calls.pop(run_id.int, None)
             if call is None:
                 return
-            rec, (call_event, call_id, decided, retried), started, tool = call
+            rec, (call_event, call_id, decided, retried, asked_in), started, tool = call
             meta = _result_meta(rec, tool, call_id, decided, retried)
             if isinstance(error, GraphInterrupt):
                 # Paused, not failed: the node records the interrupt's values, and a
@@ -438,7 +438,8 @@ class ModelAndToolEvents(CaptureBase):
             )
             if call_id and isinstance(error, Exception):  # (the node may try it again)
                 attempt = retried[1] + 1 if retried is not None else 1
-                rec.run.tool_failures[(call_id, rec.event_id)] = (failed, attempt)
+                # (by the decision too: a node's own loop may see an id used again)
+                rec.run.tool_failures[(call_id, asked_in, rec.event_id)] = (failed, attempt)
         except Exception:
             self._failed("on_tool_error")
 
@@ -551,7 +552,9 @@ def _asked_for(run: Any, step: int, tool: str, inputs: Any) -> str | None:
     then one not answered yet (a later decision asking the same again), then one an
     interrupt paused (its resume), then the latest decision's first; one answered
     already is a run of it again (a resume, a ``RetryPolicy`` retry of the node, a
-    retry after a failure). None when no such call is among the latest."""
+    retry after a failure). A call whose model has answered since (a node running
+    the tool on its own, after the agent's loop is done) is none of these. None
+    when no such call is among the latest."""
     if not isinstance(inputs, dict):
         return None
     found = decision = None
@@ -564,6 +567,9 @@ def _asked_for(run: Any, step: int, tool: str, inputs: Any) -> str | None:
         decided = run.tool_calls.get(key)
         if decided is None:
             continue
+        said = run.answers.get(decided[2])  # (its model's latest answer without a call)
+        if said is not None and said[1] > decided[1] != step:
+            continue  # its model has answered since: a decision past, not this one's
         rank = (
             decided[1] == step,
             (key, decided[0]) not in run.answered,

@@ -91,12 +91,14 @@ class RunStarting(RunEnding):
     def _start_marked_otherwise(
         self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any
     ) -> None:
-        """A top-level chain's start that is not a graph node's and lacks LangGraph's
-        own mark: LangGraph marks a run ``ls_integration: "langgraph"`` only when its
-        metadata names no integration already, and LangChain's ``create_agent`` names
-        its own (``langchain_create_agent``), as a user's config may. It is a graph
-        run's start when a ``Pregel.stream``/``astream`` a few frames up is starting
-        it (a chain outside any graph is not, and costs a walk of a few frames)."""
+        """A chain's start that is not a graph node's and carries another
+        integration's mark than LangGraph's: LangGraph marks a run ``ls_integration:
+        "langgraph"`` only when its metadata names no integration already, and
+        LangChain's ``create_agent`` names its own (``langchain_create_agent``), as a
+        user's config may. It is a graph run's start when a ``Pregel.stream``/
+        ``astream`` a few frames up is starting it (also one a chain runs:
+        ``prompt | agent``, ``agent.with_retry()``); a chain with no mark, outside
+        any graph, does not come here."""
         if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is not None:
             self._start_graph(inputs, run_id, md, name)
 
@@ -266,14 +268,10 @@ class RunStarting(RunEnding):
             try:
                 if self._roots.get(key) is not run:
                     return  # (ended as usual: not in a done callback, as a rule)
-                # cancelled; a timeout's cancel turned into its TimeoutError in the
-                # task (asyncio.timeout; wait_for from Python 3.12); or a cancel the
-                # task caught (a timeout handled), its graph's stream over unstarted
-                if (
-                    done.cancelled()
-                    or isinstance(done.exception(), TimeoutError)
-                    or _stream_over(run)
-                ):
+                # cancelled, timed out, or a cancel the task caught (a timeout it
+                # handled): over when its graph's stream is finished with no node
+                # started (not a stream handed to another task, whatever this one's end)
+                if _stream_over(run):
                     del self._roots[key]
                     run.watch = None
                     self._end_graph(run, None, asyncio.CancelledError())

@@ -65,9 +65,10 @@ class GraphRun:
     tool_messages: dict[int, Any] = field(default_factory=dict)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
-    # (tool_call_id, node run's start event) -> (its failed TOOL_RESULT, attempt): a
-    # call that failed, which the node may run again (LangChain's ToolRetryMiddleware)
-    tool_failures: dict[tuple[str, str | None], tuple[str | None, int]] = field(
+    # (tool_call_id, the decision's event, node run's start event) -> (its failed
+    # TOOL_RESULT, attempt): a call that failed, which the node may run again
+    # (LangChain's ToolRetryMiddleware)
+    tool_failures: dict[tuple[str, str | None, str | None], tuple[str | None, int]] = field(
         default_factory=dict
     )
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
@@ -101,6 +102,9 @@ class GraphRun:
     answers: dict[str, tuple[Any, int, str | None, float]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
     last_written: tuple[Any, str, int, str | None] | None = None
+    # (agent, step, start event id) of the node run whose update last wrote the
+    # state's structured_response (an agent's response_format answer) in this run
+    structured: tuple[str, int, str | None] | None = None
     # agent -> its previous model prompt (the list the callback was given)
     prompts: dict[str, list[Any] | None] = field(default_factory=dict)
     last_step: int = 0

@@ -20,6 +20,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import linear_graph, lookup_order, lookup_order_by_email, order_found
+from pydantic import BaseModel
 from rerun_support import verified_branch
 
 CUE = "A previous attempt at this task went wrong"  # how a rerun's directive begins
@@ -53,6 +54,28 @@ class Clerk(BaseChatModel):
 
 def _call(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
     return {"name": name, "args": args, "id": call_id, "type": "tool_call"}
+
+
+class Says(Clerk):
+    """Answers what ``reply(messages)`` gives."""
+
+    reply: Any
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+
+
+class Weather(BaseModel):
+    city: str
+    temperature_c: float
+
+
+def forecast(messages: list[BaseMessage]) -> AIMessage:
+    """The model's structured answer: the schema called as a tool."""
+    said = _call("Weather", {"city": "Paris", "temperature_c": 21.5}, "w1")
+    return AIMessage("", tool_calls=[said])
 
 
 @pytest.mark.parametrize("how", ["invoke", "ainvoke"])
@@ -113,18 +136,13 @@ def test_a_tool_error_the_retry_middleware_got_past_is_not_blamed(dbg: AgentDebu
             raise ConnectionError("temporary outage")
         return f"order {order_id}: $42.00"
 
-    class Claims(Clerk):
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            if isinstance(messages[-1], ToolMessage):
-                reply = AIMessage("Your refund has been issued.")  # (it issued none)
-            else:
-                reply = AIMessage("", tool_calls=[_call("find_order", {"order_id": "A1"}, "f1")])
-            return ChatResult(generations=[ChatGeneration(message=reply)])
+    def claims(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("Your refund has been issued.")  # (it issued none)
+        return AIMessage("", tool_calls=[_call("find_order", {"order_id": "A1"}, "f1")])
 
     retry = ToolRetryMiddleware(max_retries=2, initial_delay=0.0, retry_on=(ConnectionError,))
-    agent = create_agent(Claims(), [find_order], middleware=[retry])
+    agent = create_agent(Says(reply=claims), [find_order], middleware=[retry])
     cb = AgentDebugCallback(dbg, success_check=lambda s: "no refund was issued")
     agent.invoke({"messages": [HumanMessage("Refund order A1")]}, {"callbacks": [cb]})
     run = cb.trajectory()
@@ -145,21 +163,7 @@ def test_a_structured_response_is_the_final_answer_of_the_call_that_gave_it(
     """``response_format``: the app's answer is the state's ``structured_response``
     (the model called the schema as a tool); so is the run's final answer, linked
     to that model call, not the whole state under the input."""
-    from pydantic import BaseModel
-
-    class Weather(BaseModel):
-        city: str
-        temperature_c: float
-
-    class Forecaster(Clerk):
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            said = _call("Weather", {"city": "Paris", "temperature_c": 21.5}, "w1")
-            reply = AIMessage("", tool_calls=[said])
-            return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    agent = create_agent(Forecaster(), [], response_format=Weather)
+    agent = create_agent(Says(reply=forecast), [], response_format=Weather)
     cb = AgentDebugCallback(dbg)
     out = agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, {"callbacks": [cb]})
     assert out["structured_response"] == Weather(city="Paris", temperature_c=21.5)
@@ -179,22 +183,16 @@ def test_an_agent_its_call_limit_ended_has_failed(dbg: AgentDebug, limit: str) -
     more steps"), not "the graph completed"."""
     from langchain.agents.middleware import ModelCallLimitMiddleware, ToolCallLimitMiddleware
 
-    class Looping(Clerk):  # looks the order up again and again
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            n = sum(isinstance(m, AIMessage) for m in messages)
-            said = _call("lookup_order", {"order_id": "A123"}, f"n{n}")
-            return ChatResult(
-                generations=[ChatGeneration(message=AIMessage("", tool_calls=[said]))]
-            )
+    def again(messages: list[BaseMessage]) -> AIMessage:  # looks the order up again
+        n = sum(isinstance(m, AIMessage) for m in messages)
+        return AIMessage("", tool_calls=[_call("lookup_order", {"order_id": "A123"}, f"n{n}")])
 
     middleware = (
         ModelCallLimitMiddleware(run_limit=2, exit_behavior="end")
         if limit == "model calls"
         else ToolCallLimitMiddleware(run_limit=2, exit_behavior="end")
     )
-    agent = create_agent(Looping(), [lookup_order], middleware=[middleware])
+    agent = create_agent(Says(reply=again), [lookup_order], middleware=[middleware])
     cb = AgentDebugCallback(dbg)
     agent.invoke({"messages": [HumanMessage("Refund order A123")]}, {"callbacks": [cb]})
     run = cb.trajectory()
@@ -228,24 +226,11 @@ def test_a_structured_response_left_by_an_earlier_turn_is_not_this_turns_answer(
     call limit without a new one. Turn 2's answer is the limit's message, a
     step-limit failure, not turn 1's weather."""
     from langchain.agents.middleware import ModelCallLimitMiddleware
-    from pydantic import BaseModel
-
-    class Weather(BaseModel):
-        city: str
-        temperature_c: float
-
-    class Forecaster(Clerk):
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            said = _call("Weather", {"city": "Paris", "temperature_c": 21.5}, "w1")
-            return ChatResult(
-                generations=[ChatGeneration(message=AIMessage("", tool_calls=[said]))]
-            )
 
     limit = ModelCallLimitMiddleware(thread_limit=1, exit_behavior="end")
+    saver = InMemorySaver()
     agent = create_agent(
-        Forecaster(), [], response_format=Weather, checkpointer=InMemorySaver(), middleware=[limit]
+        Says(reply=forecast), [], response_format=Weather, checkpointer=saver, middleware=[limit]
     )
     cb = AgentDebugCallback(dbg)
     config = {"callbacks": [cb], "configurable": {"thread_id": "weather"}}
@@ -265,26 +250,15 @@ def test_the_prebuilt_agents_structured_response_is_its_own_model_calls(dbg: Age
 
     from langchain_core.runnables import RunnableLambda
     from langgraph.prebuilt import create_react_agent
-    from pydantic import BaseModel
 
-    class Weather(BaseModel):
-        city: str
-        temperature_c: float
-
-    class Plain(Clerk):
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            reply = AIMessage("It is 21.5 C in Paris.")
-            return ChatResult(generations=[ChatGeneration(message=reply)])
-
+    class Plain(Says):
         def with_structured_output(self, schema: Any, **kw: Any) -> Any:
             made = Weather(city="Paris", temperature_c=21.5)
             return RunnableLambda(self.invoke) | RunnableLambda(lambda _: made)
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # (create_react_agent is deprecated for create_agent)
-        agent = create_react_agent(Plain(), [], response_format=Weather)
+        agent = create_react_agent(Plain(reply=_weather_text), [], response_format=Weather)
     cb = AgentDebugCallback(dbg)
     agent.invoke({"messages": [HumanMessage("Weather in Paris?")]}, {"callbacks": [cb]})
     run = cb.trajectory()
@@ -301,18 +275,15 @@ def test_the_prebuilt_agents_structured_response_is_its_own_model_calls(dbg: Age
 def test_a_model_answering_in_a_limits_words_has_not_hit_a_limit(dbg: AgentDebug) -> None:
     """Only an agent's own end at a limit (a message no model call gave) is a
     step-limit failure; a model's answer that happens to begin alike is an answer."""
-
-    class Quoting(Clerk):
-        def _generate(
-            self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any
-        ) -> ChatResult:
-            said = AIMessage("Model call limits exceeded: that is what the log said.")
-            return ChatResult(generations=[ChatGeneration(message=said)])
-
+    quoting = Says(reply=lambda _: AIMessage("Model call limits exceeded: the log said so."))
     cb = AgentDebugCallback(dbg)
-    create_agent(Quoting(), []).invoke(
+    create_agent(quoting, []).invoke(
         {"messages": [HumanMessage("What did the log say?")]}, {"callbacks": [cb]}
     )
     run = cb.trajectory()
     assert run.outcome.status is OutcomeStatus.SUCCESS
     assert not of_type(run, EventType.ERROR)
+
+
+def _weather_text(messages: list[BaseMessage]) -> AIMessage:
+    return AIMessage("It is 21.5 C in Paris.")

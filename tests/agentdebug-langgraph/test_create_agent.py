@@ -287,3 +287,65 @@ def test_a_model_answering_in_a_limits_words_has_not_hit_a_limit(dbg: AgentDebug
 
 def _weather_text(messages: list[BaseMessage]) -> AIMessage:
     return AIMessage("It is 21.5 C in Paris.")
+
+
+def test_an_agent_whose_model_retries_ran_out_has_failed(dbg: AgentDebug) -> None:
+    """``ModelRetryMiddleware`` gives up (``on_failure="continue"``, its default): it
+    ends the agent with a message of its own and nothing raises. The model never
+    answered, so the run failed, at the model step; not "the graph completed"."""
+    from langchain.agents.middleware import ModelRetryMiddleware
+
+    def down(messages: list[BaseMessage]) -> AIMessage:
+        raise ConnectionError("503 upstream overloaded")
+
+    retry = ModelRetryMiddleware(max_retries=2, initial_delay=0.0, retry_on=(ConnectionError,))
+    cb = AgentDebugCallback(dbg)
+    out = create_agent(Says(reply=down), [lookup_order], middleware=[retry]).invoke(
+        {"messages": [HumanMessage("Refund order A123")]}, {"callbacks": [cb]}
+    )
+    assert str(out["messages"][-1].content).startswith("Model call failed after 3 attempts")
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert "retries spent" in (run.outcome.reason or "")
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("model", 1)
+
+
+def test_a_guardrail_after_the_model_blamed_is_rerun_from_the_model_step(
+    dbg: AgentDebug,
+) -> None:
+    """An ``after_model`` guardrail replaces the model's unfounded claim and ends the
+    run; the diagnosis blames the hook's step (its message is the final answer). The
+    rerun forks before the model step the hook checked, so the model sees the
+    directive (before the hook, the directive would follow the model's reply, which
+    the hook reads as the last message, and the model would not run again)."""
+    from langchain.agents.middleware import after_model
+
+    def claims(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("Order A123 costs $42.00.")
+        if any(CUE in str(m.content) for m in messages):
+            return AIMessage("", tool_calls=[_call("lookup_order", {"order_id": "A123"}, "k2")])
+        return AIMessage("Done: your order A123 has been refunded.")  # (looked nothing up)
+
+    @after_model(can_jump_to=["end"])
+    def guard(state: Any, runtime: Any) -> dict[str, Any] | None:
+        last = state["messages"][-1]  # (as LangChain's own after_model example reads it)
+        if not last.tool_calls and not any(isinstance(m, ToolMessage) for m in state["messages"]):
+            unsure = AIMessage("I could not verify that; please contact support.", id=last.id)
+            return {"messages": [unsure], "jump_to": "end"}
+        return None
+
+    agent = create_agent(
+        Says(reply=claims), [lookup_order], checkpointer=InMemorySaver(), middleware=[guard]
+    )
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    agent.invoke(
+        {"messages": [HumanMessage("Refund order A123")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "guarded"}},
+    )
+    (report,) = cb.reports
+    assert report.root_cause is not None and report.root_cause.agent_name == "guard.after_model"
+    branch = verified_branch(dbg, agent, cb, order_found)
+    assert [e.agent_name for e in of_type(branch, EventType.TOOL_CALL)] == ["model"]

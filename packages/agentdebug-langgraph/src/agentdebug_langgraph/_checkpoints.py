@@ -66,6 +66,36 @@ def _before_input_hook(
     return before[-1]
 
 
+AFTER_MODEL = ".after_model"  # ends the name of create_agent's hook nodes after its model
+AGENT_MODEL = "model"  # create_agent's model node
+
+
+def _before_model_it_checked(
+    events: list[AgentEvent], starts: list[AgentEvent], node_event: AgentEvent
+) -> AgentEvent:
+    """The node to redo for a blamed ``create_agent`` hook after its model
+    (``<Middleware>.after_model``, a guardrail that replaced the model's reply or
+    ended the run) that asked no model itself: the model step it reacted to. Forked
+    before the hook, the directive would come after the model's reply, which the
+    hook reads as the last message, and the model would not run again: no branch
+    could pass."""
+    name = node_event.metadata.get("node")
+    if not isinstance(name, str) or not name.endswith(AFTER_MODEL):
+        return node_event
+    if not _is_root_node(node_event) or any(
+        e.type is EventType.LLM_RESPONSE and e.step_index == node_event.step_index for e in events
+    ):
+        return node_event
+    for before in reversed(
+        [e for e in starts if _is_root_node(e) and e.step_index < node_event.step_index]
+    ):
+        node = before.metadata.get("node")
+        if isinstance(node, str) and node.endswith(AFTER_MODEL):
+            continue  # (hooks after the model run one after another)
+        return before if node == AGENT_MODEL else node_event
+    return node_event
+
+
 def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     """Where to resume for a blamed ``resume_step``; raises when the run holds no
     LangGraph node events (it was not captured by this plugin)."""
@@ -92,6 +122,7 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     if isinstance(handled, str):
         node_event = next((e for e in starts if e.id == handled), node_event)
     node_event = _before_input_hook(trajectory.events, starts, node_event)
+    node_event = _before_model_it_checked(trajectory.events, starts, node_event)
     root_step = node_event.metadata.get("root_step", node_event.step_index)
     # (an error handler is not a task of the checkpoint its failed node started from)
     roots = [e for e in starts if _is_root_node(e) and HANDLES not in e.metadata]

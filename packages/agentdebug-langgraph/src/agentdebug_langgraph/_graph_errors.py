@@ -44,6 +44,9 @@ OUT_OF_STEPS = "out_of_steps"  # the langgraph_event of its error event
 _MODEL_LIMIT = "Model call limits exceeded: "
 _TOOL_LIMIT = re.compile(r"(?:'[^']*' tool|Tool) call limit reached: .*\(\d+/\d+ calls\)\.$")
 CALL_LIMIT = "call_limit"  # the langgraph_event of such an end's error event
+# what create_agent answers when its ModelRetryMiddleware gives up (on_failure="continue")
+_MODEL_FAILED = re.compile(r"Model call failed after \d+ attempts? with [\w.]+: ")
+MODEL_FAILED = "model_failed"  # the langgraph_event of such an end's error event
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,14 @@ class OwnEnd:
     message: str
     reason: str
     event: str  # the langgraph_event of its error event
+    mode: str | None = "planning.step_limit_exhausted"  # None: the error's words tell
 
 
 def own_end(answer: Any) -> OwnEnd | None:
     """The limit an agent's final answer says it stopped at, if it says so: the
-    prebuilt agent's steps running out under the recursion limit, or
-    ``create_agent``'s model or tool call limit (its middleware's own words)."""
+    prebuilt agent's steps running out under the recursion limit, ``create_agent``'s
+    model or tool call limit, or its model retries spent (its middleware's own
+    words)."""
     if answer.__class__ is not str:
         return None
     if answer == OUT_OF_STEPS_TEXT:
@@ -76,6 +81,14 @@ def own_end(answer: Any) -> OwnEnd | None:
             f"the agent reached its model call limit: {answer}",
             "the agent reached its model call limit (ModelCallLimitMiddleware)",
             CALL_LIMIT,
+        )
+    if _MODEL_FAILED.match(answer):
+        return OwnEnd(
+            "ModelCallFailed",
+            f"the model never answered: {answer}",
+            "the model call failed, its retries spent (ModelRetryMiddleware)",
+            MODEL_FAILED,
+            None,
         )
     if _TOOL_LIMIT.match(answer):
         return OwnEnd(
@@ -361,7 +374,7 @@ def out_of_steps(
             step=step,
             parent=parent,
             meta={
-                FAILURE_MODE: "planning.step_limit_exhausted",
+                **({FAILURE_MODE: end.mode} if end.mode else {}),
                 "langgraph_event": end.event,
                 "graph": graph,
             },

@@ -65,9 +65,8 @@ class GraphRun:
     tool_messages: dict[int, Any] = field(default_factory=dict)
     # tool_call_id -> TOOL_CALL event id of a call an interrupt paused (a resume runs it again)
     paused_calls: dict[str, str | None] = field(default_factory=dict)
-    # (tool_call_id, the decision's event, node run's start event) -> (its failed
-    # TOOL_RESULT, attempt): a call that failed, which the node may run again
-    # (LangChain's ToolRetryMiddleware)
+    # (tool_call_id, decision event, node run's start event) -> (failed TOOL_RESULT,
+    # attempt): a call that failed, which the node may run again (ToolRetryMiddleware)
     tool_failures: dict[tuple[str, str | None, str | None], tuple[str | None, int]] = field(
         default_factory=dict
     )
@@ -102,8 +101,7 @@ class GraphRun:
     answers: dict[str, tuple[Any, int, str | None, float]] = field(default_factory=dict)
     # (message, agent, step, start event id) of the last message a node's update wrote
     last_written: tuple[Any, str, int, str | None] | None = None
-    # (agent, step, start event id) of the node run whose update last wrote the
-    # state's structured_response (an agent's response_format answer) in this run
+    # (agent, step, start event) of the node run that wrote structured_response
     structured: tuple[str, int, str | None] | None = None
     # agent -> its previous model prompt (the list the callback was given)
     prompts: dict[str, list[Any] | None] = field(default_factory=dict)
@@ -112,8 +110,7 @@ class GraphRun:
     segments: int = 1  # invocations recorded into this run (a resume adds one)
     thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
     pause_key: str | None = None  # where it waits at an interrupt (pause_key)
-    # (the asyncio task running it, its done callback) of an async run: see
-    # RunStarting._watch_task
+    # (asyncio task running it, its done callback): RunStarting._watch_task
     watch: tuple[Any, Any] | None = None
 
     def next_step(self) -> int:

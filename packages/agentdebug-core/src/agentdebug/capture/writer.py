@@ -500,14 +500,10 @@ class BackgroundWriter:
 
 def _flush_at_exit() -> None:
     """At exit, for every writer not closed: write what is queued, then stop its
-    threads, so that what is recorded later still (a stream generator closed as
-    the interpreter tears down ends its run then) is written on the recording
-    thread itself: the daemon threads freeze during finalisation, and waiting for
-    them would hang the exit for good. One hook for all (registered below, so it
-    runs after the integrations' exit hooks, which close the runs they hold open
-    through the writer, and before :func:`_end_open_runs_at_exit`): a hook per
-    writer stayed registered after its close, one more for good per debugger a
-    service opened and closed."""
+    threads, so that what is recorded later still (a stream generator closed as the
+    interpreter tears down ends its run then) is written on the recording thread
+    itself (the daemon threads freeze during finalisation). One hook for all,
+    registered below: after the integrations' own, before the open runs' ends."""
     for writer in list(_OPEN):
         try:
             writer.close()

@@ -312,15 +312,23 @@ def test_an_agent_whose_model_retries_ran_out_has_failed(dbg: AgentDebug) -> Non
     assert (report.root_cause.agent_name, report.root_cause.step_index) == ("model", 1)
 
 
+@pytest.mark.parametrize(
+    "guard_kind", ["after_model", "after_model asking a judge", "prebuilt post_model_hook"]
+)
 def test_a_guardrail_after_the_model_blamed_is_rerun_from_the_model_step(
-    dbg: AgentDebug,
+    dbg: AgentDebug, guard_kind: str
 ) -> None:
-    """An ``after_model`` guardrail replaces the model's unfounded claim and ends the
-    run; the diagnosis blames the hook's step (its message is the final answer). The
-    rerun forks before the model step the hook checked, so the model sees the
-    directive (before the hook, the directive would follow the model's reply, which
-    the hook reads as the last message, and the model would not run again)."""
+    """A guardrail after the model (``create_agent``'s ``after_model`` hook, also one
+    asking a judge model; the prebuilt agent's ``post_model_hook``) replaces the
+    model's unfounded claim; the diagnosis blames the hook's step (its message is
+    the final answer). The rerun forks before the model step the hook checked, so
+    the model sees the directive (before the hook, the directive would follow the
+    model's reply, which the hook reads as the last message, and the model would
+    not run again)."""
+    import warnings
+
     from langchain.agents.middleware import after_model
+    from langgraph.prebuilt import create_react_agent
 
     def claims(messages: list[BaseMessage]) -> AIMessage:
         if isinstance(messages[-1], ToolMessage):
@@ -329,23 +337,45 @@ def test_a_guardrail_after_the_model_blamed_is_rerun_from_the_model_step(
             return AIMessage("", tool_calls=[_call("lookup_order", {"order_id": "A123"}, "k2")])
         return AIMessage("Done: your order A123 has been refunded.")  # (looked nothing up)
 
-    @after_model(can_jump_to=["end"])
-    def guard(state: Any, runtime: Any) -> dict[str, Any] | None:
-        last = state["messages"][-1]  # (as LangChain's own after_model example reads it)
-        if not last.tool_calls and not any(isinstance(m, ToolMessage) for m in state["messages"]):
-            unsure = AIMessage("I could not verify that; please contact support.", id=last.id)
-            return {"messages": [unsure], "jump_to": "end"}
-        return None
+    judge = Says(reply=lambda _: AIMessage("unfounded"))
 
-    agent = create_agent(
-        Says(reply=claims), [lookup_order], checkpointer=InMemorySaver(), middleware=[guard]
-    )
+    def check(state: Any) -> dict[str, Any]:
+        last = state["messages"][-1]  # (as LangChain's own after_model example reads it)
+        if not isinstance(last, AIMessage) or last.tool_calls:
+            return {}
+        if any(isinstance(m, ToolMessage) for m in state["messages"]):
+            return {}
+        if (
+            "judge" in guard_kind
+            and judge.invoke(f"Founded? {last.content}").content != "unfounded"
+        ):
+            return {}
+        unsure = AIMessage("I could not verify that; please contact support.", id=last.id)
+        return {"messages": [unsure], "jump_to": "end"}
+
+    saver = InMemorySaver()
+    if guard_kind == "prebuilt post_model_hook":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (create_react_agent is deprecated)
+            agent = create_react_agent(
+                Says(reply=claims),
+                [lookup_order],
+                checkpointer=saver,
+                post_model_hook=lambda s: {k: v for k, v in check(s).items() if k != "jump_to"},
+            )
+        hook, model = "post_model_hook", "agent"
+    else:
+        guard = after_model(can_jump_to=["end"], name="guard")(lambda s, rt: check(s) or None)
+        agent = create_agent(
+            Says(reply=claims), [lookup_order], checkpointer=saver, middleware=[guard]
+        )
+        hook, model = "guard.after_model", "model"
     cb = AgentDebugCallback(dbg, success_check=order_found)
     agent.invoke(
         {"messages": [HumanMessage("Refund order A123")]},
         {"callbacks": [cb], "configurable": {"thread_id": "guarded"}},
     )
     (report,) = cb.reports
-    assert report.root_cause is not None and report.root_cause.agent_name == "guard.after_model"
+    assert report.root_cause is not None and report.root_cause.agent_name == hook
     branch = verified_branch(dbg, agent, cb, order_found)
-    assert [e.agent_name for e in of_type(branch, EventType.TOOL_CALL)] == ["model"]
+    assert [e.agent_name for e in of_type(branch, EventType.TOOL_CALL)] == [model]

@@ -68,31 +68,33 @@ def _before_input_hook(
 
 AFTER_MODEL = ".after_model"  # ends the name of create_agent's hook nodes after its model
 AGENT_MODEL = "model"  # create_agent's model node
+POST_MODEL_HOOK = "post_model_hook"  # the prebuilt agent's node after its model call
 
 
-def _before_model_it_checked(
-    events: list[AgentEvent], starts: list[AgentEvent], node_event: AgentEvent
-) -> AgentEvent:
-    """The node to redo for a blamed ``create_agent`` hook after its model
-    (``<Middleware>.after_model``, a guardrail that replaced the model's reply or
-    ended the run) that asked no model itself: the model step it reacted to. Forked
-    before the hook, the directive would come after the model's reply, which the
-    hook reads as the last message, and the model would not run again: no branch
-    could pass."""
+def _before_model_it_checked(starts: list[AgentEvent], node_event: AgentEvent) -> AgentEvent:
+    """The node to redo for a blamed hook after a model: ``create_agent``'s
+    ``<Middleware>.after_model`` (a guardrail that replaced the model's reply or
+    ended the run; several run one after another), the prebuilt agent's
+    ``post_model_hook``: the model step it reacted to. Forked before the hook, the
+    directive would come after the model's reply, which such a hook reads as the
+    last message (a judge model it asks is prompted by the hook, not the state), and
+    the model would not run again: no branch could pass."""
     name = node_event.metadata.get("node")
-    if not isinstance(name, str) or not name.endswith(AFTER_MODEL):
+    if not isinstance(name, str) or not _is_root_node(node_event):
         return node_event
-    if not _is_root_node(node_event) or any(
-        e.type is EventType.LLM_RESPONSE and e.step_index == node_event.step_index for e in events
-    ):
+    if name.endswith(AFTER_MODEL):
+        model = AGENT_MODEL
+    elif name == POST_MODEL_HOOK:
+        model = "agent"
+    else:
         return node_event
     for before in reversed(
         [e for e in starts if _is_root_node(e) and e.step_index < node_event.step_index]
     ):
         node = before.metadata.get("node")
-        if isinstance(node, str) and node.endswith(AFTER_MODEL):
-            continue  # (hooks after the model run one after another)
-        return before if node == AGENT_MODEL else node_event
+        if model == AGENT_MODEL and isinstance(node, str) and node.endswith(AFTER_MODEL):
+            continue  # (create_agent's hooks after the model run one after another)
+        return before if node == model else node_event
     return node_event
 
 
@@ -121,8 +123,8 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     handled = node_event.metadata.get(HANDLES)  # an error handler: redo the node it handled
     if isinstance(handled, str):
         node_event = next((e for e in starts if e.id == handled), node_event)
+    node_event = _before_model_it_checked(starts, node_event)
     node_event = _before_input_hook(trajectory.events, starts, node_event)
-    node_event = _before_model_it_checked(trajectory.events, starts, node_event)
     root_step = node_event.metadata.get("root_step", node_event.step_index)
     # (an error handler is not a task of the checkpoint its failed node started from)
     roots = [e for e in starts if _is_root_node(e) and HANDLES not in e.metadata]

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Where the LangGraph callback's overhead goes: ablations in one process.
 
-    python3 dev.py run agentdebug-langgraph benchmarks/langgraph_ablation.py [--steps 1000] [--repeats 21]
+    python3 dev.py run agentdebug-langgraph benchmarks/langgraph_ablation.py [--steps 1000] [--repeats 21] [--variants none,unstored,ours]
 
 The graph of ``benchmarks/langgraph_overhead.py`` (its ``GRAPH``: one node looping
 1,000 times, a fake chat model call per step), run in one process with each variant in turn,
@@ -176,6 +176,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=21)
+    parser.add_argument(
+        "--variants",
+        default="none,empty,minimal,unstored,ours",
+        help="comma-separated, from none, empty, minimal, unstored, ours (none always runs)",
+    )
     args = parser.parse_args()
     home = tempfile.mkdtemp(prefix="lg-ablation-")
     dbg = AgentDebug(home)
@@ -186,6 +191,11 @@ def main() -> None:
         "unstored": lambda: Unstored(dbg, goal="ablation"),
         "ours": lambda: AgentDebugCallback(dbg, goal="ablation"),
     }
+    wanted = ["none", *(v for v in args.variants.split(",") if v and v != "none")]
+    unknown = [v for v in wanted if v not in makers]
+    if unknown:
+        parser.error(f"unknown variant(s): {', '.join(unknown)}; known: {', '.join(makers)}")
+    makers = {name: makers[name] for name in wanted}
     app = graph_builder()(args.steps)
 
     def run(name: str) -> float:

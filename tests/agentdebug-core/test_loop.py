@@ -23,6 +23,7 @@ from agentdebug.rerun import (
     find_executor,
     load_executor,
 )
+from agentdebug.rerun.record import carried_verification
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan
 from agentdebug.store import RunQuery
 from conftest import run_cli
@@ -34,6 +35,35 @@ HERE = Path(__file__).resolve().parent
 @pytest.fixture
 def dbg(tmp_path: Path) -> AgentDebug:
     return AgentDebug(tmp_path / "store")
+
+
+def test_a_later_diagnosis_keeps_the_verification_only_for_the_same_root_cause(
+    dbg: AgentDebug,
+) -> None:
+    run = failing_run(dbg)
+    assert closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg)).verified_by_rerun
+    store = dbg.store
+    assert store is not None
+    (verified,) = store.load_reports(run.id)
+    assert verified.root_cause is not None
+
+    same = dbg.diagnose(run)
+    assert same.id != verified.id and same.verified_by_rerun is True
+    assert same.verification == verified.verification
+    assert store.load_reports(run.id)[-1].verification == verified.verification
+
+    # a report that blames another step: the rerun tested nothing it says
+    elsewhere = verified.root_cause.model_copy(update={"step_index": 2})
+    other = same.model_copy(
+        update={
+            "id": "another-report",
+            "hypotheses": [elsewhere],
+            "verification": None,
+            "verified_by_rerun": None,
+            "notes": [],
+        }
+    )
+    assert carried_verification(store, other) == other
 
 
 def test_a_successful_rerun_verifies_the_root_cause(dbg: AgentDebug) -> None:
@@ -410,6 +440,15 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
     shown = run_cli("show", run_id)
     assert "Root cause verified by rerun" in shown.stdout
     assert "  rerun:     branch " in shown.stdout and "(success)" in shown.stdout
+
+    # diagnosed again later (same root cause): the new report keeps what the rerun said
+    again = run_cli("diagnose", run_id, "--format", "json")
+    assert again.returncode == 0, again.stderr
+    redone = json.loads(again.stdout)
+    assert redone["verified_by_rerun"] is True
+    assert redone["verification"]["status"] == "verified_by_rerun"
+    assert any("carried over" in note for note in redone["notes"])
+    assert "Root cause verified by rerun" in run_cli("show", run_id).stdout
 
     listed = run_cli("list", "--json")
     runs = [json.loads(line) for line in listed.stdout.splitlines()]

@@ -130,11 +130,13 @@ class AgentDebug:
         ``options`` are those of :func:`agentdebug.diagnose.diagnose` (settings,
         budget, judge, with_reference, no_fallback)."""
         from agentdebug.diagnose import diagnose
+        from agentdebug.rerun.record import carried_verification
 
         report = diagnose(trajectory, attributor=attributor or self.attributor, **options)
         store = self.store
         if store is not None:
             try:
+                report = carried_verification(store, report)
                 store.save_report(report)
             except Exception as exc:
                 log.error("agentdebug: report %s not stored: %s", report.id, exc)

@@ -307,6 +307,7 @@ def diagnose(
     from agentdebug.diagnose import diagnose as run_diagnosis
     from agentdebug.llm import Budget
     from agentdebug.report import render
+    from agentdebug.rerun.record import carried_verification
 
     settings = settings_from(model)
     limit = Budget.parse(budget) if budget else None
@@ -322,6 +323,7 @@ def diagnose(
             with_reference=with_reference,
         )
         if not no_store:
+            report = carried_verification(obj.store, report)
             obj.store.save_report(report)
         if out_fmt == "json" and len(trajectories) > 1:
             reports.append(report.model_dump(mode="json"))

@@ -45,6 +45,41 @@ def latest_report(store: TraceStore, report: DiagnosticReport) -> DiagnosticRepo
     return report
 
 
+def carried_verification(store: TraceStore, report: DiagnosticReport) -> DiagnosticReport:
+    """``report`` with what a rerun already said about its root cause: the newest
+    verification an earlier report of the same run holds for the same agent and
+    step (a run is diagnosed again after the loop verified it, with another
+    attributor or model). Noted on the report; as it is when there is none, or
+    when the store cannot be read."""
+    root = report.root_cause
+    if root is None or report.verification is not None:
+        return report
+    try:
+        earlier = store.load_reports(report.trajectory_id)
+    except AgentDebugError:
+        return report
+    for old in reversed(earlier):
+        blamed = old.root_cause
+        if (
+            old.id != report.id
+            and old.verification is not None
+            and blamed is not None
+            and (blamed.agent_name, blamed.step_index) == (root.agent_name, root.step_index)
+        ):
+            return report.model_copy(
+                update={
+                    "verified_by_rerun": old.verified_by_rerun,
+                    "verification": old.verification,
+                    "notes": [
+                        *report.notes,
+                        f"the rerun verification of report {old.id}, which blamed the "
+                        "same agent and step, carried over",
+                    ],
+                }
+            )
+    return report
+
+
 def update_report(store: TraceStore, report: DiagnosticReport, update: dict[str, Any]) -> None:
     latest = latest_report(store, report)
     try:

@@ -262,9 +262,11 @@ def count_sends(value: Any) -> int:
     return 0
 
 
-def last_ai_text(state: Any) -> tuple[str | None, BaseMessage | None]:
+def last_ai_text(state: Any) -> tuple[str | None, Any]:
     """The final answer of a message-state graph: the last assistant message
-    without tool calls, if the state has a ``messages`` list."""
+    without tool calls, if the state has a ``messages`` list: a LangChain message,
+    or an OpenAI-style ``{"role": "assistant", ...}`` dict (a graph that keeps
+    its messages as the OpenAI SDK gives them)."""
     if not isinstance(state, dict):
         return None, None
     msgs = state.get("messages")
@@ -275,6 +277,10 @@ def last_ai_text(state: Any) -> tuple[str | None, BaseMessage | None]:
             if getattr(msg, "tool_calls", None):
                 return None, msg
             return text_of(msg.content), msg
+        if isinstance(msg, dict) and msg.get("role") == "assistant":
+            if msg.get("tool_calls"):
+                return None, msg
+            return text_of(msg.get("content") or ""), msg
     return None, None
 
 

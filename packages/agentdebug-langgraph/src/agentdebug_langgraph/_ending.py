@@ -516,7 +516,7 @@ def _said_by_model(run: GraphRun, outputs: Any) -> bool:
     """Whether the final message is a model's answer (one a model call gave), not
     one a node wrote itself, as an agent ending at a limit does."""
     msg = _convert.last_ai_text(outputs)[1]
-    content = getattr(msg, "content", None)
+    content = _content(msg)
     return msg is not None and any(
         given is msg or getattr(given, "content", None) == content
         for given, _, _, _ in run.answers.values()
@@ -538,7 +538,7 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         for agent, (given, step, event_id, _) in answers.items():
             if given is msg:
                 return agent, step, event_id
-        content = getattr(msg, "content", None)
+        content = _content(msg)
         same = [
             (step, agent, event_id)
             for agent, (given, step, event_id, _) in answers.items()
@@ -555,6 +555,11 @@ def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         return None, run.last_step, run.input_event
     agent, (_, step, event_id, _) = max(answers.items(), key=lambda item: item[1][1])
     return agent, step, event_id
+
+
+def _content(msg: Any) -> Any:
+    """A final message's content: a LangChain message's, or an OpenAI-style dict's."""
+    return msg.get("content") if isinstance(msg, dict) else getattr(msg, "content", None)
 
 
 def _same_message(written: Any, msg: Any) -> bool:

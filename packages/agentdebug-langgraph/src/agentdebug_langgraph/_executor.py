@@ -67,6 +67,7 @@ from agentdebug_langgraph._fork import (
     over_budget,
     remaining_budget,
     require_delivered,
+    require_subgraph_reads,
 )
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -367,6 +368,8 @@ class LangGraphRerunExecutor:
         """The update, forked on ``snap``'s thread and checked to reach the blamed
         node: (the update, the fork's config, the node it was made as)."""
         values = self._update(graph, request, snap)
+        if not request.state_patch and self.directive_update is None:
+            require_subgraph_reads(graph, original, point, self.directive_key)
         routed = routed_by_command(original, point)
         fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
         if not request.state_patch and self.directive_update is None:
@@ -391,9 +394,9 @@ class LangGraphRerunExecutor:
                 "state_patch, or LangGraphRerunExecutor(directive_key=... or "
                 "directive_update=...)"
             )
-        said = [HumanMessage(content=directive_text(request))]
+        held = values[self.directive_key]
+        said = [_as_held(held, directive_text(request))]
         if _replaced_by_updates(graph, self.directive_key):
-            held = values[self.directive_key]
             said = [*held, *said] if isinstance(held, list | tuple) else said
         return {self.directive_key: said}
 
@@ -538,3 +541,17 @@ def _replaced_by_updates(graph: Any, key: str) -> bool:
 
     channel = getattr(graph, "channels", {}).get(key)
     return isinstance(channel, LastValue)
+
+
+def _as_held(held: Any, text: str) -> Any:
+    """The directive as one more of the messages the state holds, in their form: a
+    ``{"role": "user", "content": ...}`` dict among OpenAI-style dicts, a string
+    among strings, else a ``HumanMessage`` (what add_messages makes of any of them).
+    A node that reads ``m["content"]`` must not be handed a message object it
+    cannot read: the branch would fail on the correction itself."""
+    last = held[-1] if isinstance(held, list | tuple) and held else None
+    if isinstance(last, dict) and "role" in last and "content" in last:
+        return {"role": "user", "content": text}
+    if isinstance(last, str):
+        return text
+    return HumanMessage(content=text)

@@ -175,6 +175,44 @@ def require_delivered(
     )
 
 
+def require_subgraph_reads(
+    graph: Any, original: AgentTrajectory, point: ResumePoint, key: str
+) -> None:
+    """Refuse a fork whose directive cannot reach inside the subgraph the blamed
+    step runs in: the blamed root-level node is a compiled graph added as the node
+    itself, and ``key`` (where the directive goes) is not in its input schema, so
+    LangGraph never hands it in and the branch would rerun as before, discrediting
+    a diagnosis that may be right. (A subgraph a node function invokes gets what
+    the function gives it, which cannot be told beforehand.)"""
+    node = _blamed_node(original, point)
+    spec = getattr(getattr(graph, "builder", None), "nodes", {}).get(node)
+    sub = getattr(getattr(spec, "runnable", None), "builder", None)
+    schemas = getattr(sub, "schemas", None)
+    if not isinstance(schemas, dict):
+        return  # not a compiled StateGraph added as the node
+    keys = schemas.get(getattr(sub, "input_schema", None))
+    if not isinstance(keys, dict) or key in keys:
+        return
+    inner = next(
+        (
+            e.agent_name
+            for e in original.events
+            if e.type is EventType.AGENT_START and e.step_index == point.requested_step
+        ),
+        None,
+    )
+    where = f"node '{inner}', in subgraph '{node}'," if inner and inner != node else (
+        f"subgraph '{node}'"
+    )
+    raise AgentDebugError(
+        f"cannot carry the directive to {where} at step {point.requested_step}: the "
+        f"subgraph's input schema ({', '.join(map(str, keys)) or 'no keys'}) has no "
+        f"'{key}', so the correction added to the parent's '{key}' does not reach inside "
+        "it. Give LangGraphRerunExecutor a directive_update(request, snapshot) that puts "
+        "the correction in a key the subgraph reads, or the rerun request a state_patch"
+    )
+
+
 def _blamed_node(original: AgentTrajectory, point: ResumePoint) -> str | None:
     """The root-level node of the blamed step (a subgraph node's parent-graph node)."""
     starts = {

@@ -1,0 +1,155 @@
+"""Reruns of graphs whose state is not LangChain's messages: OpenAI-style message
+dicts, and a subgraph with its own schema that the parent's messages never reach."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.errors import AgentDebugError
+from agentdebug.schema import RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor, branch_threads
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from lg_graphs import Heeding
+from rerun_support import verified_branch
+
+CUE = "A previous attempt at this task went wrong"
+
+
+class DictChat(TypedDict):
+    messages: Annotated[list[dict[str, Any]], operator.add]  # as the OpenAI SDK gives them
+
+
+def dict_chat(model: Any) -> Any:
+    def agent(s: DictChat) -> dict[str, Any]:
+        convo = [{"role": m["role"], "content": m["content"]} for m in s["messages"]]
+        return {"messages": [{"role": "assistant", "content": model.invoke(convo).content}]}
+
+    g = StateGraph(DictChat)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def priced(state: dict[str, Any]) -> bool | str:
+    said = state["messages"][-1]["content"]
+    return "$42" in said or f"no price given: {said}"
+
+
+def test_messages_kept_as_openai_dicts_get_the_directive_as_one_and_the_answer_is_read(
+    dbg: AgentDebug,
+) -> None:
+    """A node that reads ``m["content"]`` must be handed the correction as a dict:
+    a HumanMessage in the list would fail the branch on the correction itself."""
+    graph = dict_chat(Heeding(cue=CUE, default="It is cheap.", heeded="It is $42."))
+    cb = AgentDebugCallback(dbg, success_check=priced)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "Price of order 7?"}]},
+        {"configurable": {"thread_id": "t-dicts"}, "callbacks": [cb]},
+    )
+    original = cb.trajectory()
+    final = next(e for e in original.events if e.type is EventType.FINAL_ANSWER)
+    assert final.output == "It is cheap."  # the last assistant dict, not the whole state
+    model_call = next(e for e in original.events if e.type is EventType.LLM_RESPONSE)
+    assert final.agent_name == "agent" and final.parent_id == model_call.id
+
+    branch = verified_branch(dbg, graph, cb, priced)
+    fork = branch.metadata["langgraph"]["fork"]
+    config = {
+        "configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}
+    }
+    said = graph.get_state(config).values["messages"][-1]
+    assert said["role"] == "user" and said["content"].startswith(CUE)
+
+
+class Research(TypedDict):
+    query: str
+    answer: str
+
+
+class Desk(MessagesState):
+    query: str
+    answer: str
+
+
+def research_desk(model: Any, *, own_messages: bool = False) -> Any:
+    """A parent with messages; its node ``research`` is a compiled subgraph whose
+    schema has no messages (``own_messages``: one that has them too)."""
+
+    def lookup(s: Any) -> dict[str, Any]:
+        asked = [HumanMessage(f"Find: {s['query']}"), *s.get("messages", [])]
+        return {"answer": model.invoke(asked).content}
+
+    class Both(Research):
+        messages: Annotated[list[Any], operator.add]
+
+    inner = StateGraph(Both if own_messages else Research)
+    inner.add_node("lookup", lookup)
+    inner.add_edge(START, "lookup")
+    g = StateGraph(Desk)
+    g.add_node("route", lambda s: {"query": s["messages"][-1].content})
+    g.add_node("research", inner.compile())
+    g.add_node("reply", lambda s: {"messages": [AIMessage(f"The price is {s['answer']}.")]})
+    g.add_edge(START, "route")
+    g.add_edge("route", "research")
+    g.add_edge("research", "reply")
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_a_directive_the_blamed_nodes_subgraph_cannot_read_is_refused(dbg: AgentDebug) -> None:
+    """Blamed inside a subgraph whose input schema lacks ``messages``, the branch
+    would rerun it unchanged and call a right diagnosis wrong: refused, saying why
+    and what to give instead; a ``directive_update`` into a key it reads works."""
+    model = Heeding(cue="$42", default="unknown", heeded="$42")
+    graph = research_desk(model)
+
+    def check(s: dict[str, Any]) -> bool | str:
+        return "$42" in s["messages"][-1].content or "price not found"
+
+    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
+    graph.invoke(
+        {"messages": [HumanMessage("price of order 7")]},
+        {"configurable": {"thread_id": "t-desk"}, "callbacks": [cb]},
+    )
+    original = cb.trajectory()
+    step = next(e.step_index for e in original.events if e.agent_name == "research/lookup")
+    request = RerunRequest(trajectory=original, resume_step=step, directive="It is $42.")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check)
+    with pytest.raises(AgentDebugError) as raised:
+        executor.rerun(request)
+    message = str(raised.value)
+    assert "node 'research/lookup', in subgraph 'research'" in message
+    assert "input schema (query, answer) has no 'messages'" in message
+    assert "directive_update" in message
+    assert branch_threads(graph) == []  # refused before any fork was made
+
+    into_query = LangGraphRerunExecutor(
+        graph,
+        debugger=dbg,
+        success_check=check,
+        directive_update=lambda req, snap: {"query": f"{snap.values['query']} ({req.directive})"},
+    )
+    assert into_query.rerun(request).outcome.status is OutcomeStatus.SUCCESS
+
+
+def test_a_subgraph_whose_schema_has_messages_gets_the_directive(dbg: AgentDebug) -> None:
+    model = Heeding(cue=CUE, default="unknown", heeded="$42")
+    graph = research_desk(model, own_messages=True)
+
+    def check(s: dict[str, Any]) -> bool | str:
+        return "$42" in s["messages"][-1].content or "price not found"
+
+    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
+    graph.invoke(
+        {"messages": [HumanMessage("price of order 7")]},
+        {"configurable": {"thread_id": "t-desk-2"}, "callbacks": [cb]},
+    )
+    original = cb.trajectory()
+    step = next(e.step_index for e in original.events if e.agent_name == "research/lookup")
+    request = RerunRequest(trajectory=original, resume_step=step, directive="Find the price.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check).rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS

@@ -462,6 +462,15 @@ def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
     assert doc["related"] == f"{branch['id']} is a branch of {run_id}"
     assert doc["first_divergence"]["a_step"] == 1
 
+    # the branch passes: nothing to plan, and its diagnosis blames no one
+    passing = run_cli("act", branch["id"])
+    assert passing.returncode == 0, passing.stderr
+    assert "already passes" in passing.stdout and "Nothing to act on" in passing.stdout
+    assert "Directive" not in passing.stdout and "Plan" not in passing.stdout
+    told = json.loads(run_cli("diagnose", branch["id"], "--format", "json").stdout)
+    assert told["hypotheses"] == [] and told["fix"] is None
+    assert told["summary"].startswith("The run succeeded")
+
 
 def test_cli_act_keeps_the_branch_in_the_store_it_was_given(home: Path, tmp_path: Path) -> None:
     other = tmp_path / "other-store"

@@ -34,6 +34,7 @@ from agentdebug.schema import (
     Finding,
     Fix,
     Hypothesis,
+    OutcomeStatus,
     Severity,
 )
 from agentdebug.stages import Attributor, Detector
@@ -252,6 +253,10 @@ def _run(
     findings.sort(key=lambda f: f.step_index if f.step_index is not None else 10**9)
     started = time.perf_counter()
     hypotheses: list[Hypothesis] = []
+    if _nothing_failed(trajectory, findings):
+        record_audit(_audit("attribute", att.name, started, outcome="skipped", detail=NO_FAILURE))
+        note("diagnose", NO_FAILURE)
+        return findings, hypotheses
     try:
         hypotheses = att.attribute(trajectory, findings)
         record_audit(
@@ -289,6 +294,17 @@ def _audit(
     )
 
 
+NO_FAILURE = "the run succeeded and no detector found a fault: no root cause to look for"
+
+
+def _nothing_failed(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> bool:
+    """A run marked a success with nothing above information found: no failure
+    to attribute (blaming a step would invent one, and a fix would be acted on)."""
+    return trajectory.outcome.status is OutcomeStatus.SUCCESS and all(
+        f.severity is Severity.INFO for f in findings
+    )
+
+
 def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Finding | None:
     """Where the failure shows: the latest serious finding, else the last finding
     that is more than information (an error a retry got past shows nothing)."""
@@ -312,6 +328,9 @@ def _summary(
     elif trajectory.outcome.status.value == "failure":
         reason = trajectory.outcome.reason or "the run is marked failed"
         parts.append(f"No detector found a concrete error ({reason}).")
+    elif trajectory.outcome.status is OutcomeStatus.SUCCESS and root is None:
+        reason = f" ({trajectory.outcome.reason})" if trajectory.outcome.reason else ""
+        parts.append(f"The run succeeded{reason} and no detector found an error.")
     else:
         parts.append("No detector found an error.")
     if root is not None:

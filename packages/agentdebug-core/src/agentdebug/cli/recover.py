@@ -90,7 +90,7 @@ def act(
     from agentdebug.capture.auto import configured_attributor
     from agentdebug.llm import use_settings
     from agentdebug.plugins import get_registry
-    from agentdebug.rerun import closed_loop, compare, find_executor, load_executor
+    from agentdebug.rerun import closed_loop, compare, find_executor, load_executor, make_scorer
     from agentdebug.rerun.record import save_attempt
 
     settings = settings_from(model)
@@ -103,6 +103,18 @@ def act(
         reg = get_registry()
         recoverer = reg.recoverer(strategy)
         if not rerun:
+            judge = make_scorer(scorer)
+            passed = judge.score(run, run)
+            if passed.success:  # (as the loop says: nothing to plan for a run that passes)
+                if out_fmt == "json":
+                    status = {"run_id": run.id, "status": "already_ok", "detail": passed.reason}
+                    click.echo(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())
+                else:
+                    click.echo(
+                        f"Run {run.id} already passes the {judge.name} scorer: "
+                        f"{passed.reason}. Nothing to act on."
+                    )
+                return
             if report is None:
                 report = dbg.diagnose(run, attributor=chosen)
             plan = recoverer.recover(run, report)

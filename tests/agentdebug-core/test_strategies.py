@@ -290,6 +290,12 @@ def test_router_stops_when_the_model_agrees_with_the_free_tier(model_confidence:
     expected = 1 - (1 - free.confidence) * (1 - model_confidence)
     assert root.confidence == pytest.approx(expected, abs=0.001)
     assert root.confidence > 0.5 if model_confidence else root.confidence == free.confidence
+    # the model named no failure mode and quoted nothing: what the free tier found
+    # at that step (its mode, the fix from it, its evidence) is kept, its reason the model's
+    assert free.mode_id and root.mode_id == free.mode_id
+    assert free.evidence and root.evidence == free.evidence
+    assert root.rationale == "because"
+    assert report.fix is not None and report.fix.directive
 
 
 def test_router_escalates_when_candidates_disagree() -> None:

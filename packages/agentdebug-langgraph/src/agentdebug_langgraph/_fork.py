@@ -201,8 +201,10 @@ def require_subgraph_reads(
         ),
         None,
     )
-    where = f"node '{inner}', in subgraph '{node}'," if inner and inner != node else (
-        f"subgraph '{node}'"
+    where = (
+        f"node '{inner}', in subgraph '{node}',"
+        if inner and inner != node
+        else f"subgraph '{node}'"
     )
     raise AgentDebugError(
         f"cannot carry the directive to {where} at step {point.requested_step}: the "

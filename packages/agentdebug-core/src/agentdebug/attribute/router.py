@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentdebug.attribute.heuristic import HeuristicAttributor
 from agentdebug.attribute.model_common import TraceFacts
@@ -92,8 +93,8 @@ class RouterAttributor:
                 if _key(v.hypothesis) == _key(top):
                     v.strategies.append(strategy)
                     v.confidences.append(top.confidence)
-                    if strategy != "heuristic":
-                        v.hypothesis = top  # the model's rationale and evidence are richer
+                    if strategy != "heuristic":  # the model's rationale and evidence are
+                        v.hypothesis = _filled(top, v.hypothesis)  # richer, where it gave them
                     return top
             votes.append(_Vote(top, [strategy], [top.confidence]))
             return top
@@ -156,3 +157,23 @@ class RouterAttributor:
         seen = {_key(h) for h in out}
         out += [h for h in free[1:] if _key(h) not in seen]
         return out
+
+
+def _filled(answer: Hypothesis, agreed: Hypothesis) -> Hypothesis:
+    """A model's hypothesis that agrees with ``agreed`` (the same agent and step),
+    with what it left empty taken from that one: a model that names no failure
+    mode, quotes nothing or gives no reason must not erase what a detector found
+    there (the report's mode, and the fix that comes from it)."""
+    update: dict[str, Any] = {}
+    if not answer.mode_id and agreed.mode_id:
+        update["mode_id"] = agreed.mode_id
+    if not answer.evidence and agreed.evidence:
+        update["evidence"] = agreed.evidence
+    if not answer.rationale.strip() and agreed.rationale:
+        update["rationale"] = agreed.rationale
+    if answer.event_id is None and agreed.event_id is not None:
+        update["event_id"] = agreed.event_id
+    missing = {k: v for k, v in agreed.metadata.items() if k not in answer.metadata}
+    if missing:
+        update["metadata"] = {**missing, **answer.metadata}
+    return answer.model_copy(update=update) if update else answer

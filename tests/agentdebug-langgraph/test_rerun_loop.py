@@ -181,7 +181,13 @@ def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> N
     assert AgentDebugCallback(graph_factory=lg_graphs.agent_from_env).graph_factory == (
         "lg_graphs:agent_from_env"
     )
-    assert AgentDebugCallback(graph_factory="a.b:c").graph_factory == "a.b:c"
+    # a module not imported yet is looked for, not imported (its import may do work)
+    later = "email.mime.audio:MIMEAudio"
+    assert AgentDebugCallback(graph_factory=later).graph_factory == later
+    with pytest.raises(ValueError, match=r"module a\.b cannot be found.*could not rebuild"):
+        AgentDebugCallback(graph_factory="a.b:c")
+    with pytest.raises(ValueError, match="lg_graphs has no 'agent_from_evn'"):
+        AgentDebugCallback(graph_factory="lg_graphs:agent_from_evn")  # (a typo)
     with pytest.raises(ValueError, match="expected 'module:function'"):
         AgentDebugCallback(graph_factory="lg_graphs.agent_from_env")
     with pytest.raises(ValueError, match="must be a top-level function"):

@@ -5,6 +5,8 @@ in messages when it cannot be."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import sys
 from typing import Any
 
 from agentdebug.errors import AgentDebugError
@@ -17,7 +19,14 @@ def factory_spec(factory: Any) -> str | None:
     if factory is None:
         return None
     if isinstance(factory, str):
-        if split_spec(factory) is not None:
+        parts = split_spec(factory)
+        if parts is not None:
+            problem = _unfindable(*parts)
+            if problem:
+                raise ValueError(
+                    f"AgentDebugCallback(graph_factory={factory!r}): {problem}, so a rerun "
+                    "could not rebuild the graph"
+                )
             return factory
         raise ValueError(
             f"AgentDebugCallback(graph_factory={factory!r}): expected 'module:function' "
@@ -37,6 +46,29 @@ def factory_spec(factory: Any) -> str | None:
         "AgentDebugCallback(graph_factory=...) takes 'module:function' or a function, "
         f"not {type(factory).__name__}"
     )
+
+
+def _unfindable(module_name: str, attr: str) -> str | None:
+    """Why ``module:attr`` names nothing, as far as can be told without running
+    code of the user's that is not running yet: a module that cannot be found, or
+    one already imported that has no such function. A module not imported yet is
+    not imported here (its import may do work); nor is one still being imported
+    (the callback made at its top, above the function)."""
+    module = sys.modules.get(module_name)
+    if module is None:
+        try:
+            found = importlib.util.find_spec(module_name)
+        except (ImportError, ValueError) as exc:  # (a parent package missing)
+            return f"module {module_name} cannot be found ({exc})"
+        return None if found is not None else f"module {module_name} cannot be found"
+    if getattr(getattr(module, "__spec__", None), "_initializing", False):
+        return None
+    target: Any = module
+    for part in attr.split("."):
+        target = getattr(target, part, None)
+        if target is None:
+            return f"{module_name} has no '{attr}'"
+    return None if callable(target) else f"{module_name}:{attr} is not a function"
 
 
 def name_of(func: Any) -> str:

@@ -84,6 +84,11 @@ def test_list_filters(home: Path) -> None:
     assert "example-failed-booking" in run_cli("list", "--agent", "booker").stdout
     assert "example-failed-booking" in run_cli("list", "--mode", "action.repeated_action").stdout
     assert "example-failed-booking" not in run_cli("list", "--mode", "system.auth_error").stdout
+    # a mode no taxonomy has is said to be unknown, not answered with "no runs match"
+    assert one_line_error(run_cli("list", "--mode", "repeated_action")) == (
+        "error: field '--mode': unknown failure mode 'repeated_action'; did you mean "
+        "action.repeated_action? (`agentdebug taxonomy` lists them)"
+    )
     lines = run_cli("list", "--json").stdout.splitlines()
     assert json.loads(lines[0])["root_step"] == 3
     assert one_line_error(run_cli("list", "--since", "last tuesday")).startswith(

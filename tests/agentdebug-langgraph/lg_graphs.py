@@ -245,6 +245,11 @@ def not_a_graph() -> Any:
     return 42
 
 
+def unsaved_agent() -> Any:
+    """The agent compiled without a checkpointer: nothing of the run to fork."""
+    return tool_agent(scripted([AIMessage("Done.")]))
+
+
 # -- subgraph, Send fan-out, interrupt, failure --------------------------------------------
 
 

@@ -167,7 +167,16 @@ def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
             "its graph factory 'lg_graphs:broken_factory' raised "
             "RuntimeError: unable to open database file",
         ),
-        ("lg_graphs:not_a_graph", "is an int, not a compiled LangGraph graph"),
+        (
+            "lg_graphs:not_a_graph",
+            "the graph its factory 'lg_graphs:not_a_graph' returned is an int, "
+            "not a compiled LangGraph graph",
+        ),
+        (
+            "lg_graphs:unsaved_agent",
+            "its graph factory 'lg_graphs:unsaved_agent' returns a graph without a "
+            "checkpointer, so it cannot read the checkpoints the run saved",
+        ),
     ]:
         lg = {**original.metadata["langgraph"], "graph_factory": factory}
         elsewhere = original.model_copy(update={"id": "elsewhere", "metadata": {"langgraph": lg}})

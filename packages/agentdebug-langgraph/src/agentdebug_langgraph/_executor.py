@@ -312,12 +312,14 @@ class LangGraphRerunExecutor:
         if isinstance(spec, str) and spec:
             factory = load_spec(spec, "graph factory")
             try:
-                return factory()
+                made = factory()
             except Exception as exc:  # the user's code: its error, named, not a traceback
                 raise AgentDebugError(
                     f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
+            _require_factory_graph(made, spec, trajectory.id)
+            return made
         raise AgentDebugError(
             f"cannot rerun run '{trajectory.id}': its graph is not in this process and "
             "the run did not record how to rebuild it. Capture with "
@@ -489,6 +491,27 @@ def _require_state_graph(graph: Any, run_id: str) -> None:
         "(@entrypoint) runs as one node, with its tasks inside it, so LangGraph keeps "
         "no checkpoint before a task; call the entrypoint again with a corrected input"
     )
+
+
+def _require_factory_graph(graph: Any, spec: str, run_id: str) -> None:
+    """What a recorded graph factory returned, refused naming the factory when it
+    cannot be rerun: not a compiled graph, or one without a checkpointer (another
+    process can fork only checkpoints a persistent saver kept)."""
+    if not isinstance(graph, Pregel):
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}': the graph its factory '{spec}' returned "
+            f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
+            "(StateGraph(...).compile(checkpointer=...))"
+        )
+    saver = getattr(graph, "checkpointer", None)
+    if saver is None or saver is False or saver is True:
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}': its graph factory '{spec}' returns a graph "
+            "without a checkpointer, so it cannot read the checkpoints the run saved. "
+            "Compile it with the persistent checkpointer the run used, e.g. "
+            "SqliteSaver(sqlite3.connect('checkpoints.db', check_same_thread=False)) "
+            "from langgraph-checkpoint-sqlite, on the same file"
+        )
 
 
 def _require_checkpointer(graph: Any, run_id: str) -> None:

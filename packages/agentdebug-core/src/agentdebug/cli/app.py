@@ -151,6 +151,17 @@ def list_runs(
     as_json: bool,
 ) -> None:
     """List stored runs, newest first, one line each."""
+    if failure_mode is not None:
+        from agentdebug.plugins import get_registry
+
+        known = get_registry().failure_modes
+        if failure_mode not in known:
+            near = [m for m in sorted(known) if failure_mode.split(".")[-1] in m]
+            hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+            raise InputError(
+                f"unknown failure mode '{failure_mode}'{hint} (`agentdebug taxonomy` lists them)",
+                field="--mode",
+            )
     query = RunQuery(
         status=status,
         framework=framework,

@@ -10,6 +10,7 @@ left to core's encoder, which keeps its text if it cannot serialise it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 from agentdebug.capture.encode import Walk
@@ -115,7 +116,8 @@ def compact(value: Any, _walk: Walk | None = None) -> Any:
         if cls is Command:
             return command(value)
         if not isinstance(value, PydanticModel):
-            return value
+            if not hasattr(cls, "__dataclass_fields__") or isinstance(value, type):
+                return value
     walk = _walk if _walk is not None else Walk(deepest=DEEPEST)
     if not walk.enter(value):
         return value
@@ -124,6 +126,8 @@ def compact(value: Any, _walk: Walk | None = None) -> Any:
             return {k: compact(v, walk) for k, v in value.items()}
         if container:
             return [compact(v, walk) for v in value]
+        if not isinstance(value, PydanticModel):  # a dataclass graph state: its fields
+            return {f.name: compact(getattr(value, f.name, None), walk) for f in fields(value)}
         return {  # a pydantic graph state
             name: compact(getattr(value, name), walk)
             for name, spec in cls.model_fields.items()

@@ -5,6 +5,7 @@ graphs invoked inside nodes (tool calls: ``test_tools.py``)."""
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass, field
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -101,15 +102,24 @@ class Chat(BaseModel):
     turns: int = 0
 
 
+@dataclass
+class DataChat:
+    messages: Annotated[list[AnyMessage], add_messages] = field(default_factory=list)
+    turns: int = 0
+
+
+@pytest.mark.parametrize("state", [Chat, DataChat])
 def test_a_pydantic_state_gives_the_users_request_as_goal_and_a_compact_input(
-    dbg: AgentDebug,
+    dbg: AgentDebug, state: Any
 ) -> None:
+    """The same for a pydantic state and a dataclass one: its fields, with the
+    messages made small (a dataclass's were stored as full message dumps)."""
     model = scripted([AIMessage("hello")])
-    g = StateGraph(Chat)
+    g = StateGraph(state)
     g.add_node("agent", lambda s: {"messages": [model.invoke(s.messages)], "turns": s.turns + 1})
     g.add_edge(START, "agent")
     cb = AgentDebugCallback(dbg)
-    g.compile().invoke(Chat(messages=[HumanMessage("hi there")]), {"callbacks": [cb]})
+    g.compile().invoke(state(messages=[HumanMessage("hi there")]), {"callbacks": [cb]})
     run = cb.trajectory()
     assert run.goal == "hi there"
     (given,) = of_type(run, EventType.USER_INPUT)

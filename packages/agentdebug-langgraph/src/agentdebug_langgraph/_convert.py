@@ -115,9 +115,10 @@ def compact(value: Any, _walk: Walk | None = None) -> Any:
             return {"send": value.node, "arg": compact(send_arg(value.arg), _walk)}
         if cls is Command:
             return command(value)
-        if not isinstance(value, PydanticModel):
-            if not hasattr(cls, "__dataclass_fields__") or isinstance(value, type):
-                return value
+        if not isinstance(value, PydanticModel) and (
+            not hasattr(cls, "__dataclass_fields__") or isinstance(value, type)
+        ):
+            return value  # (neither a pydantic nor a dataclass state)
     walk = _walk if _walk is not None else Walk(deepest=DEEPEST)
     if not walk.enter(value):
         return value

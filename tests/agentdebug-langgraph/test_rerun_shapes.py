@@ -100,25 +100,30 @@ def research_desk(model: Any, *, own_messages: bool = False) -> Any:
     return g.compile(checkpointer=InMemorySaver())
 
 
+def desk_check(s: dict[str, Any]) -> bool | str:
+    return "$42" in s["messages"][-1].content or "price not found"
+
+
+def desk_request(dbg: AgentDebug, graph: Any, thread: str, directive: str) -> RerunRequest:
+    """A failed run of the desk on ``thread``, and a rerun request blaming the
+    lookup inside its subgraph."""
+    cb = AgentDebugCallback(dbg, success_check=desk_check, diagnose=False)
+    graph.invoke(
+        {"messages": [HumanMessage("price of order 7")]},
+        {"configurable": {"thread_id": thread}, "callbacks": [cb]},
+    )
+    original = cb.trajectory()
+    step = next(e.step_index for e in original.events if e.agent_name == "research/lookup")
+    return RerunRequest(trajectory=original, resume_step=step, directive=directive)
+
+
 def test_a_directive_the_blamed_nodes_subgraph_cannot_read_is_refused(dbg: AgentDebug) -> None:
     """Blamed inside a subgraph whose input schema lacks ``messages``, the branch
     would rerun it unchanged and call a right diagnosis wrong: refused, saying why
     and what to give instead; a ``directive_update`` into a key it reads works."""
-    model = Heeding(cue="$42", default="unknown", heeded="$42")
-    graph = research_desk(model)
-
-    def check(s: dict[str, Any]) -> bool | str:
-        return "$42" in s["messages"][-1].content or "price not found"
-
-    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
-    graph.invoke(
-        {"messages": [HumanMessage("price of order 7")]},
-        {"configurable": {"thread_id": "t-desk"}, "callbacks": [cb]},
-    )
-    original = cb.trajectory()
-    step = next(e.step_index for e in original.events if e.agent_name == "research/lookup")
-    request = RerunRequest(trajectory=original, resume_step=step, directive="It is $42.")
-    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check)
+    graph = research_desk(Heeding(cue="$42", default="unknown", heeded="$42"))
+    request = desk_request(dbg, graph, "t-desk", "It is $42.")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=desk_check)
     with pytest.raises(AgentDebugError) as raised:
         executor.rerun(request)
     message = str(raised.value)
@@ -130,26 +135,14 @@ def test_a_directive_the_blamed_nodes_subgraph_cannot_read_is_refused(dbg: Agent
     into_query = LangGraphRerunExecutor(
         graph,
         debugger=dbg,
-        success_check=check,
+        success_check=desk_check,
         directive_update=lambda req, snap: {"query": f"{snap.values['query']} ({req.directive})"},
     )
     assert into_query.rerun(request).outcome.status is OutcomeStatus.SUCCESS
 
 
 def test_a_subgraph_whose_schema_has_messages_gets_the_directive(dbg: AgentDebug) -> None:
-    model = Heeding(cue=CUE, default="unknown", heeded="$42")
-    graph = research_desk(model, own_messages=True)
-
-    def check(s: dict[str, Any]) -> bool | str:
-        return "$42" in s["messages"][-1].content or "price not found"
-
-    cb = AgentDebugCallback(dbg, success_check=check, diagnose=False)
-    graph.invoke(
-        {"messages": [HumanMessage("price of order 7")]},
-        {"configurable": {"thread_id": "t-desk-2"}, "callbacks": [cb]},
-    )
-    original = cb.trajectory()
-    step = next(e.step_index for e in original.events if e.agent_name == "research/lookup")
-    request = RerunRequest(trajectory=original, resume_step=step, directive="Find the price.")
-    branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check).rerun(request)
+    graph = research_desk(Heeding(cue=CUE, default="unknown", heeded="$42"), own_messages=True)
+    request = desk_request(dbg, graph, "t-desk-2", "Find the price.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=desk_check).rerun(request)
     assert branch.outcome.status is OutcomeStatus.SUCCESS

@@ -89,6 +89,15 @@ def test_list_filters(home: Path) -> None:
         "error: field '--mode': unknown failure mode 'repeated_action'; did you mean "
         "action.repeated_action? (`agentdebug taxonomy` lists them)"
     )
+    # ...unless runs have it: a mode a plugin of another environment found
+    from agentdebug import AgentDebug
+
+    store = AgentDebug(home).store
+    assert store is not None
+    report = store.load_reports("example-failed-booking")[-1]
+    plugin_found = report.findings[0].model_copy(update={"mode_id": "acme.pii_exposed"})
+    store.save_report(report.model_copy(update={"id": "r-plugin", "findings": [plugin_found]}))
+    assert "example-failed-booking" in run_cli("list", "--mode", "acme.pii_exposed").stdout
     lines = run_cli("list", "--json").stdout.splitlines()
     assert json.loads(lines[0])["root_step"] == 3
     assert one_line_error(run_cli("list", "--since", "last tuesday")).startswith(

@@ -65,6 +65,19 @@ def test_a_later_diagnosis_keeps_the_verification_only_for_the_same_root_cause(
     )
     assert carried_verification(store, other) == other
 
+    # the same agent and step read another way (the run with the runs it continues:
+    # other steps under the same numbers) says nothing the rerun tested either
+    read_with = same.model_copy(
+        update={
+            "id": "read-with-history",
+            "verification": None,
+            "verified_by_rerun": None,
+            "notes": [],
+            "metadata": {**same.metadata, "history": ["earlier-run", run.id]},
+        }
+    )
+    assert carried_verification(store, read_with) == read_with
+
 
 def test_a_successful_rerun_verifies_the_root_cause(dbg: AgentDebug) -> None:
     run = failing_run(dbg)
@@ -513,6 +526,20 @@ def test_cli_act_on_a_run_that_already_passes_stores_no_diagnosis(home: Path) ->
     assert done.returncode == 0, done.stderr
     assert "Loop already_ok: checked" in done.stdout
     assert AgentDebug(home).store.load_reports(t.id) == []  # type: ignore[union-attr]
+
+
+def test_cli_act_plans_for_a_run_no_scorer_can_judge(home: Path) -> None:
+    """A run with no verdict and no reference answer: the scorer cannot say it
+    passes, so the plan is made (only the rerun needs a verdict)."""
+    dbg = AgentDebug(home)
+    with dbg.trace("Name the capital of Australia.", framework="toy") as t:
+        t.record("tool.call", agent_name="researcher", step_index=1, input={"q": "largest city"})
+        t.record("tool.result", agent_name="search", step_index=2, error="search: no such tool")
+        t.set_outcome(OutcomeStatus.UNKNOWN, reason="the process stopped")
+    dbg.close()
+    plan = run_cli("act", t.id)
+    assert plan.returncode == 0, plan.stderr
+    assert "Plan (native): rerun from step" in plan.stdout and "already passes" not in plan.stdout
 
 
 def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:

@@ -5,6 +5,7 @@ savers: test_rerun_async.py)."""
 from __future__ import annotations
 
 import operator
+import sys
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
 
@@ -186,6 +187,21 @@ def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
         assert "functional-API" not in str(raised.value)
 
 
+def test_a_graph_factory_is_looked_for_without_running_the_users_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A package in the folder the app runs in (where ``agentdebug act`` looks, not
+    on the script's ``sys.path``) is accepted, and its ``__init__`` is not run."""
+    package = tmp_path / "myapp_probe"
+    package.mkdir()
+    (package / "__init__.py").write_text("raise KeyError('MY_API_KEY')\n")
+    (package / "graphs.py").write_text("def build():\n    return None\n")
+    monkeypatch.chdir(tmp_path)
+    spec = "myapp_probe.graphs:build"
+    assert AgentDebugCallback(graph_factory=spec).graph_factory == spec
+    assert "myapp_probe" not in sys.modules
+
+
 def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> None:
     assert AgentDebugCallback(graph_factory=lg_graphs.agent_from_env).graph_factory == (
         "lg_graphs:agent_from_env"
@@ -193,7 +209,7 @@ def test_a_graph_factory_that_no_rerun_could_import_is_refused_at_capture() -> N
     # a module not imported yet is looked for, not imported (its import may do work)
     later = "email.mime.audio:MIMEAudio"
     assert AgentDebugCallback(graph_factory=later).graph_factory == later
-    with pytest.raises(ValueError, match=r"module a\.b cannot be found.*could not rebuild"):
+    with pytest.raises(ValueError, match=r"no module a is found on sys.path.*could not rebuild"):
         AgentDebugCallback(graph_factory="a.b:c")
     with pytest.raises(ValueError, match="lg_graphs has no 'agent_from_evn'"):
         AgentDebugCallback(graph_factory="lg_graphs:agent_from_evn")  # (a typo)

@@ -76,9 +76,10 @@ class Desk(MessagesState):
     answer: str
 
 
-def research_desk(model: Any, *, own_messages: bool = False) -> Any:
+def research_desk(model: Any, *, own_messages: bool = False, takes_messages: bool = False) -> Any:
     """A parent with messages; its node ``research`` is a compiled subgraph whose
-    schema has no messages (``own_messages``: one that has them too)."""
+    schema has no messages (``own_messages``: one that has them too;
+    ``takes_messages``: its input schema has them, its state does not)."""
 
     def lookup(s: Any) -> dict[str, Any]:
         asked = [HumanMessage(f"Find: {s['query']}"), *s.get("messages", [])]
@@ -87,7 +88,9 @@ def research_desk(model: Any, *, own_messages: bool = False) -> Any:
     class Both(Research):
         messages: Annotated[list[Any], operator.add]
 
-    inner = StateGraph(Both if own_messages else Research)
+    inner = StateGraph(
+        Both if own_messages else Research, input_schema=Both if takes_messages else None
+    )
     inner.add_node("lookup", lookup)
     inner.add_edge(START, "lookup")
     g = StateGraph(Desk)
@@ -131,6 +134,12 @@ def test_a_directive_the_blamed_nodes_subgraph_cannot_read_is_refused(dbg: Agent
     assert "input schema (query, answer) has no 'messages'" in message
     assert "directive_update" in message
     assert branch_threads(graph) == []  # refused before any fork was made
+    # an input schema that takes messages, into a state that does not keep them
+    taking = research_desk(Heeding(cue="$42", default="unknown", heeded="$42"), takes_messages=True)
+    with pytest.raises(AgentDebugError, match=r"state schema \(query, answer\) has no 'messages'"):
+        LangGraphRerunExecutor(taking, debugger=dbg, success_check=desk_check).rerun(
+            desk_request(dbg, taking, "t-desk-3", "It is $42.")
+        )
 
     into_query = LangGraphRerunExecutor(
         graph,

@@ -191,8 +191,14 @@ def require_subgraph_reads(
     if not isinstance(schemas, dict):
         return  # not a compiled StateGraph added as the node
     keys = schemas.get(getattr(sub, "input_schema", None))
-    if not isinstance(keys, dict) or key in keys:
+    state = schemas.get(getattr(sub, "state_schema", None))
+    if not isinstance(keys, dict) or not isinstance(state, dict):
         return
+    if key in keys and key in state:  # (given in, and kept where its nodes read it)
+        return
+    which = "input"
+    if key in keys:  # (its input takes the key, its state does not keep it)
+        keys, which = state, "state"
     inner = next(
         (
             e.agent_name
@@ -208,7 +214,8 @@ def require_subgraph_reads(
     )
     raise AgentDebugError(
         f"cannot carry the directive to {where} at step {point.requested_step}: the "
-        f"subgraph's input schema ({', '.join(map(str, keys)) or 'no keys'}) has no "
+        f"subgraph's {which} schema "
+        f"({', '.join(map(str, keys)) or 'no keys'}) has no "
         f"'{key}', so the correction added to the parent's '{key}' does not reach inside "
         "it. Give LangGraphRerunExecutor a directive_update(request, snapshot) that puts "
         "the correction in a key the subgraph reads, or the rerun request a state_patch"

@@ -5,7 +5,9 @@ in messages when it cannot be."""
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
+import os
 import sys
 from typing import Any
 
@@ -49,26 +51,33 @@ def factory_spec(factory: Any) -> str | None:
 
 
 def _unfindable(module_name: str, attr: str) -> str | None:
-    """Why ``module:attr`` names nothing, as far as can be told without running
-    code of the user's that is not running yet: a module that cannot be found, or
-    one already imported that has no such function. A module not imported yet is
-    not imported here (its import may do work); nor is one still being imported
-    (the callback made at its top, above the function)."""
-    module = sys.modules.get(module_name)
-    if module is None:
-        try:
-            found = importlib.util.find_spec(module_name)
-        except (ImportError, ValueError) as exc:  # (a parent package missing)
-            return f"module {module_name} cannot be found ({exc})"
-        return None if found is not None else f"module {module_name} cannot be found"
-    if getattr(getattr(module, "__spec__", None), "_initializing", False):
+    """Why ``module:attr`` names nothing, as far as can be told without running any
+    of the user's code: a module imported already that has no such function (a
+    typo), or a top-level package found neither on ``sys.path`` nor in the current
+    folder (where ``agentdebug act`` looks too). Nothing is imported here (a
+    package's ``__init__`` may do work), and a module still being imported (the
+    callback made at its top, above the function) is not looked into."""
+    try:
+        module = sys.modules.get(module_name)
+        if module is None:
+            top = module_name.partition(".")[0]
+            if top in sys.modules or importlib.machinery.PathFinder.find_spec(
+                top, [*sys.path, os.getcwd()]
+            ):
+                return None
+            if importlib.util.find_spec(top) is not None:  # (a built-in, a frozen module)
+                return None
+            return f"no module {top} is found on sys.path or in {os.getcwd()}"
+        if getattr(getattr(module, "__spec__", None), "_initializing", False):
+            return None
+        target: Any = module
+        for part in attr.split("."):
+            target = getattr(target, part, None)
+            if target is None:
+                return f"{module_name} has no '{attr}'"
+        return None if callable(target) else f"{module_name}:{attr} is not a function"
+    except Exception:  # (an odd finder or module: the rerun will say, not the capture)
         return None
-    target: Any = module
-    for part in attr.split("."):
-        target = getattr(target, part, None)
-        if target is None:
-            return f"{module_name} has no '{attr}'"
-    return None if callable(target) else f"{module_name}:{attr} is not a function"
 
 
 def name_of(func: Any) -> str:

@@ -173,7 +173,5 @@ def _filled(answer: Hypothesis, agreed: Hypothesis) -> Hypothesis:
         update["rationale"] = agreed.rationale
     if answer.event_id is None and agreed.event_id is not None:
         update["event_id"] = agreed.event_id
-    missing = {k: v for k, v in agreed.metadata.items() if k not in answer.metadata}
-    if missing:
-        update["metadata"] = {**missing, **answer.metadata}
+    # (not its metadata: what a strategy noted there, "stopped: ambiguous", is its own)
     return answer.model_copy(update=update) if update else answer

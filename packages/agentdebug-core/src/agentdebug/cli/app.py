@@ -117,6 +117,22 @@ def parse_when(value: str | None, option: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+def _known_mode(failure_mode: str) -> None:
+    """A ``--mode`` that matched no run: an error if no taxonomy here has it (a
+    typo, a short name), rather than "no runs match". A mode only a plugin of
+    another environment knows still lists the runs that have it."""
+    from agentdebug.plugins import get_registry
+
+    known = get_registry().failure_modes
+    if failure_mode not in known:
+        near = [m for m in sorted(known) if failure_mode.split(".")[-1] in m]
+        hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
+        raise InputError(
+            f"unknown failure mode '{failure_mode}'{hint} (`agentdebug taxonomy` lists them)",
+            field="--mode",
+        )
+
+
 @cli.command("list")
 @click.option("--status", type=click.Choice(["success", "failure", "unknown", "running"]))
 @click.option("--framework", metavar="NAME")
@@ -151,17 +167,6 @@ def list_runs(
     as_json: bool,
 ) -> None:
     """List stored runs, newest first, one line each."""
-    if failure_mode is not None:
-        from agentdebug.plugins import get_registry
-
-        known = get_registry().failure_modes
-        if failure_mode not in known:
-            near = [m for m in sorted(known) if failure_mode.split(".")[-1] in m]
-            hint = f"; did you mean {', '.join(near[:5])}?" if near else ""
-            raise InputError(
-                f"unknown failure mode '{failure_mode}'{hint} (`agentdebug taxonomy` lists them)",
-                field="--mode",
-            )
     query = RunQuery(
         status=status,
         framework=framework,
@@ -173,6 +178,8 @@ def list_runs(
         limit=limit,
     )
     runs = obj.store.list_runs(query)
+    if not runs and failure_mode is not None:
+        _known_mode(failure_mode)
     for run in runs:
         if as_json:
             click.echo(

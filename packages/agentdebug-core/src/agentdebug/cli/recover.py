@@ -104,8 +104,11 @@ def act(
         recoverer = reg.recoverer(strategy)
         if not rerun:
             judge = make_scorer(scorer)
-            passed = judge.score(run, run)
-            if passed.success:  # (as the loop says: nothing to plan for a run that passes)
+            try:
+                passed: Any = judge.score(run, run)
+            except Exception:  # (no verdict to read, no model: the plan is all it asks)
+                passed = None
+            if passed is not None and passed.success:  # (nothing to plan for a run that passes)
                 if out_fmt == "json":
                     status = {"run_id": run.id, "status": "already_ok", "detail": passed.reason}
                     click.echo(orjson.dumps(status, option=orjson.OPT_INDENT_2).decode())

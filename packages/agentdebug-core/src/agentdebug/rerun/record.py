@@ -47,8 +47,8 @@ def latest_report(store: TraceStore, report: DiagnosticReport) -> DiagnosticRepo
 
 def carried_verification(store: TraceStore, report: DiagnosticReport) -> DiagnosticReport:
     """``report`` with what a rerun already said about its root cause: the newest
-    verification an earlier report of the same run holds for the same agent and
-    step (a run is diagnosed again after the loop verified it, with another
+    verification an earlier report of the same run, read the same way, holds for
+    the same agent and step (a run is diagnosed again after the loop verified it, with another
     attributor or model). Noted on the report; as it is when there is none, or
     when the store cannot be read."""
     root = report.root_cause
@@ -58,11 +58,13 @@ def carried_verification(store: TraceStore, report: DiagnosticReport) -> Diagnos
         earlier = store.load_reports(report.trajectory_id)
     except AgentDebugError:
         return report
+    view = _runs_read(report)
     for old in reversed(earlier):
         blamed = old.root_cause
         if (
             old.id != report.id
             and old.verification is not None
+            and _runs_read(old) == view  # (the same steps: a run read with its history or not)
             and blamed is not None
             and (blamed.agent_name, blamed.step_index) == (root.agent_name, root.step_index)
         ):
@@ -78,6 +80,13 @@ def carried_verification(store: TraceStore, report: DiagnosticReport) -> Diagnos
                 }
             )
     return report
+
+
+def _runs_read(report: DiagnosticReport) -> list[Any]:
+    """The runs a report read (a run that continues others, read with them), as
+    :func:`agentdebug.store.history.made_on` compares them; empty for a run alone."""
+    read = report.metadata.get("history")
+    return list(read) if isinstance(read, list) else []
 
 
 def update_report(store: TraceStore, report: DiagnosticReport, update: dict[str, Any]) -> None:

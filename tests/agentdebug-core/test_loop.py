@@ -1,10 +1,10 @@
 """The closed loop with a real rerun executor: branches in the store, verification
-on the report, refusals, failing and broken reruns, scorers, the diff, the CLI."""
+on the report, refusals, failing and broken reruns, scorers, the diff (the CLI:
+test_loop_cli.py)."""
 
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +26,7 @@ from agentdebug.rerun import (
 from agentdebug.rerun.record import carried_verification
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan
 from agentdebug.store import RunQuery
-from conftest import run_cli
 from toy_agent import ToyExecutor, failing_run
-
-HERE = Path(__file__).resolve().parent
 
 
 @pytest.fixture
@@ -414,198 +411,6 @@ def test_load_executor_errors_are_clear() -> None:
 
 
 # -- CLI ----------------------------------------------------------------------------------------
-
-
-def _stored_failure(home: Path) -> str:
-    dbg = AgentDebug(home)
-    run = failing_run(dbg)
-    dbg.close()
-    return run.id
-
-
-def test_cli_act_suggests_then_reruns_behind_the_gate(home: Path) -> None:
-    run_id = _stored_failure(home)
-    env = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
-
-    plan = run_cli("act", run_id, env=env)
-    assert plan.returncode == 0, plan.stderr
-    assert "Plan (native): rerun from step 1 (researcher)" in plan.stdout
-    assert "Suggest-only" in plan.stdout
-
-    refused = run_cli("act", run_id, "--rerun", "--executor", "toy_agent:make_executor", env=env)
-    assert refused.returncode == 2
-    assert "needs a terminal" in refused.stdout
-
-    done = run_cli(
-        "act",
-        run_id,
-        "--rerun",
-        "--executor",
-        "toy_agent:make_executor",
-        "--policy",
-        "auto",
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Loop succeeded" in done.stdout and "Root cause: verified by rerun" in done.stdout
-    assert "First divergence: A step 1 / B step 1." in done.stdout
-
-    shown = run_cli("show", run_id)
-    assert "Root cause verified by rerun" in shown.stdout
-    assert "  rerun:     branch " in shown.stdout and "(success)" in shown.stdout
-
-    # diagnosed again later (same root cause): the new report keeps what the rerun said
-    again = run_cli("diagnose", run_id, "--format", "json")
-    assert again.returncode == 0, again.stderr
-    redone = json.loads(again.stdout)
-    assert redone["verified_by_rerun"] is True
-    assert redone["verification"]["status"] == "verified_by_rerun"
-    assert any("carried over" in note for note in redone["notes"])
-    assert "Root cause verified by rerun" in run_cli("show", run_id).stdout
-
-    listed = run_cli("list", "--json")
-    runs = [json.loads(line) for line in listed.stdout.splitlines()]
-    branch = next(r for r in runs if r["id"] != run_id)
-    assert branch["parent_id"] == run_id and branch["status"] == "success"
-    assert f"[branch of {run_id}]" in run_cli("list").stdout
-    only = run_cli("list", "--branches-of", run_id[:8], "--json").stdout.splitlines()
-    assert [json.loads(line)["id"] for line in only] == [branch["id"]]
-    diff = run_cli("diff", run_id, branch["id"], "--format", "json")
-    doc = json.loads(diff.stdout)
-    assert doc["related"] == f"{branch['id']} is a branch of {run_id}"
-    assert doc["first_divergence"]["a_step"] == 1
-
-    # the branch passes: nothing to plan, and its diagnosis blames no one
-    passing = run_cli("act", branch["id"])
-    assert passing.returncode == 0, passing.stderr
-    assert "already passes" in passing.stdout and "Nothing to act on" in passing.stdout
-    assert "Directive" not in passing.stdout and "Plan" not in passing.stdout
-    told = json.loads(run_cli("diagnose", branch["id"], "--format", "json").stdout)
-    assert told["hypotheses"] == [] and told["fix"] is None
-    assert told["summary"].startswith("The run succeeded")
-
-
-def test_cli_act_keeps_the_branch_in_the_store_it_was_given(home: Path, tmp_path: Path) -> None:
-    other = tmp_path / "other-store"
-    run_id = _stored_failure(other)
-    done = run_cli(
-        "--store",
-        str(other),
-        "act",
-        run_id,
-        "--rerun",
-        "--policy",
-        "auto",
-        "--executor",
-        "toy_agent:make_executor",
-        env={"PYTHONPATH": str(HERE)},
-    )
-    assert done.returncode == 0, done.stderr
-    branches = [r for r in AgentDebug(other).store.list_runs() if r.parent_id == run_id]  # type: ignore[union-attr]
-    assert len(branches) == 1
-    assert not (home / "agentdebug.db").exists()  # nothing went to $AGENTDEBUG_HOME
-
-
-def test_cli_act_on_a_run_that_already_passes_stores_no_diagnosis(home: Path) -> None:
-    """Nothing to repair: the loop says so, and the run gets no report blaming a step."""
-    dbg = AgentDebug(home)
-    with dbg.trace("Name the capital of Australia.", framework="toy") as t:
-        t.record("final_answer", agent_name="researcher", output="Canberra")
-        t.set_outcome(OutcomeStatus.SUCCESS, final_answer="Canberra", reason="checked")
-    dbg.close()
-    done = run_cli(
-        "act",
-        t.id,
-        "--rerun",
-        "--executor",
-        "toy_agent:make_executor",
-        "--policy",
-        "auto",
-        env={"PYTHONPATH": str(HERE)},
-    )
-    assert done.returncode == 0, done.stderr
-    assert "Loop already_ok: checked" in done.stdout
-    assert AgentDebug(home).store.load_reports(t.id) == []  # type: ignore[union-attr]
-
-
-def test_cli_act_plans_for_a_run_no_scorer_can_judge(home: Path) -> None:
-    """A run with no verdict and no reference answer: the scorer cannot say it
-    passes, so the plan is made (only the rerun needs a verdict)."""
-    dbg = AgentDebug(home)
-    with dbg.trace("Name the capital of Australia.", framework="toy") as t:
-        t.record("tool.call", agent_name="researcher", step_index=1, input={"q": "largest city"})
-        t.record("tool.result", agent_name="search", step_index=2, error="search: no such tool")
-        t.set_outcome(OutcomeStatus.UNKNOWN, reason="the process stopped")
-    dbg.close()
-    plan = run_cli("act", t.id)
-    assert plan.returncode == 0, plan.stderr
-    assert "Plan (native): rerun from step" in plan.stdout and "already passes" not in plan.stdout
-
-
-def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
-    run_id = _stored_failure(home)
-    env = {"PYTHONPATH": str(HERE)}
-    failed = run_cli(
-        "act",
-        run_id,
-        "--rerun",
-        "--executor",
-        "toy_agent:make_stubborn_executor",
-        "--policy",
-        "auto",
-        "--max-rounds",
-        "2",
-        "--format",
-        "json",
-        env=env,
-    )
-    assert failed.returncode == 2
-    doc = json.loads(failed.stdout)
-    assert doc["status"] == "failed" and len(doc["attempts"]) == 2
-    bad = run_cli("act", run_id, "--rerun", "--executor", "nowhere:thing", env=env)
-    assert bad.returncode == 1 and bad.stderr.startswith("error: executor 'nowhere:thing'")
-    missing = run_cli("act", run_id, "--rerun", "--policy", "auto", env=env)
-    assert missing.returncode == 1 and "no rerun executor for framework 'toy'" in missing.stderr
-
-
-def test_cli_act_with_a_model_recoverer_through_the_server(home: Path) -> None:
-    run_id = _stored_failure(home)
-    answer = {
-        "reflection": "You searched for the largest city instead of the capital.",
-        "directive": "Search city_search for the capital of Australia.",
-    }
-    with ScriptedServer(lambda request: json.dumps(answer)) as server:
-        env = {"PYTHONPATH": str(HERE)}
-        model = ["--model", "scripted", "--base-url", server.base_url, "--api-key", "k"]
-        model += ["--attributor", "heuristic"]  # only the recoverer asks the model
-        plan = run_cli("act", run_id, "--recover", "reflexion", "--format", "json", *model, env=env)
-        assert plan.returncode == 0, plan.stderr
-        doc = json.loads(plan.stdout)
-        assert doc["strategy"] == "reflexion" and doc["resume_step"] == 1
-        assert doc["directive"].endswith("Search city_search for the capital of Australia.")
-        assert doc["cost"]["calls"] == 1
-        done = run_cli(
-            "act",
-            run_id,
-            "--recover",
-            "reflexion",
-            "--rerun",
-            "--policy",
-            "auto",
-            "--executor",
-            "toy_agent:make_executor",
-            *model,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr
-        assert "Loop succeeded" in done.stdout
-        # the same question again is answered from the response cache
-        assert len(server.requests) == 1
-    reports = AgentDebug(home).store.load_reports(run_id)  # type: ignore[union-attr]
-    kept = [a for r in reports for a in r.metadata.get("recovery", [])]
-    assert [a["plan"]["strategy"] for a in kept] == ["reflexion", "reflexion"]
-    assert [a["plan"]["cost"]["calls"] for a in kept] == [1, 0]
-    assert kept[1]["plan"]["cost"]["cached_calls"] == 1
 
 
 def test_native_uses_deepdebugs_own_fix(dbg: AgentDebug) -> None:

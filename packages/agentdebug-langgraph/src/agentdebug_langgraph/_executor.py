@@ -167,9 +167,9 @@ class LangGraphRerunExecutor:
 
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         original = request.trajectory
-        graph = self._graph_for(original)
-        _require_state_graph(graph, original.id)
-        _require_checkpointer(graph, original.id)
+        graph, factory = self._graph_for(original)
+        _require_state_graph(graph, original.id, factory)
+        _require_checkpointer(graph, original.id, factory)
         given = self.config.get("configurable")
         invocation = _invocation.for_branch(
             original,
@@ -300,13 +300,15 @@ class LangGraphRerunExecutor:
 
     # -- the pieces ------------------------------------------------------------------------
 
-    def _graph_for(self, trajectory: AgentTrajectory) -> Any:
+    def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
+        """The graph to rerun, and the recorded factory that made it (None: given,
+        or alive in this process), for the refusals to name."""
         if self.graph is not None:
-            return self.graph
+            return self.graph, None
         for run_id in (trajectory.id, trajectory.parent_id):
             graph = live_graph(run_id) if run_id else None
             if graph is not None:
-                return graph
+                return graph, None
         lg = trajectory.metadata.get("langgraph")
         spec = lg.get("graph_factory") if isinstance(lg, dict) else None
         if isinstance(spec, str) and spec:
@@ -318,8 +320,7 @@ class LangGraphRerunExecutor:
                     f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
                     f"{type(exc).__name__}: {exc}"
                 ) from exc
-            _require_factory_graph(made, spec, trajectory.id)
-            return made
+            return made, spec
         raise AgentDebugError(
             f"cannot rerun run '{trajectory.id}': its graph is not in this process and "
             "the run did not record how to rebuild it. Capture with "
@@ -471,15 +472,17 @@ def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
     ]
 
 
-def _require_state_graph(graph: Any, run_id: str) -> None:
+def _require_state_graph(graph: Any, run_id: str, factory: str | None = None) -> None:
     """A fork is a state update before a node: a ``StateGraph``'s (the prebuilt
     agent is one). A functional-API entrypoint is one node whose tasks run inside
-    it, so there is no checkpoint before a task to fork from."""
+    it, so there is no checkpoint before a task to fork from. ``factory``: the
+    recorded graph factory that made ``graph``, named in the refusal."""
     if isinstance(graph, CompiledStateGraph):
         return
     if not isinstance(graph, Pregel):
+        made = f"the graph its factory '{factory}' returned" if factory else "the graph given"
         raise AgentDebugError(
-            f"cannot rerun run '{run_id}': the graph given (or its graph factory's result) "
+            f"cannot rerun run '{run_id}': {made} "
             f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
             "(StateGraph(...).compile(checkpointer=...))"
         )
@@ -493,30 +496,17 @@ def _require_state_graph(graph: Any, run_id: str) -> None:
     )
 
 
-def _require_factory_graph(graph: Any, spec: str, run_id: str) -> None:
-    """What a recorded graph factory returned, refused naming the factory when it
-    cannot be rerun: not a compiled graph, or one without a checkpointer (another
-    process can fork only checkpoints a persistent saver kept)."""
-    if not isinstance(graph, Pregel):
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}': the graph its factory '{spec}' returned "
-            f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
-            "(StateGraph(...).compile(checkpointer=...))"
-        )
+def _require_checkpointer(graph: Any, run_id: str, factory: str | None = None) -> None:
     saver = getattr(graph, "checkpointer", None)
-    if saver is None or saver is False or saver is True:
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}': its graph factory '{spec}' returns a graph "
+    name = getattr(graph, "name", None) or type(graph).__name__
+    if (saver is None or saver is False or saver is True) and factory:
+        raise AgentDebugError(  # (another process forks only what a persistent saver kept)
+            f"cannot rerun run '{run_id}': its graph factory '{factory}' returns a graph "
             "without a checkpointer, so it cannot read the checkpoints the run saved. "
             "Compile it with the persistent checkpointer the run used, e.g. "
             "SqliteSaver(sqlite3.connect('checkpoints.db', check_same_thread=False)) "
             "from langgraph-checkpoint-sqlite, on the same file"
         )
-
-
-def _require_checkpointer(graph: Any, run_id: str) -> None:
-    saver = getattr(graph, "checkpointer", None)
-    name = getattr(graph, "name", None) or type(graph).__name__
     if saver is None or saver is False or saver is True:
         raise AgentDebugError(
             f"cannot rerun run '{run_id}' from a checkpoint: graph '{name}' has no "

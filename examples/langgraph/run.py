@@ -55,7 +55,7 @@ def heading(text: str) -> None:
 
 
 def show_events(run: AgentTrajectory, *, from_step: int = 0) -> None:
-    for event in run.events:
+    for event in (run.events[i] for i in run.step_order()):  # as `agentdebug show` lists them
         if event.step_index < from_step:
             continue
         value: Any = event.error.message if event.error else event.output or event.input

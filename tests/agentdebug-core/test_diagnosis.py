@@ -342,6 +342,103 @@ def test_text_report_marks_root_cause_and_symptom_like_a_traceback() -> None:
     assert "Fix: At step 3, searcher:" in text
 
 
+def _filed_back() -> AgentTrajectory:
+    """A graph run: the model at step 1 asks for a tool that the tools node (step 2)
+    runs; the call is recorded as the node runs it but filed under step 1."""
+    return AgentTrajectory(
+        id="lg",
+        goal="refund A123",
+        framework="langgraph",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="no refund"),
+        events=[
+            AgentEvent(id="e0", type=EventType.USER_INPUT, step_index=0, input="refund A123"),
+            AgentEvent(id="e1", type=EventType.AGENT_START, step_index=1, agent_name="agent"),
+            AgentEvent(
+                id="e2",
+                type=EventType.LLM_RESPONSE,
+                step_index=1,
+                agent_name="agent",
+                output={"role": "assistant", "content": "", "tool_calls": []},
+            ),
+            AgentEvent(id="e3", type=EventType.AGENT_END, step_index=1, agent_name="agent"),
+            AgentEvent(id="e4", type=EventType.AGENT_START, step_index=2, agent_name="tools"),
+            AgentEvent(
+                id="e5",
+                type=EventType.TOOL_CALL,
+                step_index=1,
+                agent_name="agent",
+                module="lookup",
+                parent_id="e2",
+                input={"email": "A123"},
+            ),
+            AgentEvent(
+                id="e6",
+                type=EventType.TOOL_RESULT,
+                step_index=2,
+                agent_name="tools",
+                module="lookup",
+                parent_id="e5",
+                error=ErrorInfo(message="'A123' is not an e-mail address"),
+            ),
+            AgentEvent(id="e7", type=EventType.AGENT_END, step_index=2, agent_name="tools"),
+            AgentEvent(
+                id="e8",
+                type=EventType.FINAL_ANSWER,
+                step_index=3,
+                agent_name="agent",
+                output="done",
+            ),
+        ],
+    )
+
+
+def test_an_event_filed_under_an_earlier_step_is_shown_with_that_step() -> None:
+    from agentdebug.report import render_run
+
+    t = _filed_back()
+    assert t.step_order() == [0, 1, 2, 3, 5, 4, 6, 7, 8]
+    shown = [line for line in render_run(t).splitlines() if line.startswith(("→", "  ["))]
+    kinds = [(line.split("]")[0][-3:].strip(), line.split()[-1]) for line in shown]
+    assert kinds[3:6] == [("1", "agent.end"), ("1", "tool.call"), ("2", "agent.start")]
+    text = render(diagnose(t), t, "text")
+    lines = text.splitlines()
+    root = next(i for i, line in enumerate(lines) if "← root cause" in line)
+    assert lines[root].startswith("→ [  1] agent  tool.call")
+    # every event line above the root cause is of step 1 or before
+    above = [line for line in lines[:root] if line.startswith(("→ [", "  ["))]
+    assert above and all(int(line.split("[")[1].split("]")[0]) <= 1 for line in above)
+
+
+def test_a_branch_diff_reads_both_runs_in_step_order() -> None:
+    from agentdebug.rerun.diff import compare
+
+    a = _filed_back()
+    b = a.model_copy(
+        update={
+            "id": "lg2",
+            "events": [
+                e.model_copy(update={"input": {"order_id": "A123"}}) if e.id == "e5" else e
+                for e in a.events
+            ],
+        }
+    )
+    rows = compare(a, b).rows
+    assert [r.a.id for r in rows if r.a is not None] == [
+        "e0",
+        "e1",
+        "e2",
+        "e3",
+        "e5",
+        "e4",
+        "e6",
+        "e7",
+        "e8",
+    ]
+    assert [r.tag for r in rows].count("changed") == 1
+    changed = next(r for r in rows if r.tag == "changed")
+    assert changed.a is not None and changed.a.id == "e5"
+
+
 def test_long_runs_are_elided_around_the_steps_that_matter() -> None:
     events = [ev(i, EventType.MESSAGE, "chatty", output=f"thinking {i}") for i in range(200)]
     events[120] = ev(120, EventType.TOOL_RESULT, "tool", error="ValueError: nope")

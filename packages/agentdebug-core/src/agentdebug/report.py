@@ -97,13 +97,15 @@ def _evidence_line(ev: Evidence, width: int) -> str:
 def _selected_positions(
     trajectory: AgentTrajectory, report: DiagnosticReport, context: int = 1
 ) -> list[int]:
-    """Which events to show: first and last, every finding, each hypothesis with context."""
+    """Which events to show: first and last, every finding, each hypothesis with
+    context (its neighbours in step order, as :func:`timeline` shows them)."""
     events = trajectory.events
+    order = trajectory.step_order()
     marked = {f.event_id for f in report.findings} | {h.event_id for h in report.hypotheses[:3]}
-    keep = {0, len(events) - 1}
-    for i, event in enumerate(events):
-        if event.id in marked:
-            keep.update(range(max(0, i - context), min(len(events), i + context + 1)))
+    keep = {order[0], order[-1]} if order else set()
+    for rank, i in enumerate(order):
+        if events[i].id in marked:
+            keep.update(order[max(0, rank - context) : rank + context + 1])
     return sorted(keep)
 
 
@@ -115,19 +117,26 @@ def timeline(
     marks: dict[str, list[str]] | None = None,
     checkpoints: bool = False,
 ) -> list[str]:
-    """The run's events, one or two lines each (with ``checkpoints``, a third for
-    the framework state an event started from); skipped stretches are summarised."""
+    """The run's events (``positions``: those of them to show) in step order
+    (:meth:`AgentTrajectory.step_order`), one or two lines each (with
+    ``checkpoints``, a third for the framework state an event started from);
+    skipped stretches are summarised."""
     events = trajectory.events
-    chosen = sorted(set(positions)) if positions is not None else list(range(len(events)))
+    order = trajectory.step_order()
+    if positions is not None:
+        wanted = set(positions)
+        chosen = [rank for rank, i in enumerate(order) if i in wanted]
+    else:
+        chosen = list(range(len(order)))
     marks = marks or {}
     name_w = min(24, max([len(e.agent_name or "-") for e in events] + [5]))
     lines: list[str] = []
     previous = -1
-    for i in chosen:
-        if i - previous > 1:
-            lines.append(f"      ... {i - previous - 1} event(s) not shown ...")
-        previous = i
-        event = events[i]
+    for rank in chosen:
+        if rank - previous > 1:
+            lines.append(f"      ... {rank - previous - 1} event(s) not shown ...")
+        previous = rank
+        event = events[order[rank]]
         tags = marks.get(event.id, [])
         arrow = "→" if tags else " "
         head = f"{arrow} [{event.step_index:>3}] {(event.agent_name or '-')[:name_w]:<{name_w}}  {event.type.value}"

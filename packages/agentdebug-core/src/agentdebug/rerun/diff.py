@@ -182,16 +182,19 @@ def _side(run: AgentTrajectory) -> dict[str, Any]:
 def compare(a: AgentTrajectory, b: AgentTrajectory) -> BranchDiff:
     """Align ``a`` and ``b`` (typically an original and its branch): events with the
     same content match; inside a stretch that differs, events of the same type and
-    agent pair up as ``changed`` and the rest stand alone."""
-    sa = [signature(e) for e in a.events]
-    sb = [signature(e) for e in b.events]
+    agent pair up as ``changed`` and the rest stand alone. Both runs are read in
+    step order (:meth:`AgentTrajectory.step_order`), as ``show`` prints them."""
+    ea = [a.events[i] for i in a.step_order()]
+    eb = [b.events[i] for i in b.step_order()]
+    sa = [signature(e) for e in ea]
+    sb = [signature(e) for e in eb]
     rows: list[Row] = []
     matcher = difflib.SequenceMatcher(a=sa, b=sb, autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag == "equal":
-            rows += [Row("same", a.events[i1 + k], b.events[j1 + k]) for k in range(i2 - i1)]
+            rows += [Row("same", ea[i1 + k], eb[j1 + k]) for k in range(i2 - i1)]
         else:
-            rows += _pair(a.events[i1:i2], b.events[j1:j2])
+            rows += _pair(ea[i1:i2], eb[j1:j2])
     return BranchDiff(a, b, rows)
 
 

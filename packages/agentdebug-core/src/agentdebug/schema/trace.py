@@ -333,3 +333,11 @@ class AgentTrajectory(BaseModel):
 
     def steps(self) -> list[int]:
         return sorted({e.step_index for e in self.events})
+
+    def step_order(self) -> list[int]:
+        """The events' positions in the order a reader follows the run: by step,
+        then as recorded. An event filed under the step whose decision it carries
+        out, though recorded later (a LangGraph tool call, run by the next node),
+        comes with that step rather than among the next step's events."""
+        events = self.events
+        return sorted(range(len(events)), key=lambda i: events[i].step_index)

@@ -527,8 +527,10 @@ def serve_forever(
     server = ScriptedServer(answerer, host=host, port=port).start()
     print(f"scripted OpenAI-compatible server at {server.base_url} (Ctrl-C to stop)", flush=True)
     try:
+        # short sleeps: Linux may deliver the Ctrl-C to a server thread, and Python
+        # runs its handler only when the main thread wakes (a long sleep hung a stop)
         while True:
-            time.sleep(3600)
+            time.sleep(0.25)
     except KeyboardInterrupt:
         pass
     finally:

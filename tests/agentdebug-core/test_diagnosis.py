@@ -457,3 +457,51 @@ def test_markdown_and_json_carry_the_same_answer() -> None:
     data = json.loads(render(report, trajectory, "json"))
     assert data["hypotheses"][0]["step_index"] == 3
     assert data["trajectory_id"] == "example-failed-booking"
+
+
+def test_a_run_its_caller_stopped_with_nothing_wrong_gets_no_root_cause() -> None:
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="weather in Paris?"),
+        ev(1, EventType.LLM_RESPONSE, "agent", output="It is"),
+    ]
+    stopped = AgentTrajectory(
+        id="s",
+        events=events,
+        outcome=Outcome(status=OutcomeStatus.UNKNOWN, stopped_by="GeneratorExit"),
+    )
+    report = diagnose(stopped)
+    assert report.root_cause is None and report.fix is None
+    assert any("stopped before it ended (GeneratorExit)" in n for n in report.notes)
+    # a run whose end nobody knows (an imported log) is still given a candidate
+    unknown = stopped.model_copy(update={"outcome": Outcome(status=OutcomeStatus.UNKNOWN)})
+    assert diagnose(unknown).root_cause is not None
+
+
+def test_timeline_lines_name_the_tool_mark_a_cut_off_call_and_read_a_nodes_commands() -> None:
+    from agentdebug.report import event_line
+
+    call = ev(2, EventType.TOOL_CALL, "agent", module="lookup_order", input={"order_id": "A1"})
+    assert event_line(call, 80) == 'lookup_order({"order_id":"A1"})'
+    cut = ev(
+        3,
+        EventType.LLM_RESPONSE,
+        "agent",
+        input=[{"role": "user", "content": "refund A1"}],
+        metadata={"stopped": "the run ended before the model answered"},
+    )
+    line = event_line(cut, 80)
+    assert line == "[stopped: the run ended before the model answered]"  # not its prompt
+    partial = cut.model_copy(update={"output": {"role": "assistant", "content": "Hello there"}})
+    assert event_line(partial, 100).endswith("answered] Hello there")
+    commands = ev(
+        4,
+        EventType.AGENT_END,
+        "model",
+        output=[
+            {"command": True, "update": {"messages": ["hi"]}},
+            {"command": True, "goto": "tools", "update": {}},
+        ],
+    )
+    line = event_line(commands, 100)
+    assert "True" not in line
+    assert line.startswith("command: ") and "; command → tools" in line

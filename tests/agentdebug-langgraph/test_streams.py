@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, AgentTrajectory, EventType, OutcomeStatus
+from agentdebug.diagnose import diagnose
+from agentdebug.report import render_run
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
@@ -156,6 +158,14 @@ def test_a_run_stopped_while_a_model_streams_records_the_call_so_far(dbg: AgentD
     assert call.metadata["stopped"] == "the run ended before the model answered"
     assert call.error is None
     assert call.output["content"] in ("It is", "It is ")  # (a chunk more may have come)
+    # the caller stopped it and nothing went wrong: a diagnosis names no root cause
+    # (no fix to act on), and the timeline says the call was cut off
+    assert run.outcome.stopped_by in ("GeneratorExit", "CancelledError")
+    report = diagnose(run)
+    assert report.root_cause is None and report.fix is None
+    assert any(f"stopped before it ended ({run.outcome.stopped_by})" in n for n in report.notes)
+    (line,) = [x for x in render_run(run).splitlines() if x.startswith("        [stopped")]
+    assert "the run ended before the model answered] It is" in line
 
 
 def test_an_async_success_check_is_refused_with_what_to_do(dbg: AgentDebug) -> None:

@@ -254,8 +254,9 @@ def _run(
     started = time.perf_counter()
     hypotheses: list[Hypothesis] = []
     if _nothing_failed(trajectory, findings):
-        record_audit(_audit("attribute", att.name, started, outcome="skipped", detail=NO_FAILURE))
-        note("diagnose", NO_FAILURE)
+        why = _no_failure_note(trajectory)
+        record_audit(_audit("attribute", att.name, started, outcome="skipped", detail=why))
+        note("diagnose", why)
         return findings, hypotheses
     try:
         hypotheses = att.attribute(trajectory, findings)
@@ -298,11 +299,24 @@ NO_FAILURE = "the run succeeded and no detector found a fault: no root cause to 
 
 
 def _nothing_failed(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> bool:
-    """A run marked a success with nothing above information found: no failure
-    to attribute (blaming a step would invent one, and a fix would be acted on)."""
-    return trajectory.outcome.status is OutcomeStatus.SUCCESS and all(
-        f.severity is Severity.INFO for f in findings
+    """A run marked a success, or one its caller stopped before it ended
+    (``Outcome.stopped_by``), with nothing above information found: no failure to
+    attribute (blaming a step would invent one, and a fix would be acted on)."""
+    outcome = trajectory.outcome
+    ended_well = outcome.status is OutcomeStatus.SUCCESS or (
+        outcome.status is OutcomeStatus.UNKNOWN and bool(outcome.stopped_by)
     )
+    return ended_well and all(f.severity is Severity.INFO for f in findings)
+
+
+def _no_failure_note(trajectory: AgentTrajectory) -> str:
+    stopped = trajectory.outcome.stopped_by
+    if trajectory.outcome.status is OutcomeStatus.UNKNOWN and stopped:
+        return (
+            f"the run was stopped before it ended ({stopped}) and no detector found a "
+            "fault: no root cause to look for"
+        )
+    return NO_FAILURE
 
 
 def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Finding | None:

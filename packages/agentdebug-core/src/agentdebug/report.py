@@ -53,18 +53,39 @@ def render_json(report: DiagnosticReport) -> str:
 
 
 def event_line(event: AgentEvent, width: int) -> str:
-    """One line of what happened at an event: its error, else its output, else its input."""
+    """One line of what happened at an event: its error, else its output, else its
+    input; a tool call as ``tool(arguments)``, a model call stopped before it
+    answered as such (not its prompt, which would read as its reply)."""
     if event.error is not None:
         return "✗ " + shorten(event.error.message, width)
+    meta = event.metadata or {}
     if event.type is EventType.TOOL_CALL and event.input is not None:
-        return shorten(compact_json(event.input), width)
+        tool = meta.get("tool_name") or event.module
+        args = compact_json(event.input)
+        return shorten(f"{tool}({args})" if isinstance(tool, str) and tool else args, width)
     out = event.output
-    if isinstance(out, dict) and out.get("command") is True:  # a routing command, as
-        goto = flatten(out.get("goto"), limit=width)  # integrations record one
-        update = flatten(out.get("update"), limit=width * 4)
-        return shorten(f"command{' → ' + goto if goto else ''}: {update}", width)
+    stopped = meta.get("stopped") if event.type is EventType.LLM_RESPONSE else None
+    if stopped and isinstance(stopped, str):
+        said = flatten(out, limit=width * 4)
+        head = f"[stopped: {stopped}]"
+        return shorten(f"{head} {said}" if said else head, width)
+    commands = out if isinstance(out, list) and out and all(map(_is_command, out)) else None
+    if _is_command(out):
+        commands = [out]
+    if commands:  # a routing command, as integrations record one (or a node's list of them)
+        return shorten("; ".join(_command_text(c, width) for c in commands), width)
     text = flatten(out, limit=width * 4) or flatten(event.input, limit=width * 4)
     return shorten(text, width) if text else ""
+
+
+def _is_command(value: object) -> bool:
+    return isinstance(value, dict) and value.get("command") is True
+
+
+def _command_text(command: dict[str, object], width: int) -> str:
+    goto = flatten(command.get("goto"), limit=width)
+    update = flatten(command.get("update"), limit=width * 4)
+    return f"command{' → ' + goto if goto else ''}: {update}"
 
 
 def _mode_name(mode_id: str | None, reg: Registry) -> str:

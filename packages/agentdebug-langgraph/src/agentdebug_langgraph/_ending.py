@@ -194,6 +194,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
                     reason=f"the run was stopped ({type(error).__name__})",
+                    stopped_by=type(error).__name__,
                 )
             failed = failed_exc is not None
         else:
@@ -221,6 +222,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
                 session.set_outcome(
                     OutcomeStatus.UNKNOWN,
                     reason=f"the success check was stopped ({type(stop).__name__})",
+                    stopped_by=type(stop).__name__,
                 )
                 self._finish(run, False, None)
                 raise

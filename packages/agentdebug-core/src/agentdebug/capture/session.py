@@ -472,13 +472,17 @@ class TraceSession:
         final_answer: Any = None,
         reason: str | None = None,
         error: Any = None,
+        stopped_by: str | None = None,
     ) -> None:
+        """How the run ended. ``stopped_by``: what stopped it before it ended (its
+        caller closing the stream, a cancel: the exception's class name)."""
         try:
             self.outcome = Outcome(
                 status=OutcomeStatus(status),
                 final_answer=jsonable(final_answer, self._limit),
                 reason=text_or_none(reason, "reason"),
                 error=clean_text(error_dict(error)) if error is not None else None,
+                stopped_by=text_or_none(stopped_by, "stopped_by"),
             )
         except Exception:
             log.exception("agentdebug: invalid outcome ignored")

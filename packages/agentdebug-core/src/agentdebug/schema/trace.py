@@ -276,6 +276,10 @@ class Outcome(BaseModel):
     final_answer: Any = None
     error: ErrorInfo | None = None
     reason: str | None = None
+    # what stopped the run before it ended (its caller closing the stream, a cancel,
+    # Ctrl-C: ``GeneratorExit``, ...): its status is unknown, and with no fault
+    # found in it nothing is attributed
+    stopped_by: str | None = None
 
     @field_validator("error", mode="before")
     @classmethod

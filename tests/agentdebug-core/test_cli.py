@@ -105,10 +105,25 @@ def test_list_filters(home: Path) -> None:
     )
 
 
-def test_errors_are_one_clear_line() -> None:
+def test_errors_are_one_clear_line(tmp_path: Path) -> None:
+    # no store where one is looked for: said so, and none is made there
+    for where in ([], ["--store", str(tmp_path / "typo")]):
+        for command in (["show", "no-such-run"], ["list"], ["diff", "a", "b"]):
+            err = one_line_error(run_cli(*where, *command))
+            assert err.startswith("error: ") and "agentdebug.db: no agentdebug store here" in err
+    assert not (tmp_path / "typo").exists()
+    # a file given as the store (a run file, say)
+    run_file = tmp_path / "run.json"
+    run_file.write_text("{}")
+    assert one_line_error(run_cli("--store", str(run_file), "list")) == (
+        f"error: {run_file}: is a file, not a store folder: give a folder (SQLite inside), "
+        "a .db, .sqlite or .sqlite3 file, or a .jsonl file"
+    )
+    assert run_cli("ingest", EXAMPLE).returncode == 0
     assert one_line_error(run_cli("show", "no-such-run")).startswith(
         "error: no run with id 'no-such-run' in "
     )
+    assert "Invalid value for '--limit'" in run_cli("list", "--limit", "0").stderr
     assert "no such file" in one_line_error(run_cli("diagnose", "missing/run.json"))
     assert "unknown attributor 'oracle'" in one_line_error(
         run_cli("diagnose", EXAMPLE, "--attributor", "oracle")

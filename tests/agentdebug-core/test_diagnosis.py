@@ -505,3 +505,32 @@ def test_timeline_lines_name_the_tool_mark_a_cut_off_call_and_read_a_nodes_comma
     line = event_line(commands, 100)
     assert "True" not in line
     assert line.startswith("command: ") and "; command → tools" in line
+
+
+def test_a_report_naming_no_root_cause_says_why_not_that_nothing_was_found() -> None:
+    from agentdebug.schema import AuditEntry
+
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory)
+    assert report.findings
+    bare = report.model_copy(update={"hypotheses": [], "fix": None})
+    assert (
+        "Root cause: none named (the heuristic attributor named no step from these findings)"
+        in (render(bare, trajectory, "text"))
+    )
+    gave_up = bare.model_copy(
+        update={
+            "audit": [
+                *bare.audit,
+                AuditEntry(
+                    stage="lifecycle",
+                    strategy="lifecycle",
+                    outcome="no-answer",
+                    detail="no error instance survived grounding; no answer",
+                ),
+            ]
+        }
+    )
+    text = render(gave_up, trajectory, "text")
+    assert "Root cause: none named (no error instance survived grounding; no answer)" in text
+    assert "no finding and no structural candidate" not in text

@@ -163,6 +163,9 @@ def test_cli_act_failing_loop_and_bad_executor(home: Path) -> None:
     assert failed.returncode == 2
     doc = json.loads(failed.stdout)
     assert doc["status"] == "failed" and len(doc["attempts"]) == 2
+    shown = run_cli("show", run_id).stdout  # which scorer said no, and why
+    assert "Root cause not confirmed by rerun: branch " in shown
+    assert "did not succeed (outcome scorer: " in shown
     bad = run_cli("act", run_id, "--rerun", "--executor", "nowhere:thing", env=env)
     assert bad.returncode == 1 and bad.stderr.startswith("error: executor 'nowhere:thing'")
     missing = run_cli("act", run_id, "--rerun", "--policy", "auto", env=env)
@@ -207,3 +210,22 @@ def test_cli_act_with_a_model_recoverer_through_the_server(home: Path) -> None:
     assert [a["plan"]["strategy"] for a in kept] == ["reflexion", "reflexion"]
     assert [a["plan"]["cost"]["calls"] for a in kept] == [1, 0]
     assert kept[1]["plan"]["cost"]["cached_calls"] == 1
+
+
+def test_cli_act_diagnoses_again_when_the_latest_diagnosis_names_no_root_cause(
+    home: Path,
+) -> None:
+    """A diagnosis tried since (an attributor that gave no answer) is stored as the
+    latest: act makes a fresh one rather than refuse for want of a step."""
+    run_id = _stored_failure(home)
+    assert run_cli("act", run_id).returncode == 0  # diagnosed and stored
+    store = AgentDebug(home).store
+    assert store is not None
+    latest = store.load_reports(run_id)[-1]
+    store.save_report(latest.model_copy(update={"id": "r-none", "hypotheses": [], "fix": None}))
+    plan = run_cli("act", run_id)
+    assert plan.returncode == 0, plan.stderr
+    assert "Note: the run's latest diagnosis (r-none) names no root cause; diagnosing it again" in (
+        plan.stdout
+    )
+    assert "Plan (native): rerun from step 1 (researcher)" in plan.stdout

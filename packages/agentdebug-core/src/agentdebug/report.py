@@ -215,7 +215,7 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         if earlier is not None:
             out.append(f"    in run {earlier}, which this run continues")
     else:
-        out.append("Root cause: none named (no finding and no structural candidate)")
+        out.append(f"Root cause: none named ({_why_no_root(report)})")
     if report.fix is not None:
         out.append(f"Fix: {report.fix.directive}")
     verified = verification_line(report)
@@ -248,6 +248,19 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     out.append("")
     out.append(_last_line(report, reg, width))
     return "\n".join(out)
+
+
+def _why_no_root(report: DiagnosticReport) -> str:
+    """Why a report names no root cause, as its audit says: attribution skipped
+    (nothing failed) or an attributor that gave no answer; else what was missing."""
+    for entry in reversed(report.audit):
+        if entry.outcome in ("skipped", "no-answer") and entry.detail:
+            return entry.detail
+    if not report.findings:
+        return "no finding and no structural candidate"
+    tried = [e.strategy for e in report.audit if e.stage == "attribute"]
+    by = f"the {tried[-1]} attributor" if tried else "attribution"
+    return f"{by} named no step from these findings"
 
 
 def _with_runs(trajectory: AgentTrajectory) -> str:

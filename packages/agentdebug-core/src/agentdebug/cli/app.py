@@ -15,7 +15,7 @@ import orjson
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError, InputError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
-from agentdebug.store import RunQuery, TraceStore, open_store
+from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 
 
 class Ctx:
@@ -30,6 +30,21 @@ class Ctx:
         if self._store is None:
             self._store = open_store(self.location)
         return self._store
+
+    @property
+    def existing_store(self) -> TraceStore:
+        """The store, for a command that only reads runs: one that is not there is
+        an error naming where it was looked for (not an empty store made there)."""
+        if self._store is None:
+            where = store_file(self.location)
+            if not where.exists() and not where.parent.is_file():  # (that: open_store says)
+                given = "--store / $AGENTDEBUG_HOME" if self.location else "the default location"
+                raise InputError(
+                    f"no agentdebug store here ({given}); record or ingest a run first, "
+                    "or give the store's folder, .db or .jsonl file with --store",
+                    source=str(where),
+                )
+        return self.store
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -151,7 +166,7 @@ def _known_mode(failure_mode: str) -> None:
     metavar="RUN_ID",
     help="Only the reruns of this run (a loop's later rounds, branches of branches, too).",
 )
-@click.option("--limit", default=50, show_default=True)
+@click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @pass_ctx
 def list_runs(
@@ -174,10 +189,10 @@ def list_runs(
         failure_mode=failure_mode,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
-        descends_from=obj.store.resolve_id(parent) if parent else None,
+        descends_from=obj.existing_store.resolve_id(parent) if parent else None,
         limit=limit,
     )
-    runs = obj.store.list_runs(query)
+    runs = obj.existing_store.list_runs(query)
     if not runs and failure_mode is not None:
         _known_mode(failure_mode)
     for run in runs:
@@ -217,7 +232,7 @@ def list_runs(
 
 @cli.command()
 @click.argument("run_id")
-@click.option("--width", default=100, show_default=True)
+@click.option("--width", default=100, show_default=True, type=click.IntRange(min=40))
 @click.option(
     "--history",
     is_flag=True,
@@ -229,7 +244,7 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
     from agentdebug.report import render_run
     from agentdebug.store.history import with_history
 
-    store = obj.store
+    store = obj.existing_store
     full = store.resolve_id(run_id)
     trajectory = store.load_trajectory(full)
     if history:
@@ -257,7 +272,7 @@ def _targets(
         return [t for t, _ in runs]
     if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
         raise InputError("no such file", source=target)
-    store = obj.store
+    store = obj.existing_store
     run = store.load_trajectory(store.resolve_id(target))
     return [with_history(store, run) if history else run]
 
@@ -296,7 +311,7 @@ def _targets(
     is_flag=True,
     help="A run that continues another (a resume, a retry): without the runs before it.",
 )
-@click.option("--width", default=100, show_default=True)
+@click.option("--width", default=100, show_default=True, type=click.IntRange(min=40))
 @model_options
 @pass_ctx
 def diagnose(

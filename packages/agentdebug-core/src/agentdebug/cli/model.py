@@ -59,7 +59,7 @@ def config_where() -> None:
 
 
 @cli.command("scripted-server")
-@click.option("--port", default=8765, show_default=True)
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
 def scripted_server(port: int) -> None:
     """Run a local OpenAI-compatible server that answers every request with a
     minimal valid instance of the requested JSON schema.
@@ -71,4 +71,7 @@ def scripted_server(port: int) -> None:
     """
     from agentdebug.llm.testing import schema_answerer, serve_forever
 
-    serve_forever(port, schema_answerer)
+    try:
+        serve_forever(port, schema_answerer)
+    except OSError as exc:  # the port taken, or not ours to bind
+        raise click.UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None

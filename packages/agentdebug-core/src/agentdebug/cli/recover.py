@@ -94,12 +94,21 @@ def act(
     from agentdebug.rerun.record import save_attempt
 
     settings = settings_from(model)
-    store = obj.store
+    store = obj.existing_store
     dbg = AgentDebug(store)
     run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
     with use_settings(settings):
         chosen = attributor or configured_attributor()
         report = None if fresh else _latest_report(obj, run)
+        if report is not None and report.root_cause is None and report.fix is None:
+            # (a diagnosis tried since, say with an attributor that gave no answer,
+            # is no plan's ground: act on a fresh one rather than refuse)
+            click.echo(
+                f"Note: the run's latest diagnosis ({report.id}) names no root cause; "
+                f"diagnosing it again ({chosen}).",
+                err=out_fmt == "json",
+            )
+            report = None
         reg = get_registry()
         recoverer = reg.recoverer(strategy)
         if not rerun:
@@ -195,14 +204,20 @@ def _summary(result: LoopResult) -> str:
 @click.option(
     "--format", "out_fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
-@click.option("--limit", default=40, show_default=True, help="Aligned events to show.")
+@click.option(
+    "--limit",
+    default=40,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Aligned events to show.",
+)
 @pass_ctx
 def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
     """Compare two runs (an original and its branch): outcomes, shared prefix,
     first divergence, and the aligned events from there."""
     from agentdebug.rerun import compare
 
-    store = obj.store
+    store = obj.existing_store
     a = store.load_trajectory(store.resolve_id(run_a))
     b = store.load_trajectory(store.resolve_id(run_b))
     result = compare(a, b)

@@ -123,7 +123,7 @@ def record_verification(
         resume_step=resumed if isinstance(resumed, int) else request.resume_step,
         directive=request.directive,
         score=score.score,
-        detail=score.reason,
+        detail=f"{score.scorer} scorer: {score.reason or 'no reason given'}",
     )
     update_report(store, report, {"verified_by_rerun": score.success, "verification": verification})
     return verification

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from agentdebug.errors import InputError
 from agentdebug.store.base import EventRow, RunQuery, RunSummary, TraceStore, default_home
 from agentdebug.store.jsonl import JSONLStore
 from agentdebug.store.sqlite import SQLiteStore
@@ -19,12 +20,26 @@ def open_store(location: str | Path | None = None) -> TraceStore:
     ``.sqlite`` or ``.sqlite3`` opens that SQLite file; any other path is a folder
     that holds ``agentdebug.db``.
     """
-    path = Path(location) if location is not None else default_home()
+    path = store_file(location)
     if path.suffix == ".jsonl":
         return JSONLStore(path)
-    if path.suffix in {".db", ".sqlite", ".sqlite3"}:
-        return SQLiteStore(path)
-    return SQLiteStore(path / DB_NAME)
+    if path.parent.is_file():  # (a run file given as the store, say)
+        raise InputError(
+            "is a file, not a store folder: give a folder (SQLite inside), "
+            "a .db, .sqlite or .sqlite3 file, or a .jsonl file",
+            source=str(path.parent),
+        )
+    return SQLiteStore(path)
+
+
+def store_file(location: str | Path | None = None) -> Path:
+    """The file the store at ``location`` (as :func:`open_store` reads it) keeps
+    its runs in: the ``.jsonl`` or SQLite file given, or ``agentdebug.db`` in the
+    folder given."""
+    path = Path(location) if location is not None else default_home()
+    if path.suffix == ".jsonl" or path.suffix in {".db", ".sqlite", ".sqlite3"}:
+        return path
+    return path / DB_NAME
 
 
 __all__ = [
@@ -36,4 +51,5 @@ __all__ = [
     "TraceStore",
     "default_home",
     "open_store",
+    "store_file",
 ]

@@ -305,3 +305,20 @@ def test_every_shipped_prompt_is_a_valid_template() -> None:
     assert "_test" in names
     for name in names:
         assert Template(load_prompt(name)).is_valid(), name
+
+
+def test_scripted_server_on_a_taken_port_is_a_usage_error() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "agentdebug", "scripted-server", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 2
+    assert f"cannot serve on 127.0.0.1:{port}: Address already in use" in proc.stderr
+    assert "internal error" not in proc.stderr

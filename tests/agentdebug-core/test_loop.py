@@ -125,6 +125,15 @@ def test_a_branch_that_fails_again_goes_round_until_the_limit(dbg: AgentDebug) -
     assert report.verification is not None and report.verification.status == "not_confirmed"
     assert store.load_reports(first.branch_id or "")  # the branch got its own diagnosis
     assert len(store.list_runs()) == 3  # the failure and both repairs are kept
+    # the branch failed as the original did, so the recoverer planned the same again:
+    # round 2 is told that this was tried and how it failed, not the same words again
+    assert first.plan is not None and second.plan is not None
+    assert second.plan.directive.startswith(first.plan.directive)
+    assert "This was already tried from this step (round 1) and the run still failed" in (
+        second.plan.directive
+    )
+    assert first.score is not None and first.score.reason.rstrip(".") in second.plan.directive
+    assert any("round 1 tried this very plan" in n for n in second.plan.notes)
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
@@ -138,6 +147,8 @@ def test_every_round_of_a_loop_is_a_rerun_of_the_original(tmp_path: Path, kind: 
     ids = [a.branch_id for a in result.attempts]
     store = dbg.store
     assert store is not None and len(ids) == 3
+    said = [a.plan.directive for a in result.attempts if a.plan is not None]
+    assert len(set(said)) == 3 and "(round 1, 2)" in said[2]  # never the same words twice
     last = store.load_trajectory(ids[2] or "")
     assert last.metadata["branch"]["lineage"] == [run.id, ids[0], ids[1]]
     below = store.list_runs(RunQuery(descends_from=run.id, limit=None))

@@ -112,6 +112,7 @@ def closed_loop(
         )
 
     attempts: list[Attempt] = []
+    tried: list[tuple[int, RecoveryPlan]] = []  # each round's plan as its recoverer made it
     current, current_report = trajectory, report
     for round_ in range(1, max_rounds + 1):
         if current_report is None:
@@ -137,6 +138,8 @@ def closed_loop(
                 round=round_, run_id=current.id, report_id=current_report.id, plan=plan, error=why
             )
             return _end(store, current_report, attempts, attempt, trajectory, status, why)
+        made, plan = plan, _unrepeated(plan, tried, attempts)
+        tried.append((round_, made))
         say(
             f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: "
             f"{plan.directive}"
@@ -203,6 +206,35 @@ def closed_loop(
     return _result(
         trajectory, "failed", attempts, current.id, f"no branch passed in {max_rounds} round(s)"
     )
+
+
+def _unrepeated(
+    plan: RecoveryPlan, tried: list[tuple[int, RecoveryPlan]], attempts: list[Attempt]
+) -> RecoveryPlan:
+    """A plan an earlier round made too (same step, same directive), whose branch
+    failed: the same words again would only repeat that branch (a deterministic
+    recoverer such as ``native`` says the same of the same failure), so the
+    directive adds that it was tried, in which rounds, and how it failed."""
+    rounds = [
+        r
+        for r, before in tried
+        if before.resume_step == plan.resume_step and before.directive == plan.directive
+    ]
+    if not rounds:
+        return plan
+    scored = [a.score for a in attempts if a.round in rounds and a.score is not None]
+    how = " ".join((scored[-1].reason if scored else "").split()).rstrip(".")
+    which = ", ".join(map(str, rounds))
+    directive = (
+        f"{plan.directive} This was already tried from this step (round {which}) and the "
+        f"run still failed{': ' + how if how else ''}. Do not repeat that attempt: take a "
+        "different approach."
+    )
+    note = (
+        f"round {which} tried this very plan and failed: the loop added that to the "
+        "directive (a model recoverer, reflexion or critic, writes a new one)"
+    )
+    return plan.model_copy(update={"directive": directive, "notes": [*plan.notes, note]})
 
 
 def _why(exc: BaseException) -> str:

@@ -534,3 +534,39 @@ def test_a_report_naming_no_root_cause_says_why_not_that_nothing_was_found() -> 
     text = render(gave_up, trajectory, "text")
     assert "Root cause: none named (no error instance survived grounding; no answer)" in text
     assert "no finding and no structural candidate" not in text
+
+
+def test_an_answer_that_reports_the_error_is_one_symptom_not_the_cause() -> None:
+    """The tool answered with an error text (it did not raise) and the model ended
+    saying both that it failed and that it succeeded: two rules speak of that end,
+    which is still one symptom; the call the model made with the wrong argument
+    is blamed."""
+    t = AgentTrajectory(
+        id="soft",
+        goal="Please refund order A123",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="no refund was issued"),
+        events=[
+            ev(0, EventType.USER_INPUT, None, input="Please refund order A123"),
+            ev(1, EventType.TOOL_CALL, "agent", module="lookup_order", input={"id": "a-123"}),
+            AgentEvent(
+                id="e2",
+                type=EventType.TOOL_RESULT,
+                step_index=2,
+                agent_name="tools",
+                module="lookup_order",
+                parent_id="e1",
+                output="ERROR: no such order",
+            ),
+            ev(
+                3,
+                EventType.FINAL_ANSWER,
+                "agent",
+                output="I could not find it, but your refund has been processed.",
+            ),
+        ],
+    )
+    report = diagnose(t)
+    modes = {f.mode_id for f in report.findings}
+    assert {"verification.premature_success", "verification.invalid_final_output"} <= modes
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("agent", 1)

@@ -251,7 +251,10 @@ def test_serve_forever_prints_its_url_and_answers() -> None:
         port = sock.getsockname()[1]
     code = f"from agentdebug.llm.testing import serve_forever; serve_forever({port})"
     proc = subprocess.Popen(
-        [sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        [sys.executable, "-X", "faulthandler", "-c", code],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert proc.stdout is not None
@@ -268,7 +271,12 @@ def test_serve_forever_prints_its_url_and_answers() -> None:
         assert Quote.model_validate_json(reply.choices[0].message.content or "").step == 1
     finally:
         proc.send_signal(signal.SIGINT)
-        proc.wait(timeout=10)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # where it hangs: faulthandler's dump on SIGABRT
+            proc.send_signal(signal.SIGABRT)
+            _, err = proc.communicate(timeout=30)
+            pytest.fail(f"serve_forever did not stop on Ctrl-C:\n{err}")
     assert proc.returncode == 0
 
 

@@ -15,7 +15,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.detect.signals import DECISION_TYPES, FAILURE_MODE, RESULT_TYPES
+from agentdebug.detect.signals import (
+    DECISION_TYPES,
+    ERROR_OR_REFUSAL,
+    FAILURE_MODE,
+    RESULT_TYPES,
+)
 from agentdebug.schema import (
     AgentEvent,
     AgentTrajectory,
@@ -127,6 +132,7 @@ class HeuristicAttributor:
         position = {e.id: i for i, e in enumerate(events)}
         by_id = {e.id: e for e in events}
         candidates: dict[str, _Candidate] = {}
+        ended: dict[str, float] = {}  # event id -> weight charged for how the run ended
 
         def charge(event: AgentEvent, weight: float, reason: str, finding: Finding) -> None:
             cand = candidates.setdefault(event.id, _Candidate(event))
@@ -187,8 +193,15 @@ class HeuristicAttributor:
                     charge(event, 0.4 * conf, finding.message, finding)
                 else:
                     charge(event, conf, finding.message, finding)
-            elif finding.mode_id == "verification.premature_success":
-                charge(event, 0.6 * conf, finding.message, finding)
+            elif _run_end_symptom(finding):
+                # How the run ended (done over an error never resolved, an answer that
+                # reports an error): one symptom however many rules say it, so an
+                # event is charged for the strongest only, not for each
+                weight = 0.6 * conf
+                before = ended.get(event.id, 0.0)
+                if weight > before:
+                    ended[event.id] = weight
+                    charge(event, weight - before, finding.message, finding)
             else:
                 charge(event, conf, finding.message, finding)
 
@@ -272,6 +285,15 @@ class HeuristicAttributor:
             )
             for e, conf, why in picks
         ]
+
+
+def _run_end_symptom(finding: Finding) -> bool:
+    """A finding about how the run ended rather than a decision in it: done while
+    an error stood unresolved, or a final answer that reports an error or refuses."""
+    return finding.mode_id == "verification.premature_success" or (
+        finding.mode_id == "verification.invalid_final_output"
+        and finding.metadata.get("answer") == ERROR_OR_REFUSAL
+    )
 
 
 def _decided_nothing(event: AgentEvent) -> bool:

@@ -11,12 +11,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
 from agentdebug.detect.signals import (
     ACTION_TYPES,
     DECISION_TYPES,
+    ERROR_OR_REFUSAL,
     HANDLES,
     RESULT_TYPES,
     SPEECH_TYPES,
@@ -99,6 +101,7 @@ def _finding(
     confidence: float,
     evidence: list[Evidence] | None = None,
     severity: Severity = Severity.ERROR,
+    metadata: dict[str, Any] | None = None,
 ) -> Finding:
     return Finding(
         detector="rules",
@@ -111,6 +114,7 @@ def _finding(
         confidence=confidence,
         severity=severity,
         evidence=evidence or [],
+        metadata=metadata or {},
     )
 
 
@@ -419,6 +423,7 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
                 event,
                 f"the final answer is an error or a refusal: {shorten(text, 100)}",
                 confidence=0.7,
+                metadata={"answer": ERROR_OR_REFUSAL},
                 evidence=[
                     Evidence(
                         event_id=event.id,

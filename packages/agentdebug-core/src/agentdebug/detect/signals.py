@@ -141,6 +141,10 @@ def handoff_target(event: AgentEvent) -> str | None:
     return None
 
 
+# a finding's metadata["answer"]: the final answer reports an error or refuses (an
+# end of the run, like a premature success: a symptom, not the decision that caused it)
+ERROR_OR_REFUSAL = "error_or_refusal"
+
 # metadata of an error event: the failure mode the integration that recorded it knows
 # the error to be (a framework's own error, placed at the step it concerns), which then
 # goes before the error's text

@@ -68,6 +68,10 @@ def test_ingest_goes_on_past_bad_files_and_exits_non_zero(tmp_path: Path, home: 
     assert "d_unknown.json" in err and "tried" in err
     assert "e_badfield.json" in err and "step_index" in err and "record" in err
     assert "Traceback" not in err
+    # an importer no one has: the command's mistake, said once, before any file is read
+    bogus = run_cli("ingest", str(folder), "--format", "bogus")
+    assert bogus.returncode == 2
+    assert "Invalid value for --format: unknown import format 'bogus' (known: " in bogus.stderr
     # The good run is intact, the database is sound.
     db = sqlite3.connect(home / "agentdebug.db")
     assert db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -200,8 +204,11 @@ def test_config_set_show_unset(tmp_path: Path) -> None:
         run_cli("config", "set", "colour", "blue", env=env)
     )
     assert "timeout" in one_line_error(run_cli("config", "set", "timeout", "soon", env=env))
-    assert run_cli("config", "unset", "model", env=env).returncode == 0
+    removed = run_cli("config", "unset", "model", env=env)
+    assert removed.returncode == 0 and removed.stdout.startswith("model removed from ")
     assert "llama3.1" not in run_cli("config", "show", env=env).stdout
+    again = run_cli("config", "unset", "model", env=env)  # (nothing to remove: said so)
+    assert again.returncode == 0 and again.stdout.startswith("model was not set in ")
 
 
 def test_show_says_which_run_a_run_continues(home: Path) -> None:

@@ -570,3 +570,59 @@ def test_an_answer_that_reports_the_error_is_one_symptom_not_the_cause() -> None
     assert {"verification.premature_success", "verification.invalid_final_output"} <= modes
     assert report.root_cause is not None
     assert (report.root_cause.agent_name, report.root_cause.step_index) == ("agent", 1)
+    for h in report.hypotheses:  # two findings quoting one answer: quoted once
+        quoted = [(e.event_id, e.field, e.quote) for e in h.evidence]
+        assert len(quoted) == len(set(quoted))
+    ended = next(h for h in report.hypotheses if h.step_index == 3)
+    assert len(ended.evidence) < 3
+
+
+def test_the_text_report_counts_calls_the_cache_answered() -> None:
+    from agentdebug.schema import Cost
+
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory).model_copy(
+        update={
+            "cost": Cost(
+                calls=1,
+                input_tokens=10,
+                output_tokens=2,
+                cached_calls=2,
+                cached_input_tokens=300,
+                cached_output_tokens=40,
+            )
+        }
+    )
+    line = next(x for x in render(report, trajectory, "text").splitlines() if x.startswith("Cost:"))
+    assert line == (
+        "Cost: 1 model call(s), 10 input and 2 output tokens (+2 answered from the cache: "
+        "300 input and 40 output tokens not spent again)"
+    )
+
+
+def test_a_diff_row_that_reads_the_same_shows_what_differs_in_its_input() -> None:
+    from agentdebug.rerun.diff import compare
+
+    prompt = [{"role": "user", "content": "Please refund my order A123, it arrived broken."}]
+    told = [*prompt, {"role": "user", "content": "Fix: look the order up by its id."}]
+    a = traj(
+        ev(0, EventType.USER_INPUT, None, input="refund A123"),
+        ev(1, EventType.LLM_RESPONSE, "agent", input=prompt, output="calling lookup"),
+        ev(2, EventType.TOOL_CALL, "agent", module="lookup_order", input={"email": "A123"}),
+    )
+    b = a.model_copy(
+        update={
+            "id": "t2",
+            "events": [
+                a.events[0],
+                a.events[1].model_copy(update={"input": told}),
+                a.events[2].model_copy(update={"input": {"order_id": "A123"}}),
+            ],
+        }
+    )
+    text = compare(a, b).render()
+    lines = text.splitlines()
+    changed = [x for x in lines if x.startswith(("  ~ A", "    B"))]
+    assert changed[0].startswith("  ~ A step   1 llm.response  agent: given …")
+    assert "Fix: look the order up by its id." in changed[1]
+    assert changed[2] == '  ~ A step   2 tool.call     agent: lookup_order({"email":"A123"})'

@@ -242,6 +242,12 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     cost = report.cost
     out.append(
         f"Cost: {cost.calls} model call(s), {cost.input_tokens} input and {cost.output_tokens} output tokens"
+        + (
+            f" (+{cost.cached_calls} answered from the cache: {cost.cached_input_tokens} "
+            f"input and {cost.cached_output_tokens} output tokens not spent again)"
+            if cost.cached_calls
+            else ""
+        )
     )
     for note in report.notes:
         out.append(f"Note: {note}")

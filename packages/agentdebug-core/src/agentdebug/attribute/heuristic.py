@@ -233,7 +233,12 @@ class HeuristicAttributor:
                     # the mode that contributed most weight; ties go to the first charged
                     mode_id=max(cand.modes, key=lambda m: cand.modes[m]) if cand.modes else None,
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
-                    evidence=cand.evidence[:4],
+                    # (two findings at one event often quote the same text)
+                    evidence=list(
+                        {
+                            (e.event_id, e.field, e.quote): e for e in reversed(cand.evidence)
+                        }.values()
+                    )[::-1][:4],
                 )
             )
             if len(out) >= self.max_hypotheses:

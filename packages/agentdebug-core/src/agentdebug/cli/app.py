@@ -88,6 +88,14 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     """
     from agentdebug.io import expand_paths
 
+    if fmt is not None:  # a name no importer has: the command's mistake, not each file's
+        from agentdebug.plugins import get_registry
+
+        known = list(get_registry().importers)
+        if fmt not in known:
+            raise click.BadParameter(
+                f"unknown import format '{fmt}' (known: {', '.join(known)})", param_hint="--format"
+            )
     files = expand_paths(paths)
     store = obj.store
     failures: list[tuple[Path, str]] = []

@@ -44,10 +44,15 @@ def config_set(key: str, value: str) -> None:
 @click.argument("key")
 def config_unset(key: str) -> None:
     """Remove KEY from the config file."""
-    from agentdebug.llm import config_path, unset_config_value
+    from agentdebug.llm import config_path, read_config, unset_config_value
 
+    was_set = key in read_config()
     unset_config_value(key)
-    click.echo(f"{key} removed from {config_path()}")
+    click.echo(
+        f"{key} removed from {config_path()}"
+        if was_set
+        else f"{key} was not set in {config_path()}"
+    )
 
 
 @config.command("path")

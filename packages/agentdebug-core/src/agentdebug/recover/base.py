@@ -71,11 +71,12 @@ def tool_names(trajectory: AgentTrajectory) -> list[str]:
     return list(seen)
 
 
-def require_model(name: str) -> None:
+def require_model(name: str, *, instead: str = "--recover native") -> None:
+    """Refuse, saying what to do, when no model is configured for ``name``."""
     if not current_settings().configured:
         raise NoModelConfigured(
-            f"recoverer '{name}' needs a model and none is configured "
-            "(set AGENTDEBUG_MODEL / AGENTDEBUG_BASE_URL, or use --recover native)"
+            f"{name} needs a model and none is configured "
+            f"(set AGENTDEBUG_MODEL / AGENTDEBUG_BASE_URL, or use {instead})"
         )
 
 
@@ -94,7 +95,7 @@ def ask(
     """One structured model call about the blamed step, with its audit entries."""
     from agentdebug.attribute.model_common import chat, client, fit_view
 
-    require_model(name)
+    require_model(f"recoverer '{name}'")
     user = fit_view(
         trajectory,
         template,

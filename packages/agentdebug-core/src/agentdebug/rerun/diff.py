@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from agentdebug.rerun.score import final_answer
-from agentdebug.schema import AgentEvent, AgentTrajectory
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.schema.rerun import ancestors
 from agentdebug.text import shorten
 
@@ -38,6 +38,18 @@ def signature(event: AgentEvent) -> tuple[Any, ...]:
     )
 
 
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
+    return " ".join(text.split())
+
+
+def _head(event: AgentEvent) -> str:
+    who = f" {event.agent_name}" if event.agent_name else ""
+    return f"step {event.step_index:>3} {event.type.value:<13}{who}: "
+
+
 def brief(event: AgentEvent, width: int = 100) -> str:
     """One line: step, type, agent, and the most telling payload."""
     value = (
@@ -45,12 +57,26 @@ def brief(event: AgentEvent, width: int = 100) -> str:
         if event.error
         else (event.output if event.output is not None else event.input)
     )
-    if value is None:
-        text = ""
-    else:
-        text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
-    who = f" {event.agent_name}" if event.agent_name else ""
-    return f"step {event.step_index:>3} {event.type.value:<13}{who}: {shorten(' '.join(text.split()), width)}"
+    text = _text(value)
+    if event.type is EventType.TOOL_CALL and event.module and not event.error:
+        text = f"{event.module}({text})"  # (which tool: a call's arguments alone do not say)
+    return _head(event) + shorten(text, width)
+
+
+def _given_apart(a: AgentEvent, b: AgentEvent, width: int = 100) -> tuple[str, str]:
+    """Two events that read the same but differ in what they were given (a model
+    call whose prompt a directive changed): their inputs, from a little before
+    where they first differ."""
+    ta, tb = _text(a.input), _text(b.input)
+    at = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y), None)
+    if at is None:
+        at = min(len(ta), len(tb))
+    start = max(0, at - 20)
+    cut = "…" if start else ""
+    return (
+        _head(a) + "given " + shorten(cut + ta[start:], width),
+        _head(b) + "given " + shorten(cut + tb[start:], width),
+    )
 
 
 @dataclass(frozen=True)
@@ -156,9 +182,12 @@ class BranchDiff:
         for row in shown:
             if row.tag == "same":
                 out.append(f"    {brief(row.a)}" if row.a else "")
-            elif row.tag == "changed":
-                out.append(f"  ~ A {brief(row.a)}" if row.a else "")
-                out.append(f"    B {brief(row.b)}" if row.b else "")
+            elif row.tag == "changed" and row.a is not None and row.b is not None:
+                a, b = brief(row.a), brief(row.b)
+                if a == b:  # the same to see: what differs is what it was given
+                    a, b = _given_apart(row.a, row.b)
+                out.append(f"  ~ A {a}")
+                out.append(f"    B {b}")
             elif row.tag == "only_a" and row.a:
                 out.append(f"  - {brief(row.a)}")
             elif row.b:

@@ -159,7 +159,7 @@ class LLMJudgeScorer:
         from agentdebug.attribute.model_common import chat, client, fit_view
         from agentdebug.recover.base import require_model
 
-        require_model("llm scorer")
+        require_model("the llm scorer", instead="--scorer outcome or --scorer reference")
         reference = branch.reference_answer or original.reference_answer
         answer = final_answer(branch)
         user = fit_view(

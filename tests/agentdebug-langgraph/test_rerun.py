@@ -144,6 +144,26 @@ def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: Agent
     assert "compile(checkpointer=InMemorySaver())" in message and "thread_id" in message
     result = closed_loop(original, debugger=dbg, executor=executor, report=cb.reports[0])
     assert result.status == "error" and "no checkpointer" in result.detail
+    # found before the gate: a human asked (policy "ask") would approve a rerun
+    # that cannot run; the round ends with the reason and no decision
+    asked = closed_loop(
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="ask"
+    )
+    assert asked.status == "error" and "no checkpointer" in asked.detail
+    assert asked.attempts[0].decision is None and asked.attempts[0].plan is not None
+    # rebuilt by a recorded factory in another process: what is missing is the run's
+    # own checkpoints, not the factory's reading of them
+    lg = {**original.metadata["langgraph"], "graph_factory": "lg_graphs:unsaved_agent"}
+    elsewhere = original.model_copy(update={"id": "elsewhere", "metadata": {"langgraph": lg}})
+    with pytest.raises(AgentDebugError) as raised:
+        LangGraphRerunExecutor(debugger=dbg).rerun(request_from(elsewhere, cb))
+    message = str(raised.value)
+    assert "the run was recorded with no checkpointer, so LangGraph kept no state" in message
+    assert (
+        "its graph factory 'lg_graphs:unsaved_agent' returns a graph compiled without one"
+        in message
+    )
+    assert "the checkpoints the run saved" not in message
 
 
 def test_a_run_that_saved_only_its_last_checkpoint_is_refused_naming_durability(

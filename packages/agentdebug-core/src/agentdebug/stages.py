@@ -99,7 +99,13 @@ class Recoverer(Protocol):
 class RerunExecutor(Protocol):
     """Reruns a framework's agent from a step with a directive, through the
     framework's own state restore; returns the branch trajectory (linked to the
-    original by ``parent_id``, with ``metadata['branch']`` from the request)."""
+    original by ``parent_id``, with ``metadata['branch']`` from the request).
+
+    An executor may also have ``preflight(trajectory) -> None``, raising an
+    ``AgentDebugError`` that says why when it can tell without running anything
+    that it cannot rerun the run (no state kept to restore, no way to rebuild the
+    agent): the closed loop calls it before its gate, so no one is asked to
+    approve a rerun that cannot run."""
 
     framework: str
 

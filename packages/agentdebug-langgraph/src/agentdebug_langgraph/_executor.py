@@ -169,7 +169,9 @@ class LangGraphRerunExecutor:
         original = request.trajectory
         graph, factory = self._graph_for(original)
         _require_state_graph(graph, original.id, factory)
-        _require_checkpointer(graph, original.id, factory)
+        _require_checkpointer(
+            graph, original.id, factory, saved=any(e.checkpoint for e in original.events)
+        )
         given = self.config.get("configurable")
         invocation = _invocation.for_branch(
             original,
@@ -300,9 +302,41 @@ class LangGraphRerunExecutor:
 
     # -- the pieces ------------------------------------------------------------------------
 
+    def preflight(self, trajectory: AgentTrajectory) -> None:
+        """What :meth:`rerun` would refuse that is known without running anything:
+        no graph and no recorded factory, a factory that cannot be imported, a run
+        recorded with no checkpointer, a graph that is not a ``StateGraph`` or has no
+        checkpointer. The closed loop asks before its gate, so no one approves a
+        rerun that cannot run. (A recorded factory is imported, not called.)"""
+        graph, spec = self._found(trajectory)
+        saved = any(e.checkpoint for e in trajectory.events)
+        if graph is None:
+            load_spec(str(spec), "graph factory")
+            if not saved:
+                _require_checkpointer(None, trajectory.id, spec, saved=False)
+            return
+        _require_state_graph(graph, trajectory.id)
+        _require_checkpointer(graph, trajectory.id, saved=saved)
+
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
         """The graph to rerun, and the recorded factory that made it (None: given,
         or alive in this process), for the refusals to name."""
+        graph, spec = self._found(trajectory)
+        if graph is not None:
+            return graph, None
+        factory = load_spec(str(spec), "graph factory")
+        try:
+            made = factory()
+        except Exception as exc:  # the user's code: its error, named, not a traceback
+            raise AgentDebugError(
+                f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
+        return made, spec
+
+    def _found(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
+        """The graph given or alive in this process (and None), else None and the
+        spec of the factory the run recorded; neither is an error saying what to do."""
         if self.graph is not None:
             return self.graph, None
         for run_id in (trajectory.id, trajectory.parent_id):
@@ -312,15 +346,7 @@ class LangGraphRerunExecutor:
         lg = trajectory.metadata.get("langgraph")
         spec = lg.get("graph_factory") if isinstance(lg, dict) else None
         if isinstance(spec, str) and spec:
-            factory = load_spec(spec, "graph factory")
-            try:
-                made = factory()
-            except Exception as exc:  # the user's code: its error, named, not a traceback
-                raise AgentDebugError(
-                    f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
-                    f"{type(exc).__name__}: {exc}"
-                ) from exc
-            return made, spec
+            return None, spec
         raise AgentDebugError(
             f"cannot rerun run '{trajectory.id}': its graph is not in this process and "
             "the run did not record how to rebuild it. Capture with "
@@ -496,9 +522,21 @@ def _require_state_graph(graph: Any, run_id: str, factory: str | None = None) ->
     )
 
 
-def _require_checkpointer(graph: Any, run_id: str, factory: str | None = None) -> None:
+def _require_checkpointer(
+    graph: Any, run_id: str, factory: str | None = None, *, saved: bool = True
+) -> None:
+    """Refuse a graph without a checkpointer to fork from. ``saved``: whether the
+    run itself recorded checkpoints (one captured without a checkpointer did not,
+    and no graph can restore what was never kept)."""
     saver = getattr(graph, "checkpointer", None)
     name = getattr(graph, "name", None) or type(graph).__name__
+    if (saver is None or saver is False or saver is True) and not saved:
+        made = f"its graph factory '{factory}' returns a graph" if factory else f"graph '{name}' is"
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}' from a checkpoint: the run was recorded with "
+            f"no checkpointer, so LangGraph kept no state to restore (and {made} "
+            f"compiled without one). To rerun later runs: {HOW_TO_CHECKPOINT}"
+        )
     if (saver is None or saver is False or saver is True) and factory:
         raise AgentDebugError(  # (another process forks only what a persistent saver kept)
             f"cannot rerun run '{run_id}': its graph factory '{factory}' returns a graph "

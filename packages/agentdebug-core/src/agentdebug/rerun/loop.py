@@ -144,6 +144,17 @@ def closed_loop(
             f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: "
             f"{plan.directive}"
         )
+        unable = _cannot_rerun(ex, current)
+        if unable is not None:  # before the gate: no one approves what cannot run
+            say(f"round {round_}: {unable}; the original run is kept")
+            attempt = Attempt(
+                round=round_,
+                run_id=current.id,
+                report_id=current_report.id,
+                plan=plan,
+                error=unable,
+            )
+            return _end(store, current_report, attempts, attempt, trajectory, "error", unable)
         decision = decide(plan, policy)
         verdict = "approved" if decision.approved else "refused"
         say(f"round {round_}: gate {decision.policy}: {verdict} ({decision.reason})")
@@ -235,6 +246,20 @@ def _unrepeated(
         "directive (a model recoverer, reflexion or critic, writes a new one)"
     )
     return plan.model_copy(update={"directive": directive, "notes": [*plan.notes, note]})
+
+
+def _cannot_rerun(ex: RerunExecutor, run: AgentTrajectory) -> str | None:
+    """Why ``ex`` cannot rerun ``run``, when its ``preflight`` can tell beforehand."""
+    check = getattr(ex, "preflight", None)
+    if check is None:
+        return None
+    try:
+        check(run)
+    except AgentDebugError as exc:
+        return f"the '{getattr(ex, 'framework', '?')}' executor cannot rerun it: {exc}"
+    except Exception:  # a preflight's own bug: the rerun itself will say what is wrong
+        log.exception("agentdebug: the executor's preflight failed")
+    return None
 
 
 def _why(exc: BaseException) -> str:

@@ -397,6 +397,18 @@ def test_an_event_filed_under_an_earlier_step_is_shown_with_that_step() -> None:
 
     t = _filed_back()
     assert t.step_order() == [0, 1, 2, 3, 5, 4, 6, 7, 8]
+    # nothing else moves: a node's end after the subgraph nodes it ran, a final
+    # answer an earlier step gave after a later node (a formatter) ran
+    nested = traj(
+        ev(0, EventType.USER_INPUT, None, input="q"),
+        AgentEvent(id="o1", type=EventType.AGENT_START, step_index=1, agent_name="research"),
+        AgentEvent(id="i2", type=EventType.AGENT_START, step_index=2, agent_name="research/pick"),
+        AgentEvent(id="i3", type=EventType.AGENT_END, step_index=2, agent_name="research/pick"),
+        AgentEvent(id="o4", type=EventType.AGENT_END, step_index=1, agent_name="research"),
+        AgentEvent(id="f5", type=EventType.AGENT_START, step_index=3, agent_name="format"),
+        AgentEvent(id="a6", type=EventType.FINAL_ANSWER, step_index=2, agent_name="research/pick"),
+    )
+    assert nested.step_order() == list(range(7))
     shown = [line for line in render_run(t).splitlines() if line.startswith(("→", "  ["))]
     kinds = [(line.split("]")[0][-3:].strip(), line.split()[-1]) for line in shown]
     assert kinds[3:6] == [("1", "agent.end"), ("1", "tool.call"), ("2", "agent.start")]

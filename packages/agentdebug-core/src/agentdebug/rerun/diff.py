@@ -68,6 +68,8 @@ def _given_apart(a: AgentEvent, b: AgentEvent, width: int = 100) -> tuple[str, s
     call whose prompt a directive changed): their inputs, from a little before
     where they first differ."""
     ta, tb = _text(a.input), _text(b.input)
+    if ta == tb:  # (no difference there either: as they read)
+        return brief(a, width), brief(b, width)
     at = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y), None)
     if at is None:
         at = min(len(ta), len(tb))

@@ -339,9 +339,22 @@ class AgentTrajectory(BaseModel):
         return sorted({e.step_index for e in self.events})
 
     def step_order(self) -> list[int]:
-        """The events' positions in the order a reader follows the run: by step,
-        then as recorded. An event filed under the step whose decision it carries
-        out, though recorded later (a LangGraph tool call, run by the next node),
-        comes with that step rather than among the next step's events."""
+        """The events' positions in the order a reader follows the run: as
+        recorded, except that a tool call filed under an earlier step (the model
+        answer that asked for it), though recorded as the next node ran it, comes
+        right after that step's events recorded before it rather than among the
+        next step's. Nothing else moves: a node's end after the nodes of the
+        subgraph it ran, or a final answer an earlier step gave, stays where it
+        happened."""
         events = self.events
-        return sorted(range(len(events)), key=lambda i: events[i].step_index)
+        order: list[int] = []
+        for i, event in enumerate(events):
+            step = event.step_index
+            if event.type is EventType.TOOL_CALL and order and events[order[-1]].step_index > step:
+                at = len(order)
+                while at > 0 and events[order[at - 1]].step_index > step:
+                    at -= 1
+                order.insert(at, i)
+            else:
+                order.append(i)
+        return order

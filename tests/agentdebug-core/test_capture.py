@@ -173,7 +173,7 @@ def test_a_final_answer_over_the_event_limit_is_kept_as_its_head_in_the_header(
 def test_a_goal_the_size_of_a_document_is_kept_as_its_head(home: Path) -> None:
     """An integration takes the goal from the user's first message, which may be a
     whole document; the header, in every listing and prompt, keeps its head."""
-    from agentdebug.capture.session import GOAL_CHARS
+    from agentdebug.capture.fields import GOAL_CHARS
 
     dbg = AgentDebug()
     with dbg.trace(goal="Summarise: " + "z" * 2_000_000) as t:
@@ -296,6 +296,39 @@ def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path)
     ids = [ev.id for ev in e]
     assert len(ids) == len(set(ids)) and "5" in ids and "same" in ids and "e0#u" in ids
     assert e[9].artifacts[0].uri == "file:///s.png"
+
+
+def test_a_step_or_reference_no_run_could_hold_is_coerced_and_nothing_else_is_lost(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A step past 64 bits once failed its batch's encoding and every event after
+    it; artifacts and a checkpoint of the wrong shape made the stored run unreadable."""
+    dbg = AgentDebug()
+    with dbg.trace("odd steps", run_id="odd") as t:
+        t.record(EventType.MESSAGE, step_index=1, output="one")
+        t.record(EventType.MESSAGE, step_index=2**64, output="huge")
+        t.record(EventType.MESSAGE, step_index=2.5, output="half")  # type: ignore[arg-type]
+        t.record(EventType.MESSAGE, artifacts=[1, "x"], output="bad artifacts")  # type: ignore[list-item]
+        t.record(EventType.MESSAGE, checkpoint="ck1", output="bad checkpoint")  # type: ignore[arg-type]
+        t.record(EventType.TOOL_RESULT, error="TimeoutError: slow", output="late")
+        t.record(EventType.FINAL_ANSWER, output="done")
+    run = open_store(home).load_trajectory("odd")  # readable
+    assert [ev.output for ev in run.events] == [
+        "one",
+        "huge",
+        "half",
+        "bad artifacts",
+        "bad checkpoint",
+        "late",
+        "done",
+    ]
+    assert [ev.step_index for ev in run.events][:3] == [1, 2, 2]
+    notes = [ev.metadata.get("capture_notes") or {} for ev in run.events]
+    assert "not a list of artifacts" in notes[3]["artifacts"] and not run.events[3].artifacts
+    assert "not a checkpoint reference" in notes[4]["checkpoint"]
+    assert run.events[4].checkpoint is None
+    said = caplog.text
+    assert "invalid step_index 18446744073709551616" in said and "2.5 recorded as 2" in said
 
 
 def test_a_recorded_payload_is_kept_as_it_was_when_recorded(home: Path) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.capture.encode import jsonable
-from agentdebug.capture.session import RunMark, TraceSession, new_run_id, text_or_none
+from agentdebug.capture.fields import text_or_none
+from agentdebug.capture.session import RunMark, TraceSession, new_run_id
 from agentdebug.capture.writer import BackgroundWriter, retire
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store

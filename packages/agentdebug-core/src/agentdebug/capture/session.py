@@ -32,6 +32,13 @@ from agentdebug.capture.encode import (
     snapshot,
     to_json,
 )
+from agentdebug.capture.fields import (
+    MAX_STEP,
+    capped_goal,
+    checked_refs,
+    short_repr,
+    text_or_none,
+)
 from agentdebug.capture.writer import BEHIND, let_go
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
@@ -70,30 +77,6 @@ def current_session() -> TraceSession | None:
 
 def new_run_id() -> str:
     return uuid.uuid4().hex[:16]
-
-
-GOAL_CHARS = 8000  # a run's goal beyond this is cut (see capped_goal)
-
-
-def text_or_none(value: Any, name: str) -> str | None:
-    """A text field of the run's header, as text UTF-8 can hold (see ``clean_text``)."""
-    if value is None or isinstance(value, str):
-        return clean_text(value)  # type: ignore[no-any-return]
-    log.warning(
-        "agentdebug: %s should be a string, got %s; its text is used", name, type(value).__name__
-    )
-    return clean_text(str(value))  # type: ignore[no-any-return]
-
-
-def capped_goal(goal: str | None) -> str | None:
-    """The goal as the run's header keeps it: its first ``GOAL_CHARS`` characters,
-    and how many more there were. An integration takes the goal from the user's
-    first message, which may be a whole document: the header is in every listing
-    and every diagnosis prompt (the message itself is in the run's events, cut to
-    the event size limit)."""
-    if goal is None or len(goal) <= GOAL_CHARS:
-        return goal
-    return f"{goal[:GOAL_CHARS]} ... [goal cut: {len(goal) - GOAL_CHARS:,} more characters]"
 
 
 class RunMark(NamedTuple):
@@ -267,10 +250,12 @@ class TraceSession:
                 type, metadata = self._coerce_type(type, metadata)
             if step_index is None:
                 step_index = self._last_step + 1
-            elif step_index.__class__ is not int or step_index < 0:
+            elif step_index.__class__ is not int or not 0 <= step_index <= MAX_STEP:
                 step_index = self._coerce_step(step_index)
             if step_index > self._last_step:
                 self._last_step = step_index
+            if artifacts or checkpoint is not None:  # (rare: checked off the common path)
+                artifacts, checkpoint, metadata = checked_refs(artifacts, checkpoint, metadata)
             seq = next(self._counter)
             if (
                 input.__class__ in _CONTAINERS
@@ -454,13 +439,20 @@ class TraceSession:
         return EventType.SPAN, {**(metadata or {}), "original_type": str(value)}
 
     def _coerce_step(self, value: Any) -> int:
+        """A step that is not a whole number from 0 to ``MAX_STEP``: the number it
+        reads as (said, when it was not a plain int), else the next one."""
         try:
             step = int(value)
-            if step >= 0:
+            if 0 <= step <= MAX_STEP:
+                if value.__class__ is not int or step != value:
+                    log.warning("agentdebug: step_index %r recorded as %d", value, step)
                 return step
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             pass
-        log.warning("agentdebug: invalid step_index %r; numbered automatically", value)
+        log.warning(
+            "agentdebug: invalid step_index %s; numbered automatically",
+            short_repr(value),
+        )
         return self._last_step + 1
 
     # -- outcome and closing --------------------------------------------------------

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from agentdebug import AgentDebug
+from agentdebug import AgentDebug, EventType
 from agentdebug.errors import AgentDebugError, NotFoundError
 from agentdebug.llm import LLMSettings, use_settings
 from agentdebug.llm.testing import ScriptedServer
@@ -18,13 +18,15 @@ from agentdebug.rerun import (
     LLMJudgeScorer,
     OutcomeScorer,
     ReferenceScorer,
+    branch_debugger,
     closed_loop,
     compare,
     find_executor,
     load_executor,
+    start_branch,
 )
 from agentdebug.rerun.record import carried_verification
-from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan
+from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan, RerunRequest
 from agentdebug.store import RunQuery
 from toy_agent import ToyExecutor, failing_run
 
@@ -443,3 +445,41 @@ def test_native_uses_deepdebugs_own_fix(dbg: AgentDebug) -> None:
     plan = NativeRecoverer().recover(run, report)
     assert plan.directive == "Query city_search for the capital, not the largest city."
     assert plan.rationale == "directive taken from the diagnosis's own fix" and plan.cost.calls == 0
+
+
+class LeakyExecutor(ToyExecutor):
+    """The directive reaches a later agent too (a shared message list): the
+    researcher searches as before, and the writer, told to fix the run, answers
+    right anyway. The branch passes; the blamed step did not change."""
+
+    def rerun(self, request: RerunRequest) -> AgentTrajectory:
+        dbg = self.dbg or branch_debugger(request)
+        with start_branch(dbg, request, framework="toy") as t:
+            t.record(
+                EventType.TOOL_CALL,
+                agent_name="researcher",
+                step_index=1,
+                module="city_search",
+                input={"tool": "city_search", "query": "largest city of Australia"},
+            )
+            t.record(EventType.FINAL_ANSWER, agent_name="writer", step_index=3, output="Canberra")
+            t.set_outcome(OutcomeStatus.SUCCESS, final_answer="Canberra")
+        return t.trajectory()
+
+
+def test_a_branch_that_passes_with_the_blamed_step_unchanged_does_not_verify_it(
+    dbg: AgentDebug,
+) -> None:
+    run = failing_run(dbg)
+    said: list[str] = []
+    result = closed_loop(run, debugger=dbg, executor=LeakyExecutor(dbg), progress=said.append)
+    assert result.status == "succeeded"  # the branch passed...
+    assert result.verified_by_rerun is False  # ...but says nothing of the blamed step
+    assert "the blamed step decided as before" in result.detail
+    store = dbg.store
+    assert store is not None
+    (report,) = store.load_reports(run.id)
+    assert report.verified_by_rerun is False and report.verification is not None
+    assert report.verification.status == "not_confirmed"
+    assert "researcher at step 1 decided as before" in report.verification.detail
+    assert any("decided as before" in line for line in said)

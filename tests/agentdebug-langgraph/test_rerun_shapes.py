@@ -155,3 +155,50 @@ def test_a_subgraph_whose_schema_has_messages_gets_the_directive(dbg: AgentDebug
     request = desk_request(dbg, graph, "t-desk-2", "Find the price.")
     branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=desk_check).rerun(request)
     assert branch.outcome.status is OutcomeStatus.SUCCESS
+
+
+def test_a_branch_the_directive_fixed_downstream_does_not_verify_the_blamed_step(
+    dbg: AgentDebug,
+) -> None:
+    """The planner (blamed: the first decision, no detector finding anything) plans
+    as before in the branch; the writer, which reads the same message list, sees
+    the correction and answers right. The branch passes, but it did not test the
+    planner: the blame is not confirmed."""
+    from agentdebug.rerun import closed_loop
+
+    planner = Heeding(cue="never", default="Plan: look it up.", heeded="never")
+    writer = Heeding(cue=CUE, default="It is cheap.", heeded="It is $42.")
+
+    def plan(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [planner.invoke(state["messages"])]}
+
+    def write(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [writer.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("planner", plan)
+    g.add_node("writer", write)
+    g.add_edge(START, "planner")
+    g.add_edge("planner", "writer")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def answered(state: dict[str, Any]) -> bool | str:
+        said = str(state["messages"][-1].content)
+        return "$42" in said or f"no price given: {said}"
+
+    cb = AgentDebugCallback(dbg, success_check=answered)
+    graph.invoke(
+        {"messages": [HumanMessage("Price of order 7?")]},
+        {"configurable": {"thread_id": "t-downstream"}, "callbacks": [cb]},
+    )
+    original = cb.trajectory()
+    report = cb.reports[0]
+    assert report.root_cause is not None and report.root_cause.agent_name == "planner"
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=answered)
+    result = closed_loop(original, debugger=dbg, executor=executor, report=report, max_rounds=1)
+    assert result.status == "succeeded" and result.verified_by_rerun is False
+    store = dbg.store
+    assert store is not None
+    stored = store.load_reports(original.id)[-1]
+    assert stored.verification is not None and stored.verification.status == "not_confirmed"
+    assert "planner at step 1 decided as before" in stored.verification.detail

@@ -20,7 +20,7 @@ from agentdebug.schema.rerun import ancestors
 from agentdebug.text import shorten
 
 
-def _payload(value: Any) -> bytes:
+def payload_bytes(value: Any) -> bytes:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str)
     except TypeError:
@@ -32,8 +32,8 @@ def signature(event: AgentEvent) -> tuple[Any, ...]:
         event.type.value,
         event.agent_name,
         event.module,
-        _payload(event.input),
-        _payload(event.output),
+        payload_bytes(event.input),
+        payload_bytes(event.output),
         event.error.message if event.error else None,
     )
 
@@ -41,7 +41,7 @@ def signature(event: AgentEvent) -> tuple[Any, ...]:
 def _text(value: Any) -> str:
     if value is None:
         return ""
-    text = value if isinstance(value, str) else _payload(value).decode("utf-8", "replace")
+    text = value if isinstance(value, str) else payload_bytes(value).decode("utf-8", "replace")
     return " ".join(text.split())
 
 

@@ -112,6 +112,7 @@ def closed_loop(
         )
 
     attempts: list[Attempt] = []
+    confirmed: bool | None = None  # what round 1's branch said of the blame
     tried: list[tuple[int, RecoveryPlan]] = []  # each round's plan as its recoverer made it
     current, current_report = trajectory, report
     for round_ in range(1, max_rounds + 1):
@@ -207,15 +208,24 @@ def closed_loop(
             )
         attempt = attempt.model_copy(update={"score": score})
         attempts.append(attempt)
-        record_verification(store, current_report, branch, request, score)
+        said = record_verification(store, current_report, branch, request, score)
+        if round_ == 1:
+            confirmed = said.status == "verified_by_rerun"
         save_attempt(store, current_report, attempt)
         outcome = "succeeded" if score.success else "failed"
         say(f"round {round_}: branch {branch.id} {outcome} ({score.scorer}: {score.reason})")
+        if score.success and said.status != "verified_by_rerun":
+            say(f"round {round_}: {said.detail}")
         if score.success:
-            return _result(trajectory, "succeeded", attempts, branch.id, score.reason)
+            return _result(trajectory, "succeeded", attempts, branch.id, score.reason, confirmed)
         current, current_report = branch, None
     return _result(
-        trajectory, "failed", attempts, current.id, f"no branch passed in {max_rounds} round(s)"
+        trajectory,
+        "failed",
+        attempts,
+        current.id,
+        f"no branch passed in {max_rounds} round(s)",
+        confirmed,
     )
 
 
@@ -311,13 +321,27 @@ def _end(
 
 
 def _result(
-    original: AgentTrajectory, status: Any, attempts: list[Attempt], final: str, detail: str
+    original: AgentTrajectory,
+    status: Any,
+    attempts: list[Attempt],
+    final: str,
+    detail: str,
+    confirmed: bool | None = None,
 ) -> LoopResult:
     """``verified_by_rerun`` speaks of the original's root cause: what the first
-    round's scored branch said, None when no branch was scored."""
+    round's scored branch said (``confirmed``: its verification; a branch that
+    passed with the blamed step deciding as before does not confirm it), None
+    when no branch was scored."""
     first = attempts[0] if attempts else None
     verified = first.score.success if first is not None and first.score is not None else None
-    if status == "succeeded" and verified is False:
+    if verified and confirmed is False:
+        verified = False
+        if len(attempts) == 1:
+            detail += (
+                " (but the blamed step decided as before: the directive changed a later "
+                "step, so the root cause is not confirmed)"
+            )
+    elif status == "succeeded" and verified is False:
         detail += (
             " (a later round succeeded; the first branch, which corrected only the blamed "
             "step, did not, so the original root cause is not confirmed)"

@@ -7,11 +7,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from agentdebug.detect.signals import DECISION_TYPES
 from agentdebug.errors import AgentDebugError, NotFoundError
+from agentdebug.rerun.diff import payload_bytes
 from agentdebug.schema import (
     AgentTrajectory,
     Attempt,
     DiagnosticReport,
+    EventType,
     RerunRequest,
     Score,
     Verification,
@@ -19,6 +22,9 @@ from agentdebug.schema import (
 from agentdebug.store import TraceStore
 
 log = logging.getLogger("agentdebug.rerun")
+
+_DECIDED = DECISION_TYPES | {EventType.AGENT_END}  # what a step decided, and its output
+_PROMPTED = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE, EventType.AGENT_END})
 
 
 def ensure_stored(store: TraceStore, run: AgentTrajectory, *, replace: bool = False) -> None:
@@ -117,13 +123,58 @@ def record_verification(
     verification as it was (the attempt, with its error, is kept apart)."""
     recorded = branch.metadata.get("branch")
     resumed = recorded.get("resume_step") if isinstance(recorded, dict) else None
+    step = resumed if isinstance(resumed, int) else request.resume_step
+    detail = f"{score.scorer} scorer: {score.reason or 'no reason given'}"
+    confirmed = score.success
+    if confirmed and step is not None:
+        agent = request.plan.target_agent if request.plan is not None else None
+        same = decided_as_before(request.trajectory, branch, step, agent)
+        if same is not None:
+            confirmed = False
+            detail = (
+                f"the branch passed ({detail}), but {same} at step {step} decided as before: "
+                "the directive changed a later step, so the pass does not confirm this blame"
+            )
     verification = Verification(
-        status="verified_by_rerun" if score.success else "not_confirmed",
+        status="verified_by_rerun" if confirmed else "not_confirmed",
         branch_id=branch.id,
-        resume_step=resumed if isinstance(resumed, int) else request.resume_step,
+        resume_step=step,
         directive=request.directive,
         score=score.score,
-        detail=f"{score.scorer} scorer: {score.reason or 'no reason given'}",
+        detail=detail,
     )
-    update_report(store, report, {"verified_by_rerun": score.success, "verification": verification})
+    update_report(store, report, {"verified_by_rerun": confirmed, "verification": verification})
     return verification
+
+
+def decided_as_before(
+    original: AgentTrajectory, branch: AgentTrajectory, step: int, agent: str | None
+) -> str | None:
+    """The blamed agent (``agent``, else whoever acted at ``step``) when the
+    branch's decisions at ``step`` (model answers, calls, messages, the node's
+    output) are the very ones the run made there: a directive that reached the
+    later agents too (a shared message list) then made the branch pass, not a
+    corrected blamed step. None when they differ, or when the run made none there."""
+
+    def decisions(run: AgentTrajectory, own: bool) -> list[tuple[Any, ...]]:
+        return [
+            (
+                e.type,
+                e.agent_name,
+                e.module,
+                # a model call's input is its prompt, which the directive changed
+                None if e.type in _PROMPTED else payload_bytes(e.input),
+                payload_bytes(e.output),
+                e.error.message if e.error else None,
+            )
+            for e in run.events
+            if e.step_index == step
+            and (agent is None or e.agent_name == agent)
+            and e.type in _DECIDED
+            and not (own and "inherited_from" in e.metadata)
+        ]
+
+    before = decisions(original, own=False)
+    if not before or decisions(branch, own=True) != before:
+        return None
+    return agent or before[0][1] or "the agent"

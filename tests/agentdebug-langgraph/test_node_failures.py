@@ -77,7 +77,7 @@ def test_an_error_its_handler_recovered_from_is_not_blamed_for_a_later_failure(
     from agentdebug.report import render_text
 
     text = render_text(report, run)
-    assert "← system.tool_error, resolved" in text  # the fetch error, on record
+    assert "← system.service_unavailable, resolved" in text  # the fetch error (a 503), on record
 
 
 def test_a_run_its_handler_saved_succeeds_with_the_error_on_record(dbg: AgentDebug) -> None:
@@ -375,3 +375,46 @@ def test_a_cancel_held_when_the_run_pauses_is_recorded_in_that_segment(dbg: Agen
 
     asyncio.run(app.ainvoke(Command(resume="yes"), config))  # (the run ends here)
     assert cb.trajectory().outcome.status.value == "success"
+
+
+@pytest.mark.parametrize(
+    ("error", "mode"),
+    [
+        (ValueError("rates table is malformed"), "system.tool_error"),
+        (ConnectionError("rates service unavailable"), "system.service_unavailable"),
+    ],
+)
+def test_a_node_whose_retries_run_out_is_blamed_not_the_model_call_before_it(
+    dbg: AgentDebug, error: Exception, mode: str
+) -> None:
+    """Each attempt's error is recorded, but they are one failure: the model call
+    that planned the fetch is not charged once per attempt (three attempts once
+    outweighed the node that failed). An outage is the service's, with a retry
+    later for its fix, not the call's."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+
+    planner = FakeMessagesListChatModel(responses=[AIMessage("plan: fetch the rate")])
+
+    def plan(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [planner.invoke(state["messages"])]}
+
+    def fetch(state: MessagesState) -> dict[str, Any]:
+        raise type(error)(*error.args)
+
+    g = StateGraph(MessagesState)
+    g.add_node("planner", plan)
+    policy = RetryPolicy(max_attempts=3, initial_interval=0.001, retry_on=type(error))
+    g.add_node("fetch", fetch, retry_policy=policy)
+    g.add_edge(START, "planner")
+    g.add_edge("planner", "fetch")
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(type(error)):
+        g.compile().invoke({"messages": [HumanMessage("EUR/USD?")]}, {"callbacks": [cb]})
+    assert len(of(cb.trajectory(), EventType.ERROR, "fetch")) == 3
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.mode_id) == ("fetch", mode)
+    if mode == "system.service_unavailable":
+        assert report.fix is not None and "Retry later" in report.fix.directive

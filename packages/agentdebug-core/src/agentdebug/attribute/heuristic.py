@@ -20,6 +20,7 @@ from agentdebug.detect.signals import (
     ERROR_OR_REFUSAL,
     FAILURE_MODE,
     RESULT_TYPES,
+    RETRY_OF,
 )
 from agentdebug.schema import (
     AgentEvent,
@@ -39,6 +40,7 @@ ENVIRONMENT_MODES = frozenset(
         "system.auth_error",
         "system.guardrail_triggered",
         "system.resource_exhaustion",
+        "system.service_unavailable",
     }
 )
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
@@ -141,10 +143,20 @@ class HeuristicAttributor:
             cand.modes[finding.mode_id] = cand.modes.get(finding.mode_id, 0.0) + weight
             cand.evidence.extend(finding.evidence[:2])
 
+        # attempts another attempt followed (a RetryPolicy's): the same failure
+        # again, charged once, at the last attempt (else the decision before the
+        # node is charged once per attempt and outweighs the node that failed)
+        retried = {
+            e.metadata.get(RETRY_OF)
+            for e in events
+            if e.type is EventType.AGENT_START and e.metadata.get(RETRY_OF)
+        }
         for finding in findings:
             event = by_id.get(finding.event_id or "")
             if event is None or finding.severity is Severity.INFO:
                 continue  # (an info finding is not a fault: an error a retry got past)
+            if retried and event.type is EventType.ERROR and event.parent_id in retried:
+                continue
             conf = finding.confidence
             if event.type is EventType.ERROR and event.metadata.get(FAILURE_MODE):
                 # a framework's error its integration placed at the step it concerns

@@ -72,6 +72,15 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
     ),
     ("system.timeout", re.compile(r"timed? ?out|timeout|deadline exceeded", re.I)),
     (
+        "system.service_unavailable",
+        re.compile(
+            r"\b50[234]\b|service (?:is )?(?:temporarily )?unavailable|bad gateway|"
+            r"connection (?:refused|reset|aborted)|Connection(?:Refused|Reset|Aborted)?Error|"
+            r"(?:server|service|host) (?:is )?(?:down|unreachable)",
+            re.I,
+        ),
+    ),
+    (
         "action.malformed_tool_call",
         re.compile(
             r"validation ?error|invalid (?:tool )?arguments?|unknown tool|not a valid tool|"

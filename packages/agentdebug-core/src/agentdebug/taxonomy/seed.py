@@ -367,6 +367,17 @@ SEED_MODES: list[FailureMode] = [
         agentrx=("System Failure",),
     ),
     _mode(
+        "system.service_unavailable",
+        "Service unavailable",
+        "A service the agent depends on is down or unreachable: the call fails though "
+        "nothing in it is wrong.",
+        "HTTP 502/503/504, 'service unavailable', 'connection refused' or 'connection "
+        "reset', a ConnectionError in a tool or model error.",
+        "Retry later with backoff, or use a fallback service; the call itself needs no change.",
+        trail=("Service Errors",),
+        agentrx=("System Failure",),
+    ),
+    _mode(
         "system.rate_limited",
         "Rate limited",
         "A service refuses calls because too many were made.",

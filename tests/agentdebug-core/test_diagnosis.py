@@ -550,9 +550,9 @@ def test_a_report_naming_no_root_cause_says_why_not_that_nothing_was_found() -> 
 
 def test_an_answer_that_reports_the_error_is_one_symptom_not_the_cause() -> None:
     """The tool answered with an error text (it did not raise) and the model ended
-    saying both that it failed and that it succeeded: two rules speak of that end,
-    which is still one symptom; the call the model made with the wrong argument
-    is blamed."""
+    with an apology and a claim of success: two rules speak of that end (an answer
+    that opens as a refusal, a success declared over the error), which is still
+    one symptom; the call the model made with the wrong argument is blamed."""
     t = AgentTrajectory(
         id="soft",
         goal="Please refund order A123",
@@ -573,7 +573,7 @@ def test_an_answer_that_reports_the_error_is_one_symptom_not_the_cause() -> None
                 3,
                 EventType.FINAL_ANSWER,
                 "agent",
-                output="I could not find it, but your refund has been processed.",
+                output="I'm sorry for the wait. Your refund has been completed.",
             ),
         ],
     )

@@ -124,3 +124,81 @@ def test_a_third_party_detector_finding_appears_in_the_report(
 
     without = run_cli("diagnose", str(run_file), "--format", "json", "--no-store")
     assert "example-email-leak" not in without.stdout
+
+
+def test_a_plugin_attributors_answer_outside_the_run_is_dropped_with_a_note() -> None:
+    from agentdebug.diagnose import diagnose
+    from agentdebug.plugins import hookimpl
+    from agentdebug.schema import Hypothesis
+
+    class Ghostly:
+        name = "ghostly"
+
+        def attribute(self, trajectory: AgentTrajectory, findings: object) -> list[Hypothesis]:
+            first = trajectory.events[1]
+            return [
+                Hypothesis(agent_name="ghost", step_index=999, strategy=self.name, confidence=0.9),
+                Hypothesis(
+                    agent_name=first.agent_name,
+                    step_index=first.step_index,
+                    strategy=self.name,
+                    confidence=0.4,
+                ),
+            ]
+
+    class Plugin:
+        @hookimpl
+        def agentdebug_attributors(self) -> list[Ghostly]:
+            return [Ghostly()]
+
+    pm = make_plugin_manager(load_entry_points=False)
+    pm.register(Plugin())
+    reg = Registry.from_plugin_manager(pm)
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory, attributor="ghostly", registry=reg)
+    assert report.root_cause is not None and report.root_cause.agent_name != "ghost"
+    assert report.root_cause.step_index == trajectory.events[1].step_index
+    assert any(
+        "attributor 'ghostly' named ghost at step 999, a step this run does not have" in n
+        for n in report.notes
+    )
+
+
+def test_a_plugin_recoverer_that_crashes_is_named_not_called_a_bug_in_agentdebug(
+    tmp_path: Path,
+) -> None:
+    plugin = tmp_path / "crashing_recoverer.py"
+    plugin.write_text(
+        "from agentdebug.plugins import hookimpl\n"
+        "class Crash:\n"
+        "    name = 'crashy'\n"
+        "    requires_model = False\n"
+        "    def recover(self, trajectory, report):\n"
+        "        raise RuntimeError('recoverer bug')\n"
+        "class Plugin:\n"
+        "    @hookimpl\n"
+        "    def agentdebug_recoverers(self):\n"
+        "        return [Crash()]\n"
+    )
+    runner = tmp_path / "act_with_plugin.py"
+    runner.write_text(
+        "import agentdebug.plugins as plugins\n"
+        "import crashing_recoverer\n"
+        "pm = plugins.make_plugin_manager()\n"
+        "pm.register(crashing_recoverer.Plugin())\n"
+        "plugins._default = plugins.Registry.from_plugin_manager(pm)\n"
+        "from agentdebug.cli import main\n"
+        "main()\n"
+    )
+    assert run_cli("ingest", str(EXAMPLES / "failed_booking.json")).returncode == 0
+    env = {"PYTHONPATH": str(tmp_path)}
+    proc = subprocess.run(
+        [sys.executable, str(runner), "act", "example-failed-booking", "--recover", "crashy"],
+        capture_output=True,
+        text=True,
+        env={**__import__("os").environ, **env},
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr
+    assert "recoverer 'crashy' failed: RuntimeError: recoverer bug" in proc.stderr
+    assert "bug in agentdebug" not in proc.stderr

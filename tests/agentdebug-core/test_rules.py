@@ -155,6 +155,23 @@ def test_premature_success_over_an_unresolved_error() -> None:
     assert ("verification.premature_success", 2) in modes(findings)
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Payment could not be completed.",
+        "I couldn't book the flight: the card was declined.",
+        "We were not able to pay the invoice.",
+    ],
+)
+def test_an_answer_that_reports_the_failure_is_not_premature_success(answer: str) -> None:
+    findings = run(
+        ev(0, EventType.TOOL_CALL, input={"id": 1}, metadata={"tool_name": "pay"}),
+        ev(1, EventType.TOOL_RESULT, error="payment declined", metadata={"tool_name": "pay"}),
+        ev(2, EventType.FINAL_ANSWER, output=answer),
+    )
+    assert "verification.premature_success" not in [m for m, _ in modes(findings)]
+
+
 def test_an_error_fixed_by_a_later_success_is_not_premature() -> None:
     findings = run(
         ev(0, EventType.TOOL_RESULT, error="payment declined", metadata={"tool_name": "pay"}),

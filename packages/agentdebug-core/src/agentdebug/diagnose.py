@@ -259,7 +259,7 @@ def _run(
         note("diagnose", why)
         return findings, hypotheses
     try:
-        hypotheses = att.attribute(trajectory, findings)
+        hypotheses = _on_the_run(trajectory, att.attribute(trajectory, findings), att.name)
         record_audit(
             _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
         )
@@ -296,6 +296,27 @@ def _audit(
 
 
 NO_FAILURE = "the run succeeded and no detector found a fault: no root cause to look for"
+
+
+def _on_the_run(
+    trajectory: AgentTrajectory, hypotheses: Sequence[Hypothesis], name: str
+) -> list[Hypothesis]:
+    """The hypotheses that name a step of this run (or none): an attributor's
+    answer outside it (a plugin's, say) is dropped, with a note, rather than
+    reported as the root cause of a run that has no such step. (Agent names are
+    not checked: a model may name an agent loosely, "Orchestrator (thought)".)"""
+    steps = {e.step_index for e in trajectory.events}
+    kept: list[Hypothesis] = []
+    for h in hypotheses:
+        if h.step_index is None or h.step_index in steps:
+            kept.append(h)
+            continue
+        note(
+            "diagnose",
+            f"attributor '{name}' named {h.agent_name or 'no agent'} at step {h.step_index}, "
+            "a step this run does not have; dropped",
+        )
+    return kept
 
 
 def _nothing_failed(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> bool:

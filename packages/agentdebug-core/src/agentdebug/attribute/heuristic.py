@@ -205,7 +205,7 @@ class HeuristicAttributor:
                     charge(event, 0.4 * conf, finding.message, finding)
                 else:
                     charge(event, conf, finding.message, finding)
-            elif _run_end_symptom(finding):
+            elif _run_end_symptom(finding, event):
                 # How the run ended (done over an error never resolved, an answer that
                 # reports an error): one symptom however many rules say it, so an
                 # event is charged for the strongest only, not for each
@@ -304,12 +304,18 @@ class HeuristicAttributor:
         ]
 
 
-def _run_end_symptom(finding: Finding) -> bool:
+def _run_end_symptom(finding: Finding, event: AgentEvent) -> bool:
     """A finding about how the run ended rather than a decision in it: done while
-    an error stood unresolved, or a final answer that reports an error or refuses."""
-    return finding.mode_id == "verification.premature_success" or (
-        finding.mode_id == "verification.invalid_final_output"
-        and finding.metadata.get("answer") == ERROR_OR_REFUSAL
+    an error stood unresolved, a final answer that reports an error or refuses,
+    or one that takes an error for a success."""
+    mode = finding.mode_id
+    return (
+        mode == "verification.premature_success"
+        or (
+            mode == "verification.invalid_final_output"
+            and finding.metadata.get("answer") == ERROR_OR_REFUSAL
+        )
+        or (mode == "observation.error_ignored" and event.type is EventType.FINAL_ANSWER)
     )
 
 

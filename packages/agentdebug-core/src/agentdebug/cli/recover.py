@@ -11,6 +11,8 @@ import orjson
 
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
+from agentdebug.errors import AgentDebugError
+from agentdebug.llm import LLMError
 from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
 
 
@@ -129,7 +131,14 @@ def act(
                 return
             if report is None:
                 report = dbg.diagnose(run, attributor=chosen)
-            plan = recoverer.recover(run, report)
+            try:
+                plan = recoverer.recover(run, report)
+            except (AgentDebugError, LLMError):
+                raise
+            except Exception as exc:  # a plugin's bug: its name, not "a bug in agentdebug"
+                raise AgentDebugError(
+                    f"recoverer '{recoverer.name}' failed: {type(exc).__name__}: {exc}"
+                ) from exc
             save_attempt(
                 store, report, Attempt(round=1, run_id=run.id, report_id=report.id, plan=plan)
             )

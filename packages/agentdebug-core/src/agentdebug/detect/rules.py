@@ -38,7 +38,8 @@ _SUCCESS_CLAIM = re.compile(
 )
 _ERROR_ACK = re.compile(
     r"\b(?:error|errors|fail(?:ed|s|ure)?|exception|traceback|issue|problem|retry|fix|"
-    r"did not work|didn't work|unable|cannot|can't)\b",
+    r"did not work|didn't work|unable|cannot|can't|could not|couldn't|"
+    r"(?:was|were|is|are) not able|(?:wasn't|weren't) able|unsuccessful(?:ly)?)\b",
     re.I,
 )
 _EMPTY_ANSWERS = {"", "none", "null", "n/a", "na", "undefined", "[]", "{}", "nan", "-"}

@@ -638,3 +638,48 @@ def test_a_diff_row_that_reads_the_same_shows_what_differs_in_its_input() -> Non
     assert changed[0].startswith("  ~ A step   1 llm.response  agent: given …")
     assert "Fix: look the order up by its id." in changed[1]
     assert changed[2] == '  ~ A step   2 tool.call     agent: lookup_order({"email":"A123"})'
+
+
+def test_a_run_that_failed_on_its_final_answer_shows_its_failure_there() -> None:
+    """The early error is where the cause is; the wrong answer, which the run's
+    check refused, is where the failure shows (the react example's shape)."""
+    t = AgentTrajectory(
+        id="late",
+        goal="Q3 revenue?",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="revenue should be 112,000"),
+        events=[
+            ev(0, EventType.USER_INPUT, None, input="Q3 revenue?"),
+            ev(1, EventType.TOOL_CALL, "analyst", module="read_file", input={"path": "q3.csv"}),
+            AgentEvent(
+                id="r1",
+                type=EventType.TOOL_RESULT,
+                step_index=1,
+                agent_name="analyst",
+                module="read_file",
+                parent_id="e1",
+                error=ErrorInfo(message="No such file or directory: 'q3.csv'"),
+            ),
+            ev(2, EventType.TOOL_CALL, "analyst", module="read_file", input={"path": "q2.csv"}),
+            AgentEvent(
+                id="r2",
+                type=EventType.TOOL_RESULT,
+                step_index=2,
+                agent_name="analyst",
+                module="read_file",
+                parent_id="e2",
+                output="month,revenue\n7,35850\n8,35850\n9,35850",
+            ),
+            ev(4, EventType.FINAL_ANSWER, "analyst", output="107550"),
+        ],
+    )
+    report = diagnose(t)
+    assert report.symptom is not None and report.symptom.event_id == "e4"
+    assert report.symptom.message == "the final answer failed: revenue should be 112,000"
+    assert report.summary.startswith("The failure shows at step 4: the final answer failed")
+    assert report.root_cause is not None and report.root_cause.step_index == 1
+    text = render(report, t, "text").splitlines()
+    assert any("final_answer" in x and "← failure shows here" in x for x in text)
+    assert text[-1] == "RunFailed: the final answer failed: revenue should be 112,000"
+    # no final answer (the run raised): the latest error still shows it
+    raised = t.model_copy(update={"events": t.events[:3]})
+    assert diagnose(raised).symptom.event_id == "r1"  # type: ignore[union-attr]

@@ -12,7 +12,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from agentdebug import AgentDebug, EventType
+from agentdebug import AgentDebug, EventType, Severity
 from agentdebug_langgraph import AgentDebugCallback
 from events_support import of_type
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -323,4 +323,6 @@ def test_a_call_id_used_again_by_a_later_decision_is_not_a_retry(dbg: AgentDebug
     failed, answered = of_type(cb.trajectory(), EventType.TOOL_RESULT)
     assert failed.error is not None and "retry_of" not in answered.metadata
     (report,) = cb.reports
-    assert "not an order id" in (report.summary or "")
+    (error,) = [f for f in report.findings if "not an order id" in f.message]
+    assert error.severity is Severity.ERROR  # not taken as resolved (that is INFO)
+    assert report.root_cause is not None and report.root_cause.agent_name == "agent"

@@ -119,6 +119,26 @@ def test_failure_before_anything_useful_still_propagates(dbg: AgentDebug) -> Non
     assert info.value.__notes__  # the diagnosis ran on the recorded error
 
 
+def test_a_step_that_raises_is_blamed_not_the_good_step_before_it(dbg: AgentDebug) -> None:
+    """Step 1 looked the factor up and got it; step 2's own code raised before it
+    chose anything. The failure is step 2's: the call step 1 made did not fail."""
+
+    def crashing(ctx: StepContext[None]) -> Step:
+        if ctx.step == 2:
+            raise RuntimeError("model server exploded")
+        return Step(thought="t", action="lookup", action_input="mile_km", observation="1.609")
+
+    reports: list[DiagnosticReport] = []
+    loop: ReactLoop[None] = ReactLoop(crashing, debugger=dbg, on_report=reports.append)
+    with pytest.raises(RuntimeError, match="model server exploded"):
+        loop.run("convert 10 miles")
+    (report,) = reports
+    assert report.root_cause is not None and report.root_cause.step_index == 2
+    assert report.symptom is not None
+    assert "raised: RuntimeError: model server exploded" in report.symptom.message
+    assert "error failed" not in report.summary
+
+
 async def wrong_capital(ctx: StepContext[None]) -> Step:
     """Searches for the largest city instead of the capital, and answers with it."""
     if ctx.step == 1:

@@ -295,6 +295,9 @@ def _audit(
     )
 
 
+# the mode of a symptom that is the run's own verdict on its final answer, not a
+# detector's finding (the run failed its success check after every finding)
+FAILED_ANSWER = "outcome.failed_answer"
 NO_FAILURE = "the run succeeded and no detector found a fault: no root cause to look for"
 
 
@@ -342,12 +345,42 @@ def _no_failure_note(trajectory: AgentTrajectory) -> str:
 
 def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Finding | None:
     """Where the failure shows: the latest serious finding, else the last finding
-    that is more than information (an error a retry got past shows nothing)."""
+    that is more than information (an error a retry got past shows nothing); but
+    a run that failed on its final answer (its success check, given after every
+    finding) shows its failure there (:data:`FAILED_ANSWER`)."""
     serious = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
-    if serious:
-        return max(serious, key=lambda f: f.step_index if f.step_index is not None else -1)
     faults = [f for f in findings if f.severity is not Severity.INFO]
-    return faults[-1] if faults else None
+    found = (
+        max(serious, key=lambda f: f.step_index if f.step_index is not None else -1)
+        if serious
+        else (faults[-1] if faults else None)
+    )
+    outcome = trajectory.outcome
+    if outcome.status is not OutcomeStatus.FAILURE or not outcome.reason:
+        return found
+    events = trajectory.events
+    final = next(
+        (i for i in range(len(events) - 1, -1, -1) if events[i].type is EventType.FINAL_ANSWER),
+        None,
+    )
+    if final is None:
+        return found
+    at = next((i for i, e in enumerate(events) if found and e.id == found.event_id), -1)
+    if at >= final:
+        return found
+    answer = events[final]
+    reason = shorten(outcome.reason, 200)
+    return Finding(
+        detector="outcome",
+        mode_id=FAILED_ANSWER,
+        message=reason
+        if "final answer" in reason.lower()
+        else f"the final answer failed: {reason}",
+        event_id=answer.id,
+        step_index=answer.step_index,
+        agent_name=answer.agent_name,
+        confidence=1.0,
+    )
 
 
 def _summary(

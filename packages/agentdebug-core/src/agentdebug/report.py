@@ -314,6 +314,8 @@ def _last_line(report: DiagnosticReport, reg: Registry, width: int) -> str:
     symptom = report.symptom
     if symptom is None:
         return "NoFailureFound: no detector reported an error in this run"
+    if symptom.detector == "outcome":  # the run's own verdict on its answer
+        return f"RunFailed: {shorten(symptom.message, width)}"
     mode = reg.failure_modes.get(symptom.mode_id)
     name = "".join(
         w.capitalize() for w in (mode.name if mode else symptom.mode_id).replace("-", " ").split()

@@ -100,6 +100,22 @@ def _raised_by_own_step(event: AgentEvent, by_id: dict[str, AgentEvent]) -> bool
     )
 
 
+def _raised_before_deciding(
+    error: AgentEvent, events: Sequence[AgentEvent], position: dict[str, int]
+) -> bool:
+    """An error event of an agent's step recorded before that step made any
+    decision (a ReAct step function that raised before it chose an action): the
+    step's own failure, not a call an earlier step issued."""
+    if error.type is not EventType.ERROR or error.parent_id:
+        return False
+    for prior in reversed(events[max(0, position[error.id] - 64) : position[error.id]]):
+        if prior.step_index != error.step_index:
+            return True
+        if prior.agent_name == error.agent_name and prior.type in DECISION_TYPES:
+            return False
+    return False
+
+
 def _failed_call_of(
     error: AgentEvent, events: Sequence[AgentEvent], position: dict[str, int]
 ) -> AgentEvent:
@@ -167,7 +183,10 @@ class HeuristicAttributor:
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):
                 cause = causing_event(trajectory, event, by_id=by_id, position=position)
-                if cause is not None and _raised_by_own_step(event, by_id):
+                if cause is not None and (
+                    _raised_by_own_step(event, by_id)
+                    or _raised_before_deciding(event, events, position)
+                ):
                     # an agent's own code raised (a graph node), not a tool it called:
                     # its step is as likely the cause as the decision before it (a
                     # node's error that a model call of its step raised is charged to

@@ -130,7 +130,15 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             continue
         mode, quote = failure
         where = tool_name(event)
-        what = f"{where} failed" if where else f"{event.type.value} failed"
+        if where:
+            what = f"{where} failed"
+        elif event.type is EventType.ERROR:  # an agent's own code raised: say whose, and what
+            what = f"{event.agent_name or 'the run'} raised"
+            kind = event.error.type if event.error is not None else None
+            if kind and not quote.startswith(kind):
+                quote = f"{kind}: {quote}"
+        else:
+            what = f"{event.type.value} failed"
         message = f"{what}: {shorten(quote, 120)}"
         confidence = 0.9 if event.error is not None else 0.7
         severity = Severity.ERROR

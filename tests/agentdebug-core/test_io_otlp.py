@@ -139,6 +139,18 @@ def test_a_span_without_a_span_id_names_its_path(tmp_path: Path) -> None:
     assert "bad.json" in str(info.value)
 
 
+@pytest.mark.parametrize("key", ["startTimeUnixNano", "endTimeUnixNano"])
+def test_a_bad_span_time_names_its_own_field(tmp_path: Path, key: str) -> None:
+    doc = json.loads((FIXTURES / "otlp_two_traces.json").read_text())
+    doc["resourceSpans"][0]["scopeSpans"][0]["spans"][1][key] = "soon"
+    path = tmp_path / "bad_time.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.field == f"resourceSpans[0].scopeSpans[0].spans[1].{key}"
+    assert "got 'soon'" in str(info.value)
+
+
 def test_duplicate_span_ids_are_refused(tmp_path: Path) -> None:
     doc = json.loads((FIXTURES / "otlp_two_traces.json").read_text())
     spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]

@@ -209,17 +209,11 @@ def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
     end_raw = get(raw, "endTimeUnixNano")
     start = from_unix_nano(start_raw)
     duration: float | None = None
-    try:
-        if start_raw is not None and end_raw is not None:
-            nanos = int(end_raw) - int(start_raw)
-            duration = round(nanos / 1e6, 6) if nanos >= 0 else None
-    except (TypeError, ValueError):
-        raise InputError(
-            f"expected nanoseconds since the epoch, got {end_raw!r}",
-            source=name,
-            record=span_id,
-            field=f"{path}.endTimeUnixNano",
-        ) from None
+    if start_raw is not None and end_raw is not None:
+        nanos = _nanos(end_raw, name, span_id, f"{path}.endTimeUnixNano") - _nanos(
+            start_raw, name, span_id, f"{path}.startTimeUnixNano"
+        )
+        duration = round(nanos / 1e6, 6) if nanos >= 0 else None
     status, message = _status(get(raw, "status"))
     events = []
     for event in get(raw, "events") or []:
@@ -256,3 +250,16 @@ def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
         ),
         trace_id,
     )
+
+
+def _nanos(raw: Any, name: str, span_id: str, field: str) -> int:
+    """A span time in nanoseconds since the epoch; a bad one names its own field."""
+    try:
+        return int(raw)
+    except (TypeError, ValueError):
+        raise InputError(
+            f"expected nanoseconds since the epoch, got {raw!r}",
+            source=name,
+            record=span_id,
+            field=field,
+        ) from None

@@ -164,3 +164,24 @@ def test_bad_messages_name_record_and_field(
     assert info.value.field == field
     assert words in str(info.value)
     assert "chat.json" in str(info.value)
+
+
+def test_a_message_list_with_a_bad_role_names_the_record_and_field(tmp_path: Path) -> None:
+    from agentdebug.errors import UnknownFormatError
+    from agentdebug.io import import_file
+
+    for doc, said in [
+        (
+            [{"role": "user", "content": "hi"}, {"role": 5, "content": "x"}],
+            "messages: record 1, field 'role': 5 is not a message role (assistant, ",
+        ),
+        (
+            [{"role": "user", "content": "hi"}, {"content": "x"}],
+            "messages: record 1: no field 'role'",
+        ),
+    ]:
+        path = tmp_path / "chat.json"
+        path.write_text(json.dumps(doc))
+        with pytest.raises(UnknownFormatError) as info:
+            import_file(path)
+        assert said in str(info.value) and "chat.json" in str(info.value)

@@ -41,11 +41,15 @@ def _sniff_list(items: Sequence[Any]) -> str | None:
         return "empty list"
     if not all(isinstance(m, Mapping) for m in items):
         return "list items are not all objects"
-    if not all("role" in m for m in items):
-        return "list items have no 'role'"
-    bad = next((m["role"] for m in items if m.get("role") not in ROLES), None)
+    missing = next((i for i, m in enumerate(items) if "role" not in m), None)
+    if missing is not None:
+        return f"record {missing}: no field 'role'"
+    bad = next((i for i, m in enumerate(items) if m.get("role") not in ROLES), None)
     if bad is not None:
-        return f"unknown message role {bad!r}"
+        return (
+            f"record {bad}, field 'role': {items[bad]['role']!r} is not a message role "
+            f"({', '.join(sorted(ROLES))})"
+        )
     return None
 
 

@@ -39,8 +39,6 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
 from langchain_core.messages import HumanMessage
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.pregel import Pregel
 
 from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
@@ -84,6 +82,11 @@ from agentdebug_langgraph._replay import (
     replay_for,
     waiting,
 )
+from agentdebug_langgraph._requirements import (
+    HOW_TO_CHECKPOINT,
+    require_checkpointer,
+    require_state_graph,
+)
 from agentdebug_langgraph._specs import load_spec
 from agentdebug_langgraph._state import ASYNC, FRAMEWORK, forget_stopped
 
@@ -93,13 +96,6 @@ _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node c
 PASS_CHECK = (
     "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...), "
     "or define the check at the top level of an importable module"
-)
-HOW_TO_CHECKPOINT = (
-    "compile the graph with a checkpointer and give each run a thread id, e.g. "
-    "graph = builder.compile(checkpointer=InMemorySaver()) (or SqliteSaver from "
-    "langgraph-checkpoint-sqlite, to rerun stored runs from another process) and "
-    "graph.invoke(inputs, config={'configurable': {'thread_id': '...'}, "
-    "'callbacks': [AgentDebugCallback()]})"
 )
 
 DirectiveUpdate = Callable[[RerunRequest, Any], dict[str, Any]]
@@ -168,8 +164,8 @@ class LangGraphRerunExecutor:
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         original = request.trajectory
         graph, factory = self._graph_for(original)
-        _require_state_graph(graph, original.id, factory)
-        _require_checkpointer(
+        require_state_graph(graph, original.id, factory)
+        require_checkpointer(
             graph, original.id, factory, saved=any(e.checkpoint for e in original.events)
         )
         given = self.config.get("configurable")
@@ -313,10 +309,10 @@ class LangGraphRerunExecutor:
         if graph is None:
             load_spec(str(spec), "graph factory")
             if not saved:
-                _require_checkpointer(None, trajectory.id, spec, saved=False)
+                require_checkpointer(None, trajectory.id, spec, saved=False)
             return
-        _require_state_graph(graph, trajectory.id)
-        _require_checkpointer(graph, trajectory.id, saved=saved)
+        require_state_graph(graph, trajectory.id)
+        require_checkpointer(graph, trajectory.id, saved=saved)
 
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
         """The graph to rerun, and the recorded factory that made it (None: given,
@@ -496,76 +492,6 @@ def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
         and e.type is EventType.USER_INPUT
         and e.metadata.get("langgraph_event") == "fork"
     ]
-
-
-def _require_state_graph(graph: Any, run_id: str, factory: str | None = None) -> None:
-    """A fork is a state update before a node: a ``StateGraph``'s (the prebuilt
-    agent is one). A functional-API entrypoint is one node whose tasks run inside
-    it, so there is no checkpoint before a task to fork from. ``factory``: the
-    recorded graph factory that made ``graph``, named in the refusal."""
-    if isinstance(graph, CompiledStateGraph):
-        return
-    if not isinstance(graph, Pregel):
-        made = f"the graph its factory '{factory}' returned" if factory else "the graph given"
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}': {made} "
-            f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
-            "(StateGraph(...).compile(checkpointer=...))"
-        )
-    name = getattr(graph, "name", None) or type(graph).__name__
-    raise AgentDebugError(
-        f"cannot rerun run '{run_id}' from a checkpoint: '{name}' is a "
-        f"{type(graph).__name__}, not a compiled StateGraph, and a rerun forks a "
-        "StateGraph's state before the blamed node. A functional-API entrypoint "
-        "(@entrypoint) runs as one node, with its tasks inside it, so LangGraph keeps "
-        "no checkpoint before a task; call the entrypoint again with a corrected input"
-    )
-
-
-def _require_checkpointer(
-    graph: Any, run_id: str, factory: str | None = None, *, saved: bool = True
-) -> None:
-    """Refuse a graph without a checkpointer to fork from. ``saved``: whether the
-    run itself recorded checkpoints (one captured without a checkpointer did not,
-    and no graph can restore what was never kept)."""
-    saver = getattr(graph, "checkpointer", None)
-    name = getattr(graph, "name", None) or type(graph).__name__
-    if (saver is None or saver is False or saver is True) and not saved:
-        made = f"its graph factory '{factory}' returns a graph" if factory else f"graph '{name}' is"
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}' from a checkpoint: the run was recorded with "
-            f"no checkpointer, so LangGraph kept no state to restore (and {made} "
-            f"compiled without one). To rerun later runs: {HOW_TO_CHECKPOINT}"
-        )
-    if (saver is None or saver is False or saver is True) and factory:
-        raise AgentDebugError(  # (another process forks only what a persistent saver kept)
-            f"cannot rerun run '{run_id}': its graph factory '{factory}' returns a graph "
-            "without a checkpointer, so it cannot read the checkpoints the run saved. "
-            "Compile it with the persistent checkpointer the run used, e.g. "
-            "SqliteSaver(sqlite3.connect('checkpoints.db', check_same_thread=False)) "
-            "from langgraph-checkpoint-sqlite, on the same file"
-        )
-    if saver is None or saver is False or saver is True:
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}' from a checkpoint: graph '{name}' has no "
-            f"checkpointer, so LangGraph kept no state to restore. To fix: {HOW_TO_CHECKPOINT}"
-        )
-    kind = type(saver)
-    if kind.__module__.endswith(".aio") or kind.__name__.startswith("Async"):
-        # its synchronous methods refuse its own event loop, and its connection
-        # belongs to that loop, which the branch (run on a loop of its own) is not
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}': graph '{name}' uses {kind.__name__}, which "
-            "works only on the event loop that opened it, and a rerun reads, copies and "
-            "forks checkpoints synchronously. Give the executor the same graph built with "
-            "the synchronous saver on the same database (for SQLite: "
-            "SqliteSaver(sqlite3.connect(path, check_same_thread=False)); the branch of "
-            "a run made with ainvoke then runs through AsyncSqliteSaver on that file)"
-        )
-
-
-def _a(noun: str) -> str:
-    return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
 
 
 def _require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:

@@ -1,0 +1,249 @@
+"""The report's and the timeline's reading of a run: events in the order a reader
+follows them, one line each (a tool call as tool(arguments), a cut-off model
+call as such), a branch diff read the same way, and a report that says why it
+names no root cause and what the cache answered."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug.diagnose import diagnose
+from agentdebug.report import render
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    ErrorInfo,
+    EventType,
+    Outcome,
+    OutcomeStatus,
+)
+from conftest import EXAMPLES
+
+
+def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
+    if isinstance(kw.get("error"), str):
+        kw["error"] = ErrorInfo(message=kw["error"])
+    return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
+
+
+def traj(*events: AgentEvent) -> AgentTrajectory:
+    return AgentTrajectory(id="t", goal="g", events=list(events))
+
+
+def _filed_back() -> AgentTrajectory:
+    """A graph run: the model at step 1 asks for a tool that the tools node (step 2)
+    runs; the call is recorded as the node runs it but filed under step 1."""
+    return AgentTrajectory(
+        id="lg",
+        goal="refund A123",
+        framework="langgraph",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="no refund"),
+        events=[
+            AgentEvent(id="e0", type=EventType.USER_INPUT, step_index=0, input="refund A123"),
+            AgentEvent(id="e1", type=EventType.AGENT_START, step_index=1, agent_name="agent"),
+            AgentEvent(
+                id="e2",
+                type=EventType.LLM_RESPONSE,
+                step_index=1,
+                agent_name="agent",
+                output={"role": "assistant", "content": "", "tool_calls": []},
+            ),
+            AgentEvent(id="e3", type=EventType.AGENT_END, step_index=1, agent_name="agent"),
+            AgentEvent(id="e4", type=EventType.AGENT_START, step_index=2, agent_name="tools"),
+            AgentEvent(
+                id="e5",
+                type=EventType.TOOL_CALL,
+                step_index=1,
+                agent_name="agent",
+                module="lookup",
+                parent_id="e2",
+                input={"email": "A123"},
+            ),
+            AgentEvent(
+                id="e6",
+                type=EventType.TOOL_RESULT,
+                step_index=2,
+                agent_name="tools",
+                module="lookup",
+                parent_id="e5",
+                error=ErrorInfo(message="'A123' is not an e-mail address"),
+            ),
+            AgentEvent(id="e7", type=EventType.AGENT_END, step_index=2, agent_name="tools"),
+            AgentEvent(
+                id="e8",
+                type=EventType.FINAL_ANSWER,
+                step_index=3,
+                agent_name="agent",
+                output="done",
+            ),
+        ],
+    )
+
+
+def test_an_event_filed_under_an_earlier_step_is_shown_with_that_step() -> None:
+    from agentdebug.report import render_run
+
+    t = _filed_back()
+    assert t.step_order() == [0, 1, 2, 3, 5, 4, 6, 7, 8]
+    # nothing else moves: a node's end after the subgraph nodes it ran, a final
+    # answer an earlier step gave after a later node (a formatter) ran
+    nested = traj(
+        ev(0, EventType.USER_INPUT, None, input="q"),
+        AgentEvent(id="o1", type=EventType.AGENT_START, step_index=1, agent_name="research"),
+        AgentEvent(id="i2", type=EventType.AGENT_START, step_index=2, agent_name="research/pick"),
+        AgentEvent(id="i3", type=EventType.AGENT_END, step_index=2, agent_name="research/pick"),
+        AgentEvent(id="o4", type=EventType.AGENT_END, step_index=1, agent_name="research"),
+        AgentEvent(id="f5", type=EventType.AGENT_START, step_index=3, agent_name="format"),
+        AgentEvent(id="a6", type=EventType.FINAL_ANSWER, step_index=2, agent_name="research/pick"),
+    )
+    assert nested.step_order() == list(range(7))
+    shown = [line for line in render_run(t).splitlines() if line.startswith(("→", "  ["))]
+    kinds = [(line.split("]")[0][-3:].strip(), line.split()[-1]) for line in shown]
+    assert kinds[3:6] == [("1", "agent.end"), ("1", "tool.call"), ("2", "agent.start")]
+    text = render(diagnose(t), t, "text")
+    lines = text.splitlines()
+    root = next(i for i, line in enumerate(lines) if "← root cause" in line)
+    assert lines[root].startswith("→ [  1] agent  tool.call")
+    # every event line above the root cause is of step 1 or before
+    above = [line for line in lines[:root] if line.startswith(("→ [", "  ["))]
+    assert above and all(int(line.split("[")[1].split("]")[0]) <= 1 for line in above)
+
+
+def test_a_branch_diff_reads_both_runs_in_step_order() -> None:
+    from agentdebug.rerun.diff import compare
+
+    a = _filed_back()
+    b = a.model_copy(
+        update={
+            "id": "lg2",
+            "events": [
+                e.model_copy(update={"input": {"order_id": "A123"}}) if e.id == "e5" else e
+                for e in a.events
+            ],
+        }
+    )
+    rows = compare(a, b).rows
+    assert [r.a.id for r in rows if r.a is not None] == [
+        "e0",
+        "e1",
+        "e2",
+        "e3",
+        "e5",
+        "e4",
+        "e6",
+        "e7",
+        "e8",
+    ]
+    assert [r.tag for r in rows].count("changed") == 1
+    changed = next(r for r in rows if r.tag == "changed")
+    assert changed.a is not None and changed.a.id == "e5"
+
+
+def test_timeline_lines_name_the_tool_mark_a_cut_off_call_and_read_a_nodes_commands() -> None:
+    from agentdebug.report import event_line
+
+    call = ev(2, EventType.TOOL_CALL, "agent", module="lookup_order", input={"order_id": "A1"})
+    assert event_line(call, 80) == 'lookup_order({"order_id":"A1"})'
+    cut = ev(
+        3,
+        EventType.LLM_RESPONSE,
+        "agent",
+        input=[{"role": "user", "content": "refund A1"}],
+        metadata={"stopped": "the run ended before the model answered"},
+    )
+    line = event_line(cut, 80)
+    assert line == "[stopped: the run ended before the model answered]"  # not its prompt
+    partial = cut.model_copy(update={"output": {"role": "assistant", "content": "Hello there"}})
+    assert event_line(partial, 100).endswith("answered] Hello there")
+    commands = ev(
+        4,
+        EventType.AGENT_END,
+        "model",
+        output=[
+            {"command": True, "update": {"messages": ["hi"]}},
+            {"command": True, "goto": "tools", "update": {}},
+        ],
+    )
+    line = event_line(commands, 100)
+    assert "True" not in line
+    assert line.startswith("command: ") and "; command → tools" in line
+
+
+def test_a_report_naming_no_root_cause_says_why_not_that_nothing_was_found() -> None:
+    from agentdebug.schema import AuditEntry
+
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory)
+    assert report.findings
+    bare = report.model_copy(update={"hypotheses": [], "fix": None})
+    assert (
+        "Root cause: none named (the heuristic attributor named no step from these findings)"
+        in (render(bare, trajectory, "text"))
+    )
+    gave_up = bare.model_copy(
+        update={
+            "audit": [
+                *bare.audit,
+                AuditEntry(
+                    stage="lifecycle",
+                    strategy="lifecycle",
+                    outcome="no-answer",
+                    detail="no error instance survived grounding; no answer",
+                ),
+            ]
+        }
+    )
+    text = render(gave_up, trajectory, "text")
+    assert "Root cause: none named (no error instance survived grounding; no answer)" in text
+    assert "no finding and no structural candidate" not in text
+
+
+def test_the_text_report_counts_calls_the_cache_answered() -> None:
+    from agentdebug.schema import Cost
+
+    trajectory = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
+    report = diagnose(trajectory).model_copy(
+        update={
+            "cost": Cost(
+                calls=1,
+                input_tokens=10,
+                output_tokens=2,
+                cached_calls=2,
+                cached_input_tokens=300,
+                cached_output_tokens=40,
+            )
+        }
+    )
+    line = next(x for x in render(report, trajectory, "text").splitlines() if x.startswith("Cost:"))
+    assert line == (
+        "Cost: 1 model call(s), 10 input and 2 output tokens (+2 answered from the cache: "
+        "300 input and 40 output tokens not spent again)"
+    )
+
+
+def test_a_diff_row_that_reads_the_same_shows_what_differs_in_its_input() -> None:
+    from agentdebug.rerun.diff import compare
+
+    prompt = [{"role": "user", "content": "Please refund my order A123, it arrived broken."}]
+    told = [*prompt, {"role": "user", "content": "Fix: look the order up by its id."}]
+    a = traj(
+        ev(0, EventType.USER_INPUT, None, input="refund A123"),
+        ev(1, EventType.LLM_RESPONSE, "agent", input=prompt, output="calling lookup"),
+        ev(2, EventType.TOOL_CALL, "agent", module="lookup_order", input={"email": "A123"}),
+    )
+    b = a.model_copy(
+        update={
+            "id": "t2",
+            "events": [
+                a.events[0],
+                a.events[1].model_copy(update={"input": told}),
+                a.events[2].model_copy(update={"input": {"order_id": "A123"}}),
+            ],
+        }
+    )
+    text = compare(a, b).render()
+    lines = text.splitlines()
+    changed = [x for x in lines if x.startswith(("  ~ A", "    B"))]
+    assert changed[0].startswith("  ~ A step   1 llm.response  agent: given …")
+    assert "Fix: look the order up by its id." in changed[1]
+    assert changed[2] == '  ~ A step   2 tool.call     agent: lookup_order({"email":"A123"})'

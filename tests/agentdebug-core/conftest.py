@@ -7,8 +7,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+from agentdebug.schema import AgentEvent, AgentTrajectory, ErrorInfo, EventType
 from agentdebug.testing import isolated
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,3 +43,14 @@ def run_cli(
         cwd=cwd,
         timeout=300,
     )
+
+
+def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
+    """An event with id ``e<i>`` at step ``i`` (an ``error`` given as text made one)."""
+    if isinstance(kw.get("error"), str):
+        kw["error"] = ErrorInfo(message=kw["error"])
+    return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
+
+
+def traj(*events: AgentEvent) -> AgentTrajectory:
+    return AgentTrajectory(id="t", goal="g", events=list(events))

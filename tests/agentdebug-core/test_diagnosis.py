@@ -21,13 +21,7 @@ from agentdebug.schema import (
     Outcome,
     OutcomeStatus,
 )
-from conftest import EXAMPLES
-
-
-def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
-    if isinstance(kw.get("error"), str):
-        kw["error"] = ErrorInfo(message=kw["error"])
-    return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
+from conftest import EXAMPLES, ev, traj
 
 
 def error_at(
@@ -43,10 +37,6 @@ def error_at(
         error=ErrorInfo(message=message, type=kw.pop("type", None)),
         **kw,
     )
-
-
-def traj(*events: AgentEvent) -> AgentTrajectory:
-    return AgentTrajectory(id="t", goal="g", events=list(events))
 
 
 def attribute(t: AgentTrajectory) -> list[tuple[str | None, int | None]]:

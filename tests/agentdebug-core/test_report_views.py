@@ -5,8 +5,6 @@ names no root cause and what the cache answered."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentdebug.diagnose import diagnose
 from agentdebug.report import render
 from agentdebug.schema import (
@@ -17,17 +15,7 @@ from agentdebug.schema import (
     Outcome,
     OutcomeStatus,
 )
-from conftest import EXAMPLES
-
-
-def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
-    if isinstance(kw.get("error"), str):
-        kw["error"] = ErrorInfo(message=kw["error"])
-    return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
-
-
-def traj(*events: AgentEvent) -> AgentTrajectory:
-    return AgentTrajectory(id="t", goal="g", events=list(events))
+from conftest import EXAMPLES, ev, traj
 
 
 def _filed_back() -> AgentTrajectory:

@@ -483,3 +483,29 @@ def test_a_branch_that_passes_with_the_blamed_step_unchanged_does_not_verify_it(
     assert report.verification.status == "not_confirmed"
     assert "researcher at step 1 decided as before" in report.verification.detail
     assert any("decided as before" in line for line in said)
+
+
+class SecondTime(ToyExecutor):
+    """Fails the first round's rerun, passes the second's."""
+
+    def rerun(self, request: RerunRequest) -> AgentTrajectory:
+        from toy_agent import _steps
+
+        dbg = self.dbg or branch_debugger(request)
+        with start_branch(dbg, request, framework="toy") as t:
+            _steps(t, request.resume_step, corrected=request.attempt >= 2)
+        return t.trajectory()
+
+
+def test_a_later_rounds_success_is_told_on_the_originals_report(dbg: AgentDebug) -> None:
+    run = failing_run(dbg)
+    result = closed_loop(run, debugger=dbg, executor=SecondTime(dbg), max_rounds=3)
+    assert result.status == "succeeded" and result.verified_by_rerun is False
+    first, second = result.attempts
+    store = dbg.store
+    assert store is not None
+    (report,) = store.load_reports(run.id)
+    v = report.verification
+    assert v is not None and v.status == "not_confirmed"  # round 1's test of its blame
+    assert f"round 2's branch {second.branch_id}, which corrected researcher at step 1" in v.detail
+    assert f"of run {first.branch_id}, succeeded" in v.detail

@@ -29,6 +29,7 @@ from agentdebug.recover.gate import Policy, decide, policy_name
 from agentdebug.rerun.executors import find_executor
 from agentdebug.rerun.record import (
     ensure_stored,
+    note_later_success,
     record_verification,
     save_attempt,
 )
@@ -113,6 +114,7 @@ def closed_loop(
 
     attempts: list[Attempt] = []
     confirmed: bool | None = None  # what round 1's branch said of the blame
+    first_report: DiagnosticReport | None = None  # the original's, which round 1 tested
     tried: list[tuple[int, RecoveryPlan]] = []  # each round's plan as its recoverer made it
     current, current_report = trajectory, report
     for round_ in range(1, max_rounds + 1):
@@ -211,6 +213,9 @@ def closed_loop(
         said = record_verification(store, current_report, branch, request, score)
         if round_ == 1:
             confirmed = said.status == "verified_by_rerun"
+            first_report = current_report
+        elif score.success and first_report is not None:  # the original's report says so
+            note_later_success(store, first_report, round_, branch.id, plan, current.id)
         save_attempt(store, current_report, attempt)
         outcome = "succeeded" if score.success else "failed"
         say(f"round {round_}: branch {branch.id} {outcome} ({score.scorer}: {score.reason})")

@@ -15,6 +15,7 @@ from agentdebug.schema import (
     Attempt,
     DiagnosticReport,
     EventType,
+    RecoveryPlan,
     RerunRequest,
     Score,
     Verification,
@@ -178,3 +179,31 @@ def decided_as_before(
     if not before or decisions(branch, own=True) != before:
         return None
     return agent or before[0][1] or "the agent"
+
+
+def note_later_success(
+    store: TraceStore,
+    report: DiagnosticReport,
+    round_: int,
+    branch_id: str,
+    plan: RecoveryPlan,
+    rerun_of: str,
+) -> None:
+    """On the original's report, whose root cause round 1 did not confirm: the later
+    round whose branch passed, and the blame it corrected (the original's own blame
+    stays not confirmed; ``show`` says what did work)."""
+    latest = latest_report(store, report)
+    v = latest.verification
+    if v is None or v.status == "verified_by_rerun":
+        return
+    who = (
+        f"{plan.target_agent} at step {plan.resume_step}"
+        if plan.target_agent
+        else (f"step {plan.resume_step}")
+    )
+    later = (
+        f"round {round_}'s branch {branch_id}, which corrected {who} of run {rerun_of}, succeeded"
+    )
+    update_report(
+        store, latest, {"verification": v.model_copy(update={"detail": f"{v.detail}; {later}"})}
+    )

@@ -112,6 +112,7 @@ def test_a_third_party_detector_finding_appears_in_the_report(
     assert listed.returncode == 0, listed.stderr
     assert "example-detector (agentdebug-example-detector 0.1.0)" in listed.stdout
     assert "example-email-leak" in listed.stdout
+    assert "recoverers:  native, reflexion, critic, automanual" in listed.stdout
 
     result = run_cli("diagnose", str(run_file), "--format", "json", "--no-store", env=env)
     assert result.returncode == 0, result.stderr
@@ -202,3 +203,51 @@ def test_a_plugin_recoverer_that_crashes_is_named_not_called_a_bug_in_agentdebug
     assert proc.returncode == 1, proc.stderr
     assert "recoverer 'crashy' failed: RuntimeError: recoverer bug" in proc.stderr
     assert "bug in agentdebug" not in proc.stderr
+
+
+def test_a_plugin_registered_in_code_is_used_and_survives_a_reset(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from agentdebug import plugins
+    from agentdebug.diagnose import diagnose
+    from agentdebug.plugins import get_registry, hookimpl, register_plugin, reset_registry
+    from agentdebug.schema import Finding
+
+    class Shouting:
+        name = "shouting"
+
+        def detect(self, trajectory: AgentTrajectory) -> list[Finding]:
+            last = trajectory.events[-1]
+            return [
+                Finding(
+                    detector=self.name,
+                    mode_id="verification.invalid_final_output",
+                    message="the answer shouts",
+                    event_id=last.id,
+                    step_index=last.step_index,
+                    agent_name=last.agent_name,
+                )
+            ]
+
+    class Plugin:
+        @hookimpl
+        def agentdebug_detectors(self) -> list[Shouting]:
+            return [Shouting()]
+
+    monkeypatch.setattr(plugins, "_IN_CODE", [])
+    try:
+        plugin = Plugin()
+        register_plugin(plugin, name="shouting")
+        register_plugin(plugin, name="shouting")  # (again: a no-op)
+        assert "shouting" in get_registry().detectors
+        reset_registry()
+        assert "shouting" in get_registry().detectors  # rebuilt with it
+        trajectory = AgentTrajectory.model_validate_json(
+            (EXAMPLES / "failed_booking.json").read_text()
+        )
+        report = diagnose(trajectory)
+        assert any(f.message == "the answer shouts" for f in report.findings)
+    finally:
+        monkeypatch.setattr(plugins, "_IN_CODE", [])
+        reset_registry()
+    assert "shouting" not in get_registry().detectors

@@ -80,8 +80,12 @@ class HookSpecs:
         An exception here is logged and does not fail the diagnosis."""
 
 
+_IN_CODE: list[tuple[object, str | None]] = []  # plugins registered with register_plugin
+
+
 def make_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManager:
-    """A plugin manager with the built-ins and every installed ``agentdebug`` plugin."""
+    """A plugin manager with the built-ins, every installed ``agentdebug`` plugin
+    and those registered in code (:func:`register_plugin`)."""
     from agentdebug import builtin
 
     pm = pluggy.PluginManager(PROJECT)
@@ -89,7 +93,19 @@ def make_plugin_manager(*, load_entry_points: bool = True) -> pluggy.PluginManag
     pm.register(builtin, name="builtin")
     if load_entry_points:
         pm.load_setuptools_entrypoints(PROJECT)
+        for plugin, name in list(_IN_CODE):
+            pm.register(plugin, name=name)
     return pm
+
+
+def register_plugin(plugin: object, name: str | None = None) -> None:
+    """Add a plugin (an object or module with ``@hookimpl`` methods) to this process
+    without packaging it: the registry is rebuilt with it, and so after every
+    :func:`reset_registry`. Registering one again is a no-op."""
+    if any(p is plugin for p, _ in _IN_CODE):
+        return
+    _IN_CODE.append((plugin, name))
+    reset_registry()
 
 
 @dataclass

@@ -398,7 +398,8 @@ def schema(what: str) -> None:
 
 @cli.command()
 def plugins() -> None:
-    """List the installed detectors, attributors, importers and failure modes."""
+    """List the installed detectors, attributors, importers, recoverers, rerun
+    executors and failure modes."""
     from agentdebug.plugins import get_registry
 
     reg = get_registry()
@@ -411,6 +412,8 @@ def plugins() -> None:
     click.echo("detectors:   " + ", ".join(reg.detectors))
     click.echo("attributors: " + ", ".join(reg.attributors))
     click.echo("importers:   " + ", ".join(reg.importers))
+    click.echo("recoverers:  " + ", ".join(reg.recoverers))
+    click.echo("rerun executors (by framework): " + (", ".join(reg.rerun_executors) or "none"))
     click.echo(f"failure modes: {len(reg.failure_modes)} (see `agentdebug taxonomy`)")
     for warning in reg.warnings:
         click.echo(f"warning: {warning}", err=True)

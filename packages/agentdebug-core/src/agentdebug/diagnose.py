@@ -365,7 +365,11 @@ def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Findin
     )
     if final is None:
         return found
-    at = next((i for i, e in enumerate(events) if found and e.id == found.event_id), -1)
+    at = (
+        -1
+        if found is None
+        else next((i for i, e in enumerate(events) if e.id == found.event_id), -1)
+    )
     if at >= final:
         return found
     answer = events[final]

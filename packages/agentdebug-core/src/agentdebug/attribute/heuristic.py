@@ -264,12 +264,7 @@ class HeuristicAttributor:
                     # the mode that contributed most weight; ties go to the first charged
                     mode_id=max(cand.modes, key=lambda m: cand.modes[m]) if cand.modes else None,
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
-                    # (two findings at one event often quote the same text)
-                    evidence=list(
-                        {
-                            (e.event_id, e.field, e.quote): e for e in reversed(cand.evidence)
-                        }.values()
-                    )[::-1][:4],
+                    evidence=_distinct(cand.evidence)[:4],
                 )
             )
             if len(out) >= self.max_hypotheses:
@@ -321,6 +316,15 @@ class HeuristicAttributor:
             )
             for e, conf, why in picks
         ]
+
+
+def _distinct(evidence: Sequence[Evidence]) -> list[Evidence]:
+    """Each quote once, first seen first (two findings at one event often quote the
+    same text)."""
+    seen: dict[tuple[str | None, str | None, str | None], Evidence] = {}
+    for ev in evidence:
+        seen.setdefault((ev.event_id, ev.field, ev.quote), ev)
+    return list(seen.values())
 
 
 def _run_end_symptom(finding: Finding, event: AgentEvent) -> bool:

@@ -12,7 +12,6 @@ import orjson
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError
-from agentdebug.llm import LLMError
 from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
 
 
@@ -93,6 +92,7 @@ def act(
     from agentdebug.llm import use_settings
     from agentdebug.plugins import get_registry
     from agentdebug.rerun import closed_loop, compare, find_executor, load_executor, make_scorer
+    from agentdebug.rerun.loop import recover_plan
     from agentdebug.rerun.record import save_attempt
 
     settings = settings_from(model)
@@ -131,14 +131,10 @@ def act(
                 return
             if report is None:
                 report = dbg.diagnose(run, attributor=chosen)
-            try:
-                plan = recoverer.recover(run, report)
-            except (AgentDebugError, LLMError):
-                raise
-            except Exception as exc:  # a plugin's bug: its name, not "a bug in agentdebug"
-                raise AgentDebugError(
-                    f"recoverer '{recoverer.name}' failed: {type(exc).__name__}: {exc}"
-                ) from exc
+            made, _, why = recover_plan(recoverer, run, report)  # (a plugin's bug: named)
+            if made is None:
+                raise AgentDebugError(why or f"recoverer '{recoverer.name}' made no plan")
+            plan = made
             save_attempt(
                 store, report, Attempt(round=1, run_id=run.id, report_id=report.id, plan=plan)
             )

@@ -134,7 +134,7 @@ def closed_loop(
                 round=round_, run_id=current.id, report_id=current_report.id, error=why
             )
             return _end(store, current_report, attempts, attempt, trajectory, "no_plan", why)
-        plan, status, error = _recover(rec, current, current_report)
+        plan, status, error = recover_plan(rec, current, current_report)
         if plan is None or plan.resume_step is None:
             why = error or f"recoverer '{rec.name}' named no step to rerun from"
             attempt = Attempt(
@@ -283,7 +283,7 @@ def _why(exc: BaseException) -> str:
     )
 
 
-def _recover(
+def recover_plan(
     rec: Recoverer, run: AgentTrajectory, report: DiagnosticReport
 ) -> tuple[RecoveryPlan | None, str, str | None]:
     """The plan, or why there is none: ``no_plan`` when the report gives nothing to

@@ -163,7 +163,8 @@ def decided_as_before(
                 e.type,
                 e.agent_name,
                 e.module,
-                # a model call's input is its prompt, which the directive changed
+                # a model call's input is its prompt and a node end's the state: both
+                # hold the directive, so only what was decided is compared
                 None if e.type in _PROMPTED else payload_bytes(e.input),
                 payload_bytes(e.output),
                 e.error.message if e.error else None,
@@ -196,11 +197,9 @@ def note_later_success(
     v = latest.verification
     if v is None or v.status == "verified_by_rerun":
         return
-    who = (
-        f"{plan.target_agent} at step {plan.resume_step}"
-        if plan.target_agent
-        else (f"step {plan.resume_step}")
-    )
+    who = f"step {plan.resume_step}"
+    if plan.target_agent:
+        who = f"{plan.target_agent} at {who}"
     later = (
         f"round {round_}'s branch {branch_id}, which corrected {who} of run {rerun_of}, succeeded"
     )

@@ -25,6 +25,7 @@ from agentdebug.rerun import (
     load_executor,
     start_branch,
 )
+from agentdebug.rerun.executors import parse_options
 from agentdebug.rerun.record import carried_verification
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan, RerunRequest
 from agentdebug.store import RunQuery
@@ -421,6 +422,24 @@ def test_load_executor_errors_are_clear() -> None:
     assert load_executor("toy_agent:make_executor").framework == "toy"
     with pytest.raises(NotFoundError, match="install the framework's agentdebug plugin"):
         find_executor("nothing")
+
+
+def test_executor_options_reach_the_factory_and_bad_ones_are_named() -> None:
+    """``--executor-option KEY=VALUE``: keyword arguments of the factory."""
+    assert load_executor("toy_agent:ToyExecutor", mode="stubborn").mode == "stubborn"
+    with pytest.raises(AgentDebugError, match=r"does not take the options given \(mode\)"):
+        load_executor("toy_agent:make_executor", mode="stubborn")
+    with pytest.raises(AgentDebugError, match="is an object, not a factory, so it takes no"):
+        load_executor("toy_agent:GOAL", mode="stubborn")
+    assert parse_options(["mode=a=b", " isolate =", "k=v"]) == {
+        "mode": "a=b",
+        "isolate": "",
+        "k": "v",
+    }
+    with pytest.raises(AgentDebugError, match="executor option 'mode' given twice"):
+        parse_options(["mode=a", "mode=b"])
+    with pytest.raises(AgentDebugError, match="executor option '=x': expected KEY=VALUE"):
+        parse_options(["=x"])
 
 
 # -- CLI ----------------------------------------------------------------------------------------

@@ -297,6 +297,39 @@ def approval_graph(checkpointer: Any) -> Any:
     return g.compile(checkpointer=checkpointer)
 
 
+class Approved(MessagesState):
+    amount: int
+    out: Annotated[list[str], operator.add]
+
+
+def approved_refund(checkpointer: Any) -> Any:
+    """``prepare`` works out the amount: 42, wrongly, unless a message (the rerun's
+    directive) is in the state; ``ask`` has a human approve it, quoting it."""
+
+    def prepare(state: Approved) -> dict[str, Any]:
+        return {"amount": 24 if state["messages"] else 42, "out": ["prepared"]}
+
+    def ask(state: Approved) -> dict[str, Any]:
+        answer = interrupt({"question": f"refund ${state['amount']}?"})
+        return {"out": [f"refund {state['amount']}: {answer}"]}
+
+    g = StateGraph(Approved)
+    g.add_node("prepare", prepare)
+    g.add_node("ask", ask)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "ask")
+    g.add_edge("ask", END)
+    return g.compile(checkpointer=checkpointer)
+
+
+def approved_refund_from_env() -> Any:
+    return approved_refund(sqlite_saver(os.environ["LG_TEST_DB"]))
+
+
+def refunded_24(state: dict[str, Any]) -> bool | str:
+    return "refund 24: yes" in state["out"] or f"wrong refund: {state['out'][-1]}"
+
+
 class PaymentDeclined(RuntimeError):
     pass
 

@@ -5,30 +5,107 @@ light stand-in that builds the real executor on first use."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
+from agentdebug.errors import AgentDebugError
 from agentdebug.plugins import hookimpl
 from agentdebug.schema import AgentTrajectory, RerunRequest
+
+_TRUE = ("true", "yes", "on", "1")
+_FALSE = ("false", "no", "off", "0")
+
+
+def _flag(key: str, value: str) -> bool:
+    word = value.strip().lower()
+    if word in _TRUE or word in _FALSE:
+        return word in _TRUE
+    raise AgentDebugError(f"executor option {key}={value!r}: expected true or false")
+
+
+def _asynchronous(key: str, value: str) -> bool | None:
+    """``auto`` (as the run was made), else a flag."""
+    return None if value.strip().lower() == "auto" else _flag(key, value)
+
+
+def _policy(key: str, value: str) -> str:
+    from agentdebug_langgraph._replay import REPLAY_POLICIES
+
+    if value.strip() not in REPLAY_POLICIES:
+        raise AgentDebugError(
+            f"executor option {key}={value!r}: expected one of " + ", ".join(REPLAY_POLICIES)
+        )
+    return value.strip()
+
+
+def _key(key: str, value: str) -> str:
+    if not value.strip():
+        raise AgentDebugError(f"executor option {key}: expected a state key, got nothing")
+    return value.strip()
+
+
+def _limit(key: str, value: str) -> int:
+    try:
+        limit = int(value)
+    except ValueError:
+        limit = 0
+    if limit < 1:
+        raise AgentDebugError(f"executor option {key}={value!r}: expected a whole number >= 1")
+    return limit
+
+
+# what ``--executor-option KEY=VALUE`` may set, and how its text is read
+OPTIONS: dict[str, Callable[[str, str], Any]] = {
+    "replay_answers": _policy,
+    "isolate": _flag,
+    "asynchronous": _asynchronous,
+    "directive_key": _key,
+    "recursion_limit": _limit,
+}
 
 
 class RegisteredExecutor:
     """``LangGraphRerunExecutor()`` for stored runs, created when first needed: it
     finds the graph that made the run in this process, or rebuilds it from the
-    run's recorded ``graph_factory``, and refuses with a clear error otherwise."""
+    run's recorded ``graph_factory``, and refuses with a clear error otherwise.
+    :meth:`with_options` makes one configured by the CLI's ``--executor-option``."""
 
     framework = "langgraph"
 
-    def __init__(self) -> None:
-        self._executor: Any = None
+    def __init__(self, executor: Any = None) -> None:
+        self._executor: Any = executor
 
-    def rerun(self, request: RerunRequest) -> AgentTrajectory:
+    def _built(self) -> Any:
         if self._executor is None:
             from agentdebug_langgraph._executor import LangGraphRerunExecutor
 
             self._executor = LangGraphRerunExecutor()
-        result: AgentTrajectory = self._executor.rerun(request)
+        return self._executor
+
+    def preflight(self, trajectory: AgentTrajectory) -> None:
+        """The executor's checks before the gate (see ``LangGraphRerunExecutor.preflight``)."""
+        self._built().preflight(trajectory)
+
+    def rerun(self, request: RerunRequest) -> AgentTrajectory:
+        result: AgentTrajectory = self._built().rerun(request)
         return result
+
+    def with_options(self, options: dict[str, str]) -> RegisteredExecutor:
+        """An executor built with ``options`` (text, as the CLI takes them): the
+        keys of :data:`OPTIONS`; an unknown key or a bad value is an error naming it."""
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise AgentDebugError(
+                f"the LangGraph rerun executor takes no option {', '.join(unknown)} "
+                f"(it takes: {', '.join(OPTIONS)})"
+            )
+        kwargs = {key: OPTIONS[key](key, value) for key, value in options.items()}
+        limit = kwargs.pop("recursion_limit", None)
+        if limit is not None:
+            kwargs["config"] = {"recursion_limit": limit}
+        from agentdebug_langgraph._executor import LangGraphRerunExecutor
+
+        return RegisteredExecutor(LangGraphRerunExecutor(**kwargs))
 
 
 @hookimpl

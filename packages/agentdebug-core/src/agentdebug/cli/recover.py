@@ -41,6 +41,15 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
     help="Rerun executor to build; default: the installed one for the run's framework.",
 )
 @click.option(
+    "--executor-option",
+    "executor_options",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="An option for the rerun executor (repeatable): a keyword argument of "
+    "--executor's factory, or one the installed executor takes (LangGraph: "
+    "replay_answers, isolate, asynchronous, directive_key, recursion_limit).",
+)
+@click.option(
     "--policy",
     type=click.Choice(["ask", "auto", "never"]),
     default="ask",
@@ -72,6 +81,7 @@ def act(
     strategy: str,
     rerun: bool,
     executor: str | None,
+    executor_options: tuple[str, ...],
     policy: str,
     max_rounds: int,
     scorer: str | None,
@@ -91,11 +101,22 @@ def act(
     from agentdebug.capture.auto import configured_attributor
     from agentdebug.llm import use_settings
     from agentdebug.plugins import get_registry
-    from agentdebug.rerun import closed_loop, compare, find_executor, load_executor, make_scorer
+    from agentdebug.rerun import (
+        closed_loop,
+        compare,
+        configure_executor,
+        find_executor,
+        load_executor,
+        make_scorer,
+    )
+    from agentdebug.rerun.executors import parse_options
     from agentdebug.rerun.loop import recover_plan
     from agentdebug.rerun.record import save_attempt
 
     settings = settings_from(model)
+    options = parse_options(executor_options)
+    if options and not rerun:
+        raise click.UsageError("--executor-option configures a rerun: add --rerun")
     store = obj.existing_store
     dbg = AgentDebug(store)
     run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
@@ -157,7 +178,10 @@ def act(
             return
         if os.getcwd() not in sys.path:  # as with python -m: a module:function named
             sys.path.insert(0, os.getcwd())  # here (--executor, a recorded factory) resolves
-        ex = load_executor(executor) if executor else find_executor(run.framework, reg)
+        if executor:
+            ex = load_executor(executor, **options)
+        else:
+            ex = configure_executor(find_executor(run.framework, reg), options)
         say = (lambda msg: click.echo(msg, err=True)) if out_fmt == "json" else click.echo
         result = closed_loop(
             run,

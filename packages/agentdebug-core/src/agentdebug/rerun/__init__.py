@@ -8,7 +8,7 @@ from agentdebug.rerun.branch import (
     start_branch,
 )
 from agentdebug.rerun.diff import BranchDiff, compare
-from agentdebug.rerun.executors import find_executor, load_executor
+from agentdebug.rerun.executors import configure_executor, find_executor, load_executor
 from agentdebug.rerun.loop import closed_loop
 from agentdebug.rerun.score import (
     CallableScorer,
@@ -29,6 +29,7 @@ __all__ = [
     "checkpoint_before",
     "closed_loop",
     "compare",
+    "configure_executor",
     "final_answer",
     "find_executor",
     "inherited_events",

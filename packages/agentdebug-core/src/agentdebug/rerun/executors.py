@@ -4,6 +4,7 @@ or from a ``module:factory`` spec the user gives."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Sequence
 from typing import Any
 
 from agentdebug.errors import AgentDebugError, NotFoundError
@@ -24,8 +25,10 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
     )
 
 
-def load_executor(spec: str, *args: Any) -> RerunExecutor:
-    """The executor built by ``module:factory`` (a class or a function returning one)."""
+def load_executor(spec: str, *args: Any, **options: Any) -> RerunExecutor:
+    """The executor built by ``module:factory`` (a class or a function returning
+    one), called with ``args`` and keyword ``options`` (the CLI's
+    ``--executor-option KEY=VALUE``, as strings)."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise AgentDebugError(f"executor '{spec}': expected module:factory")
@@ -43,7 +46,26 @@ def load_executor(spec: str, *args: Any) -> RerunExecutor:
         if target is None:
             raise AgentDebugError(f"executor '{spec}': {module_name} has no '{attr}'")
     try:
-        executor = target(*args) if callable(target) else target
+        if callable(target):
+            executor = target(*args, **options)
+        elif options:
+            raise AgentDebugError(
+                f"executor '{spec}' is an object, not a factory, so it takes no options "
+                f"(given: {', '.join(sorted(options))})"
+            )
+        else:
+            executor = target
+    except AgentDebugError:
+        raise
+    except TypeError as exc:
+        if options:  # (most often an option the factory does not take)
+            raise AgentDebugError(
+                f"executor '{spec}': the factory does not take the options given "
+                f"({', '.join(sorted(options))}): {exc}"
+            ) from exc
+        raise AgentDebugError(
+            f"executor '{spec}': the factory failed ({type(exc).__name__}: {exc})"
+        ) from exc
     except Exception as exc:
         raise AgentDebugError(
             f"executor '{spec}': the factory failed ({type(exc).__name__}: {exc})"
@@ -54,3 +76,40 @@ def load_executor(spec: str, *args: Any) -> RerunExecutor:
             "'framework' attribute and 'rerun(request)' method"
         )
     return executor
+
+
+def configure_executor(executor: RerunExecutor, options: dict[str, str]) -> RerunExecutor:
+    """``executor`` configured by ``options`` (the CLI's ``--executor-option
+    KEY=VALUE``), through its optional ``with_options(options)``, which returns a
+    configured executor and raises an ``AgentDebugError`` naming an option it does
+    not take or a value it cannot use. No options: ``executor`` as it is."""
+    if not options:
+        return executor
+    configure = getattr(executor, "with_options", None)
+    if configure is None:
+        raise AgentDebugError(
+            f"the rerun executor for '{executor.framework}' ({type(executor).__name__}) "
+            f"takes no options (given: {', '.join(sorted(options))})"
+        )
+    configured = configure(dict(options))
+    if not isinstance(configured, RerunExecutor):
+        raise AgentDebugError(
+            f"the rerun executor for '{executor.framework}' returned "
+            f"{type(configured).__name__} from with_options, not an executor"
+        )
+    return configured
+
+
+def parse_options(pairs: Sequence[str]) -> dict[str, str]:
+    """``KEY=VALUE`` strings as a dict; a pair without ``=`` or key, or a key given
+    twice, is an error naming it."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise AgentDebugError(f"executor option '{pair}': expected KEY=VALUE")
+        if key in options:
+            raise AgentDebugError(f"executor option '{key}' given twice")
+        options[key] = value
+    return options

@@ -1,0 +1,187 @@
+"""`agentdebug act --rerun` on a stored LangGraph run, in a process of its own as a
+user runs it: the installed executor rebuilds the graph from the recorded factory,
+takes `--executor-option`s, and refuses a rerun that cannot run before the gate."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, OutcomeStatus
+from agentdebug.errors import AgentDebugError
+from agentdebug.plugins import get_registry
+from agentdebug.rerun import configure_executor, find_executor
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, Fix, Hypothesis
+from agentdebug.store.history import history_runs
+from agentdebug_langgraph import AgentDebugCallback
+from langgraph.types import Command
+from lg_graphs import approved_refund_from_env, order_found, refunded_24, unsaved_agent
+
+HERE = Path(__file__).resolve().parent
+
+
+def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
+    """The real `agentdebug` command, importing the graphs from this folder."""
+    path = os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])
+    return subprocess.run(
+        [sys.executable, "-m", "agentdebug", *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path, "LG_TEST_DB": str(db)},
+        timeout=300,
+        check=False,
+    )
+
+
+def blame_prepare(dbg: AgentDebug, run: AgentTrajectory) -> None:
+    """A stored diagnosis blaming ``prepare`` (what a configured model finds here)."""
+    store = dbg.store
+    assert store is not None
+    step = next(e.step_index for e in run.events if e.agent_name == "prepare")
+    store.save_report(
+        DiagnosticReport(
+            id=f"r-{run.id}",
+            trajectory_id=run.id,
+            hypotheses=[
+                Hypothesis(agent_name="prepare", step_index=step, strategy="t", confidence=0.9)
+            ],
+            fix=Fix(directive="use the policy's amount", target_agent="prepare", target_step=step),
+            metadata={"history": history_runs(dbg.history(run))},
+        )
+    )
+
+
+def approved_run(dbg: AgentDebug, db: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The refund run, its human's "yes" given to the wrong amount; stored and blamed."""
+    monkeypatch.setenv("LG_TEST_DB", str(db))
+    graph = approved_refund_from_env()
+    cb = AgentDebugCallback(
+        dbg,
+        success_check=refunded_24,
+        diagnose=False,
+        graph_factory="lg_graphs:approved_refund_from_env",
+    )
+    config: Any = {"configurable": {"thread_id": "t-cli"}, "callbacks": [cb]}
+    graph.invoke({"messages": [], "amount": 0, "out": []}, config)
+    graph.invoke(Command(resume="yes"), config)
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    blame_prepare(dbg, run)
+    graph.checkpointer.conn.close()
+    return run.id
+
+
+def test_act_passes_executor_options_to_the_installed_langgraph_executor(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The fix changes the question the human is asked ("refund $24?" where they
+    approved "$42"): by default the branch waits there; with
+    ``--executor-option replay_answers=same-node`` it is given the "yes" and passes."""
+    db = tmp_path / "checkpoints.db"
+    run_id = approved_run(dbg, db, monkeypatch)
+    dbg.close()
+    waits = cli("act", run_id, "--rerun", "--policy", "auto", "--max-rounds", "1", db=db)
+    assert waits.returncode == 2, waits.stderr
+    assert "Loop succeeded" not in waits.stdout
+    assert "interrupt" in waits.stdout and "refund $24?" in waits.stdout
+
+    passes = cli(
+        "act",
+        run_id,
+        "--rerun",
+        "--policy",
+        "auto",
+        "--executor-option",
+        "replay_answers=same-node",
+        "--executor-option",
+        "recursion_limit=50",
+        db=db,
+    )
+    assert passes.returncode == 0, passes.stdout + passes.stderr
+    assert "Loop succeeded" in passes.stdout
+    assert "Root cause: verified by rerun" in passes.stdout
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("replay_answers=always", "replay_answers='always': expected one of"),
+        ("isolate=maybe", "isolate='maybe': expected true or false"),
+        ("recursion_limit=0", "recursion_limit='0': expected a whole number >= 1"),
+        ("nope=1", "takes no option nope (it takes: replay_answers, isolate"),
+        ("directive_key=", "directive_key: expected a state key"),
+        ("replay_answers", "executor option 'replay_answers': expected KEY=VALUE"),
+    ],
+)
+def test_a_bad_executor_option_is_named_before_anything_runs(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, option: str, said: str
+) -> None:
+    db = tmp_path / "checkpoints.db"
+    run_id = approved_run(dbg, db, monkeypatch)
+    dbg.close()
+    done = cli("act", run_id, "--rerun", "--policy", "auto", "--executor-option", option, db=db)
+    assert done.returncode != 0
+    assert said in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr
+    listed = cli("list", "--json", db=db)  # nothing was rerun
+    assert listed.returncode == 0 and len(listed.stdout.splitlines()) == 1, listed.stdout
+
+
+def test_executor_options_need_a_rerun_and_an_executor_that_takes_them(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    db = tmp_path / "checkpoints.db"
+    run_id = approved_run(dbg, db, monkeypatch)
+    dbg.close()
+    plan = cli("act", run_id, "--executor-option", "isolate=false", db=db)
+    assert plan.returncode == 2 and "--executor-option configures a rerun" in plan.stderr
+
+    class Plain:  # an executor with no with_options
+        framework = "custom"
+
+        def rerun(self, request: Any) -> AgentTrajectory:
+            raise AssertionError("not run")
+
+    with pytest.raises(AgentDebugError, match=r"'custom' \(Plain\) takes no options"):
+        configure_executor(Plain(), {"isolate": "false"})  # type: ignore[arg-type]
+    installed = find_executor("langgraph", get_registry())
+    assert configure_executor(installed, {}) is installed
+
+
+def test_act_refuses_a_run_without_checkpoints_before_the_gate_asks(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """The installed executor's preflight runs before the gate: a run recorded with
+    no checkpointer is refused saying how to add one, and no one is asked (with no
+    terminal, the gate would have refused instead, hiding the reason)."""
+    graph = unsaved_agent()
+    cb = AgentDebugCallback(
+        dbg, success_check=order_found, diagnose=False, graph_factory="lg_graphs:unsaved_agent"
+    )
+    graph.invoke({"messages": [("user", "Refund order A123")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    blame = next(e for e in run.events if e.agent_name == "agent")
+    assert dbg.store is not None
+    dbg.store.save_report(
+        DiagnosticReport(
+            id="r-unsaved",
+            trajectory_id=run.id,
+            hypotheses=[
+                Hypothesis(
+                    agent_name="agent", step_index=blame.step_index, strategy="t", confidence=0.9
+                )
+            ],
+            fix=Fix(directive="look the order up", target_agent="agent"),
+            metadata={"history": history_runs(dbg.history(run))},
+        )
+    )
+    dbg.close()
+    done = cli("act", run.id, "--rerun", db=tmp_path / "unused.db")
+    assert done.returncode == 2
+    assert "no checkpointer" in done.stdout, done.stdout + done.stderr
+    assert "needs a terminal" not in done.stdout
+    assert "gate" not in done.stdout, done.stdout

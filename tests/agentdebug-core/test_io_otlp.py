@@ -202,3 +202,67 @@ def test_a_child_that_starts_before_its_parent_still_gets_its_agent(tmp_path: Pa
     )
     assert support.events[0].id == "b400000000000004"
     assert support.events[0].agent_name == "support_bot"
+
+
+def test_ids_written_as_integers_or_0x_hex_keep_the_trace_together(tmp_path: Path) -> None:
+    """One span's ids as integers (OpenTelemetry's Python API holds them so), another's
+    as ``0x`` hex: the same ids, so one trace with its parent links, not three. A
+    128-bit trace id as a JSON number is read back inexactly: named, not guessed at."""
+    doc = json.loads((FIXTURES / "otlp_two_traces.json").read_text())
+    spans = doc["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    spans[1]["spanId"] = int(spans[1]["spanId"], 16)
+    spans[2]["traceId"] = "0x" + spans[2]["traceId"].upper()
+    spans[2]["parentSpanId"] = int(spans[2]["parentSpanId"], 16)
+    path = tmp_path / "ints.json"
+    path.write_text(json.dumps(doc))
+    runs = {r.trajectory.id: r.trajectory for r in import_file(path, importers=IMPORTERS)}
+    assert set(runs) == set(_traces())
+    travel = runs["5b8efff798038103d269b633813fc60c"]
+    assert [(e.id, e.parent_id) for e in travel.events] == [
+        (e.id, e.parent_id) for e in _traces()["5b8efff798038103d269b633813fc60c"].events
+    ]
+    spans[1]["traceId"] = int(spans[1]["traceId"], 16)
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="JSON cannot hold exactly") as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.field == "resourceSpans[0].scopeSpans[0].spans[1].traceId"
+    assert normalise_id(0x2A, 16) == "000000000000002a" and normalise_id(0) is None
+    assert normalise_id("0x2a", 16) == "000000000000002a" and normalise_id("0x00") is None
+
+
+@pytest.mark.parametrize(
+    ("where", "bad", "field", "said"),
+    [
+        ("span", [["http.method", "GET"]], "spans[1].attributes[0]", "got list"),
+        ("span", "http.method=GET", "spans[1].attributes", "got string"),
+        ("span", [{"value": {"stringValue": "GET"}}], "spans[1].attributes[0]", "without one"),
+        (
+            "span",
+            [{"key": "m", "value": {"kvlistValue": {"values": [7]}}}],
+            "spans[1].attributes[0].value.kvlistValue.values[0]",
+            "got number",
+        ),
+        ("event", [3], "spans[1].events[0].attributes[0]", "got number"),
+        ("resource", [None], "resourceSpans[0].resource.attributes[0]", "got null"),
+    ],
+)
+def test_attributes_of_the_wrong_shape_are_named_not_dropped(
+    tmp_path: Path, where: str, bad: object, field: str, said: str
+) -> None:
+    doc = json.loads((FIXTURES / "otlp_two_traces.json").read_text())
+    resource = doc["resourceSpans"][0]
+    span = resource["scopeSpans"][0]["spans"][1]
+    if where == "span":
+        span["attributes"] = bad
+    elif where == "event":
+        span["events"] = [{"name": "retry", "attributes": bad}]
+    else:
+        resource["resource"]["attributes"] = bad
+    path = tmp_path / "bad-attributes.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.field is not None and info.value.field.endswith(field)
+    assert said in str(info.value) and "bad-attributes.json" in str(info.value)
+    if where != "resource":
+        assert info.value.record == span["spanId"]

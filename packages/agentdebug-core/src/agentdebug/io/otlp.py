@@ -7,7 +7,11 @@
 ``events``. JSON Lines of such objects (the collector's file exporter) are read
 as one export. Parents are found by ``parentSpanId``; each ``traceId`` becomes one
 trajectory, whose id is the trace id. The snake_case spelling of the protobuf
-field names (``resource_spans``, ``span_id``, ...) is accepted too.
+field names (``resource_spans``, ``span_id``, ...) is accepted too, and so are
+ids written as integers or ``0x`` hex (read as the same hex id, so a trace whose
+spans were written either way stays one). Attributes that are not ``{key, value}``
+objects are an error naming the span and field: dropped, what a span said would
+be lost without a word.
 """
 
 from __future__ import annotations
@@ -45,8 +49,12 @@ def get(obj: Mapping[str, Any], key: str, default: Any = None) -> Any:
     return obj.get(_snake(key), default)
 
 
-def any_value(value: Any) -> Any:
-    """An OTLP ``AnyValue`` as a plain value."""
+def any_value(
+    value: Any, *, source: str | None = None, record: str | None = None, field: str = "value"
+) -> Any:
+    """An OTLP ``AnyValue`` as a plain value (a value that is not one, as it is); a
+    ``kvlistValue`` whose items are not ``{key, value}`` objects is an error naming
+    ``field`` in ``source`` and ``record``."""
     if not isinstance(value, Mapping):
         return value
     for key in ("stringValue", "boolValue", "doubleValue"):
@@ -61,32 +69,72 @@ def any_value(value: Any) -> Any:
             return integer
     array = get(value, "arrayValue")
     if isinstance(array, Mapping):
-        return [any_value(v) for v in array.get("values") or []]
+        return [
+            any_value(v, source=source, record=record, field=f"{field}.arrayValue.values[{i}]")
+            for i, v in enumerate(array.get("values") or [])
+        ]
     kvlist = get(value, "kvlistValue")
     if isinstance(kvlist, Mapping):
-        return attributes(kvlist.get("values") or [])
+        where = f"{field}.kvlistValue.values"
+        return attributes(kvlist.get("values") or [], source=source, record=record, field=where)
     raw = get(value, "bytesValue")
     if raw is not None:
         return raw
     return None
 
 
-def attributes(items: Any) -> dict[str, Any]:
-    """An OTLP ``[{key, value}]`` list as a dict (a plain dict is accepted as is)."""
+def attributes(
+    items: Any, *, source: str | None = None, record: str | None = None, field: str = "attributes"
+) -> dict[str, Any]:
+    """An OTLP ``[{key, value}]`` list as a dict (a plain dict is accepted as is).
+    Anything else, or an item that is not ``{key, value}`` with a text key, is an
+    error naming ``field`` (and the item's index) in ``source`` and ``record``:
+    dropping it would lose what the span said."""
+    if items is None:
+        return {}
     if isinstance(items, Mapping):
         return dict(items)
+    if not isinstance(items, list):
+        raise InputError(
+            f"expected a list of {{key, value}} objects, got {type_name(items)}",
+            source=source,
+            record=record,
+            field=field,
+        )
     out: dict[str, Any] = {}
-    for item in items or []:
-        if isinstance(item, Mapping) and "key" in item:
-            out[str(item["key"])] = any_value(item.get("value"))
+    for i, item in enumerate(items):
+        key = item.get("key") if isinstance(item, Mapping) else None
+        if not isinstance(key, str):
+            got = type_name(item) if not isinstance(item, Mapping) else "an object without one"
+            raise InputError(
+                f"expected a {{key, value}} object with a text key, got {got}",
+                source=source,
+                record=record,
+                field=f"{field}[{i}]",
+            )
+        out[key] = any_value(
+            item.get("value"), source=source, record=record, field=f"{field}[{i}].value"
+        )
     return out
 
 
-def normalise_id(raw: Any) -> str | None:
-    """A trace or span id as lowercase hex (OTLP/JSON uses hex; protobuf JSON base64)."""
+def normalise_id(raw: Any, width: int = 32) -> str | None:
+    """A trace or span id as lowercase hex (OTLP/JSON uses hex; protobuf JSON base64).
+
+    An integer (as OpenTelemetry's Python API holds ids, and some tools write them)
+    and ``0x``-prefixed hex are read as the same id in hex, ``width`` digits (32
+    for a trace id, 16 for a span id), so the spans of one trace written either
+    way stay one trace."""
     if raw is None or raw == "":
         return None
+    if isinstance(raw, int) and not isinstance(raw, bool):
+        if raw == 0:  # (the invalid id, as all-zero hex is)
+            return None
+        return format(raw, f"0{width}x") if raw > 0 else str(raw)
     text = str(raw)
+    if text[:2] in ("0x", "0X") and _HEX.match(text[2:]):
+        digits = text[2:].lower().rjust(width, "0")
+        return None if set(digits) == {"0"} else digits
     if _HEX.match(text) and len(text) in (16, 32):
         return text.lower()
     try:
@@ -176,7 +224,9 @@ def _collect(
             )
         resource = get(resource_spans, "resource") or {}
         resource_attrs = attributes(
-            resource.get("attributes") if isinstance(resource, Mapping) else None
+            resource.get("attributes") if isinstance(resource, Mapping) else None,
+            source=name,
+            field=f"{rpath}.resource.attributes",
         )
         scopes = get(resource_spans, "scopeSpans")
         if scopes is None:
@@ -199,7 +249,16 @@ def _collect(
 def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
     if not isinstance(raw, Mapping):
         raise InputError(f"expected a span object, got {type_name(raw)}", source=name, field=path)
-    span_id = normalise_id(get(raw, "spanId"))
+    for key in ("spanId", "traceId", "parentSpanId"):
+        if isinstance(get(raw, key), float):  # (a JSON number past 64 bits: digits lost)
+            raise InputError(
+                f"expected the id as hex text, got the number {get(raw, key)!r}, which "
+                "JSON cannot hold exactly (write ids as hex, as OTLP/JSON does)",
+                source=name,
+                record=path,
+                field=f"{path}.{key}",
+            )
+    span_id = normalise_id(get(raw, "spanId"), 16)
     if span_id is None:
         raise InputError("missing", source=name, record=path, field=f"{path}.spanId")
     trace_id = normalise_id(get(raw, "traceId"))
@@ -216,16 +275,27 @@ def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
         duration = round(nanos / 1e6, 6) if nanos >= 0 else None
     status, message = _status(get(raw, "status"))
     events = []
-    for event in get(raw, "events") or []:
-        if isinstance(event, Mapping):
-            moment = from_unix_nano(get(event, "timeUnixNano"))
-            events.append(
-                {
-                    "name": event.get("name"),
-                    "timestamp": moment.isoformat() if moment else None,
-                    "attributes": attributes(event.get("attributes")),
-                }
+    for e, event in enumerate(get(raw, "events") or []):
+        if not isinstance(event, Mapping):
+            raise InputError(
+                f"expected a span event object, got {type_name(event)}",
+                source=name,
+                record=span_id,
+                field=f"{path}.events[{e}]",
             )
+        moment = from_unix_nano(get(event, "timeUnixNano"))
+        events.append(
+            {
+                "name": event.get("name"),
+                "timestamp": moment.isoformat() if moment else None,
+                "attributes": attributes(
+                    event.get("attributes"),
+                    source=name,
+                    record=span_id,
+                    field=f"{path}.events[{e}].attributes",
+                ),
+            }
+        )
     metadata: dict[str, Any] = {}
     if scope_name:
         metadata["scope"] = scope_name
@@ -235,9 +305,11 @@ def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:
     return (
         Span(
             span_id=span_id,
-            parent_id=normalise_id(get(raw, "parentSpanId")),
+            parent_id=normalise_id(get(raw, "parentSpanId"), 16),
             name=str(raw.get("name") or ""),
-            attributes=attributes(raw.get("attributes")),
+            attributes=attributes(
+                raw.get("attributes"), source=name, record=span_id, field=f"{path}.attributes"
+            ),
             start=start,
             duration_ms=duration,
             status=status,

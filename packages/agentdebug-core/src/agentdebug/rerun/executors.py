@@ -57,16 +57,12 @@ def load_executor(spec: str, *args: Any, **options: Any) -> RerunExecutor:
             executor = target
     except AgentDebugError:
         raise
-    except TypeError as exc:
-        if options:  # (most often an option the factory does not take)
+    except Exception as exc:
+        if options and isinstance(exc, TypeError):  # (most often an option it does not take)
             raise AgentDebugError(
                 f"executor '{spec}': the factory does not take the options given "
                 f"({', '.join(sorted(options))}): {exc}"
             ) from exc
-        raise AgentDebugError(
-            f"executor '{spec}': the factory failed ({type(exc).__name__}: {exc})"
-        ) from exc
-    except Exception as exc:
         raise AgentDebugError(
             f"executor '{spec}': the factory failed ({type(exc).__name__}: {exc})"
         ) from exc

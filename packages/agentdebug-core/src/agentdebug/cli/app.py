@@ -352,6 +352,15 @@ def diagnose(
 
     settings = settings_from(model)
     limit = Budget.parse(budget) if budget else None
+    if not no_store and store_file(obj.location).exists():
+        closed = getattr(obj.store, "read_only", None)  # (a file this user cannot write)
+        if closed:
+            click.echo(
+                f"Note: the store {obj.store.location} is read-only here ({closed}); "
+                "the diagnosis is shown, not stored.",
+                err=True,
+            )
+            no_store = True
     trajectories = _targets(obj, target, in_fmt, keep=not no_store, history=not alone)
     reports: list[dict[str, Any]] = []
     for trajectory in trajectories:

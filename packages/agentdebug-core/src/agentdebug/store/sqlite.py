@@ -50,6 +50,7 @@ from agentdebug.store.base import (
     header_json,
     metadata_json_path,
 )
+from agentdebug.store.sqlite_open import connect, not_writable, write_refused
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
@@ -141,21 +142,23 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._nums: dict[str, int] = {}
         self._indexed: set[str] = set()  # metadata paths index_metadata made sure of
+        # why the file is open read-only (this user cannot write it), or None
+        self.read_only = not_writable(self.path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                self.path, check_same_thread=False, isolation_level=None, timeout=30
-            )
-            self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=OFF")
+            self._db = connect(self.path, read_only=self.read_only is not None)
             self._wal = WalKeeper(self.path)
-            self._wal.configure(self._db)
+            if self.read_only is None:
+                self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._wal.configure(self._db)
+            self._db.execute("PRAGMA foreign_keys=OFF")
             # the longest value SQLite takes (a batch of events is bound as one)
             self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
-            self._ensure_indexes()
+            if self.read_only is None:
+                self._ensure_indexes()
             for statement in BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
@@ -172,6 +175,12 @@ class SQLiteStore:
                 raise StoreError(
                     f"{self.path}: store schema version {version} is newer than this "
                     f"agentdebug understands ({SCHEMA_VERSION}); upgrade agentdebug"
+                )
+            if version < SCHEMA_VERSION and self.read_only is not None:
+                raise StoreError(
+                    f"{self.path}: store schema version {version} is older than this "
+                    f"agentdebug's ({SCHEMA_VERSION}), and the file cannot be upgraded "
+                    f"here ({self.read_only}); open it once where it can be written"
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 self._db.execute("BEGIN IMMEDIATE")
@@ -225,8 +234,13 @@ class SQLiteStore:
                     raise
                 self._db.execute("COMMIT")
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+                raise self._write_failed(exc) from exc
             self._wal.wrote(nbytes)
+
+    def _write_failed(self, exc: sqlite3.DatabaseError) -> StoreError:
+        if self.read_only is not None:
+            return StoreError(write_refused(self.path, self.read_only, exc))
+        return StoreError(f"{self.path}: write failed: {exc}")
 
     def idle(self) -> None:
         """Nothing is being written: fold the write-ahead log into the file if
@@ -298,7 +312,7 @@ class SQLiteStore:
             try:
                 self._db.execute(RUN_START, args)  # one statement, its own transaction
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+                raise self._write_failed(exc) from exc
             self._wal.wrote(len(args[-1]))
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
@@ -337,9 +351,9 @@ class SQLiteStore:
             except sqlite3.OperationalError as exc:
                 if "json" in str(exc).lower():
                     return False
-                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+                raise self._write_failed(exc) from exc
             except sqlite3.DatabaseError as exc:
-                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+                raise self._write_failed(exc) from exc
             self._wal.wrote(len(batch.array))
         return True
 

@@ -1,0 +1,166 @@
+"""A store this user cannot write (a colleague's file, a service's, a read-only
+mount) is read, not refused: the commands that read work, `diagnose` shows its
+report without storing it, a write says why it cannot be made, and reading leaves
+nothing behind that would stop the owner writing.
+
+The reader is a real other user: the tests run the CLI as ``nobody`` when they run
+as root (root may write anything), else as this user with the permissions taken away."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from agentdebug import AgentDebug
+from agentdebug.store.sqlite import SQLiteStore
+from toy_agent import failing_run
+
+NOBODY = 65534
+ROOT = os.geteuid() == 0
+
+
+@pytest.fixture
+def shared() -> Iterator[Path]:
+    """A folder other users can reach (pytest's own temporary folders are private)."""
+    where = Path(tempfile.mkdtemp(prefix="agentdebug-ro-"))
+    where.chmod(0o755)
+    try:
+        yield where
+    finally:
+        for path in [where, *where.rglob("*")]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        shutil.rmtree(where)
+
+
+def as_reader(*args: str, home: Path, code: str | None = None) -> subprocess.CompletedProcess[str]:
+    """The real `agentdebug` command (or Python ``code``), run by a user who cannot
+    write ``home``."""
+    env = {
+        **os.environ,
+        "AGENTDEBUG_HOME": str(home / "store"),
+        "AGENTDEBUG_CONFIG": str(home / "no-config.toml"),
+        "HOME": str(home),
+    }
+
+    def become_nobody() -> None:
+        os.setgroups([])
+        os.setgid(NOBODY)
+        os.setuid(NOBODY)
+
+    return subprocess.run(
+        [sys.executable, "-c", code, *args]
+        if code
+        else [sys.executable, "-m", "agentdebug", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        preexec_fn=become_nobody if ROOT else None,
+        check=False,
+    )
+
+
+def read_only(store: Path) -> None:
+    for path in store.iterdir():
+        path.chmod(0o444)
+    store.chmod(0o555)
+
+
+def stored_run(home: Path) -> str:
+    dbg = AgentDebug(home / "store")
+    run = failing_run(dbg)
+    dbg.close()
+    return run.id
+
+
+def test_a_store_this_user_cannot_write_is_read(shared: Path) -> None:
+    run_id = stored_run(shared)
+    store = shared / "store"
+    read_only(store)
+    before = sorted(p.name for p in store.iterdir())
+
+    listed = as_reader("list", home=shared)
+    assert listed.returncode == 0, listed.stderr
+    assert run_id in listed.stdout
+    shown = as_reader("show", run_id, home=shared)
+    assert shown.returncode == 0 and run_id in shown.stdout, shown.stderr
+
+    diagnosed = as_reader("diagnose", run_id, home=shared)
+    assert diagnosed.returncode == 0, diagnosed.stderr
+    assert "Root cause" in diagnosed.stdout
+    assert "is read-only here (this user cannot write the file)" in diagnosed.stderr
+    assert "the diagnosis is shown, not stored" in diagnosed.stderr
+
+    ingested = as_reader(
+        "ingest", str(Path(__file__).parents[2] / "examples/failed_booking.json"), home=shared
+    )
+    assert ingested.returncode != 0
+    assert (
+        "the store is open read-only (this user cannot write the file)"
+        in ingested.stdout + ingested.stderr
+    )
+    assert "Traceback" not in ingested.stderr
+
+    # nothing made beside the file (an index made by the reader would be its, not
+    # writable by the owner), and the owner still writes it
+    assert sorted(p.name for p in store.iterdir()) == before
+    for path in [store, *store.iterdir()]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    owner = SQLiteStore(store / "agentdebug.db")
+    assert owner.read_only is None and not owner.load_reports(run_id)  # shown, not stored
+    owner.close()
+
+
+def test_a_read_only_store_is_read_while_its_owner_writes(shared: Path) -> None:
+    """The owner has the store open (its write-ahead log's index is there): the
+    reader reads through it, the run the owner just wrote included."""
+    stored_run(shared)
+    store = shared / "store"
+    owner = AgentDebug(store)
+    with owner.trace(goal="written while read") as session:
+        session.record("user_input", agent_name="user", input="hi")
+    owner.flush()
+    assert (store / "agentdebug.db-shm").exists()
+    if not ROOT:  # (root's files are not nobody's to write already)
+        read_only(store)
+    try:
+        listed = as_reader("list", home=shared)
+        assert listed.returncode == 0, listed.stderr
+        assert "written while read" in listed.stdout
+    finally:
+        for path in [store, *store.iterdir()]:
+            path.chmod(0o755 if path.is_dir() else 0o644)
+        owner.close()
+
+
+WRITE = """
+import sys
+from agentdebug.errors import StoreError
+from agentdebug.store.sqlite import SQLiteStore
+store = SQLiteStore(sys.argv[1])
+print("read_only:", store.read_only)
+run = store.load_trajectory(sys.argv[2])
+try:
+    store.save_trajectory(run)
+except StoreError as exc:
+    print("refused:", exc)
+store.close()
+"""
+
+
+def test_a_write_to_a_read_only_store_says_why_in_python_too(shared: Path) -> None:
+    run_id = stored_run(shared)
+    store = shared / "store"
+    read_only(store)
+    done = as_reader(str(store / "agentdebug.db"), run_id, home=shared, code=WRITE)
+    assert done.returncode == 0, done.stderr
+    assert "read_only: this user cannot write the file" in done.stdout
+    assert "refused: " in done.stdout and "the store is open read-only" in done.stdout
+    assert "copy it somewhere writable" in done.stdout
+    assert sorted(p.name for p in store.iterdir()) == ["agentdebug.db"]

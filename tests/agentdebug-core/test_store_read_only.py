@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from agentdebug import AgentDebug
-from agentdebug.store.sqlite import SQLiteStore
+from agentdebug.store import open_store
 from toy_agent import failing_run
 
 NOBODY = 65534
@@ -38,12 +38,14 @@ def shared() -> Iterator[Path]:
         shutil.rmtree(where)
 
 
-def as_reader(*args: str, home: Path, code: str | None = None) -> subprocess.CompletedProcess[str]:
+def as_reader(
+    *args: str, home: Path, code: str | None = None, store: str = "store"
+) -> subprocess.CompletedProcess[str]:
     """The real `agentdebug` command (or Python ``code``), run by a user who cannot
-    write ``home``."""
+    write ``home``, on its ``store`` (a folder, or a .jsonl file)."""
     env = {
         **os.environ,
-        "AGENTDEBUG_HOME": str(home / "store"),
+        "AGENTDEBUG_HOME": str(home / store),
         "AGENTDEBUG_CONFIG": str(home / "no-config.toml"),
         "HOME": str(home),
     }
@@ -72,33 +74,38 @@ def read_only(store: Path) -> None:
     store.chmod(0o555)
 
 
-def stored_run(home: Path) -> str:
-    dbg = AgentDebug(home / "store")
+def stored_run(home: Path, store: str = "store") -> str:
+    (home / "store").mkdir(exist_ok=True)
+    dbg = AgentDebug(home / store)
     run = failing_run(dbg)
     dbg.close()
     return run.id
 
 
-def test_a_store_this_user_cannot_write_is_read(shared: Path) -> None:
-    run_id = stored_run(shared)
+@pytest.mark.parametrize("kind", ["store", "store/runs.jsonl"])
+def test_a_store_this_user_cannot_write_is_read(shared: Path, kind: str) -> None:
+    run_id = stored_run(shared, kind)
     store = shared / "store"
     read_only(store)
     before = sorted(p.name for p in store.iterdir())
 
-    listed = as_reader("list", home=shared)
+    listed = as_reader("list", home=shared, store=kind)
     assert listed.returncode == 0, listed.stderr
     assert run_id in listed.stdout
-    shown = as_reader("show", run_id, home=shared)
+    shown = as_reader("show", run_id, home=shared, store=kind)
     assert shown.returncode == 0 and run_id in shown.stdout, shown.stderr
 
-    diagnosed = as_reader("diagnose", run_id, home=shared)
+    diagnosed = as_reader("diagnose", run_id, home=shared, store=kind)
     assert diagnosed.returncode == 0, diagnosed.stderr
     assert "Root cause" in diagnosed.stdout
     assert "is read-only here (this user cannot write the file)" in diagnosed.stderr
     assert "the diagnosis is shown, not stored" in diagnosed.stderr
 
     ingested = as_reader(
-        "ingest", str(Path(__file__).parents[2] / "examples/failed_booking.json"), home=shared
+        "ingest",
+        str(Path(__file__).parents[2] / "examples/failed_booking.json"),
+        home=shared,
+        store=kind,
     )
     assert ingested.returncode != 0
     assert (
@@ -112,9 +119,9 @@ def test_a_store_this_user_cannot_write_is_read(shared: Path) -> None:
     assert sorted(p.name for p in store.iterdir()) == before
     for path in [store, *store.iterdir()]:
         path.chmod(0o755 if path.is_dir() else 0o644)
-    owner = SQLiteStore(store / "agentdebug.db")
-    assert owner.read_only is None and not owner.load_reports(run_id)  # shown, not stored
-    owner.close()
+    owner = open_store(str(shared / kind))
+    assert owner.read_only is None and not owner.load_reports(run_id)  # type: ignore[attr-defined]
+    owner.close()  # (the report was shown, not stored)
 
 
 def test_a_read_only_store_is_read_while_its_owner_writes(shared: Path) -> None:
@@ -142,8 +149,8 @@ def test_a_read_only_store_is_read_while_its_owner_writes(shared: Path) -> None:
 WRITE = """
 import sys
 from agentdebug.errors import StoreError
-from agentdebug.store.sqlite import SQLiteStore
-store = SQLiteStore(sys.argv[1])
+from agentdebug.store import open_store
+store = open_store(sys.argv[1])
 print("read_only:", store.read_only)
 run = store.load_trajectory(sys.argv[2])
 try:

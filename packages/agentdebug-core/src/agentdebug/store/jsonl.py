@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
@@ -31,6 +31,7 @@ from agentdebug.errors import NotFoundError, StoreError
 from agentdebug.gcutil import gc_paused
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, Outcome
 from agentdebug.schema.trace import events_from_python
+from agentdebug.store.access import not_writable, write_refused
 from agentdebug.store.base import (
     EventRow,
     RunQuery,
@@ -66,10 +67,16 @@ class JSONLStore:
         self._runs: dict[str, _Run] = {}
         self._offset = 0
         self._lines = 0
+        # why the file is open read-only (this user cannot write it), or None
+        self.read_only = not_writable(self.path, folder=False)
+        self._fh: BinaryIO | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._repair_tail()
-            self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+            if self.read_only is None:  # (a torn tail is read past either way)
+                self._repair_tail()
+                self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+            else:
+                self.path.open("rb").close()  # (unreadable too: said now, not at a read)
         except OSError as exc:
             raise StoreError(f"{self.path}: cannot open the store: {exc}") from exc
 
@@ -85,6 +92,9 @@ class JSONLStore:
 
     def _append(self, *lines: bytes) -> None:
         with self._lock:
+            if self._fh is None:  # (opened read-only)
+                refused = PermissionError("opened to read only")
+                raise StoreError(write_refused(self.path, str(self.read_only), refused))
             try:
                 self._fh.write(b"".join(line + b"\n" for line in lines))
                 self._fh.flush()
@@ -292,7 +302,8 @@ class JSONLStore:
 
     def close(self) -> None:
         with self._lock:
-            self._fh.close()
+            if self._fh is not None:
+                self._fh.close()
 
 
 def _parse_dt(value: Any) -> datetime | None:

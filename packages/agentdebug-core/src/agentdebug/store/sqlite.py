@@ -38,6 +38,7 @@ from agentdebug.schema import (
     GoldLabel,
     Outcome,
 )
+from agentdebug.store.access import not_writable, write_refused
 from agentdebug.store.base import (
     EventBatch,
     EventRow,
@@ -50,7 +51,7 @@ from agentdebug.store.base import (
     header_json,
     metadata_json_path,
 )
-from agentdebug.store.sqlite_open import connect, not_writable, write_refused
+from agentdebug.store.sqlite_open import connect
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,

@@ -6,7 +6,7 @@ kept by a service under another user, a CI artifact on a read-only mount. SQLite
 opened for writing fails on such a file ("attempt to write a readonly database")
 before anything is read, so a file (or its folder, where the write-ahead log
 lives) that this process cannot write is opened read-only instead: every read
-works, and a write is an error saying why (:func:`write_refused`).
+works, and a write is an error saying why (:mod:`agentdebug.store.access`).
 
 A WAL-mode file is read through its ``-shm`` index when one is there (its writer
 has it open); otherwise no one is writing it, and it is opened ``immutable``, read
@@ -18,24 +18,11 @@ store after. A run its owner starts writing after the open is not seen by it.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from pathlib import Path
 from urllib.parse import quote
 
 log = logging.getLogger("agentdebug.store")
-
-
-def not_writable(path: Path) -> str | None:
-    """Why this process cannot write the store at ``path`` (None: it can, or the
-    file is not there yet, to be made)."""
-    if not path.exists():
-        return None
-    if not os.access(path, os.W_OK):
-        return "this user cannot write the file"
-    if not os.access(path.parent, os.W_OK):
-        return "this user cannot write its folder (where SQLite keeps the write-ahead log)"
-    return None
 
 
 def connect(path: Path, read_only: bool) -> sqlite3.Connection:
@@ -54,12 +41,4 @@ def connect(path: Path, read_only: bool) -> sqlite3.Connection:
     log.info("agentdebug: %s is read-only here; opened as it is (immutable)", path)
     return sqlite3.connect(
         uri + "?immutable=1", uri=True, check_same_thread=False, isolation_level=None, timeout=30
-    )
-
-
-def write_refused(path: Path, why: str, exc: BaseException) -> str:
-    """The message for a write to a store opened read-only."""
-    return (
-        f"{path}: the store is open read-only ({why}), so nothing can be saved to it "
-        f"({exc}); copy it somewhere writable, or give --store a writable location"
     )

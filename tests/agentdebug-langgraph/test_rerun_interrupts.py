@@ -165,6 +165,28 @@ def test_never_ends_the_branch_at_the_interrupt(dbg: AgentDebug) -> None:
     assert "give a success check" not in str(raised.value)
 
 
+def test_resuming_a_branch_that_waits_as_its_reason_says_continues_the_branch(
+    dbg: AgentDebug,
+) -> None:
+    """The branch ends at the interrupt, saying to resume its thread with
+    ``Command(resume=...)``: done so, the resume continues
+    the branch, as a resume continues any run that waited (before, it was a new
+    run of its own, with no goal and no link to the branch)."""
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="never").rerun(
+        fixed(original)
+    )
+    thread = branch.metadata["langgraph"]["thread_id"]
+    assert f"resume thread '{thread}' with Command(resume=...)" in waited(branch)
+    cb = AgentDebugCallback(dbg, success_check=refunded_24, diagnose=False)
+    graph.invoke(Command(resume="yes"), {"configurable": {"thread_id": thread}, "callbacks": [cb]})
+    resumed = cb.trajectory()
+    assert resumed.metadata["continues"] == branch.id
+    assert resumed.outcome.status is OutcomeStatus.SUCCESS, resumed.outcome.reason
+    assert resumed.goal == branch.goal
+
+
 def test_an_unknown_policy_is_refused_when_the_executor_is_made() -> None:
     with pytest.raises(AgentDebugError, match=r"replay_answers='always'.*'same-node'"):
         LangGraphRerunExecutor(replay_answers="always")

@@ -37,14 +37,13 @@ from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
 from agentdebug_langgraph._live import (
     default_debugger,
 )
+from agentdebug_langgraph._paths import parent_namespace, task_path_key
 from agentdebug_langgraph._specs import factory_spec
 from agentdebug_langgraph._starting import RunStarting
 from agentdebug_langgraph._state import (
     ERRORS_HELD,
     GraphRun,
     NodeRun,
-    parent_namespace,
-    task_path_key,
 )
 
 log = logging.getLogger("agentdebug.langgraph")

@@ -30,6 +30,7 @@ from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._node_failures import NodeFailureEvents
 from agentdebug_langgraph._replay import ANSWERED
 from agentdebug_langgraph._state import (
+    BRANCH_AT_INTERRUPT,
     LATEST,
     PAUSED,
     STOPPED,
@@ -94,10 +95,7 @@ def branch_paused(thread_id: str, why: str = ANSWERED) -> str:
         then = "rerun from a step after the interrupt, or resume"
     else:
         then = "to go on, resume"
-    return (
-        f"the branch stopped at an interrupt{why}: {then} thread '{thread_id}' "
-        "with Command(resume=...)"
-    )
+    return f"{BRANCH_AT_INTERRUPT}{why}: {then} thread '{thread_id}' with Command(resume=...)"
 
 
 class RunEnding(ModelAndToolEvents, NodeFailureEvents):

@@ -30,6 +30,7 @@ from agentdebug.store import RunQuery
 FRAMEWORK = "langgraph"
 ASYNC = "asynchronous"  # metadata["langgraph"] of a run made by ainvoke/astream
 AT_INTERRUPT = "stopped at an interrupt"  # how the reason of a run left at one begins
+BRANCH_AT_INTERRUPT = f"the branch {AT_INTERRUPT}"  # and of a rerun branch left at one
 T = TypeVar("T")
 
 
@@ -155,16 +156,6 @@ class NodeRun(NamedTuple):
 
 
 ERRORS_HELD = 16
-
-
-def parent_namespace(ns: str) -> str:
-    """The namespace of the node a subgraph node runs in: ``sub:<task>`` for
-    ``sub:<task>|inner:<task>``, also when a retried subgraph numbers its run
-    (``sub:<task>|1|inner:<task>``)."""
-    head = ns.rpartition("|")[0]
-    while head and head.rpartition("|")[2].isdigit():
-        head = head.rpartition("|")[0]
-    return head
 
 
 def start_counter(first: int) -> Iterator[int]:
@@ -425,7 +416,7 @@ def stopped_elsewhere(
     if run.outcome.status is OutcomeStatus.RUNNING:
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
-        waiting = (run.outcome.reason or "").startswith(AT_INTERRUPT)
+        waiting = at_interrupt(run.outcome.reason or "")
     return Stopped(
         RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata), _started_from(run)
     )
@@ -527,7 +518,13 @@ def _stopped(outcome: Any) -> bool:
     if outcome.status is OutcomeStatus.RUNNING or outcome.error is not None:
         return True
     reason = outcome.reason or ""
-    return reason.startswith((AT_INTERRUPT, "the run was stopped", "the graph raised"))
+    return at_interrupt(reason) or reason.startswith(("the run was stopped", "the graph raised"))
+
+
+def at_interrupt(reason: str) -> bool:
+    """Whether a run's outcome reason says it was left waiting at an interrupt (a
+    run, or a rerun branch whose answers ran out: its thread's resume continues it)."""
+    return reason.startswith((AT_INTERRUPT, BRANCH_AT_INTERRUPT))
 
 
 def forget_stopped(graph: Any, thread_id: str) -> None:
@@ -587,14 +584,3 @@ def _close_paused_at_exit() -> None:
 
 
 atexit.register(_close_paused_at_exit)
-
-
-def task_path_key(path: Any) -> str:
-    """A task path as LangGraph orders the tasks of a super-step when it applies their
-    writes (so ``Send`` packets are numbered in this order): zero-padded integers,
-    nested paths prefixed with ``~``."""
-    if isinstance(path, (tuple, list)):
-        return "~" + ", ".join(task_path_key(x) for x in path)
-    if isinstance(path, int):
-        return f"{path:010d}"
-    return str(path)

@@ -26,6 +26,7 @@ from agentdebug.rerun import (
     start_branch,
 )
 from agentdebug.rerun.executors import parse_options
+from agentdebug.report import verification_line
 from agentdebug.rerun.record import carried_verification
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan, RerunRequest
 from agentdebug.store import RunQuery
@@ -502,6 +503,9 @@ def test_a_branch_that_passes_with_the_blamed_step_unchanged_does_not_verify_it(
     assert report.verification.status == "not_confirmed"
     assert "researcher at step 1 decided as before" in report.verification.detail
     assert any("decided as before" in line for line in said)
+    line = verification_line(report) or ""  # (not "did not succeed", as a failed one)
+    assert f"branch {result.final_run_id} passed, but researcher at step 1 decided" in line
+    assert "did not succeed" not in line
 
 
 class SecondTime(ToyExecutor):

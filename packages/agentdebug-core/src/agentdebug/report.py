@@ -428,6 +428,8 @@ def verification_line(report: DiagnosticReport) -> str | None:
             f"{v.resume_step} alone and succeeded."
         )
     where = f"branch {v.branch_id}" if v.branch_id else "the rerun"
+    if v.branch_passed:  # (the blamed step decided as before: a later one made the pass)
+        return f"Root cause not confirmed by rerun: {where} passed, but {v.detail}."
     return f"Root cause not confirmed by rerun: {where} did not succeed ({v.detail})."
 
 

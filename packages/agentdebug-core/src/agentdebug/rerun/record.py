@@ -133,8 +133,8 @@ def record_verification(
         if same is not None:
             confirmed = False
             detail = (
-                f"the branch passed ({detail}), but {same} at step {step} decided as before: "
-                "the directive changed a later step, so the pass does not confirm this blame"
+                f"{same} at step {step} decided as before: the directive changed a later "
+                f"step, so the pass ({detail}) does not confirm this blame"
             )
     verification = Verification(
         status="verified_by_rerun" if confirmed else "not_confirmed",
@@ -143,6 +143,7 @@ def record_verification(
         directive=request.directive,
         score=score.score,
         detail=detail,
+        branch_passed=score.success,
     )
     update_report(store, report, {"verified_by_rerun": confirmed, "verification": verification})
     return verification

@@ -146,7 +146,9 @@ class Verification(BaseModel):
 
     ``verified_by_rerun``: a branch that corrected only the blamed step succeeded,
     so the blamed step was decisive. ``not_confirmed``: the branch still failed (or
-    could not run), so the claim stands untested or wrong."""
+    could not run), so the claim stands untested or wrong; or it passed with the
+    blamed step deciding as before (``branch_passed``: a later step made the
+    difference)."""
 
     model_config = ConfigDict(frozen=True)
 
@@ -156,6 +158,7 @@ class Verification(BaseModel):
     directive: str | None = None
     score: float | None = None
     detail: str = ""
+    branch_passed: bool | None = None  # (None: recorded before it was kept)
     checked_at: datetime = Field(default_factory=utcnow)
 
 

@@ -13,6 +13,7 @@ from agentdebug import AgentDebug, EventType
 from agentdebug.errors import AgentDebugError, NotFoundError
 from agentdebug.llm import LLMSettings, use_settings
 from agentdebug.llm.testing import ScriptedServer
+from agentdebug.report import verification_line
 from agentdebug.rerun import (
     CallableScorer,
     LLMJudgeScorer,
@@ -26,7 +27,6 @@ from agentdebug.rerun import (
     start_branch,
 )
 from agentdebug.rerun.executors import parse_options
-from agentdebug.report import verification_line
 from agentdebug.rerun.record import carried_verification
 from agentdebug.schema import AgentTrajectory, OutcomeStatus, RecoveryPlan, RerunRequest
 from agentdebug.store import RunQuery

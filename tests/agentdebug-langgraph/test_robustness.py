@@ -87,6 +87,24 @@ def test_a_state_that_refers_back_to_itself_twice_is_recorded_at_once(dbg: Agent
     assert "'name': 'root'" in str(given.input)
 
 
+class Client:
+    """An SDK client whose ``repr`` reads an attribute set later (so it raises)."""
+
+    def __repr__(self) -> str:
+        return f"Client({self.endpoint})"  # type: ignore[attr-defined]
+
+
+def test_an_input_whose_repr_raises_is_recorded_and_judged(dbg: AgentDebug) -> None:
+    """The goal is made from the input: an object in it whose ``repr`` raises reads
+    as ``<unprintable Client>`` (before, the run was not recorded at all, and its
+    failed success check was never diagnosed)."""
+    cb = AgentDebugCallback(dbg, success_check=lambda state: "no answer")
+    assert one_node(7).invoke({"v": Client()}, {"callbacks": [cb]})["v"] == 7
+    run = cb.trajectory()
+    assert run.goal == '{"v":"<unprintable Client>"}'
+    assert run.outcome.status is OutcomeStatus.FAILURE and len(cb.reports) == 1
+
+
 def test_text_utf8_cannot_hold_inside_a_message_is_escaped_not_lost(dbg: AgentDebug) -> None:
     g = StateGraph(MessagesState)
     g.add_node("agent", lambda s: {"messages": [AIMessage("bad \ud800 text")]})

@@ -13,8 +13,10 @@ from collections.abc import Sequence
 from dataclasses import fields
 from typing import Any
 
+import orjson
 from agentdebug.capture.encode import Walk
 from agentdebug.capture.encode import to_json as core_to_json
+from agentdebug.capture.walk import printed, safe_repr
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Send
@@ -398,8 +400,16 @@ def is_fresh_input(inputs: Any) -> bool:
 
 
 def short_text(value: Any, limit: int = 200) -> str:
-    """A value made small, as text of at most ``limit`` characters."""
-    text = str(compact(value))
+    """A value made small, as text of at most ``limit`` characters. Never raises: a
+    value whose text cannot be made (an object whose ``repr`` raises, in a dict)
+    reads as JSON with that object as ``<unprintable Type>``."""
+    small = compact(value)
+    text = printed(str, small)
+    if text is None:
+        try:
+            text = orjson.dumps(small, default=safe_repr, option=orjson.OPT_NON_STR_KEYS).decode()
+        except Exception:  # (one past orjson's depth limit, say)
+            text = safe_repr(small)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.errors import AgentDebugError
+from agentdebug.rerun import closed_loop
 from agentdebug.schema import RerunRequest
 from agentdebug_langgraph import (
     AgentDebugCallback,
@@ -44,8 +45,9 @@ def test_a_run_made_with_ainvoke_is_rerun_with_ainvoke_by_the_registered_executo
     synchronous function provided"). The run records that it was made with
     ``ainvoke``; the executor the loop finds by itself (none given), and one given
     without ``asynchronous``, rerun it so, and the right diagnosis is verified.
-    Told ``asynchronous=False``, the executor does as told, and the branch fails
-    in LangGraph, not in the agent."""
+    Told ``asynchronous=False``, the executor refuses before the gate, saying why
+    (before, it did as told, and each round's branch failed in LangGraph, which
+    the next round then blamed on the agent)."""
     import asyncio
 
     planner = Heeding(
@@ -64,17 +66,19 @@ def test_a_run_made_with_ainvoke_is_rerun_with_ainvoke_by_the_registered_executo
     else:
         executors = [LangGraphRerunExecutor(graph, debugger=dbg, asynchronous=False)]
     for executor in executors:
-        result, branch = one_round(dbg, original, executor, cb)
         if asynchronous is None:
+            result, branch = one_round(dbg, original, executor, cb)
             assert result.status == "succeeded" and result.verified_by_rerun is True
             assert branch.outcome.final_answer == "Your refund is $42."
             assert branch.metadata["langgraph"]["asynchronous"] is True  # (its branches too)
-        else:
-            assert result.verified_by_rerun is not True
-            assert "No synchronous function provided" in str(branch.outcome.reason) + str(
-                [e.error.message for e in branch.events if e.error]
-            )
-            assert "asynchronous" not in branch.metadata["langgraph"]
+            continue
+        refused = closed_loop(
+            original, debugger=dbg, executor=executor, report=cb.reports[0], policy="ask"
+        )
+        assert refused.status == "error" and refused.attempts[0].decision is None
+        assert "with invoke (asynchronous=False)" in refused.detail
+        assert "nodes that only run as coroutines" in refused.detail
+        assert not refused.attempts[0].branch_id
 
 
 def test_a_run_started_with_invoke_and_resumed_with_ainvoke_is_rerun_with_ainvoke(

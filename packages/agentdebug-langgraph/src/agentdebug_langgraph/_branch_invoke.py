@@ -40,6 +40,12 @@ def runs_async(graph: Any, given: bool | None, recorded: bool, run_id: str) -> b
     AsyncSqliteSaver), or a saver with async methods. Otherwise it runs with
     ``invoke`` when every node can (as it did before runs recorded how they were
     made); a graph with coroutine-only nodes is refused."""
+    if given is False and _coroutine_only(graph):  # (LangGraph: "No synchronous function")
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}' with invoke (asynchronous=False): the graph has "
+            "nodes that only run as coroutines; leave asynchronous unset (as the run was "
+            "made) or set it to True"
+        )
     if given is not None:
         return given
     if not recorded:

@@ -313,6 +313,7 @@ class LangGraphRerunExecutor:
             return
         require_state_graph(graph, trajectory.id)
         require_checkpointer(graph, trajectory.id, saved=saved)
+        runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
 
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
         """The graph to rerun, and the recorded factory that made it (None: given,

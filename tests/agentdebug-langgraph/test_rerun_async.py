@@ -369,5 +369,8 @@ def test_a_refused_rerun_leaves_no_branch_thread_and_keeps_its_reason(
     request = RerunRequest(trajectory=cb.trajectory(), resume_step=2, directive="x")
     with pytest.raises(AgentDebugError, match="no 'messages' key to carry the directive"):
         LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    # a key that holds a value, not messages: the directive would replace the value
+    with pytest.raises(AgentDebugError, match="'n' holds int, not a list of messages"):
+        LangGraphRerunExecutor(graph, debugger=dbg, directive_key="n").rerun(request)
     if saver == "InMemorySaver":
         assert branch_threads(graph) == []

@@ -418,9 +418,18 @@ class LangGraphRerunExecutor:
                 f"the graph's state has no '{self.directive_key}' key to carry the "
                 f"directive as a message (its keys: {keys}); give the rerun request a "
                 "state_patch, or LangGraphRerunExecutor(directive_key=... or "
-                "directive_update=...)"
+                "directive_update=...) (on the command line: --executor-option "
+                "directive_key=KEY, a key that holds the messages)"
             )
         held = values[self.directive_key]
+        if held is not None and not isinstance(held, list | tuple):
+            # (a text, a number: the directive in its place would replace the user's value)
+            raise AgentDebugError(
+                f"the state key '{self.directive_key}' holds {type(held).__name__}, not a "
+                "list of messages, so the directive cannot be added to it as a message "
+                "without replacing what it holds; name a key that holds the messages, or "
+                "give a state_patch or LangGraphRerunExecutor(directive_update=...)"
+            )
         said = [_as_held(held, directive_text(request))]
         if _replaced_by_updates(graph, self.directive_key):
             said = [*held, *said] if isinstance(held, list | tuple) else said

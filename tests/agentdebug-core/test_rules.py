@@ -214,6 +214,46 @@ def test_errors_a_retry_got_past_are_information_not_faults() -> None:
     assert all(f.confidence < 0.5 for f in findings)
 
 
+def calls(*tried: tuple[str, str | None, str]) -> list[AgentEvent]:
+    """A ReAct agent's tool calls: (tool, error or None, agent) each, a result each."""
+    events: list[AgentEvent] = []
+    for tool, error, agent in tried:
+        i = len(events)
+        events.append(ev(i, EventType.TOOL_CALL, agent=agent, module=tool))
+        result = {"error": error} if error else {"output": "ok"}
+        events.append(ev(i + 1, EventType.TOOL_RESULT, agent, module=tool, **result))
+    return events
+
+
+@pytest.mark.parametrize(
+    ("tried", "resolved"),
+    [
+        # the same tool again, with corrected arguments
+        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("weather", None, "a")], True),
+        # a tool that does not exist, then the right name
+        ([("get_wether", "get_wether is not a valid tool", "a"), ("weather", None, "a")], True),
+        # another tool is no correction of a call that failed on its arguments
+        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("news", None, "a")], False),
+        # nor is another agent's call of it
+        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("weather", None, "b")], False),
+    ],
+)
+def test_a_tool_error_the_agent_got_past_itself_is_information(
+    tried: list[tuple[str, str | None, str]], resolved: bool
+) -> None:
+    """A ReAct agent reads the error and calls again: the error happened and was
+    dealt with, so it is no candidate for a later failure (before, it was blamed
+    for whatever went wrong afterwards), and a final answer is no premature success."""
+    events = calls(*tried)
+    done = ev(len(events), EventType.FINAL_ANSWER, agent="a", output="All done: sunny.")
+    findings = run(*events, done)
+    (error,) = [f for f in findings if f.step_index == 1]
+    assert (error.severity.value == "info") is resolved
+    if resolved:
+        assert f"(resolved: the agent's call of {tried[1][0]} at step 3 succeeded)" in error.message
+        assert "verification.premature_success" not in [f.mode_id for f in findings]
+
+
 def test_a_retry_that_fails_too_leaves_the_errors_unresolved() -> None:
     events = attempts("fail", "fail")
     done = ev(len(events), EventType.FINAL_ANSWER, output="All done, the price is $42.")

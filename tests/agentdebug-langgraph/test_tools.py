@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import InjectedState, ToolNode, tools_condition
 from langgraph.types import Command, interrupt
 from lg_graphs import agent_loop, call, scripted
 
@@ -407,3 +407,64 @@ def test_a_tools_artifact_is_kept_beside_what_the_model_was_shown(dbg: AgentDebu
     (result,) = of_type(cb.trajectory(), EventType.TOOL_RESULT)
     assert result.output == "found 2 docs"
     assert result.metadata["artifact"] == {"docs": [{"id": "DOC-17"}, {"id": "DOC-99"}]}
+
+
+@tool
+def stock(sku: str) -> str:
+    """Units in stock of a SKU."""
+    if not sku.startswith("SKU-"):
+        raise ValueError("bad sku format")
+    return "12 units"
+
+
+@tool
+def transfer_to_boss(
+    state: Annotated[dict[str, Any], InjectedState],
+    tool_call_id: Annotated[str, InjectedToolCallId],
+) -> Command[Any]:
+    """Hand back to the boss (as langgraph-supervisor does: the whole history on)."""
+    said = ToolMessage("Transferred to boss", name="transfer_to_boss", tool_call_id=tool_call_id)
+    return Command(
+        goto="boss", graph=Command.PARENT, update={"messages": [*state["messages"], said]}
+    )
+
+
+def test_a_handoff_is_its_own_answer_not_the_history_it_hands_on(dbg: AgentDebug) -> None:
+    """A worker's tool fails, the worker calls it again right, then hands back with
+    the whole history in the update: the handoff's result is its own answer
+    ("Transferred to boss"), not that history, whose old error made it read as a
+    failed call; and the error the worker got past is no candidate for the run's
+    failure (before, both: "transfer_to_boss failed", blamed on the fixed error)."""
+    model = scripted(
+        [
+            call("stock", {"sku": "42"}, "s1"),
+            call("stock", {"sku": "SKU-42"}, "s2"),
+            call("transfer_to_boss", {}, "t1"),
+        ]
+    )
+    worker = agent_loop(model, ToolNode([stock, transfer_to_boss], handle_tool_errors=True))
+    g = StateGraph(MessagesState)
+    g.add_node("worker", worker, destinations=("boss",))
+    g.add_node("boss", lambda s: {"messages": [AIMessage("We have 12 units of SKU-42.")]})
+    g.add_edge(START, "worker")
+    g.add_edge("boss", END)
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the units were not reserved")
+    g.compile().invoke(
+        {"messages": [HumanMessage("Reserve 2 units of SKU-42")]}, {"callbacks": [cb]}
+    )
+    run = cb.trajectory()
+    results = {e.module: e for e in of_type(run, EventType.TOOL_RESULT)}
+    handoff = results["transfer_to_boss"]
+    assert handoff.error is None and handoff.output == "Transferred to boss"
+    assert handoff.metadata["command"] == {
+        "goto": "boss",
+        "graph": Command.PARENT,
+        "updates": ["messages"],
+    }
+    report = cb.reports[0]
+    assert "transfer_to_boss failed" not in report.summary
+    fixed = [f for f in report.findings if "bad sku format" in f.message]
+    assert fixed and all(f.severity.value == "info" for f in fixed)
+    assert "resolved: the agent's call of stock" in fixed[0].message
+    root = report.root_cause
+    assert root is None or "bad sku" not in (root.rationale or "")

@@ -211,6 +211,24 @@ def command(cmd: Command[Any]) -> dict[str, Any]:
     return out
 
 
+def command_outline(output: Any) -> dict[str, Any] | list[dict[str, Any]]:
+    """A tool's ``Command`` (or list of them) without its update's values: where it
+    goes (``goto``, ``graph``) and the state keys it writes (``updates``)."""
+    if isinstance(output, list):
+        return [command_outline(c) for c in output if c.__class__ is Command]  # type: ignore[misc]
+    out: dict[str, Any] = {}
+    if output.goto:
+        out["goto"] = compact(output.goto)
+    if output.graph is not None:
+        out["graph"] = output.graph
+    update = output.update
+    if isinstance(update, dict):
+        out["updates"] = [str(k) for k in update]
+    elif isinstance(update, (list, tuple)):
+        out["updates"] = [str(item[0]) for item in update if isinstance(item, tuple) and item]
+    return out
+
+
 def answer_in(output: Any, call_id: str | None) -> Any:
     """The answer a tool's ``Command`` (or list of them, as ``ToolNode`` takes)
     writes for its call: the ``ToolMessage``, or a message dict of role ``tool``,

@@ -119,6 +119,13 @@ class ToolEvents(CaptureBase):
                 result: Any = _convert.compact(output.content)
                 if output.artifact is not None:  # (content_and_artifact: kept, not shown
                     meta["artifact"] = _convert.compact(output.artifact)  # to the model)
+            elif isinstance(answer, ToolMessage) and answer is not output:
+                # A Command that answers the call (a handoff): its result is that
+                # answer; what else the update writes is state (a handoff's whole
+                # history, say, whose old error messages are not this call's), kept
+                # as where it goes and which keys it writes.
+                result = _convert.compact(answer.content)
+                meta["command"] = _convert.command_outline(output)
             else:
                 result = _convert.compact(output)
             rec.run.session.record(

@@ -54,6 +54,11 @@ def _norm_agent(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+_NO_SUCH_TOOL = re.compile(
+    r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
+)
+
+
 @dataclass
 class RuleContext:
     """What several rules need, computed once per trajectory."""
@@ -63,6 +68,8 @@ class RuleContext:
     position: dict[str, int] = field(default_factory=dict)  # id -> index in events
     # failure id -> the start of the later attempt that did the work without failing
     retried: dict[str, AgentEvent] = field(default_factory=dict)
+    # failed tool result id -> the agent's own later call that succeeded in its place
+    recovered: dict[str, AgentEvent] = field(default_factory=dict)
 
     @classmethod
     def build(cls, trajectory: AgentTrajectory) -> RuleContext:
@@ -73,7 +80,34 @@ class RuleContext:
             if failure is not None:
                 ctx.failures[event.id] = failure
         ctx.retried = resolved_by_retry(trajectory.events, ctx.failures)
+        ctx.recovered = _recovered_by_the_agent(ctx)
         return ctx
+
+
+def _recovered_by_the_agent(ctx: RuleContext) -> dict[str, AgentEvent]:
+    """Failed tool calls the agent itself got past: a later call of the same tool
+    by the same agent succeeded (a ReAct agent that reads the error and calls again
+    with corrected arguments), or, for a call of a tool that does not exist, a later
+    call of any tool by that agent did (the name corrected). Such an error happened
+    and was dealt with; a later failure is not its doing."""
+    events = ctx.trajectory.events
+    out: dict[str, AgentEvent] = {}
+    for event_id, (mode, quote) in ctx.failures.items():
+        failed = events[ctx.position[event_id]]
+        name = tool_name(failed) if failed.type is EventType.TOOL_RESULT else None
+        if not name or failed.agent_name is None or event_id in ctx.retried:
+            continue
+        any_tool = mode == "action.malformed_tool_call" and bool(_NO_SUCH_TOOL.search(quote))
+        for later in events[ctx.position[event_id] + 1 :]:
+            if (
+                later.type is EventType.TOOL_RESULT
+                and later.id not in ctx.failures
+                and later.agent_name == failed.agent_name
+                and (any_tool or tool_name(later) == name)
+            ):
+                out[event_id] = later
+                break
+    return out
 
 
 def _failure_evidence(ctx: RuleContext, event: AgentEvent) -> Evidence:
@@ -150,6 +184,13 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             if retry.metadata.get(HANDLES):
                 which, done = f"its error handler {retry.agent_name or ''}".rstrip(), "finished"
             message += f" (resolved: {which} at step {retry.step_index} {done})"
+            confidence, severity = round(confidence * 0.3, 3), Severity.INFO
+        elif event.id in ctx.recovered:  # the agent called again, and that call worked
+            again = ctx.recovered[event.id]
+            message += (
+                f" (resolved: the agent's call of {tool_name(again)} at step "
+                f"{again.step_index} succeeded)"
+            )
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         yield _finding(
             "errors",
@@ -263,9 +304,9 @@ def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
 
 
 def _resolved(ctx: RuleContext, failed: AgentEvent, until: int) -> bool:
-    """A later success of the same tool (or agent), or a retry of the failed work
-    that succeeded, before position ``until``."""
-    retry = ctx.retried.get(failed.id)
+    """A later success of the same tool (or agent), a retry of the failed work
+    that succeeded, or the agent's own corrected call, before position ``until``."""
+    retry = ctx.retried.get(failed.id) or ctx.recovered.get(failed.id)
     if retry is not None and ctx.position[retry.id] < until:
         return True
     events = ctx.trajectory.events

@@ -55,13 +55,15 @@ def blame_prepare(dbg: AgentDebug, run: AgentTrajectory) -> None:
     )
 
 
-def approved_run(dbg: AgentDebug, db: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+def approved_run(
+    dbg: AgentDebug, db: Path, monkeypatch: pytest.MonkeyPatch, check: Any = refunded_24
+) -> str:
     """The refund run, its human's "yes" given to the wrong amount; stored and blamed."""
     monkeypatch.setenv("LG_TEST_DB", str(db))
     graph = approved_refund_from_env()
     cb = AgentDebugCallback(
         dbg,
-        success_check=refunded_24,
+        success_check=check,
         diagnose=False,
         graph_factory="lg_graphs:approved_refund_from_env",
     )
@@ -184,4 +186,69 @@ def test_act_refuses_a_run_without_checkpoints_before_the_gate_asks(
     assert done.returncode == 2
     assert "no checkpointer" in done.stdout, done.stdout + done.stderr
     assert "needs a terminal" not in done.stdout
-    assert "gate" not in done.stdout, done.stdout
+    assert "gate ask" not in done.stdout, done.stdout
+
+
+def test_a_run_judged_by_a_check_no_rerun_can_import_is_refused_before_the_gate(
+    dbg: AgentDebug,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Judged by a lambda (or a function in the script run as ``__main__``): a rerun
+    in another process could run the branch, tools and all, but not judge it. The
+    user is told when the run is recorded, the loop refuses before the gate
+    (before, the branch ran, then scoring failed), and
+    ``--executor-option success_check=module:function`` gives the check."""
+    db = tmp_path / "checkpoints.db"
+    with caplog.at_level("WARNING", logger="agentdebug.langgraph"):
+        run_id = approved_run(dbg, db, monkeypatch, check=lambda s: refunded_24(s))
+    assert "has no importable name" in caplog.text and "a rerun" in caplog.text
+    dbg.close()
+    refused = cli("act", run_id, "--rerun", "--policy", "ask", db=db)
+    assert refused.returncode == 2
+    assert "the branch could not be judged" in refused.stdout, refused.stdout + refused.stderr
+    assert "--executor-option success_check=module:function" in refused.stdout
+    assert "gate ask" not in refused.stdout
+    listed = cli("list", "--json", db=db)
+    assert len(listed.stdout.splitlines()) == 1  # no branch ran
+
+    given = cli(
+        "act",
+        run_id,
+        "--rerun",
+        "--policy",
+        "auto",
+        "--executor-option",
+        "success_check=lg_graphs:refunded_24",
+        "--executor-option",
+        "replay_answers=same-node",
+        db=db,
+    )
+    assert given.returncode == 0, given.stdout + given.stderr
+    assert "Root cause: verified by rerun" in given.stdout
+    bad = cli("act", run_id, "--rerun", "--executor-option", "success_check=lg_graphs:nope", db=db)
+    assert bad.returncode != 0 and "lg_graphs has no 'nope'" in bad.stderr
+
+
+def test_a_scorer_that_does_not_read_the_outcome_needs_no_check(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The refusal is for a branch judged by its outcome: the llm scorer (or a
+    reference answer, under the default one) judges it without the check."""
+    from collections import OrderedDict
+
+    from agentdebug_langgraph import LangGraphRerunExecutor, _live
+
+    db = tmp_path / "checkpoints.db"
+    run_id = approved_run(dbg, db, monkeypatch, check=lambda s: refunded_24(s))
+    monkeypatch.setattr(_live, "_LIVE_CHECKS", OrderedDict())  # (as in another process)
+    store = dbg.store
+    assert store is not None
+    run = store.load_trajectory(run_id)
+    executor = LangGraphRerunExecutor(debugger=dbg)
+    for scorer in ("default", "outcome", None):
+        with pytest.raises(AgentDebugError, match="the branch could not be judged"):
+            executor.preflight(run, scorer=scorer)
+    executor.preflight(run, scorer="llm")
+    executor.preflight(run.model_copy(update={"reference_answer": "refund 24"}), scorer="default")

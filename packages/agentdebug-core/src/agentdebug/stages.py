@@ -105,7 +105,10 @@ class RerunExecutor(Protocol):
     ``AgentDebugError`` that says why when it can tell without running anything
     that it cannot rerun the run (no state kept to restore, no way to rebuild the
     agent): the closed loop calls it before its gate, so no one is asked to
-    approve a rerun that cannot run. And ``with_options(options) -> RerunExecutor``:
+    approve a rerun that cannot run; a ``preflight`` that takes a keyword ``scorer``
+    is told the name of the scorer that will judge the branch ("default",
+    "outcome", "reference", "llm", or a callable's). And ``with_options(options) ->
+    RerunExecutor``:
     a copy configured by the CLI's ``--executor-option KEY=VALUE`` pairs (text),
     raising an ``AgentDebugError`` naming an option it does not take or a value
     it cannot use."""

@@ -94,9 +94,11 @@ log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
 
 PASS_CHECK = (
-    "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...), "
-    "or define the check at the top level of an importable module"
+    "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...) "
+    "(on the command line: --executor-option success_check=module:function), or define "
+    "the check at the top level of an importable module"
 )
+
 
 DirectiveUpdate = Callable[[RerunRequest, Any], dict[str, Any]]
 
@@ -298,12 +300,22 @@ class LangGraphRerunExecutor:
 
     # -- the pieces ------------------------------------------------------------------------
 
-    def preflight(self, trajectory: AgentTrajectory) -> None:
+    def preflight(self, trajectory: AgentTrajectory, *, scorer: str | None = None) -> None:
         """What :meth:`rerun` would refuse that is known without running anything:
         no graph and no recorded factory, a factory that cannot be imported, a run
         recorded with no checkpointer, a graph that is not a ``StateGraph`` or has no
-        checkpointer. The closed loop asks before its gate, so no one approves a
-        rerun that cannot run. (A recorded factory is imported, not called.)"""
+        checkpointer, ``asynchronous=False`` for nodes that only run as coroutines;
+        and, for a branch the ``scorer`` judges by its recorded outcome (the
+        default one, when the run has no reference answer), a success check that
+        cannot be had here (the branch would run, tools and all, to no verdict).
+        The closed loop asks before its gate, so no one approves a rerun that
+        cannot run. (A recorded factory or check is imported, not called.)"""
+        check = self._success_check(trajectory)
+        if isinstance(check, UnavailableCheck) and (
+            scorer in ("outcome", None)
+            or (scorer == "default" and not trajectory.reference_answer)
+        ):
+            raise AgentDebugError(f"the branch could not be judged: {check.reason}")
         graph, spec = self._found(trajectory)
         saved = any(e.checkpoint for e in trajectory.events)
         if graph is None:

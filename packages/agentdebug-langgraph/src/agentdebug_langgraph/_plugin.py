@@ -44,6 +44,13 @@ def _key(key: str, value: str) -> str:
     return value.strip()
 
 
+def _check(key: str, value: str) -> Any:
+    """A success check by its ``module:function`` name, imported now."""
+    from agentdebug_langgraph._specs import load_spec
+
+    return load_spec(value.strip(), f"executor option {key}:")
+
+
 def _limit(key: str, value: str) -> int:
     try:
         limit = int(value)
@@ -61,6 +68,7 @@ OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "asynchronous": _asynchronous,
     "directive_key": _key,
     "recursion_limit": _limit,
+    "success_check": _check,
 }
 
 
@@ -82,9 +90,9 @@ class RegisteredExecutor:
             self._executor = LangGraphRerunExecutor()
         return self._executor
 
-    def preflight(self, trajectory: AgentTrajectory) -> None:
+    def preflight(self, trajectory: AgentTrajectory, *, scorer: str | None = None) -> None:
         """The executor's checks before the gate (see ``LangGraphRerunExecutor.preflight``)."""
-        self._built().preflight(trajectory)
+        self._built().preflight(trajectory, scorer=scorer)
 
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         result: AgentTrajectory = self._built().rerun(request)

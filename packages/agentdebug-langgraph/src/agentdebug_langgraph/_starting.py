@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import inspect
+import logging
 from typing import Any
 from uuid import UUID
 
@@ -41,6 +42,9 @@ from agentdebug_langgraph._state import (
     stopped_elsewhere,
     thread_key,
 )
+
+log = logging.getLogger("agentdebug.langgraph")
+_WARNED: set[tuple[str, str]] = set()  # (factory, check) warned of once a process
 
 # frames from on_chain_start up to the Pregel.stream/astream starting a graph run
 # (handle_event, the callback manager; in async runs a few more)
@@ -335,7 +339,16 @@ class RunStarting(RunEnding):
         if spec:
             lg["success_check"] = spec
         elif self.success_check is not None:  # judged by a check a rerun cannot import
-            lg["success_check_unimportable"] = name_of(self.success_check)
+            lg["success_check_unimportable"] = name = name_of(self.success_check)
+            if self.graph_factory and (self.graph_factory, name) not in _WARNED:
+                _WARNED.add((self.graph_factory, name))  # (reruns elsewhere are meant)
+                log.warning(
+                    "agentdebug: success check %s has no importable name (a lambda, a "
+                    "nested function, or one in the script run as __main__): a rerun "
+                    "in another process cannot judge its branch by it; define it at "
+                    "the top level of a module",
+                    name,
+                )
         if fork is not None:
             lg[_forks.KEY] = fork.record()
         if asynchronous:  # ainvoke, astream: a rerun goes so too (its nodes may be coroutines)

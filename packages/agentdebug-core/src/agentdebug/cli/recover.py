@@ -47,7 +47,8 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
     metavar="KEY=VALUE",
     help="An option for the rerun executor (repeatable): a keyword argument of "
     "--executor's factory, or one the installed executor takes (LangGraph: "
-    "replay_answers, isolate, asynchronous, directive_key, recursion_limit).",
+    "replay_answers, isolate, asynchronous, directive_key, recursion_limit, "
+    "success_check).",
 )
 @click.option(
     "--policy",

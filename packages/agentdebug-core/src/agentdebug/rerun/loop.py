@@ -14,6 +14,7 @@ rerun that could not run at all tests nothing and changes no verification.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -147,7 +148,7 @@ def closed_loop(
             f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: "
             f"{plan.directive}"
         )
-        unable = _cannot_rerun(ex, current)
+        unable = _cannot_rerun(ex, current, judge.name)
         if unable is not None:  # before the gate: no one approves what cannot run
             say(f"round {round_}: {unable}; the original run is kept")
             attempt = Attempt(
@@ -263,13 +264,20 @@ def _unrepeated(
     return plan.model_copy(update={"directive": directive, "notes": [*plan.notes, note]})
 
 
-def _cannot_rerun(ex: RerunExecutor, run: AgentTrajectory) -> str | None:
-    """Why ``ex`` cannot rerun ``run``, when its ``preflight`` can tell beforehand."""
+def _cannot_rerun(ex: RerunExecutor, run: AgentTrajectory, scorer: str) -> str | None:
+    """Why ``ex`` cannot rerun ``run``, when its ``preflight`` can tell beforehand
+    (told the name of the scorer that will judge the branch, when it takes
+    ``scorer``: a branch no check of the executor's can judge is no use to the
+    default scorer, and fine for the llm one)."""
     check = getattr(ex, "preflight", None)
     if check is None:
         return None
     try:
-        check(run)
+        takes = "scorer" in inspect.signature(check).parameters
+    except (TypeError, ValueError):  # (a builtin, say)
+        takes = False
+    try:
+        check(run, scorer=scorer) if takes else check(run)
     except AgentDebugError as exc:
         return f"the '{getattr(ex, 'framework', '?')}' executor cannot rerun it: {exc}"
     except Exception:  # a preflight's own bug: the rerun itself will say what is wrong

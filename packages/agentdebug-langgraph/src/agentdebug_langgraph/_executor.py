@@ -312,8 +312,7 @@ class LangGraphRerunExecutor:
         cannot run. (A recorded factory or check is imported, not called.)"""
         check = self._success_check(trajectory)
         if isinstance(check, UnavailableCheck) and (
-            scorer in ("outcome", None)
-            or (scorer == "default" and not trajectory.reference_answer)
+            scorer in ("outcome", None) or (scorer == "default" and not trajectory.reference_answer)
         ):
             raise AgentDebugError(f"the branch could not be judged: {check.reason}")
         graph, spec = self._found(trajectory)

@@ -187,6 +187,30 @@ def test_resuming_a_branch_that_waits_as_its_reason_says_continues_the_branch(
     assert resumed.goal == branch.goal
 
 
+def test_a_loop_whose_branch_waits_for_a_human_says_so_not_that_scoring_failed(
+    dbg: AgentDebug,
+) -> None:
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"))
+    report = DiagnosticReport(
+        id="r-wait",
+        trajectory_id=original.id,
+        hypotheses=[Hypothesis(agent_name="prepare", step_index=1, strategy="t", confidence=0.9)],
+        fix=Fix(directive="use the policy's amount", target_agent="prepare", target_step=1),
+    )
+    executor = LangGraphRerunExecutor(
+        graph,
+        debugger=dbg,
+        directive_update=lambda request, snapshot: {"fixed": True},
+        replay_answers="never",
+    )
+    result = closed_loop(original, debugger=dbg, executor=executor, report=report)
+    assert result.status == "error"
+    assert "ended without a verdict, so the default scorer could not judge it: " in result.detail
+    assert "the branch stopped at an interrupt" in result.detail
+    assert "scoring branch" not in result.detail
+
+
 def test_an_unknown_policy_is_refused_when_the_executor_is_made() -> None:
     with pytest.raises(AgentDebugError, match=r"replay_answers='always'.*'same-node'"):
         LangGraphRerunExecutor(replay_answers="always")

@@ -40,6 +40,7 @@ from agentdebug.schema import (
     Attempt,
     DiagnosticReport,
     LoopResult,
+    OutcomeStatus,
     RecoveryPlan,
     RerunRequest,
 )
@@ -205,6 +206,12 @@ def closed_loop(
             score = judge.score(branch, trajectory)
         except Exception as exc:
             why = f"scoring branch {branch.id} with the {judge.name} scorer failed: {_why(exc)}"
+            ended = branch.outcome
+            if ended.status is OutcomeStatus.UNKNOWN and ended.reason:
+                why = (  # (no scorer's fault: a branch left waiting at an interrupt, say)
+                    f"branch {branch.id} ended without a verdict, so the {judge.name} "
+                    f"scorer could not judge it: {ended.reason}"
+                )
             attempt = attempt.model_copy(update={"error": why})
             return _end(
                 store, current_report, attempts, attempt, trajectory, "error", why, branch.id

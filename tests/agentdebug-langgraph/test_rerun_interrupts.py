@@ -12,6 +12,7 @@ from typing import Annotated, Any, TypedDict
 import pytest
 from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.errors import AgentDebugError
+from agentdebug.report import event_line
 from agentdebug.rerun import closed_loop
 from agentdebug.rerun.score import DefaultScorer
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, Fix, Hypothesis, RerunRequest
@@ -92,7 +93,9 @@ def resumes(run: AgentTrajectory) -> list[Any]:
     ]
 
 
-def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebug) -> None:
+def test_the_original_answer_is_replayed_and_the_branch_is_judged(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
     """The fix changes the question (it quotes the amount); the human's "yes" is
     given to the same node's interrupt, the branch runs to the end and passes, and
     its resume says whose answer it replayed and what was asked then."""
@@ -104,9 +107,11 @@ def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebu
     asked = next(e for e in original.events if e.metadata.get("langgraph_event") == "interrupt")
     assert len(asked.metadata["interrupt_ids"]) == 1
 
-    branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
-        fixed(original)
-    )
+    with caplog.at_level("WARNING", logger="agentdebug.langgraph"):
+        branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").rerun(
+            fixed(original)
+        )
+    assert "answer to" in caplog.text and "for another question" in caplog.text
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert branch.outcome.final_answer["out"][-1] == "refund 24: yes"
     (replayed,) = resumes(branch)
@@ -117,6 +122,10 @@ def test_the_original_answer_is_replayed_and_the_branch_is_judged(dbg: AgentDebu
     interrupts = [e for e in branch.events if e.metadata.get("langgraph_event") == "interrupt"]
     assert interrupts[-1].output == [{"question": "refund $24?"}]
     assert DefaultScorer().score(branch, original).success
+    # what a user reads says so: show's line for it, and a warning when it is given
+    line = event_line(replayed, 200)
+    assert line.startswith("[replayed: the original run's answer, given to another question")
+    assert "it answered: refund $42?" in line and line.endswith("] yes")
 
 
 def test_by_default_an_approval_is_not_given_for_another_question(dbg: AgentDebug) -> None:

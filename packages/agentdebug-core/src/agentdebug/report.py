@@ -63,6 +63,14 @@ def event_line(event: AgentEvent, width: int) -> str:
         tool = meta.get("tool_name") or event.module
         args = compact_json(event.input)
         return shorten(f"{tool}({args})" if isinstance(tool, str) and tool else args, width)
+    if event.type is EventType.USER_INPUT and meta.get("replayed_from"):
+        # a rerun branch given the original human's answer (not a person, now)
+        head = "[replayed: the original run's answer"
+        if meta.get("question_matches") is False:
+            asked = flatten(meta.get("original_question"), limit=width)
+            head += f", given to another question; it answered: {asked}"
+        said = flatten(event.input, limit=width * 2)
+        return shorten(f"{head}] {said}" if said else f"{head}]", width)
     out = event.output
     stopped = meta.get("stopped") if event.type is EventType.LLM_RESPONSE else None
     if stopped and isinstance(stopped, str):

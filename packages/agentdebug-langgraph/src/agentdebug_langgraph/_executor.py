@@ -52,7 +52,7 @@ from agentdebug_langgraph._checkpoints import (
     resume_point,
     routed_by_command,
 )
-from agentdebug_langgraph._convert import compact
+from agentdebug_langgraph._convert import compact, short_text
 from agentdebug_langgraph._ending import (
     SuccessCheck,
     UnavailableCheck,
@@ -467,7 +467,14 @@ class LangGraphRerunExecutor:
                 callback.release_held(branch_paused(str(held.thread_id), plan.refused))
                 return
             used += 1
-            callback.resume_note = {**(plan.note or {}), "replayed_from_run": original_id}
+            note = plan.note or {}
+            if note.get("question_matches") is False:  # (same-node: say so where it shows)
+                log.warning(
+                    "agentdebug: the branch was given the original human's answer to %s "
+                    "for another question (replay_answers='same-node')",
+                    short_text(note.get("original_question"), 120),
+                )
+            callback.resume_note = {**note, "replayed_from_run": original_id}
             invoke(config, plan.resume)
 
     def _run_config(

@@ -14,6 +14,7 @@ from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor, bra
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
 from lg_graphs import Heeding
 from rerun_support import verified_branch
 
@@ -202,3 +203,55 @@ def test_a_branch_the_directive_fixed_downstream_does_not_verify_the_blamed_step
     stored = store.load_reports(original.id)[-1]
     assert stored.verification is not None and stored.verification.status == "not_confirmed"
     assert "planner at step 1 decided as before" in stored.verification.detail
+
+
+class Kept(TypedDict):
+    history: Annotated[list[Any], add_messages]
+    amount: int
+
+
+def history_graph(checkpointer: Any) -> Any:
+    """A conversation kept under ``history`` (an ``add_messages`` key, not
+    ``messages``): ``prepare`` takes the policy's amount once told to."""
+
+    def prepare(state: Kept) -> dict[str, Any]:
+        told = any("policy" in str(m.content) for m in state["history"][1:])
+        return {"amount": 24 if told else 42}
+
+    def answer(state: Kept) -> dict[str, Any]:
+        return {"history": [AIMessage(f"Your refund is ${state['amount']}.")]}
+
+    g = StateGraph(Kept)
+    g.add_node("prepare", prepare)
+    g.add_node("answer", answer)
+    g.add_edge(START, "prepare")
+    g.add_edge("prepare", "answer")
+    return g.compile(checkpointer=checkpointer)
+
+
+def refund_24(state: dict[str, Any]) -> bool | str:
+    return "$24" in state["history"][-1].content or "the refund amount is wrong"
+
+
+def test_a_conversation_under_another_key_gives_the_goal_answer_and_directive(
+    dbg: AgentDebug,
+) -> None:
+    """The goal is its first human message, the final answer its last assistant
+    one (by the node that wrote it), and a rerun's directive goes there too
+    (before: the input dict as the goal, the whole state as the answer, and a rerun
+    refused for want of a ``messages`` key)."""
+    graph = history_graph(InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=refund_24, diagnose=False)
+    graph.invoke(
+        {"history": [HumanMessage("How much is my refund?")], "amount": 0},
+        {"configurable": {"thread_id": "kept"}, "callbacks": [cb]},
+    )
+    run = cb.trajectory()
+    assert run.goal == "How much is my refund?"
+    (final,) = [e for e in run.events if e.type is EventType.FINAL_ANSWER]
+    assert final.agent_name == "answer" and run.outcome.final_answer == "Your refund is $42."
+    step = next(e.step_index for e in run.events if e.agent_name == "prepare")
+    request = RerunRequest(trajectory=run, resume_step=step, directive="Use the refund policy.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert branch.outcome.final_answer == "Your refund is $24."

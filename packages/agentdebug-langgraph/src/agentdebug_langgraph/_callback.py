@@ -385,7 +385,7 @@ class AgentDebugCallback(RunStarting):
 
     def _end_node(self, rec: NodeRun, outputs: Any, cached: bool = False) -> None:
         if outputs.__class__ is dict:
-            said = outputs.get("messages")
+            said = outputs.get(rec.run.messages_key)
             if said is not None:
                 self._note_written(rec, said)
             if _STRUCTURED in outputs:  # (an agent's response_format answer)
@@ -395,7 +395,7 @@ class AgentDebugCallback(RunStarting):
                 # (a supervisor's, a handler's reply; create_agent's model node
                 # returns a list of them)
                 if command.__class__ is Command and command.update.__class__ is dict:
-                    said = command.update.get("messages")
+                    said = command.update.get(rec.run.messages_key)
                     if said is not None:
                         self._note_written(rec, said)
                     if _STRUCTURED in command.update:

@@ -22,6 +22,8 @@ from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Send
 from pydantic import BaseModel as PydanticModel
 
+MESSAGES = "messages"  # the state key of a graph's conversation, unless it says otherwise
+
 _ROLES = {
     "human": "user",
     "ai": "assistant",
@@ -291,14 +293,14 @@ def count_sends(value: Any) -> int:
     return 0
 
 
-def last_ai_text(state: Any) -> tuple[str | None, Any]:
+def last_ai_text(state: Any, key: str = MESSAGES) -> tuple[str | None, Any]:
     """The final answer of a message-state graph: the last assistant message
-    without tool calls, if the state has a ``messages`` list: a LangChain message,
-    or an OpenAI-style ``{"role": "assistant", ...}`` dict (a graph that keeps
-    its messages as the OpenAI SDK gives them)."""
+    without tool calls, if the state has a list of messages under ``key``: a
+    LangChain message, or an OpenAI-style ``{"role": "assistant", ...}`` dict (a
+    graph that keeps its messages as the OpenAI SDK gives them)."""
     if not isinstance(state, dict):
         return None, None
-    msgs = state.get("messages")
+    msgs = state.get(key)
     if not isinstance(msgs, list):
         return None, None
     for msg in reversed(msgs):
@@ -328,16 +330,16 @@ def text_of(content: Any) -> str:
     return str(content)
 
 
-def first_human_text(state: Any) -> str | None:
+def first_human_text(state: Any, key: str = MESSAGES) -> str | None:
     """The user's request in a message-state input (a dict, or a pydantic or
-    dataclass state with a ``messages`` field): a natural goal for the run."""
+    dataclass state with a field ``key`` of messages): a natural goal for the run."""
     if isinstance(state, dict):
-        msgs = state.get("messages")
+        msgs = state.get(key)
     elif isinstance(state, (str, bytes, Command)) or state is None:
         msgs = None
     else:
         try:
-            msgs = getattr(state, "messages", None)
+            msgs = getattr(state, key, None)
         except Exception:  # a user's object may raise anything from a property
             msgs = None
     if isinstance(msgs, (BaseMessage, str, dict, tuple)):  # one message, as add_messages
@@ -429,6 +431,24 @@ def short_text(value: Any, limit: int = 200) -> str:
         except Exception:  # (one past orjson's depth limit, say)
             text = safe_repr(small)
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def messages_key(graph: Any) -> str:
+    """The state key that holds a graph's conversation: ``messages`` when it has
+    one, else the first key an ``add_messages`` reducer keeps (``history``,
+    ``chat_history``); ``messages`` when none does, or the graph is not known."""
+    try:
+        channels = graph.channels if graph is not None else {}
+        if MESSAGES in channels:
+            return MESSAGES
+        from langgraph.graph.message import add_messages
+
+        for key, channel in channels.items():
+            if getattr(channel, "operator", None) is add_messages:
+                return str(key)
+    except Exception:  # (a graph-like object of another kind)
+        pass
+    return MESSAGES
 
 
 def node_names(graph: Any) -> list[str]:

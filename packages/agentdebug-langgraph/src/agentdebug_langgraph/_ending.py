@@ -289,7 +289,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         """An agent that ended the run itself at a limit (no error raised): its
         error event, at the node that said so; the run's reason."""
         try:
-            agent, step, parent = _answered_by(run, _convert.last_ai_text(outputs)[1])
+            agent, step, parent = _answered_by(
+                run, _convert.last_ai_text(outputs, run.messages_key)[1]
+            )
             fields = _graph_errors.out_of_steps(
                 end, agent=agent, step=step, parent=parent, graph=run.graph_name
             )
@@ -299,7 +301,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         return end.reason
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
-        text, msg = _convert.last_ai_text(outputs)
+        text, msg = _convert.last_ai_text(outputs, run.messages_key)
         structured = None
         if run.structured is not None and outputs.__class__ is dict:  # (written in this
             structured = outputs.get(STRUCTURED)  # run, not left by a turn before)
@@ -515,7 +517,7 @@ def _structured_by(run: GraphRun, wrote: Any) -> tuple[str | None, int, str | No
 def _said_by_model(run: GraphRun, outputs: Any) -> bool:
     """Whether the final message is a model's answer (one a model call gave), not
     one a node wrote itself, as an agent ending at a limit does."""
-    msg = _convert.last_ai_text(outputs)[1]
+    msg = _convert.last_ai_text(outputs, run.messages_key)[1]
     content = _content(msg)
     return msg is not None and any(
         given is msg or getattr(given, "content", None) == content

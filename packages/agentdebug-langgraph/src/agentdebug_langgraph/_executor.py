@@ -52,7 +52,7 @@ from agentdebug_langgraph._checkpoints import (
     resume_point,
     routed_by_command,
 )
-from agentdebug_langgraph._convert import compact, short_text
+from agentdebug_langgraph._convert import compact, messages_key, short_text
 from agentdebug_langgraph._ending import (
     SuccessCheck,
     UnavailableCheck,
@@ -117,8 +117,10 @@ class LangGraphRerunExecutor:
     ``success_check``: judges the branch's final state, as in
     :class:`AgentDebugCallback` (default: the one the run was captured with, when it
     was an importable function). ``directive_key``: the state key that takes the
-    directive as a message. ``directive_update(request, snapshot)``: build the state
-    update yourself (for graphs without a message list). ``asynchronous``: run the
+    directive as a message (default: the graph's conversation, ``messages`` or the
+    key an ``add_messages`` reducer keeps). ``directive_update(request,
+    snapshot)``: build the state update yourself (for graphs without a message
+    list). ``asynchronous``: run the
     branch with ``ainvoke`` (graphs whose nodes are coroutines), or with ``invoke``
     when False; by default as the run was made (``ainvoke``/``astream`` record it,
     ``metadata["langgraph"]["asynchronous"]``). The checkpoints
@@ -142,7 +144,7 @@ class LangGraphRerunExecutor:
         config: dict[str, Any] | None = None,
         context: Any = None,
         success_check: SuccessCheck | None = None,
-        directive_key: str = "messages",
+        directive_key: str | None = None,
         directive_update: DirectiveUpdate | None = None,
         asynchronous: bool | None = None,
         isolate: bool = True,
@@ -406,7 +408,7 @@ class LangGraphRerunExecutor:
         node: (the update, the fork's config, the node it was made as)."""
         values = self._update(graph, request, snap)
         if not request.state_patch and self.directive_update is None:
-            require_subgraph_reads(graph, original, point, self.directive_key)
+            require_subgraph_reads(graph, original, point, self._directive_key(graph))
         routed = routed_by_command(original, point)
         fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
         if not request.state_patch and self.directive_update is None:
@@ -423,28 +425,34 @@ class LangGraphRerunExecutor:
         if self.directive_update is not None:
             return self.directive_update(request, snap)
         values = snap.values if isinstance(snap.values, dict) else {}
-        if self.directive_key not in values:
+        key = self._directive_key(graph)
+        if key not in values:
             keys = ", ".join(sorted(values)) or "none"
             raise AgentDebugError(
-                f"the graph's state has no '{self.directive_key}' key to carry the "
+                f"the graph's state has no '{key}' key to carry the "
                 f"directive as a message (its keys: {keys}); give the rerun request a "
                 "state_patch, or LangGraphRerunExecutor(directive_key=... or "
                 "directive_update=...) (on the command line: --executor-option "
                 "directive_key=KEY, a key that holds the messages)"
             )
-        held = values[self.directive_key]
+        held = values[key]
         if held is not None and not isinstance(held, list | tuple):
             # (a text, a number: the directive in its place would replace the user's value)
             raise AgentDebugError(
-                f"the state key '{self.directive_key}' holds {type(held).__name__}, not a "
+                f"the state key '{key}' holds {type(held).__name__}, not a "
                 "list of messages, so the directive cannot be added to it as a message "
                 "without replacing what it holds; name a key that holds the messages, or "
                 "give a state_patch or LangGraphRerunExecutor(directive_update=...)"
             )
         said = [_as_held(held, directive_text(request))]
-        if _replaced_by_updates(graph, self.directive_key):
+        if _replaced_by_updates(graph, key):
             said = [*held, *said] if isinstance(held, list | tuple) else said
-        return {self.directive_key: said}
+        return {key: said}
+
+    def _directive_key(self, graph: Any) -> str:
+        """The state key the directive goes to: as given, else the graph's
+        conversation (``messages``, or the key an ``add_messages`` reducer keeps)."""
+        return self.directive_key or messages_key(graph)
 
     def _replay(
         self,

@@ -223,6 +223,7 @@ class RunStarting(RunEnding):
             pause_key=waits,
             last_step=base,
             base_step=base,
+            messages_key=_convert.messages_key(graph),
         )
         if owns and continues is not None and continues.decisions is not None:
             continues.decisions.carry_into(run)  # what it asked for and what failed, before
@@ -325,7 +326,7 @@ class RunStarting(RunEnding):
         if self._adopt is not None:
             session, self._adopt = self._adopt, None
             return session, False
-        goal = self.goal or _convert.first_human_text(inputs)
+        goal = self.goal or _convert.first_human_text(inputs, _convert.messages_key(graph))
         goal = goal or (continues.mark.goal if continues is not None else None)
         if goal is None and inputs is not None and not isinstance(inputs, Command):
             goal = _convert.short_text(inputs)

@@ -47,6 +47,7 @@ class GraphRun:
     input_event: str | None = None
     frame: FrameType | None = None
     asynchronous: bool | None = None  # run by astream (None: not known)
+    messages_key: str = "messages"  # the state key of its conversation (_convert.messages_key)
     loop: Any = None
     loop_checked: bool = False
     persists: bool = False

@@ -454,3 +454,46 @@ def test_a_run_that_failed_on_its_final_answer_shows_its_failure_there() -> None
     # no final answer (the run raised): the latest error still shows it
     raised = t.model_copy(update={"events": t.events[:3]})
     assert diagnose(raised).symptom.event_id == "r1"  # type: ignore[union-attr]
+
+
+def test_a_node_that_raised_is_named_as_itself_with_one_full_stop_and_one_quote() -> None:
+    """Probes' wording faults: a node's error read "langgraph.node failed" (its module
+    taken for a tool), a quote ending in a full stop gave two, and a tool's failed
+    result and its node's error, both quoting the same text at one step, gave the
+    evidence twice."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="Price of item 7?"),
+        ev(1, EventType.TOOL_CALL, "agent", module="send_email", input={"to": "bob"}),
+        ev(2, EventType.TOOL_RESULT, "agent", module="send_email", error="unknown domain."),
+        AgentEvent(
+            id="e3",
+            type=EventType.ERROR,
+            step_index=2,
+            agent_name="tools",
+            module="langgraph.node",
+            error=ErrorInfo(message="unknown domain."),
+        ),
+    ]
+    report = diagnose(traj(*events), attributor="heuristic")
+    messages = [f.message for f in report.findings]
+    assert "tools raised: unknown domain." in messages
+    assert not any("langgraph.node" in m for m in messages)
+    assert ".." not in report.summary
+    root = report.root_cause
+    assert root is not None
+    assert len([e.quote for e in root.evidence]) == len({e.quote for e in root.evidence})
+
+
+def test_the_structural_prior_names_an_agent_and_step_once() -> None:
+    """No detector fired: the first decision and the final answer, when both are
+    one agent's at one step, are one candidate, not the root and an "also"."""
+    final = AgentEvent(
+        id="e2", type=EventType.FINAL_ANSWER, step_index=1, agent_name="answer", output="10 USD"
+    )
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, input="Price?"),
+        ev(1, EventType.LLM_RESPONSE, "answer", output="10 USD"),
+        final,
+    )
+    found = HeuristicAttributor().attribute(t, [])
+    assert [(h.agent_name, h.step_index) for h in found] == [("answer", 1)]

@@ -396,7 +396,8 @@ def _summary(
 ) -> str:
     parts: list[str] = []
     if symptom is not None:
-        parts.append(f"The failure shows at step {symptom.step_index}: {symptom.message}.")
+        said = symptom.message.rstrip().rstrip(".")  # (one full stop, not the quote's too)
+        parts.append(f"The failure shows at step {symptom.step_index}: {said}.")
     elif trajectory.outcome.status.value == "failure":
         reason = trajectory.outcome.reason or "the run is marked failed"
         parts.append(f"No detector found a concrete error ({reason}).")

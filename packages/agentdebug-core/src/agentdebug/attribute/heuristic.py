@@ -292,7 +292,14 @@ class HeuristicAttributor:
                     f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
                 )
             )
-        if not picks or picks[0][0].id != decisions[0].id:
+
+        def named(event: AgentEvent) -> bool:  # (one candidate per agent and step)
+            return any(
+                (e.agent_name, e.step_index) == (event.agent_name, event.step_index)
+                for e, _, _ in picks
+            )
+
+        if not named(decisions[0]):
             picks.append(
                 (
                     decisions[0],
@@ -301,7 +308,7 @@ class HeuristicAttributor:
                 )
             )
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
-        if all(finals[-1].id != e.id for e, _, _ in picks):
+        if not named(finals[-1]):
             picks.append(
                 (finals[-1], 0.1, "no detector fired; this step produced the final answer")
             )
@@ -320,10 +327,12 @@ class HeuristicAttributor:
 
 def _distinct(evidence: Sequence[Evidence]) -> list[Evidence]:
     """Each quote once, first seen first (two findings at one event often quote the
-    same text)."""
-    seen: dict[tuple[str | None, str | None, str | None], Evidence] = {}
+    same text; so do a tool's failed result and the error its node raised with it,
+    two events at one step)."""
+    seen: dict[tuple[int | str | None, str | None, str | None], Evidence] = {}
     for ev in evidence:
-        seen.setdefault((ev.event_id, ev.field, ev.quote), ev)
+        where = ev.step_index if ev.step_index is not None else ev.event_id
+        seen.setdefault((where, ev.field, ev.quote), ev)
     return list(seen.values())
 
 

@@ -164,6 +164,12 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             continue
         mode, quote = failure
         where = tool_name(event)
+        if (
+            event.type is EventType.ERROR
+            and where == event.module
+            and not event.metadata.get("tool_name")
+        ):  # (an agent's own code raised: its module, "langgraph.node", is no tool)
+            where = None
         if where:
             what = f"{where} failed"
         elif event.type is EventType.ERROR:  # an agent's own code raised: say whose, and what

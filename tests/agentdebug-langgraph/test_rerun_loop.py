@@ -109,22 +109,22 @@ def test_a_branch_is_judged_by_the_runs_own_check_even_one_without_an_importable
 
     _live._LIVE_CHECKS.clear()  # as in another process: the lambda is gone
     right = scripted(wrong_then_right()[2:])
+    executor = LangGraphRerunExecutor(tool_agent(right, saver), debugger=dbg)
     result = closed_loop(
-        original,
-        debugger=dbg,
-        executor=LangGraphRerunExecutor(tool_agent(right, saver), debugger=dbg),
-        report=cb.reports[0],
-        policy="auto",
+        original, debugger=dbg, executor=executor, report=cb.reports[0], policy="auto"
     )
-    assert result.status != "succeeded" and result.verified_by_rerun is not True
+    # the loop's default scorer would read the branch's outcome: refused before the
+    # gate, with no branch run (its tools would run, to no verdict)
+    assert result.status == "error" and result.verified_by_rerun is not True
+    assert not result.attempts[0].branch_id and result.attempts[0].decision is None
+    assert "could not be judged" in result.detail
+    assert "has no importable name" in result.detail
+    # rerun directly: the branch runs and is left unknown, saying why
+    branch = executor.rerun(request_from(original, cb))
     assert len(judged) == 2  # not called again, and not replaced by "no check: success"
-    store = dbg.store
-    assert store is not None
-    branch = store.load_trajectory(result.attempts[0].branch_id or "")
     assert branch.outcome.status is OutcomeStatus.UNKNOWN
     reason = branch.outcome.reason or ""
     assert "has no importable name" in reason and "success_check=" in reason
-    assert "has no importable name" in result.detail
 
 
 def test_a_runs_check_whose_name_now_names_an_async_function_leaves_the_branch_unknown(

@@ -312,3 +312,42 @@ def test_an_error_of_one_send_branchs_subgraph_is_placed_in_that_branch(dbg: Age
     by_id = {e.id: e for e in run.events}
     branch = by_id[by_id[error.parent_id].parent_id]  # the sub node the writers ran in
     assert branch.input == {"which": "A"}
+
+
+def test_a_command_to_a_node_the_graph_does_not_have_is_an_error_at_the_router(
+    dbg: AgentDebug,
+) -> None:
+    """A supervisor routes by its model's word: ``Command(goto="billing")`` in a
+    graph without that node. LangGraph logs "unknown channel" and ends the run as
+    if no route was given; the run records the route as an error at the router,
+    ``coordination.unknown_handoff``, and the diagnosis blames it (before, nothing
+    was recorded, and the blame fell on the first decision by default)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+    from langgraph.types import Command
+
+    model = scripted([AIMessage("billing"), AIMessage("support")])  # (a run each)
+
+    def supervisor(state: MessagesState) -> Command[Any]:
+        said = model.invoke(state["messages"])
+        return Command(goto=str(said.content), update={"messages": [said]})
+
+    g = StateGraph(MessagesState)
+    g.add_node("supervisor", supervisor, destinations=("support", "sales"))
+    g.add_node("support", lambda s: {"messages": [AIMessage("Your bill was corrected.")]})
+    g.add_node("sales", lambda s: {})
+    g.add_edge(START, "supervisor")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the customer was not helped")
+    g.compile().invoke({"messages": [HumanMessage("my bill is wrong")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name == "supervisor" and error.metadata["target"] == "billing"
+    assert error.error is not None and "names no node of the graph" in error.error.message
+    report = cb.reports[0]
+    root = report.root_cause
+    assert root is not None and root.agent_name == "supervisor"
+    assert root.mode_id == "coordination.unknown_handoff"
+    # a route to a node it has is no error
+    ok = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke({"messages": [HumanMessage("my bill is wrong")]}, {"callbacks": [ok]})
+    assert not [e for e in ok.trajectory().events if e.type is EventType.ERROR]

@@ -27,6 +27,7 @@ from uuid import UUID, uuid4
 
 from agentdebug import AgentDebug, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback, check_mode
+from agentdebug.detect.signals import FAILURE_MODE
 from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -394,7 +395,11 @@ class AgentDebugCallback(RunStarting):
             for command in outputs if outputs.__class__ is list else (outputs,):
                 # (a supervisor's, a handler's reply; create_agent's model node
                 # returns a list of them)
-                if command.__class__ is Command and command.update.__class__ is dict:
+                if command.__class__ is not Command:
+                    continue
+                if command.goto and command.graph is None and "|" not in rec.ns:
+                    _unknown_goto(rec, command.goto)
+                if command.update.__class__ is dict:
                     said = command.update.get(rec.run.messages_key)
                     if said is not None:
                         self._note_written(rec, said)
@@ -535,3 +540,32 @@ class AgentDebugCallback(RunStarting):
                 run.interrupt_checkpoint = event.checkpoint_id
         except Exception:
             self._failed("on_interrupt")
+
+
+def _unknown_goto(rec: NodeRun, goto: Any) -> None:
+    """A root-level node's ``Command(goto=...)`` naming a node the graph does not
+    have (a supervisor that routes by its model's word): LangGraph logs "wrote to
+    unknown channel" and goes on as if no route was given, so the run ends there
+    and may even pass. Recorded as an error at the node, ``coordination.unknown_handoff``."""
+    run = rec.run
+    targets = goto if isinstance(goto, (list, tuple)) else (goto,)
+    unknown = [t for t in targets if isinstance(t, str) and t not in run.nodes and t != "__end__"]
+    if not unknown or not run.nodes:
+        return
+    run.session.record(
+        EventType.ERROR,
+        agent_name=rec.agent,
+        step_index=rec.step,
+        parent_id=rec.event_id,
+        module=_NODE,
+        error={
+            "type": "UnknownNode",
+            "message": f"Command(goto={unknown[0]!r}) names no node of the graph "
+            f"(its nodes: {', '.join(sorted(run.nodes))}); LangGraph ignored the route",
+        },
+        metadata={
+            FAILURE_MODE: "coordination.unknown_handoff",
+            "langgraph_error": "unknown_goto",
+            "target": unknown[0],
+        },
+    )

@@ -224,6 +224,7 @@ class RunStarting(RunEnding):
             last_step=base,
             base_step=base,
             messages_key=_convert.messages_key(graph),
+            nodes=frozenset(nodes),
         )
         if owns and continues is not None and continues.decisions is not None:
             continues.decisions.carry_into(run)  # what it asked for and what failed, before

@@ -48,6 +48,7 @@ class GraphRun:
     frame: FrameType | None = None
     asynchronous: bool | None = None  # run by astream (None: not known)
     messages_key: str = "messages"  # the state key of its conversation (_convert.messages_key)
+    nodes: frozenset[str] = frozenset()  # the graph's own nodes (a Command's goto checked)
     loop: Any = None
     loop_checked: bool = False
     persists: bool = False

@@ -179,7 +179,10 @@ def test_ingest_a_benchmark_folder_and_diagnose_a_run(home: Path) -> None:
     result = run_cli("ingest", str(DATA / "whowhen" / "Hand-Crafted"))
     assert result.returncode == 0, result.stderr
     assert "imported 29 run(s)" in result.stdout
-    listed = run_cli("list", "--framework", "magentic-one", "--limit", "100").stdout.splitlines()
+    header, *listed = run_cli(
+        "list", "--framework", "magentic-one", "--limit", "100"
+    ).stdout.splitlines()
+    assert header.split()[:3] == ["RUN", "STATUS", "FRAMEWORK"] and "ROOT CAUSE" in header
     assert len(listed) == 29
     run_id = listed[0].split()[0]
     diag = run_cli("diagnose", run_id)

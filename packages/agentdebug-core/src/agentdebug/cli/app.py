@@ -203,6 +203,11 @@ def list_runs(
     runs = obj.existing_store.list_runs(query)
     if not runs and failure_mode is not None:
         _known_mode(failure_mode)
+    if runs and not as_json:  # (what each column is; --json for scripts)
+        click.echo(
+            f"{'RUN':<28} {'STATUS':<8} {'FRAMEWORK':<14} {'EVENTS':>6}  {'STARTED':<16}  "
+            f"{'ROOT CAUSE':<28} GOAL"
+        )
     for run in runs:
         if as_json:
             click.echo(

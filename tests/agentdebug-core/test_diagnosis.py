@@ -497,3 +497,25 @@ def test_the_structural_prior_names_an_agent_and_step_once() -> None:
     )
     found = HeuristicAttributor().attribute(t, [])
     assert [(h.agent_name, h.step_index) for h in found] == [("answer", 1)]
+
+
+def test_with_no_finding_a_worker_whose_words_the_answer_carries_is_named() -> None:
+    """A supervisor routes, a worker converts to the wrong currency, the supervisor
+    passes it on: with no detector firing, the worker's step that first said what
+    the answer carries is the candidate, not the supervisor's first routing; a run
+    of one agent has no such candidate."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="Convert 100 USD to EUR"),
+        ev(1, EventType.LLM_RESPONSE, "supervisor", output="route mathematician"),
+        ev(2, EventType.TOOL_CALL, "mathematician", input={"amount": 100, "currency": "GBP"}),
+        ev(3, EventType.LLM_RESPONSE, "mathematician", output="100 USD is 90.00 GBP"),
+        ev(4, EventType.FINAL_ANSWER, "supervisor", output="The result: 90.00 GBP"),
+    ]
+    found = HeuristicAttributor().attribute(traj(*events), [])
+    assert (found[0].agent_name, found[0].step_index) == ("mathematician", 2)
+    assert "the final answer carries what this step of mathematician" in (found[0].rationale or "")
+    alone = [e.model_copy(update={"agent_name": "agent"}) if e.agent_name else e for e in events]
+    names = [
+        (h.agent_name, h.step_index) for h in HeuristicAttributor().attribute(traj(*alone), [])
+    ]
+    assert names == [("agent", 1), ("agent", 4)]

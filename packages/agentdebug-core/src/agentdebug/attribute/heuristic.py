@@ -293,6 +293,17 @@ class HeuristicAttributor:
                 )
             )
 
+        origin = _answer_origin(trajectory, decisions)
+        if origin is not None and all(origin.id != e.id for e, _, _ in picks):
+            picks.append(
+                (
+                    origin,
+                    0.17,
+                    "no detector fired; the final answer carries what this step of "
+                    f"{origin.agent_name} first said (another agent gave the answer)",
+                )
+            )
+
         def named(event: AgentEvent) -> bool:  # (one candidate per agent and step)
             return any(
                 (e.agent_name, e.step_index) == (event.agent_name, event.step_index)
@@ -369,6 +380,44 @@ _EXPECTED = re.compile(
     r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
     re.IGNORECASE,
 )
+
+
+def _said(event: AgentEvent) -> str:
+    """What a decision said: its output, or a tool call's arguments."""
+    said = flatten(event.output, limit=4000)
+    if not said and event.type is EventType.TOOL_CALL:
+        said = flatten(event.input, limit=4000)
+    return said
+
+
+def _answer_origin(
+    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
+) -> AgentEvent | None:
+    """In a run of several agents whose final answer one agent gave: the earliest
+    decision of another agent that first said most of what the answer carries
+    (its words and numbers that the run's input does not hold), since an agent
+    that passes a worker's result on repeats the worker's mistake. None in a
+    run of one agent, or when no other agent's step said any of it."""
+    finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
+    if not finals or len({e.agent_name for e in decisions}) < 2:
+        return None
+    given: set[str] = set()
+    for event in trajectory.events:
+        if event.type is EventType.USER_INPUT:
+            given |= _words(flatten(event.input, limit=4000))
+    carried = _words(flatten(finals[-1].output, limit=4000)) - given
+    if not carried:
+        return None
+    answerer = finals[-1].agent_name
+    best: tuple[int, AgentEvent] | None = None
+    for event in decisions:
+        if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
+            continue
+        words = _words(_said(event)) & carried
+        if words and (best is None or len(words) > best[0]):
+            best = (len(words), event)
+        carried -= words  # (said first here: a later repeat is not its origin)
+    return best[1] if best is not None else None
 
 
 def _words(text: str) -> set[str]:

@@ -12,11 +12,13 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import (
     ToolBindingFake,
+    agent_loop,
     call,
     lookup_order,
     lookup_order_by_email,
     order_found,
     prebuilt_agent,
+    scripted,
     wrong_then_right,
 )
 from rerun_support import assert_branch_of, failed_run, new_nodes, verified_branch
@@ -116,3 +118,52 @@ def test_a_later_round_reruns_a_branch_from_its_first_node_the_pre_model_hook(
     assert second.outcome.status is OutcomeStatus.SUCCESS and second.parent_id == first.id
     assert new_nodes(second)[:2] == ["pre_model_hook", "agent"]
     assert second.outcome.final_answer == "Order A123 costs $42.00."
+
+
+def test_a_tool_node_blamed_for_an_outage_is_rerun_as_it_was_and_verified(
+    dbg: AgentDebug,
+) -> None:
+    """The refund service is down once; the diagnosis blames the tool node (an
+    outage: "retry later"). A directive message after the model's tool call would
+    leave the call unanswered (tools_condition would route to END), and a ToolNode
+    reads none anyway: the branch reruns the tool step as it was, a retry, and the
+    outage is verified (before, the rerun was refused: no fork could keep the tool
+    node pending)."""
+    from agentdebug_langgraph import AgentDebugCallback
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode
+
+    down = [True]
+
+    @tool
+    def issue_refund(order_id: str) -> str:
+        """Refund an order."""
+        if down.pop() if down else False:
+            raise ConnectionError("503 Service Unavailable: payment service")
+        return f"refunded {order_id}"
+
+    model = scripted([call("issue_refund", {"order_id": "A1"}, "c1"), AIMessage("Done.")] * 2)
+    graph = agent_loop(model, ToolNode([issue_refund], handle_tool_errors=True), InMemorySaver())
+
+    def refunded(state: Any) -> bool | str:
+        said = [m.content for m in state["messages"] if m.type == "tool"]
+        return any("refunded" in str(s) for s in said) or "no refund was issued"
+
+    cb = AgentDebugCallback(dbg, success_check=refunded)
+    graph.invoke(
+        {"messages": [HumanMessage("Refund A1")]},
+        {"configurable": {"thread_id": "outage"}, "callbacks": [cb]},
+    )
+    report = cb.reports[0]
+    root = report.root_cause
+    assert root is not None and root.agent_name == "tools"
+    assert root.mode_id == "system.service_unavailable"
+    result = closed_loop(cb.trajectory(), debugger=dbg, report=report, policy="auto")
+    assert result.status == "succeeded", result.detail
+    assert result.verified_by_rerun is True
+    store = dbg.store
+    assert store is not None
+    branch = store.load_trajectory(result.final_run_id or "")
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["directive"].startswith("not given: tools runs the model's tool calls")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS

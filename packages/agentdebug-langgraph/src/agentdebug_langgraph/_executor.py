@@ -86,6 +86,7 @@ from agentdebug_langgraph._requirements import (
     HOW_TO_CHECKPOINT,
     require_checkpointer,
     require_state_graph,
+    runs_tools,
 )
 from agentdebug_langgraph._specs import load_spec
 from agentdebug_langgraph._state import ASYNC, FRAMEWORK, forget_stopped
@@ -237,6 +238,11 @@ class LangGraphRerunExecutor:
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
+        if not values and not request.state_patch and self.directive_update is None:
+            fork_info["directive"] = (
+                f"not given: {', '.join(point.nodes)} runs the model's tool calls and reads "
+                "no directive, so its step is rerun as it was (a retry)"
+            )
         # no node cache, the graph's or a subgraph's own: a node served from it would
         # replay what the run did (LangGraph takes the key wherever it is set)
         uncached = True
@@ -406,10 +412,16 @@ class LangGraphRerunExecutor:
     ) -> tuple[dict[str, Any], Any, str]:
         """The update, forked on ``snap``'s thread and checked to reach the blamed
         node: (the update, the fork's config, the node it was made as)."""
+        routed = routed_by_command(original, point)
+        if not request.state_patch and self.directive_update is None and runs_tools(graph, point):
+            # A tool node runs the calls the model asked for and reads no directive;
+            # one after the model's call would leave the call unanswered (tools_condition
+            # then routes to END). Its step is rerun as it was: a retry (an outage's fix).
+            fork_config, as_node = fork(graph, snap, {}, point, routed_by_command=routed)
+            return {}, fork_config, as_node
         values = self._update(graph, request, snap)
         if not request.state_patch and self.directive_update is None:
             require_subgraph_reads(graph, original, point, self._directive_key(graph))
-        routed = routed_by_command(original, point)
         fork_config, as_node = fork(graph, snap, values, point, routed_by_command=routed)
         if not request.state_patch and self.directive_update is None:
             require_delivered(graph, fork_config, original, point, directive_text(request))

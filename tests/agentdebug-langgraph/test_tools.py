@@ -468,3 +468,55 @@ def test_a_handoff_is_its_own_answer_not_the_history_it_hands_on(dbg: AgentDebug
     assert "resolved: the agent's call of stock" in fixed[0].message
     root = report.root_cause
     assert root is None or "bad sku" not in (root.rationale or "")
+
+
+@tool
+def send_email(to: str, body: str) -> str:
+    """Send an email."""
+    if not to.endswith("@example.com"):
+        raise ValueError(f"unknown recipient domain in {to!r}")
+    return f"sent to {to}"
+
+
+def test_a_call_a_person_edited_at_an_interrupt_is_not_blamed_on_the_model(
+    dbg: AgentDebug,
+) -> None:
+    """LangGraph's "edit the tool call": stop before the tools, ``update_state`` the
+    model's message with other arguments, go on. The call runs with the person's
+    arguments: it is recorded as edited, with what the model asked, under the node
+    that ran it, and a failure of it is not the model's (before, the model's
+    correct call was blamed, "call the tool again with arguments that match")."""
+    from agentdebug.report import event_line
+
+    model = scripted(
+        [call("send_email", {"to": "bob@example.com", "body": "hi"}, "c1"), AIMessage("Done.")]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([send_email], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_before=["tools"])
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the email was not sent")
+    config: Any = {"callbacks": [cb], "configurable": {"thread_id": "edit"}}
+    graph.invoke({"messages": [HumanMessage("Email bob hi")]}, config)
+    asked = graph.get_state(config).values["messages"][-1]
+    edited = AIMessage(
+        "",
+        id=asked.id,
+        tool_calls=[
+            {"name": "send_email", "args": {"to": "bob@exmaple.com", "body": "hi"}, "id": "c1"}
+        ],
+    )
+    graph.update_state(config, {"messages": [edited]})
+    graph.invoke(None, config)
+    run = cb.trajectory()
+    (ran,) = of_type(run, EventType.TOOL_CALL)
+    assert ran.agent_name == "tools" and ran.input == {"to": "bob@exmaple.com", "body": "hi"}
+    assert ran.metadata["edited"] is True
+    assert ran.metadata["asked_args"] == {"to": "bob@example.com", "body": "hi"}
+    assert "[edited: the model asked" in event_line(ran, 200)
+    root = cb.reports[-1].root_cause
+    assert root is not None and root.agent_name == "tools"
+    assert "arguments were edited after the model asked" in (root.rationale or "")

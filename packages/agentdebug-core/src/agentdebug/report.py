@@ -62,7 +62,10 @@ def event_line(event: AgentEvent, width: int) -> str:
     if event.type is EventType.TOOL_CALL and event.input is not None:
         tool = meta.get("tool_name") or event.module
         args = compact_json(event.input)
-        return shorten(f"{tool}({args})" if isinstance(tool, str) and tool else args, width)
+        line = f"{tool}({args})" if isinstance(tool, str) and tool else args
+        if meta.get("edited") and meta.get("asked_args") is not None:  # (by a person)
+            line += f" [edited: the model asked {compact_json(meta['asked_args'])}]"
+        return shorten(line, width)
     if event.type is EventType.USER_INPUT and meta.get("replayed_from"):
         # a rerun branch given the original human's answer (not a person, now)
         head = "[replayed: the original run's answer"

@@ -51,17 +51,22 @@ class ToolEvents(CaptureBase):
                 matched = call_id is not None
             # The call belongs to the decision that asked for it: the model's step.
             decided = run.tool_calls.get(call_id) if call_id else None
-            if decided is not None:
+            meta: dict[str, Any] = {"tool_name": tool}
+            edited = None
+            if decided is not None and call_id:
+                edited = _edited(run.asked.get(call_id), inputs)
+            if decided is not None and edited is None:
                 parent, step, agent = decided
             else:
                 parent, step, agent = rec.event_id, rec.step, rec.agent
-            meta: dict[str, Any] = {"tool_name": tool}
+            if edited is not None:  # a person changed the arguments (at an interrupt)
+                meta.update(edited=True, asked_args=edited, asked_by=decided[0])  # type: ignore[index]
             if call_id:
                 if not call_id.startswith(NO_ID):
                     meta["tool_call_id"] = call_id
                 if matched:
                     meta["matched_by"] = "name and arguments"
-                run.answered.add((call_id, parent))
+                run.answered.add((call_id, decided[0] if decided is not None else parent))
             else:  # (a tool run no decision asked for: its node's ToolMessage may name it)
                 run.unlabelled.setdefault(rec.event_id, []).append(tool)
             if decided is not None and rec.step != step:
@@ -305,3 +310,19 @@ def _result_meta(
     if retried is not None:
         meta[RETRY_OF], meta["attempt"] = retried[0], retried[1] + 1
     return meta
+
+
+_MISSING = object()
+
+
+def _edited(asked: dict[str, Any] | None, inputs: Any) -> Any:
+    """The arguments the model asked for, when the call runs with others (a person
+    edited them at an interrupt: ``update_state`` on the model's message, or a
+    ``HumanInTheLoopMiddleware`` edit), else None. Only the model's own arguments
+    are compared: a tool node adds injected ones (state, the call's id)."""
+    args = asked.get("args") if asked is not None else None
+    if not isinstance(args, dict) or not args or not isinstance(inputs, dict):
+        return None
+    if all(inputs.get(key, _MISSING) == value for key, value in args.items()):
+        return None
+    return _convert.compact(args)

@@ -201,10 +201,13 @@ class HeuristicAttributor:
                         finding,
                     )
                 elif cause is not None:
+                    issued = "issued the call"
+                    if cause.metadata.get("edited"):  # (arguments a person changed)
+                        issued = "ran a call whose arguments were edited after the model asked"
                     charge(
                         cause,
                         0.8 * conf,
-                        f"issued the call that failed at step {event.step_index}: {finding.message}",
+                        f"{issued} that failed at step {event.step_index}: {finding.message}",
                         finding,
                     )
                     charge(event, 0.2 * conf, f"failure surfaced here: {finding.message}", finding)

@@ -234,15 +234,33 @@ def test_a_node_a_supervisor_routed_to_with_command_goto_is_rerun(dbg: AgentDebu
 
 
 def test_an_edge_routed_node_is_not_forked_by_overriding_the_edge(dbg: AgentDebug) -> None:
-    """The tool node runs because the model asked for a tool (tools_condition):
-    a fork before it with a directive must not force it to run anyway."""
+    """The tool node runs because the model asked for a tool (tools_condition): a
+    fork before it must not force it to run anyway. A ToolNode reads no directive,
+    so its step is rerun as it was (the model's call, unchanged, no directive in
+    the state); a state patch that would route past it is refused."""
     graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
     cb = failed_run(dbg, graph, "t-edge")
     original = cb.trajectory()
     tools = next(e for e in original.events if e.agent_name == "tools")
     request = RerunRequest(trajectory=original, resume_step=tools.step_index, directive="Fix.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+    assert "not given" in branch.metadata["langgraph"]["fork"]["directive"]
+    asked = [e.input for e in original.events if e.type is EventType.TOOL_CALL]
+    again = [
+        e.input
+        for e in branch.events
+        if e.type is EventType.TOOL_CALL and "inherited_from" not in e.metadata
+    ]
+    assert again[:1] == asked[:1]
+    said = [m.content for m in graph.get_state(branch_config(branch)).values["messages"]]
+    assert not any("Fix." in str(c) for c in said)
+    patched = request.model_copy(update={"state_patch": {"messages": [HumanMessage("Fix.")]}})
     with pytest.raises(AgentDebugError, match="cannot fork before node tools"):
-        LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+        LangGraphRerunExecutor(graph, debugger=dbg).rerun(patched)
+
+
+def branch_config(branch: Any) -> dict[str, Any]:
+    return {"configurable": {"thread_id": branch.metadata["langgraph"]["thread_id"]}}
 
 
 def map_reduce(model: Any) -> Any:

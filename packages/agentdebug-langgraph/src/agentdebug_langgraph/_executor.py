@@ -413,10 +413,12 @@ class LangGraphRerunExecutor:
         """The update, forked on ``snap``'s thread and checked to reach the blamed
         node: (the update, the fork's config, the node it was made as)."""
         routed = routed_by_command(original, point)
-        if not request.state_patch and self.directive_update is None and runs_tools(graph, point):
-            # A tool node runs the calls the model asked for and reads no directive;
-            # one after the model's call would leave the call unanswered (tools_condition
-            # then routes to END). Its step is rerun as it was: a retry (an outage's fix).
+        plain = not request.state_patch and self.directive_update is None
+        if plain and point.requested_step >= point.step and runs_tools(graph, point):
+            # A tool node blamed itself (not a step before the run that was moved to
+            # it) runs the calls the model asked for and reads no directive; one after
+            # the model's call would leave the call unanswered (tools_condition then
+            # routes to END). Its step is rerun as it was: a retry (an outage's fix).
             fork_config, as_node = fork(graph, snap, {}, point, routed_by_command=routed)
             return {}, fork_config, as_node
         values = self._update(graph, request, snap)

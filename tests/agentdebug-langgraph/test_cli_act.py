@@ -37,6 +37,12 @@ def cli(*args: str, db: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+def rerun(run_id: str, *options: str, db: Path) -> subprocess.CompletedProcess[str]:
+    """`act RUN --rerun --policy auto`, each of ``options`` an --executor-option."""
+    given = [arg for option in options for arg in ("--executor-option", option)]
+    return cli("act", run_id, "--rerun", "--policy", "auto", *given, db=db)
+
+
 def blame_prepare(dbg: AgentDebug, run: AgentTrajectory) -> None:
     """A stored diagnosis blaming ``prepare`` (what a configured model finds here)."""
     store = dbg.store
@@ -91,18 +97,7 @@ def test_act_passes_executor_options_to_the_installed_langgraph_executor(
     assert "Loop succeeded" not in waits.stdout
     assert "interrupt" in waits.stdout and "refund $24?" in waits.stdout
 
-    passes = cli(
-        "act",
-        run_id,
-        "--rerun",
-        "--policy",
-        "auto",
-        "--executor-option",
-        "replay_answers=same-node",
-        "--executor-option",
-        "recursion_limit=50",
-        db=db,
-    )
+    passes = rerun(run_id, "replay_answers=same-node", "recursion_limit=50", db=db)
     assert passes.returncode == 0, passes.stdout + passes.stderr
     assert "Loop succeeded" in passes.stdout
     assert "Root cause: verified by rerun" in passes.stdout
@@ -125,7 +120,7 @@ def test_a_bad_executor_option_is_named_before_anything_runs(
     db = tmp_path / "checkpoints.db"
     run_id = approved_run(dbg, db, monkeypatch)
     dbg.close()
-    done = cli("act", run_id, "--rerun", "--policy", "auto", "--executor-option", option, db=db)
+    done = rerun(run_id, option, db=db)
     assert done.returncode != 0
     assert said in done.stderr, done.stderr
     assert "Traceback" not in done.stderr
@@ -213,18 +208,7 @@ def test_a_run_judged_by_a_check_no_rerun_can_import_is_refused_before_the_gate(
     listed = cli("list", "--json", db=db)
     assert len(listed.stdout.splitlines()) == 1  # no branch ran
 
-    given = cli(
-        "act",
-        run_id,
-        "--rerun",
-        "--policy",
-        "auto",
-        "--executor-option",
-        "success_check=lg_graphs:refunded_24",
-        "--executor-option",
-        "replay_answers=same-node",
-        db=db,
-    )
+    given = rerun(run_id, "success_check=lg_graphs:refunded_24", "replay_answers=same-node", db=db)
     assert given.returncode == 0, given.stdout + given.stderr
     assert "Root cause: verified by rerun" in given.stdout
     bad = cli("act", run_id, "--rerun", "--executor-option", "success_check=lg_graphs:nope", db=db)

@@ -84,6 +84,26 @@ def waited(branch: AgentTrajectory) -> str:
     return branch.outcome.reason or ""
 
 
+def prepare_blamed(run: AgentTrajectory) -> DiagnosticReport:
+    """A diagnosis of the refund run that blames ``prepare`` (step 1)."""
+    return DiagnosticReport(
+        id=f"r-{run.id}",
+        trajectory_id=run.id,
+        hypotheses=[Hypothesis(agent_name="prepare", step_index=1, strategy="t", confidence=0.9)],
+        fix=Fix(directive="use the refund policy's amount", target_agent="prepare", target_step=1),
+    )
+
+
+def fixing(graph: Any, dbg: AgentDebug, policy: str) -> LangGraphRerunExecutor:
+    """An executor whose fork sets ``fixed`` (the correction), replaying by ``policy``."""
+    return LangGraphRerunExecutor(
+        graph,
+        debugger=dbg,
+        directive_update=lambda request, snapshot: {"fixed": True},
+        replay_answers=policy,
+    )
+
+
 def resumes(run: AgentTrajectory) -> list[Any]:
     """The run's own resumes (a branch's, not those it inherits from before its fork)."""
     return [
@@ -201,19 +221,8 @@ def test_a_loop_whose_branch_waits_for_a_human_says_so_not_that_scoring_failed(
 ) -> None:
     graph = refund_graph(InMemorySaver())
     original = answered_run(dbg, graph, Command(resume="yes"))
-    report = DiagnosticReport(
-        id="r-wait",
-        trajectory_id=original.id,
-        hypotheses=[Hypothesis(agent_name="prepare", step_index=1, strategy="t", confidence=0.9)],
-        fix=Fix(directive="use the policy's amount", target_agent="prepare", target_step=1),
-    )
-    executor = LangGraphRerunExecutor(
-        graph,
-        debugger=dbg,
-        directive_update=lambda request, snapshot: {"fixed": True},
-        replay_answers="never",
-    )
-    result = closed_loop(original, debugger=dbg, executor=executor, report=report)
+    executor = fixing(graph, dbg, "never")
+    result = closed_loop(original, debugger=dbg, executor=executor, report=prepare_blamed(original))
     assert result.status == "error"
     assert "ended without a verdict, so the default scorer could not judge it: " in result.detail
     assert "the branch stopped at an interrupt" in result.detail
@@ -466,18 +475,8 @@ def test_the_closed_loop_verifies_a_fix_made_before_a_human_approval(dbg: AgentD
     corrected branch a success: the root cause is verified by rerun."""
     graph = refund_graph(InMemorySaver())
     original = answered_run(dbg, graph, Command(resume="yes"), thread="t-loop")
-    report = DiagnosticReport(
-        id="r-refund",
-        trajectory_id=original.id,
-        hypotheses=[Hypothesis(agent_name="prepare", step_index=1, strategy="t", confidence=0.9)],
-        fix=Fix(directive="use the refund policy's amount", target_agent="prepare", target_step=1),
-    )
-    executor = LangGraphRerunExecutor(
-        graph,
-        debugger=dbg,
-        directive_update=lambda request, snapshot: {"fixed": True},
-        replay_answers="same-node",  # (the approval may pass for the corrected amount)
-    )
+    report = prepare_blamed(original)
+    executor = fixing(graph, dbg, "same-node")  # (the approval may pass for the new amount)
     result = closed_loop(original, debugger=dbg, executor=executor, report=report)
     assert result.status == "succeeded" and result.verified_by_rerun is True
     branch_id = result.attempts[-1].branch_id

@@ -108,6 +108,7 @@ def test_act_passes_executor_options_to_the_installed_langgraph_executor(
     [
         ("replay_answers=always", "replay_answers='always': expected one of"),
         ("isolate=maybe", "isolate='maybe': expected true or false"),
+        ("asynchronous=maybe", "asynchronous='maybe': expected true, false or auto"),
         ("recursion_limit=0", "recursion_limit='0': expected a whole number >= 1"),
         ("nope=1", "takes no option nope (it takes: replay_answers, isolate"),
         ("directive_key=", "directive_key: expected a state key"),

@@ -326,7 +326,7 @@ def test_a_command_to_a_node_the_graph_does_not_have_is_an_error_at_the_router(
     from langgraph.graph import MessagesState
     from langgraph.types import Command
 
-    model = scripted([AIMessage("billing"), AIMessage("support")])  # (a run each)
+    model = scripted([AIMessage(w) for w in ("billing", "support", "billing")])  # (a run each)
 
     def supervisor(state: MessagesState) -> Command[Any]:
         said = model.invoke(state["messages"])
@@ -351,3 +351,11 @@ def test_a_command_to_a_node_the_graph_does_not_have_is_an_error_at_the_router(
     ok = AgentDebugCallback(dbg, diagnose=False)
     g.compile().invoke({"messages": [HumanMessage("my bill is wrong")]}, {"callbacks": [ok]})
     assert not [e for e in ok.trajectory().events if e.type is EventType.ERROR]
+    # with no success check, the dropped route is the run's failure (and diagnosed)
+    unchecked = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("my bill is wrong")]}, {"callbacks": [unchecked]})
+    lost = unchecked.trajectory()
+    assert lost.outcome.status is OutcomeStatus.FAILURE
+    assert "routed to 'billing', which is no node of the graph" in (lost.outcome.reason or "")
+    root = unchecked.reports[0].root_cause
+    assert root is not None and root.agent_name == "supervisor"

@@ -208,7 +208,13 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             if ran_out is not None and _said_by_model(run, outputs):
                 ran_out = None  # (a model's own answer in those words, not an agent's end)
             try:
-                if ran_out is not None and self.success_check is None:
+                if run.lost_route is not None and self.success_check is None:
+                    # (the route a node gave was dropped: the run ended short of it)
+                    session.set_outcome(
+                        OutcomeStatus.FAILURE, final_answer=answer, reason=run.lost_route
+                    )
+                    failed = True
+                elif ran_out is not None and self.success_check is None:
                     reason = self._out_of_steps(run, outputs, ran_out)
                     session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=reason)
                     failed = True

@@ -441,7 +441,9 @@ class LangGraphRerunExecutor:
         values = snap.values if isinstance(snap.values, dict) else {}
         key = self._directive_key(graph)
         if key not in values:
-            keys = ", ".join(sorted(values)) or "none"
+            channels = getattr(graph, "channels", None) or {}
+            state = {str(k) for k in channels if not str(k).startswith("__") and ":" not in str(k)}
+            keys = ", ".join(sorted(state | set(values))) or "none"
             raise AgentDebugError(
                 f"the graph's state has no '{key}' key to carry the "
                 f"directive as a message (its keys: {keys}); give the rerun request a "

@@ -25,7 +25,14 @@ def _flag(key: str, value: str) -> bool:
 
 def _asynchronous(key: str, value: str) -> bool | None:
     """``auto`` (as the run was made), else a flag."""
-    return None if value.strip().lower() == "auto" else _flag(key, value)
+    if value.strip().lower() == "auto":
+        return None
+    try:
+        return _flag(key, value)
+    except AgentDebugError:
+        raise AgentDebugError(
+            f"executor option {key}={value!r}: expected true, false or auto"
+        ) from None
 
 
 def _policy(key: str, value: str) -> str:

@@ -49,6 +49,7 @@ class GraphRun:
     asynchronous: bool | None = None  # run by astream (None: not known)
     messages_key: str = "messages"  # the state key of its conversation (_convert.messages_key)
     nodes: frozenset[str] = frozenset()  # the graph's own nodes (a Command's goto checked)
+    lost_route: str | None = None  # a node's goto LangGraph ignored (no such node): why
     loop: Any = None
     loop_checked: bool = False
     persists: bool = False

@@ -215,35 +215,54 @@ def test_errors_a_retry_got_past_are_information_not_faults() -> None:
 
 
 def calls(*tried: tuple[str, str | None, str]) -> list[AgentEvent]:
-    """A ReAct agent's tool calls: (tool, error or None, agent) each, a result each."""
+    """A ReAct agent's tool calls: (tool, error or None, agent) each, a result each
+    (under its call); the same arguments each time."""
     events: list[AgentEvent] = []
     for tool, error, agent in tried:
         i = len(events)
-        events.append(ev(i, EventType.TOOL_CALL, agent=agent, module=tool))
+        events.append(ev(i, EventType.TOOL_CALL, agent=agent, module=tool, input={"q": 1}))
         result = {"error": error} if error else {"output": "ok"}
-        events.append(ev(i + 1, EventType.TOOL_RESULT, agent, module=tool, **result))
+        events.append(
+            ev(i + 1, EventType.TOOL_RESULT, agent, module=tool, parent_id=f"e{i}", **result)
+        )
     return events
 
 
 @pytest.mark.parametrize(
     ("tried", "resolved"),
     [
-        # the same tool again, with corrected arguments
-        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("weather", None, "a")], True),
+        # arguments that did not validate, then the same tool called right
+        (
+            [("search", "ValidationError: date must be YYYY-MM-DD", "a"), ("search", None, "a")],
+            True,
+        ),
         # a tool that does not exist, then the right name
         ([("get_wether", "get_wether is not a valid tool", "a"), ("weather", None, "a")], True),
-        # another tool is no correction of a call that failed on its arguments
-        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("news", None, "a")], False),
+        # an outage, then the very same call (a retry)
+        ([("weather", "503 Service Unavailable", "a"), ("weather", None, "a")], True),
+        # another tool is no correction of a call whose arguments failed
+        ([("search", "ValidationError: date must be YYYY-MM-DD", "a"), ("news", None, "a")], False),
         # nor is another agent's call of it
-        ([("weather", "404 Not Found: no city 'Pariss'", "a"), ("weather", None, "b")], False),
+        (
+            [("search", "ValidationError: date must be YYYY-MM-DD", "a"), ("search", None, "b")],
+            False,
+        ),
+        # a resource not found, then another one read: the substitute may be the mistake
+        (
+            [("read_file", "No such file or directory: 'q3.csv'", "a"), ("read_file", None, "a")],
+            False,
+        ),
     ],
 )
 def test_a_tool_error_the_agent_got_past_itself_is_information(
     tried: list[tuple[str, str | None, str]], resolved: bool
 ) -> None:
-    """A ReAct agent reads the error and calls again: the error happened and was
-    dealt with, so it is no candidate for a later failure (before, it was blamed
-    for whatever went wrong afterwards), and a final answer is no premature success."""
+    """A ReAct agent reads a validation error (or that the tool does not exist) and
+    calls again right, or an outage passes and the same call works: the error
+    happened and was dealt with, so it is no candidate for a later failure (before,
+    it was blamed for whatever went wrong afterwards), and a final answer is no
+    premature success. A resource not found stays one: the substitute the agent
+    read instead may be the mistake."""
     events = calls(*tried)
     done = ev(len(events), EventType.FINAL_ANSWER, agent="a", output="All done: sunny.")
     findings = run(*events, done)

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.signals import (
     ACTION_TYPES,
     DECISION_TYPES,
@@ -54,11 +55,6 @@ def _norm_agent(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
-_NO_SUCH_TOOL = re.compile(
-    r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
-)
-
-
 @dataclass
 class RuleContext:
     """What several rules need, computed once per trajectory."""
@@ -80,34 +76,8 @@ class RuleContext:
             if failure is not None:
                 ctx.failures[event.id] = failure
         ctx.retried = resolved_by_retry(trajectory.events, ctx.failures)
-        ctx.recovered = _recovered_by_the_agent(ctx)
+        ctx.recovered = recovered_by_the_agent(trajectory.events, ctx.failures, ctx.retried)
         return ctx
-
-
-def _recovered_by_the_agent(ctx: RuleContext) -> dict[str, AgentEvent]:
-    """Failed tool calls the agent itself got past: a later call of the same tool
-    by the same agent succeeded (a ReAct agent that reads the error and calls again
-    with corrected arguments), or, for a call of a tool that does not exist, a later
-    call of any tool by that agent did (the name corrected). Such an error happened
-    and was dealt with; a later failure is not its doing."""
-    events = ctx.trajectory.events
-    out: dict[str, AgentEvent] = {}
-    for event_id, (mode, quote) in ctx.failures.items():
-        failed = events[ctx.position[event_id]]
-        name = tool_name(failed) if failed.type is EventType.TOOL_RESULT else None
-        if not name or failed.agent_name is None or event_id in ctx.retried:
-            continue
-        any_tool = mode == "action.malformed_tool_call" and bool(_NO_SUCH_TOOL.search(quote))
-        for later in events[ctx.position[event_id] + 1 :]:
-            if (
-                later.type is EventType.TOOL_RESULT
-                and later.id not in ctx.failures
-                and later.agent_name == failed.agent_name
-                and (any_tool or tool_name(later) == name)
-            ):
-                out[event_id] = later
-                break
-    return out
 
 
 def _failure_evidence(ctx: RuleContext, event: AgentEvent) -> Evidence:

@@ -1,0 +1,76 @@
+"""Tool errors an agent got past itself (:func:`recovered_by_the_agent`): the rule
+pack reports them as information, and no premature-success finding rests on them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+
+from agentdebug.detect.signals import tool_name
+from agentdebug.schema import AgentEvent, EventType
+
+NO_SUCH_TOOL = re.compile(
+    r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
+)
+_TRANSIENT = frozenset({"system.timeout", "system.rate_limited", "system.service_unavailable"})
+
+# (the failed result, a later result, the calls by id) -> whether the later one fixed it
+_Fits = Callable[[AgentEvent, AgentEvent, Mapping[str, AgentEvent]], bool]
+
+
+def recovered_by_the_agent(
+    events: Sequence[AgentEvent],
+    failures: Mapping[str, tuple[str, str]],
+    retried: Mapping[str, AgentEvent],
+) -> dict[str, AgentEvent]:
+    """Failed tool calls the agent itself got past, where getting past them is the
+    fix (failure id -> the later result that did): a call whose arguments were
+    malformed, after which the agent's later call of the same tool succeeded (a
+    ReAct agent that read the validation error and corrected them), or, for a tool
+    that does not exist, its later call of any tool (the name corrected); an outage
+    or a rate limit, after which the very same call succeeded (a retry).
+
+    A call that failed on what it asked for (a file, a city not found) is not
+    resolved by a call that asked for something else: the substitute may be the
+    mistake (the wrong quarter's report read instead), so it stays a candidate."""
+    position = {e.id: i for i, e in enumerate(events)}
+    calls = {e.id: e for e in events if e.type is EventType.TOOL_CALL}
+    out: dict[str, AgentEvent] = {}
+    for event_id, (mode, quote) in failures.items():
+        failed = events[position[event_id]]
+        name = tool_name(failed) if failed.type is EventType.TOOL_RESULT else None
+        if not name or failed.agent_name is None or event_id in retried:
+            continue
+        fits: _Fits
+        if mode == "action.malformed_tool_call":
+            fits = _any_tool if NO_SUCH_TOOL.search(quote) else _same_tool
+        elif mode in _TRANSIENT:
+            fits = _same_call
+        else:
+            continue
+        for later in events[position[event_id] + 1 :]:
+            if (
+                later.type is EventType.TOOL_RESULT
+                and later.id not in failures
+                and later.agent_name == failed.agent_name
+                and fits(failed, later, calls)
+            ):
+                out[event_id] = later
+                break
+    return out
+
+
+def _any_tool(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:
+    return True
+
+
+def _same_tool(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:
+    return tool_name(later) == tool_name(failed)
+
+
+def _same_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:
+    """The same tool with the same arguments (the results' parent calls compared)."""
+    if not _same_tool(failed, later, calls):
+        return False
+    before, again = calls.get(failed.parent_id or ""), calls.get(later.parent_id or "")
+    return before is not None and again is not None and before.input == again.input

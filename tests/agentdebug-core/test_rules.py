@@ -236,6 +236,8 @@ def calls(*tried: tuple[str, str | None, str]) -> list[AgentEvent]:
             [("search", "ValidationError: date must be YYYY-MM-DD", "a"), ("search", None, "a")],
             True,
         ),
+        # an argument in the wrong format, then the same tool called right
+        ([("stock", "ValueError: bad sku format", "a"), ("stock", None, "a")], True),
         # a tool that does not exist, then the right name
         ([("get_wether", "get_wether is not a valid tool", "a"), ("weather", None, "a")], True),
         # an outage, then the very same call (a retry)

@@ -433,7 +433,8 @@ def test_a_handoff_is_its_own_answer_not_the_history_it_hands_on(dbg: AgentDebug
     """A worker's tool fails, the worker calls it again right, then hands back with
     the whole history in the update: the handoff's result is its own answer
     ("Transferred to boss"), not that history, whose old error made it read as a
-    failed call (before: "transfer_to_boss failed", an error never resolved)."""
+    failed call (before: "transfer_to_boss failed", an error never resolved); the
+    argument error the worker corrected is no candidate for the run's failure."""
     model = scripted(
         [
             call("stock", {"sku": "42"}, "s1"),
@@ -463,6 +464,11 @@ def test_a_handoff_is_its_own_answer_not_the_history_it_hands_on(dbg: AgentDebug
     report = cb.reports[0]
     assert "transfer_to_boss failed" not in report.summary
     assert not [f for f in report.findings if f.event_id == handoff.id]
+    # the format error the worker corrected is information, not the run's cause
+    (fixed,) = [f for f in report.findings if "bad sku format" in f.message]
+    assert fixed.severity.value == "info" and "resolved: the agent's call of stock" in fixed.message
+    root = report.root_cause
+    assert root is None or "bad sku" not in (root.rationale or "")
 
 
 @tool

@@ -86,7 +86,8 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
             r"validation ?error|invalid (?:tool )?arguments?|unknown tool|not a valid tool|"
             r"tool .{0,40} (?:does not exist|not found)|missing (?:\d+ )?required "
             r"(?:positional )?(?:argument|parameter)|unexpected keyword argument|"
-            r"could not parse (?:the )?tool",
+            r"could not parse (?:the )?tool|"
+            r"\b(?:bad|invalid|wrong|malformed) (?:\w+ ){0,2}format\b",
             re.I,
         ),
     ),

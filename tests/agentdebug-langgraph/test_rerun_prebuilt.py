@@ -167,3 +167,15 @@ def test_a_tool_node_blamed_for_an_outage_is_rerun_as_it_was_and_verified(
     fork = branch.metadata["langgraph"]["fork"]
     assert fork["directive"].startswith("not given: tools runs the model's tool calls")
     assert branch.outcome.status is OutcomeStatus.SUCCESS
+    # the call run again is filed under the model's decision from before the fork
+    (decision,) = [
+        e
+        for e in branch.events
+        if e.type is EventType.LLM_RESPONSE and "inherited_from" in e.metadata
+    ]
+    (again,) = [
+        e
+        for e in branch.events
+        if e.type is EventType.TOOL_CALL and "inherited_from" not in e.metadata
+    ]
+    assert (again.parent_id, again.agent_name) == (decision.id, "agent")

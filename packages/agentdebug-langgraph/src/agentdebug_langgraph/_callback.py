@@ -43,6 +43,7 @@ from agentdebug_langgraph._specs import factory_spec
 from agentdebug_langgraph._starting import RunStarting
 from agentdebug_langgraph._state import (
     ERRORS_HELD,
+    Decisions,
     GraphRun,
     NodeRun,
 )
@@ -128,6 +129,9 @@ class AgentDebugCallback(RunStarting):
         self.hold_interrupts = hold_interrupts
         self._held: GraphRun | None = None
         self.resume_note: dict[str, Any] | None = None
+        # a branch's decisions from before its fork (set by the executor): what a
+        # tool call it runs again was asked by
+        self.inherited: Decisions | None = None
         self.run_ids: list[str] = []
         self.reports: list[DiagnosticReport] = []
         self._pending: list[Future[DiagnosticReport | None]] = []  # background diagnoses

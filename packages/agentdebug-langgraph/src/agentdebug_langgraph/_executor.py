@@ -89,7 +89,7 @@ from agentdebug_langgraph._requirements import (
     runs_tools,
 )
 from agentdebug_langgraph._specs import load_spec
-from agentdebug_langgraph._state import ASYNC, FRAMEWORK, forget_stopped
+from agentdebug_langgraph._state import ASYNC, FRAMEWORK, decisions_of, forget_stopped
 
 log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
@@ -281,6 +281,7 @@ class LangGraphRerunExecutor:
                 success_check=check,
                 hold_interrupts=True,
             )
+            callback.inherited = decisions_of(effective.trajectory)
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
             stopped = "the branch stopped before finishing"
             try:

@@ -33,6 +33,7 @@ from agentdebug_langgraph._state import (
     LATEST,
     PAUSED,
     STOPPED,
+    Decisions,
     GraphRun,
     Stopped,
     decisions_of,
@@ -74,6 +75,7 @@ class RunStarting(RunEnding):
     graph_factory: str | None
     metadata: dict[str, Any]
     resume_note: dict[str, Any] | None
+    inherited: Decisions | None
     _adopt: TraceSession | None
     _first_step: int
     _parent_event: str | None
@@ -228,6 +230,9 @@ class RunStarting(RunEnding):
         )
         if owns and continues is not None and continues.decisions is not None:
             continues.decisions.carry_into(run)  # what it asked for and what failed, before
+        elif not owns and self.inherited is not None:  # (a branch: its calls before the fork)
+            self.inherited.carry_into(run)
+            self.inherited = None
         if graph is not None:
             note_graph(session.id, graph)
         if not owns:

@@ -7,6 +7,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
+from agentdebug import AgentDebug, EventType
 from conftest import DATA, EXAMPLES, run_cli
 
 EXAMPLE = str(EXAMPLES / "failed_booking.json")
@@ -230,3 +231,24 @@ def test_show_says_which_run_a_run_continues(home: Path) -> None:
     assert f"continues: {first.id} (picked up where that run stopped)" in shown.stdout
     shown = run_cli("show", first.id, env={"AGENTDEBUG_HOME": str(home)})
     assert "continues:" not in shown.stdout
+
+
+def test_diagnosing_a_run_still_in_flight_names_no_cause_and_stores_nothing(home: Path) -> None:
+    """A service's run is still going (or its process died): a diagnosis of what it
+    recorded so far finds no fault and says so, and no report is stored (before, the
+    first decision was blamed, and that blame stayed on the run once it succeeded)."""
+    dbg = AgentDebug(home)
+    session = dbg.trace("still going")
+    session.__enter__()
+    session.record(EventType.USER_INPUT, agent_name="user", input="plan a trip")
+    session.record(EventType.LLM_RESPONSE, agent_name="plan", output="Step 1: look up flights")
+    dbg.flush()
+    run_id = session.trajectory().id
+    done = run_cli("diagnose", run_id)
+    assert done.returncode == 0, done.stderr
+    assert "has not ended (still running, or its process died)" in done.stderr
+    assert "Root cause:" not in done.stdout or "Root cause: none" in done.stdout
+    assert "no root cause to look for yet" in done.stdout
+    assert dbg.store is not None and dbg.store.load_reports(run_id) == []
+    session.__exit__(None, None, None)
+    dbg.close()

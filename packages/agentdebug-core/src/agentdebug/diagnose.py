@@ -323,17 +323,24 @@ def _on_the_run(
 
 
 def _nothing_failed(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> bool:
-    """A run marked a success, or one its caller stopped before it ended
-    (``Outcome.stopped_by``), with nothing above information found: no failure to
-    attribute (blaming a step would invent one, and a fix would be acted on)."""
+    """A run marked a success, one its caller stopped before it ended
+    (``Outcome.stopped_by``), or one still running (diagnosed in flight), with
+    nothing above information found: no failure to attribute (blaming a step would
+    invent one, and a fix would be acted on)."""
     outcome = trajectory.outcome
-    ended_well = outcome.status is OutcomeStatus.SUCCESS or (
+    ended_well = outcome.status in (OutcomeStatus.SUCCESS, OutcomeStatus.RUNNING) or (
         outcome.status is OutcomeStatus.UNKNOWN and bool(outcome.stopped_by)
     )
     return ended_well and all(f.severity is Severity.INFO for f in findings)
 
 
 def _no_failure_note(trajectory: AgentTrajectory) -> str:
+    if trajectory.outcome.status is OutcomeStatus.RUNNING:
+        return (
+            "the run has not ended (still running, or its process died before it could "
+            "say how it ended) and no detector found a fault so far: no root cause to "
+            "look for yet"
+        )
     stopped = trajectory.outcome.stopped_by
     if trajectory.outcome.status is OutcomeStatus.UNKNOWN and stopped:
         return (

@@ -14,6 +14,7 @@ from concurrent.futures import Future, wait
 from pathlib import Path
 from typing import Any
 
+from agentdebug.capture import forking
 from agentdebug.capture.encode import jsonable
 from agentdebug.capture.fields import text_or_none
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id
@@ -53,6 +54,18 @@ class AgentDebug:
         self._closing = False  # (close() is running its hooks: one given now runs at once)
         self.attributor = attributor
         self.flush_interval = flush_interval
+        forking.track(self)
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: the store and writer are the parent's (see
+        :mod:`agentdebug.capture.forking`); a store opened from a path or the
+        default location is opened again on first use, with a writer of its own."""
+        self._lock = threading.Lock()  # (the parent may have held it as it forked)
+        self._writer = None
+        self._diagnosing = {}
+        if self._store is not None and isinstance(self._store_arg, (str, Path, type(None))):
+            self._store = None  # (its connection is left to the parent, not closed)
+        self._store_error = None
 
     @property
     def store(self) -> TraceStore | None:

@@ -14,7 +14,7 @@ import orjson
 
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError, InputError
-from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 
 
@@ -377,7 +377,14 @@ def diagnose(
             judge=judge,
             with_reference=with_reference,
         )
-        if not no_store:
+        running = trajectory.outcome.status is OutcomeStatus.RUNNING
+        if running:  # (a report of part of a run would stand for the whole of it)
+            click.echo(
+                f"Note: run {trajectory.id} has not ended (still running, or its process "
+                "died): this diagnosis reads what it recorded so far, and is not stored.",
+                err=True,
+            )
+        if not no_store and not running:
             report = carried_verification(obj.store, report)
             obj.store.save_report(report)
         if out_fmt == "json" and len(trajectories) > 1:

@@ -51,7 +51,7 @@ from agentdebug.store.base import (
     header_json,
     metadata_json_path,
 )
-from agentdebug.store.sqlite_open import connect
+from agentdebug.store.sqlite_open import connect, set_up_for_writing
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
@@ -143,16 +143,13 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._nums: dict[str, int] = {}
         self._indexed: set[str] = set()  # metadata paths index_metadata made sure of
-        # why the file is open read-only (this user cannot write it), or None
-        self.read_only = not_writable(self.path)
+        self.read_only = not_writable(self.path)  # why it is open read-only, or None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = connect(self.path, read_only=self.read_only is not None)
             self._wal = WalKeeper(self.path)
             if self.read_only is None:
-                self._db.execute(f"PRAGMA page_size={PAGE_SIZE}")  # new files only
-                self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("PRAGMA synchronous=NORMAL")
+                set_up_for_writing(self._db, PAGE_SIZE)
                 self._wal.configure(self._db)
             self._db.execute("PRAGMA foreign_keys=OFF")
             # the longest value SQLite takes (a batch of events is bound as one)
@@ -185,7 +182,10 @@ class SQLiteStore:
                 )
             for target in range(version + 1, SCHEMA_VERSION + 1):
                 self._db.execute("BEGIN IMMEDIATE")
-                try:
+                try:  # (read again under the lock: workers opening a new store at once)
+                    if self._db.execute("PRAGMA user_version").fetchone()[0] >= target:
+                        self._db.execute("COMMIT")
+                        continue
                     for statement in MIGRATIONS[target].split(";"):
                         if statement.strip():
                             self._db.execute(statement)

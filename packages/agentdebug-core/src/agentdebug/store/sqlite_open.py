@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -42,3 +43,24 @@ def connect(path: Path, read_only: bool) -> sqlite3.Connection:
     return sqlite3.connect(
         uri + "?immutable=1", uri=True, check_same_thread=False, isolation_level=None, timeout=30
     )
+
+
+BUSY_RETRIES = (0.05, 0.1, 0.2, 0.4, 0.8, 1.6)
+
+
+def set_up_for_writing(db: sqlite3.Connection, page_size: int) -> None:
+    """The page size (for a new file), WAL mode and its sync level. Workers opening a
+    new store at once (a first deploy with several workers) contend for the switch
+    to WAL, which SQLite answers "database is locked" at once rather than waiting:
+    it is tried again a few times, then the error stands."""
+    for pause in (*BUSY_RETRIES, None):
+        try:
+            db.execute(f"PRAGMA page_size={page_size}")  # (new files only)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            return
+        except sqlite3.OperationalError as exc:
+            text = str(exc).lower()
+            if pause is None or ("locked" not in text and "busy" not in text):
+                raise
+            time.sleep(pause)

@@ -404,11 +404,7 @@ def _answer_origin(
     finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
     if not finals or len({e.agent_name for e in decisions}) < 2:
         return None
-    given: set[str] = set()
-    for event in trajectory.events:
-        if event.type is EventType.USER_INPUT:
-            given |= _words(flatten(event.input, limit=4000))
-    carried = _words(flatten(finals[-1].output, limit=4000)) - given
+    carried = _words(flatten(finals[-1].output, limit=4000)) - _given(trajectory)
     if not carried:
         return None
     answerer = finals[-1].agent_name
@@ -421,6 +417,16 @@ def _answer_origin(
             best = (len(words), event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
+
+
+def _given(trajectory: AgentTrajectory) -> set[str]:
+    """The words of what the run was given (its inputs): the task's own words name
+    no step's mistake."""
+    given: set[str] = set()
+    for event in trajectory.events:
+        if event.type is EventType.USER_INPUT:
+            given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
+    return given
 
 
 def _words(text: str) -> set[str]:
@@ -451,11 +457,7 @@ def _quoted_by_reason(
         for w in _words(flatten(e.output, limit=4000))
     }
     quoted = (quoted & answered) or quoted
-    given: set[str] = set()
-    for event in trajectory.events:
-        if event.type is EventType.USER_INPUT:
-            given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
-    quoted -= given
+    quoted -= _given(trajectory)
     if not quoted:
         return None
     said = [

@@ -149,27 +149,16 @@ def closed_loop(
             f"round {round_}: plan ({plan.strategy}) rerun from step {plan.resume_step}: "
             f"{plan.directive}"
         )
+        attempt = Attempt(round=round_, run_id=current.id, report_id=current_report.id, plan=plan)
         unable = _cannot_rerun(ex, current, judge.name)
         if unable is not None:  # before the gate: no one approves what cannot run
             say(f"round {round_}: {unable}; the original run is kept")
-            attempt = Attempt(
-                round=round_,
-                run_id=current.id,
-                report_id=current_report.id,
-                plan=plan,
-                error=unable,
-            )
+            attempt = attempt.model_copy(update={"error": unable})
             return _end(store, current_report, attempts, attempt, trajectory, "error", unable)
         decision = decide(plan, policy)
         verdict = "approved" if decision.approved else "refused"
         say(f"round {round_}: gate {decision.policy}: {verdict} ({decision.reason})")
-        attempt = Attempt(
-            round=round_,
-            run_id=current.id,
-            report_id=current_report.id,
-            plan=plan,
-            decision=decision,
-        )
+        attempt = attempt.model_copy(update={"decision": decision})
         if not decision.approved:
             return _end(
                 store, current_report, attempts, attempt, trajectory, "refused", decision.reason

@@ -532,3 +532,52 @@ def test_a_run_recorded_before_resumes_said_how_is_not_replayed(dbg: AgentDebug)
     reason = waited(branch)
     assert "recorded before agentdebug kept how answers were given" in reason
     assert "rerun from a step after the interrupt" in reason
+
+
+def test_whoever_approves_the_rerun_is_told_which_answers_it_will_give(
+    dbg: AgentDebug,
+) -> None:
+    """The gate's plan carries what the branch will do on the human's behalf: it
+    will be given the original's approval again (and how to stop that). With
+    ``never`` there is nothing to say."""
+    from agentdebug.recover.gate import decide
+
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-gate")
+    seen: list[list[str]] = []
+
+    def person(plan: Any) -> tuple[bool, str]:
+        seen.append(list(plan.notes))
+        return False, "not now"
+
+    executor = fixing(graph, dbg, "same-node")
+    result = closed_loop(
+        original, debugger=dbg, executor=executor, report=prepare_blamed(original), policy=person
+    )
+    assert result.status == "refused"
+    (notes,) = seen
+    (note,) = [n for n in notes if "a person gave then" in n]
+    assert '"yes"' in note and "replay_answers='same-node'" in note
+    assert "replay_answers=never stops it there instead" in note
+    assert result.attempts[-1].plan is not None and note in result.attempts[-1].plan.notes
+
+    # a person at a terminal reads it before answering
+    class Terminal:
+        def __init__(self, text: str) -> None:
+            self.text = text
+
+        def isatty(self) -> bool:
+            return True
+
+        def readline(self) -> str:
+            return self.text
+
+    import io
+
+    shown = io.StringIO()
+    plan = result.attempts[-1].plan
+    assert not decide(plan, "ask", stdin=Terminal("n\n"), stdout=shown).approved  # type: ignore[arg-type]
+    assert "Note: where the branch stops at an interrupt" in shown.getvalue()
+
+    quiet = fixing(graph, dbg, "never")
+    assert quiet.plan_notes(original, plan) == []

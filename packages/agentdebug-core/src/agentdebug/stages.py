@@ -111,7 +111,10 @@ class RerunExecutor(Protocol):
     RerunExecutor``:
     a copy configured by the CLI's ``--executor-option KEY=VALUE`` pairs (text),
     raising an ``AgentDebugError`` naming an option it does not take or a value
-    it cannot use."""
+    it cannot use. And ``plan_notes(trajectory, plan) -> list[str]``: what the
+    rerun will do beside the plan that whoever approves it should know (answers
+    a person gave the original run that the branch will be given again): the
+    loop adds them to the plan's notes before its gate, which shows them."""
 
     framework: str
 

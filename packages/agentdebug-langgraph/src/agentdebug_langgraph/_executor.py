@@ -37,7 +37,7 @@ from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.capture.encode import safe_str
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
-from agentdebug.schema import AgentTrajectory, CheckpointRef, RerunRequest
+from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, RerunRequest
 from langchain_core.messages import HumanMessage
 
 from agentdebug_langgraph import _invocation
@@ -80,6 +80,7 @@ from agentdebug_langgraph._replay import (
     check_policy,
     recorded_answers,
     replay_for,
+    replay_note,
     waiting,
 )
 from agentdebug_langgraph._requirements import (
@@ -334,6 +335,12 @@ class LangGraphRerunExecutor:
         require_state_graph(graph, trajectory.id)
         require_checkpointer(graph, trajectory.id, saved=saved)
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
+
+    def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
+        """For the gate: the original's answers the branch will be given again."""
+        step = plan.resume_step
+        note = None if step is None else replay_note(trajectory, step, self.replay_answers)
+        return [note] if note else []
 
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
         """The graph to rerun, and the recorded factory that made it (None: given,

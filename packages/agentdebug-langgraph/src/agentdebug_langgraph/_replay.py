@@ -270,3 +270,27 @@ def _mapped(answer: Answer, pending: Sequence[tuple[str, Any]]) -> Any:
 
 def _nodes(names: Sequence[str]) -> str:
     return ", ".join(sorted({repr(n) for n in names})) or "no node"
+
+
+def replay_note(run: AgentTrajectory, from_step: int, policy: str) -> str | None:
+    """What a person approving a rerun from ``from_step`` should know of the
+    answers the branch will be given on the human's behalf (None: none)."""
+    if policy == "never":
+        return None
+    given = [a for a in recorded_answers(run, from_step) if a.why_not is None]
+    if not given:
+        return None
+    said = "; ".join(
+        "go on (invoke(None))"
+        if a.kind == "none"
+        else orjson.dumps(a.value, default=to_json, option=_NON_STR).decode()[:120]
+        for a in given
+    )
+    where = "the same nodes ask the same" if policy == "same-question" else "the same nodes ask"
+    n = len(given)
+    answers = "the answer" if n == 1 else f"the {n} answers"
+    return (
+        f"where the branch stops at an interrupt that {where} as in the original run, it "
+        f"is given {answers} a person gave then, on their behalf: {said} "
+        f"(replay_answers={policy!r}; replay_answers=never stops it there instead)"
+    )

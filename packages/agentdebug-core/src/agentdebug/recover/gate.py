@@ -83,9 +83,10 @@ def _ask(plan: RecoveryPlan, stdin: TextIO, stdout: TextIO) -> GateDecision:
             reason="policy 'ask' needs a terminal to ask on and none is attached "
             "(use policy 'auto' to approve without asking)",
         )
+    notes = "".join(f"Note: {note}\n" for note in plan.notes)
     stdout.write(
         f"\nRerun from step {plan.resume_step} ({plan.strategy}) with this directive?\n"
-        f"  {plan.directive}\n[y/N] "
+        f"  {plan.directive}\n{notes}[y/N] "
     )
     stdout.flush()
     line = stdin.readline()

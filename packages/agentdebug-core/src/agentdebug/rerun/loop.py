@@ -155,6 +155,8 @@ def closed_loop(
             say(f"round {round_}: {unable}; the original run is kept")
             attempt = attempt.model_copy(update={"error": unable})
             return _end(store, current_report, attempts, attempt, trajectory, "error", unable)
+        plan = _with_executor_notes(ex, current, plan)  # (the gate is shown them)
+        attempt = attempt.model_copy(update={"plan": plan})
         decision = decide(plan, policy)
         verdict = "approved" if decision.approved else "refused"
         say(f"round {round_}: gate {decision.policy}: {verdict} ({decision.reason})")
@@ -279,6 +281,24 @@ def _cannot_rerun(ex: RerunExecutor, run: AgentTrajectory, scorer: str) -> str |
     except Exception:  # a preflight's own bug: the rerun itself will say what is wrong
         log.exception("agentdebug: the executor's preflight failed")
     return None
+
+
+def _with_executor_notes(
+    ex: RerunExecutor, run: AgentTrajectory, plan: RecoveryPlan
+) -> RecoveryPlan:
+    """``plan`` with what its executor will do beside it that whoever approves it
+    should know (its optional ``plan_notes``: answers a person gave the original
+    run that the branch will be given again, say) added to its notes."""
+    notes_of = getattr(ex, "plan_notes", None)
+    if notes_of is None:
+        return plan
+    try:
+        notes = [str(n) for n in notes_of(run, plan) or ()]
+    except Exception:  # an executor's own bug: the plan goes to the gate as it is
+        log.exception("agentdebug: the executor's plan notes failed")
+        return plan
+    fresh = [n for n in notes if n not in plan.notes]
+    return plan.model_copy(update={"notes": [*plan.notes, *fresh]}) if fresh else plan
 
 
 def _why(exc: BaseException) -> str:

@@ -278,6 +278,7 @@ def test_a_retry_given_no_context_records_the_one_of_the_run_it_continues(
 
     # another process has none of the live objects: the record makes the context again
     monkeypatch.setattr(_invocation, "_LIVE", type(_invocation._LIVE)())
+    monkeypatch.setattr(_invocation, "_SUCCEEDED", type(_invocation._LIVE)())
     branch = _invocation.for_branch(retry, graph, configurable={}, context=None)
     assert branch.context == Tenant("acme", currency="EUR")
     assert branch.configurable == {"user_id": "u1", "attempt": 2}
@@ -305,3 +306,52 @@ def test_what_a_continuing_run_gives_again_goes_before_what_it_inherits() -> Non
     assert got["recursion_limit"] == 40 and got["inherited_from"] == "r1"
     assert inherited(own, None, "r1") is own
     assert inherited(before, before, "r1") == before  # nothing inherited: not marked
+
+
+class Client:
+    """A per-request client (it would hold a socket)."""
+
+
+def test_a_service_holds_the_live_context_of_few_runs_that_succeeded(dbg: AgentDebug) -> None:
+    """Reruns in this process get a run's very context objects, so they are kept:
+    for the latest 256 runs that failed or stopped, but for the latest 16 that
+    succeeded only (a service whose runs mostly succeed, a client each, held
+    hundreds of them open)."""
+    import gc
+    import weakref
+
+    from agentdebug_langgraph import _invocation
+    from langchain_core.messages import AIMessage, HumanMessage
+
+    failing = Client()
+    graph = context_agent(scripted(wrong_then_right()), InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=order_found, diagnose=False)
+    graph.invoke(
+        REQUEST,
+        {"configurable": {"thread_id": "f", "user_id": "u"}, "callbacks": [cb]},
+        context=Tenant("acme", client=failing),
+    )
+    failed_id = cb.last_run_id
+    assert cb.trajectory().outcome.status is OutcomeStatus.FAILURE
+
+    clients = []
+    for i in range(40):
+        client = Client()
+        clients.append(weakref.ref(client))
+        answer = scripted([AIMessage(content=f"hello {i}")])
+        app = context_agent(answer)
+        ok = AgentDebugCallback(dbg, diagnose=False)
+        app.invoke(
+            {"messages": [HumanMessage(content="hi")]},
+            {"configurable": {"user_id": "u"}, "callbacks": [ok]},
+            context=Tenant("acme", client=client),
+        )
+        assert ok.trajectory().outcome.status is OutcomeStatus.SUCCESS
+        del client
+    SEEN.clear()
+    gc.collect()
+    alive = [ref for ref in clients if ref() is not None]
+    assert len(alive) == _invocation.KEPT_SUCCEEDED == 16
+    assert alive == clients[-16:]  # the latest ones
+    kept = _invocation.live_invocation(failed_id)
+    assert kept is not None and kept.context.client is failing  # a rerun gets it still

@@ -23,7 +23,7 @@ from agentdebug.capture.auto import (
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
-from agentdebug_langgraph import _convert, _graph_errors, _node_failures
+from agentdebug_langgraph import _convert, _graph_errors, _invocation, _node_failures
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
@@ -387,6 +387,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
             return
         session.close()
         _keep_last(self.run_ids, session.id)
+        if session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS:
+            _invocation.succeeded(session.id)  # (its live context is kept for fewer runs)
         if failed and self.diagnose:
             trajectory = session.trajectory()
             if in_background(self.diagnose, run.asynchronous):  # (a loop is not held up)

@@ -61,9 +61,14 @@ class Invocation:
 
 
 # run id -> what it was invoked with, live, for the last KEPT runs: reruns in this
-# process get the very objects (a context holding a client or a connection too)
+# process get the very objects (a context holding a client or a connection too).
+# A run that succeeded moves to a shorter list (KEPT_SUCCEEDED): reruns are of runs
+# that failed or stopped, and a service whose runs mostly succeed, each with a
+# client of its own, would otherwise hold hundreds of them open.
 KEPT = 256
+KEPT_SUCCEEDED = 16
 _LIVE: OrderedDict[str, Invocation] = OrderedDict()
+_SUCCEEDED: OrderedDict[str, Invocation] = OrderedDict()
 
 
 def read(frame: FrameType | None) -> Invocation | None:
@@ -98,11 +103,23 @@ def note_invocation(run_id: str, invocation: Invocation | None) -> None:
     resume) adds its own, without erasing a context it did not pass again."""
     if invocation is None:
         return
-    before = _LIVE.get(run_id)
+    before = _LIVE.get(run_id) or _SUCCEEDED.pop(run_id, None)
     _LIVE[run_id] = invocation if before is None else _over(invocation, before)
     _LIVE.move_to_end(run_id)
     while len(_LIVE) > KEPT:
         _LIVE.popitem(last=False)
+
+
+def succeeded(run_id: str) -> None:
+    """Run ``run_id`` ended a success: what it was invoked with is kept among the
+    last KEPT_SUCCEEDED such runs only (a rerun of it is rare: of a run judged
+    wrong later, which without its live context is given the recorded one)."""
+    invocation = _LIVE.pop(run_id, None)
+    if invocation is None:
+        return
+    _SUCCEEDED[run_id] = invocation
+    while len(_SUCCEEDED) > KEPT_SUCCEEDED:
+        _SUCCEEDED.popitem(last=False)
 
 
 def _over(nearer: Invocation, farther: Invocation) -> Invocation:
@@ -116,7 +133,7 @@ def _over(nearer: Invocation, farther: Invocation) -> Invocation:
 
 
 def live_invocation(run_id: str | None) -> Invocation | None:
-    return _LIVE.get(run_id) if run_id else None
+    return (_LIVE.get(run_id) or _SUCCEEDED.get(run_id)) if run_id else None
 
 
 def record(invocation: Invocation | None) -> dict[str, Any] | None:

@@ -13,6 +13,7 @@ import click
 
 from agentdebug.cli import bench as _bench  # noqa: F401 - registers `agentdebug bench`
 from agentdebug.cli import model as _model  # noqa: F401 - registers `config`, `scripted-server`
+from agentdebug.cli import prune as _prune  # noqa: F401 - registers `agentdebug prune`
 from agentdebug.cli import recover as _recover  # noqa: F401 - registers `act`, `diff`
 from agentdebug.cli.app import cli
 from agentdebug.errors import AgentDebugError

@@ -105,6 +105,8 @@ class RunSummary:
     root_agent: str | None
     root_step: int | None
     continues: str | None = None  # the run this one picked up after (metadata["continues"])
+    # the process that recorded it (metadata["recorded_by"]: host, pid, boot, started)
+    recorded_by: dict[str, str] | None = None
 
 
 CONTINUES = "continues"  # the metadata key naming the run a run picked up after
@@ -118,6 +120,20 @@ def continues_of(metadata: Any) -> str | None:
     """The run whose run's ``metadata`` this is continues, if it names one."""
     value = metadata.get(CONTINUES) if isinstance(metadata, dict) else None
     return value if isinstance(value, str) and value else None
+
+
+RECORDED_BY = "recorded_by"  # the metadata key naming the process that recorded a run
+
+
+def recorder_of(metadata: Any) -> dict[str, str] | None:
+    """The ``recorded_by`` stamp of a run's metadata (see agentdebug.capture.process),
+    if it has a well-formed one."""
+    value = metadata.get(RECORDED_BY) if isinstance(metadata, dict) else None
+    if not isinstance(value, dict) or not all(
+        isinstance(value.get(k), str) for k in ("host", "pid")
+    ):
+        return None
+    return {k: v for k, v in value.items() if isinstance(v, str)}
 
 
 @dataclass(frozen=True)
@@ -176,7 +192,19 @@ def metadata_value(metadata: Any, path: str) -> Any:
 
 
 class TraceStore(Protocol):
-    """Where trajectories, reports and benchmark labels live."""
+    """Where trajectories, reports and benchmark labels live.
+
+    Optional, and so not a member here (a store of one's own may lack it; a caller
+    looks it up with ``getattr`` and says clearly that the store cannot do it):
+
+    ``delete_runs(run_ids: Collection[str]) -> int``
+        Delete these runs whole: header, events, finish, reports, label and any
+        per-run index rows, atomically (all of a call or none of it); returns how
+        many of them were in the store (an unknown id is no error). A store open
+        read-only refuses, as for any write. The SQLite and JSON Lines stores have
+        it; ``agentdebug prune`` uses it, choosing whole families of runs
+        (:mod:`agentdebug.store.retention`).
+    """
 
     location: str
 

@@ -1,4 +1,4 @@
-"""An append-only JSON Lines store: one file, one record per line, never rewritten.
+"""An append-only JSON Lines store: one file, one record per line, rewritten only by a prune.
 
 Useful where a database file is unwelcome (a CI artefact, a shared folder). A
 process killed mid-write leaves at most a torn last line; reading skips it with a
@@ -12,14 +12,27 @@ lost. Each line is one of::
     {"kind": "label", "run_id": ..., "label": {...}}
 
 The latest ``run`` line for an id starts that run afresh (a re-import replaces it).
+
+Several processes may append to one file (workers of a service). Each append holds
+an exclusive ``flock`` on the file while it writes, and a prune
+(:meth:`JSONLStore.delete_runs`) holds the same lock while it writes the file anew
+beside it and moves the new file over it. An append that waited for a prune, or
+whose handle is still on the file a prune replaced, finds the handle's file no
+longer in place once it holds the lock, and reopens the new one: nothing appended
+in another process is lost to a prune. (An agentdebug from before this lock, still
+writing the file, does not wait: stop such writers before a prune.)
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import logging
 import os
+import stat
+import tempfile
 import threading
-from collections.abc import Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,7 +54,13 @@ from agentdebug.store.base import (
     header_json,
     metadata_json_path,
     metadata_value,
+    recorder_of,
 )
+
+try:
+    import fcntl
+except ImportError:  # pragma: no cover - Windows: no advisory file locks
+    fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("agentdebug.store")
 
@@ -67,14 +86,16 @@ class JSONLStore:
         self._runs: dict[str, _Run] = {}
         self._offset = 0
         self._lines = 0
+        self._file: tuple[int, int] | None = None  # the (device, inode) read so far
+        self._locks = True  # whether the file takes flock (some network mounts do not)
         # why the file is open read-only (this user cannot write it), or None
         self.read_only = not_writable(self.path, folder=False)
         self._fh: BinaryIO | None = None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.read_only is None:  # (a torn tail is read past either way)
-                self._repair_tail()
                 self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+                self._repair_tail()
             else:
                 self.path.open("rb").close()  # (unreadable too: said now, not at a read)
         except OSError as exc:
@@ -82,44 +103,80 @@ class JSONLStore:
 
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on a line of its own."""
-        if not self.path.exists() or self.path.stat().st_size == 0:
-            return
-        with open(self.path, "rb") as fh:
-            fh.seek(-1, os.SEEK_END)
-            if fh.read(1) != b"\n":
-                with open(self.path, "ab") as out:
+        with self._lock, self._writing() as out:
+            if os.fstat(out.fileno()).st_size == 0:
+                return
+            with open(self.path, "rb") as fh:
+                fh.seek(-1, os.SEEK_END)
+                if fh.read(1) != b"\n":
                     out.write(b"\n")
+                    out.flush()
+
+    def _hold(self) -> BinaryIO:
+        """The append handle, its file's ``flock`` taken (other processes' appends
+        and prunes wait until it is let go); first reopened on the file in place if
+        a prune replaced the one it was on. Called with ``self._lock`` held."""
+        if self._fh is None:  # (opened read-only)
+            refused = PermissionError("opened to read only")
+            raise StoreError(write_refused(self.path, str(self.read_only), refused))
+        fh = self._fh
+        while True:
+            self._locks = _flock(fh, exclusive=True)
+            if _in_place(fh, self.location):
+                return fh
+            _flock(fh, exclusive=False)  # (a prune replaced it: on to the new file)
+            fh.close()
+            fh = self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[BinaryIO]:
+        """:meth:`_hold` for the length of a block."""
+        fh = self._hold()
+        try:
+            yield fh
+        finally:
+            _flock(fh, exclusive=False)
 
     def _append(self, *lines: bytes) -> None:
         with self._lock:
-            if self._fh is None:  # (opened read-only)
-                refused = PermissionError("opened to read only")
-                raise StoreError(write_refused(self.path, str(self.read_only), refused))
             try:
-                self._fh.write(b"".join(line + b"\n" for line in lines))
-                self._fh.flush()
+                fh = self._hold()  # (not _writing: a generator's cost on every append)
+                try:
+                    fh.write(b"".join(line + b"\n" for line in lines))
+                    fh.flush()
+                finally:
+                    _flock(fh, exclusive=False)
             except (OSError, ValueError) as exc:
                 raise StoreError(f"{self.path}: write failed: {exc}") from exc
 
     # -- reading --------------------------------------------------------------------
 
+    def _forget(self) -> None:
+        """Drop what was read: the file is read from its start at the next scan."""
+        self._runs, self._offset, self._lines, self.skipped_lines = {}, 0, 0, []
+        self._file = None
+
     def _scan(self) -> dict[str, _Run]:
         """Every run in the file, reading only what was appended since the last call
-        (from the start again if the file shrank: someone replaced it)."""
+        (from the start again if the file is another one or shrank: a prune, or
+        someone, replaced it)."""
         with self._lock:
-            size = self.path.stat().st_size
-            if size < self._offset:
-                self._runs, self._offset, self._lines, self.skipped_lines = {}, 0, 0, []
-            if size > self._offset:
-                with open(self.path, "rb") as fh:
-                    fh.seek(self._offset)
-                    chunk = fh.read(size - self._offset)
-                end = chunk.rfind(b"\n") + 1  # a line still being written waits
-                for line in chunk[:end].split(b"\n")[:-1]:
-                    self._lines += 1
-                    if line.strip():
-                        self._parse(line, self._lines)
-                self._offset += end
+            with open(self.path, "rb") as fh:
+                st = os.fstat(fh.fileno())
+                size = st.st_size
+                if (st.st_dev, st.st_ino) != self._file or size < self._offset:
+                    self._forget()
+                    self._file = (st.st_dev, st.st_ino)
+                if size <= self._offset:
+                    return self._runs
+                fh.seek(self._offset)
+                chunk = fh.read(size - self._offset)
+            end = chunk.rfind(b"\n") + 1  # a line still being written waits
+            for line in chunk[:end].split(b"\n")[:-1]:
+                self._lines += 1
+                if line.strip():
+                    self._parse(line, self._lines)
+            self._offset += end
             return self._runs
 
     def _parse(self, line: bytes, number: int) -> None:
@@ -271,6 +328,7 @@ class JSONLStore:
                     root_agent=root.get("agent_name") if root else None,
                     root_step=root.get("step_index") if root else None,
                     continues=continues_of(head.get("metadata")),
+                    recorded_by=recorder_of(head.get("metadata")),
                 )
             )
         out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)
@@ -300,10 +358,120 @@ class JSONLStore:
         """Nothing to index: a JSON Lines store is read whole (its runs are in memory)."""
         metadata_json_path(path)  # (the same check as SQLite's)
 
+    def delete_runs(self, run_ids: Collection[str]) -> int:
+        """Delete these runs: their run, events, finish, report and label lines. The
+        file is written anew without them, beside it (synced), and moved over it, so
+        a crash leaves the old file or the new one, whole; all of it under the lock
+        every append takes (see the module's docstring), so another process's append
+        waits and then lands in the new file. How many of the runs there were."""
+        wanted = set(run_ids)
+        with self._lock:
+            with self._writing():
+                if not self._locks:
+                    raise StoreError(
+                        f"{self.path}: runs cannot be deleted from this JSON Lines store: "
+                        "its file takes no lock (flock) here, without which another "
+                        "process's appends could be lost"
+                    )
+                if not os.access(self.path.parent, os.W_OK):
+                    why = "this user cannot write its folder, where a prune writes the file anew"
+                    refused = PermissionError("runs are deleted by writing the file anew")
+                    raise StoreError(write_refused(self.path, why, refused))
+                if not wanted:
+                    return 0
+                try:
+                    gone = _rewrite_without(self.path, wanted)
+                except OSError as exc:
+                    raise StoreError(
+                        f"{self.path}: prune failed, the store is as it was: {exc}"
+                    ) from exc
+                self._forget()
+            if self._fh is not None:  # (on the replaced file: let go, so its space is freed)
+                self._fh.close()
+                self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+        return gone
+
     def close(self) -> None:
         with self._lock:
             if self._fh is not None:
                 self._fh.close()
+
+
+def _flock(fh: BinaryIO, *, exclusive: bool) -> bool:
+    """Take (or, not ``exclusive``, let go of) the file's lock for appends and
+    prunes; False where there is none (Windows, a mount that refuses flock):
+    appends go on without it, and a prune refuses."""
+    if fcntl is None:  # pragma: no cover - Windows
+        return False
+    try:
+        fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_UN)
+    except OSError as exc:
+        if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL):
+            return False
+        raise
+    return True
+
+
+def _in_place(fh: BinaryIO, path: str) -> bool:
+    """Whether ``fh`` is open on the file now at ``path`` (not one a prune replaced)."""
+    try:
+        there = os.stat(path)
+    except FileNotFoundError:
+        return False
+    mine = os.fstat(fh.fileno())
+    return (mine.st_dev, mine.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _owner(line: bytes) -> tuple[str | None, bool]:
+    """The run a line is of, and whether it is the line that begins it; None for a
+    line that does not read (a prune keeps it as it is; reading skips it)."""
+    try:
+        rec = orjson.loads(line)
+        kind = rec["kind"]
+        if kind == "run":
+            owner, begins = rec["header"]["id"], True
+        elif kind == "report":
+            owner, begins = rec["report"]["trajectory_id"], False
+        else:
+            owner, begins = rec["run_id"], False
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return None, False
+    return (owner, begins) if isinstance(owner, str) else (None, False)
+
+
+def _rewrite_without(path: Path, wanted: set[str]) -> int:
+    """Write ``path`` anew without the lines of the runs in ``wanted``: to a file
+    beside it, synced, with its permissions (and owner, where this user may), then
+    moved over it. How many of the runs had a line that begins them."""
+    was = os.stat(path)
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".prune", dir=path.parent)
+    gone: set[str] = set()
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            for line in src:
+                owner, begins = _owner(line)
+                if owner is not None and owner in wanted:
+                    if begins:
+                        gone.add(owner)
+                    continue
+                out.write(line if line.endswith(b"\n") else line + b"\n")  # (a torn end)
+            out.flush()
+            os.fsync(out.fileno())
+        os.chmod(temp, stat.S_IMODE(was.st_mode))
+        with contextlib.suppress(OSError):  # (only the superuser may give it away)
+            os.chown(temp, was.st_uid, was.st_gid)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    with contextlib.suppress(OSError):  # (the move itself, durable)
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+    return len(gone)
 
 
 def _parse_dt(value: Any) -> datetime | None:

@@ -23,7 +23,7 @@ import hashlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -32,12 +32,7 @@ import orjson
 
 from agentdebug.errors import NotFoundError, StoreError
 from agentdebug.gcutil import gc_paused
-from agentdebug.schema import (
-    AgentTrajectory,
-    DiagnosticReport,
-    GoldLabel,
-    Outcome,
-)
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, Outcome
 from agentdebug.store.access import not_writable, write_refused
 from agentdebug.store.base import (
     EventBatch,
@@ -50,8 +45,11 @@ from agentdebug.store.base import (
     event_row,
     header_json,
     metadata_json_path,
+    recorder_of,
 )
 from agentdebug.store.sqlite_open import connect, set_up_for_writing
+from agentdebug.store.sqlite_prune import delete_in
+from agentdebug.store.sqlite_query import run_filters
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
@@ -462,52 +460,7 @@ class SQLiteStore:
 
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
         q = query or RunQuery()
-        where: list[str] = []
-        args: list[object] = []
-        if q.status:
-            where.append("r.status = ?")
-            args.append(q.status)
-        if q.framework:
-            where.append("r.framework = ?")
-            args.append(q.framework)
-        if q.agent:
-            where.append(
-                "EXISTS (SELECT 1 FROM run_agents a WHERE a.agent_name = ? AND a.run_id = r.id)"
-            )
-            args.append(q.agent)
-        if q.failure_mode:
-            where.append(
-                "EXISTS (SELECT 1 FROM report_modes m WHERE m.mode_id = ? AND m.run_id = r.id)"
-            )
-            args.append(q.failure_mode)
-        if q.since:
-            where.append("r.started_at >= ?")
-            args.append(q.since.timestamp())
-        if q.until:
-            where.append("r.started_at <= ?")
-            args.append(q.until.timestamp())
-        if q.parent_id:
-            where.append("r.parent_id = ?")
-            args.append(q.parent_id)
-        if q.descends_from:
-            where.append(
-                "r.id IN (WITH RECURSIVE d(id) AS (SELECT id FROM runs WHERE parent_id = ?"
-                " UNION SELECT runs.id FROM runs JOIN d ON runs.parent_id = d.id)"
-                " SELECT id FROM d)"
-            )
-            args.append(q.descends_from)
-        for path, value in q.metadata:
-            # The path is written into the SQL (RunQuery lets through names only),
-            # so that the expression is the one an index_metadata index holds.
-            json_path = metadata_json_path(path)
-            extract = f"json_extract(CAST(r.header AS TEXT), '{json_path}')"
-            kind = f"json_type(CAST(r.header AS TEXT), '{json_path}')"
-            if isinstance(value, tuple):  # a list: compared as minified JSON text
-                where.append(f"{extract} = json(?) AND {kind} = 'array'")
-                args.append(orjson.dumps(list(value)).decode())
-            else:
-                where.append(f"{extract} = ? AND {kind} = 'text'")
-                args.append(value)
+        where, args = run_filters(q)
         sql = (
             "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
             " r.parent_id, r.header,"
@@ -545,6 +498,7 @@ class SQLiteStore:
                     root_agent=root_agent or None,
                     root_step=root_step,
                     continues=continues_of(head.get("metadata")),
+                    recorded_by=recorder_of(head.get("metadata")),
                 )
             )
         return out
@@ -593,6 +547,10 @@ class SQLiteStore:
             return GoldLabel.model_validate_json(rows[0][0]) if rows else None
         except ValueError as exc:
             raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
+
+    def delete_runs(self, run_ids: Collection[str]) -> int:
+        """Delete runs whole, in one transaction (see :mod:`.sqlite_prune`); how many went."""
+        return delete_in(self._tx, run_ids, self._nums)
 
     def close(self) -> None:
         self._wal.close()

@@ -246,7 +246,7 @@ def test_diagnosing_a_run_still_in_flight_names_no_cause_and_stores_nothing(home
     run_id = session.trajectory().id
     done = run_cli("diagnose", run_id)
     assert done.returncode == 0, done.stderr
-    assert "has not ended (still running, or its process died)" in done.stderr
+    assert "has not ended (still running, or its process died where" in done.stderr
     assert "Root cause:" not in done.stdout or "Root cause: none" in done.stdout
     assert "no root cause to look for yet" in done.stdout
     assert dbg.store is not None and dbg.store.load_reports(run_id) == []

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.capture.process import ABANDONED, settle_abandoned
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun import closed_loop
 from agentdebug.schema import RerunRequest
@@ -244,10 +245,14 @@ def test_a_retry_after_a_resume_in_other_workers_keeps_the_links(tmp_path: Path)
         dbg.close()
 
 
-def test_a_retry_after_a_worker_died_is_not_taken_for_an_answer(tmp_path: Path) -> None:
-    """A worker killed in the middle of a node leaves its run open ("running");
-    the next call on the thread is a retry of that node, not a human's answer to
-    an interrupt (which a rerun would then replay)."""
+@pytest.mark.parametrize("settled", [False, True], ids=["left-running", "settled-abandoned"])
+def test_a_retry_after_a_worker_died_is_not_taken_for_an_answer(
+    tmp_path: Path, settled: bool
+) -> None:
+    """A worker killed in the middle of a node leaves its run open ("running"),
+    or, once a process of this machine has noticed, stored as abandoned; either
+    way the next call on the thread continues it as a retry of that node, not as
+    a human's answer to an interrupt (which a rerun would then replay)."""
     home, db = tmp_path / "home", str(tmp_path / "cp.db")
     worker(WORKER, home, db, "ask")
     worker(WORKER, home, db, "crash", killed=9)
@@ -256,6 +261,9 @@ def test_a_retry_after_a_worker_died_is_not_taken_for_an_answer(tmp_path: Path) 
         _, died = runs_by_start(dbg)
         assert died.outcome.status is OutcomeStatus.RUNNING
         assert died.events[0].metadata["langgraph_event"] == "resume"  # (the approval)
+        if settled:  # (as `agentdebug list`, or a debugger's first capture, does)
+            assert dbg.store is not None and died.id in settle_abandoned(dbg.store)
+            assert dbg.store.load_trajectory(died.id).outcome.stopped_by == ABANDONED
         graph = tool_agent(
             scripted([]), sqlite_saver(db), interrupt_before=["tools"], handle_tool_errors=False
         )

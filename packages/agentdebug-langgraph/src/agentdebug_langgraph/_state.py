@@ -24,6 +24,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 from agentdebug import AgentTrajectory, EventType, OutcomeStatus, TraceSession
 from agentdebug.capture import RunMark
 from agentdebug.capture.emit import Emit
+from agentdebug.capture.process import was_abandoned
 from agentdebug.schema import CheckpointRef
 from agentdebug.store import RunQuery
 
@@ -416,7 +417,7 @@ def stopped_elsewhere(
         return None  # (a store that does not filter by metadata)
     if not _stopped(run.outcome):
         return None
-    if run.outcome.status is OutcomeStatus.RUNNING:
+    if run.outcome.status is OutcomeStatus.RUNNING or was_abandoned(run.outcome):
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = at_interrupt(run.outcome.reason or "")
@@ -519,6 +520,8 @@ def _stopped(outcome: Any) -> bool:
     interrupt in its process), closed at an interrupt, raised, or stopped; not one
     that completed (a failed success check) or in which nothing ran."""
     if outcome.status is OutcomeStatus.RUNNING or outcome.error is not None:
+        return True
+    if was_abandoned(outcome):  # (its process was killed: settled, as it stood)
         return True
     reason = outcome.reason or ""
     return at_interrupt(reason) or reason.startswith(("the run was stopped", "the graph raised"))

@@ -17,11 +17,12 @@ from typing import Any
 from agentdebug.capture import forking
 from agentdebug.capture.encode import jsonable
 from agentdebug.capture.fields import text_or_none
+from agentdebug.capture.process import settle_abandoned, this_process
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id
 from agentdebug.capture.writer import BackgroundWriter, retire
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import TraceStore, open_store
-from agentdebug.store.base import CONTINUES
+from agentdebug.store.base import CONTINUES, RECORDED_BY
 
 DIAGNOSIS_THREAD = "agentdebug-diagnosis"  # (its own close would wait for itself)
 log = logging.getLogger("agentdebug.capture")
@@ -46,6 +47,7 @@ class AgentDebug:
             store if not isinstance(store, (str, Path, type(None))) else None
         )
         self._writer: BackgroundWriter | None = None
+        self._settling: threading.Thread | None = None  # (settle_abandoned, at first capture)
         self._lock = threading.Lock()
         # diagnoses under way elsewhere -> the run each is of
         self._diagnosing: dict[Future[Any], str | None] = {}
@@ -62,6 +64,7 @@ class AgentDebug:
         default location is opened again on first use, with a writer of its own."""
         self._lock = threading.Lock()  # (the parent may have held it as it forked)
         self._writer = None
+        self._settling = None
         self._diagnosing = {}
         if self._store is not None and isinstance(self._store_arg, (str, Path, type(None))):
             self._store = None  # (its connection is left to the parent, not closed)
@@ -90,6 +93,17 @@ class AgentDebug:
             with self._lock:
                 if self._writer is None:
                     self._writer = BackgroundWriter(store, interval=self.flush_interval)
+                    # runs a killed process of this machine left "running" are stored
+                    # as ended, off the agent's thread (a service restarting settles
+                    # what its predecessor left)
+                    self._settling = threading.Thread(
+                        target=settle_abandoned,
+                        args=(store,),
+                        kwargs={"quiet": True},
+                        name="agentdebug-settle",
+                        daemon=True,
+                    )
+                    self._settling.start()
         return self._writer
 
     def trace(
@@ -116,6 +130,7 @@ class AgentDebug:
         if continues is not None:
             meta = {**meta, CONTINUES: continues.run_id}
             goal = goal if goal is not None else continues.goal
+        meta = {**meta, RECORDED_BY: this_process()}  # (abandoned runs: capture.process)
         return TraceSession(
             self,
             goal=text_or_none(goal, "goal"),
@@ -209,6 +224,9 @@ class AgentDebug:
             of = f" (of {'runs' if ',' in runs else 'run'} {runs})" if runs else ""
             log.warning("agentdebug: waiting for %s under way%s to store %s", what, of, reports)
             wait(list(diagnosing))
+        settling, self._settling = self._settling, None
+        if settling is not None:
+            settling.join(timeout=10)  # (it writes to the store about to close)
         if self._writer is not None:  # (its runs still open end now, said so)
             retire(self._writer, "the debugger was closed with the run still open")
             self._writer = None

@@ -12,10 +12,12 @@ from typing import Any
 import click
 import orjson
 
+from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settle_abandoned
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import AgentDebugError, InputError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
+from agentdebug.store.base import recorder_of
 
 
 class Ctx:
@@ -24,6 +26,7 @@ class Ctx:
     def __init__(self, store: str | None) -> None:
         self.location = store
         self._store: TraceStore | None = None
+        self._settled = False
 
     @property
     def store(self) -> TraceStore:
@@ -46,8 +49,35 @@ class Ctx:
                 )
         return self.store
 
+    @property
+    def settled_store(self) -> TraceStore:
+        """The existing store, its abandoned runs (those a killed process of this
+        machine left "running") stored as ended first, where this user may write
+        it: what ``list``, ``show`` and ``diagnose`` read."""
+        store = self.existing_store
+        if not self._settled:
+            self._settled = True
+            if not getattr(store, "read_only", None):
+                settle_abandoned(store)
+        return store
+
 
 pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def abandoned_view(trajectory: AgentTrajectory) -> tuple[AgentTrajectory, str | None]:
+    """A run stored "running" whose process is gone, in a store that could not be
+    settled (read-only here): read as the abandoned run it is, with a note."""
+    if trajectory.outcome.status is not OutcomeStatus.RUNNING:
+        return trajectory, None
+    why = gone(recorder_of(trajectory.metadata))
+    if why is None:
+        return trajectory, None
+    note = (
+        f"Note: run {trajectory.id} was abandoned ({why}); it stays stored as running, "
+        "as the store is read-only here."
+    )
+    return trajectory.model_copy(update={"outcome": abandoned_outcome(why)}), note
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -197,18 +227,20 @@ def list_runs(
         failure_mode=failure_mode,
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
-        descends_from=obj.existing_store.resolve_id(parent) if parent else None,
+        descends_from=obj.settled_store.resolve_id(parent) if parent else None,
         limit=limit,
     )
-    runs = obj.existing_store.list_runs(query)
+    runs = obj.settled_store.list_runs(query)
     if not runs and failure_mode is not None:
         _known_mode(failure_mode)
     if runs and not as_json:  # (what each column is; --json for scripts)
         click.echo(
-            f"{'RUN':<28} {'STATUS':<8} {'FRAMEWORK':<14} {'EVENTS':>6}  {'STARTED':<16}  "
+            f"{'RUN':<28} {'STATUS':<9} {'FRAMEWORK':<14} {'EVENTS':>6}  {'STARTED':<16}  "
             f"{'ROOT CAUSE':<28} GOAL"
         )
+    left = abandoned(runs)  # (left "running" in a store that is read-only here)
     for run in runs:
+        status = "abandoned" if run.id in left else run.status
         if as_json:
             click.echo(
                 orjson.dumps(
@@ -217,6 +249,7 @@ def list_runs(
                         "goal": run.goal,
                         "framework": run.framework,
                         "status": run.status,
+                        **({"abandoned": left[run.id]} if run.id in left else {}),
                         "started_at": run.started_at.isoformat() if run.started_at else None,
                         "events": run.n_events,
                         "failure_modes": run.failure_modes,
@@ -236,7 +269,7 @@ def list_runs(
         elif run.continues:
             goal = f"[continues {run.continues}] {goal}"
         click.echo(
-            f"{run.id:<28} {run.status:<8} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
+            f"{run.id:<28} {status:<9} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
             f"{started:<16}  {root[:28]:<28} {goal[:80]}"
         )
     if not runs and not as_json:
@@ -257,9 +290,11 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
     from agentdebug.report import render_run
     from agentdebug.store.history import with_history
 
-    store = obj.existing_store
+    store = obj.settled_store
     full = store.resolve_id(run_id)
-    trajectory = store.load_trajectory(full)
+    trajectory, note = abandoned_view(store.load_trajectory(full))
+    if note:
+        click.echo(note, err=True)
     if history:
         trajectory = with_history(store, trajectory)
     branches = store.list_runs(RunQuery(descends_from=full, limit=None))
@@ -285,8 +320,10 @@ def _targets(
         return [t for t, _ in runs]
     if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
         raise InputError("no such file", source=target)
-    store = obj.existing_store
-    run = store.load_trajectory(store.resolve_id(target))
+    store = obj.settled_store
+    run, note = abandoned_view(store.load_trajectory(store.resolve_id(target)))
+    if note:
+        click.echo(note, err=True)
     return [with_history(store, run) if history else run]
 
 
@@ -381,7 +418,8 @@ def diagnose(
         if running:  # (a report of part of a run would stand for the whole of it)
             click.echo(
                 f"Note: run {trajectory.id} has not ended (still running, or its process "
-                "died): this diagnosis reads what it recorded so far, and is not stored.",
+                "died where this one cannot see): this diagnosis reads what it recorded so "
+                "far, and is not stored.",
                 err=True,
             )
         if not no_store and not running:

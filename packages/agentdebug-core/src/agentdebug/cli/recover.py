@@ -118,7 +118,7 @@ def act(
     options = parse_options(executor_options)
     if options and not rerun:
         raise click.UsageError("--executor-option configures a rerun: add --rerun")
-    store = obj.existing_store
+    store = obj.settled_store
     dbg = AgentDebug(store)
     run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
     with use_settings(settings):
@@ -247,7 +247,7 @@ def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
     first divergence, and the aligned events from there."""
     from agentdebug.rerun import compare
 
-    store = obj.existing_store
+    store = obj.settled_store
     a = store.load_trajectory(store.resolve_id(run_a))
     b = store.load_trajectory(store.resolve_id(run_b))
     result = compare(a, b)

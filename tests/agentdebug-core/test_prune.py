@@ -8,12 +8,9 @@ from __future__ import annotations
 
 import os
 import pty
-import shutil
 import sqlite3
 import subprocess
 import sys
-import tempfile
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -30,6 +27,7 @@ from agentdebug.schema import (
 )
 from agentdebug.store import JSONLStore, RunQuery, RunSummary, TraceStore, open_store
 from agentdebug.store.retention import Retention, select
+from test_store_read_only import shared  # noqa: F401 - a folder other users can reach
 
 NOW = datetime.now(UTC)
 NOBODY = 65534
@@ -284,21 +282,8 @@ def test_bad_input_is_one_clear_line(seeded: Path) -> None:
     assert ids(seeded) == EVERY
 
 
-@pytest.fixture
-def shared() -> Iterator[Path]:
-    """A folder other users can reach (pytest's own temporary folders are private)."""
-    where = Path(tempfile.mkdtemp(prefix="agentdebug-prune-"))
-    where.chmod(0o755)
-    try:
-        yield where
-    finally:
-        for path in [where, *where.rglob("*")]:
-            path.chmod(0o755 if path.is_dir() else 0o644)
-        shutil.rmtree(where)
-
-
 @pytest.mark.parametrize("kind", KINDS)
-def test_a_store_this_user_cannot_write_is_not_pruned(shared: Path, kind: str) -> None:
+def test_a_store_this_user_cannot_write_is_not_pruned(shared: Path, kind: str) -> None:  # noqa: F811
     (shared / "s").mkdir()
     where = store_path(shared / "s", kind)
     store = open_store(where)
@@ -316,7 +301,7 @@ def test_a_store_this_user_cannot_write_is_not_pruned(shared: Path, kind: str) -
     assert ids(where) == EVERY
 
 
-def test_a_jsonl_store_in_a_folder_this_user_cannot_write_is_not_pruned(shared: Path) -> None:
+def test_a_jsonl_store_in_a_folder_this_user_cannot_write_is_not_pruned(shared: Path) -> None:  # noqa: F811
     """The file may be written (appends), but a prune writes a new file beside it."""
     (shared / "s").mkdir()
     where = shared / "s" / "runs.jsonl"

@@ -199,3 +199,23 @@ def test_prune_settles_an_abandoned_run_and_can_then_delete_it(
     out = cli_in(tmp_path, "prune", "--status", "unknown", "--yes")
     assert "1 run" in out, out
     assert run_id not in {r.id for r in open_store(tmp_path / "store").list_runs()}
+
+
+def test_a_json_lines_store_is_settled_by_the_cli_not_at_capture(tmp_path: Path) -> None:
+    """Settling a JSON Lines store reads the whole file: a service's first capture
+    does not (it would hold the agent up), the CLI does."""
+    store = tmp_path / "store" / "runs.jsonl"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RECORDER, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    kill(proc)
+    dbg = AgentDebug(store)
+    with dbg.trace(goal="next request") as run:
+        run.record(EventType.USER_INPUT, agent_name="user", input="hi")
+    dbg.close()
+    assert open_store(store).load_trajectory(run_id).outcome.status is OutcomeStatus.RUNNING
+    result = CliRunner().invoke(cli, ["--store", str(store), "list"])
+    assert result.exit_code == 0 and " unknown " in result.output
+    assert open_store(store).load_trajectory(run_id).outcome.status is OutcomeStatus.UNKNOWN

@@ -21,7 +21,7 @@ from agentdebug.capture.process import settle_abandoned, this_process
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id
 from agentdebug.capture.writer import BackgroundWriter, retire
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
-from agentdebug.store import TraceStore, open_store
+from agentdebug.store import SQLiteStore, TraceStore, open_store
 from agentdebug.store.base import CONTINUES, RECORDED_BY
 
 DIAGNOSIS_THREAD = "agentdebug-diagnosis"  # (its own close would wait for itself)
@@ -95,16 +95,21 @@ class AgentDebug:
                     self._writer = BackgroundWriter(store, interval=self.flush_interval)
                     # runs a killed process of this machine left "running" are stored
                     # as ended, off the agent's thread (a service restarting settles
-                    # what its predecessor left)
-                    self._settling = threading.Thread(
-                        target=settle_abandoned,
-                        args=(store,),
-                        kwargs={"quiet": True},
-                        name="agentdebug-settle",
-                        daemon=True,
-                    )
-                    self._settling.start()
+                    # what its predecessor left); only where that is a query, not a
+                    # read of the whole store (a JSON Lines file: the CLI settles it)
+                    if isinstance(store, SQLiteStore):
+                        self._settle(store)
         return self._writer
+
+    def _settle(self, store: TraceStore) -> None:
+        self._settling = threading.Thread(
+            target=settle_abandoned,
+            args=(store,),
+            kwargs={"quiet": True},
+            name="agentdebug-settle",
+            daemon=True,
+        )
+        self._settling.start()
 
     def trace(
         self,

@@ -158,3 +158,71 @@ def test_a_sync_call_on_a_thread_with_a_loop_is_diagnosed_inline(
         asyncio.run(cell())
     (report,) = cb.reports
     assert raised.value.__notes__[-1].startswith(f"agentdebug diagnosis {report.id}")
+
+
+# A fresh process: an app whose first run succeeds. Prints whether the diagnosis's
+# modules were imported (by the warm-up thread) within the seconds given after it.
+WARM = """
+import asyncio, os, sys, time
+from typing import TypedDict
+from langgraph.graph import START, StateGraph
+from agentdebug import AgentDebug
+from agentdebug_langgraph import AgentDebugCallback
+
+class S(TypedDict):
+    n: int
+
+def step(state):  # (a sync node: ainvoke runs it too)
+    return {"n": state["n"] + 1}
+
+g = StateGraph(S)
+g.add_node("step", step)
+g.add_edge(START, "step")
+app = g.compile()
+cb = AgentDebugCallback(AgentDebug(sys.argv[1]), diagnose=sys.argv[2] == "on")
+run = app.ainvoke if sys.argv[3] == "async" else None
+if run is not None:
+    asyncio.run(run({"n": 0}, {"callbacks": [cb]}))
+else:
+    app.invoke({"n": 0}, {"callbacks": [cb]})
+deadline = time.monotonic() + float(sys.argv[4])
+while "agentdebug.diagnose" not in sys.modules and time.monotonic() < deadline:
+    time.sleep(0.05)
+print("agentdebug.diagnose" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(
+    ("diagnose", "mode", "imported"),
+    [("on", "async", True), ("off", "async", False), ("on", "sync", False)],
+)
+def test_after_an_async_run_the_diagnosis_is_imported_off_the_loop(
+    tmp_path: Any, diagnose: str, mode: str, imported: bool
+) -> None:
+    """An async app's first failure would import the whole diagnosis on its event
+    loop (about 0.3 s during which no task runs); after its first run that ended
+    without failing, a thread of agentdebug's imports it instead. Not for a sync
+    app (its diagnosis runs where the run ended anyway), nor without diagnosis."""
+    import subprocess
+    import sys
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            WARM,
+            str(tmp_path / "home"),
+            diagnose,
+            mode,
+            "20" if imported else "3",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**__import__("os").environ, "OTEL_SDK_DISABLED": "true"},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    # (the runs that do not warm it up show that a run which ends well imports
+    # none of it itself)
+    assert done.stdout.split() == [str(imported)]

@@ -19,6 +19,7 @@ from agentdebug.capture.auto import (
     diagnose_failure,
     diagnose_in_background,
     in_background,
+    warm_up,
 )
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
@@ -389,6 +390,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents):
         _keep_last(self.run_ids, session.id)
         if session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS:
             _invocation.succeeded(session.id)  # (its live context is kept for fewer runs)
+        if run.asynchronous and self.diagnose and not failed:
+            warm_up()  # (between runs: a later failure would import it on the loop)
         if failed and self.diagnose:
             trajectory = session.trajectory()
             if in_background(self.diagnose, run.asynchronous):  # (a loop is not held up)

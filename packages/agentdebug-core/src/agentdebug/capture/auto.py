@@ -14,8 +14,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import importlib
 import logging
 import os
+import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -65,6 +67,39 @@ def in_background(mode: bool | str, asynchronous: bool | None = None) -> bool:
     elif not asynchronous:
         return False
     return configured_attributor() != "heuristic"
+
+
+_warming: threading.Thread | None = None  # (warm_up's, once per process)
+
+
+def warm_up() -> None:
+    """Import the diagnosis (its stages, the plugin registry, the configuration)
+    on a thread of its own, once per process: for an async agent, whose first
+    failure would otherwise import it on the event loop's thread, holding up
+    every task of the loop (about 0.3 s here), although the free tier's
+    diagnosis then takes milliseconds. A plugin calls it as an async run starts;
+    a failure before the imports are done waits for them, as it would have.
+    Never raises."""
+    global _warming
+    if _warming is not None or _WARM in sys.modules:
+        return
+    _warming = threading.Thread(target=_import_diagnosis, name="agentdebug-warm-up", daemon=True)
+    with contextlib.suppress(RuntimeError):  # (no new threads: the interpreter is ending)
+        _warming.start()
+
+
+_WARM = "agentdebug.diagnose"
+
+
+def _import_diagnosis() -> None:
+    try:
+        for name in (_WARM, "agentdebug.llm", "agentdebug.store.history"):
+            importlib.import_module(name)
+        from agentdebug.plugins import get_registry
+
+        get_registry()
+    except Exception:  # the failure's own import will say what is wrong
+        log.debug("agentdebug: the diagnosis could not be imported ahead", exc_info=True)
 
 
 MAX_WAITING = 64  # diagnoses queued at once; a burst beyond is not diagnosed (said)

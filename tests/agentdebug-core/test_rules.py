@@ -238,6 +238,9 @@ def calls(*tried: tuple[str, str | None, str]) -> list[AgentEvent]:
         ),
         # an argument in the wrong format, then the same tool called right
         ([("stock", "ValueError: bad sku format", "a"), ("stock", None, "a")], True),
+        # an argument of the wrong kind, in the tool's own words, then called right
+        ([("refund", "ValueError: not an order id: bob@x.com", "a"), ("refund", None, "a")], True),
+        ([("refund", "amount: expected an integer", "a"), ("refund", None, "a")], True),
         # a tool that does not exist, then the right name
         ([("get_wether", "get_wether is not a valid tool", "a"), ("weather", None, "a")], True),
         # an outage, then the very same call (a retry)

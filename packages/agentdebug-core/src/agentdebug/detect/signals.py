@@ -87,7 +87,13 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
             r"tool .{0,40} (?:does not exist|not found)|missing (?:\d+ )?required "
             r"(?:positional )?(?:argument|parameter)|unexpected keyword argument|"
             r"could not parse (?:the )?tool|"
-            r"\b(?:bad|invalid|wrong|malformed) (?:\w+ ){0,2}format\b",
+            r"\b(?:bad|invalid|wrong|malformed) (?:\w+ ){0,2}format\b|"
+            # an argument of the wrong kind, in a tool's own words ("not an order id:
+            # bob@x.com", "expected an integer", "amount must be a positive number")
+            r"\bnot an? (?:valid )?(?:\w+ )?(?:id|identifier|number|integer|email(?: address)?|"
+            r"date|uuid|url)\b|\bexpected (?:an? )?(?:int|integer|float|number|string|str|"
+            r"list|array|dict|object|boolean|bool)\b|\bmust be (?:an? )?(?:valid |positive |"
+            r"non-negative )?(?:int|integer|number|string|list|date|email)\b",
             re.I,
         ),
     ),

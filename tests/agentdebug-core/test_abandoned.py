@@ -18,6 +18,7 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug import AgentDebug
@@ -219,3 +220,57 @@ def test_a_json_lines_store_is_settled_by_the_cli_not_at_capture(tmp_path: Path)
     result = CliRunner().invoke(cli, ["--store", str(store), "list"])
     assert result.exit_code == 0 and " unknown " in result.output
     assert open_store(store).load_trajectory(run_id).outcome.status is OutcomeStatus.UNKNOWN
+
+
+def test_a_run_that_ended_while_it_was_being_judged_keeps_its_end(tmp_path: Path) -> None:
+    """Its process wrote the run's end and exited between settling's listing and
+    its look at the process (a rolling restart's old worker finishing its last
+    run): the end it wrote stays."""
+    import dataclasses
+
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys\nfrom agentdebug import AgentDebug\n"
+            "dbg = AgentDebug(sys.argv[1])\n"
+            "with dbg.trace(goal='last request') as run:\n"
+            "    run.set_outcome('success', final_answer='done')\n"
+            "print(run.id)",
+            str(tmp_path / "store"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    run_id = done.stdout.strip()
+    store = open_store(tmp_path / "store")
+
+    class Stale:  # the first listing was made while the run was still running
+        def __init__(self) -> None:
+            self.asked = 0
+
+        def list_runs(self, query: RunQuery) -> list[Any]:
+            self.asked += 1
+            runs = store.list_runs(RunQuery(metadata=query.metadata, limit=None))
+            if self.asked == 1:
+                return [dataclasses.replace(r, status="running") for r in runs]
+            return store.list_runs(query)
+
+        def finish_run(self, *args: Any) -> None:
+            store.finish_run(*args)
+
+    assert settle_abandoned(Stale()) == {}  # type: ignore[arg-type]
+    kept = store.load_trajectory(run_id).outcome
+    assert kept.status is OutcomeStatus.SUCCESS and kept.final_answer == "done"
+
+
+def test_a_restart_is_told_by_the_machine_not_its_name() -> None:
+    here = this_process()
+    if "boot" not in here or "machine" not in here:
+        pytest.skip("this machine has no boot id or machine id to read")
+    restarted = {**here, "boot": "another-boot"}
+    assert "restarted" in (gone(restarted) or "")
+    # a clone of the same name (another machine id) sharing the store: not ours to judge
+    assert gone({**restarted, "machine": "another-machine"}) is None
+    assert gone({k: v for k, v in restarted.items() if k != "machine"}) is None

@@ -10,7 +10,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from agentdebug import AgentDebug, OutcomeStatus
+from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.report import event_line
 from agentdebug.rerun import closed_loop
@@ -581,3 +581,30 @@ def test_whoever_approves_the_rerun_is_told_which_answers_it_will_give(
 
     quiet = fixing(graph, dbg, "never")
     assert quiet.plan_notes(original, plan) == []
+
+
+def test_the_gate_hears_of_an_answer_replayed_from_a_fork_before_the_blamed_step(
+    dbg: AgentDebug,
+) -> None:
+    """A step blamed inside a subgraph is rerun from its outer node, before the
+    interrupt the original's human answered: the gate is told the branch will be
+    given that answer again."""
+    from agentdebug.schema import RecoveryPlan
+
+    inner = StateGraph(Refund)
+    inner.add_node("ask", ask_once)
+    inner.add_edge(START, "ask")
+    graph = refund_graph(InMemorySaver(), inner.compile(), "approval")
+    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-sub-gate")
+    # the inner node as it ran again when resumed, past the interrupt: the branch
+    # forks before its outer node, and meets the question again
+    *_, asked = [
+        e
+        for e in original.events
+        if e.type is EventType.AGENT_START and e.agent_name == "approval/ask"
+    ]
+    plan = RecoveryPlan(strategy="t", directive="x", resume_step=asked.step_index)
+    (note,) = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").plan_notes(
+        original, plan
+    )
+    assert '"yes"' in note

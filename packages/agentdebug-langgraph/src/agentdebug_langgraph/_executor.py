@@ -29,6 +29,7 @@ graph: still alive in this process, or rebuilt from the ``graph_factory``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any, cast
@@ -337,9 +338,14 @@ class LangGraphRerunExecutor:
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
 
     def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
-        """For the gate: the original's answers the branch will be given again."""
+        """For the gate: the original's answers the branch, forked where it will be
+        (a subgraph's node, a fan-out's group: before the blamed step), is given."""
         step = plan.resume_step
-        note = None if step is None else replay_note(trajectory, step, self.replay_answers)
+        if step is None:
+            return []
+        with contextlib.suppress(AgentDebugError):  # (not this plugin's run: as given)
+            step = resume_point(trajectory, step).step
+        note = replay_note(trajectory, step, self.replay_answers)
         return [note] if note else []
 
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:

@@ -4,17 +4,19 @@ A run is stored ``running`` from its start until its process ends it. A process
 that is killed (SIGKILL, the OOM killer, SIGTERM under Python's default action,
 which runs no exit hook, a machine that loses power) never does, and its runs
 would read "running" for good, indistinguishable from live ones. So every run's
-header names the process recording it (``metadata["recorded_by"]``: host, boot,
-pid, and the process's start time, which tells a reused pid apart), and a run
-whose process is known to be gone is *abandoned*: :func:`gone` says why, and
-:func:`settle_abandoned` stores it as ended (status unknown, ``stopped_by``
-saying so), which a debugger does when it opens a store it can write and the
-CLI does before it lists, shows or diagnoses runs.
+header names the process recording it (``metadata["recorded_by"]``: host, pid,
+boot id, machine id, pid namespace, and the process's start time, which tells a
+reused pid apart), and a run whose process is known to be gone is *abandoned*:
+:func:`gone` says why, and :func:`settle_abandoned` stores it as ended (status
+unknown, ``stopped_by`` saying so), which a debugger does at its first capture
+into a SQLite store, and the CLI before the commands that read runs.
 
 Only a process on this machine, since its last boot, in this process's pid
-namespace, can be known gone: a run recorded on another host (a shared folder),
-or in a container whose pids number other processes (a container on the host's
-network has the host's name), stays as it is, and is never settled by guesswork.
+namespace, can be known gone (and a restart only where the machine's id says it is
+this machine): a run recorded on another host (a shared folder), or in another pid
+namespace (a container on the host's network has the host's name; a container
+restarted after a kill comes back in a new one), stays as it is, and is never
+settled by guesswork.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import contextlib
 import logging
 import os
 import socket
+import sys
 from collections.abc import Iterable
 from datetime import datetime
 from typing import TYPE_CHECKING
@@ -37,6 +40,7 @@ log = logging.getLogger("agentdebug.capture")
 
 ABANDONED = "the recording process ended"  # an abandoned run's Outcome.stopped_by
 _BOOT_ID = "/proc/sys/kernel/random/boot_id"
+_MACHINE_ID = "/etc/machine-id"
 _stamp: tuple[int, dict[str, str]] | None = None  # (pid, stamp): remade after a fork
 
 
@@ -59,9 +63,16 @@ def _start_ticks(pid: int) -> str | None:
 
 
 def _zombie(pid: int) -> bool:
+    """Exited, not yet reaped by its parent (its main thread a zombie, and no other
+    thread left: one whose main thread alone exited goes on)."""
     stat = _read(f"/proc/{pid}/stat")
     fields = stat.rpartition(")")[2].split() if stat else []
-    return bool(fields) and fields[0] in ("Z", "X")
+    if not fields or fields[0] not in ("Z", "X"):
+        return False
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except OSError:
+        return True
 
 
 def this_process() -> dict[str, str]:
@@ -73,6 +84,9 @@ def this_process() -> dict[str, str]:
         boot = (_read(_BOOT_ID) or "").strip()
         if boot:
             stamp["boot"] = boot
+        machine = (_read(_MACHINE_ID) or "").strip()
+        if machine:
+            stamp["machine"] = machine
         with contextlib.suppress(OSError):  # pids are numbered per namespace: a
             stamp["pidns"] = os.readlink("/proc/self/ns/pid")  # container's 7 is not ours
         started = _start_ticks(pid)
@@ -98,10 +112,15 @@ def gone(recorder: dict[str, str] | None) -> str | None:
         pid = int(recorder["pid"])
     except ValueError:
         return None
-    boot = recorder.get("boot")
+    boot, machine = recorder.get("boot"), recorder.get("machine")
     if boot and here.get("boot") and boot != here["boot"]:
-        return f"the machine restarted after its process ({describe(recorder)}) recorded it"
-    if recorder.get("pidns") != here.get("pidns"):  # (one unknown: cannot be compared)
+        # the same machine (its id, not only its name: clones share names) restarted
+        if machine and machine == here.get("machine"):
+            return f"the machine restarted after its process ({describe(recorder)}) recorded it"
+        return None
+    if sys.platform.startswith("linux") and not (recorder.get("pidns") and here.get("pidns")):
+        return None  # (a namespace unknown on Linux: a sandbox that hides it)
+    if recorder.get("pidns") != here.get("pidns"):
         return None
     if pid == os.getpid():
         same = recorder.get("started") == here.get("started")
@@ -156,15 +175,16 @@ def settle_abandoned(store: TraceStore, *, quiet: bool = False) -> dict[str, str
     if ``quiet``: a debugger doing it in the background, where the store may be
     closing, or read-only to this user)."""
     try:
-        here = this_process()["host"]
+        query_host = ((f"{RECORDED_BY}.host", this_process()["host"]),)
         candidates = store.list_runs(
-            RunQuery(
-                status=OutcomeStatus.RUNNING.value,
-                metadata=((f"{RECORDED_BY}.host", here),),
-                limit=None,
-            )
+            RunQuery(status=OutcomeStatus.RUNNING.value, metadata=query_host, limit=None)
         )
         found = abandoned(candidates)
+        if found:  # asked again now that their processes are known gone: one that
+            # wrote its run's end and exited between the two questions keeps that end
+            query = RunQuery(status=OutcomeStatus.RUNNING.value, metadata=query_host, limit=None)
+            still = {run.id for run in store.list_runs(query)}
+            found = {run_id: why for run_id, why in found.items() if run_id in still}
         for run_id, why in found.items():
             store.finish_run(run_id, abandoned_outcome(why), None)
     except Exception as exc:

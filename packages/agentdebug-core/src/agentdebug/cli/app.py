@@ -53,7 +53,8 @@ class Ctx:
     def settled_store(self) -> TraceStore:
         """The existing store, its abandoned runs (those a killed process of this
         machine left "running") stored as ended first, where this user may write
-        it: what ``list``, ``show`` and ``diagnose`` read."""
+        it: what the commands that read runs (``list``, ``show``, ``diagnose``,
+        ``act``, ``diff``, ``prune``) read."""
         store = self.existing_store
         if not self._settled:
             self._settled = True
@@ -74,8 +75,8 @@ def abandoned_view(trajectory: AgentTrajectory) -> tuple[AgentTrajectory, str | 
     if why is None:
         return trajectory, None
     note = (
-        f"Note: run {trajectory.id} was abandoned ({why}); it stays stored as running, "
-        "as the store is read-only here."
+        f"Note: run {trajectory.id} was abandoned ({why}); it is still stored as "
+        "running (the store is read-only here, or could not be written just now)."
     )
     return trajectory.model_copy(update={"outcome": abandoned_outcome(why)}), note
 

@@ -133,7 +133,7 @@ def _delete(store: TraceStore, delete: Callable[[list[str]], int], plan: PrunePl
     "--keep-last",
     type=click.IntRange(min=1),
     metavar="N",
-    help="Always keep the N newest runs (and their families).",
+    help="Always keep the N newest runs (of the --status given, else of all), with their families.",
 )
 @click.option("--dry-run", is_flag=True, help="List the runs that would go; delete nothing.")
 @click.option("--yes", is_flag=True, help="Delete without asking (needed without a terminal).")
@@ -172,7 +172,7 @@ def prune(
             "no terminal to confirm on: add --yes to delete without asking "
             "(or --dry-run to list what would go)"
         )
-    store = obj.settled_store
+    store = obj.existing_store if dry_run else obj.settled_store  # (a dry run writes nothing)
     closed = getattr(store, "read_only", None)
     if closed and not dry_run:
         refused = PermissionError("a prune deletes runs")

@@ -105,7 +105,8 @@ class RunSummary:
     root_agent: str | None
     root_step: int | None
     continues: str | None = None  # the run this one picked up after (metadata["continues"])
-    # the process that recorded it (metadata["recorded_by"]: host, pid, boot, started)
+    # the process that recorded it (metadata["recorded_by"]: host, pid, boot, machine,
+    # pidns, started; see agentdebug.capture.process)
     recorded_by: dict[str, str] | None = None
 
 

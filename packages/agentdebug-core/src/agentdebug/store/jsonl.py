@@ -32,6 +32,8 @@ import os
 import stat
 import tempfile
 import threading
+import time
+import uuid
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -86,7 +88,7 @@ class JSONLStore:
         self._runs: dict[str, _Run] = {}
         self._offset = 0
         self._lines = 0
-        self._file: tuple[int, int] | None = None  # the (device, inode) read so far
+        self._file: tuple[int, int, bytes] | None = None  # the file read so far (see _scan)
         self._locks = True  # whether the file takes flock (some network mounts do not)
         # why the file is open read-only (this user cannot write it), or None
         self.read_only = not_writable(self.path, folder=False)
@@ -164,9 +166,13 @@ class JSONLStore:
             with open(self.path, "rb") as fh:
                 st = os.fstat(fh.fileno())
                 size = st.st_size
-                if (st.st_dev, st.st_ino) != self._file or size < self._offset:
+                # the file by its inode and its first line: a prune's file starts with
+                # a line of its own, as a pruned file's inode number may be given to a
+                # later prune's file
+                first = os.pread(fh.fileno(), 256, 0).partition(b"\n")[0]
+                if (st.st_dev, st.st_ino, first) != self._file or size < self._offset:
                     self._forget()
-                    self._file = (st.st_dev, st.st_ino)
+                    self._file = (st.st_dev, st.st_ino, first)
                 if size <= self._offset:
                     return self._runs
                 fh.seek(self._offset)
@@ -361,31 +367,40 @@ class JSONLStore:
     def delete_runs(self, run_ids: Collection[str]) -> int:
         """Delete these runs: their run, events, finish, report and label lines. The
         file is written anew without them, beside it (synced), and moved over it, so
-        a crash leaves the old file or the new one, whole; all of it under the lock
-        every append takes (see the module's docstring), so another process's append
-        waits and then lands in the new file. How many of the runs there were."""
+        a crash leaves the old file or the new one, whole. The copy is made without
+        the lock; under the lock every append takes (see the module's docstring)
+        only the lines appended meanwhile are copied and the new file moved in, so
+        another process's append waits that long only, and then lands in the new
+        file. How many of the runs there were."""
         wanted = set(run_ids)
         with self._lock:
-            with self._writing():
-                if not self._locks:
-                    raise StoreError(
-                        f"{self.path}: runs cannot be deleted from this JSON Lines store: "
-                        "its file takes no lock (flock) here, without which another "
-                        "process's appends could be lost"
-                    )
-                if not os.access(self.path.parent, os.W_OK):
-                    why = "this user cannot write its folder, where a prune writes the file anew"
-                    refused = PermissionError("runs are deleted by writing the file anew")
-                    raise StoreError(write_refused(self.path, why, refused))
-                if not wanted:
-                    return 0
+            with self._writing():  # (whether the file takes the lock at all)
+                pass
+            if not self._locks:
+                raise StoreError(
+                    f"{self.path}: runs cannot be deleted from this JSON Lines store: "
+                    "its file takes no lock (flock) here, without which another "
+                    "process's appends could be lost"
+                )
+            if not os.access(self.path.parent, os.W_OK):
+                why = "this user cannot write its folder, where a prune writes the file anew"
+                refused = PermissionError("runs are deleted by writing the file anew")
+                raise StoreError(write_refused(self.path, why, refused))
+            if not wanted:
+                return 0
+            try:
+                # (a link's target: the link stays, and the file it names shrinks)
+                rewrite = _Rewrite(self.path.resolve(), wanted)
                 try:
-                    gone = _rewrite_without(self.path, wanted)
-                except OSError as exc:
-                    raise StoreError(
-                        f"{self.path}: prune failed, the store is as it was: {exc}"
-                    ) from exc
-                self._forget()
+                    with self._writing():
+                        gone = rewrite.finish()
+                finally:
+                    rewrite.discard()
+            except OSError as exc:
+                raise StoreError(
+                    f"{self.path}: prune failed, the store is as it was: {exc}"
+                ) from exc
+            self._forget()
             if self._fh is not None:  # (on the replaced file: let go, so its space is freed)
                 self._fh.close()
                 self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
@@ -403,8 +418,30 @@ def _flock(fh: BinaryIO, *, exclusive: bool) -> bool:
     appends go on without it, and a prune refuses."""
     if fcntl is None:  # pragma: no cover - Windows
         return False
+    if not exclusive:
+        return _flock_call(fh, fcntl.LOCK_UN)
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:  # (not a blocking wait: a prune stopped with Ctrl-Z, a hung mount)
+        try:
+            return _flock_call(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{fh.name}: another process has held the file's lock for over "
+                    f"{LOCK_WAIT:.0f} s (a prune, stopped?); nothing was written"
+                ) from None
+            time.sleep(0.01)
+
+
+_GENERATION = b'{"kind":"generation",'  # a prune's file's first line, its own
+LOCK_WAIT = 10.0  # seconds an append waits for another process's hold of the file
+
+
+def _flock_call(fh: BinaryIO, op: int) -> bool:
     try:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX if exclusive else fcntl.LOCK_UN)
+        fcntl.flock(fh.fileno(), op)
+    except BlockingIOError:
+        raise
     except OSError as exc:
         if exc.errno in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL):
             return False
@@ -439,39 +476,84 @@ def _owner(line: bytes) -> tuple[str | None, bool]:
     return (owner, begins) if isinstance(owner, str) else (None, False)
 
 
-def _rewrite_without(path: Path, wanted: set[str]) -> int:
-    """Write ``path`` anew without the lines of the runs in ``wanted``: to a file
-    beside it, synced, with its permissions (and owner, where this user may), then
-    moved over it. How many of the runs had a line that begins them."""
-    was = os.stat(path)
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".prune", dir=path.parent)
-    gone: set[str] = set()
-    try:
-        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
-            for line in src:
-                owner, begins = _owner(line)
-                if owner is not None and owner in wanted:
-                    if begins:
-                        gone.add(owner)
-                    continue
-                out.write(line if line.endswith(b"\n") else line + b"\n")  # (a torn end)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temp, stat.S_IMODE(was.st_mode))
-        with contextlib.suppress(OSError):  # (only the superuser may give it away)
-            os.chown(temp, was.st_uid, was.st_gid)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-    with contextlib.suppress(OSError):  # (the move itself, durable)
-        folder = os.open(path.parent, os.O_RDONLY)
+class _Rewrite:
+    """``path`` written anew without the lines of the runs in ``wanted``, to a file
+    beside it: made with what the file holds now (no lock needed), then
+    :meth:`finish`, under the lock, adds what was appended since and moves the new
+    file over the old one, with its permissions (and owner, where this user may)."""
+
+    def __init__(self, path: Path, wanted: set[str]) -> None:
+        self.path, self.wanted = path, wanted
+        self.gone: set[str] = set()
+        fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".prune", dir=path.parent)
+        self.out: BinaryIO | None = os.fdopen(fd, "wb")
         try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
-    return len(gone)
+            self.out.write(b'{"kind":"generation","id":"' + uuid.uuid4().hex.encode() + b'"}\n')
+            self.source, self.copied = self._copy(0, whole_lines=True)
+        except BaseException:
+            self.discard()
+            raise
+
+    def _copy(self, start: int, *, whole_lines: bool) -> tuple[tuple[int, int], int]:
+        """Copy the file's lines from offset ``start`` (a line being written, when
+        ``whole_lines``, is left for later); (the file's identity, where it stopped)."""
+        assert self.out is not None
+        with open(self.path, "rb") as src:
+            st = os.fstat(src.fileno())
+            src.seek(start)
+            at = start
+            for line in src:
+                if not line.endswith(b"\n"):
+                    if whole_lines:
+                        break
+                    line += b"\n"  # (a torn end: the next record starts a line of its own)
+                at += len(line)
+                if line.startswith(_GENERATION):  # (the file's, made by an earlier prune)
+                    continue
+                owner, begins = _owner(line)
+                if owner is not None and owner in self.wanted:
+                    if begins:
+                        self.gone.add(owner)
+                    continue
+                self.out.write(line)
+        return (st.st_dev, st.st_ino), at
+
+    def finish(self) -> int:
+        """Under the lock: the rest, then the move. How many runs went."""
+        assert self.out is not None
+        now = os.stat(self.path)
+        if (now.st_dev, now.st_ino) != self.source:  # another prune moved its file in
+            self.out.seek(0)
+            self.out.truncate()
+            self.gone.clear()
+            self.out.write(b'{"kind":"generation","id":"' + uuid.uuid4().hex.encode() + b'"}\n')
+            self.copied = 0
+        self._copy(self.copied, whole_lines=False)
+        self.out.flush()
+        os.fsync(self.out.fileno())
+        self.out.close()
+        self.out = None
+        os.chmod(self.temp, stat.S_IMODE(now.st_mode))
+        with contextlib.suppress(OSError):  # (only the superuser may give it away)
+            os.chown(self.temp, now.st_uid, now.st_gid)
+        os.replace(self.temp, self.path)
+        self.temp = ""
+        with contextlib.suppress(OSError):  # (the move itself, durable)
+            folder = os.open(self.path.parent, os.O_RDONLY)
+            try:
+                os.fsync(folder)
+            finally:
+                os.close(folder)
+        return len(self.gone)
+
+    def discard(self) -> None:
+        """What is left of an unfinished rewrite: its file beside the store's."""
+        if self.out is not None:
+            self.out.close()
+            self.out = None
+        if self.temp:
+            with contextlib.suppress(OSError):
+                os.unlink(self.temp)
 
 
 def _parse_dt(value: Any) -> datetime | None:

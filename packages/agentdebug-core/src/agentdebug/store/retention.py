@@ -31,7 +31,7 @@ class Retention:
     older_than: timedelta | None = None  # runs that ended (else started) before now minus it
     statuses: Collection[str] = ()  # only runs with one of these statuses (empty: any)
     keep_failed: bool = False  # never runs whose status is failure
-    keep_last: int | None = None  # never the newest N runs (by start)
+    keep_last: int | None = None  # never the newest N runs (by start) of the statuses
 
     def __post_init__(self) -> None:
         if self.keep_last is not None and self.keep_last < 0:
@@ -129,7 +129,10 @@ def select(runs: Sequence[RunSummary], retention: Retention, now: datetime) -> P
     """The runs of ``runs`` (every run in the store) that a prune with ``retention``
     deletes at ``now``, whole families only."""
     ordered = _newest_first(runs)
-    kept_newest = {run.id for run in ordered[: retention.keep_last or 0]}
+    # the newest N of the runs the statuses name (of all, without --status): "--status
+    # success --keep-last 1000" keeps the newest 1,000 successes
+    kinds = [run for run in ordered if not retention.statuses or run.status in retention.statuses]
+    kept_newest = {run.id for run in kinds[: retention.keep_last or 0]}
     ok = {run.id for run in ordered if run.id not in kept_newest and matches(run, retention, now)}
     doomed: list[RunSummary] = []
     held: list[RunSummary] = []

@@ -30,12 +30,25 @@ Transaction = Callable[[Callable[[sqlite3.Connection], None]], None]
 
 def delete_runs(db: sqlite3.Connection, run_ids: Collection[str]) -> int:
     """Delete these runs and everything kept for them, inside a transaction the
-    caller holds; how many of them were there (an id not in the store is no error)."""
+    caller holds; how many of them were there (an id not in the store is no error,
+    and a run that is running now is left alone)."""
     ids = list(dict.fromkeys(run_ids))
     gone = 0
     for start in range(0, len(ids), IDS_PER_STATEMENT):
         part = ids[start : start + IDS_PER_STATEMENT]
         marks = ",".join("?" * len(part))
+        # one running now (begun again under its id since the runs were chosen) stays
+        live = {
+            row[0]
+            for row in db.execute(
+                f"SELECT id FROM runs WHERE id IN ({marks}) AND status = 'running'", part
+            )
+        }
+        if live:
+            part = [i for i in part if i not in live]
+            if not part:
+                continue
+            marks = ",".join("?" * len(part))
         nums = [
             int(row[0]) for row in db.execute(f"SELECT num FROM runs WHERE id IN ({marks})", part)
         ]

@@ -285,7 +285,8 @@ def test_a_node_running_a_tool_on_its_own_later_is_not_an_old_decisions_call(
 def test_a_call_id_used_again_by_a_later_decision_is_not_a_retry(dbg: AgentDebug) -> None:
     """A node with its own agent loop, a provider that numbers each reply's calls from
     ``call_0``: the second decision's call is new (other arguments), not a retry of
-    the first one's that failed, so that failure is not taken as resolved."""
+    the first one's that failed. The failure (an argument of the wrong kind) is
+    resolved all the same, by the agent: it called the tool again, right."""
 
     @tool
     def find_order(order_id: str) -> str:
@@ -324,5 +325,7 @@ def test_a_call_id_used_again_by_a_later_decision_is_not_a_retry(dbg: AgentDebug
     assert failed.error is not None and "retry_of" not in answered.metadata
     (report,) = cb.reports
     (error,) = [f for f in report.findings if "not an order id" in f.message]
-    assert error.severity is Severity.ERROR  # not taken as resolved (that is INFO)
+    assert error.mode_id == "action.malformed_tool_call"
+    assert error.severity is Severity.INFO  # resolved by the corrected call, not a retry
+    assert "(resolved: the agent's call of find_order at step" in error.message
     assert report.root_cause is not None and report.root_cause.agent_name == "agent"

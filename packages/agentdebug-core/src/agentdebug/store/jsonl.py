@@ -488,11 +488,16 @@ class _Rewrite:
         fd, self.temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".prune", dir=path.parent)
         self.out: BinaryIO | None = os.fdopen(fd, "wb")
         try:
-            self.out.write(b'{"kind":"generation","id":"' + uuid.uuid4().hex.encode() + b'"}\n')
+            self._begin()
             self.source, self.copied = self._copy(0, whole_lines=True)
         except BaseException:
             self.discard()
             raise
+
+    def _begin(self) -> None:
+        """The new file's first line, its own (see ``JSONLStore._scan``)."""
+        assert self.out is not None
+        self.out.write(b'{"kind":"generation","id":"' + uuid.uuid4().hex.encode() + b'"}\n')
 
     def _copy(self, start: int, *, whole_lines: bool) -> tuple[tuple[int, int], int]:
         """Copy the file's lines from offset ``start`` (a line being written, when
@@ -526,7 +531,7 @@ class _Rewrite:
             self.out.seek(0)
             self.out.truncate()
             self.gone.clear()
-            self.out.write(b'{"kind":"generation","id":"' + uuid.uuid4().hex.encode() + b'"}\n')
+            self._begin()
             self.copied = 0
         self._copy(self.copied, whole_lines=False)
         self.out.flush()

@@ -97,6 +97,36 @@ def test_the_log_is_folded_into_the_database_file_once_the_writer_is_idle(
         time.sleep(0.05)
 
 
+def test_a_fold_a_reader_held_back_is_tried_again_once_it_is_gone(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reader's snapshot (another process listing runs) keeps the pages written
+    after it in the log; the writer's fold then stops short, and is tried again at
+    its next wake, not only after the next write (before, the log stayed unfolded
+    until something else was recorded)."""
+    monkeypatch.setattr(wal_module, "WAL_IDLE", 1)
+    dbg = AgentDebug(home, flush_interval=0.02)
+    with dbg.trace(goal="first"):
+        pass
+    store = dbg.store
+    assert isinstance(store, SQLiteStore)
+    reader = sqlite3.connect(store.path, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM runs").fetchone()  # (its snapshot, held)
+    with dbg.trace(goal="fold") as t:
+        for i in range(2000):
+            t.record(EventType.TOOL_RESULT, agent_name="a", output=f"result {i}")
+    time.sleep(0.5)  # the writer is idle; its fold stops at the reader's snapshot
+    assert _main_file_events(store.path, t.id, tmp_path / "s") != 2000
+    reader.execute("ROLLBACK")
+    reader.close()
+    deadline = time.monotonic() + 10
+    while _main_file_events(store.path, t.id, tmp_path / "s") != 2000:
+        assert time.monotonic() < deadline, "the write-ahead log was never folded"
+        time.sleep(0.05)
+    dbg.close()
+
+
 def test_the_log_stays_bounded_while_an_agent_never_pauses(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

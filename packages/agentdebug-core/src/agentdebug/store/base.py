@@ -231,9 +231,10 @@ class TraceStore(Protocol):
 
     def load_label(self, run_id: str) -> GoldLabel | None: ...
 
-    def idle(self) -> None:
+    def idle(self) -> bool | None:
         """Called by the background writer when it has nothing queued: a moment
-        for upkeep that should not slow a write down."""
+        for upkeep that should not slow a write down. False when the upkeep is not
+        done (the writer calls again at its next wake); True or None when it is."""
 
     def close(self) -> None: ...
 

@@ -241,10 +241,10 @@ class SQLiteStore:
             return StoreError(write_refused(self.path, self.read_only, exc))
         return StoreError(f"{self.path}: write failed: {exc}")
 
-    def idle(self) -> None:
+    def idle(self) -> bool:
         """Nothing is being written: fold the write-ahead log into the file if
-        enough waits (see :mod:`agentdebug.store.wal`)."""
-        self._wal.idle()
+        enough waits (see :mod:`agentdebug.store.wal`); False if some is left."""
+        return self._wal.idle()
 
     def index_metadata(self, path: str) -> None:
         """Keep an index of the runs' metadata values at dotted ``path``, so that

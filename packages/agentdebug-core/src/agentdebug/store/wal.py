@@ -57,13 +57,15 @@ class WalKeeper:
         """After a commit: about ``nbytes`` more wait in the log."""
         self.pending += max(nbytes, self.page_size)
 
-    def idle(self) -> None:
-        """The writer has nothing queued: checkpoint if enough is waiting."""
+    def idle(self) -> bool:
+        """The writer has nothing queued: checkpoint if enough is waiting. False
+        when it could not all be moved (a reader's snapshot held part of the log,
+        or the checkpoint failed): the writer asks again at its next wake."""
         if self.pending < WAL_IDLE:
-            return
+            return True
         with self._lock:
             if self._closed:
-                return
+                return True
             try:
                 if self._own is None:
                     self._own = sqlite3.connect(
@@ -73,9 +75,11 @@ class WalKeeper:
                 busy, frames, done = self._own.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
             except sqlite3.DatabaseError as exc:  # the next idle moment tries again
                 log.warning("agentdebug: checkpoint of %s failed: %s", self.path, exc)
-                return
+                return False
             if not busy and frames == done:
                 self.pending = 0
+                return True
+            return False
 
     def close(self) -> None:
         with self._lock:

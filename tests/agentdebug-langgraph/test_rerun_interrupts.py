@@ -10,7 +10,7 @@ import time
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.report import event_line
 from agentdebug.rerun import closed_loop
@@ -532,79 +532,3 @@ def test_a_run_recorded_before_resumes_said_how_is_not_replayed(dbg: AgentDebug)
     reason = waited(branch)
     assert "recorded before agentdebug kept how answers were given" in reason
     assert "rerun from a step after the interrupt" in reason
-
-
-def test_whoever_approves_the_rerun_is_told_which_answers_it_will_give(
-    dbg: AgentDebug,
-) -> None:
-    """The gate's plan carries what the branch will do on the human's behalf: it
-    will be given the original's approval again (and how to stop that). With
-    ``never`` there is nothing to say."""
-    from agentdebug.recover.gate import decide
-
-    graph = refund_graph(InMemorySaver())
-    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-gate")
-    seen: list[list[str]] = []
-
-    def person(plan: Any) -> tuple[bool, str]:
-        seen.append(list(plan.notes))
-        return False, "not now"
-
-    executor = fixing(graph, dbg, "same-node")
-    result = closed_loop(
-        original, debugger=dbg, executor=executor, report=prepare_blamed(original), policy=person
-    )
-    assert result.status == "refused"
-    (notes,) = seen
-    (note,) = [n for n in notes if "a person gave then" in n]
-    assert '"yes"' in note and "replay_answers='same-node'" in note
-    assert "replay_answers=never stops it there instead" in note
-    assert result.attempts[-1].plan is not None and note in result.attempts[-1].plan.notes
-
-    # a person at a terminal reads it before answering
-    class Terminal:
-        def __init__(self, text: str) -> None:
-            self.text = text
-
-        def isatty(self) -> bool:
-            return True
-
-        def readline(self) -> str:
-            return self.text
-
-    import io
-
-    shown = io.StringIO()
-    plan = result.attempts[-1].plan
-    assert not decide(plan, "ask", stdin=Terminal("n\n"), stdout=shown).approved  # type: ignore[arg-type]
-    assert "Note: where the branch stops at an interrupt" in shown.getvalue()
-
-    quiet = fixing(graph, dbg, "never")
-    assert quiet.plan_notes(original, plan) == []
-
-
-def test_the_gate_hears_of_an_answer_replayed_from_a_fork_before_the_blamed_step(
-    dbg: AgentDebug,
-) -> None:
-    """A step blamed inside a subgraph is rerun from its outer node, before the
-    interrupt the original's human answered: the gate is told the branch will be
-    given that answer again."""
-    from agentdebug.schema import RecoveryPlan
-
-    inner = StateGraph(Refund)
-    inner.add_node("ask", ask_once)
-    inner.add_edge(START, "ask")
-    graph = refund_graph(InMemorySaver(), inner.compile(), "approval")
-    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-sub-gate")
-    # the inner node as it ran again when resumed, past the interrupt: the branch
-    # forks before its outer node, and meets the question again
-    *_, asked = [
-        e
-        for e in original.events
-        if e.type is EventType.AGENT_START and e.agent_name == "approval/ask"
-    ]
-    plan = RecoveryPlan(strategy="t", directive="x", resume_step=asked.step_index)
-    (note,) = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node").plan_notes(
-        original, plan
-    )
-    assert '"yes"' in note

@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from agentdebug import AgentDebug, EventType
@@ -57,3 +58,33 @@ def test_a_forked_child_records_its_own_runs_without_hanging(tmp_path: Path) -> 
     assert goals == {"in the parent", "in child 0", "in child 1"}
     assert store.load_trajectory(parent_run).events[-1].output == "done"
     store.close()
+
+
+def test_a_fork_lets_the_settling_under_way_finish_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A pre-fork server's warm-up run starts the debugger's settling of abandoned
+    runs on a thread; a fork right after waits for it (a second at most), so no
+    child inherits the store in the middle of its query."""
+    import threading
+
+    from agentdebug.capture import debugger as debugger_module
+
+    done = threading.Event()
+
+    def slow(store: Any, **kwargs: Any) -> dict[str, str]:
+        time.sleep(0.3)
+        done.set()
+        return {}
+
+    monkeypatch.setattr(debugger_module, "settle_abandoned", slow)
+    dbg = AgentDebug(tmp_path / "store")
+    with dbg.trace(goal="warm-up"):
+        pass
+    pid = os.fork()
+    if pid == 0:  # the child
+        os._exit(0)
+    settled_before = done.is_set()
+    os.waitpid(pid, 0)
+    dbg.close()
+    assert settled_before

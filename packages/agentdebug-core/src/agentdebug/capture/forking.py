@@ -57,5 +57,15 @@ def _after_fork_in_child() -> None:
         debugger._forget_after_fork()
 
 
+def _before_fork() -> None:
+    """A debugger settling abandoned runs (a thread at its first capture, often
+    the warm-up a pre-fork server makes just before forking) is let finish first
+    (a second at most), so a child does not inherit a store it holds mid-query."""
+    for debugger in list(_DEBUGGERS):
+        settling = getattr(debugger, "_settling", None)
+        if settling is not None and settling.is_alive():
+            settling.join(timeout=1.0)
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

@@ -175,15 +175,12 @@ def settle_abandoned(store: TraceStore, *, quiet: bool = False) -> dict[str, str
     if ``quiet``: a debugger doing it in the background, where the store may be
     closing, or read-only to this user)."""
     try:
-        query_host = ((f"{RECORDED_BY}.host", this_process()["host"]),)
-        candidates = store.list_runs(
-            RunQuery(status=OutcomeStatus.RUNNING.value, metadata=query_host, limit=None)
-        )
-        found = abandoned(candidates)
+        here = ((f"{RECORDED_BY}.host", this_process()["host"]),)
+        running_here = RunQuery(status=OutcomeStatus.RUNNING.value, metadata=here, limit=None)
+        found = abandoned(store.list_runs(running_here))
         if found:  # asked again now that their processes are known gone: one that
             # wrote its run's end and exited between the two questions keeps that end
-            query = RunQuery(status=OutcomeStatus.RUNNING.value, metadata=query_host, limit=None)
-            still = {run.id for run in store.list_runs(query)}
+            still = {run.id for run in store.list_runs(running_here)}
             found = {run_id: why for run_id, why in found.items() if run_id in still}
         for run_id, why in found.items():
             store.finish_run(run_id, abandoned_outcome(why), None)

@@ -70,6 +70,7 @@ def in_background(mode: bool | str, asynchronous: bool | None = None) -> bool:
 
 
 _warming: threading.Thread | None = None  # (warm_up's, once per process)
+_WARM = "agentdebug.diagnose"  # imported by warm_up (and so, once there, no more to do)
 
 
 def warm_up() -> None:
@@ -86,9 +87,6 @@ def warm_up() -> None:
     _warming = threading.Thread(target=_import_diagnosis, name="agentdebug-warm-up", daemon=True)
     with contextlib.suppress(RuntimeError):  # (no new threads: the interpreter is ending)
         _warming.start()
-
-
-_WARM = "agentdebug.diagnose"
 
 
 def _import_diagnosis() -> None:

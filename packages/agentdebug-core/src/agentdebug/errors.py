@@ -6,7 +6,8 @@ need a traceback to be understood.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 class AgentDebugError(Exception):
@@ -76,6 +77,31 @@ class UnknownFormatError(InputError):
         field: str | None = None,
     ) -> InputError:
         return self
+
+
+class RecordsSkipped(InputError):
+    """Some records of a file holding several runs could not be read; the others
+    were. An importer raises it after yielding the runs it could read, with one
+    located error per record it skipped; :func:`agentdebug.io.import_source`
+    fills in ``runs`` (what was read), so nothing readable is lost and nothing
+    unreadable is passed over in silence."""
+
+    def __init__(self, errors: Sequence[InputError], runs: Sequence[Any] = ()) -> None:
+        self.errors = list(errors)
+        self.runs: list[Any] = list(runs)
+        shown = "; ".join(str(e) for e in self.errors[:3])
+        more = f"; and {len(self.errors) - 3} more" if len(self.errors) > 3 else ""
+        super().__init__(f"{len(self.errors)} record(s) could not be read: {shown}{more}")
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+    ) -> InputError:
+        errors = [e.located(source=source) for e in self.errors]
+        return RecordsSkipped(errors, self.runs)
 
 
 class NotFoundError(AgentDebugError):

@@ -14,8 +14,8 @@ import orjson
 
 from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settle_abandoned
 from agentdebug.cli.options import model_options, settings_from
-from agentdebug.errors import AgentDebugError, InputError
-from agentdebug.schema import AgentTrajectory, DiagnosticReport, GoldLabel, OutcomeStatus
+from agentdebug.errors import InputError, RecordsSkipped
+from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 from agentdebug.store.base import recorder_of
 
@@ -100,12 +100,6 @@ def cli(ctx: click.Context, store: str | None, debug: bool) -> None:
 # -- ingest -------------------------------------------------------------------------------
 
 
-def _import(path: Path, fmt: str | None) -> list[tuple[AgentTrajectory, GoldLabel | None]]:
-    from agentdebug.io import import_file
-
-    return [(r.trajectory, r.label) for r in import_file(path, format=fmt)]
-
-
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
 @click.option("--format", "fmt", metavar="NAME", help="Skip auto-detection and use this importer.")
@@ -117,7 +111,7 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     OpenAI message lists, agentdebug event lists). Bad files are reported and
     skipped; the exit status is non-zero if any file failed.
     """
-    from agentdebug.io import expand_paths
+    from agentdebug.io import ingest_paths
 
     if fmt is not None:  # a name no importer has: the command's mistake, not each file's
         from agentdebug.plugins import get_registry
@@ -127,24 +121,35 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
             raise click.BadParameter(
                 f"unknown import format '{fmt}' (known: {', '.join(known)})", param_hint="--format"
             )
-    files = expand_paths(paths)
     store = obj.store
-    failures: list[tuple[Path, str]] = []
-    runs = 0
-    with click.progressbar(files, label="importing", file=sys.stderr, show_pos=True) as bar:
-        for path in bar:
-            try:
-                for trajectory, label in _import(path, fmt):
-                    store.save_trajectory(trajectory, label)
-                    runs += 1
-            except AgentDebugError as exc:
-                failures.append((path, str(exc)))
-    click.echo(
-        f"imported {runs} run(s) from {len(files) - len(failures)} file(s) into {store.location}"
-    )
-    if failures:
-        click.echo(f"{len(failures)} file(s) failed:", err=True)
-        for _path, message in failures:
+    shown = sys.stderr.isatty()  # (a progress line in a log says nothing)
+    done = 0
+
+    def on_file(path: Path) -> None:
+        nonlocal done
+        done += 1
+        if shown:
+            click.echo(f"\rimporting {done}: {path.name[:60]:<60}", err=True, nl=False)
+
+    batch = ingest_paths(paths, store, format=fmt, on_file=on_file)
+    if shown and done:
+        click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
+    read = len(batch.files)
+    click.echo(f"imported {batch.imported} run(s) from {read} file(s) into {store.location}")
+    for note in batch.notes:
+        click.echo(f"note: {note}", err=True)
+    if batch.skipped:
+        names = ", ".join(str(p) for p in batch.skipped[:5])
+        more = f" and {len(batch.skipped) - 5} more" if len(batch.skipped) > 5 else ""
+        click.echo(
+            f"passed over {len(batch.skipped)} file(s) in the folders given, not named "
+            f"*.json, *.jsonl or *.ndjson (name a file to import it): {names}{more}",
+            err=True,
+        )
+    if batch.failures:
+        files = len({path for path, _ in batch.failures})
+        click.echo(f"{files} file(s) failed, in whole or in part:", err=True)
+        for _path, message in batch.failures:
             click.echo(f"  {message}", err=True)
         raise click.exceptions.Exit(1)
 
@@ -310,16 +315,26 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
 def _targets(
     obj: Ctx, target: str, fmt: str | None, keep: bool, history: bool = True
 ) -> list[AgentTrajectory]:
+    from agentdebug.io import import_file, save_imported, stamped
     from agentdebug.store.history import with_history
 
     path = Path(target)
     if path.exists():
-        runs = _import(path, fmt)
+        try:
+            runs = import_file(path, format=fmt)
+        except RecordsSkipped as exc:  # the runs that could be read are diagnosed
+            if not exc.runs:
+                raise
+            for error in exc.errors:
+                click.echo(f"skipped: {error}", err=True)
+            runs = exc.runs
         if keep:
-            for trajectory, label in runs:
-                obj.store.save_trajectory(trajectory, label)
-        return [t for t, _ in runs]
-    if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl")):
+            notes: list[str] = []
+            runs = [save_imported(obj.store, run, notes) for run in stamped(runs, path)]
+            for said in notes:
+                click.echo(f"note: {said}", err=True)
+        return [run.trajectory for run in runs]
+    if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl", ".ndjson")):
         raise InputError("no such file", source=target)
     store = obj.settled_store
     run, note = abandoned_view(store.load_trajectory(store.resolve_id(target)))

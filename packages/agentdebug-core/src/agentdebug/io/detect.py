@@ -8,22 +8,24 @@ record and field, never as a traceback from our code.
 
 from __future__ import annotations
 
-import logging
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 from pydantic import ValidationError
 
-from agentdebug.errors import AgentDebugError, InputError, NotFoundError, UnknownFormatError
+from agentdebug.errors import (
+    AgentDebugError,
+    InputError,
+    NotFoundError,
+    RecordsSkipped,
+    UnknownFormatError,
+)
 from agentdebug.io._common import from_validation_error, short_repr
 from agentdebug.io.source import read_source
 from agentdebug.stages import ImportedRun, Importer, Source
-
-log = logging.getLogger("agentdebug.io")
-
-#: File name suffixes a folder import picks up.
-IMPORT_SUFFIXES = (".json", ".jsonl")
+from agentdebug.store.base import IMPORTED_FROM
 
 
 def detect_importer(source: Source, importers: Iterable[Importer]) -> Importer:
@@ -46,13 +48,13 @@ def detect_importer(source: Source, importers: Iterable[Importer]) -> Importer:
     raise UnknownFormatError(source.name, refusals)
 
 
-def _default_importers() -> list[Importer]:
+def default_importers() -> list[Importer]:
     from agentdebug.plugins import get_registry
 
     return list(get_registry().importers.values())
 
 
-def _named(importers: Sequence[Importer], format: str) -> Importer:
+def named_importer(importers: Sequence[Importer], format: str) -> Importer:
     for importer in importers:
         if importer.name == format:
             return importer
@@ -60,23 +62,24 @@ def _named(importers: Sequence[Importer], format: str) -> Importer:
     raise NotFoundError(f"unknown import format '{format}' (known: {known})")
 
 
-def import_source(
-    source: Source,
-    *,
-    importers: Iterable[Importer] | None = None,
-    format: str | None = None,
-) -> list[ImportedRun]:
-    """Import an already-read source; see :func:`import_file`."""
-    chosen = list(importers) if importers is not None else _default_importers()
+def choose_importer(source: Source, importers: Sequence[Importer], format: str | None) -> Importer:
+    """The importer ``format`` names (its ``sniff`` must accept ``source``), or the
+    one auto-detection picks."""
     if format is not None:
-        importer = _named(chosen, format)
+        importer = named_importer(importers, format)
         reason = importer.sniff(source)
         if reason is not None:
             raise InputError(f"not a '{format}' file: {reason}", source=source.name)
-    else:
-        importer = detect_importer(source, chosen)
+        return importer
+    return detect_importer(source, importers)
+
+
+@contextmanager
+def reading(importer: Importer, source: Source) -> Iterator[None]:
+    """Whatever goes wrong while ``importer`` reads ``source`` as one located
+    :class:`InputError`, never a traceback from inside it."""
     try:
-        runs = list(importer.load(source))
+        yield
     except AgentDebugError as exc:
         if isinstance(exc, InputError):
             raise exc.located(source=source.name) from None
@@ -96,9 +99,32 @@ def import_source(
             f"{short_repr(str(exc), 200)}",
             source=source.name,
         ) from None
+
+
+def load_runs(importer: Importer, source: Source) -> list[ImportedRun]:
+    """Every run ``importer`` reads from ``source``. A file some of whose records
+    could not be read raises :class:`RecordsSkipped` holding the runs that could."""
+    runs: list[ImportedRun] = []
+    try:
+        with reading(importer, source):
+            runs.extend(importer.load(source))
+    except RecordsSkipped as exc:
+        exc.runs = runs
+        raise
     if not runs:
         raise InputError(f"no runs found (read as '{importer.name}')", source=source.name)
     return runs
+
+
+def import_source(
+    source: Source,
+    *,
+    importers: Iterable[Importer] | None = None,
+    format: str | None = None,
+) -> list[ImportedRun]:
+    """Import an already-read source; see :func:`import_file`."""
+    chosen = list(importers) if importers is not None else default_importers()
+    return load_runs(choose_importer(source, chosen, format), source)
 
 
 def import_file(
@@ -111,72 +137,26 @@ def import_file(
 
     ``format`` forces one importer by name (its ``sniff`` must still accept the
     file, so a wrong choice fails with that importer's reason). ``importers``
-    defaults to those registered through the ``agentdebug_importers`` hook.
+    defaults to those registered through the ``agentdebug_importers`` hook. A file
+    holding several runs some of which cannot be read raises
+    :class:`~agentdebug.errors.RecordsSkipped`, whose ``runs`` are the others.
     """
     return import_source(read_source(path), importers=importers, format=format)
 
 
-@dataclass
-class BatchImport:
-    """What a batch import brought in, and what it could not read (path, why)."""
-
-    runs: list[ImportedRun] = field(default_factory=list)
-    failures: list[tuple[Path, str]] = field(default_factory=list)
-    files: list[Path] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.failures
-
-
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named, plus every ``*.json`` / ``*.jsonl`` under folders named (sorted).
-
-    Hidden files and folders (a name starting with ``.``) inside a named folder are
-    skipped, as version-control and editor folders are.
-    """
-    out: list[Path] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            found = [
-                p
-                for p in path.rglob("*")
-                if p.suffix.lower() in IMPORT_SUFFIXES
-                and p.is_file()
-                and not any(part.startswith(".") for part in p.relative_to(path).parts)
-            ]
-            out.extend(sorted(found))
-        else:
-            out.append(path)
+def stamped(
+    runs: Iterable[ImportedRun], path: Path, files: Sequence[Path] = ()
+) -> list[ImportedRun]:
+    """``runs`` marked as imported from ``path`` (``metadata["imported_from"]``,
+    the absolute path: how a batch import tells a run id another file gave from
+    the same file imported again), and, for a
+    run read from several files (a trace a collector's rotation split), every one
+    of them in ``metadata["imported_files"]``."""
+    where = str(path.resolve())
+    out = []
+    for run in runs:
+        meta = {**run.trajectory.metadata, IMPORTED_FROM: where}
+        if len(files) > 1:
+            meta["imported_files"] = [str(f.resolve()) for f in files]
+        out.append(replace(run, trajectory=run.trajectory.model_copy(update={"metadata": meta})))
     return out
-
-
-def import_paths(
-    paths: Iterable[str | Path],
-    *,
-    importers: Iterable[Importer] | None = None,
-    format: str | None = None,
-) -> BatchImport:
-    """Import files and folders, going on past files that cannot be read.
-
-    Each failure is kept as (path, one-line reason); an unknown ``format`` name is
-    a mistake in the call, not in a file, so it raises at once.
-    """
-    chosen = list(importers) if importers is not None else _default_importers()
-    if format is not None:
-        _named(chosen, format)
-    batch = BatchImport()
-    for path in expand_paths(paths):
-        try:
-            runs = import_file(path, importers=chosen, format=format)
-        except AgentDebugError as exc:
-            batch.failures.append((path, str(exc)))
-            continue
-        except Exception as exc:  # an importer bug must not end the batch
-            log.exception("importing %s failed unexpectedly", path)
-            batch.failures.append((path, f"{path}: unexpected {type(exc).__name__}: {exc}"))
-            continue
-        batch.runs.extend(runs)
-        batch.files.append(path)
-    return batch

@@ -17,11 +17,12 @@ index, or line number for JSON Lines) and the field as a JSON path, e.g.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from itertools import pairwise
 from typing import Any
 
 from pydantic import ValidationError
 
-from agentdebug.errors import InputError
+from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io._common import check_size, from_validation_error, join_path, type_name
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentTrajectory
@@ -68,11 +69,17 @@ class EventsImporter:
         if source.records is not None:
             records = source.records
             if all(isinstance(r, Mapping) and "events" in r for r in records):
+                skipped: list[InputError] = []  # (one bad run does not cost the others)
                 for number, record in enumerate(records, start=1):
                     assert isinstance(record, Mapping)
-                    yield ImportedRun(
-                        _trajectory(record, source, f"{stem}-{number}", record=number)
-                    )
+                    try:
+                        run = _trajectory(record, source, f"{stem}-{number}", record=number)
+                    except InputError as exc:
+                        skipped.append(exc.located(source=source.name, record=number))
+                        continue
+                    yield ImportedRun(run)
+                if skipped:
+                    raise RecordsSkipped(skipped)
                 return
             events = _events(records, source, prefix="", record_base=1, line_records=True)
             yield ImportedRun(_build({"id": stem}, events, source, record=None))
@@ -166,9 +173,39 @@ def _trajectory(
     return _build(header, events, source, record=record)
 
 
+def in_order(events: list[AgentEvent]) -> tuple[list[AgentEvent], str | None]:
+    """The events in the order they happened, and a note when the file had them
+    otherwise (logs merged from several workers, a list written backwards).
+
+    By timestamp when every event has one (agentdebug's own exports are in
+    timestamp order even where parallel branches interleave their steps); else by
+    step when the steps go backwards. Both sorts are stable, so events of one
+    moment or one step keep the file's order."""
+    stamps = [e.timestamp for e in events if e.timestamp is not None]
+    if len(stamps) == len(events):
+        try:
+            if any(b < a for a, b in pairwise(stamps)):
+                order = sorted(range(len(events)), key=stamps.__getitem__)
+                return [
+                    events[i] for i in order
+                ], "events sorted by timestamp: the file listed them out of order"
+        except TypeError:  # times with and without a zone: no order to go by
+            pass
+        return events, None
+    steps = [e.step_index for e in events]
+    if any(b < a for a, b in pairwise(steps)):
+        ordered = sorted(events, key=lambda e: e.step_index)
+        return ordered, "events sorted by step: the file listed them out of order"
+    return events, None
+
+
 def _build(
     header: Mapping[str, Any], events: list[AgentEvent], source: Source, *, record: int | None
 ) -> AgentTrajectory:
+    events, note = in_order(events)
+    meta = header.get("metadata")
+    if note is not None and (meta is None or isinstance(meta, Mapping)):
+        header = {**header, "metadata": {**(meta or {}), "import_note": note}}
     try:
         return AgentTrajectory.model_validate({**header, "events": events})
     except ValidationError as exc:

@@ -6,7 +6,8 @@
 ``{key, value: {stringValue | intValue | ...}}``, ``status {code, message}`` and
 ``events``. JSON Lines of such objects (the collector's file exporter) are read
 as one export. Parents are found by ``parentSpanId``; each ``traceId`` becomes one
-trajectory, whose id is the trace id. The snake_case spelling of the protobuf
+trajectory, whose id is the trace id (over every file of a batch import, so a
+trace a collector's file rotation split is one run). The snake_case spelling of the protobuf
 field names (``resource_spans``, ``span_id``, ...) is accepted too, and so are
 ids written as integers or ``0x`` hex (read as the same hex id, so a trace whose
 spans were written either way stays one). Attributes that are not ``{key, value}``
@@ -20,9 +21,10 @@ import base64
 import binascii
 import re
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
-from agentdebug.errors import InputError
+from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io._common import type_name
 from agentdebug.io.otel import Span, from_unix_nano, spans_to_trajectory
 from agentdebug.stages import ImportedRun, Source
@@ -36,6 +38,10 @@ _SPAN_KINDS = {
     4: "PRODUCER",
     5: "CONSUMER",
 }
+
+
+# One file's spans by trace id, and each trace's resource attributes (OtlpImporter.gather)
+Gathered = tuple[dict[str, list[Span]], dict[str, dict[str, Any]]]
 
 
 def _snake(name: str) -> str:
@@ -184,6 +190,13 @@ class OtlpImporter:
         return None
 
     def load(self, source: Source) -> Iterator[ImportedRun]:
+        for run, _files in self.load_gathered([(source, self.gather(source))]):
+            yield run
+
+    def gather(self, source: Source) -> Gathered:
+        """The spans of one file, by trace id (see :mod:`agentdebug.io.batch`:
+        a batch gathers every file before building, so a trace a collector's file
+        rotation split across files is one run)."""
         docs = source.records if source.records is not None else [source.document]
         traces: dict[str, list[Span]] = {}
         resources: dict[str, dict[str, Any]] = {}
@@ -195,18 +208,43 @@ class OtlpImporter:
             raise InputError(
                 "no events: the export holds no spans", source=source.name, field="resourceSpans"
             )
+        return traces, resources
+
+    def load_gathered(
+        self, items: list[tuple[Source, Gathered]]
+    ) -> Iterator[tuple[ImportedRun, list[Path]]]:
+        """One run per trace id over all the files' spans, with the files it was
+        read from. A trace that cannot be built is skipped with its error
+        (:class:`RecordsSkipped`, after the others)."""
+        traces: dict[str, list[Span]] = {}
+        resources: dict[str, dict[str, Any]] = {}
+        files: dict[str, list[Source]] = {}
+        for source, (spans_by_trace, resource_by_trace) in items:
+            for trace_id, spans in spans_by_trace.items():
+                traces.setdefault(trace_id, []).extend(spans)
+                files.setdefault(trace_id, []).append(source)
+            for trace_id, resource in resource_by_trace.items():
+                resources.setdefault(trace_id, resource)
+        errors: list[InputError] = []
         for trace_id, spans in traces.items():
-            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": source.path.name}
+            sources = files[trace_id]
+            name = ", ".join(s.name for s in sources)
+            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": sources[0].path.name}
             resource = resources.get(trace_id) or {}
             if resource:
                 metadata["resource"] = resource
                 if "service.name" in resource:
                     metadata["service_name"] = resource["service.name"]
-            yield ImportedRun(
-                trajectory=spans_to_trajectory(
-                    spans, trajectory_id=trace_id, source=source.name, metadata=metadata
+            try:
+                trajectory = spans_to_trajectory(
+                    spans, trajectory_id=trace_id, source=name, metadata=metadata
                 )
-            )
+            except InputError as exc:
+                errors.append(exc.located(source=name))
+                continue
+            yield ImportedRun(trajectory=trajectory), [s.path for s in sources]
+        if errors:
+            raise RecordsSkipped(errors)
 
 
 def _collect(

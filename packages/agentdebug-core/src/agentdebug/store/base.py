@@ -108,6 +108,8 @@ class RunSummary:
     # the process that recorded it (metadata["recorded_by"]: host, pid, boot, machine,
     # pidns, started; see agentdebug.capture.process)
     recorded_by: dict[str, str] | None = None
+    # the file it was imported from (metadata["imported_from"], an absolute path)
+    imported_from: str | None = None
 
 
 CONTINUES = "continues"  # the metadata key naming the run a run picked up after
@@ -124,6 +126,13 @@ def continues_of(metadata: Any) -> str | None:
 
 
 RECORDED_BY = "recorded_by"  # the metadata key naming the process that recorded a run
+IMPORTED_FROM = "imported_from"  # the metadata key naming the file a run was imported from
+
+
+def imported_from(metadata: Any) -> str | None:
+    """The file a run's ``metadata`` says it was imported from, if any."""
+    value = metadata.get(IMPORTED_FROM) if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def recorder_of(metadata: Any) -> dict[str, str] | None:
@@ -152,6 +161,7 @@ class RunQuery:
     # runs whose metadata has these values, by dotted path ("langgraph.thread_id"):
     # a string, or a tuple of strings for a list of them
     metadata: tuple[tuple[str, str | tuple[str, ...]], ...] = ()
+    ids: tuple[str, ...] | None = None  # these runs only (exact ids)
     limit: int | None = 100
 
     def __post_init__(self) -> None:

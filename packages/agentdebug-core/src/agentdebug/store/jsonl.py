@@ -54,6 +54,7 @@ from agentdebug.store.base import (
     continues_of,
     damaged,
     header_json,
+    imported_from,
     metadata_json_path,
     metadata_value,
     recorder_of,
@@ -296,6 +297,8 @@ class JSONLStore:
         for rid, run in runs.items():
             if below is not None and rid not in below:
                 continue
+            if q.ids is not None and rid not in q.ids:
+                continue
             head = run.header
             status = (head.get("outcome") or {}).get("status", "unknown")
             started = _parse_dt(head.get("started_at"))
@@ -335,6 +338,7 @@ class JSONLStore:
                     root_step=root.get("step_index") if root else None,
                     continues=continues_of(head.get("metadata")),
                     recorded_by=recorder_of(head.get("metadata")),
+                    imported_from=imported_from(head.get("metadata")),
                 )
             )
         out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)

@@ -44,6 +44,7 @@ from agentdebug.store.base import (
     damaged,
     event_row,
     header_json,
+    imported_from,
     metadata_json_path,
     recorder_of,
 )
@@ -499,6 +500,7 @@ class SQLiteStore:
                     root_step=root_step,
                     continues=continues_of(head.get("metadata")),
                     recorded_by=recorder_of(head.get("metadata")),
+                    imported_from=imported_from(head.get("metadata")),
                 )
             )
         return out

@@ -43,6 +43,9 @@ def run_filters(q: RunQuery) -> tuple[list[str], list[object]]:
             " SELECT id FROM d)"
         )
         args.append(q.descends_from)
+    if q.ids is not None:
+        where.append(f"r.id IN ({','.join('?' * len(q.ids))})" if q.ids else "0")
+        args.extend(q.ids)
     for path, value in q.metadata:
         # The path is written into the SQL (RunQuery lets through names only),
         # so that the expression is the one an index_metadata index holds.

@@ -1,0 +1,269 @@
+"""Importing many files at once: folders, runs split across files, ids that clash.
+
+A batch goes on past files that cannot be read (each kept with its one-line
+reason), and past records that cannot be read in a file holding several runs
+(the others are imported). Three things only a batch can see:
+
+- **A trace split across files.** An importer with ``gather(source)`` and
+  ``load_gathered(items)`` (OTLP: a collector's file exporter rotates its file
+  mid-trace) reads every file first and builds each trace from all of them.
+- **Ids that clash.** A run id an importer derives from a file's name
+  (``trace.json`` in each run's folder) is the same for two files: the later
+  file's run gets the id with a digest of its path (``whowhen-ag-trace-1a2b3c4d``),
+  and a note says so, rather than replacing the earlier one. Importing into a
+  store (:func:`ingest_paths`) does the same for a run id the store already holds
+  from another file; the same file imported again replaces its runs.
+- **Files passed over.** A named folder's files whose suffix is not an import
+  suffix are listed (``skipped``); a named folder with none to import is a failure.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.errors import AgentDebugError, RecordsSkipped
+from agentdebug.io.detect import (
+    choose_importer,
+    default_importers,
+    load_runs,
+    named_importer,
+    reading,
+    stamped,
+)
+from agentdebug.io.source import read_source
+from agentdebug.stages import ImportedRun, Importer, Source
+from agentdebug.store.base import IMPORTED_FROM
+
+if TYPE_CHECKING:
+    from agentdebug.store.base import TraceStore
+
+log = logging.getLogger("agentdebug.io")
+
+#: File name suffixes a folder import picks up (compared without case).
+IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+@dataclass
+class BatchImport:
+    """What a batch import brought in, and what it could not read (path, why).
+
+    ``runs`` holds the runs (:func:`import_paths`; :func:`ingest_paths` stores
+    them instead and counts them in ``imported``); ``notes`` says what was done
+    that the user should know (a run renamed, a trace joined from several files);
+    ``skipped`` lists files in named folders that were not read (no import suffix).
+    """
+
+    runs: list[ImportedRun] = field(default_factory=list)
+    failures: list[tuple[Path, str]] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    skipped: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    imported: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.failures
+
+
+def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named, plus every importable file under folders named (sorted)."""
+    return _expand(paths, BatchImport())
+
+
+def _expand(paths: Iterable[str | Path], batch: BatchImport) -> list[Path]:
+    """Files named, plus every ``*.json`` / ``*.jsonl`` / ``*.ndjson`` under
+    folders named (sorted); other files there go to ``batch.skipped``, and a named
+    folder holding none to import is a failure.
+
+    Hidden files and folders (a name starting with ``.``) inside a named folder are
+    passed over without a word, as version-control and editor folders are.
+    """
+    out: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if not path.is_dir():
+            out.append(path)
+            continue
+        found: list[Path] = []
+        other: list[Path] = []
+        for p in path.rglob("*"):
+            if any(part.startswith(".") for part in p.relative_to(path).parts) or not p.is_file():
+                continue
+            (found if p.suffix.lower() in IMPORT_SUFFIXES else other).append(p)
+        out.extend(sorted(found))
+        batch.skipped.extend(sorted(other))
+        if not found:
+            extra = f"; {len(other)} other file(s) passed over" if other else ""
+            batch.failures.append(
+                (
+                    path,
+                    f"{path}: no files to import in this folder ({', '.join(IMPORT_SUFFIXES)}){extra}",
+                )
+            )
+    return out
+
+
+def import_paths(
+    paths: Iterable[str | Path],
+    *,
+    importers: Iterable[Importer] | None = None,
+    format: str | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> BatchImport:
+    """Import files and folders, going on past what cannot be read (see the module).
+
+    An unknown ``format`` name is a mistake in the call, not in a file, so it
+    raises at once. ``on_file`` is called with each file before it is read.
+    """
+    batch = BatchImport()
+    batch.runs.extend(_runs(paths, importers, format, batch, on_file))
+    batch.imported = len(batch.runs)
+    return batch
+
+
+def ingest_paths(
+    paths: Iterable[str | Path],
+    store: TraceStore,
+    *,
+    importers: Iterable[Importer] | None = None,
+    format: str | None = None,
+    on_file: Callable[[Path], None] | None = None,
+) -> BatchImport:
+    """:func:`import_paths` into ``store``, each run saved as it is read (a
+    trace joined from several files, once all are read). A run whose id the store
+    holds from another file is saved under the id with a digest of its path."""
+    batch = BatchImport()
+    for run in _runs(paths, importers, format, batch, on_file):
+        save_imported(store, run, batch.notes)
+        batch.imported += 1
+    return batch
+
+
+def save_imported(store: TraceStore, run: ImportedRun, notes: list[str]) -> ImportedRun:
+    """Save an imported run into ``store``, renamed (with a note) when the store
+    holds a run of its id imported from another file; the run as saved."""
+    run = _unclashed_in_store(run, store, notes)
+    store.save_trajectory(run.trajectory, run.label)
+    return run
+
+
+def _runs(
+    paths: Iterable[str | Path],
+    importers: Iterable[Importer] | None,
+    format: str | None,
+    batch: BatchImport,
+    on_file: Callable[[Path], None] | None,
+) -> Iterator[ImportedRun]:
+    chosen = list(importers) if importers is not None else default_importers()
+    if format is not None:
+        named_importer(chosen, format)
+    taken: dict[str, Path] = {}  # run id -> the file that gave it, in this batch
+    gathered: dict[str, tuple[Importer, list[tuple[Source, Any]]]] = {}
+    for path in _expand(paths, batch):
+        if on_file is not None:
+            on_file(path)
+        try:
+            source = read_source(path)
+            importer = choose_importer(source, chosen, format)
+            gather = getattr(importer, "gather", None)
+            if gather is not None and hasattr(importer, "load_gathered"):
+                with reading(importer, source):
+                    piece = gather(source)
+                gathered.setdefault(importer.name, (importer, []))[1].append((source, piece))
+                batch.files.append(path)
+                continue
+            runs = stamped(load_runs(importer, source), path)
+        except RecordsSkipped as exc:
+            runs = stamped(exc.runs, path)
+            batch.failures.extend((path, str(e)) for e in exc.errors)
+        except AgentDebugError as exc:
+            batch.failures.append((path, str(exc)))
+            continue
+        except Exception as exc:  # an importer bug must not end the batch
+            log.exception("importing %s failed unexpectedly", path)
+            batch.failures.append((path, f"{path}: unexpected {type(exc).__name__}: {exc}"))
+            continue
+        batch.files.append(path)
+        for run in runs:
+            yield _unclashed(run, path, taken, batch)
+    for importer, items in gathered.values():
+        yield from _joined(importer, items, taken, batch)
+
+
+def _joined(
+    importer: Importer,
+    items: list[tuple[Source, Any]],
+    taken: dict[str, Path],
+    batch: BatchImport,
+) -> Iterator[ImportedRun]:
+    """The runs of files read by ``gather``, built from all of them together:
+    ``load_gathered`` yields each run with the files it was read from."""
+    load_gathered = importer.load_gathered  # type: ignore[attr-defined]
+    runs: list[tuple[ImportedRun, list[Path]]] = []
+    try:
+        runs.extend(load_gathered(items))
+    except RecordsSkipped as exc:
+        batch.failures.extend((Path(str(e.source or "?")), str(e)) for e in exc.errors)
+    except AgentDebugError as exc:
+        batch.failures.extend((s.path, str(exc)) for s, _ in items)
+        return
+    except Exception as exc:  # an importer bug must not end the batch
+        log.exception("importing %s failed unexpectedly", ", ".join(s.name for s, _ in items))
+        batch.failures.extend((s.path, f"unexpected {type(exc).__name__}: {exc}") for s, _ in items)
+        return
+    for run, files in runs:
+        if len(files) > 1:
+            batch.notes.append(
+                f"run '{run.trajectory.id}' joined from {len(files)} files: "
+                + ", ".join(str(f) for f in files)
+            )
+        (run,) = stamped([run], files[0], files)
+        yield _unclashed(run, files[0], taken, batch)
+
+
+def path_digest(path: Path) -> str:
+    """Eight hex digits naming a file by its absolute path: the same every time."""
+    return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
+
+
+def _renamed(run: ImportedRun, new_id: str) -> ImportedRun:
+    return replace(run, trajectory=run.trajectory.model_copy(update={"id": new_id}))
+
+
+def _unclashed(
+    run: ImportedRun, path: Path, taken: dict[str, Path], batch: BatchImport
+) -> ImportedRun:
+    """``run``, renamed when an earlier file of this batch gave a run its id."""
+    rid = run.trajectory.id
+    first = taken.get(rid)
+    if first is not None and first != path:
+        new = f"{rid}-{path_digest(path)}"
+        batch.notes.append(f"{path}: run id '{rid}' is taken by {first}'s run: imported as '{new}'")
+        run = _renamed(run, new)
+    taken[run.trajectory.id] = path
+    return run
+
+
+def _unclashed_in_store(run: ImportedRun, store: TraceStore, notes: list[str]) -> ImportedRun:
+    """``run``, renamed when the store holds a run of its id imported from another
+    file (one recorded live, or imported before files were noted, is replaced as
+    before)."""
+    from agentdebug.store.base import RunQuery
+
+    rid = run.trajectory.id
+    here = run.trajectory.metadata.get(IMPORTED_FROM)
+    held = store.list_runs(RunQuery(ids=(rid,), limit=1))
+    other = held[0].imported_from if held else None
+    if other is None or here is None or other == here:
+        return run
+    new = f"{rid}-{path_digest(Path(here))}"
+    notes.append(
+        f"{here}: run id '{rid}' is taken in the store by a run imported from {other}: "
+        f"imported as '{new}'"
+    )
+    return _renamed(run, new)

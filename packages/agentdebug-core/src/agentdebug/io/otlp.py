@@ -69,10 +69,15 @@ def any_value(
             return found
     integer = get(value, "intValue")
     if integer is not None:
-        try:
+        try:  # (OTLP/JSON writes 64-bit integers as decimal text)
             return int(integer)
         except (TypeError, ValueError):
-            return integer
+            raise InputError(
+                f"expected an integer (OTLP intValue), got {integer!r}",
+                source=source,
+                record=record,
+                field=f"{field}.intValue",
+            ) from None
     array = get(value, "arrayValue")
     if isinstance(array, Mapping):
         return [

@@ -337,6 +337,16 @@ def test_loop_arguments_are_checked(dbg: AgentDebug) -> None:
         closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), recoverer="magic")
 
 
+def test_a_missing_plugin_is_named_by_its_distribution() -> None:
+    """The core's environment has no ReAct plugin: the error says which to install."""
+    from agentdebug.rerun.executors import find_executor
+
+    with pytest.raises(NotFoundError) as caught:
+        find_executor("react")
+    assert "install agentdebug-react" in str(caught.value)
+    assert "python3 dev.py run agentdebug-react -m agentdebug" in str(caught.value)
+
+
 # -- scorers --------------------------------------------------------------------------------
 
 

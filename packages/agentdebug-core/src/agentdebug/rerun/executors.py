@@ -19,10 +19,22 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
         return reg.rerun_executors[framework]
     known = ", ".join(sorted(reg.rerun_executors)) or "none installed"
     what = f"framework '{framework}'" if framework else "a run with no framework"
-    raise NotFoundError(
-        f"no rerun executor for {what} (installed: {known}); install the framework's "
-        "agentdebug plugin or pass --executor module:factory"
+    plugin = PLUGINS.get(framework or "")
+    how = (
+        f"install {plugin} where this agentdebug runs (`pip install {plugin}`; in "
+        f"agentdebug's own checkout: `python3 dev.py run {plugin} -m agentdebug ...`)"
+        if plugin
+        else "install the framework's agentdebug plugin"
     )
+    raise NotFoundError(
+        f"no rerun executor for {what} (installed: {known}); {how}, "
+        "or pass --executor module:factory"
+    )
+
+
+# The distributions whose plugins rerun each framework's runs (named in the error
+# when one is missing from the environment the command runs in).
+PLUGINS = {"react": "agentdebug-react", "langgraph": "agentdebug-langgraph"}
 
 
 def load_executor(spec: str, *args: Any, **options: Any) -> RerunExecutor:

@@ -112,15 +112,19 @@ def test_structured_answer_with_server_usage() -> None:
     )
 
 
-def test_usage_absent_is_zero_not_estimated() -> None:
+def test_usage_absent_is_estimated_and_said_so() -> None:
     body = {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
             "choices": [{"index": 0, "message": {"role": "assistant", "content": GOOD},
                          "finish_reason": "stop"}]}  # fmt: skip
     with ScriptedServer([Reply(raw_body=json.dumps(body))]) as server:
         with audit_scope() as log:
             answer = ask(LLMClient(settings_for(server)))
-    assert (answer.input_tokens, answer.output_tokens) == (0, 0)
-    assert (log.entries[0].input_tokens, log.entries[0].output_tokens) == (0, 0)
+    assert answer.input_tokens > 0 and answer.output_tokens > 0
+    (entry,) = llm_entries(log.entries)
+    assert (entry.input_tokens, entry.output_tokens) == (answer.input_tokens, answer.output_tokens)
+    assert "token counts estimated" in (entry.detail or "")
+    notes = [e.detail for e in log.entries if e.stage == "note"]
+    assert notes == [client_module.ESTIMATED_NOTE]
 
 
 @pytest.mark.parametrize(

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentdebug.errors import AgentDebugError
+from agentdebug.llm.errors import LLMCallFailed
+
 _ROLE_SUFFIX = re.compile(r"\s*\((?:thought|->[^)]*|termination condition)\)\s*$", re.I)
 
 BUCKETS: tuple[tuple[str, int, int], ...] = (
@@ -37,6 +40,17 @@ def bucket_of(n_steps: int) -> str:
         if low <= n_steps <= high:
             return label
     return BUCKETS[-1][0]
+
+
+class BenchStopped(AgentDebugError):
+    """The model endpoint refused the configuration (401, 403, 404): every other
+    trace would fail the same way, so the benchmark stops instead of scoring a
+    table of zeros."""
+
+    def __init__(self, trace: str, error: LLMCallFailed) -> None:
+        self.trace = trace
+        self.error = error
+        super().__init__(f"benchmark stopped at trace {trace}: {error}")
 
 
 @dataclass

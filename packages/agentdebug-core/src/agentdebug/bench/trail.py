@@ -25,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.audit import audit_scope
+from agentdebug.bench.metrics import BenchStopped
 from agentdebug.errors import AgentDebugError, InputError
-from agentdebug.llm import Budget, LLMSettings
+from agentdebug.llm import Budget, LLMCallFailed, LLMSettings
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, Cost, DiagnosticReport, GoldLabel
 from agentdebug.taxonomy import normalize_trail_category
@@ -214,6 +215,10 @@ def run_trail(
                     no_fallback=True,
                 )
                 score.predicted = predictions(report)
+            except LLMCallFailed as exc:
+                if exc.fatal:
+                    raise BenchStopped(score.trace, exc) from None
+                score.error = str(exc)
             except AgentDebugError as exc:
                 score.error = str(exc)
             except Exception as exc:

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.audit import audit_scope
-from agentdebug.bench.metrics import TraceScore, grouped
+from agentdebug.bench.metrics import BenchStopped, TraceScore, grouped
 from agentdebug.errors import AgentDebugError, InputError
-from agentdebug.llm import Budget, LLMSettings
+from agentdebug.llm import Budget, LLMCallFailed, LLMSettings
 from agentdebug.schema import AgentTrajectory, Cost, GoldLabel
 from agentdebug.stages import ImportedRun
 
@@ -92,6 +92,10 @@ def score_run(
             score.notes = [n for n in report.notes if not n.startswith("free tier")]
             if agent is None and step is None:
                 score.error = "no answer" + (f": {'; '.join(score.notes)}" if score.notes else "")
+        except LLMCallFailed as exc:
+            if exc.fatal:
+                raise BenchStopped(score.trace, exc) from None
+            score.error = str(exc)
         except AgentDebugError as exc:
             score.error = str(exc)
         except Exception as exc:  # a strategy's bug is a wrong answer, and is reported

@@ -35,6 +35,14 @@ def _budget(text: str | None) -> Any:
     return Budget.parse(text) if text else None
 
 
+def _none_answered(total: int, trace: str, error: str | None) -> None:
+    """Fail the command: a table where no trace was answered measures the setup,
+    not the strategy, and a script must not take it for a result."""
+    from agentdebug.errors import AgentDebugError
+
+    raise AgentDebugError(f"no trace was answered (all {total} failed); first: {trace}: {error}")
+
+
 def _cost_line(calls: float, cached: float, tokens_in: float, tokens_out: float) -> str:
     return (
         f"model calls per trace {calls:.2f} (+{cached:.2f} from cache), "
@@ -108,6 +116,8 @@ def bench_whowhen(
     for _path, why in result.failures:
         click.echo(f"unreadable: {why}", err=True)
     _write(output, result.as_dict())
+    if scores and len(errors) == len(scores):
+        _none_answered(len(scores), errors[0].trace, errors[0].error)
 
 
 @bench.command("trail")
@@ -156,9 +166,11 @@ def bench_trail(
     click.echo(f"  category F1 (macro)        {summary['category']['macro_f1']:.1f} %")
     click.echo(f"  predictions per trace      {summary['predictions_per_trace']}")
     click.echo(f"  model calls per trace      {summary['calls_per_trace']}")
-    if summary["failed"]:
-        first = next(s for s in result.scores if s.error)
+    first = next((s for s in result.scores if s.error), None)
+    if first is not None:
         click.echo(f"  {summary['failed']} trace(s) failed; first: {first.trace}: {first.error}")
     for _path, why in result.failures:
         click.echo(f"unreadable: {why}", err=True)
     _write(output, result.as_dict())
+    if first is not None and all(s.error for s in result.scores):
+        _none_answered(len(result.scores), first.trace, first.error)

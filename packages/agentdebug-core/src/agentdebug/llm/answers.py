@@ -92,6 +92,7 @@ def messages_for(
 # ------------------------------------------------------------------------ reading
 
 _THINK = re.compile(r"<think>.*?</think>", re.S | re.I)
+_OPEN_THINK = re.compile(r"<think>", re.I)
 _FENCE = re.compile(r"```[ \t]*(?:json|JSON|json5)?[ \t]*\n?(.*?)```", re.S)
 
 
@@ -100,27 +101,51 @@ class NotJSON(ValueError):
 
 
 def extract_json(text: str) -> Any:
-    """The JSON value in a model's answer: the whole text, a fenced block, or the
-    outermost ``{...}`` inside prose (reasoning in ``<think>`` tags is skipped)."""
-    body = _THINK.sub("", text).strip()
+    """The JSON value in a model's answer: the whole text, else the last complete
+    top-level ``{...}`` inside prose, else a fenced block.
+
+    Reasoning in ``<think>`` tags is skipped, and so is everything after a
+    ``<think>`` that is never closed: a draft inside unfinished reasoning is not
+    the answer, however well-formed it is.
+
+    With several objects in prose ("my first guess was {...}, but my final answer
+    is {...}") the *last* one is taken: models reason towards their answer and
+    write it last, and a draft they revise comes first.
+    """
+    body = _THINK.sub("", text)
+    unclosed = _OPEN_THINK.search(body)
+    if unclosed is not None:
+        body = body[: unclosed.start()]
+        if not body.strip():
+            raise NotJSON("the answer ended inside unfinished <think> reasoning")
+    body = body.strip()
     if not body:
         raise NotJSON("the answer is empty")
-    candidates = [body, *(m.group(1).strip() for m in _FENCE.finditer(body))]
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except ValueError:
-            continue
+    try:
+        return json.loads(body)
+    except ValueError:
+        pass
     decoder = json.JSONDecoder()
+    last: dict[str, Any] | None = None
     first_error: ValueError | None = None
-    for match in re.finditer(r"\{", body):
+    at = 0
+    while (start := body.find("{", at)) >= 0:
         try:
-            value, _ = decoder.raw_decode(body, match.start())
+            value, end = decoder.raw_decode(body, start)
         except ValueError as exc:
             first_error = first_error or exc
+            at = start + 1
             continue
         if isinstance(value, dict):
-            return value
+            last = value
+        at = end  # (objects nested inside this one are part of it, not candidates)
+    if last is not None:
+        return last
+    for match in reversed(list(_FENCE.finditer(body))):
+        try:
+            return json.loads(match.group(1).strip())
+        except ValueError:
+            continue
     if first_error is not None:
         raise NotJSON(f"the answer is not valid JSON ({first_error})")
     raise NotJSON("the answer holds no JSON object")
@@ -145,23 +170,84 @@ def describe_errors(exc: ValidationError, limit: int = 8) -> str:
 def parse_answer(
     text: str, schema: type[T], *, finish_reason: str | None = None
 ) -> tuple[T | None, str | None]:
-    """(value, None) when ``text`` holds a valid instance, else (None, problem)."""
+    """(value, None) when ``text`` holds a valid instance, else (None, problem).
+
+    An answer the server cut off (finish reason ``length``) is never accepted,
+    even when a JSON object can be read from it: what was cut may have been the
+    final answer, and what is left a draft.
+    """
+    if finish_reason == "length":
+        try:
+            extract_json(text)
+        except NotJSON as exc:
+            return None, f"{exc}; the answer was cut off at the output token limit"
+        return None, "the answer was cut off at the output token limit"
     try:
         data = extract_json(text)
     except NotJSON as exc:
-        problem = str(exc)
-        if finish_reason == "length":
-            problem += "; the answer was cut off at the output token limit"
-        return None, problem
+        return None, str(exc)
     try:
-        return schema.model_validate(data), None
+        value = schema.model_validate(data)
     except ValidationError as exc:
         return None, describe_errors(exc)
+    blank = blank_fields(value)
+    if blank:
+        return None, "; ".join(f"{where}: must not be blank" for where in blank[:8])
+    return value, None
+
+
+def blank_fields(value: BaseModel, where: str = "") -> list[str]:
+    """Where a required text field (``min_length`` at least 1) holds only whitespace.
+
+    ``min_length=1`` means "say something"; a model that answers ``" "`` has not,
+    and whitespace-only text would otherwise pass as a reflection, directive or
+    reason.
+    """
+    found: list[str] = []
+    for name, info in type(value).model_fields.items():
+        field = getattr(value, name, None)
+        path = f"{where}.{name}" if where else name
+        if isinstance(field, str):
+            needs_text = any((getattr(m, "min_length", 0) or 0) >= 1 for m in info.metadata)
+            if needs_text and not field.strip():
+                found.append(path)
+        elif isinstance(field, BaseModel):
+            found.extend(blank_fields(field, path))
+        elif isinstance(field, list | tuple):
+            for i, item in enumerate(field):
+                if isinstance(item, BaseModel):
+                    found.extend(blank_fields(item, f"{path}.{i}"))
+                elif isinstance(item, str) and not item.strip() and _items_need_text(info):
+                    found.append(f"{path}.{i}")
+    return found
+
+
+def _items_need_text(info: Any) -> bool:
+    """Whether a list field's items are constrained to be non-empty strings."""
+    args = getattr(info.annotation, "__args__", ())
+    for arg in args:
+        for meta in getattr(arg, "__metadata__", ()):
+            if (getattr(meta, "min_length", 0) or 0) >= 1:
+                return True
+    return False
+
+
+#: How much of a bad answer a repair request quotes back: enough for the model to
+#: see what it wrote, never megabytes of it.
+REPAIR_ECHO_CHARS = 4000
+
+
+def echoed(answer: str) -> str:
+    """The bad answer as quoted back in a repair round, cut to REPAIR_ECHO_CHARS."""
+    if len(answer) <= REPAIR_ECHO_CHARS:
+        return answer
+    cut = len(answer) - REPAIR_ECHO_CHARS
+    return f"{answer[:REPAIR_ECHO_CHARS]}\n[... {cut} more characters cut]"
 
 
 def repair_message(problem: str) -> str:
     return (
-        f"Your previous answer could not be used: {problem}.\n"
+        f"Your previous answer could not be used: {shorten(problem, 1000)}.\n"
         "Reply with the corrected answer: one JSON object that matches the requested "
         "schema, and nothing else."
     )

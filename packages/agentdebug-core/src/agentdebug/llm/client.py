@@ -8,17 +8,21 @@ returns an instance of a pydantic model, or raises. Around the request it:
 - picks the structured-output form the server accepts (json_schema, then
   json_object with a schema, then the schema in the prompt), and remembers it;
 - retries 408/409/429/5xx, timeouts, connection errors and unreadable bodies with
-  exponential backoff and jitter (honouring Retry-After), never other 4xx;
+  exponential backoff and jitter (honouring Retry-After), never other 4xx, nor a
+  429 whose quota is gone or whose Retry-After is past the cap; a 401/403/404
+  makes later calls on this client fail at once, unsent;
 - repairs an answer that does not validate with one follow-up request, and raises
   :class:`MalformedAnswer` if that fails too; a refusal (the model's ``refusal``,
   or the server's content filter) raises :class:`ModelRefused` with no repair;
 - records an :class:`AuditEntry` for every request and cache hit, with the token
-  counts the server reported (0 when it reported none, never an estimate).
+  counts the server reported; when it reported none, the client's own count,
+  marked as an estimate on the entry and in a report note (so a token budget
+  still holds).
 """
 
 from __future__ import annotations
 
-import email.utils
+import logging
 import math
 import os
 import random
@@ -31,11 +35,12 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel
 
-from agentdebug.audit import record
+from agentdebug.audit import _current, note, record
 from agentdebug.llm import budget
 from agentdebug.llm.answers import (
     FORMS,
     Form,
+    echoed,
     json_schema_of,
     messages_for,
     parse_answer,
@@ -49,17 +54,27 @@ from agentdebug.llm.errors import (
     BudgetExceeded,
     LLMCallFailed,
     MalformedAnswer,
-    ModelRefused,
     NoModelConfigured,
+)
+from agentdebug.llm.replies import (
+    Answer,
+    BadBody,
+    check_base_url,
+    hint_for,
+    quota_exhausted,
+    read_completion,
+    retry_after_of,
+    server_message,
 )
 from agentdebug.schema import AuditEntry
 from agentdebug.text import shorten
 from agentdebug.tokens import count_tokens
 
 if TYPE_CHECKING:
-    import openai
+    pass
 
 T = TypeVar("T", bound=BaseModel)
+log = logging.getLogger(__name__)
 
 #: Backoff sleeping; tests replace it (``monkeypatch.setattr(client, "sleep", ...)``).
 sleep: Callable[[float], None] = time.sleep
@@ -73,10 +88,24 @@ BACKOFF_CAP = 20.0
 RETRY_AFTER_CAP = 60.0
 #: Statuses retried as transient (besides every 5xx): timeout, conflict, rate limit.
 RETRY_STATUSES = frozenset({408, 409, 429})
-#: Statuses with which a server may reject a response_format it does not support.
+#: Statuses with which a server may reject a response_format it does not support,
+#: when its message names the format (llama.cpp says so with a 500).
 REJECTION_STATUSES = frozenset({400, 422, 500, 501})
+#: A retry wait longer than this is said on stderr (the log), so a long silence
+#: is never a mystery.
+NOTICE_SECONDS = 5.0
+#: Seconds a 401/403/404 keeps this client from sending anything more.
+FATAL_MEMORY = 300.0
+#: Said on an audit entry whose token counts are the client's own.
+ESTIMATED = "token counts estimated (the server reported no usage)"
+#: The report's note when any are.
+ESTIMATED_NOTE = (
+    "the server reported no token usage: token counts (and the token budget) "
+    "are agentdebug's own estimates"
+)
 _FORMAT_WORDS = (
     "response_format",
+    "response format",
     "json_schema",
     "json schema",
     "json_object",
@@ -102,32 +131,8 @@ class Structured(Generic[T]):
     attempts: int
 
 
-@dataclass
-class _Answer:
-    """One HTTP 200 with a readable chat completion."""
-
-    text: str
-    finish_reason: str | None
-    input_tokens: int
-    output_tokens: int
-    latency_ms: float
-    key: str
-    refusal: str | None = None  # the model's words when it declined to answer
-
-    def refused(self) -> ModelRefused | None:
-        """The error to raise when this is a refusal, not an answer: no text, and
-        the model's ``refusal`` or the server's content filter instead."""
-        if self.text.strip() or not (self.refusal or self.finish_reason == "content_filter"):
-            return None
-        return ModelRefused(self.refusal, finish_reason=self.finish_reason)
-
-
 class _FormRejected(Exception):
     """The server refused this response_format; try the next form."""
-
-
-class _BadBody(Exception):
-    """A 200 response that is not a chat completion."""
 
 
 @dataclass
@@ -139,6 +144,7 @@ class _Run:
     attempts: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
+    estimated: bool = False  # some token counts are the client's own estimate
 
 
 def cache_path_for(settings: LLMSettings) -> Path:
@@ -169,6 +175,7 @@ class LLMClient:
     def __init__(self, settings: LLMSettings, *, cache: ResponseCache | None = None) -> None:
         if not settings.model:
             raise NoModelConfigured()
+        check_base_url(settings.base_url)
         import openai
 
         self.settings = settings
@@ -185,6 +192,19 @@ class LLMClient:
             cache = ResponseCache(cache_path_for(settings))
         self.cache = cache if settings.cache else None
         self._learned: Form | None = None
+        # A 401/403/404 says this endpoint cannot answer anything: later calls fail
+        # at once, unsent, instead of asking again in every later stage. It is
+        # forgotten after FATAL_MEMORY seconds, so a long-running process (the
+        # console) recovers once the server is fixed (a model pulled, a key renewed).
+        self._fatal: tuple[LLMCallFailed, float] | None = None
+
+    @property
+    def fatal(self) -> LLMCallFailed | None:
+        """The configuration error (401/403/404) that stops calls now, if any."""
+        if self._fatal is None:
+            return None
+        error, when = self._fatal
+        return error if time.monotonic() - when < FATAL_MEMORY else None
 
     @property
     def response_form(self) -> Form | None:
@@ -209,6 +229,10 @@ class LLMClient:
         """Ask for an answer shaped like ``schema``; return it validated, or raise
         LLMCallFailed, MalformedAnswer, ModelRefused, BudgetExceeded (all LLMError)."""
         run = _Run(strategy=strategy, purpose=purpose)
+        fatal = self.fatal
+        if fatal is not None:
+            self._audit(run, key="", outcome="error", reason=f"not sent: {fatal}")
+            raise fatal.with_traceback(None)
         json_schema = json_schema_of(schema)
         name = schema_name(schema)
         forms = self._forms()
@@ -284,7 +308,7 @@ class LLMClient:
         )
 
     def _finish(
-        self, request: dict[str, Any], answer: _Answer, schema: type[T], run: _Run, form: Form
+        self, request: dict[str, Any], answer: Answer, schema: type[T], run: _Run, form: Form
     ) -> Structured[T]:
         self._refusal(run, answer)
         value, problem = parse_answer(answer.text, schema, finish_reason=answer.finish_reason)
@@ -297,7 +321,7 @@ class LLMClient:
         repair = dict(request)
         repair["messages"] = [
             *request["messages"],
-            {"role": "assistant", "content": answer.text},
+            {"role": "assistant", "content": echoed(answer.text)},
             {"role": "user", "content": repair_message(problem or "")},
         ]
         second = self._send(repair, run, form=form, fallback=None)
@@ -309,13 +333,13 @@ class LLMClient:
         self._audit_answer(run, second, "malformed", f"repaired answer still invalid ({problem})")
         raise MalformedAnswer(problem or "invalid answer", raw=second.text)
 
-    def _refusal(self, run: _Run, answer: _Answer) -> None:
+    def _refusal(self, run: _Run, answer: Answer) -> None:
         refused = answer.refused()
         if refused is not None:
             self._audit_answer(run, answer, "refused", str(refused))
             raise refused
 
-    def _done(self, request: dict[str, Any], answer: _Answer, value: T, run: _Run) -> Structured[T]:
+    def _done(self, request: dict[str, Any], answer: Answer, value: T, run: _Run) -> Structured[T]:
         # Stored under the original request, so asking the same question again is
         # answered from the cache even when this answer needed a repair round.
         if self.cache is not None:
@@ -336,7 +360,7 @@ class LLMClient:
 
     def _send(
         self, request: dict[str, Any], run: _Run, *, form: Form, fallback: Form | None
-    ) -> _Answer:
+    ) -> Answer:
         """One answer from the server, retrying what is worth retrying."""
         import openai
 
@@ -344,36 +368,50 @@ class LLMClient:
         estimate = sum(count_tokens(m.get("content") or "") for m in request["messages"])
         kwargs = {k: v for k, v in request.items() if v is not None}
         retry = 0
+        failed: str | None = None  # the last failure, said as a user would want it
         while True:
             try:
                 reservation = budget.reserve(estimate)
             except BudgetExceeded as exc:
-                self._audit(run, key=key, outcome="budget", reason=f"not sent: {exc}")
-                raise
+                refusal = exc if failed is None else exc.after_failure(failed)
+                self._audit(run, key=key, outcome="budget", reason=f"not sent: {refusal}")
+                raise refusal from None
             run.attempts += 1
             status: int | None = None
-            retry_after: float | None = None
+            wait: float | None = None
+            stop: str | None = None  # why a retryable failure is not retried
             started = time.monotonic()
             try:
                 with self._slots:
                     started = time.monotonic()
                     completion = self._openai.chat.completions.create(**kwargs)
                     latency_ms = (time.monotonic() - started) * 1000
-                answer = _read_completion(completion, key, latency_ms)
+                answer = read_completion(completion, key, latency_ms)
+                if not (answer.input_tokens or answer.output_tokens):
+                    # No usage from the server: charge the client's own count, so a
+                    # token budget still holds, and say the counts are estimates.
+                    answer.input_tokens = estimate
+                    answer.output_tokens = count_tokens(answer.text)
+                    answer.estimated = run.estimated = True
                 reservation.settle(answer.input_tokens + answer.output_tokens)
                 run.input_tokens += answer.input_tokens
                 run.output_tokens += answer.output_tokens
                 return answer
             except openai.APIStatusError as exc:
                 status = exc.status_code
-                reason = _server_message(exc)
-                retry_after = _retry_after(exc)
+                reason = server_message(exc)
+                wait = retry_after_of(exc)
+                if status == 429 and quota_exhausted(exc):
+                    stop = "the account's quota is used up; waiting will not help"
             except openai.APITimeoutError:
                 reason = f"no answer within {self.settings.timeout:g} s"
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 reason = f"cannot reach {self.base_url} ({shorten(str(cause), 120)})"
-            except (openai.APIResponseValidationError, _BadBody, ValueError) as exc:
+            except BadBody as exc:
+                status = 200
+                reason = str(exc)
+            except (openai.APIResponseValidationError, ValueError) as exc:
                 status = 200
                 reason = f"the response is not a chat completion ({shorten(str(exc), 120)})"
             finally:
@@ -389,8 +427,17 @@ class LLMClient:
                     latency_ms=latency_ms,
                 )
                 raise _FormRejected()
-            if _transient(status) and retry < self.settings.max_retries:
-                delay = backoff_delay(retry, retry_after)
+            if stop is None and wait is not None and wait > RETRY_AFTER_CAP:
+                stop = (
+                    f"the server asks to wait {wait:.0f} s before retrying, longer than "
+                    f"the {RETRY_AFTER_CAP:.0f} s this client waits; try again later"
+                )
+            plural = "s" if run.attempts != 1 else ""
+            failed = (
+                f"{label} (model '{self.model}' at {self.base_url}, {run.attempts} attempt{plural})"
+            )
+            if stop is None and _transient(status) and retry < self.settings.max_retries:
+                delay = backoff_delay(retry, wait)
                 shown = reason if status in (None, 200) else f"HTTP {status}"
                 self._audit(
                     run,
@@ -399,28 +446,51 @@ class LLMClient:
                     reason=f"{shown}, retrying in {delay:.1f} s",
                     latency_ms=latency_ms,
                 )
+                if delay > NOTICE_SECONDS:
+                    log.warning(
+                        "%s from %s: waiting %.0f s before retry %d of %d",
+                        shorten(label, 200),
+                        self.base_url,
+                        delay,
+                        retry + 1,
+                        self.settings.max_retries,
+                    )
                 sleep(delay)
                 retry += 1
                 continue
             self._audit(run, key=key, outcome="error", reason=label, latency_ms=latency_ms)
-            raise LLMCallFailed(reason, attempts=run.attempts, status=status)
+            error = LLMCallFailed(
+                reason,
+                attempts=run.attempts,
+                status=status,
+                model=self.model,
+                base_url=self.base_url,
+                hint=stop or hint_for(status),
+            )
+            if error.fatal:
+                self._fatal = (error, time.monotonic())
+            raise error
 
     def _rejects_form(self, status: int | None, reason: str) -> bool:
         """Whether an error says "I do not take this response_format".
 
-        An error whose message names the response format or schema is a rejection.
-        So is any 400/422/500/501 while no form has worked yet on this client:
-        llama.cpp answers json_schema with a bare 500, and retrying it would only
-        waste the backoff. Once a form has worked, other errors are ordinary ones.
+        Only an error whose message names the response format or schema is a
+        rejection (llama.cpp says "Unsupported response format type" with a 500).
+        A bare 500 is an ordinary server failure, retried on the same form: taking
+        it as a rejection would drop structured output for the rest of the run
+        after one bad moment of the server.
         """
         if status not in REJECTION_STATUSES:
             return False
         text = reason.lower()
-        return any(word in text for word in _FORMAT_WORDS) or self._learned is None
+        return any(word in text for word in _FORMAT_WORDS)
 
     # ------------------------------------------------------------------ audit
 
-    def _audit_answer(self, run: _Run, answer: _Answer, outcome: str, reason: str) -> None:
+    def _audit_answer(self, run: _Run, answer: Answer, outcome: str, reason: str) -> None:
+        if answer.estimated:
+            reason += f"; {ESTIMATED}"
+            _note_once(ESTIMATED_NOTE)
         self._audit(
             run,
             key=answer.key,
@@ -459,6 +529,14 @@ class LLMClient:
         )
 
 
+def _note_once(text: str) -> None:
+    """A report note, unless the open audit scope already has it."""
+    log = _current.get()
+    if log is not None and any(e.stage == "note" and e.detail == text for e in log.entries):
+        return
+    note("llm", text)
+
+
 def _transient(status: int | None) -> bool:
     return status is None or status == 200 or status in RETRY_STATUSES or status >= 500
 
@@ -471,69 +549,6 @@ def backoff_delay(retry: int, retry_after: float | None = None) -> float:
         return min(max(retry_after, 0.0), RETRY_AFTER_CAP)
     ceiling = min(BACKOFF_CAP, BACKOFF_BASE * BACKOFF_FACTOR**retry)
     return ceiling * (0.5 + 0.5 * jitter())
-
-
-def _retry_after(exc: openai.APIStatusError) -> float | None:
-    headers = getattr(getattr(exc, "response", None), "headers", None)
-    if headers is None:
-        return None
-    millis = headers.get("retry-after-ms")
-    if millis:
-        try:
-            return float(millis) / 1000
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
-
-
-def _server_message(exc: openai.APIStatusError) -> str:
-    body = exc.body
-    if isinstance(body, dict):
-        message: Any = body.get("message") or body.get("error") or body.get("detail")
-        if isinstance(message, dict):
-            message = message.get("message")
-        if message:
-            return shorten(str(message), 300)
-    if isinstance(body, str) and body.strip():
-        return shorten(body, 300)
-    return shorten(exc.message, 300)
-
-
-def _read_completion(completion: Any, key: str, latency_ms: float) -> _Answer:
-    if isinstance(completion, str | bytes):
-        raise _BadBody("the server did not send JSON")
-    try:
-        choice = completion.choices[0]
-        content = choice.message.content
-        refusal = getattr(choice.message, "refusal", None)
-        finish_reason = getattr(choice, "finish_reason", None)
-    except (AttributeError, IndexError, KeyError, TypeError) as exc:
-        raise _BadBody(f"no choices[0].message: {exc}") from None
-    usage = getattr(completion, "usage", None)
-    return _Answer(
-        text=content if isinstance(content, str) else ("" if content is None else str(content)),
-        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
-        input_tokens=_count(getattr(usage, "prompt_tokens", 0)),
-        output_tokens=_count(getattr(usage, "completion_tokens", 0)),
-        latency_ms=latency_ms,
-        key=key,
-        refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
-    )
-
-
-def _count(value: Any) -> int:
-    return value if isinstance(value, int) and value > 0 else 0
 
 
 _clients: dict[tuple[LLMSettings, str], LLMClient] = {}

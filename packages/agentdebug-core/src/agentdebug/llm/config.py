@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from agentdebug.errors import ConfigError
 
@@ -55,6 +55,15 @@ class LLMSettings(BaseModel):
     cache: bool = True
     cache_path: str | None = None
     no_fallback: bool = False
+
+    @field_validator("base_url")
+    @classmethod
+    def _has_scheme(cls, value: str | None) -> str | None:
+        # Without a scheme the URL reads as unreachable and would be retried for
+        # minutes; it is a typo in the settings, said at once.
+        if value and not re.match(r"^https?://", value, re.I):
+            raise ValueError(f"the base URL needs a scheme: http://{value} (or https://...)")
+        return value
 
     @property
     def configured(self) -> bool:
@@ -94,7 +103,7 @@ def coerce(key: str, value: Any, where: str) -> Any:
     try:
         parsed = LLMSettings.model_validate({key: value})
     except ValidationError as exc:
-        problem = "; ".join(e["msg"] for e in exc.errors())
+        problem = "; ".join(e["msg"].removeprefix("Value error, ") for e in exc.errors())
         raise ConfigError(f"{where}: bad value {value!r} for {key}: {problem}") from None
     return getattr(parsed, key)
 

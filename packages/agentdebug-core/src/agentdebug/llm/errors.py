@@ -31,16 +31,46 @@ class LLMCallFailed(LLMError):
 
     ``attempts`` counts the requests sent for this answer, ``status`` is the HTTP
     status of the last failure (None for timeouts and connection errors) and
-    ``reason`` the server's own error message where it sent one.
+    ``reason`` the server's own error message where it sent one. ``model`` and
+    ``base_url`` say which endpoint was asked, ``hint`` what to check.
     """
 
-    def __init__(self, reason: str, *, attempts: int, status: int | None = None) -> None:
+    def __init__(
+        self,
+        reason: str,
+        *,
+        attempts: int,
+        status: int | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+        hint: str | None = None,
+    ) -> None:
         self.reason = reason
         self.attempts = attempts
         self.status = status
+        self.model = model
+        self.base_url = base_url
+        self.hint = hint
         where = f"HTTP {status}: " if status is not None else ""
         plural = "s" if attempts != 1 else ""
-        super().__init__(f"model call failed after {attempts} attempt{plural} ({where}{reason})")
+        to = ""
+        if model:
+            to += f" to model '{model}'"
+        if base_url:
+            to += f" at {base_url}"
+        text = f"model call{to} failed after {attempts} attempt{plural} ({where}{reason})"
+        super().__init__(f"{text}; {hint}" if hint else text)
+
+    @property
+    def fatal(self) -> bool:
+        """Whether every later request to this endpoint would fail the same way: a
+        rejected key (401), a forbidden account (403) or a wrong URL or model (404)."""
+        return self.status in FATAL_STATUSES
+
+
+#: Statuses that say the configuration is wrong, not the request: asking again,
+#: or asking anything else of the same endpoint, cannot succeed.
+FATAL_STATUSES = frozenset({401, 403, 404})
 
 
 class MalformedAnswer(LLMError):
@@ -83,11 +113,14 @@ class BudgetExceeded(LLMError):
     estimated prompt tokens).
     """
 
-    def __init__(self, *, kind: str, spent: int, limit: int, needed: int = 0) -> None:
+    def __init__(
+        self, *, kind: str, spent: int, limit: int, needed: int = 0, after: str | None = None
+    ) -> None:
         self.kind = kind
         self.spent = spent
         self.limit = limit
         self.needed = needed
+        self.after = after
         if kind == "calls":
             text = f"model-call budget spent ({spent} of {limit} calls)"
         else:
@@ -95,7 +128,16 @@ class BudgetExceeded(LLMError):
                 f"token budget would be exceeded ({spent} of {limit} tokens spent, "
                 f"the next request needs about {needed})"
             )
+        if after:
+            # The budget only stopped the retries; the server's failure is the news.
+            text = f"{after}; retries stopped by the budget: {text}"
         super().__init__(text)
+
+    def after_failure(self, failure: str) -> BudgetExceeded:
+        """The same refusal, said as what stopped the retries of ``failure``."""
+        return BudgetExceeded(
+            kind=self.kind, spent=self.spent, limit=self.limit, needed=self.needed, after=failure
+        )
 
 
 class PromptError(LLMError):

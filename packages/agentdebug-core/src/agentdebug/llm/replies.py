@@ -1,0 +1,162 @@
+"""Reading what an OpenAI-compatible server sent back: a chat completion, or an
+error said in one of the many shapes servers use.
+
+Kept apart from the client so that :mod:`agentdebug.llm.client` holds the request
+loop (forms, retries, budget, audit) and this module what each reply means.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import re
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.errors import ConfigError
+from agentdebug.llm.errors import ModelRefused
+from agentdebug.text import shorten
+
+if TYPE_CHECKING:
+    import openai
+
+
+@dataclass
+class Answer:
+    """One HTTP 200 with a readable chat completion.
+
+    ``estimated`` is True when the server reported no ``usage`` and the token
+    counts are the client's own count of the prompt and the answer.
+    """
+
+    text: str
+    finish_reason: str | None
+    input_tokens: int
+    output_tokens: int
+    latency_ms: float
+    key: str
+    refusal: str | None = None  # the model's words when it declined to answer
+    estimated: bool = False
+
+    def refused(self) -> ModelRefused | None:
+        """The error to raise when this is a refusal, not an answer: no text, and
+        the model's ``refusal`` or the server's content filter instead."""
+        if self.text.strip() or not (self.refusal or self.finish_reason == "content_filter"):
+            return None
+        return ModelRefused(self.refusal, finish_reason=self.finish_reason)
+
+
+class BadBody(Exception):
+    """A 200 response that is not a chat completion."""
+
+
+def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
+    """The answer in a chat completion, or BadBody saying why there is none."""
+    if isinstance(completion, str | bytes):
+        raise BadBody("the server did not send JSON")
+    error = _error_in_body(completion)
+    if error is not None:
+        # Some gateways (OpenRouter, LiteLLM proxies) send a failure with status 200.
+        raise BadBody(f"the server sent an error with status 200: {error}")
+    try:
+        choice = completion.choices[0]
+        content = choice.message.content
+        refusal = getattr(choice.message, "refusal", None)
+        finish_reason = getattr(choice, "finish_reason", None)
+    except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        raise BadBody(f"no choices[0].message: {exc}") from None
+    usage = getattr(completion, "usage", None)
+    return Answer(
+        text=content if isinstance(content, str) else ("" if content is None else str(content)),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+        input_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+        output_tokens=_count(getattr(usage, "completion_tokens", 0)),
+        latency_ms=latency_ms,
+        key=key,
+        refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
+    )
+
+
+def _error_in_body(completion: Any) -> str | None:
+    extra = getattr(completion, "model_extra", None) or {}
+    error = extra.get("error") if isinstance(extra, dict) else None
+    if not error:
+        return None
+    message: Any = error.get("message") if isinstance(error, dict) else error
+    return shorten(str(message or error), 300)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def retry_after_of(exc: openai.APIStatusError) -> float | None:
+    """Seconds the server asks to wait (Retry-After-Ms or Retry-After), if it says."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        return None
+    millis = headers.get("retry-after-ms")
+    if millis:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+def server_message(exc: openai.APIStatusError) -> str:
+    """The server's own words for an error, in one line."""
+    body = exc.body
+    if isinstance(body, dict):
+        message: Any = body.get("message") or body.get("error") or body.get("detail")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return shorten(str(message), 300)
+    if isinstance(body, str) and body.strip():
+        return shorten(body, 300)
+    return shorten(exc.message, 300)
+
+
+def quota_exhausted(exc: openai.APIStatusError) -> bool:
+    """Whether a 429 says the account's quota is spent (OpenAI's
+    ``insufficient_quota``), which waiting does not fix, unlike a rate limit."""
+    body = exc.body
+    error = body.get("error", body) if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        fields = (error.get("code"), error.get("type"))
+        if any(str(f).lower() == "insufficient_quota" for f in fields if f):
+            return True
+    return "insufficient_quota" in str(exc.message).lower()
+
+
+def hint_for(status: int | None) -> str | None:
+    """What to check for a failure that is about the configuration."""
+    if status == 404:
+        return "check that the base URL ends in /v1 (or the server's API path) and the model name"
+    if status in (401, 403):
+        return "check the API key (--api-key, AGENTDEBUG_API_KEY or OPENAI_API_KEY)"
+    return None
+
+
+def check_base_url(base_url: str | None) -> None:
+    """ConfigError at once for a base URL with no http:// or https:// scheme, which
+    would otherwise be retried as an unreachable server."""
+    if base_url and not _SCHEME.match(base_url):
+        raise ConfigError(
+            f"base URL {base_url!r} has no scheme: write it as http://{base_url} (or https://...)"
+        )
+
+
+_SCHEME = re.compile(r"^https?://", re.I)

@@ -25,7 +25,8 @@ from agentdebug.schema import (
 )
 from agentdebug.store.base import continues_before, continues_of
 from agentdebug.store.history import earlier_run_of, history_runs
-from agentdebug.text import compact_json, flatten, shorten
+from agentdebug.text import compact_json, flatten, shorten, visible
+from agentdebug.views._inline import call_text, inline
 
 if TYPE_CHECKING:
     from agentdebug.store.base import RunSummary
@@ -56,13 +57,16 @@ def event_line(event: AgentEvent, width: int) -> str:
     """One line of what happened at an event: its error, else its output, else its
     input; a tool call as ``tool(arguments)``, a model call stopped before it
     answered as such (not its prompt, which would read as its reply)."""
-    if event.error is not None:
-        return "✗ " + shorten(event.error.message, width)
     meta = event.metadata or {}
+    if event.error is not None:
+        error = "✗ " + event.error.message
+        if event.type is EventType.TOOL_CALL and event.input is not None:
+            # what it was called with beside why it failed (the error keeps half the room)
+            call = shorten(call_text(_tool_of(event), event.input), max(20, width // 2))
+            return shorten(f"{call} {error}", width)
+        return shorten(error, width)
     if event.type is EventType.TOOL_CALL and event.input is not None:
-        tool = meta.get("tool_name") or event.module
-        args = compact_json(event.input)
-        line = f"{tool}({args})" if isinstance(tool, str) and tool else args
+        line = call_text(_tool_of(event), event.input)
         if meta.get("edited") and meta.get("asked_args") is not None:  # (by a person)
             line += f" [edited: the model asked {compact_json(meta['asked_args'])}]"
         return shorten(line, width)
@@ -77,7 +81,7 @@ def event_line(event: AgentEvent, width: int) -> str:
     out = event.output
     stopped = meta.get("stopped") if event.type is EventType.LLM_RESPONSE else None
     if stopped and isinstance(stopped, str):
-        said = flatten(out, limit=width * 4)
+        said = inline(out, limit=width * 4)
         head = f"[stopped: {stopped}]"
         return shorten(f"{head} {said}" if said else head, width)
     commands = out if isinstance(out, list) and out and all(map(_is_command, out)) else None
@@ -85,8 +89,25 @@ def event_line(event: AgentEvent, width: int) -> str:
         commands = [out]
     if commands:  # a routing command, as integrations record one (or a node's list of them)
         return shorten("; ".join(_command_text(c, width) for c in commands), width)
-    text = flatten(out, limit=width * 4) or flatten(event.input, limit=width * 4)
+    # keys, nulls and tool calls kept (not the bare values: {"ok": true, "count": 0}
+    # read "True 0", and {"price": null} nothing at all)
+    text = inline(out, limit=width * 4) or inline(event.input, limit=width * 4)
     return shorten(text, width) if text else ""
+
+
+def event_lines(event: AgentEvent, width: int) -> list[str]:
+    """:func:`event_line`, but a failed tool call on two lines: what it was called
+    with, then why it failed, each whole up to ``width``."""
+    if event.error is not None and event.type is EventType.TOOL_CALL and event.input is not None:
+        call = call_text(_tool_of(event), event.input)
+        return [shorten(call, width), shorten("✗ " + event.error.message, width)]
+    line = event_line(event, width)
+    return [line] if line else []
+
+
+def _tool_of(event: AgentEvent) -> str | None:
+    tool = (event.metadata or {}).get("tool_name") or event.module
+    return tool if isinstance(tool, str) and tool else None
 
 
 def _is_command(value: object) -> bool:
@@ -161,7 +182,7 @@ def timeline(
     else:
         chosen = list(range(len(order)))
     marks = marks or {}
-    name_w = min(24, max([len(e.agent_name or "-") for e in events] + [5]))
+    name_w = min(24, max([len(visible(e.agent_name or "-")) for e in events] + [5]))
     lines: list[str] = []
     previous = -1
     for rank in chosen:
@@ -171,15 +192,14 @@ def timeline(
         event = events[order[rank]]
         tags = marks.get(event.id, [])
         arrow = "→" if tags else " "
-        head = f"{arrow} [{event.step_index:>3}] {(event.agent_name or '-')[:name_w]:<{name_w}}  {event.type.value}"
+        name = visible(event.agent_name or "-")[:name_w]
+        head = f"{arrow} [{event.step_index:>3}] {name:<{name_w}}  {event.type.value}"
         if tags:
             head += "   ← " + ", ".join(tags)
         if event.metadata.get(CACHED) is True:
             head += "   (served from cache)"
         lines.append(head)
-        body = event_line(event, width - 10)
-        if body:
-            lines.append(f"        {body}")
+        lines += [f"        {body}" for body in event_lines(event, width - 10)]
         ref = event.checkpoint
         if checkpoints and ref is not None:
             where = f" in thread {ref.thread_id}" if ref.thread_id else ""
@@ -221,7 +241,10 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     )
     out.append("")
     if root is not None:
-        out += _hypothesis_block("Root cause", root, reg, width)
+        out += _hypothesis_block("Root cause", root, reg, width, by_line(report, root))
+        acting = _acting_note(root)
+        if acting:
+            out.append(f"    note: {acting}")
         earlier = earlier_run_of(trajectory, root.step_index)
         if earlier is not None:
             out.append(f"    in run {earlier}, which this run continues")
@@ -264,7 +287,7 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         out.append(f"Note: {note}")
     out.append("")
     out.append(_last_line(report, reg, width))
-    return "\n".join(out)
+    return shown(out)
 
 
 def _why_no_root(report: DiagnosticReport) -> str:
@@ -287,10 +310,36 @@ def _with_runs(trajectory: AgentTrajectory) -> str:
     return f", with the {len(earlier)} run{'s' if len(earlier) > 1 else ''} it continues"
 
 
-def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int) -> list[str]:
+def _model_of(report: DiagnosticReport, h: Hypothesis) -> str | None:
+    """The model whose calls made ``h``: the one its strategy's model calls used,
+    as the audit recorded them (None for a strategy that called no model)."""
+    models = [
+        a.model for a in report.audit if a.stage == "llm" and a.strategy == h.strategy and a.model
+    ]
+    return models[-1] if models else None
+
+
+def by_line(report: DiagnosticReport, h: Hypothesis) -> str:
+    """Who named ``h``: ``deepdebug, model gpt-4o``, or a strategy alone (no model)."""
+    model = _model_of(report, h)
+    return f"{h.strategy}, model {model}" if model else h.strategy
+
+
+def _acting_note(h: Hypothesis) -> str | None:
+    """When a model blamed an agent that did not act at the blamed step: who did."""
+    acting = h.metadata.get("agent_acting_at_step")
+    if not acting:
+        return None
+    return (
+        f"at step {h.step_index} it was {acting} that acted, not "
+        f"{h.agent_name or 'the agent named'}"
+    )
+
+
+def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int, by: str) -> list[str]:
     lines = [
         f"{title}: {h.agent_name or 'unknown agent'} at step {h.step_index} — "
-        f"{_mode_name(h.mode_id, reg)}, confidence {h.confidence:.2f} (by {h.strategy})"
+        f"{_mode_name(h.mode_id, reg)}, confidence {h.confidence:.2f} (by {by})"
     ]
     if h.rationale:
         lines.append(f"    why: {shorten(h.rationale, width * 2)}")
@@ -365,7 +414,8 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     else:
         out += [
             f"**{root.agent_name or 'unknown agent'}** at **step {root.step_index}** — "
-            f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f}",
+            f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f} "
+            f"(by {by_line(report, root)})",
             "",
             root.rationale or "",
         ]
@@ -402,7 +452,7 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     for rank, h in enumerate(report.hypotheses, start=1):
         out.append(
             f"| {rank} | {_md_cell(h.agent_name or '—')} | {h.step_index} | {h.mode_id or '—'} "
-            f"| {h.confidence:.2f} | {h.strategy} |"
+            f"| {h.confidence:.2f} | {_md_cell(by_line(report, h))} |"
         )
     out += [
         "",
@@ -454,11 +504,11 @@ def render_run(
     """`agentdebug show`: the run's header and its whole timeline."""
     out = [
         f"Run {trajectory.id}",
-        f"  goal:      {trajectory.goal or '—'}",
-        f"  framework: {trajectory.framework or '—'}",
+        f"  goal:      {visible(trajectory.goal or '—')}",
+        f"  framework: {visible(trajectory.framework or '—')}",
         f"  outcome:   {trajectory.outcome.status.value}"
-        + (f" ({trajectory.outcome.reason})" if trajectory.outcome.reason else ""),
-        f"  agents:    {', '.join(trajectory.agent_names()) or '—'}",
+        + (f" ({visible(trajectory.outcome.reason)})" if trajectory.outcome.reason else ""),
+        f"  agents:    {visible(', '.join(trajectory.agent_names())) or '—'}",
         f"  events:    {len(trajectory.events)}",
     ]
     if trajectory.parent_id:
@@ -484,6 +534,8 @@ def render_run(
         if verified:
             out.append(f"  {verified}")
         root = latest.root_cause
+        if root is not None:
+            out.append(f"  named by:  {by_line(latest, root)}")
         if root and root.event_id:
             marks[root.event_id] = ["root cause"]
             if latest.metadata.get("history") and trajectory.event(root.event_id) is None:
@@ -495,4 +547,10 @@ def render_run(
         out.append(f"  rerun:     branch {branch.id} ({branch.status})")
     out.append("")
     out += timeline(trajectory, width=width, marks=marks, checkpoints=True)
-    return "\n".join(out)
+    return shown(out)
+
+
+def shown(lines: Iterable[str]) -> str:
+    """The lines as one text for a terminal: any control character a recorded
+    string carried (a bell, an escape sequence) written as an escape."""
+    return "\n".join(visible(part) for line in lines for part in line.split("\n"))

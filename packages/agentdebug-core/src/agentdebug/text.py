@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import orjson
@@ -67,3 +68,24 @@ def shorten(text: str, width: int) -> str:
     """One line of at most ``width`` characters."""
     line = " ".join(text.split())
     return line if len(line) <= width else line[: max(0, width - 1)] + "…"
+
+
+# C0 and C1 control characters, DEL, and the bidirectional overrides that reorder
+# what a terminal shows (a goal or an agent name comes from the agent, not from us)
+_CONTROLS = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    if char in _NAMED:
+        return _NAMED[char]
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str) -> str:
+    """``text`` with its control characters written as escapes (``\\x07``,
+    ``\\x1b``, ``\\n``), so printing a recorded string cannot ring the bell, move the
+    cursor, recolour the terminal or break a one-line layout."""
+    return _CONTROLS.sub(_escape, text)

@@ -30,7 +30,13 @@ from agentdebug.schema import AgentTrajectory, RerunRequest
 
 from agentdebug_react._loop import ReactLoop
 from agentdebug_react._run import ReactRun
-from agentdebug_react._snapshot import RestorePoint, restore_point, snapshotter_name
+from agentdebug_react._snapshot import (
+    CHECKPOINT_KEY,
+    RestorePoint,
+    react_checkpoints,
+    restore_point,
+    snapshotter_name,
+)
 from agentdebug_react._step import FRAMEWORK, StepContext
 
 log = logging.getLogger("agentdebug.react")
@@ -81,6 +87,38 @@ class ReactExecutor:
             if spec not in self._built:
                 self._built[spec] = load_loop(spec)
             return self._built[spec]
+
+    def preflight(self, trajectory: AgentTrajectory) -> None:
+        """What :meth:`rerun` would refuse that is known without running anything,
+        so the closed loop says it before its gate rather than after a person
+        approved: no loop and no recorded factory (or one that cannot be imported),
+        no ReAct checkpoints, or checkpoints none of which could be restored (state
+        the snapshotter could not store when the run was captured). A recorded
+        factory is imported, not called."""
+        if self.loop is None:
+            recorded = trajectory.metadata.get(FRAMEWORK)
+            spec = self.factory or (recorded.get("factory") if isinstance(recorded, dict) else None)
+            if not isinstance(spec, str) or not spec:
+                raise AgentDebugError(
+                    f"run '{trajectory.id}' does not say how to rebuild its ReAct loop: "
+                    f"{HOW_TO_PROVIDE}"
+                )
+            _resolve(spec)
+        checkpoints = react_checkpoints(trajectory)
+        if not checkpoints:
+            restore_point(trajectory, 0)  # (raises, saying why there are none)
+        problems = [
+            (e.step_index, data.get("problem", "no reason recorded"))
+            for e in checkpoints
+            if isinstance(data := e.metadata.get(CHECKPOINT_KEY), dict)
+            and data.get("restorable") is False
+        ]
+        if checkpoints and len(problems) == len(checkpoints):
+            step, problem = problems[0]
+            raise AgentDebugError(
+                f"run '{trajectory.id}': no step's state was restorable when it was "
+                f"captured (before step {step}: {problem})"
+            )
 
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         """Rerun from ``request.resume_step``. Refuses (AgentDebugError) when the run
@@ -240,9 +278,8 @@ def _import(module_name: str) -> Any:
         raise
 
 
-def load_loop(spec: str) -> ReactLoop[Any]:
-    """The ReactLoop named by ``module:attribute``: a ReactLoop, a ReactExecutor with
-    a loop, or a function of no arguments returning either."""
+def _resolve(spec: str) -> Any:
+    """The object ``module:attribute`` names, imported but not called."""
     module_name, sep, attr = spec.partition(":")
     if not sep or not module_name or not attr:
         raise AgentDebugError(f"ReAct loop factory '{spec}': expected module:function")
@@ -261,6 +298,13 @@ def load_loop(spec: str) -> ReactLoop[Any]:
         target = getattr(target, part, None)
         if target is None:
             raise AgentDebugError(f"ReAct loop factory '{spec}': {module_name} has no '{attr}'")
+    return target
+
+
+def load_loop(spec: str) -> ReactLoop[Any]:
+    """The ReactLoop named by ``module:attribute``: a ReactLoop, a ReactExecutor with
+    a loop, or a function of no arguments returning either."""
+    target = _resolve(spec)
     if not isinstance(target, (ReactLoop, ReactExecutor)) and callable(target):
         try:
             target = target()

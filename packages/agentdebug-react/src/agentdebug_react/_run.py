@@ -85,6 +85,7 @@ class ReactRun(Generic[S]):
         self._stopped_at_limit = False
         self._checkpointer = Checkpointer(loop.snapshotter)
         self._entered = False
+        self._messages_at_start = 0  # (of the step under way)
 
     @property
     def id(self) -> str:
@@ -249,6 +250,7 @@ class ReactRun(Generic[S]):
         if self._pending_directive is not None:
             directive, self._pending_directive = self._pending_directive, None
             self._inject(k, directive)
+        self._messages_at_start = len(self.ctx.messages)
         return k
 
     def _end(self, k: int, step: Step) -> Step:
@@ -277,6 +279,11 @@ class ReactRun(Generic[S]):
         self.done = True
         self._raised = exc
         self._next = k + 1
+        try:
+            said = self._said(k)
+        except Exception:
+            log.exception("agentdebug: the model's reply at step %d could not be recorded", k)
+            said = None
         self._safely(
             f"the error of step {k}",
             lambda: self.session.record(
@@ -284,9 +291,31 @@ class ReactRun(Generic[S]):
                 agent_name=self.loop.agent_name,
                 step_index=k,
                 error=exc,
+                parent_id=said,
                 metadata={"react": "the step function raised"},
             ),
         )
+
+    def _said(self, k: int) -> str | None:
+        """The model's decision at a step that raised (a tool that raised before the
+        step could return its Step): the assistant messages the step function
+        appended, as a loop appends the reply before it runs the tool. Without
+        them the record would hold the error and not what was decided."""
+        messages = self.ctx.messages
+        if not isinstance(messages, list) or len(messages) <= self._messages_at_start:
+            return None
+        last = None
+        for message in messages[self._messages_at_start :]:
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                last = self.session.record(
+                    EventType.LLM_RESPONSE,
+                    agent_name=self.loop.agent_name,
+                    step_index=k,
+                    output=message,
+                    parent_id=last,
+                    metadata={"react": "the model's reply, before the step raised"},
+                )
+        return last
 
     # -- recording --------------------------------------------------------------------
 

@@ -226,6 +226,8 @@ def list_runs(
     as_json: bool,
 ) -> None:
     """List stored runs, newest first, one line each."""
+    from agentdebug.text import visible
+
     query = RunQuery(
         status=status,
         framework=framework,
@@ -239,9 +241,11 @@ def list_runs(
     runs = obj.settled_store.list_runs(query)
     if not runs and failure_mode is not None:
         _known_mode(failure_mode)
+    # (wide enough for every id listed: a 32-hex trace id keeps the columns in line)
+    id_w = max([28, *(len(visible(run.id)) for run in runs)])
     if runs and not as_json:  # (what each column is; --json for scripts)
         click.echo(
-            f"{'RUN':<28} {'STATUS':<9} {'FRAMEWORK':<14} {'EVENTS':>6}  {'STARTED':<16}  "
+            f"{'RUN':<{id_w}} {'STATUS':<9} {'FRAMEWORK':<14} {'EVENTS':>6}  {'STARTED':<16}  "
             f"{'ROOT CAUSE':<28} GOAL"
         )
     left = abandoned(runs)  # (left "running" in a store that is read-only here)
@@ -274,9 +278,10 @@ def list_runs(
             goal = f"[branch of {run.parent_id}] {goal}"
         elif run.continues:
             goal = f"[continues {run.continues}] {goal}"
-        click.echo(
-            f"{run.id:<28} {status:<9} {(run.framework or '-')[:14]:<14} {run.n_events:>6}  "
-            f"{started:<16}  {root[:28]:<28} {goal[:80]}"
+        framework = visible(run.framework or "-")[:14]
+        click.echo(  # (control characters in a recorded name or goal shown as escapes)
+            f"{visible(run.id):<{id_w}} {status:<9} {framework:<14} {run.n_events:>6}  "
+            f"{started:<16}  {visible(root)[:28]:<28} {visible(goal)[:80]}"
         )
     if not runs and not as_json:
         click.echo("no runs match", err=True)

@@ -85,7 +85,8 @@ def _calls(message: Mapping[str, Any]) -> list[str]:
         if isinstance(call, Mapping):
             function = call.get("function")
             source = function if isinstance(function, Mapping) else call
-            out.append(f"{source.get('name')}({arguments_text(source.get('arguments'))})")
+            args = source.get("arguments", source.get("args"))  # (LangChain's: args)
+            out.append(f"{source.get('name')}({arguments_text(args)})")
     return out
 
 

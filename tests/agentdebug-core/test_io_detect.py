@@ -48,6 +48,7 @@ def test_builtin_order_is_most_specific_first() -> None:
         "trail",
         "otlp",
         "messages",
+        "phoenix",
         "events",
     ]
     assert all(isinstance(i, Importer) and i.description for i in builtin_importers())
@@ -57,7 +58,7 @@ def test_an_unknown_file_names_every_importer_tried_and_why() -> None:
     with pytest.raises(UnknownFormatError) as info:
         import_file(FIXTURES / "unknown_format.json", importers=builtin_importers())
     error = info.value
-    assert set(error.refusals) == {"whowhen", "trail", "otlp", "messages", "events"}
+    assert set(error.refusals) == {"whowhen", "trail", "otlp", "messages", "phoenix", "events"}
     message = str(error)
     assert "unknown_format.json" in message
     for name, reason in error.refusals.items():

@@ -185,3 +185,148 @@ def test_a_message_list_with_a_bad_role_names_the_record_and_field(tmp_path: Pat
         with pytest.raises(UnknownFormatError) as info:
             import_file(path)
         assert said in str(info.value) and "chat.json" in str(info.value)
+
+
+def test_one_bad_conversation_line_skips_only_that_record() -> None:
+    from agentdebug.errors import RecordsSkipped
+
+    with pytest.raises(RecordsSkipped) as info:
+        import_file(FIXTURES / "messages_onebad.jsonl", importers=IMPORTERS)
+    assert [r.trajectory.id for r in info.value.runs] == [
+        "messages-messages_onebad-1",
+        "messages-messages_onebad-3",
+    ]
+    (error,) = info.value.errors
+    assert error.record == 2 and error.field == "messages[1].content"
+    assert "messages_onebad.jsonl" in str(error) and "got number" in str(error)
+
+
+def test_a_batch_keeps_the_good_conversations_and_reports_the_bad_one() -> None:
+    from agentdebug.io import import_paths
+
+    batch = import_paths([FIXTURES / "messages_onebad.jsonl"], importers=IMPORTERS)
+    assert len(batch.runs) == 2
+    ((_, said),) = batch.failures
+    assert "record 2, field 'messages[1].content'" in said
+
+
+def test_anthropic_tool_use_and_tool_result_blocks_are_tool_calls_and_results() -> None:
+    t = _load(FIXTURES / "messages_anthropic.json")
+    assert [(e.id, e.type) for e in t.events] == [
+        ("m0", EventType.USER_INPUT),
+        ("m1", EventType.LLM_RESPONSE),
+        ("m1.0", EventType.TOOL_CALL),
+        ("m2.0", EventType.TOOL_RESULT),
+        ("m3", EventType.FINAL_ANSWER),
+    ]
+    call, result = t.events[2], t.events[3]
+    assert call.input == {"city": "Paris"} and call.metadata["tool_name"] == "get_weather"
+    assert call.metadata["tool_call_id"] == "toolu_1"
+    assert result.parent_id == "m1.0" and result.output == "TimeoutError: timed out"
+    assert result.error is not None and result.error.message == "TimeoutError: timed out"
+    assert result.metadata["tool_name"] == "get_weather"
+
+
+def test_anthropic_system_thinking_and_images(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    image = {"type": "image", "source": {"type": "base64", "data": "AAAA"}}
+    path.write_text(
+        json.dumps(
+            {
+                "system": [{"type": "text", "text": "Be brief."}],
+                "messages": [
+                    {"role": "user", "content": [{"type": "text", "text": "what is it?"}, image]},
+                    {
+                        "role": "assistant",
+                        "content": [
+                            {"type": "thinking", "thinking": "looks like a cat", "signature": "s"},
+                            {"type": "text", "text": "A cat."},
+                        ],
+                    },
+                ],
+            }
+        )
+    )
+    t = _load(path)
+    assert t.agents[0].instructions == "Be brief."
+    assert t.events[0].metadata["content_parts"] == [image]
+    assert [(e.type, e.output) for e in t.events[1:]] == [
+        (EventType.REASONING, "looks like a cat"),
+        (EventType.FINAL_ANSWER, "A cat."),
+    ]
+
+
+def test_the_response_choice_is_the_final_assistant_message() -> None:
+    t = _load(FIXTURES / "messages_with_choices.json")
+    last = t.events[-1]
+    assert last.type is EventType.FINAL_ANSWER and last.step_index == 7
+    assert last.output == "Your flight UA 1234 is booked successfully!"
+    assert last.metadata["fields"] == {"finish_reason": "stop"}
+    assert t.outcome.final_answer == "Your flight UA 1234 is booked successfully!"
+    assert t.metadata["model"] == "gpt-4o"
+
+
+def test_a_content_part_of_an_unknown_type_is_an_error_naming_it(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    content = [{"type": "text", "text": "hi"}, {"type": "hologram", "data": "x"}]
+    path.write_text(json.dumps({"messages": [{"role": "user", "content": content}]}))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.field == "messages[0].content[1].type"
+    assert "unknown content part type 'hologram'" in str(info.value)
+
+
+def test_fields_not_read_into_events_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(
+        json.dumps(
+            {
+                "temperature": 0.2,
+                "messages": [
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": None, "refusal": "I can't help with that."},
+                ],
+            }
+        )
+    )
+    t = _load(path)
+    assert t.metadata["fields"] == {"temperature": 0.2}
+    assert t.outcome.final_answer == "I can't help with that."
+    assert t.events[1].metadata["refusal"] is True
+
+
+@pytest.mark.parametrize(
+    ("doc", "field", "words"),
+    [
+        (
+            {"messages": [{"role": "user", "content": "a"}], "choices": [{"text": "b"}]},
+            "choices[0].message",
+            "missing",
+        ),
+        (
+            {
+                "messages": [
+                    {
+                        "role": "user",
+                        "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": "y"}],
+                    }
+                ]
+            },
+            "messages[0].content[0].is_error",
+            "expected true or false",
+        ),
+        (
+            {"messages": [{"role": "assistant", "content": [{"type": "tool_use", "id": "t"}]}]},
+            "messages[0].content[0].name",
+            "missing tool name",
+        ),
+    ],
+)
+def test_bad_blocks_and_choices_name_their_field(
+    tmp_path: Path, doc: dict[str, object], field: str, words: str
+) -> None:
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.field == field and words in str(info.value)

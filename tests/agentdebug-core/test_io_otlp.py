@@ -266,3 +266,22 @@ def test_attributes_of_the_wrong_shape_are_named_not_dropped(
     assert said in str(info.value) and "bad-attributes.json" in str(info.value)
     if where != "resource":
         assert info.value.record == span["spanId"]
+
+
+def test_the_agents_answer_is_a_final_answer_event_so_completion_rules_run() -> None:
+    from agentdebug.detect import RulePack
+
+    (run,) = import_file(FIXTURES / "otlp_premature_success.json", importers=IMPORTERS)
+    t = run.trajectory
+    last = t.events[-1]
+    assert last.type is EventType.FINAL_ANSWER and last.output == "Your flight is booked!"
+    assert last.metadata["kind"] == "LLM"  # the model call that gave the agent's answer
+    modes = {f.mode_id for f in RulePack().detect(t)}
+    assert "verification.premature_success" in modes
+
+
+def test_the_final_answer_is_the_top_agents_last_reply_only() -> None:
+    travel = _traces()["5b8efff798038103d269b633813fc60c"]
+    assert [e.type for e in travel.events][-1] is EventType.FINAL_ANSWER
+    support = _traces()["0af7651916cd43dd8448eb211c80319c"]  # its agent span has no output
+    assert EventType.FINAL_ANSWER not in {e.type for e in support.events}

@@ -64,8 +64,9 @@ def test_nested_spans_become_events_with_span_ids_and_parents() -> None:
         "1000000000000004",
         "1000000000000005",
         "1000000000000006",
+        "1000000000000002/final_answer",  # CodeAgent's output: no final_answer tool call
     ]
-    assert [e.step_index for e in t.events] == list(range(6))
+    assert [e.step_index for e in t.events] == list(range(7))
     by_id = {e.id: e for e in t.events}
     assert by_id["1000000000000001"].parent_id is None
     assert by_id["1000000000000006"].parent_id == "1000000000000005"
@@ -201,7 +202,10 @@ def test_all_traces_import_with_spans_as_events() -> None:
             assert event is not None
             assert event.parent_id == parent  # parents mirror child_spans
             kind = span["span_attributes"].get("openinference.span.kind")
-            assert event.type is EXPECTED_TYPE[kind], (path.name, span["span_id"])
+            expected = EXPECTED_TYPE[kind]
+            if span["span_name"] == "FinalAnswerTool" and event.agent_name == "CodeAgent":
+                expected = EventType.FINAL_ANSWER  # the top agent's answer
+            assert event.type is expected, (path.name, span["span_id"])
             assert (event.error is not None) == (span["status_code"] == "Error")
             errors += event.error is not None
         assert t.reference_answer
@@ -235,3 +239,89 @@ def test_every_annotation_location_is_an_event_id() -> None:
     assert total == 267
     assert missing == []
     assert repaired == ["a96c6811716c0473b86a23321db79c34.json"]
+
+
+def _final_answer_trace(tmp_path: Path) -> Path:
+    def span(span_id: str, name: str, kind: str, children: list[Any], **attrs: Any) -> Any:
+        return {
+            "span_id": span_id,
+            "span_name": name,
+            "timestamp": f"2025-03-19T16:33:0{span_id[-1]}Z",
+            "status_code": "Ok",
+            "span_attributes": {"openinference.span.kind": kind, **attrs},
+            "child_spans": children,
+        }
+
+    answer = '{"args": [], "sanitize_inputs_outputs": false, "kwargs": {"answer": "42"}}'
+    managed = span(
+        "a000000000000003",
+        "ToolCallingAgent.run",
+        "AGENT",
+        [span("a000000000000004", "FinalAnswerTool", "TOOL", [], **{"tool.name": "final_answer"})],
+        **{"smolagents.name": "search_agent"},
+    )
+    top_answer = span(
+        "a000000000000005",
+        "FinalAnswerTool",
+        "TOOL",
+        [],
+        **{"tool.name": "final_answer", "input.value": answer},
+    )
+    root = span(
+        "a000000000000001",
+        "CodeAgent.run",
+        "AGENT",
+        [managed, top_answer],
+        **{"input.value": '{"task": "6 * 7?"}'},
+    )
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps({"trace_id": "t1", "spans": [root]}))
+    return path
+
+
+def test_the_top_agents_final_answer_tool_is_the_final_answer(tmp_path: Path) -> None:
+    t = _load(_final_answer_trace(tmp_path))
+    by_id = {e.id: e for e in t.events}
+    final = by_id["a000000000000005"]
+    assert final.type is EventType.FINAL_ANSWER
+    assert final.output == "42"  # FinalAnswerTool logs no output: the answer it was given
+    assert final.metadata["tool_name"] == "final_answer"
+    # a managed agent's answer goes back to its manager: still a tool call
+    assert by_id["a000000000000004"].type is EventType.TOOL_CALL
+    assert t.outcome.final_answer == "42"
+
+
+@pytest.mark.parametrize(
+    ("where", "key", "value", "field", "words"),
+    [
+        (
+            "agent",
+            "span_attributes",
+            {"openinference.span.kind": 5},
+            "spans[0].child_spans[0].span_attributes.openinference.span.kind",
+            "expected a span kind such as 'AGENT'",
+        ),
+        ("root", "duration", "slow", "spans[0].duration", "ISO-8601 duration"),
+        ("root", "events", "boom", "spans[0].events", "expected a list, got string"),
+        ("root", "events", ["boom"], "spans[0].events[0]", "expected a span event object"),
+        ("root", "logs", "boom", "spans[0].logs", "expected a list, got string"),
+        ("root", "timestamp", "yesterday", "spans[0].timestamp", "ISO-8601 time"),
+        ("root", "status_code", "Maybe", "spans[0].status_code", "'Ok', 'Error' or 'Unset'"),
+    ],
+)
+def test_wrong_typed_span_fields_name_the_span_and_field(
+    tmp_path: Path, where: str, key: str, value: Any, field: str, words: str
+) -> None:
+    doc = json.loads((FIXTURES / "trail_small.json").read_text())
+    span = doc["spans"][0] if where == "root" else doc["spans"][0]["child_spans"][0]
+    if key == "span_attributes":
+        span[key].update(value)
+    else:
+        span[key] = value
+    path = tmp_path / "trace.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError) as info:
+        import_file(path, importers=IMPORTERS)
+    assert info.value.record == span["span_id"]
+    assert info.value.field == field
+    assert words in str(info.value) and "trace.json" in str(info.value)

@@ -7,7 +7,7 @@
     ingest_paths(["traces/"], store)                # the same, saved into a store
 
 Built-in formats, in the order auto-detection tries them (most specific first):
-``whowhen``, ``trail``, ``otlp``, ``messages``, ``events``. Plugins add more
+``whowhen``, ``trail``, ``otlp``, ``messages``, ``phoenix``, ``events``. Plugins add more
 through the ``agentdebug_importers`` hook.
 """
 
@@ -25,6 +25,7 @@ from agentdebug.io.detect import detect_importer, import_file, import_source, st
 from agentdebug.io.events import EventsImporter
 from agentdebug.io.messages import MessagesImporter
 from agentdebug.io.otlp import OtlpImporter
+from agentdebug.io.phoenix import PhoenixImporter
 from agentdebug.io.source import parse_bytes, read_source
 from agentdebug.io.trail import TrailImporter, load_trail_annotations
 from agentdebug.io.whowhen import WhoWhenImporter
@@ -39,6 +40,7 @@ def builtin_importers() -> list[Importer]:
         TrailImporter(),
         OtlpImporter(),
         MessagesImporter(),
+        PhoenixImporter(),
         EventsImporter(),
     ]
 
@@ -50,6 +52,7 @@ __all__ = [
     "EventsImporter",
     "MessagesImporter",
     "OtlpImporter",
+    "PhoenixImporter",
     "TrailImporter",
     "WhoWhenImporter",
     "builtin_importers",

@@ -1,29 +1,41 @@
-"""OpenAI-style chat transcripts: a list of ``{role, content, tool_calls?, ...}`` messages.
+"""Chat transcripts: OpenAI- and Anthropic-style lists of ``{role, content, ...}`` messages.
 
 Accepted shapes: a JSON array of messages; an object ``{"messages": [...], "goal"?,
-"metadata"?, "id"?, "framework"?, "reference_answer"?}``; JSON Lines with one
-message per line (one conversation) or one conversation object per line (one run
-each).
+"metadata"?, "id"?, "framework"?, "reference_answer"?, "system"?, "model"?,
+"tools"?, "choices"?}`` (an OpenAI request saved with its response: the reply in
+``choices[0].message`` is the last message); JSON Lines with one message per line
+(one conversation) or one conversation object per line (one run each; a record
+that cannot be read is reported, by its line number, after the others are read).
 
 Each message is one step (``step_index`` = its position in the list, system
 messages included, so a step number points back at the user's own list). System
-messages become the agent's instructions, not events. An assistant message with
-tool calls yields one TOOL_CALL event per call (after an LLM_RESPONSE for any text
-it carries); a tool message yields a TOOL_RESULT whose ``parent_id`` is the call
-with the same ``tool_call_id``. The last assistant text, when no tool call follows
-it, is the FINAL_ANSWER.
+and developer messages (and an Anthropic top-level ``system``) become the agent's
+instructions and ``metadata.system_prompt``, not events. An assistant message with
+tool calls (OpenAI ``tool_calls`` or Anthropic ``tool_use`` blocks) yields one
+TOOL_CALL event per call (after an LLM_RESPONSE for any text it carries); a tool
+message or an Anthropic ``tool_result`` block yields a TOOL_RESULT whose
+``parent_id`` is the call with the same id (``is_error: true`` becomes the
+result's error). Thinking blocks become REASONING events. The last assistant text,
+when no tool call follows it, is the FINAL_ANSWER.
+
+Nothing is passed over in silence: images, audio and files are kept in
+``metadata.content_parts``, message and conversation fields not read into an
+event stay in ``metadata.fields``, and a content part of a type not known here is
+an error naming it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 from pydantic import ValidationError
 
-from agentdebug.errors import InputError
+from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io._common import check_size, from_validation_error, type_name
+from agentdebug.io.semconv import Content, Fail, read_content
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, EventType, Outcome
 from agentdebug.stages import ImportedRun, Source
@@ -31,9 +43,36 @@ from agentdebug.stages import ImportedRun, Source
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 DEFAULT_AGENT = "assistant"
 
+#: Message fields read into events; any others are kept in ``metadata.fields``.
+MESSAGE_FIELDS = frozenset(
+    ["role", "content", "name", "tool_calls", "function_call", "tool_call_id"]
+)
+#: Conversation fields read into the trajectory; any others go to ``metadata.fields``.
+CONVERSATION_FIELDS = frozenset(
+    [
+        "messages",
+        "goal",
+        "metadata",
+        "id",
+        "framework",
+        "reference_answer",
+        "system",
+        "model",
+        "tools",
+        "choices",
+    ]
+)
+
 
 def _is_message(value: Any) -> bool:
     return isinstance(value, Mapping) and value.get("role") in ROLES
+
+
+def _conversation_lines(records: Sequence[Any]) -> bool:
+    """Whether JSON Lines hold one conversation object per line (not one message)."""
+    return any(isinstance(r, Mapping) and "messages" in r for r in records) and not any(
+        _is_message(r) for r in records
+    )
 
 
 def _sniff_list(items: Sequence[Any]) -> str | None:
@@ -54,20 +93,19 @@ def _sniff_list(items: Sequence[Any]) -> str | None:
 
 
 class MessagesImporter:
-    """Reads OpenAI-style chat message lists."""
+    """Reads OpenAI- and Anthropic-style chat message lists."""
 
     name = "messages"
-    description = "OpenAI-style chat messages (system/user/assistant/tool, with tool calls)"
+    description = (
+        "chat messages (OpenAI or Anthropic style: system/user/assistant/tool, with tool calls)"
+    )
 
     def sniff(self, source: Source) -> str | None:
         doc = source.document
         if source.records is not None:
-            records = source.records
-            if records and all(
-                isinstance(r, Mapping) and isinstance(r.get("messages"), list) for r in records
-            ):
+            if _conversation_lines(source.records):
                 return None
-            return _sniff_list(records)
+            return _sniff_list(source.records)
         if isinstance(doc, list):
             return _sniff_list(doc)
         if isinstance(doc, Mapping):
@@ -83,12 +121,8 @@ class MessagesImporter:
         stem = source.path.stem
         if source.records is not None:
             records = source.records
-            if all(isinstance(r, Mapping) and "messages" in r for r in records):
-                for number, record in enumerate(records, start=1):
-                    assert isinstance(record, Mapping)
-                    yield _conversation(
-                        record, source, default_id=f"messages-{stem}-{number}", record=number
-                    )
+            if _conversation_lines(records):
+                yield from _conversations(records, source)
                 return
             yield _conversation(
                 {"messages": records}, source, default_id=f"messages-{stem}", record=None, prefix=""
@@ -104,26 +138,30 @@ class MessagesImporter:
             yield _conversation(doc, source, default_id=f"messages-{stem}", record=None)
 
 
-def text_of(content: Any) -> tuple[str | None, list[Any]]:
-    """The text of a message's content, and any parts that are not text."""
-    if content is None or isinstance(content, str):
-        return content, []
-    if isinstance(content, list):
-        texts: list[str] = []
-        others: list[Any] = []
-        for part in content:
-            if isinstance(part, str):
-                texts.append(part)
-            elif isinstance(part, Mapping) and part.get("type") in (
-                "text",
-                "input_text",
-                "output_text",
-            ):
-                texts.append(str(part.get("text", "")))
-            else:
-                others.append(part)
-        return ("\n".join(texts) if texts else None), others
-    raise TypeError(f"expected a string or a list of parts, got {type_name(content)}")
+def _conversations(records: Sequence[Any], source: Source) -> Iterator[ImportedRun]:
+    """One run per line; a line that cannot be read is reported after the others."""
+    errors: list[InputError] = []
+    read = 0
+    for number, record in enumerate(records, start=1):
+        try:
+            if not isinstance(record, Mapping):
+                raise InputError(
+                    f"expected a conversation object {{messages: [...]}}, got {type_name(record)}",
+                    source=source.name,
+                    record=number,
+                )
+            run = _conversation(
+                record, source, default_id=f"messages-{source.path.stem}-{number}", record=number
+            )
+        except InputError as exc:
+            errors.append(exc.located(source=source.name, record=number))
+            continue
+        read += 1
+        yield run
+    if len(errors) == 1 and not read:
+        raise errors[0]
+    if errors:
+        raise RecordsSkipped(errors)
 
 
 def _arguments(raw: Any) -> tuple[Any, str | None]:
@@ -138,37 +176,313 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
         return raw, f"arguments are not valid JSON: {exc.msg} at column {exc.colno}"
 
 
+@dataclass
+class _Message:
+    """One message and where it is: its JSON path, step, and record number."""
+
+    path: str
+    step: int
+    index: int | None  # its position in the list (None for the response's reply)
+    body: Any
+
+
 class _Builder:
     """Collects events for one conversation, numbering and linking them."""
 
-    def __init__(self, name: str, record: int | None, prefix: str) -> None:
+    def __init__(self, name: str, record: int | None) -> None:
         self.name = name
         self.record = record
-        self.prefix = prefix
         self.limit = max_event_bytes()
         self.events: list[dict[str, Any]] = []
-        self.call_ids: dict[str, tuple[str, str | None]] = {}
+        #: call id -> (event id, agent, tool name)
+        self.call_ids: dict[str, tuple[str, str | None, str]] = {}
+        self.system: list[str] = []
+        self.goal: str | None = None
+        self.agents: dict[str, None] = {}
 
-    def where(self, index: int, field: str | None = None) -> str:
-        path = f"{self.prefix}[{index}]"
-        return f"{path}.{field}" if field else path
+    def error(self, message: str, at: _Message, field: str | None = None) -> InputError:
+        record = self.record if self.record is not None else at.index
+        return InputError(
+            message,
+            source=self.name,
+            record=record,
+            field=f"{at.path}.{field}".lstrip(".") if field else at.path or None,
+        )
 
-    def error(self, message: str, index: int, field: str | None = None) -> InputError:
-        record = self.record if self.record is not None else index
-        return InputError(message, source=self.name, record=record, field=self.where(index, field))
+    def fail(self, at: _Message) -> Fail:
+        return lambda message, field: self.error(message, at, field)
 
-    def add(self, index: int, field: str, **event: Any) -> dict[str, Any]:
+    def add(self, at: _Message, field: str, **event: Any) -> dict[str, Any]:
         for key in ("input", "output", "metadata"):  # metadata: image parts can be big
             check_size(
                 event.get(key),
                 source=self.name,
-                record=self.record if self.record is not None else index,
-                field=self.where(index, field),
+                record=self.record if self.record is not None else at.index,
+                field=f"{at.path}.{field}".lstrip("."),
                 limit=self.limit,
             )
-        event["step_index"] = index
+        event["step_index"] = at.step
         self.events.append(event)
         return event
+
+
+def _extra_fields(message: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: v for k, v in message.items() if k not in MESSAGE_FIELDS and v not in (None, "", [], {})
+    }
+
+
+def _read_message(b: _Builder, at: _Message) -> None:
+    message = at.body
+    if not isinstance(message, Mapping):
+        raise b.error(f"expected a message object, got {type_name(message)}", at)
+    role = message.get("role")
+    if role not in ROLES:
+        problem = "missing" if role is None else f"unknown role {role!r}"
+        raise b.error(problem, at, "role")
+    fail = b.fail(at)
+    content = read_content(message.get("content"), fail)
+    meta: dict[str, Any] = {"role": role}
+    extra = _extra_fields(message)
+    if isinstance(extra.get("refusal"), str) and not content.text:
+        content.text = extra.pop("refusal")
+        content.refusal = True
+    if content.media:
+        meta["content_parts"] = content.media
+    if content.refusal:
+        meta["refusal"] = True
+    if extra:
+        meta["fields"] = extra
+    speaker = message.get("name") if isinstance(message.get("name"), str) else None
+    if content.calls and role != "assistant":
+        at_call = content.calls[0][0]
+        raise fail(f"a tool call block in a {role} message (expected in an assistant's)", at_call)
+
+    if role in ("system", "developer"):
+        if content.results or content.media or content.reasoning:
+            raise fail("a system message can hold only text", "content")
+        if content.text:
+            b.system.append(content.text)
+        return
+    for j, (where, block) in enumerate(content.results):
+        _block_result(b, at, role, j, where, block)
+    if role == "user":
+        if b.goal is None and content.text:
+            b.goal = content.text
+        if speaker:
+            meta["name"] = speaker
+        if content.text or content.media or not content.results:
+            b.add(
+                at,
+                "content",
+                id=f"m{at.step}",
+                type=EventType.USER_INPUT,
+                output=content.text,
+                metadata=meta,
+            )
+        return
+    if role == "assistant":
+        _assistant(b, at, message, content, meta, speaker or DEFAULT_AGENT)
+        return
+    # tool / function results
+    call_id = message.get("tool_call_id")
+    key = str(call_id) if call_id is not None else f"legacy:{speaker}"
+    parent = b.call_ids.get(key)
+    if call_id is not None:
+        meta["tool_call_id"] = call_id
+    if speaker or parent:
+        meta["tool_name"] = speaker or (parent[2] if parent else None)
+    if parent is None:
+        meta["unmatched_tool_call"] = True
+    b.add(
+        at,
+        "content",
+        id=f"m{at.step}",
+        type=EventType.TOOL_RESULT,
+        agent_name=parent[1] if parent else None,
+        parent_id=parent[0] if parent else None,
+        output=content.text,
+        metadata=meta,
+    )
+
+
+def _block_result(
+    b: _Builder, at: _Message, role: str, j: int, where: str, block: Mapping[str, Any]
+) -> None:
+    """An Anthropic ``tool_result`` block as a TOOL_RESULT linked to its call."""
+    fail = b.fail(at)
+    is_error = block.get("is_error")
+    if is_error is not None and not isinstance(is_error, bool):
+        raise fail(f"expected true or false, got {type_name(is_error)}", f"{where}.is_error")
+    inner = read_content(block.get("content"), fail, f"{where}.content")
+    if inner.calls or inner.results:
+        raise fail("a tool result cannot hold tool blocks", f"{where}.content")
+    call_id = block.get("tool_use_id")
+    parent = b.call_ids.get(str(call_id)) if call_id is not None else None
+    meta: dict[str, Any] = {"role": role, "block": block.get("type")}
+    if call_id is not None:
+        meta["tool_call_id"] = call_id
+    if parent is not None:
+        meta["tool_name"] = parent[2]
+    else:
+        meta["unmatched_tool_call"] = True
+    if inner.media:
+        meta["content_parts"] = inner.media
+    extra = {
+        k: v for k, v in block.items() if k not in ("type", "tool_use_id", "is_error", "content")
+    }
+    if extra:
+        meta["fields"] = extra
+    error = {"message": inner.text or "the tool reported an error"} if is_error else None
+    b.add(
+        at,
+        f"{where}.content",
+        id=f"m{at.step}.{j}",
+        type=EventType.TOOL_RESULT,
+        agent_name=parent[1] if parent else None,
+        parent_id=parent[0] if parent else None,
+        output=inner.text,
+        error=error,
+        metadata=meta,
+    )
+
+
+@dataclass
+class _Call:
+    field: str  # where its arguments are, under the message
+    tool: str
+    args: Any
+    problem: str | None
+    call_id: Any
+
+
+def _calls(b: _Builder, at: _Message, message: Mapping[str, Any], content: Content) -> list[_Call]:
+    """An assistant message's tool calls: OpenAI ``tool_calls`` (or the legacy
+    ``function_call``), then Anthropic ``tool_use`` blocks."""
+    fail = b.fail(at)
+    raw = message.get("tool_calls")
+    legacy = message.get("function_call")
+    if raw is None and isinstance(legacy, Mapping):
+        raw = [{"id": None, "type": "function", "function": legacy}]
+    if raw is not None and not isinstance(raw, list):
+        raise fail(f"expected a list, got {type_name(raw)}", "tool_calls")
+    calls: list[_Call] = []
+    for j, call in enumerate(raw or []):
+        where = f"tool_calls[{j}]"
+        if not isinstance(call, Mapping):
+            raise fail(f"expected a tool call object, got {type_name(call)}", where)
+        function = call.get("function")
+        if not isinstance(function, Mapping):
+            why = (
+                "missing" if function is None else f"expected an object, got {type_name(function)}"
+            )
+            raise fail(why, f"{where}.function")
+        tool = function.get("name")
+        if not isinstance(tool, str) or not tool:
+            raise fail("missing tool name", f"{where}.function.name")
+        args, problem = _arguments(function.get("arguments"))
+        calls.append(_Call(f"{where}.function.arguments", tool, args, problem, call.get("id")))
+    for where, block in content.calls:
+        tool = block.get("name")
+        if not isinstance(tool, str) or not tool:
+            raise fail("missing tool name", f"{where}.name")
+        args, problem = _arguments(block.get("input"))
+        calls.append(_Call(f"{where}.input", tool, args, problem, block.get("id")))
+    return calls
+
+
+def _assistant(
+    b: _Builder,
+    at: _Message,
+    message: Mapping[str, Any],
+    content: Content,
+    meta: dict[str, Any],
+    agent: str,
+) -> None:
+    b.agents.setdefault(agent, None)
+    calls = _calls(b, at, message, content)
+    for k, thought in enumerate(content.reasoning):
+        b.add(
+            at,
+            "content",
+            id=f"m{at.step}.thinking{k}" if k else f"m{at.step}.thinking",
+            type=EventType.REASONING,
+            agent_name=agent,
+            output=thought,
+            metadata={"role": "assistant"},
+        )
+    response_id: str | None = None
+    if content.text or not calls:
+        response_id = f"m{at.step}"
+        b.add(
+            at,
+            "content",
+            id=response_id,
+            type=EventType.LLM_RESPONSE,
+            agent_name=agent,
+            output=content.text,
+            metadata=meta,
+        )
+    for j, call in enumerate(calls):
+        call_meta: dict[str, Any] = {"role": "assistant", "tool_name": call.tool}
+        if response_id is None and j == 0:  # what the message said besides its calls
+            call_meta.update({k: v for k, v in meta.items() if k != "role"})
+        if call.call_id is not None:
+            call_meta["tool_call_id"] = call.call_id
+        if call.problem:
+            call_meta["arguments_error"] = call.problem
+        event_id = f"m{at.step}.{j}"
+        b.add(
+            at,
+            call.field,
+            id=event_id,
+            type=EventType.TOOL_CALL,
+            agent_name=agent,
+            parent_id=response_id,
+            input=call.args,
+            metadata=call_meta,
+        )
+        key = str(call.call_id) if call.call_id is not None else f"legacy:{call.tool}"
+        b.call_ids[key] = (event_id, agent, call.tool)
+
+
+def _reply(doc: Mapping[str, Any], name: str, record: int | None) -> Any:
+    """The assistant's reply in an OpenAI response saved with its request
+    (``choices[0].message``), or None."""
+    choices = doc.get("choices")
+    if choices is None:
+        return None
+    if not isinstance(choices, list):
+        raise InputError(
+            f"expected a list, got {type_name(choices)}",
+            source=name,
+            record=record,
+            field="choices",
+        )
+    if not choices:
+        return None
+    first = choices[0]
+    message = first.get("message") if isinstance(first, Mapping) else None
+    if not isinstance(message, Mapping):
+        got = "missing" if message is None else f"expected an object, got {type_name(message)}"
+        field = "choices[0].message" if isinstance(first, Mapping) else "choices[0]"
+        raise InputError(got, source=name, record=record, field=field)
+    reply = {"role": "assistant", **message}
+    if first.get("finish_reason") is not None:
+        reply["finish_reason"] = first["finish_reason"]
+    return reply
+
+
+def _tool_names(tools: Any) -> list[str]:
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names
 
 
 def _conversation(
@@ -192,127 +506,21 @@ def _conversation(
         raise InputError(
             "no events: the message list is empty", source=name, record=record, field=prefix or None
         )
-    b = _Builder(name, record, prefix)
-    system: list[str] = []
-    goal = doc.get("goal") if isinstance(doc.get("goal"), str) else None
-    agent_names: dict[str, None] = {}
-
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
-            raise b.error(f"expected a message object, got {type_name(message)}", index)
-        role = message.get("role")
-        if role not in ROLES:
-            problem = "missing" if role is None else f"unknown role {role!r}"
-            raise b.error(problem, index, "role")
-        try:
-            text, parts = text_of(message.get("content"))
-        except TypeError as exc:
-            raise b.error(str(exc), index, "content") from None
-        meta: dict[str, Any] = {"role": role}
-        if parts:
-            meta["content_parts"] = parts
-        speaker = message.get("name") if isinstance(message.get("name"), str) else None
-
-        if role in ("system", "developer"):
-            if text:
-                system.append(text)
-            continue
-        if role == "user":
-            if goal is None and text:
-                goal = text
-            if speaker:
-                meta["name"] = speaker
-            b.add(
-                index,
-                "content",
-                id=f"m{index}",
-                type=EventType.USER_INPUT,
-                output=text,
-                metadata=meta,
-            )
-            continue
-        if role == "assistant":
-            agent = speaker or DEFAULT_AGENT
-            agent_names.setdefault(agent, None)
-            calls = message.get("tool_calls")
-            legacy = message.get("function_call")
-            if calls is None and isinstance(legacy, Mapping):
-                calls = [{"id": None, "type": "function", "function": legacy}]
-            if calls is not None and not isinstance(calls, list):
-                raise b.error(f"expected a list, got {type_name(calls)}", index, "tool_calls")
-            response_id: str | None = None
-            if text or not calls:
-                response_id = f"m{index}"
-                b.add(
-                    index,
-                    "content",
-                    id=response_id,
-                    type=EventType.LLM_RESPONSE,
-                    agent_name=agent,
-                    output=text,
-                    metadata=meta,
-                )
-            for j, call in enumerate(calls or []):
-                field = f"tool_calls[{j}]"
-                if not isinstance(call, Mapping):
-                    raise b.error(
-                        f"expected a tool call object, got {type_name(call)}", index, field
-                    )
-                function = call.get("function")
-                if not isinstance(function, Mapping):
-                    raise b.error(
-                        "missing"
-                        if function is None
-                        else f"expected an object, got {type_name(function)}",
-                        index,
-                        f"{field}.function",
-                    )
-                tool = function.get("name")
-                if not isinstance(tool, str) or not tool:
-                    raise b.error("missing tool name", index, f"{field}.function.name")
-                args, args_problem = _arguments(function.get("arguments"))
-                call_meta: dict[str, Any] = {"role": role, "tool_name": tool}
-                call_id = call.get("id")
-                if call_id is not None:
-                    call_meta["tool_call_id"] = call_id
-                if args_problem:
-                    call_meta["arguments_error"] = args_problem
-                event_id = f"m{index}.{j}"
-                b.add(
-                    index,
-                    f"{field}.function.arguments",
-                    id=event_id,
-                    type=EventType.TOOL_CALL,
-                    agent_name=agent,
-                    parent_id=response_id,
-                    input=args,
-                    metadata=call_meta,
-                )
-                b.call_ids[str(call_id) if call_id is not None else f"legacy:{tool}"] = (
-                    event_id,
-                    agent,
-                )
-            continue
-        # tool / function results
-        call_id = message.get("tool_call_id")
-        key = str(call_id) if call_id is not None else f"legacy:{speaker}"
-        parent = b.call_ids.get(key)
-        if call_id is not None:
-            meta["tool_call_id"] = call_id
-        if speaker:
-            meta["tool_name"] = speaker
-        if parent is None:
-            meta["unmatched_tool_call"] = True
-        b.add(
-            index,
-            "content",
-            id=f"m{index}",
-            type=EventType.TOOL_RESULT,
-            agent_name=parent[1] if parent else None,
-            parent_id=parent[0] if parent else None,
-            output=text,
-            metadata=meta,
-        )
+    b = _Builder(name, record)
+    b.goal = doc.get("goal") if isinstance(doc.get("goal"), str) else None
+    if doc.get("system") is not None:  # Anthropic: the system prompt beside the messages
+        top = _Message("", 0, None, None)
+        text = read_content(doc.get("system"), b.fail(top), "system")
+        if text.calls or text.results or text.media or text.reasoning:
+            raise b.error("a system prompt can hold only text", top, "system")
+        if text.text:
+            b.system.append(text.text)
+    entries = [_Message(f"{prefix}[{i}]", i, i, m) for i, m in enumerate(messages)]
+    reply = _reply(doc, name, record)
+    if reply is not None:
+        entries.append(_Message("choices[0].message", len(messages), None, reply))
+    for entry in entries:
+        _read_message(b, entry)
 
     if not b.events:
         raise InputError(
@@ -328,17 +536,28 @@ def _conversation(
                 exc, source=name, record=record, prefix=f"{prefix}[{data['step_index']}]"
             ) from None
 
-    instructions = "\n\n".join(system) or None
-    agents = [AgentInfo(name=a, instructions=instructions) for a in agent_names]
+    instructions = "\n\n".join(b.system) or None
+    tools = _tool_names(doc.get("tools"))
+    agents = [AgentInfo(name=a, instructions=instructions, tools=tools) for a in b.agents]
     metadata = dict(doc.get("metadata") or {}) if isinstance(doc.get("metadata"), Mapping) else {}
     if instructions:
         metadata.setdefault("system_prompt", instructions)
+    if isinstance(doc.get("model"), str):
+        metadata.setdefault("model", doc["model"])
+    if doc.get("tools"):
+        metadata.setdefault("tools", doc["tools"])
+    choices = doc.get("choices")
+    if isinstance(choices, list) and len(choices) > 1:
+        metadata.setdefault("other_choices", choices[1:])
+    extra = {k: v for k, v in doc.items() if k not in CONVERSATION_FIELDS}
+    if extra:
+        metadata.setdefault("fields", extra)
     metadata.setdefault("source_file", source.path.name)
     traj_id = doc.get("id") if isinstance(doc.get("id"), str) and doc.get("id") else default_id
     try:
         trajectory = AgentTrajectory(
             id=traj_id,
-            goal=goal,
+            goal=b.goal,
             framework=doc.get("framework") if isinstance(doc.get("framework"), str) else None,
             agents=agents,
             events=events,

@@ -19,6 +19,12 @@ Decisions:
   AGENT spans are AGENT_START; RETRIEVER spans MEMORY_READ; everything else
   (CHAIN, plain functions) SPAN. smolagents ``Step N`` spans keep ``N`` in
   ``metadata.agent_step``.
+* The run's final answer is an event of type FINAL_ANSWER, as in every other
+  format, so completion rules (premature success, an invalid answer) read it: the
+  top agent's call of a ``final_answer`` tool (smolagents' ``FinalAnswerTool``,
+  the answer taken from its arguments when it records no output), else its last
+  LLM call whose text is the agent span's output, else (an output in text) an
+  event of its own after the others, id ``<agent span id>/final_answer``.
 * A span with error status gets ``error``: the status message, else the
   exception event's message, with the exception type and stack trace.
 * ``agent_name`` is the span's own ``gen_ai.agent.name`` or the name of the
@@ -262,6 +268,16 @@ def spans_to_trajectory(
             record=stray.span_id,
             field=stray.path or None,
         )
+    for span in spans:
+        declared = span.attributes.get("openinference.span.kind")
+        if declared is not None and not isinstance(declared, str):
+            where = f"{span.path}.{span.attributes_path}" if span.path else span.attributes_path
+            raise InputError(
+                f"expected a span kind such as 'AGENT', 'LLM' or 'TOOL', got {declared!r}",
+                source=source,
+                record=span.span_id,
+                field=f"{where}.openinference.span.kind",
+            )
     kinds = {span.span_id: span_kind(span.attributes) for span in spans}
     names = _agent_names(spans, kinds, seen)
     managed_roles = _managed_roles(spans, kinds)
@@ -316,9 +332,14 @@ def spans_to_trajectory(
         parent_id = span.parent_id if span.parent_id in seen else None
         if span.parent_id and parent_id is None:
             meta["missing_parent"] = span.parent_id
+        event_type = KIND_TO_TYPE.get(kind, EventType.SPAN)
+        if _answers(kind, meta, span, agent_name, root_agent, names):
+            event_type = EventType.FINAL_ANSWER
+            if out is None:
+                out = answer_in(inp)
         data: dict[str, Any] = {
             "id": span.span_id,
-            "type": KIND_TO_TYPE.get(kind, EventType.SPAN),
+            "type": event_type,
             "step_index": step,
             "agent_name": agent_name,
             "module": span.name,
@@ -342,9 +363,10 @@ def spans_to_trajectory(
         span, inp, out = root_agent
         goal = goal or task_of(inp)
         error = _error(span)
+        final = _mark_final(events, span, names.get(span.span_id), out)
         outcome = Outcome(
             status=OutcomeStatus.FAILURE if error else OutcomeStatus.UNKNOWN,
-            final_answer=out,
+            final_answer=out if out is not None else final,
             error=ErrorInfo.model_validate(error) if error else None,
         )
     starts = [s.start for s in spans if s.start]
@@ -365,6 +387,78 @@ def spans_to_trajectory(
         started_at=min(starts) if starts else None,
         ended_at=max(ends) if ends else None,
     )
+
+
+def answer_in(arguments: Any) -> Any:
+    """The answer a ``final_answer`` tool was called with: ``answer`` (in ``kwargs``
+    or on its own) or the first positional argument, as smolagents logs them."""
+    if isinstance(arguments, Mapping):
+        kwargs = arguments.get("kwargs")
+        if isinstance(kwargs, Mapping) and "answer" in kwargs:
+            return kwargs["answer"]
+        if "answer" in arguments:
+            return arguments["answer"]
+        args = arguments.get("args")
+        if isinstance(args, list) and args:
+            return args[0]
+    return arguments
+
+
+def _answers(
+    kind: str,
+    meta: Mapping[str, Any],
+    span: Span,
+    agent_name: str | None,
+    root_agent: tuple[Span, Any, Any] | None,
+    names: Mapping[str, str | None],
+) -> bool:
+    """Whether ``span`` is the top agent's (not a managed agent's) successful call
+    of its ``final_answer`` tool."""
+    if kind != "TOOL" or meta.get("tool_name") != "final_answer" or span.status == "error":
+        return False
+    top = names.get(root_agent[0].span_id) if root_agent is not None else None
+    return agent_name == top
+
+
+def _mark_final(events: list[AgentEvent], root: Span, agent: str | None, answer: Any) -> Any:
+    """The final answer's output. With no ``final_answer`` tool call, the top agent's
+    last LLM call, when its text is the agent's output, becomes the FINAL_ANSWER;
+    else an agent output in text is added as a FINAL_ANSWER event of its own."""
+    finals = [e for e in events if e.type is EventType.FINAL_ANSWER]
+    if finals:
+        return finals[-1].output
+    if not isinstance(answer, str) or not answer.strip():
+        return None
+    last_llm = next(
+        (
+            i
+            for i in range(len(events) - 1, -1, -1)
+            if events[i].type is EventType.LLM_CALL and events[i].agent_name == agent
+        ),
+        None,
+    )
+    if last_llm is not None:
+        said = events[last_llm].output
+        if isinstance(said, str) and said.strip() == answer.strip():
+            events[last_llm] = events[last_llm].model_copy(update={"type": EventType.FINAL_ANSWER})
+            return answer
+    stamps = [e.timestamp for e in events if e.timestamp is not None]
+    if root.start is not None and root.duration_ms is not None:
+        stamps.append(root.start + timedelta(milliseconds=root.duration_ms))
+    events.append(
+        AgentEvent(
+            id=f"{root.span_id}/final_answer",
+            type=EventType.FINAL_ANSWER,
+            step_index=len(events),
+            agent_name=agent,
+            module=root.name,
+            parent_id=root.span_id,
+            timestamp=max(stamps) if stamps else None,
+            output=answer,
+            metadata={"from_span": root.span_id, "synthesized": "the agent span's output"},
+        )
+    )
+    return answer
 
 
 def _check_span_size(span: Span, source: str, limit: int) -> None:

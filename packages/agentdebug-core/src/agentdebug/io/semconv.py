@@ -6,15 +6,21 @@ the GenAI semantic conventions (``gen_ai.operation.name``, ``gen_ai.agent.name``
 ``gen_ai.tool.name``, ``gen_ai.request.model``, ``gen_ai.usage.*``, ...) say the
 same things in different words; this module reads both into one vocabulary: a kind
 (LLM, TOOL, AGENT, CHAIN, ...), an input, an output and typed metadata.
+
+Chat message content follows conventions too: OpenAI and Anthropic content parts
+(``text``, ``image_url``, ``tool_use``, ``tool_result``, ``thinking``, ...) are
+sorted by :func:`read_content` into text, media, reasoning and tool blocks.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
-from agentdebug.io._common import parse_json_text
+from agentdebug.errors import InputError
+from agentdebug.io._common import parse_json_text, type_name
 
 _NAMED_AGENT = re.compile(r"You're a helpful agent named '([^']+)'")
 _GENAI_OPS = {
@@ -260,3 +266,114 @@ def content_fields(
     elif "output.value" in attrs and kind == "LLM":
         used.update(("output.value", "output.mime_type"))
     return inp, out, meta
+
+
+# -- chat content parts (OpenAI, Anthropic) ---------------------------------------------
+
+TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+#: Parts kept as they are, in ``metadata.content_parts``: what a user sent or a
+#: model saw that is not text.
+MEDIA_PARTS = frozenset(
+    [
+        "image_url",
+        "image",
+        "input_image",
+        "image_file",
+        "input_audio",
+        "audio",
+        "file",
+        "input_file",
+        "document",
+        "redacted_thinking",
+        "search_result",
+    ]
+)
+REASONING_PARTS = frozenset({"thinking", "reasoning"})
+
+Fail = Callable[[str, str], InputError]  # (message, field under the message) -> error
+
+
+@dataclass
+class Content:
+    """What a message's ``content`` holds, sorted by what becomes of it."""
+
+    text: str | None = None
+    media: list[Any] = field(default_factory=list)
+    reasoning: list[str] = field(default_factory=list)
+    #: (field, block) of each tool_use / tool_result block
+    calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    results: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
+    refusal: bool = False
+
+
+def _string(value: Any, fail: Fail, where: str) -> str:
+    if not isinstance(value, str):
+        raise fail(f"expected a string, got {type_name(value)}", where)
+    return value
+
+
+def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
+    """Sort ``content`` (a string, or a list of parts) into text, media, reasoning
+    and tool blocks; a part of an unknown type is an error naming it."""
+    if content is None or isinstance(content, str):
+        return Content(text=content)
+    if isinstance(content, Mapping):  # one part on its own
+        content = [content]
+    if not isinstance(content, list):
+        raise fail(f"expected a string or a list of parts, got {type_name(content)}", where)
+    out = Content()
+    texts: list[str] = []
+    for j, part in enumerate(content):
+        at = f"{where}[{j}]"
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, Mapping):
+            raise fail(f"expected a content part object or a string, got {type_name(part)}", at)
+        kind = part.get("type")
+        if kind in TEXT_PARTS or (kind is None and "text" in part):
+            texts.append(_string(part.get("text"), fail, f"{at}.text"))
+        elif kind == "refusal":
+            texts.append(_string(part.get("refusal"), fail, f"{at}.refusal"))
+            out.refusal = True
+        elif kind in MEDIA_PARTS:
+            out.media.append(part)
+        elif kind in REASONING_PARTS:
+            thought = _thought(part, fail, at)
+            if thought:
+                out.reasoning.append(thought)
+        elif isinstance(kind, str) and kind.endswith("tool_use"):
+            out.calls.append((at, part))
+        elif isinstance(kind, str) and kind.endswith("tool_result"):
+            out.results.append((at, part))
+        elif kind is None:
+            raise fail("content part has no 'type'", f"{at}.type")
+        else:
+            known = sorted(TEXT_PARTS | MEDIA_PARTS | REASONING_PARTS | {"refusal"})
+            raise fail(
+                f"unknown content part type {kind!r}; not imported (known: "
+                f"{', '.join(known)}, *tool_use, *tool_result)",
+                f"{at}.type",
+            )
+    out.text = "\n".join(texts) if texts else None
+    return out
+
+
+def _thought(part: Mapping[str, Any], fail: Fail, at: str) -> str:
+    """The text of a thinking block (Anthropic ``thinking``, or a reasoning item's
+    ``text`` or ``summary`` parts)."""
+    for key in ("thinking", "text"):
+        if key in part:
+            return _string(part[key], fail, f"{at}.{key}")
+    summary = part.get("summary")
+    if summary is None:
+        return ""
+    if not isinstance(summary, list):
+        raise fail(f"expected a list of parts, got {type_name(summary)}", f"{at}.summary")
+    texts = []
+    for k, item in enumerate(summary):
+        where = f"{at}.summary[{k}]"
+        if not isinstance(item, Mapping):
+            raise fail(f"expected an object, got {type_name(item)}", where)
+        texts.append(_string(item.get("text"), fail, f"{where}.text"))
+    return "\n".join(texts)

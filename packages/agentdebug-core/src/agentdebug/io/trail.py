@@ -21,7 +21,7 @@ a :class:`GoldLabel`, tolerating the trailing commas one real file has.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,40 +79,71 @@ def _withhold(value: Any, found: dict[str, Any], withheld: set[str]) -> Any:
     return {k: _withhold(v, found, withheld) for k, v in value.items()}
 
 
-def _status(raw: Any) -> str:
-    text = str(raw or "").strip().lower()
-    if text in ("error", "status_code_error", "2"):
-        return "error"
-    if text in ("ok", "status_code_ok", "1"):
-        return "ok"
-    return "unset"
+_STATUS = {
+    "error": "error",
+    "status_code_error": "error",
+    "2": "error",
+    "ok": "ok",
+    "status_code_ok": "ok",
+    "1": "ok",
+    "unset": "unset",
+    "status_code_unset": "unset",
+    "0": "unset",
+    "": "unset",
+}
+
+Fail = Callable[[str, str], InputError]  # (message, field under the span) -> error
 
 
-def _span_events(raw: Any) -> list[dict[str, Any]]:
+def _status(raw: Any, fail: Fail) -> str:
+    if raw is not None and not isinstance(raw, (str, int)):
+        raise fail(
+            f"expected a status such as 'Ok' or 'Error', got {type_name(raw)}", "status_code"
+        )
+    status = _STATUS.get(str(raw if raw is not None else "").strip().lower())
+    if status is None:
+        raise fail(f"expected 'Ok', 'Error' or 'Unset', got {raw!r}", "status_code")
+    return status
+
+
+def _list(raw: Any, fail: Fail, field: str) -> list[Any]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list):
+        raise fail(f"expected a list, got {type_name(raw)}", field)
+    return raw
+
+
+def _span_events(raw: Any, fail: Fail) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    for event in raw or []:
+    for i, event in enumerate(_list(raw, fail, "events")):
         if not isinstance(event, Mapping):
-            continue
+            raise fail(f"expected a span event object, got {type_name(event)}", f"events[{i}]")
+        attributes = event.get("Attributes", event.get("attributes")) or {}
+        if not isinstance(attributes, Mapping):
+            raise fail(
+                f"expected an object, got {type_name(attributes)}", f"events[{i}].attributes"
+            )
         out.append(
             {
                 "name": event.get("Name", event.get("name")),
                 "timestamp": event.get("Timestamp", event.get("timestamp")),
-                "attributes": dict(event.get("Attributes", event.get("attributes")) or {}),
+                "attributes": dict(attributes),
             }
         )
     return out
 
 
 def _logs(
-    raw: Any, found: dict[str, Any], withheld: set[str]
+    raw: Any, found: dict[str, Any], withheld: set[str], fail: Fail
 ) -> tuple[Any, Any, list[dict[str, Any]]]:
     """Function arguments and return value from Patronus logs; other logs as they are."""
     inp: Any = None
     out: Any = None
     others: list[dict[str, Any]] = []
-    for log in raw or []:
+    for i, log in enumerate(_list(raw, fail, "logs")):
         if not isinstance(log, Mapping):
-            continue
+            raise fail(f"expected a log object, got {type_name(log)}", f"logs[{i}]")
         body = log.get("body")
         if isinstance(body, Mapping) and "function.name" in body:
             args = body.get("function.arguments")
@@ -160,8 +191,12 @@ def _spans(
                 record=span_id,
                 field=f"{path}.span_attributes",
             )
+
+        def fail(message: str, field: str) -> InputError:
+            return InputError(message, source=name, record=span_id, field=f"{path}.{field}")
+
         withheld: set[str] = set()
-        fallback_in, fallback_out, logs = _logs(raw.get("logs"), found, withheld)
+        fallback_in, fallback_out, logs = _logs(raw.get("logs"), found, withheld, fail)
         metadata: dict[str, Any] = {}
         if raw.get("scope_name"):
             metadata["scope"] = raw["scope_name"]
@@ -170,8 +205,17 @@ def _spans(
         if withheld:
             metadata["withheld"] = sorted(withheld)
         duration = parse_iso_duration(raw.get("duration"))
-        if duration is None and raw.get("duration") is not None:
-            metadata["duration"] = raw.get("duration")
+        if duration is None and raw.get("duration") not in (None, ""):
+            raise fail(
+                f"expected an ISO-8601 duration such as 'PT1.5S', got {raw['duration']!r}",
+                "duration",
+            )
+        start = parse_timestamp(raw.get("timestamp"))
+        if start is None and raw.get("timestamp") not in (None, ""):
+            raise fail(
+                f"expected an ISO-8601 time, got {raw['timestamp']!r}",
+                "timestamp",
+            )
         if raw.get("links"):
             metadata["links"] = raw["links"]
         declared_parent = raw.get("parent_span_id") or None
@@ -186,11 +230,11 @@ def _spans(
                 parent_id=parent,
                 name=str(raw.get("span_name") or raw.get("name") or ""),
                 attributes=dict(attributes),
-                start=parse_timestamp(raw.get("timestamp")),
+                start=start,
                 duration_ms=duration,
-                status=_status(raw.get("status_code")),
+                status=_status(raw.get("status_code"), fail),
                 status_message=raw.get("status_message") or None,
-                events=_span_events(raw.get("events")),
+                events=_span_events(raw.get("events"), fail),
                 otel_kind=raw.get("span_kind") or None,
                 metadata=metadata,
                 path=path,

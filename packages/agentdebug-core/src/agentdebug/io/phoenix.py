@@ -1,0 +1,226 @@
+"""Arize Phoenix span exports: one OpenInference span per JSON object.
+
+What Phoenix writes (``px.Client().get_spans_dataframe()`` saved as JSON Lines,
+or spans copied from its UI or REST API): ``{name, context: {trace_id, span_id},
+parent_id, span_kind, start_time, end_time, status_code, status_message,
+attributes, events}``, with ``attributes`` one nested object
+(``{"llm": {"model_name": ...}}`` for ``llm.model_name``). A dataframe's flat
+columns (``context.span_id``, ``attributes.llm.model_name``) are read the same.
+A JSON Lines file or a JSON array of such spans is accepted.
+
+The spans go through the shared OpenTelemetry mapping
+(:mod:`agentdebug.io.otel`), one run per trace id, with the trace id as the run's
+id (as the ``otlp`` importer does, so the same trace imported either way is one
+run). A span that cannot be read is an error naming its record (line number in
+JSON Lines, index in an array) and field; its trace is skipped and reported, the
+other traces are imported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from agentdebug.errors import InputError, RecordsSkipped
+from agentdebug.io._common import parse_json_text, type_name
+from agentdebug.io.otel import Span, parse_timestamp, spans_to_trajectory
+from agentdebug.stages import ImportedRun, Source
+
+_STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
+
+
+def _records(source: Source) -> tuple[Sequence[Any], int] | None:
+    """The span objects of ``source`` and the number of the first one (JSON Lines
+    count lines from 1, an array counts from 0)."""
+    if source.records is not None:
+        return source.records, 1
+    if isinstance(source.document, list):
+        return source.document, 0
+    return None
+
+
+def _context(raw: Mapping[str, Any]) -> Any:
+    if "context" in raw:
+        return raw["context"]
+    flat = {k[len("context.") :]: v for k, v in raw.items() if k.startswith("context.")}
+    return flat or None
+
+
+def _looks_like_span(raw: Any) -> bool:
+    if not isinstance(raw, Mapping):
+        return False
+    context = _context(raw)
+    return isinstance(context, Mapping) and "span_id" in context and "trace_id" in context
+
+
+class PhoenixImporter:
+    """Reads Arize Phoenix span exports (one run per trace id)."""
+
+    name = "phoenix"
+    description = (
+        "Arize Phoenix spans: {context: {trace_id, span_id}, parent_id, span_kind, "
+        "attributes, ...} per JSON line or in a JSON array"
+    )
+
+    def sniff(self, source: Source) -> str | None:
+        found = _records(source)
+        if found is None:
+            return "not JSON Lines or a JSON array"
+        records, _ = found
+        if not records:
+            return "empty list"
+        if not _looks_like_span(records[0]):
+            return "the first record has no 'context' with 'trace_id' and 'span_id'"
+        return None
+
+    def load(self, source: Source) -> Iterator[ImportedRun]:
+        found = _records(source)
+        assert found is not None
+        records, first = found
+        traces: dict[str, list[Span]] = {}
+        errors: list[InputError] = []
+        bad: set[str] = set()
+        for number, raw in enumerate(records, start=first):
+            try:
+                span, trace_id = _span(raw, source.name, number)
+            except InputError as exc:
+                errors.append(exc)
+                trace = _context(raw) if isinstance(raw, Mapping) else None
+                if isinstance(trace, Mapping) and isinstance(trace.get("trace_id"), str):
+                    bad.add(trace["trace_id"])
+                continue
+            traces.setdefault(trace_id, []).append(span)
+        for trace_id, spans in traces.items():
+            if trace_id in bad:
+                errors.append(
+                    InputError(
+                        f"trace {trace_id!r} not imported: one of its spans could not be read",
+                        source=source.name,
+                        record=f"trace {trace_id}",
+                    )
+                )
+                continue
+            metadata = {"trace_id": trace_id, "source_file": source.path.name}
+            try:
+                trajectory = spans_to_trajectory(
+                    spans, trajectory_id=trace_id, source=source.name, metadata=metadata
+                )
+            except InputError as exc:
+                errors.append(exc.located(source=source.name))
+                continue
+            yield ImportedRun(trajectory=trajectory)
+        if len(errors) == 1 and not traces:
+            raise errors[0]
+        if errors:
+            raise RecordsSkipped(errors)
+
+
+def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """``{"llm": {"model_name": "x"}}`` -> ``{"llm.model_name": "x"}``; lists stay
+    whole under their key (the OpenInference readers accept both shapes)."""
+    out: dict[str, Any] = {}
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, Mapping) and item:
+            out.update(flatten(item, name + "."))
+        else:
+            out[name] = item
+    return out
+
+
+def _text(raw: Mapping[str, Any], key: str, fail: Any, *, required: bool = False) -> str | None:
+    value = raw.get(key)
+    if value is None or value == "":
+        if required:
+            raise fail("missing", key)
+        return None
+    if not isinstance(value, str):
+        raise fail(f"expected a string, got {type_name(value)}", key)
+    return value
+
+
+def _span(raw: Any, name: str, record: int) -> tuple[Span, str]:
+    def fail(message: str, field: str | None = None) -> InputError:
+        return InputError(message, source=name, record=record, field=field)
+
+    if not isinstance(raw, Mapping):
+        raise fail(f"expected a span object, got {type_name(raw)}")
+    context = _context(raw)
+    if not isinstance(context, Mapping):
+        raise fail(
+            "missing" if context is None else f"expected an object, got {type_name(context)}",
+            "context",
+        )
+    span_id = _text(context, "span_id", lambda m, f: fail(m, f"context.{f}"), required=True)
+    trace_id = _text(context, "trace_id", lambda m, f: fail(m, f"context.{f}"), required=True)
+    assert span_id is not None and trace_id is not None
+    attributes = raw.get("attributes")
+    if attributes is None:
+        attributes = {
+            k[len("attributes.") :]: v for k, v in raw.items() if k.startswith("attributes.")
+        }
+    attributes = parse_json_text(attributes)
+    if not isinstance(attributes, Mapping):
+        raise fail(f"expected an object, got {type_name(attributes)}", "attributes")
+    attrs = flatten(attributes)
+    kind = _text(raw, "span_kind", fail)
+    if kind and not attrs.get("openinference.span.kind"):
+        attrs["openinference.span.kind"] = kind.upper()
+    start = _time(raw, "start_time", fail)
+    end = _time(raw, "end_time", fail)
+    duration = None
+    if start is not None and end is not None and end >= start:
+        duration = round((end - start).total_seconds() * 1000.0, 3)
+    status_raw = _text(raw, "status_code", fail) or "UNSET"
+    status = _STATUS.get(status_raw.upper().removeprefix("STATUS_CODE_"))
+    if status is None:
+        raise fail(f"expected OK, ERROR or UNSET, got {status_raw!r}", "status_code")
+    span = Span(
+        span_id=span_id,
+        parent_id=_text(raw, "parent_id", fail),
+        name=_text(raw, "name", fail) or "",
+        attributes=attrs,
+        start=start,
+        duration_ms=duration,
+        status=status,
+        status_message=_text(raw, "status_message", fail),
+        events=_events(raw.get("events"), fail),
+        path=f"[{record}]",
+        attributes_path="attributes",
+    )
+    return span, trace_id
+
+
+def _time(raw: Mapping[str, Any], key: str, fail: Any) -> Any:
+    value = raw.get(key)
+    if value is None:
+        return None
+    moment = parse_timestamp(value)
+    if moment is None:
+        raise fail(f"expected an ISO-8601 time, got {value!r}", key)
+    return moment
+
+
+def _events(raw: Any, fail: Any) -> list[dict[str, Any]]:
+    if raw is None:
+        return []
+    raw = parse_json_text(raw)
+    if not isinstance(raw, list):
+        raise fail(f"expected a list of span events, got {type_name(raw)}", "events")
+    out: list[dict[str, Any]] = []
+    for i, event in enumerate(raw):
+        if not isinstance(event, Mapping):
+            raise fail(f"expected a span event object, got {type_name(event)}", f"events[{i}]")
+        attributes = event.get("attributes") or {}
+        if not isinstance(attributes, Mapping):
+            raise fail(
+                f"expected an object, got {type_name(attributes)}", f"events[{i}].attributes"
+            )
+        out.append(
+            {
+                "name": event.get("name"),
+                "timestamp": event.get("timestamp"),
+                "attributes": flatten(attributes),
+            }
+        )
+    return out

@@ -179,7 +179,7 @@ def test_the_earliest_of_equal_errors_ranks_first() -> None:
 
 
 def test_with_no_finding_the_structural_prior_is_low_confidence() -> None:
-    t = traj(
+    t = failed(
         ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
         ev(1, EventType.MESSAGE, "solver", output="It is 5."),
         ev(2, EventType.FINAL_ANSWER, "reporter", output="5"),
@@ -190,10 +190,22 @@ def test_with_no_finding_the_structural_prior_is_low_confidence() -> None:
     assert "no detector fired" in hyps[0].rationale
 
 
+def test_with_no_finding_the_structural_prior_needs_a_run_known_to_have_failed() -> None:
+    """Nothing found, and nothing says the run failed (an imported log, a TRAIL trace):
+    no guess at the first decision (before, "solver at step 1, unclassified")."""
+    t = traj(
+        ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
+        ev(1, EventType.MESSAGE, "solver", output="It is 4."),
+        ev(2, EventType.FINAL_ANSWER, "reporter", output="4"),
+    )
+    assert t.outcome.status is OutcomeStatus.UNKNOWN
+    assert HeuristicAttributor().attribute(t, []) == []
+
+
 def test_with_no_finding_a_call_that_failed_is_not_the_first_decision() -> None:
     """A model call that timed out and was tried again decided nothing: the prior
     starts at the try that answered."""
-    t = traj(
+    t = failed(
         ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
         ev(1, EventType.LLM_RESPONSE, "solver", error="model timed out"),
         ev(2, EventType.LLM_RESPONSE, "solver", output="It is 5."),
@@ -201,6 +213,11 @@ def test_with_no_finding_a_call_that_failed_is_not_the_first_decision() -> None:
     )
     hyps = HeuristicAttributor().attribute(t, [])
     assert [(h.agent_name, h.step_index) for h in hyps] == [("solver", 2), ("reporter", 3)]
+
+
+def failed(*events: AgentEvent) -> AgentTrajectory:
+    """A run known to have failed (its success check said so, giving no reason)."""
+    return traj(*events).model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
 
 
 def failed_with(reason: str, *events: AgentEvent) -> AgentTrajectory:
@@ -261,7 +278,7 @@ def test_with_no_finding_a_reason_that_singles_out_no_step_leaves_the_first(reas
 
 def test_with_no_finding_a_call_stopped_before_it_said_anything_decided_nothing() -> None:
     stopped = ev(1, EventType.LLM_RESPONSE, "solver", metadata={"stopped": "cancelled"})
-    t = traj(
+    t = failed(
         ev(0, EventType.USER_INPUT, "human", output="What is 2+2?"),
         stopped,
         ev(2, EventType.LLM_RESPONSE, "solver", output="It is 5."),
@@ -365,9 +382,34 @@ def test_a_run_its_caller_stopped_with_nothing_wrong_gets_no_root_cause() -> Non
     report = diagnose(stopped)
     assert report.root_cause is None and report.fix is None
     assert any("stopped before it ended (GeneratorExit)" in n for n in report.notes)
-    # a run whose end nobody knows (an imported log) is still given a candidate
-    unknown = stopped.model_copy(update={"outcome": Outcome(status=OutcomeStatus.UNKNOWN)})
-    assert diagnose(unknown).root_cause is not None
+    # a run known to have failed is still given a candidate with nothing found
+    failed = stopped.model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
+    assert diagnose(failed).root_cause is not None
+
+
+def test_a_run_whose_outcome_is_unknown_with_nothing_wrong_gets_no_root_cause() -> None:
+    """An imported conversation ("hi" / "hello") or a TRAIL trace says nothing of how
+    it ended: with no finding, no step is blamed (before, "assistant at step 1,
+    unclassified, confidence 0.15" beside "NoFailureFound", which `list` then showed)."""
+    t = traj(
+        ev(0, EventType.USER_INPUT, None, output="hi"),
+        ev(1, EventType.FINAL_ANSWER, "assistant", output="Hello! How can I help?"),
+    )
+    assert t.outcome.status is OutcomeStatus.UNKNOWN
+    report = diagnose(t)
+    assert report.root_cause is None and report.hypotheses == [] and report.fix is None
+    assert any("does not say whether it failed" in n for n in report.notes)
+    text = render(report, t, "text")
+    assert "Root cause: none named (the run does not say whether it failed" in text
+    assert "NoFailureFound" in text
+    assert "unclassified" not in text
+    # a finding of any weight still gets its root cause
+    t2 = traj(
+        ev(0, EventType.USER_INPUT, None, output="weather?"),
+        ev(1, EventType.TOOL_RESULT, "assistant", error="503 Service Unavailable"),
+        ev(2, EventType.FINAL_ANSWER, "assistant", output="It is sunny."),
+    )
+    assert diagnose(t2).root_cause is not None
 
 
 def test_an_answer_that_reports_the_error_is_one_symptom_not_the_cause() -> None:
@@ -490,7 +532,7 @@ def test_the_structural_prior_names_an_agent_and_step_once() -> None:
     final = AgentEvent(
         id="e2", type=EventType.FINAL_ANSWER, step_index=1, agent_name="answer", output="10 USD"
     )
-    t = traj(
+    t = failed(
         ev(0, EventType.USER_INPUT, None, input="Price?"),
         ev(1, EventType.LLM_RESPONSE, "answer", output="10 USD"),
         final,
@@ -511,11 +553,11 @@ def test_with_no_finding_a_worker_whose_words_the_answer_carries_is_named() -> N
         ev(3, EventType.LLM_RESPONSE, "mathematician", output="100 USD is 90.00 GBP"),
         ev(4, EventType.FINAL_ANSWER, "supervisor", output="The result: 90.00 GBP"),
     ]
-    found = HeuristicAttributor().attribute(traj(*events), [])
+    found = HeuristicAttributor().attribute(failed(*events), [])
     assert (found[0].agent_name, found[0].step_index) == ("mathematician", 2)
     assert "the final answer carries what this step of mathematician" in (found[0].rationale or "")
     alone = [e.model_copy(update={"agent_name": "agent"}) if e.agent_name else e for e in events]
     names = [
-        (h.agent_name, h.step_index) for h in HeuristicAttributor().attribute(traj(*alone), [])
+        (h.agent_name, h.step_index) for h in HeuristicAttributor().attribute(failed(*alone), [])
     ]
     assert names == [("agent", 1), ("agent", 4)]

@@ -41,6 +41,8 @@ def modes(findings: list[Finding]) -> list[tuple[str, int | None]]:
         ("GraphRecursionError: Recursion limit of 25 reached", "planning.step_limit_exhausted"),
         ("MaxTurnsExceeded: Max turns (10) exceeded", "planning.step_limit_exhausted"),
         ("1 validation error for SearchArgs: date field required", "action.malformed_tool_call"),
+        ("ValueError: order id must be digits", "action.malformed_tool_call"),
+        ("sku must contain only alphanumeric characters", "action.malformed_tool_call"),
         ("OutputGuardrailTripwireTriggered", "system.guardrail_triggered"),
         ("ZeroDivisionError: division by zero", "system.tool_error"),
     ],

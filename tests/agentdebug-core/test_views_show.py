@@ -5,6 +5,7 @@ character reaching the terminal."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from agentdebug import AgentDebug
@@ -177,3 +178,20 @@ def test_list_keeps_its_columns_with_long_ids_and_escapes_control_characters(
     assert len(lines) == 4 and len(columns) == 1  # every status in the header's column
     assert any("otlp\\x07 run" in line for line in lines)
     assert any("fw\\x07" in line for line in lines)
+
+
+def test_show_gives_the_system_prompt_of_an_imported_conversation(tmp_path: Path) -> None:
+    """A system message is the agents' instructions: `show` prints it (before, it
+    appeared nowhere in `show`)."""
+    from agentdebug.io import import_file
+
+    path = tmp_path / "conversation.json"
+    messages = [
+        {"role": "system", "content": "You are a travel agent.\nNever book without a date."},
+        {"role": "user", "content": "Book BOS to DEN"},
+        {"role": "assistant", "content": "Booked."},
+    ]
+    path.write_text(json.dumps({"messages": messages}))
+    (run,) = import_file(path)
+    shown = render_run(run.trajectory)
+    assert "instructions: You are a travel agent. Never book without a date." in shown

@@ -13,6 +13,8 @@ from collections.abc import Sequence
 
 from agentdebug.audit import FREE_TIER_INSTEAD, HEURISTIC_INSTEAD, audit_scope, note
 from agentdebug.audit import record as record_audit
+from agentdebug.detect.recovery import NO_SUCH_TOOL
+from agentdebug.detect.signals import failure_of, tool_name
 from agentdebug.errors import AgentDebugError, ConfigError
 from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
 from agentdebug.llm import (
@@ -260,9 +262,18 @@ def _run(
         return findings, hypotheses
     try:
         hypotheses = _on_the_run(trajectory, att.attribute(trajectory, findings), att.name)
-        record_audit(
-            _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
-        )
+        if not hypotheses and _unknown_and_clean(trajectory, findings):
+            # (no guess at a step: nothing found, and nothing says the run failed)
+            record_audit(
+                _audit(
+                    "attribute", att.name, started, outcome="no-answer", detail=NO_FAILURE_UNKNOWN
+                )
+            )
+            note("diagnose", NO_FAILURE_UNKNOWN)
+        else:
+            record_audit(
+                _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
+            )
     except Exception as exc:
         if not isinstance(exc, AgentDebugError):
             log.exception("attributor %s failed", att.name)
@@ -299,6 +310,10 @@ def _audit(
 # detector's finding (the run failed its success check after every finding)
 FAILED_ANSWER = "outcome.failed_answer"
 NO_FAILURE = "the run succeeded and no detector found a fault: no root cause to look for"
+NO_FAILURE_UNKNOWN = (
+    "the run does not say whether it failed, and no detector found a fault: "
+    "no root cause to look for"
+)
 
 
 def _on_the_run(
@@ -326,12 +341,22 @@ def _nothing_failed(trajectory: AgentTrajectory, findings: Sequence[Finding]) ->
     """A run marked a success, one its caller stopped before it ended
     (``Outcome.stopped_by``), or one still running (diagnosed in flight), with
     nothing above information found: no failure to attribute (blaming a step would
-    invent one, and a fix would be acted on)."""
+    invent one, and a fix would be acted on). A run whose outcome is unknown is
+    still given to the attributor (a model may find what no rule did), but the
+    heuristic names no step in it with nothing found."""
     outcome = trajectory.outcome
     ended_well = outcome.status in (OutcomeStatus.SUCCESS, OutcomeStatus.RUNNING) or (
         outcome.status is OutcomeStatus.UNKNOWN and bool(outcome.stopped_by)
     )
     return ended_well and all(f.severity is Severity.INFO for f in findings)
+
+
+def _unknown_and_clean(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> bool:
+    """A run that does not say how it ended (an imported conversation, a TRAIL
+    trace), in which nothing above information was found."""
+    return trajectory.outcome.status is OutcomeStatus.UNKNOWN and all(
+        f.severity is Severity.INFO for f in findings
+    )
 
 
 def _no_failure_note(trajectory: AgentTrajectory) -> str:
@@ -470,9 +495,45 @@ def _fix(root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory) ->
     if mode is None:
         return None
     who = _who(trajectory, root) or "the agent"
+    remedy = mode.remedy
+    if root.mode_id == "action.malformed_tool_call":
+        remedy = _no_such_tool_remedy(trajectory, root) or remedy
     return Fix(
-        directive=f"At step {root.step_index}, {who}: {mode.remedy}",
+        directive=f"At step {root.step_index}, {who}: {remedy}",
         target_agent=root.agent_name,
         target_step=root.step_index,
         rationale=shorten(root.rationale, 300) if root.rationale else None,
     )
+
+
+def _no_such_tool_remedy(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """For a call of a tool that does not exist (a name the model made up): the
+    tools the agent has, by name, rather than "match its schema exactly". None when
+    the root cause is not about a missing tool."""
+    said = [root.rationale or "", *(e.quote or "" for e in root.evidence)]
+    if not any(NO_SUCH_TOOL.search(text) for text in said):
+        return None
+    by_id = {e.id: e for e in trajectory.events}
+    call = by_id.get(root.event_id or "")
+    wrong = tool_name(call) if call is not None and call.type is EventType.TOOL_CALL else None
+    known: list[str] = []
+    for agent in trajectory.agents:
+        if agent.name == root.agent_name or not root.agent_name:
+            known += agent.tools
+    if not known:  # the tools the run called and that answered
+        known = [
+            name
+            for e in trajectory.events
+            if e.type is EventType.TOOL_RESULT
+            and e.error is None
+            and failure_of(e) is None
+            and (name := tool_name(e))
+        ]
+    known = [t for t in dict.fromkeys(known) if t != wrong]
+    instead = f" instead of '{wrong}'" if wrong else ""
+    if known:
+        return (
+            f"Call a tool that exists{instead}: {', '.join(known[:8])} "
+            "(use its exact name and arguments)."
+        )
+    return f"Call a tool the agent actually has, by its exact name{instead}."

@@ -511,6 +511,7 @@ def render_run(
         f"  agents:    {visible(', '.join(trajectory.agent_names())) or '—'}",
         f"  events:    {len(trajectory.events)}",
     ]
+    out += _instructions(trajectory, width)
     if trajectory.parent_id:
         branch = trajectory.metadata.get("branch")
         where = ""
@@ -548,6 +549,21 @@ def render_run(
     out.append("")
     out += timeline(trajectory, width=width, marks=marks, checkpoints=True)
     return shown(out)
+
+
+def _instructions(trajectory: AgentTrajectory, width: int) -> list[str]:
+    """The agents' instructions (a system prompt), one line each, cut to the width:
+    the same text given to every agent is shown once."""
+    given = {a.name: a.instructions for a in trajectory.agents if a.instructions}
+    room = max(20, width - 26)
+    texts = set(given.values())
+    if len(texts) == 1:
+        (text,) = texts
+        return [f"  instructions: {shorten(text, room)}"]
+    return [
+        f"  instructions ({name}): {shorten(text, room)}"
+        for name, text in given.items()
+    ]
 
 
 def shown(lines: Iterable[str]) -> str:

@@ -29,6 +29,7 @@ from agentdebug.schema import (
     Evidence,
     Finding,
     Hypothesis,
+    OutcomeStatus,
     Severity,
 )
 from agentdebug.text import flatten
@@ -44,6 +45,7 @@ ENVIRONMENT_MODES = frozenset(
     }
 )
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
+_MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 
 
 @dataclass
@@ -62,9 +64,13 @@ def causing_event(
     by_id: dict[str, AgentEvent] | None = None,
     position: dict[str, int] | None = None,
 ) -> AgentEvent | None:
-    """The decision that led to a tool result: its parent call, else the nearest
-    preceding decision by an agent other than the tool's own speaker. Pass the
-    trajectory's id maps when calling it for many events."""
+    """The decision that led to a failure: its parent call; for a failed step (a
+    span) the model call it holds, which decided what the step ran; for a tool call
+    that failed itself the model call of its step before it; else the nearest
+    preceding decision by an agent other than the tool's own speaker, or the
+    nearest tool call not answered yet (one that has its own result, or failed
+    itself, is not what failed here). Pass the trajectory's id maps when calling it
+    for many events."""
     events = trajectory.events
     by_id = by_id if by_id is not None else {e.id: e for e in events}
     parent = by_id.get(event.parent_id) if event.parent_id else None
@@ -75,11 +81,28 @@ def causing_event(
         if position is not None
         else next(i for i, e in enumerate(events) if e.id == event.id)
     )
+    if event.type in (EventType.SPAN, EventType.AGENT_START):  # a step that failed
+        held = [e for e in events[at + 1 :] if e.parent_id == event.id and e.type in DECISION_TYPES]
+        model = [e for e in held if e.type in _MODEL_TYPES and e.error is None]
+        if model or held:
+            return (model or held)[-1]
+    pending = 0  # results seen walking back, each the answer of a call before it
     for prior in reversed(events[:at]):
+        if (
+            event.type is EventType.TOOL_CALL
+            and prior.type in _MODEL_TYPES
+            and prior.agent_name == event.agent_name
+            and prior.parent_id == event.parent_id
+        ):
+            return prior  # (the model call of its step that asked for the call)
         if prior.type in DECISION_TYPES and prior.agent_name != event.agent_name:
             return prior
-        if prior.type is EventType.TOOL_CALL:
-            return prior
+        if prior.type in RESULT_TYPES:
+            pending += 1
+        elif prior.type is EventType.TOOL_CALL and prior.error is None:
+            if not pending:
+                return prior
+            pending -= 1
     return None
 
 
@@ -201,13 +224,16 @@ class HeuristicAttributor:
                         finding,
                     )
                 elif cause is not None:
-                    issued = "issued the call"
-                    if cause.metadata.get("edited"):  # (arguments a person changed)
+                    issued = "issued the call that failed"
+                    if cause.parent_id == event.id:  # (a model call of the step that failed)
+                        issued = "decided what its step ran, which failed"
+                    elif cause.metadata.get("edited"):  # (arguments a person changed)
                         issued = "ran a call whose arguments were edited after the model asked"
+                        issued += ", which failed"
                     charge(
                         cause,
                         0.8 * conf,
-                        f"{issued} that failed at step {event.step_index}: {finding.message}",
+                        f"{issued} at step {event.step_index}: {finding.message}",
                         finding,
                     )
                     charge(event, 0.2 * conf, f"failure surfaced here: {finding.message}", finding)
@@ -241,6 +267,13 @@ class HeuristicAttributor:
 
         if not candidates:
             return self._structural_prior(trajectory)
+        at_step: dict[tuple[str | None, int | None], Finding] = {}  # its strongest finding
+        for finding in findings:
+            if finding.severity is Severity.INFO or finding.step_index is None:
+                continue
+            key = (finding.agent_name, finding.step_index)
+            if key not in at_step or finding.confidence > at_step[key].confidence:
+                at_step[key] = finding
 
         n = len(events)
         ranked: list[tuple[float, _Candidate]] = []
@@ -264,8 +297,7 @@ class HeuristicAttributor:
                     event_id=cand.event.id,
                     strategy=self.name,
                     confidence=max(confidence, 0.01),
-                    # the mode that contributed most weight; ties go to the first charged
-                    mode_id=max(cand.modes, key=lambda m: cand.modes[m]) if cand.modes else None,
+                    mode_id=_mode_of(cand, at_step),
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
                     evidence=_distinct(cand.evidence)[:4],
                 )
@@ -275,10 +307,14 @@ class HeuristicAttributor:
         return out
 
     def _structural_prior(self, trajectory: AgentTrajectory) -> list[Hypothesis]:
-        """No finding to go on: errors propagate forward, so the first step that commits
-        to an approach is the likeliest decisive one, then the step that gave the answer.
+        """No finding to go on, in a run known to have failed (in one whose outcome is
+        unknown, none: nothing says it failed): errors propagate forward, so the first
+        step that commits to an approach is the likeliest decisive one, then the step
+        that gave the answer.
         A call that failed (a model call that timed out, tried again), or that was
         stopped before it said anything, decided nothing."""
+        if trajectory.outcome.status is not OutcomeStatus.FAILURE:
+            return []  # (nothing found, and no failure known: a guess would invent one)
         decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
         decisions = [e for e in decisions if not _decided_nothing(e)] or decisions
         if not decisions:
@@ -339,6 +375,16 @@ class HeuristicAttributor:
         ]
 
 
+def _mode_of(cand: _Candidate, own: dict[tuple[str | None, int | None], Finding]) -> str | None:
+    """The mode of a step blamed: that of the step's own strongest finding, where it
+    has one (a failure charged to it from a later step does not relabel it); else the
+    mode that contributed most weight, ties going to the first charged."""
+    found = own.get((cand.event.agent_name, cand.event.step_index))
+    if found is not None:
+        return found.mode_id
+    return max(cand.modes, key=lambda m: cand.modes[m]) if cand.modes else None
+
+
 def _distinct(evidence: Sequence[Evidence]) -> list[Evidence]:
     """Each quote once, first seen first (two findings at one event often quote the
     same text; so do a tool's failed result and the error its node raised with it,
@@ -353,10 +399,12 @@ def _distinct(evidence: Sequence[Evidence]) -> list[Evidence]:
 def _run_end_symptom(finding: Finding, event: AgentEvent) -> bool:
     """A finding about how the run ended rather than a decision in it: done while
     an error stood unresolved, a final answer that reports an error or refuses,
-    or one that takes an error for a success."""
+    one that takes an error for a success, or a step limit the run ran into (what
+    used the steps up is the decision: a repeated action, say)."""
     mode = finding.mode_id
     return (
         mode == "verification.premature_success"
+        or mode == "planning.step_limit_exhausted"
         or (
             mode == "verification.invalid_final_output"
             and finding.metadata.get("answer") == ERROR_OR_REFUSAL

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Sequence
+from typing import Any
+
+import orjson
 
 from agentdebug.schema import AgentEvent, EventType
-from agentdebug.text import flatten
+from agentdebug.text import compact_json, flatten
 
 # An imported LLM span (OpenTelemetry) is one LLM_CALL event holding the model's
 # output, so it is a decision too; captured runs record the output as LLM_RESPONSE.
@@ -89,11 +92,14 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
             r"could not parse (?:the )?tool|"
             r"\b(?:bad|invalid|wrong|malformed) (?:\w+ ){0,2}format\b|"
             # an argument of the wrong kind, in a tool's own words ("not an order id:
-            # bob@x.com", "expected an integer", "amount must be a positive number")
+            # bob@x.com", "expected an integer", "amount must be a positive number",
+            # "order id must be digits")
             r"\bnot an? (?:valid )?(?:\w+ )?(?:id|identifier|number|integer|email(?: address)?|"
             r"date|uuid|url)\b|\bexpected (?:an? )?(?:int|integer|float|number|string|str|"
             r"list|array|dict|object|boolean|bool)\b|\bmust be (?:an? )?(?:valid |positive |"
-            r"non-negative )?(?:int|integer|number|string|list|date|email)\b",
+            r"non-negative )?(?:int|integer|number|string|list|date|email)\b|"
+            r"\bmust (?:be|contain) (?:only )?(?:all )?(?:digits|numeric|alphanumeric|"
+            r"letters|numbers)\b",
             re.I,
         ),
     ),
@@ -120,6 +126,100 @@ _OUTPUT_FAILURE = re.compile(
     r"^\s*(?:Error|Exception|\w+Error):",
     re.I | re.M,
 )
+
+
+# A tool that reports failure as data: a bare HTTP status line ("503 Service
+# Unavailable", "HTTP/1.1 404 Not Found"), only with a standard reason phrase, so
+# "500 Days of Summer" is not one.
+_HTTP_STATUS_LINE = re.compile(
+    r"\A\s*(?:HTTP/\d(?:\.\d)?\s+)?[45]\d\d\s+(?:Bad Request|Unauthori[sz]ed|"
+    r"Payment Required|Forbidden|Not Found|Method Not Allowed|Not Acceptable|"
+    r"Request Time-?out|Conflict|Gone|Payload Too Large|Unsupported Media Type|"
+    r"Unprocessable (?:Entity|Content)|Too Many Requests|Internal Server Error|"
+    r"Not Implemented|Bad Gateway|Service (?:Temporarily )?Unavailable|Gateway Time-?out)"
+    r"\b[^\n]{0,200}(?:\n|\Z)",
+    re.I,
+)
+_ERROR_STATUSES = frozenset({"error", "failed", "failure", "fail"})
+_MESSAGE_KEYS = ("message", "error", "detail", "reason", "description", "msg")
+
+
+def _message_of(payload: Any) -> tuple[str, str] | None:
+    """(text to classify, quote) of an error value: a string, or an error object's
+    message (its type or code, if any, goes before it in the text to classify)."""
+    if isinstance(payload, str):
+        text = payload.strip()
+        return (text, text) if text else None
+    if isinstance(payload, dict):
+        kind = next(
+            (str(payload[k]) for k in ("type", "code") if isinstance(payload.get(k), (str, int))),
+            "",
+        )
+        for key in _MESSAGE_KEYS:
+            found = _message_of(payload.get(key))
+            if found:
+                text, quote = found
+                return (f"{kind}: {text}" if kind and kind not in text else text), quote
+        if kind.strip():
+            return kind.strip(), kind.strip()
+    return None
+
+
+def _messages(payload: dict[str, Any], *, without: str) -> tuple[str, str] | None:
+    return _message_of({k: v for k, v in payload.items() if k in _MESSAGE_KEYS and k != without})
+
+
+def structured_error(payload: Any) -> tuple[str, str] | None:
+    """(text to classify, quote) of the error a tool reported as a JSON object.
+
+    ``{"error": "503 Service Unavailable"}``, ``{"error": {"message": ...}}``,
+    ``{"status": "error", "message": ...}``, ``{"status": 503, ...}``,
+    ``{"ok": false, "error": ...}``. A key that merely names an error in data
+    (``{"errors_count": 0}``, ``{"error": null}``, ``{"error": false}``) is none.
+    A JSON string is read as its object."""
+    raw = payload
+    if isinstance(payload, str):
+        text = payload.strip()
+        if not (text.startswith("{") and text.endswith("}")) or len(text) > 20000:
+            return None
+        try:
+            payload = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return None
+    if not isinstance(payload, dict):
+        return None
+    whole = raw.strip() if isinstance(raw, str) else compact_json(payload)
+    error = payload.get("error")
+    if error is True:  # {"error": true, "message": "..."}
+        return _messages(payload, without="error") or ("error", whole)
+    if error is not None and error is not False:
+        return _message_of(error)
+    status = payload.get("status")
+    if isinstance(status, str) and status.strip().lower() in _ERROR_STATUSES:
+        return _messages(payload, without="status") or (f"status: {status}", whole)
+    code = next((payload[k] for k in ("status", "status_code", "statusCode") if k in payload), None)
+    if isinstance(code, int) and not isinstance(code, bool) and 400 <= code <= 599:
+        found = _messages(payload, without="status")
+        return (f"{code} {found[0]}", found[1]) if found else (str(code), whole)
+    if payload.get("ok") is False or payload.get("success") is False:
+        return _messages(payload, without="")
+    return None
+
+
+def _output_failure(output: Any) -> tuple[str, str] | None:
+    """(text to classify, quote) of the failure a tool result reports in its output."""
+    text = flatten(output, limit=20000)
+    match = _OUTPUT_FAILURE.search(text)
+    if match:
+        return text, text[match.start() : match.start() + 160].strip()
+    for candidate in (output, text):
+        reported = structured_error(candidate)
+        if reported:
+            return reported[0], reported[1][:300]
+    status = _HTTP_STATUS_LINE.match(text)
+    if status:
+        return text, status.group(0).strip()
+    return None
 
 
 def classify_error(text: str) -> str:
@@ -180,12 +280,9 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
         )
         return classify_error(text), event.error.message
     if event.type in RESULT_TYPES:
-        output = flatten(event.output, limit=20000)
-        match = _OUTPUT_FAILURE.search(output)
-        if match:
-            start = max(0, match.start())
-            quote = output[start : start + 160].strip()
-            return classify_error(output), quote
+        failure = _output_failure(event.output)
+        if failure is not None:
+            return classify_error(failure[0]), failure[1]
     return None
 
 

@@ -212,7 +212,11 @@ def test_a_payload_that_refers_back_to_itself_twice_is_kept_at_once(home: Path) 
 
     run_id = finishes_within(60, record)  # a walk without memory doubles per level
     (event,) = open_store(home).load_trajectory(run_id).events
-    assert "'name': 'root'" in event.input and event.output == "\\ud800"
+    # only the references back are markers: the structure around them is kept
+    cycle = "<cycle: refers back to the dict that holds it>"
+    assert event.input["name"] == "root" and event.output == "\\ud800"
+    assert [kid["up"] for kid in event.input["kids"][:2]] == [cycle, cycle]
+    assert event.input["(3, 4)"] == str(2**70)
 
 
 def test_keys_that_would_read_alike_as_json_are_all_kept(home: Path) -> None:
@@ -291,7 +295,8 @@ def test_wrongly_typed_fields_are_coerced_and_the_run_stays_readable(home: Path)
     assert e[1].metadata["capture_notes"]["duration_ms_dropped"] == "'slow'"
     assert (e[2].parent_id, e[2].module, e[2].duration_ms) == ("3", "['m']", None)
     assert e[3].input == {"keep": "me"}  # the good field survives the bad one
-    assert "output_unserialisable" in e[3].metadata["capture_notes"]
+    assert e[3].output == ["<cycle: refers back to the list that holds it>"]
+    assert "output_cycles" in e[3].metadata["capture_notes"]
     assert e[4].output == "Opaque()"
     ids = [ev.id for ev in e]
     assert len(ids) == len(set(ids)) and "5" in ids and "same" in ids and "e0#u" in ids

@@ -71,8 +71,9 @@ def test_a_final_state_that_contains_itself_still_closes_the_run(dbg: AgentDebug
     run = cb.trajectory()  # the run was closed and is in the store
     assert run.outcome.status is OutcomeStatus.SUCCESS
     (end,) = [e for e in run.events if e.type is EventType.AGENT_END]
-    assert "'a': 1" in end.output  # kept as text, with a note saying why
-    assert "output_unserialisable" in end.metadata["capture_notes"]
+    # only the reference back is replaced, with a note (before: the whole update as text)
+    assert end.output == {"v": {"a": 1, "me": "<cycle: refers back to the dict that holds it>"}}
+    assert "output_cycles" in end.metadata["capture_notes"]
 
 
 def test_a_state_that_refers_back_to_itself_twice_is_recorded_at_once(dbg: AgentDebug) -> None:

@@ -28,8 +28,10 @@ from agentdebug.capture.walk import (
     printed,
     safe_repr,
     safe_str,
+    uncycled,
     walk_leaves,
 )
+from agentdebug.limits import max_event_bytes
 from agentdebug.schema import ErrorInfo
 
 __all__ = ["Walk", "distinct_keys", "safe_repr", "safe_str"]  # (here for integrations too)
@@ -88,6 +90,26 @@ def to_json(value: Any) -> Any:
         return bytes_json(bytes(value))
     if isinstance(value, BaseException):
         return error_dict(value)
+    if isinstance(value, float):  # a subclass (numpy.float64): orjson takes only float
+        return float(value)
+    return _array_like(value)
+
+
+def _array_like(value: Any) -> Any:
+    """An object with a ``tolist()`` (a numpy array or scalar, an ``array.array``, a
+    pandas series, a tensor) as the list or number it gives, not its repr (numpy's
+    elides all but six items); one of more bytes than an event holds is a
+    truncation marker, not turned into a list first. Anything else: its repr."""
+    tolist = getattr(type(value), "tolist", None)
+    if callable(tolist):
+        try:
+            size = getattr(value, "nbytes", None)
+            if size.__class__ is int and size > max_event_bytes():
+                head = safe_repr(value)[:_HEAD_BYTES]
+                return {"truncated": True, "original_bytes": size, "head": head}
+            return tolist(value)
+        except Exception:
+            pass
     return safe_repr(value)  # (a repr that raises must not cost the values beside it)
 
 
@@ -181,7 +203,10 @@ def jsonable(value: Any, limit: int | None = None) -> Any:
     try:
         data = dumps(value)  # (text UTF-8 cannot hold comes back escaped)
     except Exception:
-        return safe_repr(value)
+        acyclic = _acyclic(value, {}, "value")
+        if acyclic is None:
+            return safe_repr(value)
+        data = dumps(acyclic)
     if limit is not None and len(data) > limit:
         return _fitted(orjson.loads(data), len(data), limit, min(_HEAD_BYTES, limit // 8))
     return orjson.loads(data)
@@ -222,11 +247,14 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
         return value
     except Exception as exc:
         why = f"{type(exc).__name__}: {exc}"
-    value = distinct_keys(value, Walk())  # ({1: "a", "1": "b"}: both kept, as dumps keeps them)
+    given, value = value, distinct_keys(value, Walk())  # ({1: "a", "1": "b"}: both kept)
     kept = coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
     try:
         dumps(kept)
     except Exception:
+        acyclic = _acyclic(given, notes, key)
+        if acyclic is not None:
+            return acyclic
         text = printed(repr, value)
         if text is None:  # (nested past Python's recursion limit, say: its repr raises)
             notes[f"{key}_cut"] = why
@@ -234,6 +262,25 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
         notes[f"{key}_unserialisable"] = why
         return text
     notes[f"{key}_coerced"] = why
+    return kept
+
+
+def _acyclic(value: Any, notes: dict[str, Any], key: str) -> Any:
+    """``value`` with its references back to a container holding them as markers
+    (see :func:`uncycled`), keys and numbers JSON lacks as text, noted; None when
+    it has no such reference, or still no JSON form."""
+    walk = Walk()
+    kept = uncycled(value, walk)
+    if not walk.cycles:
+        return None
+    kept = coerced(distinct_keys(kept, Walk()))
+    try:
+        dumps(kept)
+    except Exception:
+        return None
+    notes[f"{key}_cycles"] = (
+        f"{walk.cycles} reference(s) back to a value holding them, each kept as a marker"
+    )
     return kept
 
 

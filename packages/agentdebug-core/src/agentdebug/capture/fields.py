@@ -7,10 +7,11 @@ back) and never raised into the agent."""
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, Protocol
 
-from agentdebug.capture.encode import clean_text
-from agentdebug.schema import Artifact, CheckpointRef
+from agentdebug.capture.encode import clean_text, safe_str
+from agentdebug.schema import Artifact, CheckpointRef, EventType, OutcomeStatus
 
 log = logging.getLogger("agentdebug.capture")
 
@@ -80,3 +81,91 @@ def checked_refs(
         merged = {**earlier, **notes} if isinstance(earlier, dict) else notes
         metadata = {**base, "capture_notes": merged}
     return kept, ref, metadata
+
+
+def as_dict(metadata: Any) -> dict[str, Any]:
+    """Metadata to add a key to: a dict as it is; anything else kept under
+    ``"value"`` (as the writer keeps metadata that is not a dict), None as nothing."""
+    if metadata is None:
+        return {}
+    if isinstance(metadata, dict):
+        return metadata
+    return {"value": metadata, "capture_notes": {"metadata_coerced_from": type(metadata).__name__}}
+
+
+_SAID: set[str] = set()  # unknown field names already logged (each is said once)
+
+
+def unknown_fields(
+    args: tuple[Any, ...], fields: dict[str, Any], agent_name: Any, metadata: Any
+) -> tuple[Any, Any]:
+    """``record`` given arguments it has no field for: keyword arguments it does
+    not know (``agent=``, ``timestamp=``, ``duration=``), positional ones after the
+    type. A first positional one is the agent's name (``record(type, "searcher")``)
+    when none was given by name; the rest are kept in the event's
+    ``metadata["unknown_fields"]`` (positional ones as ``args``), each name logged
+    once per process, not raised into the agent (``agentdebug.record`` outside any
+    run takes them without a word)."""
+    if args and agent_name is None and (args[0] is None or isinstance(args[0], str)):
+        agent_name, args = args[0], args[1:]
+    kept: dict[str, Any] = dict(fields)
+    if args:
+        kept["args"] = list(args)
+    new = sorted(set(kept) - _SAID)
+    if new:
+        _SAID.update(new)
+        log.warning(
+            "agentdebug: record() has no field %s; kept in the event's "
+            'metadata["unknown_fields"] (its fields: agent_name, step_index, input, '
+            "output, error, module, parent_id, duration_ms, metadata, artifacts, "
+            "checkpoint, event_id)",
+            ", ".join(map(repr, new)),
+        )
+    if kept:
+        metadata = {**as_dict(metadata), "unknown_fields": kept}
+    return agent_name, metadata
+
+
+def known_status(status: Any, reason: Any) -> tuple[OutcomeStatus, Any]:
+    """``set_outcome``'s status as an ``OutcomeStatus``; one it does not know is
+    ``unknown``, said in the log and in the reason, so the final answer and the
+    reason given with it are still kept."""
+    try:
+        return OutcomeStatus(status), reason
+    except ValueError:
+        pass
+    given = short_repr(status)
+    log.warning(
+        "agentdebug: outcome status %s is not one of %s; recorded as unknown", given, _STATUSES
+    )
+    said = f"(set_outcome was given status {given}, not one of {_STATUSES})"
+    text = reason if isinstance(reason, str) else (None if reason is None else safe_str(reason))
+    return OutcomeStatus.UNKNOWN, f"{text} {said}" if text else said
+
+
+_STATUSES = ", ".join(s.value for s in OutcomeStatus if s is not OutcomeStatus.RUNNING)
+
+
+class Record(Protocol):
+    """``TraceSession.record`` as a type checker sees it: the fields an event has.
+    At run time it takes others too, and a positional agent name, and keeps them
+    (see :func:`unknown_fields`): a call a type checker would refuse must not stop
+    the agent."""
+
+    def __call__(
+        self,
+        type: EventType | str,
+        *,
+        agent_name: str | None = None,
+        step_index: int | None = None,
+        input: Any = None,
+        output: Any = None,
+        error: Any = None,
+        module: str | None = None,
+        parent_id: str | None = None,
+        duration_ms: float | None = None,
+        metadata: dict[str, Any] | None = None,
+        artifacts: Sequence[Artifact] | None = None,
+        checkpoint: CheckpointRef | None = None,
+        event_id: str | None = None,
+    ) -> str | None: ...

@@ -14,13 +14,14 @@ import math
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from contextvars import ContextVar, Token
+from contextvars import Token
 from datetime import UTC, datetime
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
+from agentdebug.capture.current import enter, forget, leave
 from agentdebug.capture.emit import Emit, emitter
 from agentdebug.capture.encode import (
     ENCODED,
@@ -29,15 +30,21 @@ from agentdebug.capture.encode import (
     error_dict,
     event_json,
     jsonable,
+    safe_str,
     snapshot,
     to_json,
 )
+from agentdebug.capture.ending import ended_by
 from agentdebug.capture.fields import (
     MAX_STEP,
+    Record,
+    as_dict,
     capped_goal,
     checked_refs,
+    known_status,
     short_repr,
     text_or_none,
+    unknown_fields,
 )
 from agentdebug.capture.writer import BEHIND, let_go
 from agentdebug.limits import max_event_bytes
@@ -48,7 +55,6 @@ from agentdebug.schema import (
     Artifact,
     CheckpointRef,
     DiagnosticReport,
-    ErrorInfo,
     EventType,
     Outcome,
     OutcomeStatus,
@@ -60,19 +66,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentdebug.capture")
 
-_current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", default=None)
-
 _EVENT_TYPES = {t.value: t for t in EventType}
 _CONTAINERS = frozenset({dict, list})
 _FINAL = EventType.FINAL_ANSWER
 _LOOK = 255  # record looks at the writer's backlog every 256 events
 _now = time.time
 _INF = math.inf
-
-
-def current_session() -> TraceSession | None:
-    """The session recording in this thread or task, if any."""
-    return _current.get()
 
 
 def new_run_id() -> str:
@@ -143,6 +142,7 @@ class TraceSession:
         self._n_errors = 0
         self._final_answer: Any = None
         self._token: Token[TraceSession | None] | None = None
+        self._outer: TraceSession | None = None  # the run current when this one began
         self._writer = debugger._writer_for_capture()
         if self._writer is None:
             self.store_failed = True
@@ -169,7 +169,7 @@ class TraceSession:
     # -- context management ------------------------------------------------------
 
     def __enter__(self) -> TraceSession:
-        self._token = _current.set(self)
+        self._token = enter(self)
         return self
 
     def __exit__(
@@ -179,24 +179,14 @@ class TraceSession:
         tb: TracebackType | None,
     ) -> None:
         try:
-            if exc is not None:
-                self.record(EventType.ERROR, error=exc)
-                claimed = (
-                    f" after it was marked {self.outcome.status.value}" if self.outcome else ""
-                )
-                self.outcome = Outcome(
-                    status=OutcomeStatus.FAILURE,
-                    error=ErrorInfo.model_validate(error_dict(exc)),
-                    reason=f"the run raised an exception{claimed}",
-                )
+            if exc is not None:  # a failure, or its caller stopping it (see capture.ending)
+                ended_by(self, exc)
             self.close()
+        except Exception:
+            log.exception("agentdebug: ending run %s failed", self.id)
         finally:
-            if self._token is not None:
-                try:
-                    _current.reset(self._token)
-                except ValueError:  # exited in another context (threads, generators)
-                    _current.set(None)
-                self._token = None
+            token, self._token = self._token, None
+            leave(self, token)
 
     async def __aenter__(self) -> TraceSession:
         return self.__enter__()
@@ -211,10 +201,10 @@ class TraceSession:
 
     # -- the hot path -------------------------------------------------------------
 
-    def record(
+    def _record(
         self,
         type: EventType | str,
-        *,
+        *args: Any,
         agent_name: str | None = None,
         step_index: int | None = None,
         input: Any = None,
@@ -227,6 +217,7 @@ class TraceSession:
         artifacts: Sequence[Artifact] | None = None,
         checkpoint: CheckpointRef | None = None,
         event_id: str | None = None,
+        **fields: Any,
     ) -> str | None:
         """Record one event; returns its id. Never raises into the agent.
 
@@ -246,6 +237,8 @@ class TraceSession:
         recording without explicit steps may share a step number, harmless).
         """
         try:
+            if args or fields:  # (rare: a field record has not, or a positional one)
+                agent_name, metadata = unknown_fields(args, fields, agent_name, metadata)
             if type.__class__ is not EventType:
                 type, metadata = self._coerce_type(type, metadata)
             if step_index is None:
@@ -363,6 +356,11 @@ class TraceSession:
             log.exception("agentdebug: an event could not be recorded")
             return None
 
+    if TYPE_CHECKING:
+        record: Record  # (checked against the fields an event has; see fields.Record)
+    else:
+        record = _record
+
     def emitter(self, default: Callable[[Any], Any] = to_json) -> Emit:
         """:meth:`record` for a framework integration on the agent's hot path: a
         function ``emit(doc, agent_name)`` that records an event from a document
@@ -432,11 +430,11 @@ class TraceSession:
     def _coerce_type(
         self, value: Any, metadata: dict[str, Any] | None
     ) -> tuple[EventType, dict[str, Any] | None]:
-        found = _EVENT_TYPES.get(str(value))
+        found = _EVENT_TYPES.get(safe_str(value))
         if found is not None:
             return found, metadata
         log.warning("agentdebug: unknown event type %r recorded as 'span'", value)
-        return EventType.SPAN, {**(metadata or {}), "original_type": str(value)}
+        return EventType.SPAN, {**as_dict(metadata), "original_type": safe_str(value)}
 
     def _coerce_step(self, value: Any) -> int:
         """A step that is not a whole number from 0 to ``MAX_STEP``: the number it
@@ -469,8 +467,9 @@ class TraceSession:
         """How the run ended. ``stopped_by``: what stopped it before it ended (its
         caller closing the stream, a cancel: the exception's class name)."""
         try:
+            status, reason = known_status(status, reason)
             self.outcome = Outcome(
-                status=OutcomeStatus(status),
+                status=status,
                 final_answer=jsonable(final_answer, self._limit),
                 reason=text_or_none(reason, "reason"),
                 error=clean_text(error_dict(error)) if error is not None else None,
@@ -525,6 +524,7 @@ class TraceSession:
             return
         self.ended_at = datetime.now(UTC)
         try:
+            forget(self)  # (no longer a live run for capture.current)
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
                 self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))

@@ -70,12 +70,13 @@ class Walk:
     ``deepest``, or one past the first ``most``; so a walk that leaves those as
     they are stays linear however the value refers back to itself."""
 
-    __slots__ = ("deepest", "left", "path")
+    __slots__ = ("cycles", "deepest", "left", "path")
 
     def __init__(self, deepest: int = _DEEPEST, most: int = _WALKED) -> None:
         self.path: set[int] = set()
         self.deepest = deepest
         self.left = most
+        self.cycles = 0  # references back to a container on the way (see uncycled)
 
     def enter(self, container: Any) -> bool:
         key = id(container)
@@ -102,6 +103,28 @@ def walk_leaves(
         if isinstance(value, dict):
             return {key_of(k): walk_leaves(v, leaf, key_of, walk) for k, v in value.items()}
         return [walk_leaves(v, leaf, key_of, walk) for v in value]
+    finally:
+        walk.leave(value)
+
+
+def uncycled(value: Any, walk: Walk) -> Any:
+    """``value`` with each reference back to a container that holds it (a state
+    whose message points at the state) written as a marker, counted in
+    ``walk.cycles``: the structure around it is kept, where JSON could hold none of
+    it. Only containers with such a reference in them are rebuilt."""
+    if not isinstance(value, (dict, list, tuple)):
+        return value
+    if id(value) in walk.path:
+        walk.cycles += 1
+        return f"<cycle: refers back to the {type(value).__name__} that holds it>"
+    if not walk.enter(value):
+        return value
+    try:
+        if isinstance(value, dict):
+            items = [(k, uncycled(v, walk)) for k, v in value.items()]
+            return value if all(v is value[k] for k, v in items) else dict(items)
+        kept = [uncycled(v, walk) for v in value]
+        return value if all(a is b for a, b in zip(kept, value, strict=True)) else kept
     finally:
         walk.leave(value)
 

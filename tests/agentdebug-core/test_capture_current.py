@@ -1,0 +1,101 @@
+"""Which run is current: never one that has ended (generators that end out of
+order), and a worker thread that finds none while a run is open elsewhere says
+so, once, with the fix."""
+
+from __future__ import annotations
+
+import contextvars
+import logging
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import agentdebug
+import pytest
+from agentdebug import AgentDebug, EventType, current_session
+from agentdebug.capture import current
+from agentdebug.store import open_store
+
+
+def _stream(dbg: AgentDebug, goal: str, ids: dict[str, str]) -> Iterator[int]:
+    with dbg.trace(goal=goal) as t:
+        ids[goal] = t.id
+        for i in range(3):
+            t.record(EventType.TOOL_CALL, agent_name="streamer", input={"i": i})
+            yield i
+
+
+def test_streams_that_end_out_of_order_leave_no_ended_run_current(home: Path) -> None:
+    dbg = AgentDebug()
+    ids: dict[str, str] = {}
+    a, b = _stream(dbg, "A", ids), _stream(dbg, "B", ids)
+    next(a)
+    next(b)
+    list(a)
+    list(b)  # B's end restored what was current when it began: A, which has ended
+    assert current_session() is None
+    assert agentdebug.record(EventType.MESSAGE, agent_name="app", output="unrelated") is None
+    store = open_store(home)
+    for goal in ("A", "B"):
+        events = store.load_trajectory(ids[goal]).events
+        assert [e.agent_name for e in events] == ["streamer"] * 3
+
+
+def test_the_enclosing_live_run_is_current_again_after_an_inner_one_ends(home: Path) -> None:
+    dbg = AgentDebug()
+    ids: dict[str, str] = {}
+    with dbg.trace(goal="outer") as outer:
+        a, b = _stream(dbg, "A", ids), _stream(dbg, "B", ids)
+        next(a)
+        next(b)
+        list(a)
+        list(b)
+        assert current_session() is outer
+        agentdebug.record(EventType.MESSAGE, agent_name="app", output="the outer run's")
+    assert current_session() is None
+    events = open_store(home).load_trajectory(outer.id).events
+    assert [e.output for e in events] == ["the outer run's"]
+
+
+def test_a_run_closed_inside_its_with_block_is_no_longer_current(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="g") as t:
+        t.close()
+        assert current_session() is None
+        assert agentdebug.record(EventType.MESSAGE, output="after close") is None
+    assert open_store(home).load_trajectory(t.id).events == []
+
+
+def test_a_worker_thread_without_the_run_says_so_once_with_the_fix(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(current, "_warned", False)
+
+    def tool(i: int) -> str | None:
+        return agentdebug.record(EventType.TOOL_RESULT, agent_name="worker", output=f"r{i}")
+
+    dbg = AgentDebug()
+    with caplog.at_level(logging.WARNING, "agentdebug.capture"), dbg.trace(goal="g") as t:
+        with ThreadPoolExecutor(2) as pool:
+            assert list(pool.map(tool, range(3))) == [None, None, None]
+            # the documented fix: the work run in the run's context
+            ctx = contextvars.copy_context()
+            assert pool.submit(ctx.run, tool, 9).result() is not None
+        thread = threading.Thread(target=tool, args=(5,))
+        thread.start()
+        thread.join()
+    said = [r.getMessage() for r in caplog.records if "no run is current" in r.getMessage()]
+    assert len(said) == 1
+    assert t.id in said[0] and "copy_context().run" in said[0] and "session.record" in said[0]
+    events = open_store(home).load_trajectory(t.id).events
+    assert [e.output for e in events] == ["r9"]
+
+
+def test_no_warning_outside_any_run(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(current, "_warned", False)
+    with caplog.at_level(logging.WARNING, "agentdebug.capture"), ThreadPoolExecutor(1) as pool:
+        assert pool.submit(agentdebug.record, EventType.MESSAGE, output="x").result() is None
+    assert not [r for r in caplog.records if "no run is current" in r.getMessage()]

@@ -279,6 +279,8 @@ class ReactRun(Generic[S]):
         self.done = True
         self._raised = exc
         self._next = k + 1
+        if not isinstance(exc, Exception):  # a stop (Ctrl-C, a cancel), not the step's error
+            return
         try:
             said = self._said(k)
         except Exception:
@@ -436,6 +438,14 @@ class ReactRun(Generic[S]):
     def _finish(self, exc: BaseException | None) -> tuple[OutcomeStatus, str | None, bool | None]:
         """Record an error the loop raised outside a step, and set the outcome."""
         last = max(self._next - 1, 0)
+        stop = exc if exc is not None else self._raised
+        if stop is not None and not isinstance(stop, Exception):
+            # its caller stopped it (a stream closed early, a cancel, Ctrl-C): how it
+            # would have ended is unknown, and no one is to blame
+            name = type(stop).__name__
+            reason = f"the loop was stopped ({name}) at step {last}"
+            self.session.set_outcome(OutcomeStatus.UNKNOWN, reason=reason, stopped_by=name)
+            return OutcomeStatus.UNKNOWN, reason, None
         if exc is not None and exc is not self._raised:
             self._safely(
                 "the loop's error",

@@ -63,3 +63,36 @@ def test_a_cancelled_async_loop_is_stopped_not_failed(dbg: AgentDebug) -> None:
     outcome = runs[0].session.trajectory().outcome
     assert outcome.status is OutcomeStatus.UNKNOWN
     assert outcome.stopped_by == "CancelledError"
+
+
+@pytest.mark.parametrize(
+    ("check", "status", "reason"),
+    [
+        (lambda answer: "the capital is Paris, not Lyon", OutcomeStatus.FAILURE, "not Lyon"),
+        (lambda answer: (False, "wrong city", 3), OutcomeStatus.UNKNOWN, "tuple of 3 items"),
+        (lambda answer: True, OutcomeStatus.SUCCESS, "passed"),
+    ],
+)
+def test_a_success_check_that_returns_a_reason_fails_the_answer(
+    dbg: AgentDebug, check: Any, status: OutcomeStatus, reason: str
+) -> None:
+    def answering(ctx: StepContext[Any]) -> Step:
+        return Step(final_answer="Lyon")
+
+    loop: ReactLoop[Any] = ReactLoop(answering, debugger=dbg, success=check, auto_diagnose=False)
+    result = loop.run("What is the capital of France?", state={})
+    outcome = result._session.trajectory().outcome
+    assert outcome.status is status  # before: a non-empty string read as a pass
+    assert reason in (outcome.reason or "")
+
+
+def test_an_assertion_in_the_success_check_fails_the_answer(dbg: AgentDebug) -> None:
+    def check(answer: Any) -> None:
+        assert answer == "Paris", f"expected Paris, got {answer}"
+
+    def answering(ctx: StepContext[Any]) -> Step:
+        return Step(final_answer="Lyon")
+
+    loop: ReactLoop[Any] = ReactLoop(answering, debugger=dbg, success=check, auto_diagnose=False)
+    result = loop.run("What is the capital of France?", state={})
+    assert result.ok is False and (result.reason or "").startswith("expected Paris, got Lyon")

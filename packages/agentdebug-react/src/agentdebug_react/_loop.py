@@ -266,9 +266,19 @@ class ReactLoop(Generic[S]):
                     if self._success_takes_context
                     else self.success(answer)
                 )
+            except AssertionError as exc:  # (an assert in the check: the answer failed it)
+                return False, str(exc) or "the final answer failed the success check's assertion"
             except Exception as exc:
                 log.exception("agentdebug: the success check raised; the outcome is unknown")
                 return None, f"the success check raised {type(exc).__name__}: {exc}"
+            if isinstance(verdict, str):  # the reason it failed (as the LangGraph plugin reads one)
+                return False, verdict or "the final answer failed the success check"
+            if isinstance(verdict, tuple) and len(verdict) != 2:
+                log.warning("agentdebug: the success check returned %r", verdict)
+                return None, (
+                    f"the success check returned a tuple of {len(verdict)} items, "
+                    "not (verdict, reason)"
+                )
             ok, why = verdict if isinstance(verdict, tuple) else (verdict, "")
             default = "passed the success check" if ok else "failed the success check"
             return bool(ok), str(why) or f"the final answer {default}"

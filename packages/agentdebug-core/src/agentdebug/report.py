@@ -518,6 +518,9 @@ def render_run(
         if isinstance(branch, dict) and branch.get("resume_step") is not None:
             where = f" (rerun from step {branch['resume_step']}: {branch.get('directive', '')})"
         out.append(f"  branch of: {trajectory.parent_id}{where}")
+    within = trajectory.metadata.get("within_run")  # a sub-run (capture.nesting)
+    if isinstance(within, str):
+        out.append(f"  within:    {within} (recorded inside that run, which holds how it went)")
     continues = continues_of(trajectory.metadata)  # a run picked up after it stopped
     if continues is not None:
         cut = continues_before(trajectory.metadata)

@@ -47,6 +47,12 @@ def current_session() -> TraceSession | None:
     return _fallback(session)
 
 
+def live_current() -> TraceSession | None:
+    """The live session of this context, if any, without :func:`current_session`'s
+    warning about other threads (for a run deciding whether it is a sub-run)."""
+    return _live_outer(_current.get())
+
+
 def _fallback(session: TraceSession | None) -> TraceSession | None:
     """No live session in this context: the nearest live one that encloses an
     ended one, else None (said once, when a run is open on another thread)."""

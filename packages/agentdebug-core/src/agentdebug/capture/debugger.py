@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.capture import forking
+from agentdebug.capture.current import live_current
 from agentdebug.capture.encode import jsonable
 from agentdebug.capture.fields import text_or_none
+from agentdebug.capture.nesting import WITHIN
 from agentdebug.capture.process import settle_abandoned, this_process
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id
 from agentdebug.capture.writer import BackgroundWriter, retire
@@ -136,7 +138,11 @@ class AgentDebug:
             meta = {**meta, CONTINUES: continues.run_id}
             goal = goal if goal is not None else continues.goal
         meta = {**meta, RECORDED_BY: this_process()}  # (abandoned runs: capture.process)
-        return TraceSession(
+        # begun inside a run being recorded here: its sub-run (see capture.nesting)
+        outer = live_current() if parent_id is None and continues is None else None
+        if outer is not None:
+            meta = {**meta, WITHIN: outer.id}
+        session = TraceSession(
             self,
             goal=text_or_none(goal, "goal"),
             framework=text_or_none(framework, "framework"),
@@ -148,6 +154,8 @@ class AgentDebug:
             metadata=meta,
             continues=continues,
         )
+        session._within = outer
+        return session
 
     def history(self, trajectory: AgentTrajectory) -> AgentTrajectory:
         """``trajectory`` read with the runs it continues, from this debugger's store

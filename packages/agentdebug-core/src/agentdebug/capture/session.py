@@ -46,6 +46,7 @@ from agentdebug.capture.fields import (
     text_or_none,
     unknown_fields,
 )
+from agentdebug.capture.nesting import report_to_outer
 from agentdebug.capture.writer import BEHIND, let_go
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
@@ -143,6 +144,7 @@ class TraceSession:
         self._final_answer: Any = None
         self._token: Token[TraceSession | None] | None = None
         self._outer: TraceSession | None = None  # the run current when this one began
+        self._within: TraceSession | None = None  # the run this is a sub-run of (nesting)
         self._writer = debugger._writer_for_capture()
         if self._writer is None:
             self.store_failed = True
@@ -531,6 +533,8 @@ class TraceSession:
                 self._writer.flush()  # the run is on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
+        if self._within is not None:  # a sub-run: the run it is within records how it went
+            report_to_outer(self, self._inferred_outcome())
 
     def mark(self) -> RunMark:
         """Where this run stands, for a run that will continue it. (It takes a

@@ -1,0 +1,75 @@
+"""A run begun inside another (a sub-agent's loop, an inner trace) is its sub-run:
+named as within it, not as a branch, and how it went is recorded in the outer run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.diagnose import diagnose
+from agentdebug.store import open_store
+
+
+def test_a_failed_sub_run_is_an_error_of_its_agent_in_the_outer_run(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="Plan a trip") as outer:
+        outer.record(EventType.HANDOFF, agent_name="planner", output="booker: book UA1")
+        with dbg.trace(goal="book UA1") as inner:
+            inner.record(EventType.TOOL_CALL, agent_name="booker", input={"flight": "UA1"})
+            inner.record(EventType.TOOL_RESULT, agent_name="booker", error="sold out")
+            inner.set_outcome("failure", reason="no seat was booked")
+        outer.record(EventType.FINAL_ANSWER, agent_name="planner", output="Flight booked!")
+    store = open_store(home)
+    sub = store.load_trajectory(inner.id)
+    assert sub.metadata["within_run"] == outer.id
+    assert sub.parent_id is None  # a sub-run, not a rerun's branch
+    run = store.load_trajectory(outer.id)
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name == "booker" and error.metadata["sub_run"] == inner.id
+    assert "no seat was booked" in (error.error.message if error.error else "")
+    # The outer run's answer over its sub-run's failure is questioned, and booker
+    # is an agent of the run (before: "All done" unquestioned, booker never seen).
+    report = diagnose(run)
+    modes = {f.mode_id for f in report.findings}
+    assert "verification.premature_success" in modes
+    assert report.root_cause is not None and report.root_cause.agent_name == "booker"
+
+
+def test_a_sub_run_that_answered_is_its_agents_answer_in_the_outer_run(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="Plan a trip") as outer:
+        with dbg.trace(goal="weather in Paris") as inner:
+            inner.record(EventType.FINAL_ANSWER, agent_name="forecaster", output="sunny, 22C")
+    run = open_store(home).load_trajectory(outer.id)
+    (end,) = run.events
+    assert end.type is EventType.AGENT_END and end.agent_name == "forecaster"
+    assert end.output == "sunny, 22C" and end.metadata["sub_run"] == inner.id
+
+
+def test_a_branch_and_a_run_outliving_its_outer_run_are_left_alone(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="the original") as original:
+        original.record(EventType.MESSAGE, agent_name="a", output="hi")
+    with dbg.trace(goal="outer") as outer:
+        branch = dbg.trace(goal="a rerun", parent_id=original.id)
+        late = dbg.trace(goal="ends after the outer run")
+        with branch:
+            branch.record(EventType.MESSAGE, agent_name="a", output="again")
+    with late:
+        late.record(EventType.MESSAGE, agent_name="b", output="later")
+    store = open_store(home)
+    assert "within_run" not in store.load_trajectory(branch.id).metadata
+    assert store.load_trajectory(late.id).metadata["within_run"] == outer.id
+    outer_run = store.load_trajectory(outer.id)
+    assert outer_run.events == []  # nothing of the branch, nor of the run that ended later
+    assert outer_run.outcome.status is not OutcomeStatus.FAILURE
+
+
+def test_show_names_the_run_a_sub_run_is_within(home: Path) -> None:
+    from agentdebug.report import render_run
+
+    dbg = AgentDebug()
+    with dbg.trace(goal="outer") as outer, dbg.trace(goal="inner") as inner:
+        inner.record(EventType.MESSAGE, agent_name="helper", output="done")
+    shown = render_run(open_store(home).load_trajectory(inner.id))
+    assert f"within:    {outer.id}" in shown

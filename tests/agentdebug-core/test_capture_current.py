@@ -55,7 +55,11 @@ def test_the_enclosing_live_run_is_current_again_after_an_inner_one_ends(home: P
         agentdebug.record(EventType.MESSAGE, agent_name="app", output="the outer run's")
     assert current_session() is None
     events = open_store(home).load_trajectory(outer.id).events
-    assert [e.output for e in events] == ["the outer run's"]
+    own = [e for e in events if "sub_run" not in e.metadata]  # (A and B are its sub-runs)
+    assert [e.output for e in own] == ["the outer run's"]
+    # A is outer's sub-run; B, begun while A's stream was current, is A's (the
+    # generator gap), and ended after A, so nothing of it is in any run but its own
+    assert {e.metadata["sub_run"] for e in events if e not in own} == {ids["A"]}
 
 
 def test_a_run_closed_inside_its_with_block_is_no_longer_current(home: Path) -> None:

@@ -225,8 +225,32 @@ def list_runs(
     limit: int,
     as_json: bool,
 ) -> None:
-    """List stored runs, newest first, one line each."""
+    """List stored runs, newest first, one line each. The root cause is marked with
+    what a rerun said of it: ✓ verified, ✗ not confirmed (→ the blame a later
+    round's passing branch corrected, if one did)."""
+    from dataclasses import asdict
+
+    from agentdebug.store import RunSummary
     from agentdebug.text import visible
+
+    def blamed(agent: str | None, step: int | None, room: int) -> str:
+        """``agent@step`` in ``room`` characters: a long name cut short (…), the step kept."""
+        at, name = ("" if step is None else f"@{step}"), visible(agent or "")
+        if len(name) + len(at) > room:
+            name = name[: max(room - len(at) - 1, 1)] + "…"
+        return name + at
+
+    def root_column(run: RunSummary, width: int = 28) -> str:
+        if run.root_agent is None:
+            return "-"
+        mark = {True: " ✓", False: " ✗", None: ""}[run.verified]
+        if run.later is None:
+            return (blamed(run.root_agent, run.root_step, width - len(mark)) + mark)[:width]
+        then = blamed(run.later.agent, run.later.step, width)
+        room = width - len(mark) - 2  # (the names' share: the mark and " →" kept whole)
+        root = blamed(run.root_agent, run.root_step, max(room - len(then), room // 2))
+        then = blamed(run.later.agent, run.later.step, room - len(root))
+        return f"{root}{mark} →{then}"[:width]
 
     query = RunQuery(
         status=status,
@@ -265,6 +289,10 @@ def list_runs(
                         "failure_modes": run.failure_modes,
                         "root_agent": run.root_agent,
                         "root_step": run.root_step,
+                        # what a rerun said of the root cause (None: not tried), and
+                        # when not confirmed, the blame a later round's branch passed with
+                        "verified": run.verified,
+                        "later_blame": asdict(run.later) if run.later else None,
                         "parent_id": run.parent_id,
                         "continues": run.continues,
                     }
@@ -272,7 +300,7 @@ def list_runs(
             )
             continue
         started = run.started_at.strftime("%Y-%m-%d %H:%M") if run.started_at else "-"
-        root = f"{run.root_agent}@{run.root_step}" if run.root_agent is not None else "-"
+        root = root_column(run)
         goal = " ".join((run.goal or "").split())
         if run.parent_id:
             goal = f"[branch of {run.parent_id}] {goal}"
@@ -281,7 +309,7 @@ def list_runs(
         framework = visible(run.framework or "-")[:14]
         click.echo(  # (control characters in a recorded name or goal shown as escapes)
             f"{visible(run.id):<{id_w}} {status:<9} {framework:<14} {run.n_events:>6}  "
-            f"{started:<16}  {visible(root)[:28]:<28} {visible(goal)[:80]}"
+            f"{started:<16}  {root:<28} {visible(goal)[:80]}"
         )
     if not runs and not as_json:
         click.echo("no runs match", err=True)

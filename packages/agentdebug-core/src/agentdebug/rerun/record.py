@@ -204,6 +204,12 @@ def note_later_success(
     later = (
         f"round {round_}'s branch {branch_id}, which corrected {who} of run {rerun_of}, succeeded"
     )
-    update_report(
-        store, latest, {"verification": v.model_copy(update={"detail": f"{v.detail}; {later}"})}
-    )
+    found = {
+        "round": round_,
+        "branch_id": branch_id,
+        "run_id": rerun_of,
+        "agent": plan.target_agent,
+        "step": plan.resume_step,
+    }
+    update = {"detail": f"{v.detail}; {later}", "later": found}
+    update_report(store, latest, {"verification": v.model_copy(update=update)})

@@ -160,6 +160,9 @@ class Verification(BaseModel):
     detail: str = ""
     branch_passed: bool | None = None  # (None: recorded before it was kept)
     checked_at: datetime = Field(default_factory=utcnow)
+    # not confirmed, but a later round's branch passed: {round, branch_id, run_id,
+    # agent, step} (the blame it corrected, in the run it forked)
+    later: dict[str, Any] | None = None
 
 
 class DiagnosticReport(BaseModel):

@@ -89,6 +89,60 @@ class EventBatch(Sequence[EventRow]):
 
 
 @dataclass(frozen=True)
+class LaterBlame:
+    """A later round of the closed loop whose branch passed, where round 1's test of
+    the run's root cause did not confirm it: the blame that did work."""
+
+    round: int
+    branch_id: str  # the branch that passed
+    run_id: str  # the run it forked (a branch of the original, by then)
+    agent: str | None  # the agent and step it corrected in that run
+    step: int | None
+
+
+# How the closed loop tells it on the original's report (in the verification's
+# detail, see agentdebug.rerun.record.note_later_success): a store keeps it apart
+_LATER = re.compile(
+    r"round (\d+)'s branch (.+?), which corrected (?:(.+?) at )?step (-?\d+) of run (.+?), "
+    r"succeeded"
+)
+
+
+def verdict_of(report: dict[str, Any]) -> tuple[bool | None, LaterBlame | None]:
+    """What a rerun said of a report's root cause, from the report as JSON (its
+    ``verification`` and ``verified_by_rerun``): True verified by rerun, False not
+    confirmed, None not tried; and, when not confirmed, the later round whose
+    branch passed (if one did)."""
+    verification = report.get("verification")
+    status = verification.get("status") if isinstance(verification, dict) else None
+    if status not in ("verified_by_rerun", "not_confirmed"):
+        verified = report.get("verified_by_rerun")
+        return (verified if isinstance(verified, bool) else None), None
+    if status == "verified_by_rerun":
+        return True, None
+    later = verification.get("later") if isinstance(verification, dict) else None
+    if isinstance(later, dict):
+        try:
+            step = later.get("step")
+            return False, LaterBlame(
+                int(later["round"]),
+                str(later["branch_id"]),
+                str(later["run_id"]),
+                later.get("agent") if isinstance(later.get("agent"), str) else None,
+                int(step) if isinstance(step, int) else None,
+            )
+        except (KeyError, TypeError, ValueError):
+            pass
+    # (a report written before ``later`` was kept: the detail's sentence)
+    detail = verification.get("detail") if isinstance(verification, dict) else None
+    found = list(_LATER.finditer(detail)) if isinstance(detail, str) else []
+    if not found:
+        return False, None
+    round_, branch, agent, step, run = found[-1].groups()
+    return False, LaterBlame(int(round_), branch, run, agent, int(step))
+
+
+@dataclass(frozen=True)
 class RunSummary:
     """One line of ``agentdebug list``."""
 
@@ -110,6 +164,11 @@ class RunSummary:
     recorded_by: dict[str, str] | None = None
     # the file it was imported from (metadata["imported_from"], an absolute path)
     imported_from: str | None = None
+    # what a rerun said of the root cause (its latest report's): True verified by
+    # rerun, False not confirmed, None not tried (in a SQLite store, also for a report
+    # stored by an agentdebug from before this was kept, until it is stored again)
+    verified: bool | None = None
+    later: LaterBlame | None = None  # when not confirmed: a later round's blame that worked
 
 
 CONTINUES = "continues"  # the metadata key naming the run a run picked up after

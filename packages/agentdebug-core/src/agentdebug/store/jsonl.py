@@ -35,10 +35,9 @@ import threading
 import time
 import uuid
 from collections.abc import Collection, Iterator, Sequence
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 import orjson
 
@@ -51,14 +50,11 @@ from agentdebug.store.base import (
     EventRow,
     RunQuery,
     RunSummary,
-    continues_of,
     damaged,
     header_json,
-    imported_from,
     metadata_json_path,
-    metadata_value,
-    recorder_of,
 )
+from agentdebug.store.jsonl_query import JsonlRun, summaries
 
 try:
     import fcntl
@@ -66,14 +62,6 @@ except ImportError:  # pragma: no cover - Windows: no advisory file locks
     fcntl = None  # type: ignore[assignment]
 
 log = logging.getLogger("agentdebug.store")
-
-
-@dataclass
-class _Run:
-    header: dict[str, Any]
-    events: list[dict[str, Any]] = field(default_factory=list)
-    label: dict[str, Any] | None = None
-    reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 class JSONLStore:
@@ -86,7 +74,7 @@ class JSONLStore:
         self.skipped_lines: list[int] = []
         # What has been read so far: the file only grows, so each read parses only
         # the lines added since the last one.
-        self._runs: dict[str, _Run] = {}
+        self._runs: dict[str, JsonlRun] = {}
         self._offset = 0
         self._lines = 0
         self._file: tuple[int, int, bytes] | None = None  # the file read so far (see _scan)
@@ -159,7 +147,7 @@ class JSONLStore:
         self._runs, self._offset, self._lines, self.skipped_lines = {}, 0, 0, []
         self._file = None
 
-    def _scan(self) -> dict[str, _Run]:
+    def _scan(self) -> dict[str, JsonlRun]:
         """Every run in the file, reading only what was appended since the last call
         (from the start again if the file is another one or shrank: a prune, or
         someone, replaced it)."""
@@ -193,7 +181,7 @@ class JSONLStore:
             kind = rec["kind"]
             if kind == "run":
                 header = rec["header"]
-                runs[header["id"]] = _Run(header=header)
+                runs[header["id"]] = JsonlRun(header=header)
             elif kind == "events":
                 runs[rec["run_id"]].events.extend(rec["events"])
             elif kind == "finish":
@@ -214,7 +202,7 @@ class JSONLStore:
             self.skipped_lines.append(number)
             log.warning("%s: line %d skipped (%s)", self.path, number, exc)
 
-    def _run(self, run_id: str) -> _Run:
+    def _run(self, run_id: str) -> JsonlRun:
         runs = self._scan()
         if run_id not in runs:
             raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
@@ -290,59 +278,7 @@ class JSONLStore:
         return ids[0]
 
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
-        q = query or RunQuery()
-        out: list[RunSummary] = []
-        runs = self._scan()
-        below = _descendants(runs, q.descends_from) if q.descends_from else None
-        for rid, run in runs.items():
-            if below is not None and rid not in below:
-                continue
-            if q.ids is not None and rid not in q.ids:
-                continue
-            head = run.header
-            status = (head.get("outcome") or {}).get("status", "unknown")
-            started = _parse_dt(head.get("started_at"))
-            modes = sorted({f["mode_id"] for r in run.reports[-1:] for f in r.get("findings", [])})
-            agents_in_events = {e.get("agent_name") for e in run.events} if q.agent else set()
-            if q.status and status != q.status:
-                continue
-            if q.framework and head.get("framework") != q.framework:
-                continue
-            if q.agent and q.agent not in agents_in_events:
-                continue
-            if q.failure_mode and q.failure_mode not in modes:
-                continue
-            if q.since and (started is None or started < q.since):
-                continue
-            if q.until and (started is None or started > q.until):
-                continue
-            if q.parent_id and head.get("parent_id") != q.parent_id:
-                continue
-            meta = head.get("metadata")
-            if any(not _same(metadata_value(meta, path), value) for path, value in q.metadata):
-                continue
-            root = (run.reports[-1].get("hypotheses") or [None])[0] if run.reports else None
-            out.append(
-                RunSummary(
-                    id=rid,
-                    goal=head.get("goal"),
-                    framework=head.get("framework"),
-                    status=status,
-                    started_at=started,
-                    ended_at=_parse_dt(head.get("ended_at")),
-                    n_events=len(run.events),
-                    agents=[a["name"] for a in head.get("agents", [])],
-                    parent_id=head.get("parent_id"),
-                    failure_modes=modes,
-                    root_agent=root.get("agent_name") if root else None,
-                    root_step=root.get("step_index") if root else None,
-                    continues=continues_of(head.get("metadata")),
-                    recorded_by=recorder_of(head.get("metadata")),
-                    imported_from=imported_from(head.get("metadata")),
-                )
-            )
-        out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)
-        return out[: q.limit] if q.limit else out
+        return summaries(self._scan(), query or RunQuery())
 
     def save_report(self, report: DiagnosticReport) -> None:
         self._run(report.trajectory_id)
@@ -563,34 +499,3 @@ class _Rewrite:
         if self.temp:
             with contextlib.suppress(OSError):
                 os.unlink(self.temp)
-
-
-def _parse_dt(value: Any) -> datetime | None:
-    if not value:
-        return None
-    try:
-        return datetime.fromisoformat(value)
-    except (TypeError, ValueError):
-        return None
-
-
-def _descendants(runs: dict[str, Any], root: str) -> set[str]:
-    """Every run whose chain of parents reaches ``root``."""
-    children: dict[str, list[str]] = {}
-    for rid, run in runs.items():
-        parent = run.header.get("parent_id")
-        if parent:
-            children.setdefault(parent, []).append(rid)
-    found: set[str] = set()
-    todo = list(children.get(root, ()))
-    while todo:
-        rid = todo.pop()
-        if rid not in found:
-            found.add(rid)
-            todo.extend(children.get(rid, ()))
-    return found
-
-
-def _same(found: Any, wanted: str | tuple[str, ...]) -> bool:
-    """A metadata value equal to a query's: a string to a string, a list to a tuple."""
-    return found.__class__ is wanted.__class__ and found == wanted

@@ -24,7 +24,7 @@ import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Collection, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -40,29 +40,29 @@ from agentdebug.store.base import (
     RunQuery,
     RunSummary,
     assemble,
-    continues_of,
     damaged,
     event_row,
     header_json,
-    imported_from,
     metadata_json_path,
-    recorder_of,
+    verdict_of,
 )
 from agentdebug.store.sqlite_open import connect, set_up_for_writing
 from agentdebug.store.sqlite_prune import delete_in
-from agentdebug.store.sqlite_query import run_filters
+from agentdebug.store.sqlite_query import list_statement, summary_of
 from agentdebug.store.sqlite_schema import (
     BATCH_INSERT,
     BATCH_SCHEMA,
     CONCAT_EVENTS,
-    ENSURED_INDEXES,
     FIRST_KEY,
     LAST_KEY,
     MIGRATIONS,
     PAGE_SIZE,
     RUN_START,
     SCHEMA_VERSION,
+    VERDICT_COLUMNS,
+    columns_of,
     concats_in_key_order,
+    ensure_additions,
 )
 from agentdebug.store.sqlite_schema import has_json_each as _has_json_each
 from agentdebug.store.wal import WalKeeper
@@ -74,10 +74,6 @@ __all__ = ["LOAD_CHUNK", "MIGRATIONS", "PAGE_SIZE", "SCHEMA_VERSION", "SQLiteSto
 
 def _ts(value: datetime | None) -> float | None:
     return value.timestamp() if value else None
-
-
-def _dt(value: float | None) -> datetime | None:
-    return datetime.fromtimestamp(value, UTC) if value is not None else None
 
 
 _SEQ_BITS = 32
@@ -133,6 +129,19 @@ def _note_agents(db: sqlite3.Connection, run_id: str, rows: Sequence[EventRow]) 
     )
 
 
+def _verdict_values(report: DiagnosticReport) -> list[object]:
+    """The ``VERDICT_COLUMNS`` of a report's row."""
+    verified, later = verdict_of(report.model_dump(include={"verification", "verified_by_rerun"}))
+    return [
+        None if verified is None else int(verified),
+        *(
+            (later.round, later.branch_id, later.run_id, later.agent, later.step)
+            if later
+            else [None] * 5
+        ),
+    ]
+
+
 class SQLiteStore:
     """A :class:`~agentdebug.store.base.TraceStore` on one SQLite file."""
 
@@ -155,7 +164,9 @@ class SQLiteStore:
             self._max_length = self._db.getlimit(sqlite3.SQLITE_LIMIT_LENGTH) // 2
             self._migrate()
             if self.read_only is None:
-                self._ensure_indexes()
+                ensure_additions(self._db, self.path)
+            # (a file from an older agentdebug, read-only here, lacks them: read as empty)
+            self._verdicts = set(VERDICT_COLUMNS) <= columns_of(self._db, "reports")
             for statement in BATCH_SCHEMA:
                 self._db.execute(statement)
             self._json_each = _has_json_each(self._db)
@@ -193,23 +204,6 @@ class SQLiteStore:
                 except BaseException:
                     self._db.execute("ROLLBACK")
                     raise
-
-    def _ensure_indexes(self) -> None:
-        """``ENSURED_INDEXES`` made if missing, without waiting long: a file another
-        process is writing, or a read-only one, is used without (a later open tries)."""
-        have = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
-        missing = [(name, sql) for name, sql in ENSURED_INDEXES if name not in have]
-        if not missing:
-            return
-        self._db.execute("PRAGMA busy_timeout=200")
-        try:
-            for name, statement in missing:
-                try:
-                    self._db.execute(statement)
-                except sqlite3.OperationalError as exc:
-                    log.warning("agentdebug: %s: index %s not made now (%s)", self.path, name, exc)
-        finally:
-            self._db.execute("PRAGMA busy_timeout=30000")  # (the connection's timeout=30)
 
     @property
     def schema_version(self) -> int:
@@ -460,50 +454,8 @@ class SQLiteStore:
         return str(rows[0][0])
 
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:
-        q = query or RunQuery()
-        where, args = run_filters(q)
-        sql = (
-            "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
-            " r.parent_id, r.header,"
-            " (SELECT group_concat(DISTINCT m.mode_id) FROM report_modes m WHERE m.run_id = r.id),"
-            " (SELECT p.root_agent || char(31) || ifnull(p.root_step, '') FROM reports p"
-            "   WHERE p.run_id = r.id ORDER BY p.created_at DESC LIMIT 1)"
-            " FROM runs r"
-        )
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += " ORDER BY r.started_at DESC, r.num DESC"
-        if q.limit:
-            sql += f" LIMIT {int(q.limit)}"
-        rows = self._query(sql, args)
-        out = []
-        for rid, goal, fw, status, started, ended, n, parent, header, modes, root in rows:
-            head = orjson.loads(header)
-            agents = [a["name"] for a in head.get("agents", [])]
-            root_agent, root_step = None, None
-            if root:
-                root_agent, _, step = root.partition("\x1f")
-                root_step = int(step) if step else None
-            out.append(
-                RunSummary(
-                    id=rid,
-                    goal=goal,
-                    framework=fw,
-                    status=status,
-                    started_at=_dt(started),
-                    ended_at=_dt(ended),
-                    n_events=n,
-                    agents=agents,
-                    parent_id=parent,
-                    failure_modes=sorted(modes.split(",")) if modes else [],
-                    root_agent=root_agent or None,
-                    root_step=root_step,
-                    continues=continues_of(head.get("metadata")),
-                    recorded_by=recorder_of(head.get("metadata")),
-                    imported_from=imported_from(head.get("metadata")),
-                )
-            )
-        return out
+        sql, args = list_statement(query or RunQuery(), self._verdicts)
+        return [summary_of(row) for row in self._query(sql, args)]
 
     # -- reports and labels -------------------------------------------------------
 
@@ -516,17 +468,22 @@ class SQLiteStore:
                 raise NotFoundError(
                     f"cannot store report {report.id}: no run '{report.trajectory_id}' in {self.location}"
                 )
+            names = ["id", "run_id", "created_at", "root_agent", "root_step", "data"]
+            values = [
+                report.id,
+                report.trajectory_id,
+                report.created_at.timestamp(),
+                root.agent_name if root else None,
+                root.step_index if root else None,
+                report.model_dump_json().encode(),
+            ]
+            if self._verdicts:  # (what a rerun said of the root cause, for list)
+                names += VERDICT_COLUMNS
+                values += _verdict_values(report)
             db.execute(
-                "INSERT OR REPLACE INTO reports(id, run_id, created_at, root_agent, root_step, data)"
-                " VALUES (?,?,?,?,?,?)",
-                (
-                    report.id,
-                    report.trajectory_id,
-                    report.created_at.timestamp(),
-                    root.agent_name if root else None,
-                    root.step_index if root else None,
-                    report.model_dump_json().encode(),
-                ),
+                f"INSERT OR REPLACE INTO reports({', '.join(names)})"
+                f" VALUES ({','.join('?' * len(names))})",
+                values,
             )
             db.execute("DELETE FROM report_modes WHERE report_id=?", (report.id,))
             db.executemany(

@@ -1,10 +1,85 @@
-"""The WHERE clause of ``SQLiteStore.list_runs`` for a :class:`RunQuery`."""
+"""``SQLiteStore.list_runs``: its statement (the WHERE clause for a
+:class:`RunQuery`) and the :class:`RunSummary` of each row."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import UTC, datetime
+from typing import Any
+
 import orjson
 
-from agentdebug.store.base import RunQuery, metadata_json_path
+from agentdebug.store.base import (
+    LaterBlame,
+    RunQuery,
+    RunSummary,
+    continues_of,
+    imported_from,
+    metadata_json_path,
+    recorder_of,
+)
+from agentdebug.store.sqlite_schema import VERDICT_COLUMNS
+
+
+def list_statement(q: RunQuery, verdicts: bool) -> tuple[str, list[object]]:
+    """The statement listing the runs ``q`` asks for, and its arguments; each row as
+    :func:`summary_of` reads it. The run's latest report gives its root cause and
+    what a rerun said of it (``verdicts``: whether the reports table has those
+    columns, see ``ENSURED_COLUMNS``; empty if not)."""
+    where, args = run_filters(q)
+    said = (
+        ", ".join(f"p.{c}" for c in VERDICT_COLUMNS)
+        if verdicts
+        else ", ".join("NULL" for _ in VERDICT_COLUMNS)
+    )
+    sql = (
+        "SELECT r.id, r.goal, r.framework, r.status, r.started_at, r.ended_at, r.n_events,"
+        " r.parent_id, r.header,"
+        " (SELECT group_concat(DISTINCT m.mode_id) FROM report_modes m WHERE m.run_id = r.id),"
+        f" p.root_agent, p.root_step, {said}"
+        " FROM runs r LEFT JOIN reports p ON p.rowid = (SELECT q.rowid FROM reports q"
+        "  WHERE q.run_id = r.id ORDER BY q.created_at DESC LIMIT 1)"
+    )
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY r.started_at DESC, r.num DESC"
+    if q.limit:
+        sql += f" LIMIT {int(q.limit)}"
+    return sql, args
+
+
+def _dt(value: float | None) -> datetime | None:
+    return datetime.fromtimestamp(value, UTC) if value is not None else None
+
+
+def summary_of(row: Sequence[Any]) -> RunSummary:
+    """A row of :func:`list_statement` as a run's summary."""
+    rid, goal, fw, status, started, ended, n, parent, header, modes, agent, step = row[:12]
+    verified, later_round, branch, run, later_agent, later_step = row[12:]
+    head = orjson.loads(header)
+    meta = head.get("metadata")
+    later = None
+    if later_round is not None and branch is not None and run is not None:
+        later = LaterBlame(int(later_round), branch, run, later_agent, later_step)
+    return RunSummary(
+        id=rid,
+        goal=goal,
+        framework=fw,
+        status=status,
+        started_at=_dt(started),
+        ended_at=_dt(ended),
+        n_events=n,
+        agents=[a["name"] for a in head.get("agents", [])],
+        parent_id=parent,
+        failure_modes=sorted(modes.split(",")) if modes else [],
+        root_agent=agent or None,
+        root_step=step if agent else None,
+        continues=continues_of(meta),
+        recorded_by=recorder_of(meta),
+        imported_from=imported_from(meta),
+        verified=bool(verified) if verified is not None else None,
+        later=later,
+    )
 
 
 def run_filters(q: RunQuery) -> tuple[list[str], list[object]]:

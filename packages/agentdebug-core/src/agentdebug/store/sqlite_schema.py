@@ -5,7 +5,10 @@ one statement, and the checks of what this SQLite can run. SQL text, in the main
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+
+log = logging.getLogger("agentdebug.store")
 
 SCHEMA_VERSION = 1
 # Pages of 16 KiB, not SQLite's 4 KiB: a capture burst's rows go in about twice as
@@ -75,6 +78,66 @@ ENSURED_INDEXES = (  # (name, statement)
         "CREATE INDEX IF NOT EXISTS report_modes_run ON report_modes(run_id, mode_id)",
     ),
 )
+
+# Columns added after a version, for the same reason made when a store opens if
+# they are missing, without a new version: each may be NULL, and an older
+# agentdebug names the columns it reads and writes, so it works with a file that
+# has them (a report it stores leaves them empty). A file that lacks them (from
+# an older agentdebug, or read-only here) is read with them empty.
+# The reports table's: what a rerun said of the report's root cause (``verified``:
+# 1 verified by rerun, 0 not confirmed, NULL not tried) and, when a later round's
+# branch passed instead, that round, its branch, the run it forked and the agent
+# and step it corrected there. ``agentdebug list`` reads them, not the report.
+ENSURED_COLUMNS = (  # (table, column, type)
+    ("reports", "verified", "INTEGER"),
+    ("reports", "later_round", "INTEGER"),
+    ("reports", "later_branch", "TEXT"),
+    ("reports", "later_run", "TEXT"),
+    ("reports", "later_agent", "TEXT"),
+    ("reports", "later_step", "INTEGER"),
+)
+VERDICT_COLUMNS = tuple(column for table, column, _ in ENSURED_COLUMNS if table == "reports")
+
+
+def columns_of(db: sqlite3.Connection, table: str) -> set[str]:
+    return {str(row[1]) for row in db.execute(f"PRAGMA table_info({table})")}
+
+
+def ensure_additions(db: sqlite3.Connection, path: object) -> None:
+    """``ENSURED_INDEXES`` and ``ENSURED_COLUMNS`` made if missing, without waiting
+    long: a file another process is writing is used without them (a later open
+    tries again). The columns are added in one transaction, all or none."""
+    have = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+    missing = [(name, sql) for name, sql in ENSURED_INDEXES if name not in have]
+    lacking = any(column not in columns_of(db, table) for table, column, _ in ENSURED_COLUMNS)
+    if not missing and not lacking:
+        return
+    db.execute("PRAGMA busy_timeout=200")
+    try:
+        for name, statement in missing:
+            try:
+                db.execute(statement)
+            except sqlite3.OperationalError as exc:
+                log.warning("agentdebug: %s: index %s not made now (%s)", path, name, exc)
+        if lacking:
+            try:
+                _add_columns(db)
+            except sqlite3.OperationalError as exc:
+                log.warning("agentdebug: %s: report columns not added now (%s)", path, exc)
+    finally:
+        db.execute("PRAGMA busy_timeout=30000")  # (the connection's timeout=30)
+
+
+def _add_columns(db: sqlite3.Connection) -> None:
+    db.execute("BEGIN IMMEDIATE")
+    try:  # (read again under the lock: another process may have added them)
+        for table, column, kind in ENSURED_COLUMNS:
+            if column not in columns_of(db, table):
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
 
 
 # A batch from capture is written by one statement: an insert into this view,

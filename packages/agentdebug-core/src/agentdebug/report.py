@@ -563,10 +563,7 @@ def _instructions(trajectory: AgentTrajectory, width: int) -> list[str]:
     if len(texts) == 1:
         (text,) = texts
         return [f"  instructions: {shorten(text, room)}"]
-    return [
-        f"  instructions ({name}): {shorten(text, room)}"
-        for name, text in given.items()
-    ]
+    return [f"  instructions ({name}): {shorten(text, room)}" for name, text in given.items()]
 
 
 def shown(lines: Iterable[str]) -> str:

@@ -73,3 +73,15 @@ def test_show_names_the_run_a_sub_run_is_within(home: Path) -> None:
         inner.record(EventType.MESSAGE, agent_name="helper", output="done")
     shown = render_run(open_store(home).load_trajectory(inner.id))
     assert f"within:    {outer.id}" in shown
+
+
+def test_list_says_which_run_a_sub_run_is_within(home: Path) -> None:
+    from conftest import run_cli
+
+    dbg = AgentDebug()
+    with dbg.trace(goal="outer") as outer, dbg.trace(goal="book a flight") as inner:
+        inner.record(EventType.MESSAGE, agent_name="booker", output="done")
+    dbg.close()
+    listed = run_cli("list").stdout
+    (line,) = [line for line in listed.splitlines() if line.startswith(inner.id)]
+    assert f"[within {outer.id}] book a flight" in line

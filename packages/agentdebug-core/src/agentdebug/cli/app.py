@@ -295,6 +295,7 @@ def list_runs(
                         "later_blame": asdict(run.later) if run.later else None,
                         "parent_id": run.parent_id,
                         "continues": run.continues,
+                        "within": run.within,
                     }
                 ).decode()
             )
@@ -306,6 +307,8 @@ def list_runs(
             goal = f"[branch of {run.parent_id}] {goal}"
         elif run.continues:
             goal = f"[continues {run.continues}] {goal}"
+        elif run.within:
+            goal = f"[within {run.within}] {goal}"
         framework = visible(run.framework or "-")[:14]
         click.echo(  # (control characters in a recorded name or goal shown as escapes)
             f"{visible(run.id):<{id_w}} {status:<9} {framework:<14} {run.n_events:>6}  "

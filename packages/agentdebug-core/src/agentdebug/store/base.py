@@ -164,6 +164,8 @@ class RunSummary:
     recorded_by: dict[str, str] | None = None
     # the file it was imported from (metadata["imported_from"], an absolute path)
     imported_from: str | None = None
+    # the run it was recorded within, a sub-run (metadata["within_run"]; capture.nesting)
+    within: str | None = None
     # what a rerun said of the root cause (its latest report's): True verified by
     # rerun, False not confirmed, None not tried (in a SQLite store, also for a report
     # stored by an agentdebug from before this was kept, until it is stored again)
@@ -186,6 +188,12 @@ def continues_of(metadata: Any) -> str | None:
 
 RECORDED_BY = "recorded_by"  # the metadata key naming the process that recorded a run
 IMPORTED_FROM = "imported_from"  # the metadata key naming the file a run was imported from
+
+
+def within_of(metadata: Any) -> str | None:
+    """The run a sub-run's ``metadata`` says it was recorded within, if any."""
+    value = metadata.get("within_run") if isinstance(metadata, dict) else None
+    return value if isinstance(value, str) and value else None
 
 
 def imported_from(metadata: Any) -> str | None:

@@ -15,6 +15,7 @@ from agentdebug.store.base import (
     metadata_value,
     recorder_of,
     verdict_of,
+    within_of,
 )
 
 
@@ -77,6 +78,7 @@ def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
                 root_agent=root.get("agent_name") if root else None,
                 root_step=root.get("step_index") if root else None,
                 continues=continues_of(head.get("metadata")),
+                within=within_of(head.get("metadata")),
                 recorded_by=recorder_of(head.get("metadata")),
                 imported_from=imported_from(head.get("metadata")),
                 verified=verified,

@@ -17,6 +17,7 @@ from agentdebug.store.base import (
     imported_from,
     metadata_json_path,
     recorder_of,
+    within_of,
 )
 from agentdebug.store.sqlite_schema import VERDICT_COLUMNS
 
@@ -75,6 +76,7 @@ def summary_of(row: Sequence[Any]) -> RunSummary:
         root_agent=agent or None,
         root_step=step if agent else None,
         continues=continues_of(meta),
+        within=within_of(meta),
         recorded_by=recorder_of(meta),
         imported_from=imported_from(meta),
         verified=bool(verified) if verified is not None else None,

@@ -42,7 +42,7 @@ def test_a_sub_run_that_answered_is_its_agents_answer_in_the_outer_run(home: Pat
             inner.record(EventType.FINAL_ANSWER, agent_name="forecaster", output="sunny, 22C")
     run = open_store(home).load_trajectory(outer.id)
     (end,) = run.events
-    assert end.type is EventType.AGENT_END and end.agent_name == "forecaster"
+    assert end.type is EventType.OBSERVATION and end.agent_name == "forecaster"
     assert end.output == "sunny, 22C" and end.metadata["sub_run"] == inner.id
 
 
@@ -85,3 +85,42 @@ def test_list_says_which_run_a_sub_run_is_within(home: Path) -> None:
     listed = run_cli("list").stdout
     (line,) = [line for line in listed.splitlines() if line.startswith(inner.id)]
     assert f"[within {outer.id}] book a flight" in line
+
+
+def test_a_sub_agent_that_failed_then_succeeded_is_resolved(home: Path) -> None:
+    """An orchestrator calls its booker again after a failure, and the retry books:
+    the outer run's correct answer is not questioned over the first failure, nor
+    over a helper that got past its own error and answered nothing."""
+    dbg = AgentDebug()
+    with dbg.trace(goal="book UA1") as outer:
+        for attempt, (result, ok) in enumerate([("sold out", False), ("booked", True)]):
+            with dbg.trace(goal=f"attempt {attempt}") as inner:
+                inner.record(EventType.TOOL_RESULT, agent_name="booker", output=result)
+                inner.set_outcome("success" if ok else "failure", reason=result)
+        with dbg.trace(goal="look up the fare") as helper:
+            helper.record(EventType.TOOL_RESULT, agent_name="searcher", error="timeout")
+            helper.record(EventType.TOOL_RESULT, agent_name="searcher", output="$120")
+        outer.record(EventType.FINAL_ANSWER, agent_name="planner", output="Booked UA1.")
+        outer.set_outcome("success", final_answer="Booked UA1.")
+    run = open_store(home).load_trajectory(outer.id)
+    kinds = [(e.type, e.agent_name) for e in run.events]
+    assert kinds[:3] == [
+        (EventType.ERROR, "booker"),
+        (EventType.OBSERVATION, "booker"),
+        (EventType.OBSERVATION, "searcher"),  # an inferred failure is not an error here
+    ]
+    report = diagnose(run)
+    assert "verification.premature_success" not in {f.mode_id for f in report.findings}
+
+
+def test_a_sub_run_ending_with_a_json_lines_store_reads_nothing_back(tmp_path: Path) -> None:
+    """The agent a sub-run stands for is known without reading the store (a JSON
+    Lines store is read whole, which a recording process otherwise never does)."""
+    dbg = AgentDebug(tmp_path / "runs.jsonl")
+    with dbg.trace(goal="outer") as outer, dbg.trace(goal="inner") as inner:
+        inner.record(EventType.FINAL_ANSWER, agent_name="writer", output="done")
+    store = dbg.store
+    assert store is not None and not getattr(store, "_runs", None)  # nothing read
+    dbg.close()
+    (event,) = open_store(tmp_path / "runs.jsonl").load_trajectory(outer.id).events
+    assert event.agent_name == "writer" and event.metadata["sub_run"] == inner.id

@@ -59,7 +59,7 @@ def test_a_store_keeps_runs_of_the_same_id_from_different_files(
         assert ingest_paths([first], store, importers=IMPORTERS).imported == 1
         later = ingest_paths([second], store, importers=IMPORTERS)
         assert later.imported == 1
-        assert "taken in the store" in later.notes[0]
+        assert "a run in the store imported from" in later.notes[0]
         for _ in range(2):  # the same files again: their runs are replaced, not added
             ingest_paths([tmp_path / "in"], store, importers=IMPORTERS)
         runs = store.list_runs()
@@ -218,3 +218,32 @@ def test_interleaved_steps_in_time_order_are_left_as_they_are(tmp_path: Path) ->
     (run,) = import_file(path)
     assert [e.step_index for e in run.trajectory.events] == steps
     assert "import_note" not in run.trajectory.metadata
+
+
+def test_importing_again_after_a_part_alone_adds_nothing(tmp_path: Path) -> None:
+    """One folder imported alone, then the whole: each file keeps the id it got,
+    however many times the whole is imported again."""
+    first, second = _per_run_folders(tmp_path / "in")
+    store = open_store(tmp_path / "agentdebug.db")
+    try:
+        ingest_paths([second], store, importers=IMPORTERS)
+        for _ in range(3):
+            ingest_paths([tmp_path / "in"], store, importers=IMPORTERS)
+        runs = store.list_runs()
+        assert sorted(r.goal or "" for r in runs) == ["flights to Denver?", "weather in Paris?"]
+        denver = next(r for r in runs if r.goal == "flights to Denver?")
+        assert denver.id == "messages-conversation"  # the id it got first
+    finally:
+        store.close()
+
+
+def test_runs_repeating_an_id_in_one_file_are_all_kept(tmp_path: Path) -> None:
+    path = tmp_path / "conversations.jsonl"
+    lines = [{"id": "conv", **_conversation(q)} for q in ("a?", "b?", "c?")]
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    batch = import_paths([path], importers=IMPORTERS)
+    ids = [r.trajectory.id for r in batch.runs]
+    assert len(set(ids)) == 3 and ids[0] == "conv"  # before: one run kept of three
+    assert [r.trajectory.goal for r in batch.runs] == ["a?", "b?", "c?"]
+    assert all("earlier record of the same file" in note for note in batch.notes)
+    assert len(batch.notes) == 2

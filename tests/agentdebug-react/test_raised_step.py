@@ -47,3 +47,16 @@ def test_a_step_that_raised_before_the_model_replied_records_the_error_alone(
         run.step()
     types = [e.type for e in run.session.trajectory().events]
     assert EventType.LLM_RESPONSE not in types and EventType.ERROR in types
+
+
+def test_a_step_that_replaced_the_messages_with_no_list_does_not_break_the_next(
+    dbg: AgentDebug,
+) -> None:
+    def careless(ctx: StepContext[Any]) -> Step:
+        if ctx.step == 1:
+            ctx.messages = None  # type: ignore[assignment]
+            return Step(thought="reset", action="noop", observation="ok")
+        return Step(final_answer="done")
+
+    loop: ReactLoop[Any] = ReactLoop(careless, debugger=dbg, auto_diagnose=False)
+    assert loop.run("q?", state={}).answer == "done"  # before: TypeError from the capture

@@ -250,7 +250,8 @@ class ReactRun(Generic[S]):
         if self._pending_directive is not None:
             directive, self._pending_directive = self._pending_directive, None
             self._inject(k, directive)
-        self._messages_at_start = len(self.ctx.messages)
+        messages = self.ctx.messages  # (a step may have set it to anything)
+        self._messages_at_start = len(messages) if isinstance(messages, list) else 0
         return k
 
     def _end(self, k: int, step: Step) -> Step:

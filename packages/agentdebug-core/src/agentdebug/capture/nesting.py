@@ -5,8 +5,9 @@ sub-agent called from an orchestrator's step, a helper traced on its own inside 
 traced request) is that run's sub-run: its header names the run it is within
 (``metadata["within_run"]``), which a rerun's ``parent_id`` is not (a sub-run is
 not a branch), and when it ends, the run it is within records how it went, as an
-event of the sub-run's agent: ``agent.end`` with its answer when it did not fail,
-``error`` with its failure when it did (``metadata["sub_run"]`` names it). So the
+event of the sub-run's agent: ``error`` with its failure when it declared or raised
+one, else ``observation`` with its answer (``metadata["sub_run"]`` names it; see
+:func:`report_to_outer`). So the
 outer run's diagnosis sees the failure its sub-agent brought back, and the agent
 that acted there, instead of an answer "All done" over two failed sub-runs, and a
 handoff to an agent it never saw act.
@@ -24,7 +25,7 @@ from agentdebug.schema import EventType, OutcomeStatus
 
 if TYPE_CHECKING:
     from agentdebug.capture.session import TraceSession
-    from agentdebug.schema import AgentTrajectory, Outcome
+    from agentdebug.schema import Outcome
 
 log = logging.getLogger("agentdebug.capture")
 
@@ -32,51 +33,59 @@ WITHIN = "within_run"  # the metadata key naming the run a sub-run was recorded 
 SUB_RUN = "sub_run"  # the metadata key of the outer run's event naming the sub-run
 
 
-def sub_agent(trajectory: AgentTrajectory) -> str:
+def sub_agent(session: TraceSession) -> str:
     """The agent a sub-run stands for in the run it is within: the one that gave
-    its final answer, else the last that acted, else its first declared agent."""
-    for event in reversed(trajectory.events):
-        if event.type is EventType.FINAL_ANSWER and event.agent_name:
-            return event.agent_name
-    for event in reversed(trajectory.events):
-        if event.agent_name and event.type is not EventType.USER_INPUT:
-            return event.agent_name
-    if trajectory.agents:
-        return trajectory.agents[0].name
-    return "sub-run"
+    its final answer, else its first declared agent, else the last that acted
+    (known without reading the run back: a JSON Lines store is read whole)."""
+    if isinstance(session._answer_agent, str) and session._answer_agent:
+        return session._answer_agent
+    if session.agents:
+        return session.agents[0].name
+    last = session._last_agent
+    return last if isinstance(last, str) and last else "sub-run"
 
 
-def report_to_outer(session: TraceSession, outcome: Outcome) -> None:
+def report_to_outer(session: TraceSession, outcome: Outcome, *, inferred: bool) -> None:
     """``session`` (a sub-run) has ended with ``outcome``: the run it is within
-    records it, if that run is still being recorded. Never raises."""
+    records it, if that run is still being recorded. Never raises.
+
+    A failure the sub-run declared (``set_outcome``) or raised is an ``error`` of
+    its agent; anything else is an ``observation`` of it (its answer, or how it
+    stopped), which also resolves an earlier failure of that agent (a sub-agent
+    called again, that then succeeded). A failure only inferred (errors and no
+    final answer: a helper that got past its own error and answered nothing) is
+    an observation too: the run never said it failed."""
     outer = session._within
     if outer is None or outer.ended_at is not None:
         return
     try:
-        trajectory = session.trajectory()
-        agent = sub_agent(trajectory)
+        agent = sub_agent(session)
         status = outcome.status
+        answer = outcome.final_answer
+        if answer is None:
+            answer = session._final_answer
         meta: dict[str, Any] = {SUB_RUN: session.id, "sub_run_status": status.value}
         if session.goal:
             meta["sub_run_goal"] = session.goal
-        if status is OutcomeStatus.FAILURE:
+        if outcome.reason:
+            meta["sub_run_reason"] = outcome.reason
+        if status is OutcomeStatus.FAILURE and not inferred:
             error = outcome.error.model_dump() if outcome.error is not None else None
             reason = outcome.reason or "it failed"
+            message = f"{agent}'s run {session.id}: {reason}"
             outer.record(
                 EventType.ERROR,
                 agent_name=agent,
-                error=error
-                or {"type": "SubRunFailed", "message": f"{agent}'s run {session.id}: {reason}"},
-                output=outcome.final_answer,
-                metadata={**meta, "sub_run_reason": reason},
-            )
-        else:
-            outer.record(
-                EventType.AGENT_END,
-                agent_name=agent,
-                output=outcome.final_answer,
+                error=error or {"type": "SubRunFailed", "message": message},
+                output=answer,
                 metadata=meta,
             )
+            return
+        if answer is None and outcome.stopped_by:
+            answer = f"[stopped: {outcome.reason or outcome.stopped_by}]"
+        elif answer is None and status is OutcomeStatus.FAILURE:
+            answer = f"[ended without an answer: {outcome.reason or 'no final answer'}]"
+        outer.record(EventType.OBSERVATION, agent_name=agent, output=answer, metadata=meta)
     except Exception:
         log.exception(
             "agentdebug: run %s could not be reported to the run it is within", session.id

@@ -142,6 +142,8 @@ class TraceSession:
         self._last_step = continues.last_step if continues is not None else -1
         self._n_errors = 0
         self._final_answer: Any = None
+        self._answer_agent: str | None = None  # who gave the final answer
+        self._last_agent: Any = None  # the last agent named in a record
         self._token: Token[TraceSession | None] | None = None
         self._outer: TraceSession | None = None  # the run current when this one began
         self._within: TraceSession | None = None  # the run this is a sub-run of (nesting)
@@ -241,6 +243,8 @@ class TraceSession:
         try:
             if args or fields:  # (rare: a field record has not, or a positional one)
                 agent_name, metadata = unknown_fields(args, fields, agent_name, metadata)
+            if agent_name is not None:  # (who a sub-run stands for: capture.nesting)
+                self._last_agent = agent_name
             if type.__class__ is not EventType:
                 type, metadata = self._coerce_type(type, metadata)
             if step_index is None:
@@ -309,6 +313,7 @@ class TraceSession:
                     if data is not None and len(data) <= self._limit:
                         if type is _FINAL:
                             self._final_answer = snapshot(output)
+                            self._answer_agent = agent_name
                         if not self._anchored:  # just before queueing: see _key
                             self._anchor()
                         self._sink((self._key, seq, data, agent_name))
@@ -325,6 +330,7 @@ class TraceSession:
                 self._n_errors += 1
             if type is _FINAL:
                 self._final_answer = output
+                self._answer_agent = agent_name
             extra = None
             if artifacts or checkpoint is not None:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
@@ -387,6 +393,7 @@ class TraceSession:
                 self._n_errors += 1
             if event.type is _FINAL:
                 self._final_answer = event.output
+                self._answer_agent = event.agent_name
             merged = {**event.metadata, **metadata} if metadata else event.metadata
             seq = next(self._counter)
             item = (
@@ -534,7 +541,7 @@ class TraceSession:
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
         if self._within is not None:  # a sub-run: the run it is within records how it went
-            report_to_outer(self, self._inferred_outcome())
+            report_to_outer(self, self._inferred_outcome(), inferred=self.outcome is None)
 
     def mark(self) -> RunMark:
         """Where this run stands, for a run that will continue it. (It takes a

@@ -351,7 +351,7 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
 def _targets(
     obj: Ctx, target: str, fmt: str | None, keep: bool, history: bool = True
 ) -> list[AgentTrajectory]:
-    from agentdebug.io import import_file, save_imported, stamped
+    from agentdebug.io import RunIds, import_file, save_imported, stamped
     from agentdebug.store.history import with_history
 
     path = Path(target)
@@ -366,7 +366,8 @@ def _targets(
             runs = exc.runs
         if keep:
             notes: list[str] = []
-            runs = [save_imported(obj.store, run, notes) for run in stamped(runs, path)]
+            ids = RunIds(notes, obj.store)
+            runs = [save_imported(ids, run, path) for run in stamped(runs, path)]
             for said in notes:
                 click.echo(f"note: {said}", err=True)
         return [run.trajectory for run in runs]

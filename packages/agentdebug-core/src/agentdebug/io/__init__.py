@@ -16,6 +16,7 @@ from __future__ import annotations
 from agentdebug.io.batch import (
     IMPORT_SUFFIXES,
     BatchImport,
+    RunIds,
     expand_paths,
     import_paths,
     ingest_paths,
@@ -53,6 +54,7 @@ __all__ = [
     "MessagesImporter",
     "OtlpImporter",
     "PhoenixImporter",
+    "RunIds",
     "TrailImporter",
     "WhoWhenImporter",
     "builtin_importers",

@@ -10,9 +10,11 @@ reason), and past records that cannot be read in a file holding several runs
 - **Ids that clash.** A run id an importer derives from a file's name
   (``trace.json`` in each run's folder) is the same for two files: the later
   file's run gets the id with a digest of its path (``whowhen-ag-trace-1a2b3c4d``),
-  and a note says so, rather than replacing the earlier one. Importing into a
-  store (:func:`ingest_paths`) does the same for a run id the store already holds
-  from another file; the same file imported again replaces its runs.
+  and a note says so, rather than replacing the earlier one; so does a record
+  repeating an id earlier in its file (a counter after the digest). Importing
+  into a store (:func:`ingest_paths`) does the same for a run id the store holds
+  from another file; the same file imported again gets the same ids, and replaces
+  its runs (:class:`RunIds`).
 - **Files passed over.** A named folder's files whose suffix is not an import
   suffix are listed (``skipped``); a named folder with none to import is a failure.
 """
@@ -20,6 +22,7 @@ reason), and past records that cannot be read in a file holding several runs
 from __future__ import annotations
 
 import hashlib
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
@@ -37,7 +40,6 @@ from agentdebug.io.detect import (
 )
 from agentdebug.io.source import read_source
 from agentdebug.stages import ImportedRun, Importer, Source
-from agentdebug.store.base import IMPORTED_FROM
 
 if TYPE_CHECKING:
     from agentdebug.store.base import TraceStore
@@ -121,7 +123,10 @@ def import_paths(
     raises at once. ``on_file`` is called with each file before it is read.
     """
     batch = BatchImport()
-    batch.runs.extend(_runs(paths, importers, format, batch, on_file))
+    ids = RunIds(batch.notes)
+    batch.runs.extend(
+        ids.choose(run, path) for run, path in _runs(paths, importers, format, batch, on_file)
+    )
     batch.imported = len(batch.runs)
     return batch
 
@@ -138,17 +143,19 @@ def ingest_paths(
     trace joined from several files, once all are read). A run whose id the store
     holds from another file is saved under the id with a digest of its path."""
     batch = BatchImport()
-    for run in _runs(paths, importers, format, batch, on_file):
-        save_imported(store, run, batch.notes)
+    ids = RunIds(batch.notes, store)
+    for run, path in _runs(paths, importers, format, batch, on_file):
+        save_imported(ids, run, path)
         batch.imported += 1
     return batch
 
 
-def save_imported(store: TraceStore, run: ImportedRun, notes: list[str]) -> ImportedRun:
-    """Save an imported run into ``store``, renamed (with a note) when the store
-    holds a run of its id imported from another file; the run as saved."""
-    run = _unclashed_in_store(run, store, notes)
-    store.save_trajectory(run.trajectory, run.label)
+def save_imported(ids: RunIds, run: ImportedRun, path: Path) -> ImportedRun:
+    """Save a run imported from ``path`` into ``ids.store`` under the id ``ids``
+    chooses (see :class:`RunIds`); the run as saved."""
+    assert ids.store is not None
+    run = ids.choose(run, path)
+    ids.store.save_trajectory(run.trajectory, run.label)
     return run
 
 
@@ -158,11 +165,11 @@ def _runs(
     format: str | None,
     batch: BatchImport,
     on_file: Callable[[Path], None] | None,
-) -> Iterator[ImportedRun]:
+) -> Iterator[tuple[ImportedRun, Path]]:
+    """Each run read, with the file it counts as from (a joined trace: its first)."""
     chosen = list(importers) if importers is not None else default_importers()
     if format is not None:
         named_importer(chosen, format)
-    taken: dict[str, Path] = {}  # run id -> the file that gave it, in this batch
     gathered: dict[str, tuple[Importer, list[tuple[Source, Any]]]] = {}
     for path in _expand(paths, batch):
         if on_file is not None:
@@ -190,25 +197,27 @@ def _runs(
             continue
         batch.files.append(path)
         for run in runs:
-            yield _unclashed(run, path, taken, batch)
+            yield run, path
     for importer, items in gathered.values():
-        yield from _joined(importer, items, taken, batch)
+        yield from _joined(importer, items, batch)
 
 
 def _joined(
     importer: Importer,
     items: list[tuple[Source, Any]],
-    taken: dict[str, Path],
     batch: BatchImport,
-) -> Iterator[ImportedRun]:
+) -> Iterator[tuple[ImportedRun, Path]]:
     """The runs of files read by ``gather``, built from all of them together:
     ``load_gathered`` yields each run with the files it was read from."""
     load_gathered = importer.load_gathered  # type: ignore[attr-defined]
     runs: list[tuple[ImportedRun, list[Path]]] = []
     try:
         runs.extend(load_gathered(items))
-    except RecordsSkipped as exc:
-        batch.failures.extend((Path(str(e.source or "?")), str(e)) for e in exc.errors)
+    except RecordsSkipped as exc:  # (each under the first file its trace was read from)
+        for error in exc.errors:
+            named = str(error.source or "")
+            first = next((src.path for src, _ in items if named.startswith(src.name)), None)
+            batch.failures.append((first or items[0][0].path, str(error)))
     except AgentDebugError as exc:
         batch.failures.extend((s.path, str(exc)) for s, _ in items)
         return
@@ -223,7 +232,7 @@ def _joined(
                 + ", ".join(str(f) for f in files)
             )
         (run,) = stamped([run], files[0], files)
-        yield _unclashed(run, files[0], taken, batch)
+        yield run, files[0]
 
 
 def path_digest(path: Path) -> str:
@@ -231,39 +240,45 @@ def path_digest(path: Path) -> str:
     return hashlib.sha256(str(path.resolve()).encode()).hexdigest()[:8]
 
 
-def _renamed(run: ImportedRun, new_id: str) -> ImportedRun:
-    return replace(run, trajectory=run.trajectory.model_copy(update={"id": new_id}))
+class RunIds:
+    """Which id each imported run is saved under: its own, unless a run of another
+    file (or an earlier record of the same file) has it, in this batch or in the
+    store; then its id with a digest of its file's path, and a counter after that
+    for a file that repeats an id. The same file imported again gets the same ids
+    (its own runs in the store are its to replace)."""
 
+    def __init__(self, notes: list[str], store: TraceStore | None = None) -> None:
+        self.notes = notes
+        self.store = store
+        self.given: dict[str, Path] = {}  # ids given in this batch, and by which file
 
-def _unclashed(
-    run: ImportedRun, path: Path, taken: dict[str, Path], batch: BatchImport
-) -> ImportedRun:
-    """``run``, renamed when an earlier file of this batch gave a run its id."""
-    rid = run.trajectory.id
-    first = taken.get(rid)
-    if first is not None and first != path:
-        new = f"{rid}-{path_digest(path)}"
-        batch.notes.append(f"{path}: run id '{rid}' is taken by {first}'s run: imported as '{new}'")
-        run = _renamed(run, new)
-    taken[run.trajectory.id] = path
-    return run
+    def choose(self, run: ImportedRun, path: Path) -> ImportedRun:
+        rid = run.trajectory.id
+        holder = self._holder(rid, path)
+        if holder is None:
+            self.given[rid] = path
+            return run
+        digest = path_digest(path)
+        candidate = f"{rid}-{digest}"
+        for n in itertools.count(2):  # (a file that repeats an id: a counter after)
+            if self._holder(candidate, path) is None:
+                break
+            candidate = f"{rid}-{digest}-{n}"
+        self.given[candidate] = path
+        self.notes.append(f"{path}: run id '{rid}' is taken by {holder}: imported as '{candidate}'")
+        return replace(run, trajectory=run.trajectory.model_copy(update={"id": candidate}))
 
+    def _holder(self, run_id: str, path: Path) -> str | None:
+        """What holds ``run_id`` against a run of ``path``, if anything does."""
+        if run_id in self.given:
+            given = self.given[run_id]
+            return "an earlier record of the same file" if given == path else f"{given}'s run"
+        if self.store is None:
+            return None
+        from agentdebug.store.base import RunQuery
 
-def _unclashed_in_store(run: ImportedRun, store: TraceStore, notes: list[str]) -> ImportedRun:
-    """``run``, renamed when the store holds a run of its id imported from another
-    file (one recorded live, or imported before files were noted, is replaced as
-    before)."""
-    from agentdebug.store.base import RunQuery
-
-    rid = run.trajectory.id
-    here = run.trajectory.metadata.get(IMPORTED_FROM)
-    held = store.list_runs(RunQuery(ids=(rid,), limit=1))
-    other = held[0].imported_from if held else None
-    if other is None or here is None or other == here:
-        return run
-    new = f"{rid}-{path_digest(Path(here))}"
-    notes.append(
-        f"{here}: run id '{rid}' is taken in the store by a run imported from {other}: "
-        f"imported as '{new}'"
-    )
-    return _renamed(run, new)
+        held = self.store.list_runs(RunQuery(ids=(run_id,), limit=1))
+        other = held[0].imported_from if held else None
+        if other is None or other == str(path.resolve()):
+            return None  # (recorded live, or imported before files were noted: replaced)
+        return f"a run in the store imported from {other}"

@@ -33,10 +33,11 @@ def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
     """The summaries of the runs ``q`` asks for, newest first."""
     out: list[RunSummary] = []
     below = _descendants(runs, q.descends_from) if q.descends_from else None
-    for rid, run in runs.items():
+    chosen = runs.items()
+    if q.ids is not None:  # (looked up, not scanned: an import asks once per run)
+        chosen = {rid: runs[rid] for rid in q.ids if rid in runs}.items()
+    for rid, run in chosen:
         if below is not None and rid not in below:
-            continue
-        if q.ids is not None and rid not in q.ids:
             continue
         head = run.header
         status = (head.get("outcome") or {}).get("status", "unknown")

@@ -223,7 +223,7 @@ def test_interleaved_steps_in_time_order_are_left_as_they_are(tmp_path: Path) ->
 def test_importing_again_after_a_part_alone_adds_nothing(tmp_path: Path) -> None:
     """One folder imported alone, then the whole: each file keeps the id it got,
     however many times the whole is imported again."""
-    first, second = _per_run_folders(tmp_path / "in")
+    _first, second = _per_run_folders(tmp_path / "in")
     store = open_store(tmp_path / "agentdebug.db")
     try:
         ingest_paths([second], store, importers=IMPORTERS)

@@ -20,7 +20,7 @@ from typing import Any
 import orjson
 
 from agentdebug.text import compact_json, flatten
-from agentdebug.views._render import _arguments
+from agentdebug.views._render import _arguments, tool_calls
 
 TRUNCATED = "[truncated: {n:,} bytes]"
 _BARE = re.compile(r"[\w.\-/:@+#]+")  # a string shown without quotes inside an object
@@ -147,16 +147,10 @@ class _Line:
 
 
 def _calls(message: Mapping[str, Any]) -> list[str]:
-    calls = message.get("tool_calls")
-    out: list[str] = []
-    for call in calls if isinstance(calls, list) else []:
-        if isinstance(call, Mapping):
-            function = call.get("function")
-            source = function if isinstance(function, Mapping) else call
-            name = source.get("name")
-            args = source.get("arguments", source.get("args"))  # (LangChain's: args)
-            out.append(call_text(name if isinstance(name, str) else "?", args))
-    return out
+    return [
+        call_text(name if isinstance(name, str) else "?", args)
+        for name, args in tool_calls(message)
+    ]
 
 
 def _quoted(text: str, limit: int) -> str:

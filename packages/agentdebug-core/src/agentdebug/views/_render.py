@@ -78,16 +78,21 @@ def arguments_text(value: Any) -> str:
     return value if isinstance(value, str) else compact_json(value)
 
 
-def _calls(message: Mapping[str, Any]) -> list[str]:
+def tool_calls(message: Mapping[str, Any]) -> list[tuple[Any, Any]]:
+    """(name, arguments) of each tool call a message made (OpenAI's ``function``
+    with ``arguments``, LangChain's ``name`` with ``args``)."""
     calls = message.get("tool_calls")
-    out: list[str] = []
+    out: list[tuple[Any, Any]] = []
     for call in calls if isinstance(calls, list) else []:
         if isinstance(call, Mapping):
             function = call.get("function")
             source = function if isinstance(function, Mapping) else call
-            args = source.get("arguments", source.get("args"))  # (LangChain's: args)
-            out.append(f"{source.get('name')}({arguments_text(args)})")
+            out.append((source.get("name"), source.get("arguments", source.get("args"))))
     return out
+
+
+def _calls(message: Mapping[str, Any]) -> list[str]:
+    return [f"{name}({arguments_text(args)})" for name, args in tool_calls(message)]
 
 
 def _message_body(message: Mapping[str, Any]) -> str:

@@ -111,6 +111,25 @@ def test_a_sub_agent_that_failed_then_succeeded_is_resolved(home: Path) -> None:
     ]
     report = diagnose(run)
     assert "verification.premature_success" not in {f.mode_id for f in report.findings}
+    assert report.root_cause is None  # booker's failure was resolved by its retry
+
+
+def test_the_sub_agent_whose_failure_was_ignored_is_blamed_not_one_retried(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="write a report") as outer:
+        for ok in (False, True):  # the writer fails, is called again, and writes
+            with dbg.trace(goal="draft") as writer:
+                writer.record(EventType.FINAL_ANSWER, agent_name="writer", output="a draft")
+                writer.set_outcome("success" if ok else "failure", reason="draft rejected")
+        with dbg.trace(goal="research") as researcher:
+            researcher.record(EventType.FINAL_ANSWER, agent_name="researcher", output="Lyon")
+            researcher.set_outcome("failure", reason="the answer failed the success check")
+        outer.record(EventType.FINAL_ANSWER, agent_name="orchestrator", output="All done")
+    report = diagnose(open_store(home).load_trajectory(outer.id))
+    assert report.root_cause is not None
+    assert report.root_cause.agent_name == "researcher"  # before: the retried writer
+    (writer_error,) = [f for f in report.findings if f.agent_name == "writer"]
+    assert "resolved: writer's run" in writer_error.message
 
 
 def test_a_sub_run_ending_with_a_json_lines_store_reads_nothing_back(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from agentdebug.schema import AgentEvent, EventType
 NO_SUCH_TOOL = re.compile(
     r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
 )
+SUB_RUN = "sub_run"  # (agentdebug.capture.nesting: an outer run's event naming a sub-run)
 _TRANSIENT = frozenset({"system.timeout", "system.rate_limited", "system.service_unavailable"})
 
 # (the failed result, a later result, the calls by id) -> whether the later one fixed it
@@ -28,7 +29,9 @@ def recovered_by_the_agent(
     malformed, after which the agent's later call of the same tool succeeded (a
     ReAct agent that read the validation error and corrected them), or, for a tool
     that does not exist, its later call of any tool (the name corrected); an outage
-    or a rate limit, after which the very same call succeeded (a retry).
+    or a rate limit, after which the very same call succeeded (a retry); a sub-run
+    that failed, after which a sub-run of the same agent succeeded (the sub-agent
+    called again).
 
     A call that failed on what it asked for (a file, a city not found) is not
     resolved by a call that asked for something else: the substitute may be the
@@ -38,6 +41,11 @@ def recovered_by_the_agent(
     out: dict[str, AgentEvent] = {}
     for event_id, (mode, quote) in failures.items():
         failed = events[position[event_id]]
+        if failed.metadata.get(SUB_RUN) and failed.agent_name is not None:
+            again = _sub_run_again(events[position[event_id] + 1 :], failed, failures)
+            if again is not None:
+                out[event_id] = again
+            continue
         name = tool_name(failed) if failed.type is EventType.TOOL_RESULT else None
         if not name or failed.agent_name is None or event_id in retried:
             continue
@@ -58,6 +66,22 @@ def recovered_by_the_agent(
                 out[event_id] = later
                 break
     return out
+
+
+def _sub_run_again(
+    later: Sequence[AgentEvent], failed: AgentEvent, failures: Mapping[str, tuple[str, str]]
+) -> AgentEvent | None:
+    """A later sub-run of the same agent that succeeded (the orchestrator called its
+    sub-agent again, and it answered), if there is one (see agentdebug.capture.nesting)."""
+    for event in later:
+        if (
+            event.agent_name == failed.agent_name
+            and event.metadata.get(SUB_RUN)
+            and event.id not in failures
+            and event.metadata.get("sub_run_status") == "success"
+        ):
+            return event
+    return None
 
 
 def _any_tool(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:

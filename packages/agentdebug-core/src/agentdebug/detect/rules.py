@@ -163,10 +163,13 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         elif event.id in ctx.recovered:  # the agent called again, and that call worked
             again = ctx.recovered[event.id]
-            message += (
-                f" (resolved: the agent's call of {tool_name(again)} at step "
-                f"{again.step_index} succeeded)"
+            sub_run = again.metadata.get("sub_run")
+            what = (
+                f"{again.agent_name}'s run {sub_run}"
+                if sub_run
+                else f"the agent's call of {tool_name(again)}"
             )
+            message += f" (resolved: {what} at step {again.step_index} succeeded)"
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         yield _finding(
             "errors",

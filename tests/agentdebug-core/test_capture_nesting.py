@@ -33,6 +33,8 @@ def test_a_failed_sub_run_is_an_error_of_its_agent_in_the_outer_run(home: Path) 
     modes = {f.mode_id for f in report.findings}
     assert "verification.premature_success" in modes
     assert report.root_cause is not None and report.root_cause.agent_name == "booker"
+    (failed,) = [f for f in report.findings if f.agent_name == "booker"]
+    assert f"booker's run {inner.id} failed" in failed.message  # (not "raised": it declared)
 
 
 def test_a_sub_run_that_answered_is_its_agents_answer_in_the_outer_run(home: Path) -> None:

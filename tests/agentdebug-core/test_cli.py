@@ -27,6 +27,7 @@ def test_diagnose_the_shipped_example(home: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert "Root cause: searcher at step 3" in result.stdout
     assert "→ [  3] searcher" in result.stdout
+    assert "as run example-failed-booking, with this diagnosis" in result.stderr  # said
     # The run and its report were kept: the run can be listed, shown and re-diagnosed by id.
     listed = run_cli("list")
     assert "example-failed-booking" in listed.stdout

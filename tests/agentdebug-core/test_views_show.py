@@ -194,4 +194,48 @@ def test_show_gives_the_system_prompt_of_an_imported_conversation(tmp_path: Path
     path.write_text(json.dumps({"messages": messages}))
     (run,) = import_file(path)
     shown = render_run(run.trajectory)
-    assert "instructions: You are a travel agent. Never book without a date." in shown
+    assert "instructions (assistant): You are a travel agent. Never book without a date." in shown
+
+
+def test_a_root_cause_in_the_runs_input_is_named_so_on_every_line() -> None:
+    from agentdebug.diagnose import diagnose
+
+    run = AgentTrajectory.model_validate(
+        {
+            "id": "input-fault",
+            "events": [
+                {
+                    "id": "e0",
+                    "type": "user.input",
+                    "step_index": 0,
+                    "output": "Pay",
+                    "error": {"message": "ValueError: invoice id missing"},
+                },
+                {
+                    "id": "e1",
+                    "type": "final_answer",
+                    "step_index": 1,
+                    "agent_name": "w",
+                    "output": "Done",
+                },
+            ],
+            "outcome": {"status": "failure"},
+        }
+    )
+    text = render(diagnose(run), run)
+    assert "Root cause: the run's input at step 0" in text  # before: "unknown agent"
+    assert "At step 0, the run's input:" in text
+
+
+def test_instructions_only_one_agent_has_are_named_as_its() -> None:
+    run = AgentTrajectory.model_validate(
+        {
+            "id": "two-agents",
+            "agents": [
+                {"name": "planner", "instructions": "Break it into steps."},
+                {"name": "worker"},
+            ],
+            "events": [{"id": "e0", "type": "message", "step_index": 0, "agent_name": "worker"}],
+        }
+    )
+    assert "instructions (planner): Break it into steps." in render_run(run)

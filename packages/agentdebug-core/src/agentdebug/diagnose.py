@@ -119,6 +119,12 @@ def diagnose(
     if history is not None:
         notes.append(history)
     symptom = _symptom(trajectory, findings)
+    hypotheses = [  # (named "the run's input" wherever the report names who)
+        h.model_copy(update={"metadata": {**h.metadata, "blames_input": True}})
+        if blames_input(trajectory, h)
+        else h
+        for h in hypotheses
+    ]
     root = hypotheses[0] if hypotheses else None
     report = DiagnosticReport(
         id=new_report_id(),

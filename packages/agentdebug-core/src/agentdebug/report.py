@@ -336,9 +336,16 @@ def _acting_note(h: Hypothesis) -> str | None:
     )
 
 
+def _who(h: Hypothesis) -> str:
+    """Whom a hypothesis blames: its agent, the run's input, or an unknown agent."""
+    if h.agent_name:
+        return h.agent_name
+    return "the run's input" if h.metadata.get("blames_input") else "unknown agent"
+
+
 def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int, by: str) -> list[str]:
     lines = [
-        f"{title}: {h.agent_name or 'unknown agent'} at step {h.step_index} — "
+        f"{title}: {_who(h)} at step {h.step_index} — "
         f"{_mode_name(h.mode_id, reg)}, confidence {h.confidence:.2f} (by {by})"
     ]
     if h.rationale:
@@ -413,7 +420,7 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
         out.append("None named.")
     else:
         out += [
-            f"**{root.agent_name or 'unknown agent'}** at **step {root.step_index}** — "
+            f"**{_who(root)}** at **step {root.step_index}** — "
             f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f} "
             f"(by {by_line(report, root)})",
             "",
@@ -560,7 +567,7 @@ def _instructions(trajectory: AgentTrajectory, width: int) -> list[str]:
     given = {a.name: a.instructions for a in trajectory.agents if a.instructions}
     room = max(20, width - 26)
     texts = set(given.values())
-    if len(texts) == 1:
+    if len(texts) == 1 and len(given) == len(trajectory.agents) > 1:  # (everyone's)
         (text,) = texts
         return [f"  instructions: {shorten(text, room)}"]
     return [f"  instructions ({name}): {shorten(text, room)}" for name, text in given.items()]

@@ -108,7 +108,7 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     """Import runs from files or folders into the store.
 
     Formats are detected per file (Who&When, TRAIL / OpenInference spans, OTLP JSON,
-    OpenAI message lists, agentdebug event lists). Bad files are reported and
+    OpenAI and Anthropic message lists, Phoenix span exports, agentdebug event lists). Bad files are reported and
     skipped; the exit status is non-zero if any file failed.
     """
     from agentdebug.io import ingest_paths
@@ -370,6 +370,7 @@ def _targets(
             runs = [save_imported(ids, run, path) for run in stamped(runs, path)]
             for said in notes:
                 click.echo(f"note: {said}", err=True)
+
         return [run.trajectory for run in runs]
     if any(sep in target for sep in ("/", "\\")) or target.endswith((".json", ".jsonl", ".ndjson")):
         raise InputError("no such file", source=target)
@@ -478,6 +479,12 @@ def diagnose(
         if not no_store and not running:
             report = carried_verification(obj.store, report)
             obj.store.save_report(report)
+            if Path(target).exists():  # (a file: its run was imported to be diagnosed)
+                click.echo(
+                    f"kept in {obj.store.location} as run {trajectory.id}, with this "
+                    "diagnosis (--no-store keeps nothing)",
+                    err=True,
+                )
         if out_fmt == "json" and len(trajectories) > 1:
             reports.append(report.model_dump(mode="json"))
             continue

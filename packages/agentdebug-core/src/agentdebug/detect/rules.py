@@ -142,6 +142,8 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             where = None
         if where:
             what = f"{where} failed"
+        elif event.type is EventType.ERROR and event.metadata.get("sub_run"):
+            what = f"{event.agent_name or 'a sub-agent'}'s run {event.metadata['sub_run']} failed"
         elif event.type is EventType.ERROR:  # an agent's own code raised: say whose, and what
             what = f"{event.agent_name or 'the run'} raised"
             kind = event.error.type if event.error is not None else None

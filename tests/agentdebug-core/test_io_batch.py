@@ -247,3 +247,26 @@ def test_runs_repeating_an_id_in_one_file_are_all_kept(tmp_path: Path) -> None:
     assert [r.trajectory.goal for r in batch.runs] == ["a?", "b?", "c?"]
     assert all("earlier record of the same file" in note for note in batch.notes)
     assert len(batch.notes) == 2
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [
+        {
+            "request": {"model": "gpt-4o", "messages": [{"role": "user", "content": "Paris?"}]},
+            "response": {"choices": [{"message": {"role": "assistant", "content": "Sunny."}}]},
+        },
+        {
+            "messages": [{"role": "user", "content": "Paris?"}],
+            "response": {"choices": [{"message": {"role": "assistant", "content": "Sunny."}}]},
+        },
+    ],
+)
+def test_a_request_saved_beside_its_response_reads_the_reply(
+    tmp_path: Path, doc: dict[str, Any]
+) -> None:
+    path = tmp_path / "exchange.json"
+    path.write_text(json.dumps(doc))
+    (run,) = import_file(path)  # before: refused, or the reply left in metadata
+    last = run.trajectory.events[-1]
+    assert last.type.value == "final_answer" and last.output == "Sunny."

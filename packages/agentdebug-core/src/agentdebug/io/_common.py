@@ -142,3 +142,19 @@ def not_one_object(source: Source) -> str | None:
     if not isinstance(source.document, Mapping):
         return "not a JSON object"
     return None
+
+
+def exchange(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    """A request saved beside its response (``{"request": {messages...}, "response":
+    {choices...}}``, or ``{"messages": [...], "response": {...}}``) as one document
+    with the response's ``choices``; anything else as it is."""
+    response = doc.get("response")
+    if not isinstance(response, Mapping) or "choices" in doc:
+        return doc
+    request = doc.get("request")
+    merged = {k: v for k, v in doc.items() if k not in ("request", "response")}
+    if isinstance(request, Mapping) and "messages" not in doc:
+        merged.update(request)
+    if "choices" in response:
+        merged["choices"] = response["choices"]
+    return merged

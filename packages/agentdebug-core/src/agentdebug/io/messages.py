@@ -34,7 +34,7 @@ import orjson
 from pydantic import ValidationError
 
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io._common import check_size, from_validation_error, type_name
+from agentdebug.io._common import check_size, exchange, from_validation_error, type_name
 from agentdebug.io.semconv import Content, Fail, read_content
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, EventType, Outcome
@@ -109,7 +109,7 @@ class MessagesImporter:
         if isinstance(doc, list):
             return _sniff_list(doc)
         if isinstance(doc, Mapping):
-            messages = doc.get("messages")
+            messages = exchange(doc).get("messages")
             if not isinstance(messages, list):
                 return "no 'messages' list"
             if messages and not any(_is_message(m) for m in messages):
@@ -135,7 +135,7 @@ class MessagesImporter:
             )
         else:
             assert isinstance(doc, Mapping)
-            yield _conversation(doc, source, default_id=f"messages-{stem}", record=None)
+            yield _conversation(exchange(doc), source, default_id=f"messages-{stem}", record=None)
 
 
 def _conversations(records: Sequence[Any], source: Source) -> Iterator[ImportedRun]:

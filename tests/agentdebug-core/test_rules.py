@@ -411,3 +411,32 @@ def test_empty_or_invalid_final_answers(answer: str) -> None:
 
 def test_a_real_final_answer_is_fine() -> None:
     assert run(ev(0, EventType.FINAL_ANSWER, output="The capital of Australia is Canberra.")) == []
+
+
+def test_an_outage_the_same_call_got_past_is_resolved_in_a_log_without_parent_links() -> None:
+    """A log whose results are filed under no call: each result's call is the
+    agent's latest call of that tool before it, so a retry of the very same call
+    that worked resolves the outage (before, only parent links told it)."""
+
+    def event(i: int, kind: EventType, **fields: Any) -> AgentEvent:
+        return AgentEvent(id=f"e{i}", step_index=i, agent_name="w", type=kind, **fields)
+
+    ask = {"tool": "get_weather", "arguments": {"city": "Paris"}}
+    meta = {"tool_name": "get_weather"}
+    run = AgentTrajectory(
+        id="outage",
+        events=[
+            event(1, EventType.TOOL_CALL, input=ask, metadata=meta),
+            event(
+                2,
+                EventType.TOOL_RESULT,
+                error=ErrorInfo(message="503 Service Unavailable"),
+                metadata=meta,
+            ),
+            event(3, EventType.TOOL_CALL, input=ask, metadata=meta),
+            event(4, EventType.TOOL_RESULT, output="sunny", metadata=meta),
+            event(5, EventType.FINAL_ANSWER, output="It is sunny."),
+        ],
+    )
+    (outage,) = [f for f in RulePack().detect(run) if f.step_index == 2]
+    assert "resolved: the agent's call of get_weather at step 4 succeeded" in outage.message

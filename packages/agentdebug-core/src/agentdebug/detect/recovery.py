@@ -38,6 +38,11 @@ def recovered_by_the_agent(
     mistake (the wrong quarter's report read instead), so it stays a candidate."""
     position = {e.id: i for i, e in enumerate(events)}
     calls = {e.id: e for e in events if e.type is EventType.TOOL_CALL}
+    for result in events:  # a result filed under no call: the agent's call of it before
+        if result.type is EventType.TOOL_RESULT and result.parent_id not in calls:
+            call = _call_before(events[: position[result.id]], result)
+            if call is not None:
+                calls[f"before:{result.id}"] = call
     out: dict[str, AgentEvent] = {}
     for event_id, (mode, quote) in failures.items():
         failed = events[position[event_id]]
@@ -96,5 +101,20 @@ def _same_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentE
     """The same tool with the same arguments (the results' parent calls compared)."""
     if not _same_tool(failed, later, calls):
         return False
-    before, again = calls.get(failed.parent_id or ""), calls.get(later.parent_id or "")
+    before = calls.get(failed.parent_id or "") or calls.get(f"before:{failed.id}")
+    again = calls.get(later.parent_id or "") or calls.get(f"before:{later.id}")
     return before is not None and again is not None and before.input == again.input
+
+
+def _call_before(earlier: Sequence[AgentEvent], result: AgentEvent) -> AgentEvent | None:
+    """The latest call of ``result``'s tool by its agent before it (a log that
+    files results under no call)."""
+    name = tool_name(result)
+    for event in reversed(earlier):
+        if (
+            event.type is EventType.TOOL_CALL
+            and event.agent_name == result.agent_name
+            and tool_name(event) == name
+        ):
+            return event
+    return None

@@ -6,7 +6,6 @@ import json
 import logging
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -23,11 +22,9 @@ from agentdebug.llm import (
     NoModelConfigured,
     budget_scope,
     get_client,
-    reset_clients,
     use_settings,
 )
 from agentdebug.llm import client as client_module
-from agentdebug.llm.config import FIELDS, env_name
 from agentdebug.llm.testing import Reply, ScriptedServer
 from agentdebug.schema import AuditEntry, Cost
 from pydantic import BaseModel, Field
@@ -44,18 +41,6 @@ ASK = [
     {"role": "system", "content": "You are a careful debugger."},
     {"role": "user", "content": "Which half holds the decisive error?"},
 ]
-
-
-@pytest.fixture(autouse=True)
-def llm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in FIELDS:
-        monkeypatch.delenv(env_name(key), raising=False)
-    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "config.toml"))
-    reset_clients()
-    yield
-    reset_clients()
 
 
 @pytest.fixture(autouse=True)

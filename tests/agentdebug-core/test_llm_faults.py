@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -22,11 +21,9 @@ from agentdebug.llm import (
     MalformedAnswer,
     budget_scope,
     load_settings,
-    reset_clients,
     use_settings,
 )
 from agentdebug.llm import client as client_module
-from agentdebug.llm.config import FIELDS, env_name
 from agentdebug.llm.testing import Reply, ScriptedServer, error_body
 from agentdebug.recover import ReflexionRecoverer
 from agentdebug.recover.reflexion import ReflexionAnswer
@@ -44,18 +41,6 @@ class Verdict(BaseModel):
 GOOD = '{"half": "first", "reason": "step 2 misread the tool output", "confidence": 0.8}'
 DRAFT = '{"half": "second", "reason": "a first guess", "confidence": 1.0}'
 ASK = [{"role": "user", "content": "Which half holds the decisive error?"}]
-
-
-@pytest.fixture(autouse=True)
-def llm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in FIELDS:
-        monkeypatch.delenv(env_name(key), raising=False)
-    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "config.toml"))
-    reset_clients()
-    yield
-    reset_clients()
 
 
 @pytest.fixture(autouse=True)

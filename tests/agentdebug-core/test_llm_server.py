@@ -9,11 +9,9 @@ import subprocess
 import sys
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
 from datetime import date, datetime
 from enum import StrEnum
 from importlib import resources
-from pathlib import Path
 from string import Template
 from typing import Any, Literal
 from uuid import UUID
@@ -22,20 +20,8 @@ import openai
 import pytest
 from agentdebug.llm import LLMClient, LLMSettings, PromptError, load_prompt, render_prompt
 from agentdebug.llm import prompts as prompts_module
-from agentdebug.llm.config import FIELDS, env_name
 from agentdebug.llm.testing import Reply, ScriptedServer, minimal_instance, schema_answerer
 from pydantic import BaseModel, Field, create_model
-
-
-@pytest.fixture(autouse=True)
-def llm_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    for key in FIELDS:
-        monkeypatch.delenv(env_name(key), raising=False)
-    for var in ("OPENAI_MODEL", "OPENAI_BASE_URL", "OPENAI_API_KEY"):
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "config.toml"))
-    yield
-
 
 HELLO = [{"role": "user", "content": "hello there"}]
 

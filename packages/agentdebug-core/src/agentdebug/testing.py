@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol, TypeVar
 
 from agentdebug.llm import reset_clients
+from agentdebug.llm.config import FIELDS, env_name
 from agentdebug.plugins import reset_registry
 
 #: Environment variables through which a model could be configured.
@@ -52,7 +53,7 @@ def isolated(tmp_path: Path, monkeypatch: EnvPatcher) -> Iterator[Path]:
     monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
     monkeypatch.setenv("AGENTDEBUG_CONFIG", str(tmp_path / "no-config.toml"))
     monkeypatch.setenv("OTEL_SDK_DISABLED", "true")
-    for var in MODEL_ENV:
+    for var in (*MODEL_ENV, *(env_name(key) for key in FIELDS)):  # (every model setting)
         monkeypatch.delenv(var, raising=False)
     reset_registry()
     reset_clients()

@@ -253,3 +253,12 @@ def test_diagnosing_a_run_still_in_flight_names_no_cause_and_stores_nothing(home
     assert dbg.store is not None and dbg.store.load_reports(run_id) == []
     session.__exit__(None, None, None)
     dbg.close()
+
+
+def test_list_cuts_a_long_goal_with_an_ellipsis(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="x" * 200) as t:
+        t.record(EventType.MESSAGE, agent_name="a", output="hi")
+    dbg.close()
+    (line,) = [line for line in run_cli("list").stdout.splitlines() if line.startswith(t.id)]
+    assert line.endswith("x" * 79 + "…")

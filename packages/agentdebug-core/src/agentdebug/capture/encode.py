@@ -261,7 +261,9 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
             return cut(value, Walk(deepest=CUT_DEPTH))
         notes[f"{key}_unserialisable"] = why
         return text
-    notes[f"{key}_coerced"] = why
+    notes[f"{key}_coerced"] = (  # (what was done, not orjson's words for why)
+        f"keys or integers JSON cannot hold were written as their text, the rest kept ({why})"
+    )
     return kept
 
 

@@ -18,6 +18,7 @@ from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 from agentdebug.store.base import recorder_of
+from agentdebug.text import shorten
 
 
 class Ctx:
@@ -312,7 +313,7 @@ def list_runs(
         framework = visible(run.framework or "-")[:14]
         click.echo(  # (control characters in a recorded name or goal shown as escapes)
             f"{visible(run.id):<{id_w}} {status:<9} {framework:<14} {run.n_events:>6}  "
-            f"{started:<16}  {root:<28} {visible(goal)[:80]}"
+            f"{started:<16}  {root:<28} {shorten(visible(goal), 80)}"
         )
     if not runs and not as_json:
         click.echo("no runs match", err=True)

@@ -15,35 +15,18 @@ from typing import Any
 
 import pytest
 from agentdebug import AgentDebug
-from agentdebug.rerun import branch_debugger, start_branch
-from agentdebug.schema import AgentTrajectory, DiagnosticReport, Hypothesis, RerunRequest
+from agentdebug.schema import DiagnosticReport, Hypothesis
 from agentdebug.schema.diagnosis import Verification
 from agentdebug.store import JSONLStore, SQLiteStore
 from agentdebug.store.base import LaterBlame, verdict_of
 from agentdebug.store.sqlite_schema import MIGRATIONS, SCHEMA_VERSION, columns_of
 from conftest import run_cli
 from test_store import make_run
-from toy_agent import ToyExecutor, failing_run
+from toy_agent import failing_run
 
 HERE = Path(__file__).resolve().parent
 ENV = {"PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")])}
 NEW_COLUMNS = {"verified", "later_round", "later_branch", "later_run", "later_agent", "later_step"}
-
-
-class SecondTime(ToyExecutor):
-    """Fails the first round's rerun, passes the second's."""
-
-    def rerun(self, request: RerunRequest) -> AgentTrajectory:
-        from toy_agent import _steps
-
-        dbg = self.dbg or branch_debugger(request)
-        with start_branch(dbg, request, framework="toy") as t:
-            _steps(t, request.resume_step, corrected=request.attempt >= 2)
-        return t.trajectory()
-
-
-def make_second_time() -> SecondTime:
-    return SecondTime()
 
 
 def _loop(store: Path, executor: str, *more: str) -> str:
@@ -102,7 +85,7 @@ def test_a_root_cause_the_rerun_did_not_confirm_is_marked(home: Path) -> None:
 @pytest.mark.parametrize("kind", ["sqlite", "jsonl"])
 def test_a_later_rounds_passing_blame_is_shown_after_the_mark(tmp_path: Path, kind: str) -> None:
     store = tmp_path / ("store" if kind == "sqlite" else "runs.jsonl")
-    run_id = _loop(store, "test_list_verified:make_second_time", "--max-rounds", "3")
+    run_id = _loop(store, "toy_agent:make_second_time_executor", "--max-rounds", "3")
     column, doc = _listed(store, run_id)
     assert column == "researcher@1 ✗ →researcher@1"  # (28 characters exactly)
     later = doc["later_blame"]

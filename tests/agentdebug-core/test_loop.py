@@ -518,21 +518,11 @@ def test_a_branch_that_passes_with_the_blamed_step_unchanged_does_not_verify_it(
     assert "did not succeed" not in line
 
 
-class SecondTime(ToyExecutor):
-    """Fails the first round's rerun, passes the second's."""
-
-    def rerun(self, request: RerunRequest) -> AgentTrajectory:
-        from toy_agent import _steps
-
-        dbg = self.dbg or branch_debugger(request)
-        with start_branch(dbg, request, framework="toy") as t:
-            _steps(t, request.resume_step, corrected=request.attempt >= 2)
-        return t.trajectory()
-
-
 def test_a_later_rounds_success_is_told_on_the_originals_report(dbg: AgentDebug) -> None:
     run = failing_run(dbg)
-    result = closed_loop(run, debugger=dbg, executor=SecondTime(dbg), max_rounds=3)
+    result = closed_loop(
+        run, debugger=dbg, executor=ToyExecutor(dbg, mode="second_time"), max_rounds=3
+    )
     assert result.status == "succeeded" and result.verified_by_rerun is False
     first, second = result.attempts
     store = dbg.store

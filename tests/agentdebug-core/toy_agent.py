@@ -64,7 +64,8 @@ def failing_run(dbg: AgentDebug, *, reference: bool = True) -> AgentTrajectory:
 
 class ToyExecutor:
     """Reruns the toy agent from the requested step; ``mode`` makes it fail again
-    (``stubborn``) or raise (``broken``)."""
+    (``stubborn``), raise (``broken``), or fail the first round's rerun and pass
+    the second's (``second_time``)."""
 
     framework = "toy"
 
@@ -78,6 +79,8 @@ class ToyExecutor:
         if self.mode == "broken":
             raise RuntimeError("the sandbox is gone")
         corrected = self.mode != "stubborn" and bool(request.directive.strip())
+        if self.mode == "second_time":
+            corrected = request.attempt >= 2
         dbg = self.dbg or branch_debugger(request)
         with start_branch(dbg, request, framework="toy") as t:
             _steps(t, request.resume_step, corrected=corrected)
@@ -90,3 +93,7 @@ def make_executor() -> ToyExecutor:
 
 def make_stubborn_executor() -> ToyExecutor:
     return ToyExecutor(mode="stubborn")
+
+
+def make_second_time_executor() -> ToyExecutor:
+    return ToyExecutor(mode="second_time")

@@ -65,3 +65,42 @@ def test_a_rerunnable_run_passes_the_preflight(dbg: AgentDebug) -> None:
     loop = make_counter_loop(dbg, auto_diagnose=False)
     original = loop.run("q", state={}).trajectory()
     ReactExecutor(loop).preflight(original)  # nothing raised
+
+
+def _restorable_until_step_one(dbg: AgentDebug) -> ReactLoop[Any]:
+    """A loop whose state stops being JSON at step 1 (it keeps a set from then on):
+    restorable before step 1, not before steps 2 and 3; its failure is at step 2."""
+
+    def step(ctx: StepContext[Any]) -> Step:
+        if ctx.step == 1:
+            ctx.state["seen"] = {"q3.csv"}
+            return Step(thought="list files", action="ls", action_input=".", observation="q3.csv")
+        if ctx.step == 2:
+            return Step(
+                thought="read",
+                action="read_file",
+                action_input="q4.csv",
+                observation="No such file",
+                error=FileNotFoundError("q4.csv"),
+            )
+        return Step.finish("107550")
+
+    return ReactLoop(step, debugger=dbg, success=lambda a: a == "117200", auto_diagnose=False)
+
+
+def test_a_plan_from_a_step_whose_state_was_not_restorable_is_refused_before_the_gate(
+    dbg: AgentDebug,
+) -> None:
+    loop = _restorable_until_step_one(dbg)
+    original = loop.run("Q3 revenue?", state={}).trajectory()
+    executor = ReactExecutor(loop)
+    executor.preflight(original)  # some step can be restored
+    executor.preflight(original, resume_step=1)
+    with pytest.raises(AgentDebugError, match=r"before step 2 was not restorable.*set"):
+        executor.preflight(original, resume_step=2)
+    # the closed loop tells the preflight its plan's step: refused, and no one asked
+    result = closed_loop(original, debugger=dbg, executor=executor, policy=_asked)
+    (attempt,) = result.attempts
+    assert attempt.plan is not None and attempt.plan.resume_step == 2
+    assert result.status == "error" and attempt.decision is None
+    assert attempt.error is not None and "before step 2 was not restorable" in attempt.error

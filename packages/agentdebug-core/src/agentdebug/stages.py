@@ -107,7 +107,8 @@ class RerunExecutor(Protocol):
     agent): the closed loop calls it before its gate, so no one is asked to
     approve a rerun that cannot run; a ``preflight`` that takes a keyword ``scorer``
     is told the name of the scorer that will judge the branch ("default",
-    "outcome", "reference", "llm", or a callable's). And ``with_options(options) ->
+    "outcome", "reference", "llm", or a callable's), and one that takes a keyword
+    ``resume_step`` the step the plan reruns from. And ``with_options(options) ->
     RerunExecutor``:
     a copy configured by the CLI's ``--executor-option KEY=VALUE`` pairs (text),
     raising an ``AgentDebugError`` naming an option it does not take or a value

@@ -88,13 +88,15 @@ class ReactExecutor:
                 self._built[spec] = load_loop(spec)
             return self._built[spec]
 
-    def preflight(self, trajectory: AgentTrajectory) -> None:
+    def preflight(self, trajectory: AgentTrajectory, *, resume_step: int | None = None) -> None:
         """What :meth:`rerun` would refuse that is known without running anything,
         so the closed loop says it before its gate rather than after a person
         approved: no loop and no recorded factory (or one that cannot be imported),
         no ReAct checkpoints, or checkpoints none of which could be restored (state
-        the snapshotter could not store when the run was captured). A recorded
-        factory is imported, not called."""
+        the snapshotter could not store when the run was captured); and, given the
+        step the plan reruns from, a checkpoint before that step that cannot be
+        restored (a run restorable at some steps only). A recorded factory is
+        imported, not called."""
         if self.loop is None:
             recorded = trajectory.metadata.get(FRAMEWORK)
             spec = self.factory or (recorded.get("factory") if isinstance(recorded, dict) else None)
@@ -119,6 +121,8 @@ class ReactExecutor:
                 f"run '{trajectory.id}': no step's state was restorable when it was "
                 f"captured (before step {step}: {problem})"
             )
+        if resume_step is not None:
+            restore_point(trajectory, resume_step)  # (raises, saying what cannot be restored)
 
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         """Rerun from ``request.resume_step``. Refuses (AgentDebugError) when the run

@@ -150,7 +150,7 @@ def closed_loop(
             f"{plan.directive}"
         )
         attempt = Attempt(round=round_, run_id=current.id, report_id=current_report.id, plan=plan)
-        unable = _cannot_rerun(ex, current, judge.name)
+        unable = _cannot_rerun(ex, current, judge.name, plan.resume_step)
         if unable is not None:  # before the gate: no one approves what cannot run
             say(f"round {round_}: {unable}; the original run is kept")
             attempt = attempt.model_copy(update={"error": unable})
@@ -262,20 +262,28 @@ def _unrepeated(
     return plan.model_copy(update={"directive": directive, "notes": [*plan.notes, note]})
 
 
-def _cannot_rerun(ex: RerunExecutor, run: AgentTrajectory, scorer: str) -> str | None:
-    """Why ``ex`` cannot rerun ``run``, when its ``preflight`` can tell beforehand
-    (told the name of the scorer that will judge the branch, when it takes
-    ``scorer``: a branch no check of the executor's can judge is no use to the
-    default scorer, and fine for the llm one)."""
+def _cannot_rerun(
+    ex: RerunExecutor, run: AgentTrajectory, scorer: str, resume_step: int | None
+) -> str | None:
+    """Why ``ex`` cannot rerun ``run`` from ``resume_step``, when its ``preflight``
+    can tell beforehand. It is told what it takes of: the name of the scorer that
+    will judge the branch (``scorer``: a branch no check of the executor's can judge
+    is no use to the default scorer, and fine for the llm one), and the step the plan
+    reruns from (``resume_step``: a run may be restorable at some steps only)."""
     check = getattr(ex, "preflight", None)
     if check is None:
         return None
     try:
-        takes = "scorer" in inspect.signature(check).parameters
+        takes = set(inspect.signature(check).parameters)
     except (TypeError, ValueError):  # (a builtin, say)
-        takes = False
+        takes = set()
+    told: dict[str, Any] = {}
+    if "scorer" in takes:
+        told["scorer"] = scorer
+    if "resume_step" in takes and resume_step is not None:
+        told["resume_step"] = resume_step
     try:
-        check(run, scorer=scorer) if takes else check(run)
+        check(run, **told)
     except AgentDebugError as exc:
         return f"the '{getattr(ex, 'framework', '?')}' executor cannot rerun it: {exc}"
     except Exception:  # a preflight's own bug: the rerun itself will say what is wrong

@@ -57,9 +57,58 @@ def test_the_enclosing_live_run_is_current_again_after_an_inner_one_ends(home: P
     events = open_store(home).load_trajectory(outer.id).events
     own = [e for e in events if "sub_run" not in e.metadata]  # (A and B are its sub-runs)
     assert [e.output for e in own] == ["the outer run's"]
-    # A is outer's sub-run; B, begun while A's stream was current, is A's (the
-    # generator gap), and ended after A, so nothing of it is in any run but its own
-    assert {e.metadata["sub_run"] for e in events if e not in own} == {ids["A"]}
+    # both streams are the outer run's sub-runs: B, begun while A's stream waited at
+    # its yield, is not A's
+    assert [e.metadata["sub_run"] for e in events if e not in own] == [ids["A"], ids["B"]]
+    assert open_store(home).load_trajectory(ids["B"]).metadata["within_run"] == outer.id
+
+
+def test_a_stream_waiting_at_its_yield_is_not_the_run_its_driver_records_into(
+    home: Path,
+) -> None:
+    dbg = AgentDebug()
+    ids: dict[str, str] = {}
+    a, b = _stream(dbg, "A", ids), _stream(dbg, "B", ids)
+    next(a)
+    assert current_session() is None  # A waits at its yield: its run is not the caller's
+    assert agentdebug.record(EventType.MESSAGE, agent_name="app", output="caller's") is None
+    next(b)  # a second stream, begun while A waits: a run of its own, not A's sub-run
+    with dbg.trace(goal="caller") as caller:
+        assert current_session() is caller
+        next(a)  # A runs again in the caller's run: A's records still go to A
+        agentdebug.record(EventType.MESSAGE, agent_name="app", output="in the caller's run")
+    list(a)
+    list(b)
+    store = open_store(home)
+    for goal in ("A", "B"):
+        run = store.load_trajectory(ids[goal])
+        assert "within_run" not in run.metadata
+        assert [e.agent_name for e in run.events] == ["streamer"] * 3
+    assert [e.output for e in store.load_trajectory(caller.id).events] == ["in the caller's run"]
+
+
+def test_a_run_begun_inside_a_running_generator_is_its_sub_run(home: Path) -> None:
+    dbg = AgentDebug()
+    inner_ids: list[str] = []
+
+    def agent() -> Iterator[str]:
+        with dbg.trace(goal="orchestrate") as outer:
+            with dbg.trace(goal="research") as inner:  # while the generator runs
+                inner_ids.append(inner.id)
+                inner.record(EventType.FINAL_ANSWER, agent_name="researcher", output="3 sources")
+            yield outer.id
+            assert current_session() is outer  # resumed: its run is current again
+            agentdebug.record(EventType.FINAL_ANSWER, agent_name="boss", output="done")
+
+    outer_id = next(stream := agent())
+    list(stream)
+    store = open_store(home)
+    assert store.load_trajectory(inner_ids[0]).metadata["within_run"] == outer_id
+    events = store.load_trajectory(outer_id).events
+    assert [(e.agent_name, e.output) for e in events] == [
+        ("researcher", "3 sources"),
+        ("boss", "done"),
+    ]
 
 
 def test_a_run_closed_inside_its_with_block_is_no_longer_current(home: Path) -> None:

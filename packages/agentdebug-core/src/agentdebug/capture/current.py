@@ -9,7 +9,10 @@ sees its own. Two things make a context variable say more than it should or less
   that end out of order reset it to a run that has already ended. A run that has
   ended is never current: the nearest enclosing run still open is (the one that was
   current when it began), else none. Nothing recorded outside any live run is
-  appended to an ended one.
+  appended to an ended one. Nor is a run a generator's ``with`` began current
+  while that generator waits at a ``yield``: its frame is then off the stack
+  (``f_back`` is None), so the code driving it sees the run it would see without
+  the generator, and a second stream it starts is not the first one's sub-run.
 - A thread does not inherit its creator's context (a ``ThreadPoolExecutor``,
   ``loop.run_in_executor``, ``threading.Thread``), so ``agentdebug.record`` there
   finds no session and records nothing. That is said once per process, with the
@@ -17,14 +20,18 @@ sees its own. Two things make a context variable say more than it should or less
   thread's work belongs to could file it under another request's run).
 
 ``current_session`` is on the path of every ``agentdebug.record``: what it does
-beyond reading the variable happens only when no live session is current.
+beyond reading the variable and one attribute happens only when no live session is
+current, or when the current one was begun in a generator.
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import sys
 import threading
 from contextvars import ContextVar, Token
+from types import FrameType
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -37,13 +44,17 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 # runs entered with ``with`` and not yet exited: id(session) -> (thread ident, run id)
 _live: dict[int, tuple[int, str]] = {}
 _warned = False  # the thread warning is said once per process
+_GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+_SESSION_MODULE = "agentdebug.capture.session"  # (its __enter__ and __aenter__)
 
 
 def current_session() -> TraceSession | None:
     """The session recording in this thread or task, if any (never one that has ended)."""
     session = _current.get()
     if session is not None and session.ended_at is None:
-        return session
+        frame = session._generator
+        if frame is None or frame.f_back is not None:  # (not a generator's, or it runs)
+            return session
     return _fallback(session)
 
 
@@ -63,10 +74,31 @@ def _fallback(session: TraceSession | None) -> TraceSession | None:
 
 
 def _live_outer(session: TraceSession | None) -> TraceSession | None:
+    """``session``, else the nearest run it was begun within, that is open and not
+    a waiting generator's."""
     seen = 0
-    while session is not None and session.ended_at is not None and seen < 1000:
+    while session is not None and not _active(session) and seen < 1000:
         session, seen = session._outer, seen + 1
-    return session if session is not None and session.ended_at is None else None
+    return session if session is not None and _active(session) else None
+
+
+def _active(session: TraceSession) -> bool:
+    """Open, and not begun by a generator that is waiting at a ``yield`` (its
+    frame is then linked to no caller)."""
+    frame = session._generator
+    return session.ended_at is None and (frame is None or frame.f_back is not None)
+
+
+def _generator_entering() -> FrameType | None:
+    """The generator frame whose ``with`` (or ``async with``) is entering a run,
+    if a generator's is: the first frame above :func:`enter` that is not the
+    session's own ``__enter__``/``__aenter__``."""
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__") == _SESSION_MODULE:
+        frame = frame.f_back
+    if frame is not None and frame.f_code.co_flags & _GENERATORS:
+        return frame
+    return None
 
 
 def _warn_other_thread() -> None:
@@ -92,6 +124,7 @@ def _warn_other_thread() -> None:
 
 def enter(session: TraceSession) -> Token[TraceSession | None]:
     """Make ``session`` current (``with dbg.trace()``), remembering the run it encloses."""
+    session._generator = _generator_entering()
     session._outer = _live_outer(_current.get())
     _live[id(session)] = (threading.get_ident(), session.id)
     return _current.set(session)
@@ -101,6 +134,7 @@ def leave(session: TraceSession, token: Token[TraceSession | None] | None) -> No
     """Undo :func:`enter`. Where runs ended out of order (generators), the variable
     is left at the nearest live run, never at one that has ended."""
     _live.pop(id(session), None)
+    session._generator = None  # (its frame holds the session: let both go)
     if token is not None:
         try:
             _current.reset(token)

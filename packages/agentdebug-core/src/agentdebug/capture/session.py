@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextvars import Token
 from datetime import UTC, datetime
-from types import TracebackType
+from types import FrameType, TracebackType
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
@@ -147,6 +147,7 @@ class TraceSession:
         self._token: Token[TraceSession | None] | None = None
         self._outer: TraceSession | None = None  # the run current when this one began
         self._within: TraceSession | None = None  # the run this is a sub-run of (nesting)
+        self._generator: FrameType | None = None  # the generator its `with` is in (current)
         self._writer = debugger._writer_for_capture()
         if self._writer is None:
             self.store_failed = True

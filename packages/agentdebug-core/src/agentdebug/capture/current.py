@@ -45,7 +45,6 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 _live: dict[int, tuple[int, str]] = {}
 _warned = False  # the thread warning is said once per process
 _GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
-_SESSION_MODULE = "agentdebug.capture.session"  # (its __enter__ and __aenter__)
 
 
 def current_session() -> TraceSession | None:
@@ -89,12 +88,19 @@ def _active(session: TraceSession) -> bool:
     return session.ended_at is None and (frame is None or frame.f_back is not None)
 
 
+def _ours(module: object) -> bool:
+    return isinstance(module, str) and (
+        module.startswith(("agentdebug.", "agentdebug_")) or module == "agentdebug"
+    )
+
+
 def _generator_entering() -> FrameType | None:
     """The generator frame whose ``with`` (or ``async with``) is entering a run,
-    if a generator's is: the first frame above :func:`enter` that is not the
-    session's own ``__enter__``/``__aenter__``."""
+    if a generator's is: the first frame above :func:`enter` that is not
+    agentdebug's own (the session's ``__enter__``/``__aenter__``, a plugin's run
+    entering its session)."""
     frame: FrameType | None = sys._getframe(2)
-    while frame is not None and frame.f_globals.get("__name__") == _SESSION_MODULE:
+    while frame is not None and _ours(frame.f_globals.get("__name__")):
         frame = frame.f_back
     if frame is not None and frame.f_code.co_flags & _GENERATORS:
         return frame

@@ -145,3 +145,89 @@ def test_a_sub_run_ending_with_a_json_lines_store_reads_nothing_back(tmp_path: P
     dbg.close()
     (event,) = open_store(tmp_path / "runs.jsonl").load_trajectory(outer.id).events
     assert event.agent_name == "writer" and event.metadata["sub_run"] == inner.id
+
+
+def _orchestrate(dbg: AgentDebug, *, answer_as_event: bool) -> tuple[str, str]:
+    """An orchestrator calls its writer, whose run fails ("no sources found"), and
+    still answers "All done": as a final-answer event, or only through set_outcome."""
+    with dbg.trace(goal="write the report") as outer:
+        outer.record(EventType.HANDOFF, agent_name="orchestrator", output="writer: write it")
+        with dbg.trace(goal="draft the report") as writer:
+            writer.record(EventType.TOOL_CALL, agent_name="writer", input={"q": "sources"})
+            writer.set_outcome("failure", reason="no sources found")
+        if answer_as_event:
+            outer.record(EventType.FINAL_ANSWER, agent_name="orchestrator", output="All done")
+        outer.set_outcome("success", final_answer="All done")
+    return outer.id, writer.id
+
+
+def test_an_answer_given_only_to_set_outcome_is_questioned_like_a_recorded_one(
+    home: Path,
+) -> None:
+    """Before, "All done" given only to set_outcome went unquestioned over the
+    writer's failed run, while the same answer as a final_answer event was premature
+    success."""
+    dbg = AgentDebug()
+    store = open_store(home)
+    seen = {}
+    for as_event in (True, False):
+        run_id, _ = _orchestrate(dbg, answer_as_event=as_event)
+        run = store.load_trajectory(run_id)
+        report = diagnose(run)
+        (claim,) = [f for f in report.findings if f.mode_id == "verification.premature_success"]
+        (answer,) = [e for e in run.events if e.type is EventType.FINAL_ANSWER]
+        assert answer.output == "All done" and claim.event_id == answer.id
+        assert report.root_cause is not None and report.root_cause.agent_name == "writer"
+        seen[as_event] = sorted(f.mode_id for f in report.findings)
+    assert seen[True] == seen[False]
+    # recorded once, when the run recorded no final answer of its own
+    (given,) = [e for e in run.events if e.type is EventType.FINAL_ANSWER]
+    assert given.agent_name is None  # (the run declared no agent of its own)
+    assert given.metadata["by_the_run"] == "the final answer given to set_outcome"
+
+
+def test_a_declared_sub_run_failure_reads_as_the_sub_agents_failed_task(home: Path) -> None:
+    """Before: a tool or runtime error, "writer's run X failed: writer's run X: no
+    sources found", blamed on the orchestrator's handoff as much as on the writer."""
+    from agentdebug.report import render_text
+
+    dbg = AgentDebug()
+    run_id, writer_id = _orchestrate(dbg, answer_as_event=False)
+    run = open_store(home).load_trajectory(run_id)
+    report = diagnose(run)
+    (failed,) = [f for f in report.findings if f.agent_name == "writer"]
+    assert failed.mode_id == "coordination.delegated_task_failed"
+    assert failed.message == f"writer's run {writer_id} failed: no sources found"
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.mode_id) == (
+        "writer",
+        "coordination.delegated_task_failed",
+    )
+    text = render_text(report, run)
+    assert "Root cause: writer at step 1 — Delegated task failed" in text
+    assert f"why: writer's run {writer_id} failed: no sources found" in text
+    assert f"✗ run {writer_id} failed: no sources found" in text  # (its step, as shown)
+    assert "premature_success" in text  # the outer answer over it is still questioned
+
+
+def test_a_sub_run_that_raised_says_what_it_raised(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="write the report") as outer:
+        try:
+            with dbg.trace(goal="draft", agents=["writer"]) as writer:
+                raise ValueError("the template is missing")
+        except ValueError:
+            pass
+        try:
+            with dbg.trace(goal="look up", agents=["searcher"]) as searcher:
+                raise TimeoutError("search timed out after 30 s")
+        except TimeoutError:
+            pass
+    report = diagnose(open_store(home).load_trajectory(outer.id))
+    by_agent = {f.agent_name: f for f in report.findings}
+    assert by_agent["writer"].mode_id == "coordination.delegated_task_failed"
+    assert by_agent["writer"].message == (
+        f"writer's run {writer.id} failed: ValueError: the template is missing"
+    )
+    assert by_agent["searcher"].mode_id == "system.timeout"  # (what it raised says more)
+    assert by_agent["searcher"].message.startswith(f"searcher's run {searcher.id} failed:")

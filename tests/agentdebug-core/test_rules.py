@@ -440,3 +440,26 @@ def test_an_outage_the_same_call_got_past_is_resolved_in_a_log_without_parent_li
     )
     (outage,) = [f for f in RulePack().detect(run) if f.step_index == 2]
     assert "resolved: the agent's call of get_weather at step 4 succeeded" in outage.message
+
+
+@pytest.mark.parametrize(
+    "message",
+    [
+        "writer's run r1: the outline was not found",
+        "the outline was not found",
+    ],  # (as stored before, and now)
+)
+def test_a_declared_sub_run_failure_is_the_sub_agents_failed_task(message: str) -> None:
+    """Its reason is the sub-agent's prose, not an error's text: "the outline was not found"
+    is no missing resource of the run that delegated, and the reason reads once."""
+    (finding,) = run(
+        ev(
+            0,
+            EventType.ERROR,
+            "writer",
+            error=ErrorInfo(type="SubRunFailed", message=message),
+            metadata={"sub_run": "r1", "sub_run_status": "failure"},
+        )
+    )
+    assert finding.mode_id == "coordination.delegated_task_failed"
+    assert finding.message == "writer's run r1 failed: the outline was not found"

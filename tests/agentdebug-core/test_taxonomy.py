@@ -46,3 +46,12 @@ def test_trail_spelling_variants_are_normalised() -> None:
     assert modes_for("trail", "goal deviation", SEED_MODES)
     with pytest.raises(ValueError, match="unknown taxonomy"):
         modes_for("nope", "x", SEED_MODES)
+
+
+def test_a_sub_agents_failed_task_has_a_mode_of_its_own() -> None:
+    """A declared sub-run failure was reported as a tool or runtime error."""
+    from agentdebug.plugins import get_registry
+
+    mode = get_registry().failure_modes["coordination.delegated_task_failed"]
+    assert mode.name == "Delegated task failed"
+    assert "sub-agent" in mode.definition and "sub-run" in mode.evidence

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from agentdebug.audit import FREE_TIER_INSTEAD, HEURISTIC_INSTEAD, audit_scope, note
 from agentdebug.audit import record as record_audit
 from agentdebug.detect.recovery import NO_SUCH_TOOL
-from agentdebug.detect.signals import failure_of, tool_name
+from agentdebug.detect.signals import BY_THE_RUN, failure_of, tool_name
 from agentdebug.errors import AgentDebugError, ConfigError
 from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
 from agentdebug.llm import (
@@ -119,12 +119,7 @@ def diagnose(
     if history is not None:
         notes.append(history)
     symptom = _symptom(trajectory, findings)
-    hypotheses = [  # (named "the run's input" wherever the report names who)
-        h.model_copy(update={"metadata": {**h.metadata, "blames_input": True}})
-        if blames_input(trajectory, h)
-        else h
-        for h in hypotheses
-    ]
+    hypotheses = [_named(trajectory, h) for h in hypotheses]
     root = hypotheses[0] if hypotheses else None
     report = DiagnosticReport(
         id=new_report_id(),
@@ -475,11 +470,42 @@ def blames_input(trajectory: AgentTrajectory, root: Hypothesis) -> bool:
     return event is not None and event.type is EventType.USER_INPUT
 
 
+def blames_run_code(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """How to name the root cause when it is the run's own code, no agent's: an
+    exception that left the run's ``with`` block, or the answer the run gave only to
+    ``set_outcome``, in a run with no one agent of its own (see
+    :mod:`agentdebug.capture.ending`): "the run's own code", and "(before any agent
+    acted)" when no agent had. None for anything else."""
+    event = trajectory.event(root.event_id) if root.event_id and not root.agent_name else None
+    if event is None or not event.metadata.get(BY_THE_RUN):
+        return None
+    for earlier in trajectory.events:
+        if earlier.id == event.id:
+            return "the run's own code (before any agent acted)"
+        if earlier.agent_name:
+            break
+    return "the run's own code"
+
+
+def _named(trajectory: AgentTrajectory, h: Hypothesis) -> Hypothesis:
+    """``h`` with what names it where the report names who, when it blames no agent:
+    the run's input (``blames_input``), or the run's own code (``blames_run_code``)."""
+    if blames_input(trajectory, h):
+        return h.model_copy(update={"metadata": {**h.metadata, "blames_input": True}})
+    own = blames_run_code(trajectory, h)
+    if own is not None:
+        return h.model_copy(update={"metadata": {**h.metadata, "blames_run_code": own}})
+    return h
+
+
 def _who(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
-    """The root cause's agent, or "the run's input" when it is the input itself."""
+    """The root cause's agent, "the run's input" when it is the input itself, or
+    "the run's own code" when it is that."""
     if root.agent_name:
         return root.agent_name
-    return "the run's input" if blames_input(trajectory, root) else None
+    if blames_input(trajectory, root):
+        return "the run's input"
+    return blames_run_code(trajectory, root)
 
 
 def _fix(root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory) -> Fix | None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from agentdebug.detect.signals import CACHED
+from agentdebug.detect.signals import CACHED, sub_run_failure
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentEvent,
@@ -60,6 +60,9 @@ def event_line(event: AgentEvent, width: int) -> str:
     meta = event.metadata or {}
     if event.error is not None:
         error = "✗ " + event.error.message
+        delegated = sub_run_failure(event)  # a sub-agent's run that failed (capture.nesting)
+        if delegated is not None:
+            error = f"✗ run {meta['sub_run']} failed: {delegated[1]}"
         if event.type is EventType.TOOL_CALL and event.input is not None:
             # what it was called with beside why it failed (the error keeps half the room)
             call = shorten(call_text(_tool_of(event), event.input), max(20, width // 2))
@@ -261,7 +264,7 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         out.append("Also considered:")
         for h in others:
             out.append(
-                f"    {h.agent_name or '-'} at step {h.step_index} — {_mode_name(h.mode_id, reg)}, "
+                f"    {_who(h, '-')} at step {h.step_index} — {_mode_name(h.mode_id, reg)}, "
                 f"confidence {h.confidence:.2f}"
             )
     if report.findings:
@@ -336,11 +339,15 @@ def _acting_note(h: Hypothesis) -> str | None:
     )
 
 
-def _who(h: Hypothesis) -> str:
-    """Whom a hypothesis blames: its agent, the run's input, or an unknown agent."""
+def _who(h: Hypothesis, unknown: str = "unknown agent") -> str:
+    """Whom a hypothesis blames: its agent, the run's input, the run's own code
+    (named so by the diagnosis), or ``unknown``."""
     if h.agent_name:
         return h.agent_name
-    return "the run's input" if h.metadata.get("blames_input") else "unknown agent"
+    if h.metadata.get("blames_input"):
+        return "the run's input"
+    own = h.metadata.get("blames_run_code")
+    return own if isinstance(own, str) and own else unknown
 
 
 def _hypothesis_block(title: str, h: Hypothesis, reg: Registry, width: int, by: str) -> list[str]:
@@ -458,7 +465,7 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     ]
     for rank, h in enumerate(report.hypotheses, start=1):
         out.append(
-            f"| {rank} | {_md_cell(h.agent_name or '—')} | {h.step_index} | {h.mode_id or '—'} "
+            f"| {rank} | {_md_cell(_who(h, '—'))} | {h.step_index} | {h.mode_id or '—'} "
             f"| {h.confidence:.2f} | {_md_cell(by_line(report, h))} |"
         )
     out += [

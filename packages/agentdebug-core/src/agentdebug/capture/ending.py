@@ -9,6 +9,12 @@ the run did not fail, it did not end. It is stored with outcome ``unknown`` and
 fault to find blames no one. An outcome the agent set itself as it was being
 stopped (``set_outcome("unknown", stopped_by="the client disconnected")`` in an
 ``except GeneratorExit``) is kept. As the LangGraph plugin does for a graph.
+
+The error event of an exception is the run's own code's, not an agent's: it names
+the run's agent where that is known (the one agent the run declared), and says it
+came from the run (``metadata["by_the_run"]``), so a diagnosis names "planner", or
+"the run's own code", instead of an unknown agent. So does the final answer a run
+gives only to ``set_outcome`` (:func:`answer_of_outcome`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,12 @@ from agentdebug.schema import ErrorInfo, EventType, Outcome, OutcomeStatus
 if TYPE_CHECKING:
     from agentdebug.capture.session import TraceSession
 
+# metadata of an event the run's own code gave rather than an agent it named (read
+# by agentdebug.detect.signals): its value says what it is
+BY_THE_RUN = "by_the_run"
+RAISED = "an exception left the run's with block"
+OUTCOME_ANSWER = "the final answer given to set_outcome"
+
 _WHAT = {
     "GeneratorExit": "its caller closed the stream (or let go of it) before the end",
     "CancelledError": "it was cancelled",
@@ -32,7 +44,12 @@ _WHAT = {
 def ended_by(session: TraceSession, exc: BaseException) -> None:
     """Record how ``exc``, leaving the run's ``with`` block, ends the run."""
     if isinstance(exc, Exception):
-        session.record(EventType.ERROR, error=exc)
+        session.record(
+            EventType.ERROR,
+            agent_name=own_agent(session),
+            error=exc,
+            metadata={BY_THE_RUN: RAISED},
+        )
         claimed = f" after it was marked {session.outcome.status.value}" if session.outcome else ""
         session.outcome = Outcome(
             status=OutcomeStatus.FAILURE,
@@ -57,4 +74,28 @@ def stopped(outcome: Outcome | None, exc: BaseException, final_answer: object) -
         final_answer=jsonable(final_answer),
         reason=f"the run was stopped before it ended: {what} ({name})",
         stopped_by=name,
+    )
+
+
+def own_agent(session: TraceSession) -> str | None:
+    """The agent the run's own code stands for, where it is known: the one agent
+    the run declared (``agents=[...]``). With none or several, the run's code is no
+    one agent's: a diagnosis calls it "the run's own code"."""
+    agents = session.agents
+    return agents[0].name if len(agents) == 1 else None
+
+
+def answer_of_outcome(session: TraceSession, final_answer: object) -> None:
+    """A final answer given to ``set_outcome`` in a run that recorded none: recorded
+    as the run's ``final_answer`` event (of its own agent, see :func:`own_agent`), so
+    the rules read it as they read one recorded (an "All done" over a sub-run that
+    failed is premature success either way). Not after the run has ended, and not
+    when a final answer was recorded: that one is the run's answer."""
+    if final_answer is None or session._answered or session.ended_at is not None:
+        return
+    session.record(
+        EventType.FINAL_ANSWER,
+        agent_name=own_agent(session),
+        output=final_answer,
+        metadata={BY_THE_RUN: OUTCOME_ANSWER},
     )

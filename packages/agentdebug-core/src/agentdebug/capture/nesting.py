@@ -31,6 +31,8 @@ log = logging.getLogger("agentdebug.capture")
 
 WITHIN = "within_run"  # the metadata key naming the run a sub-run was recorded within
 SUB_RUN = "sub_run"  # the metadata key of the outer run's event naming the sub-run
+# the error type of a failure the sub-run declared (``set_outcome``), not raised
+SUB_RUN_FAILED = "SubRunFailed"
 
 
 def sub_agent(session: TraceSession) -> str:
@@ -54,7 +56,9 @@ def report_to_outer(session: TraceSession, outcome: Outcome, *, inferred: bool) 
     stopped), which also resolves an earlier failure of that agent (a sub-agent
     called again, that then succeeded). A failure only inferred (errors and no
     final answer: a helper that got past its own error and answered nothing) is
-    an observation too: the run never said it failed."""
+    an observation too: the run never said it failed. A declared failure's error
+    is its reason alone, of type ``SubRunFailed``: the diagnosis reads it as the
+    sub-agent's failed task ("writer's run r1 failed: no sources found")."""
     outer = session._within
     if outer is None or outer.ended_at is not None:
         return
@@ -70,13 +74,15 @@ def report_to_outer(session: TraceSession, outcome: Outcome, *, inferred: bool) 
         if outcome.reason:
             meta["sub_run_reason"] = outcome.reason
         if status is OutcomeStatus.FAILURE and not inferred:
+            # a declared failure's message is its reason alone: the event names the
+            # agent and the sub-run, and the diagnosis says "writer's run r1 failed:
+            # no sources found" (it once read "...failed: writer's run r1: no sources found")
             error = outcome.error.model_dump() if outcome.error is not None else None
-            reason = outcome.reason or "it failed"
-            message = f"{agent}'s run {session.id}: {reason}"
+            declared = {"type": SUB_RUN_FAILED, "message": outcome.reason or "no reason given"}
             outer.record(
                 EventType.ERROR,
                 agent_name=agent,
-                error=error or {"type": "SubRunFailed", "message": message},
+                error=error or declared,
                 output=answer,
                 metadata=meta,
             )

@@ -34,7 +34,7 @@ from agentdebug.capture.encode import (
     snapshot,
     to_json,
 )
-from agentdebug.capture.ending import ended_by
+from agentdebug.capture.ending import answer_of_outcome, ended_by
 from agentdebug.capture.fields import (
     MAX_STEP,
     Record,
@@ -143,6 +143,7 @@ class TraceSession:
         self._n_errors = 0
         self._final_answer: Any = None
         self._answer_agent: str | None = None  # who gave the final answer
+        self._answered = False  # a final answer event was recorded (its output may be None)
         self._last_agent: Any = None  # the last agent named in a record
         self._token: Token[TraceSession | None] | None = None
         self._outer: TraceSession | None = None  # the run current when this one began
@@ -315,6 +316,7 @@ class TraceSession:
                         if type is _FINAL:
                             self._final_answer = snapshot(output)
                             self._answer_agent = agent_name
+                            self._answered = True
                         if not self._anchored:  # just before queueing: see _key
                             self._anchor()
                         self._sink((self._key, seq, data, agent_name))
@@ -332,6 +334,7 @@ class TraceSession:
             if type is _FINAL:
                 self._final_answer = output
                 self._answer_agent = agent_name
+                self._answered = True
             extra = None
             if artifacts or checkpoint is not None:
                 extra = {"artifacts": list(artifacts or ()), "checkpoint": checkpoint}
@@ -395,6 +398,7 @@ class TraceSession:
             if event.type is _FINAL:
                 self._final_answer = event.output
                 self._answer_agent = event.agent_name
+                self._answered = True
             merged = {**event.metadata, **metadata} if metadata else event.metadata
             seq = next(self._counter)
             item = (
@@ -475,7 +479,9 @@ class TraceSession:
         stopped_by: str | None = None,
     ) -> None:
         """How the run ended. ``stopped_by``: what stopped it before it ended (its
-        caller closing the stream, a cancel: the exception's class name)."""
+        caller closing the stream, a cancel: the exception's class name). A
+        ``final_answer`` in a run that recorded none is recorded as its final-answer
+        event too (see :func:`agentdebug.capture.ending.answer_of_outcome`)."""
         try:
             status, reason = known_status(status, reason)
             self.outcome = Outcome(
@@ -487,6 +493,8 @@ class TraceSession:
             )
         except Exception:
             log.exception("agentdebug: invalid outcome ignored")
+            return
+        answer_of_outcome(self, final_answer)  # (never raises: it only records)
 
     def _inferred_outcome(self) -> Outcome:
         if self.outcome is not None:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
-from agentdebug.detect.signals import tool_name
+from agentdebug.detect.signals import SUB_RUN, tool_name
 from agentdebug.schema import AgentEvent, EventType
 
 NO_SUCH_TOOL = re.compile(
     r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
 )
-SUB_RUN = "sub_run"  # (agentdebug.capture.nesting: an outer run's event naming a sub-run)
 _TRANSIENT = frozenset({"system.timeout", "system.rate_limited", "system.service_unavailable"})
 
 # (the failed result, a later result, the calls by id) -> whether the later one fixed it

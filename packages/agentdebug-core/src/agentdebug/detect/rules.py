@@ -18,11 +18,14 @@ import orjson
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.signals import (
     ACTION_TYPES,
+    BY_THE_RUN,
     DECISION_TYPES,
     ERROR_OR_REFUSAL,
     HANDLES,
     RESULT_TYPES,
     SPEECH_TYPES,
+    SUB_RUN,
+    SUB_RUN_FAILED,
     failure_of,
     handoff_target,
     resolved_by_retry,
@@ -142,13 +145,15 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             where = None
         if where:
             what = f"{where} failed"
-        elif event.type is EventType.ERROR and event.metadata.get("sub_run"):
-            what = f"{event.agent_name or 'a sub-agent'}'s run {event.metadata['sub_run']} failed"
+        elif event.type is EventType.ERROR and event.metadata.get(SUB_RUN):
+            # the task a sub-agent was given came back failed: its reason as it gave
+            # it ("writer's run r1 failed: no sources found"), or what it raised
+            what = f"{event.agent_name or 'a sub-agent'}'s run {event.metadata[SUB_RUN]} failed"
+            quote = _with_kind(event, quote)
         elif event.type is EventType.ERROR:  # an agent's own code raised: say whose, and what
-            what = f"{event.agent_name or 'the run'} raised"
-            kind = event.error.type if event.error is not None else None
-            if kind and not quote.startswith(kind):
-                quote = f"{kind}: {quote}"
+            own = "the run's own code" if event.metadata.get(BY_THE_RUN) else "the run"
+            what = f"{event.agent_name or own} raised"
+            quote = _with_kind(event, quote)
         else:
             what = f"{event.type.value} failed"
         message = f"{what}: {shorten(quote, 120)}"
@@ -165,7 +170,7 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         elif event.id in ctx.recovered:  # the agent called again, and that call worked
             again = ctx.recovered[event.id]
-            sub_run = again.metadata.get("sub_run")
+            sub_run = again.metadata.get(SUB_RUN)
             what = (
                 f"{again.agent_name}'s run {sub_run}"
                 if sub_run
@@ -182,6 +187,22 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             severity=severity,
             evidence=[_failure_evidence(ctx, event)],
         )
+
+
+def _actor(event: AgentEvent) -> str:
+    """Who did ``event``: its agent, the run's own code, or "the agent"."""
+    if event.agent_name:
+        return event.agent_name
+    return "the run's own code" if event.metadata.get(BY_THE_RUN) else "the agent"
+
+
+def _with_kind(event: AgentEvent, quote: str) -> str:
+    """An exception's message with its type before it (``ValueError: bad config``);
+    a failure a sub-run declared has no type worth saying."""
+    kind = event.error.type if event.error is not None else None
+    if kind and kind != SUB_RUN_FAILED and not quote.startswith(kind):
+        return f"{kind}: {quote}"
+    return quote
 
 
 def rule_malformed_tool_call(ctx: RuleContext) -> Iterator[Finding]:
@@ -379,8 +400,7 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
             "error_ignored",
             "observation.error_ignored",
             follower,
-            f"{follower.agent_name or 'the agent'} treated the failed result at step "
-            f"{event.step_index} as a success",
+            f"{_actor(follower)} treated the failed result at step {event.step_index} as a success",
             confidence=0.7,
             evidence=[
                 Evidence(

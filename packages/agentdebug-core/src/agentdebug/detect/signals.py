@@ -267,12 +267,46 @@ ERROR_OR_REFUSAL = "error_or_refusal"
 FAILURE_MODE = "failure_mode"
 
 
+# metadata of an outer run's event that reports how one of its sub-runs went (see
+# agentdebug.capture.nesting): the sub-run's id
+SUB_RUN = "sub_run"
+# the mode of a sub-run's failure reported into the run it was within: the task the
+# calling agent delegated came back failed (declared so, or raised nothing more telling)
+DELEGATED_TASK_FAILED = "coordination.delegated_task_failed"
+# the error type of a failure a sub-run declared (set_outcome) rather than raised
+SUB_RUN_FAILED = "SubRunFailed"
+# metadata of an event the run's own code gave, not an agent it named (recorded by
+# agentdebug.capture.ending: an exception that left the run's ``with`` block, the
+# final answer given only to ``set_outcome``); its value says which
+BY_THE_RUN = "by_the_run"
+
+
+def sub_run_failure(event: AgentEvent) -> tuple[str, str] | None:
+    """(mode, quote) of a sub-run's failure reported into the run it was within, or
+    None for any other event. A failure the sub-run declared is its agent's failed
+    task, whatever its reason says (the reason is the agent's prose, not an error's
+    text); one it raised is classified by the exception, a generic one being the
+    failed task too. The quote is the failure itself: before, a declared failure's
+    message repeated "<agent>'s run <id>: " ahead of its reason, which is cut."""
+    error, sub_run = event.error, event.metadata.get(SUB_RUN)
+    if error is None or event.type is not EventType.ERROR or not sub_run:
+        return None
+    message = error.message.removeprefix(f"{event.agent_name}'s run {sub_run}: ")
+    if not error.type or error.type == SUB_RUN_FAILED:
+        return DELEGATED_TASK_FAILED, message
+    mode = classify_error(f"{error.type}: {message}")
+    return (DELEGATED_TASK_FAILED if mode == "system.tool_error" else mode), message
+
+
 def failure_of(event: AgentEvent) -> tuple[str, str] | None:
     """(mode, quote) when the event reports a failure in its error field or tool output."""
     if event.error is not None:
         known = event.metadata.get(FAILURE_MODE)
         if isinstance(known, str) and known:
             return known, event.error.message
+        delegated = sub_run_failure(event)
+        if delegated is not None:
+            return delegated
         text = (
             event.error.message
             if not event.error.type

@@ -305,6 +305,19 @@ SEED_MODES: list[FailureMode] = [
         agentrx=("Intent-Plan Misalignment",),
     ),
     _mode(
+        "coordination.delegated_task_failed",
+        "Delegated task failed",
+        "An agent that another agent gave a task to (a sub-agent run on its own) ends that "
+        "task failed: it declares it could not do it, or raises, so what comes back to the "
+        "agent that delegated is a failure, not the result it asked for.",
+        "An error of the sub-agent in the delegating run that names the sub-run and carries "
+        "its reason ('no sources found'), or the exception the sub-run raised.",
+        "Fix the failure in the sub-agent's own run (its reason, and its diagnosis, say "
+        "where), or give it what it lacked; the delegating agent retries, delegates "
+        "elsewhere or reports the failure instead of building on it.",
+        trail=("Task Orchestration",),
+    ),
+    _mode(
         "coordination.information_withholding",
         "Information withheld",
         "An agent has information another agent needs and does not pass it on.",

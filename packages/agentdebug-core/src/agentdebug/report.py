@@ -315,10 +315,14 @@ def _with_runs(trajectory: AgentTrajectory) -> str:
 
 def _model_of(report: DiagnosticReport, h: Hypothesis) -> str | None:
     """The model whose calls made ``h``: the one its strategy's model calls used,
-    as the audit recorded them (None for a strategy that called no model)."""
-    models = [
-        a.model for a in report.audit if a.stage == "llm" and a.strategy == h.strategy and a.model
-    ]
+    as the audit recorded them (None for a strategy that called no model). The
+    router's root cause (``auto:all-at-once+step-by-step``) is made by the
+    strategies it names."""
+    names = {h.strategy}
+    _, routed, strategies = h.strategy.partition(":")
+    if routed:
+        names.update(strategies.split("+"))
+    models = [a.model for a in report.audit if a.stage == "llm" and a.strategy in names and a.model]
     return models[-1] if models else None
 
 
@@ -387,14 +391,26 @@ def _lifecycle_lines(root: Hypothesis | None, width: int) -> list[str]:
 def _last_line(report: DiagnosticReport, reg: Registry, width: int) -> str:
     symptom = report.symptom
     if symptom is None:
-        return "NoFailureFound: no detector reported an error in this run"
+        root = report.root_cause
+        if root is None:
+            return "NoFailureFound: no detector reported an error in this run"
+        # a root cause a model named where no rule found anything: not "no failure"
+        name = _title(root.mode_id, reg) if root.mode_id else "RootCause"
+        return (
+            f"{name}: {_who(root)} at step {root.step_index}, named by "
+            f"{by_line(report, root)} (no detector's rule reported an error in this run)"
+        )
     if symptom.detector == "outcome":  # the run's own verdict on its answer
         return f"RunFailed: {shorten(symptom.message, width)}"
-    mode = reg.failure_modes.get(symptom.mode_id)
-    name = "".join(
-        w.capitalize() for w in (mode.name if mode else symptom.mode_id).replace("-", " ").split()
+    return f"{_title(symptom.mode_id, reg)}: {shorten(symptom.message, width)}"
+
+
+def _title(mode_id: str, reg: Registry) -> str:
+    """A failure mode's name as an exception's: ``MalformedToolCall``."""
+    mode = reg.failure_modes.get(mode_id)
+    return "".join(
+        w.capitalize() for w in (mode.name if mode else mode_id).replace("-", " ").split()
     )
-    return f"{name}: {shorten(symptom.message, width)}"
 
 
 # -- markdown ---------------------------------------------------------------------------
@@ -554,6 +570,14 @@ def render_run(
         root = latest.root_cause
         if root is not None:
             out.append(f"  named by:  {by_line(latest, root)}")
+            unfound = sum(1 for ev in root.evidence if ev.grounded is False)
+            if unfound:
+                out.append(
+                    f"  evidence:  {unfound} of its {len(root.evidence)} quote(s) not found "
+                    "in the trace"
+                )
+        if latest.fix is not None:
+            out.append(f"  fix:       {shorten(latest.fix.directive, width - 13)}")
         if root and root.event_id:
             marks[root.event_id] = ["root cause"]
             if latest.metadata.get("history") and trajectory.event(root.event_id) is None:

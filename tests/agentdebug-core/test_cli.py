@@ -122,8 +122,10 @@ def test_errors_are_one_clear_line(tmp_path: Path) -> None:
     run_file = tmp_path / "run.json"
     run_file.write_text("{}")
     assert one_line_error(run_cli("--store", str(run_file), "list")) == (
-        f"error: {run_file}: is a file, not a store folder: give a folder (SQLite inside), "
-        "a .db, .sqlite or .sqlite3 file, or a .jsonl file"
+        f"error: {run_file}: is a file, not a store folder: import it with `agentdebug "
+        f"ingest {run_file}` or diagnose it with `agentdebug diagnose {run_file}`; --store "
+        "takes a folder (SQLite inside), a .db, .sqlite or .sqlite3 file, or a .jsonl store "
+        "(a new file, or one agentdebug wrote)"
     )
     assert run_cli("ingest", EXAMPLE).returncode == 0
     assert one_line_error(run_cli("show", "no-such-run")).startswith(

@@ -153,7 +153,7 @@ def test_one_bad_run_in_a_file_of_runs_costs_only_itself(tmp_path: Path) -> None
     assert [r.trajectory.id for r in batch.runs] == ["a", "c"]  # before: none of them
     ((failed, why),) = batch.failures
     assert failed == path
-    assert "record 2" in why and "events[1].step_index" in why
+    assert f"{path}, line 2, field 'events[1].step_index': " in why
 
 
 def test_the_cli_says_what_it_renamed_joined_and_skipped(tmp_path: Path, home: Path) -> None:
@@ -166,7 +166,7 @@ def test_the_cli_says_what_it_renamed_joined_and_skipped(tmp_path: Path, home: P
     assert "imported 3 run(s) from 3 file(s)" in result.stdout
     assert "imported as 'messages-conversation-" in result.stderr
     assert "passed over 1 file(s)" in result.stderr and "README.txt" in result.stderr
-    assert "record 2" in result.stderr
+    assert "runs.jsonl, line 2, field 'events[1].step_index'" in result.stderr
     assert "importing" not in result.stderr  # no progress line when not on a terminal
     ids = [line.split()[0] for line in run_cli("list").stdout.splitlines()[1:]]
     assert sorted(ids)[0] == "a" and len(ids) == 3

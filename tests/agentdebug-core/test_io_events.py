@@ -85,8 +85,8 @@ def test_a_bad_event_in_json_lines_names_the_line(tmp_path: Path) -> None:
     path.write_text('{"type": "message"}\n{"type": "message", "duration_ms": -5}\n')
     with pytest.raises(InputError) as info:
         import_file(path, importers=IMPORTERS)
-    assert info.value.record == 2
-    assert info.value.field == "duration_ms"
+    assert f"{path}, line 2, field 'duration_ms': " in str(info.value)
+    assert "record" not in str(info.value)
 
 
 def test_an_unknown_event_type_and_unknown_fields_are_refused(tmp_path: Path) -> None:

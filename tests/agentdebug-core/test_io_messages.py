@@ -197,8 +197,8 @@ def test_one_bad_conversation_line_skips_only_that_record() -> None:
         "messages-messages_onebad-3",
     ]
     (error,) = info.value.errors
-    assert error.record == 2 and error.field == "messages[1].content"
-    assert "messages_onebad.jsonl" in str(error) and "got number" in str(error)
+    assert "messages_onebad.jsonl, line 2, field 'messages[1].content'" in str(error)
+    assert "got number" in str(error)
 
 
 def test_a_batch_keeps_the_good_conversations_and_reports_the_bad_one() -> None:
@@ -207,7 +207,7 @@ def test_a_batch_keeps_the_good_conversations_and_reports_the_bad_one() -> None:
     batch = import_paths([FIXTURES / "messages_onebad.jsonl"], importers=IMPORTERS)
     assert len(batch.runs) == 2
     ((_, said),) = batch.failures
-    assert "record 2, field 'messages[1].content'" in said
+    assert "line 2, field 'messages[1].content'" in said
 
 
 def test_anthropic_tool_use_and_tool_result_blocks_are_tool_calls_and_results() -> None:

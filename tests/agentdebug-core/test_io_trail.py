@@ -64,9 +64,10 @@ def test_nested_spans_become_events_with_span_ids_and_parents() -> None:
         "1000000000000004",
         "1000000000000005",
         "1000000000000006",
+        "1000000000000005/end",  # the managed agent's end, with what it gave back
         "1000000000000002/final_answer",  # CodeAgent's output: no final_answer tool call
     ]
-    assert [e.step_index for e in t.events] == list(range(7))
+    assert [e.step_index for e in t.events] == [0, 1, 2, 3, 4, 5, 5, 6]
     by_id = {e.id: e for e in t.events}
     assert by_id["1000000000000001"].parent_id is None
     assert by_id["1000000000000006"].parent_id == "1000000000000005"
@@ -193,8 +194,13 @@ def test_all_traces_import_with_spans_as_events() -> None:
         t = run.trajectory
         assert t.id == f"trail-{raw['trace_id']}"
         spans = list(_walk(raw["spans"]))
-        assert len(t.events) == len(spans)
-        assert [e.step_index for e in t.events] == list(range(len(spans)))
+        ends = [e for e in t.events if e.type is EventType.AGENT_END]  # (managed agents')
+        assert len(t.events) == len(spans) + len(ends)
+        assert [e.step_index for e in t.events if e not in ends] == list(range(len(spans)))
+        for end in ends:
+            start = t.event(str(end.parent_id))
+            assert start is not None and start.type is EventType.AGENT_START
+            assert end.id == f"{start.id}/end" and end.output is not None
         stamps = [e.timestamp for e in t.events]
         assert all(a is not None and b is not None and a <= b for a, b in pairwise(stamps))
         for span, parent in spans:

@@ -1,4 +1,10 @@
-"""Errors a user sees: each says what was wrong and where (file, record, field).
+"""Errors a user sees: each says what was wrong and where (file, line or record, field).
+
+Where an input error is: ``lineno`` is the line of a JSON Lines file (counted from 1
+as an editor counts, blank lines included); ``record`` is a place in a JSON
+document (an event's or message's index in its list, counted from 0, or a span's
+id); ``field`` the JSON path inside that line or record. A JSON Lines error says
+"line N", a document's "record N", so neither is read as the other.
 
 The CLI prints ``str(error)`` as one line and exits non-zero; nothing here should
 need a traceback to be understood.
@@ -15,7 +21,7 @@ class AgentDebugError(Exception):
 
 
 class InputError(AgentDebugError):
-    """Bad input: a file, record or field that cannot be read as what it claims."""
+    """Bad input: a file, line, record or field that cannot be read as what it claims."""
 
     def __init__(
         self,
@@ -24,17 +30,21 @@ class InputError(AgentDebugError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> None:
         self.message = message
         self.source = source
         self.record = record
         self.field = field
+        self.lineno = lineno
         super().__init__(str(self))
 
     def where(self) -> str:
         parts = []
         if self.source:
             parts.append(str(self.source))
+        if self.lineno is not None:
+            parts.append(f"line {self.lineno}")
         if self.record is not None:
             parts.append(f"record {self.record}")
         if self.field:
@@ -51,6 +61,7 @@ class InputError(AgentDebugError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> InputError:
         """The same error with any missing location filled in."""
         return type(self)(
@@ -58,6 +69,7 @@ class InputError(AgentDebugError):
             source=self.source or source,
             record=self.record if self.record is not None else record,
             field=self.field or field,
+            lineno=self.lineno if self.lineno is not None else lineno,
         )
 
 
@@ -75,6 +87,7 @@ class UnknownFormatError(InputError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> InputError:
         return self
 
@@ -99,6 +112,7 @@ class RecordsSkipped(InputError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> InputError:
         errors = [e.located(source=source) for e in self.errors]
         return RecordsSkipped(errors, self.runs)

@@ -1,8 +1,8 @@
 """What every importer shares: size limits, JSON paths for error messages, text helpers.
 
 Importers read files nobody here wrote, so an error must point at the place in the
-file (record and field, as a JSON path like ``events[3].step_index``) rather than
-at our own code. These helpers keep that wording the same across formats.
+file (the line of a JSON Lines file, or the record of a JSON document, and the
+field, as a JSON path like ``events[3].step_index``) rather than at our own code. These helpers keep that wording the same across formats.
 """
 
 from __future__ import annotations
@@ -42,9 +42,10 @@ def check_size(
     value: Any,
     *,
     source: str,
-    record: int | str | None,
     field: str,
+    record: int | str | None = None,
     limit: int | None = None,
+    lineno: int | None = None,
 ) -> None:
     """Refuse one field of one event that is larger than the per-event limit."""
     limit = max_event_bytes() if limit is None else limit
@@ -56,7 +57,19 @@ def check_size(
             source=source,
             record=record,
             field=field,
+            lineno=lineno,
         )
+
+
+def line_of(source: Source, index: int) -> int:
+    """The line of a JSON Lines file that holds ``source.records[index]`` (from 1).
+
+    A file read by :func:`agentdebug.io.source.read_source` knows its lines (blank
+    ones skipped but counted); records built in memory are taken as one a line."""
+    numbers = getattr(source.records, "line_numbers", None)
+    if isinstance(numbers, list) and index < len(numbers):
+        return int(numbers[index])
+    return index + 1
 
 
 def join_path(prefix: str, part: str | int) -> str:
@@ -80,6 +93,7 @@ def from_validation_error(
     source: str,
     record: int | str | None = None,
     prefix: str = "",
+    lineno: int | None = None,
 ) -> InputError:
     """The first problem pydantic found, as an InputError naming its field.
 
@@ -89,7 +103,9 @@ def from_validation_error(
     """
     errors = exc.errors(include_url=False)
     if not errors:  # pragma: no cover - pydantic always reports at least one
-        return InputError(str(exc), source=source, record=record, field=prefix or None)
+        return InputError(
+            str(exc), source=source, record=record, field=prefix or None, lineno=lineno
+        )
     first = errors[0]
     field = loc_path(first.get("loc", ()), prefix)
     message = first.get("msg", "invalid value")
@@ -97,7 +113,7 @@ def from_validation_error(
         message += f" (got {short_repr(first['input'])})"
     if len(errors) > 1:
         message += f"; and {len(errors) - 1} more problem(s)"
-    return InputError(message, source=source, record=record, field=field or None)
+    return InputError(message, source=source, record=record, field=field or None, lineno=lineno)
 
 
 def short_repr(value: Any, limit: int = 80) -> str:
@@ -158,3 +174,44 @@ def exchange(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     if "choices" in response:
         merged["choices"] = response["choices"]
     return merged
+
+
+def response_reply(doc: Mapping[str, Any], name: str, line: int | None) -> Any:
+    """The assistant's reply in an OpenAI response saved with its request
+    (``choices[0].message``, see :func:`exchange`), or None; ``line`` is the JSON
+    Lines line holding ``doc``, for errors."""
+    choices = doc.get("choices")
+    if choices is None:
+        return None
+    if not isinstance(choices, list):
+        raise InputError(
+            f"expected a list, got {type_name(choices)}",
+            source=name,
+            lineno=line,
+            field="choices",
+        )
+    if not choices:
+        return None
+    first = choices[0]
+    message = first.get("message") if isinstance(first, Mapping) else None
+    if not isinstance(message, Mapping):
+        got = "missing" if message is None else f"expected an object, got {type_name(message)}"
+        field = "choices[0].message" if isinstance(first, Mapping) else "choices[0]"
+        raise InputError(got, source=name, lineno=line, field=field)
+    reply = {"role": "assistant", **message}
+    if first.get("finish_reason") is not None:
+        reply["finish_reason"] = first["finish_reason"]
+    return reply
+
+
+def tool_names(tools: Any) -> list[str]:
+    """The names of the tools a request offered (OpenAI ``function`` or Anthropic style)."""
+    names: list[str] = []
+    for tool in tools if isinstance(tools, list) else []:
+        if not isinstance(tool, Mapping):
+            continue
+        function = tool.get("function")
+        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
+        if isinstance(name, str) and name:
+            names.append(name)
+    return names

@@ -6,7 +6,13 @@ reason), and past records that cannot be read in a file holding several runs
 
 - **A trace split across files.** An importer with ``gather(source)`` and
   ``load_gathered(items)`` (OTLP: a collector's file exporter rotates its file
-  mid-trace) reads every file first and builds each trace from all of them.
+  mid-trace) reads every file first and builds each trace from all of them. Only
+  the gathered spans are held until then, not the files' parsed JSON, and each
+  run is handed on (saved, by :func:`ingest_paths`) as it is built, its spans let
+  go. (Not less: a trace's last span may be in the last file, a root span ends
+  last; and grouping the files by the traces they share first would read each
+  file twice and still hold them all where a rotating exporter wrote them, since
+  traces running across each rotation link every file to the next.)
 - **Ids that clash.** A run id an importer derives from a file's name
   (``trace.json`` in each run's folder) is the same for two files: the later
   file's run gets the id with a digest of its path (``whowhen-ag-trace-1a2b3c4d``),
@@ -181,7 +187,8 @@ def _runs(
             if gather is not None and hasattr(importer, "load_gathered"):
                 with reading(importer, source):
                     piece = gather(source)
-                gathered.setdefault(importer.name, (importer, []))[1].append((source, piece))
+                kept = Source(path=source.path)  # (the parsed file goes; its spans stay)
+                gathered.setdefault(importer.name, (importer, []))[1].append((kept, piece))
                 batch.files.append(path)
                 continue
             runs = stamped(load_runs(importer, source), path)
@@ -208,24 +215,28 @@ def _joined(
     batch: BatchImport,
 ) -> Iterator[tuple[ImportedRun, Path]]:
     """The runs of files read by ``gather``, built from all of them together:
-    ``load_gathered`` yields each run with the files it was read from."""
-    load_gathered = importer.load_gathered  # type: ignore[attr-defined]
-    runs: list[tuple[ImportedRun, list[Path]]] = []
-    try:
-        runs.extend(load_gathered(items))
-    except RecordsSkipped as exc:  # (each under the first file its trace was read from)
-        for error in exc.errors:
-            named = str(error.source or "")
-            first = next((src.path for src, _ in items if named.startswith(src.name)), None)
-            batch.failures.append((first or items[0][0].path, str(error)))
-    except AgentDebugError as exc:
-        batch.failures.extend((s.path, str(exc)) for s, _ in items)
-        return
-    except Exception as exc:  # an importer bug must not end the batch
-        log.exception("importing %s failed unexpectedly", ", ".join(s.name for s, _ in items))
-        batch.failures.extend((s.path, f"unexpected {type(exc).__name__}: {exc}") for s, _ in items)
-        return
-    for run, files in runs:
+    ``load_gathered`` yields each run with the files it was read from, one at a
+    time (so a run is saved before the next is built)."""
+    built = iter(importer.load_gathered(items))  # type: ignore[attr-defined]
+    paths = [s.path for s, _ in items]
+    while True:
+        try:
+            run, files = next(built)
+        except StopIteration:
+            return
+        except RecordsSkipped as exc:  # (each under the first file its trace was read from)
+            for error in exc.errors:
+                named = str(error.source or "")
+                first = next((src.path for src, _ in items if named.startswith(src.name)), None)
+                batch.failures.append((first or paths[0], str(error)))
+            return
+        except AgentDebugError as exc:
+            batch.failures.extend((path, str(exc)) for path in paths)
+            return
+        except Exception as exc:  # an importer bug must not end the batch
+            log.exception("importing %s failed unexpectedly", ", ".join(map(str, paths)))
+            batch.failures.extend((p, f"unexpected {type(exc).__name__}: {exc}") for p in paths)
+            return
         if len(files) > 1:
             batch.notes.append(
                 f"run '{run.trajectory.id}' joined from {len(files)} files: "
@@ -233,6 +244,7 @@ def _joined(
             )
         (run,) = stamped([run], files[0], files)
         yield run, files[0]
+        del run  # (not held while the next is built)
 
 
 def path_digest(path: Path) -> str:

@@ -9,9 +9,10 @@ Accepted shapes:
   trajectory (one run per line).
 
 Events may leave out ``id`` (then ``e{i}``) and ``step_index`` (then their
-position), and may give ``error`` as just its message. Anything else wrong is an :class:`InputError` naming the record (event
-index, or line number for JSON Lines) and the field as a JSON path, e.g.
-``events[2].step_index``.
+position), and may give ``error`` as just its message. Anything else wrong is an
+:class:`InputError` naming the place: the line of a JSON Lines file ("line 3"), or
+the event's index in a JSON document ("record 2"), and the field as a JSON path,
+e.g. ``events[2].step_index``.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ from typing import Any
 from pydantic import ValidationError
 
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io._common import check_size, from_validation_error, join_path, type_name
+from agentdebug.io._common import (
+    check_size,
+    from_validation_error,
+    join_path,
+    line_of,
+    type_name,
+)
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentTrajectory
 from agentdebug.stages import ImportedRun, Source
@@ -70,27 +77,28 @@ class EventsImporter:
             records = source.records
             if all(isinstance(r, Mapping) and "events" in r for r in records):
                 skipped: list[InputError] = []  # (one bad run does not cost the others)
-                for number, record in enumerate(records, start=1):
+                for index, record in enumerate(records):
                     assert isinstance(record, Mapping)
+                    line = line_of(source, index)
                     try:
-                        run = _trajectory(record, source, f"{stem}-{number}", record=number)
+                        run = _trajectory(record, source, f"{stem}-{index + 1}", line=line)
                     except InputError as exc:
-                        skipped.append(exc.located(source=source.name, record=number))
+                        skipped.append(exc.located(source=source.name, lineno=line))
                         continue
                     yield ImportedRun(run)
                 if skipped:
                     raise RecordsSkipped(skipped)
                 return
-            events = _events(records, source, prefix="", record_base=1, line_records=True)
-            yield ImportedRun(_build({"id": stem}, events, source, record=None))
+            events = _events(records, source, prefix="", per_line=True)
+            yield ImportedRun(_build({"id": stem}, events, source, line=None))
             return
         doc = source.document
         if isinstance(doc, list):
-            events = _events(doc, source, prefix="", record_base=0, line_records=False)
-            yield ImportedRun(_build({"id": stem}, events, source, record=None))
+            events = _events(doc, source, prefix="")
+            yield ImportedRun(_build({"id": stem}, events, source, line=None))
         else:
             assert isinstance(doc, Mapping)
-            yield ImportedRun(_trajectory(doc, source, stem, record=None))
+            yield ImportedRun(_trajectory(doc, source, stem, line=None))
 
 
 def _events(
@@ -98,39 +106,46 @@ def _events(
     source: Source,
     *,
     prefix: str,
-    record_base: int,
-    line_records: bool,
-    record: int | None = None,
+    per_line: bool = False,
+    line: int | None = None,
 ) -> list[AgentEvent]:
     """Validate events one by one so an error names the event it is in.
 
-    ``line_records``: each item is its own JSON Lines record (numbered from
-    ``record_base``); otherwise the record is the event's index, or ``record``
-    (the line of a whole trajectory) when given.
+    ``per_line``: each item is a line of a JSON Lines file, and an error names its
+    line; otherwise the items are the list at ``prefix`` in a JSON document, and an
+    error names the event's index as the record, or ``line`` when the document is
+    a whole trajectory on one line of a JSON Lines file.
     """
     name = source.name
     if not items:
         raise InputError(
-            "no events: the event list is empty", source=name, record=record, field=prefix or None
+            "no events: the event list is empty", source=name, lineno=line, field=prefix or None
         )
     limit = max_event_bytes()
     events: list[AgentEvent] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, str] = {}
     for index, item in enumerate(items):
-        rec = index + record_base if line_records or record is None else record
-        path = "" if line_records else join_path(prefix, index)
+        lineno = line_of(source, index) if per_line else line
+        rec = None if lineno is not None else index
+        path = "" if per_line else join_path(prefix, index)
         if not isinstance(item, Mapping):
             raise InputError(
                 f"expected an event object, got {type_name(item)}",
                 source=name,
                 record=rec,
+                lineno=lineno,
                 field=path or None,
             )
         data = dict(item)
         for key in _SIZED_FIELDS:
             if key in data:
                 check_size(
-                    data[key], source=name, record=rec, field=join_path(path, key), limit=limit
+                    data[key],
+                    source=name,
+                    record=rec,
+                    lineno=lineno,
+                    field=join_path(path, key),
+                    limit=limit,
                 )
         if isinstance(data.get("error"), str):  # the short form: just the message
             data["error"] = {"message": data["error"]}
@@ -140,37 +155,39 @@ def _events(
         try:
             event = AgentEvent.model_validate(data)
         except ValidationError as exc:
-            raise from_validation_error(exc, source=name, record=rec, prefix=path) from None
+            raise from_validation_error(
+                exc, source=name, record=rec, lineno=lineno, prefix=path
+            ) from None
         if event.id in seen:
             raise InputError(
-                f"duplicate event id {event.id!r} (also event {seen[event.id]})",
+                f"duplicate event id {event.id!r} (also {seen[event.id]})",
                 source=name,
                 record=rec,
+                lineno=lineno,
                 field=join_path(path, "id"),
             )
-        seen[event.id] = index
+        seen[event.id] = f"line {lineno}" if per_line else f"event {index}"
         events.append(event)
     return events
 
 
 def _trajectory(
-    doc: Mapping[str, Any], source: Source, default_id: str, *, record: int | None
+    doc: Mapping[str, Any], source: Source, default_id: str, *, line: int | None
 ) -> AgentTrajectory:
+    """One trajectory: the file's one document, or a JSON Lines file's ``line``."""
     items = doc.get("events")
     if not isinstance(items, list):
         raise InputError(
             f"expected a list, got {type_name(items)}",
             source=source.name,
-            record=record,
+            lineno=line,
             field="events",
         )
-    events = _events(
-        items, source, prefix="events", record_base=0, line_records=False, record=record
-    )
+    events = _events(items, source, prefix="events", line=line)
     header = {k: v for k, v in doc.items() if k != "events"}
     if not header.get("id"):
         header["id"] = default_id
-    return _build(header, events, source, record=record)
+    return _build(header, events, source, line=line)
 
 
 def in_order(events: list[AgentEvent]) -> tuple[list[AgentEvent], str | None]:
@@ -200,7 +217,7 @@ def in_order(events: list[AgentEvent]) -> tuple[list[AgentEvent], str | None]:
 
 
 def _build(
-    header: Mapping[str, Any], events: list[AgentEvent], source: Source, *, record: int | None
+    header: Mapping[str, Any], events: list[AgentEvent], source: Source, *, line: int | None
 ) -> AgentTrajectory:
     events, note = in_order(events)
     meta = header.get("metadata")
@@ -209,4 +226,4 @@ def _build(
     try:
         return AgentTrajectory.model_validate({**header, "events": events})
     except ValidationError as exc:
-        raise from_validation_error(exc, source=source.name, record=record) from None
+        raise from_validation_error(exc, source=source.name, lineno=line) from None

@@ -4,8 +4,8 @@ Accepted shapes: a JSON array of messages; an object ``{"messages": [...], "goal
 "metadata"?, "id"?, "framework"?, "reference_answer"?, "system"?, "model"?,
 "tools"?, "choices"?}`` (an OpenAI request saved with its response: the reply in
 ``choices[0].message`` is the last message); JSON Lines with one message per line
-(one conversation) or one conversation object per line (one run each; a record
-that cannot be read is reported, by its line number, after the others are read).
+(one conversation) or one conversation object per line (one run each; a line
+that cannot be read is reported, by its number, after the others are read).
 
 Each message is one step (``step_index`` = its position in the list, system
 messages included, so a step number points back at the user's own list). System
@@ -34,7 +34,15 @@ import orjson
 from pydantic import ValidationError
 
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io._common import check_size, exchange, from_validation_error, type_name
+from agentdebug.io._common import (
+    check_size,
+    exchange,
+    from_validation_error,
+    line_of,
+    response_reply,
+    tool_names,
+    type_name,
+)
 from agentdebug.io.semconv import Content, Fail, read_content
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, EventType, Outcome
@@ -75,18 +83,24 @@ def _conversation_lines(records: Sequence[Any]) -> bool:
     )
 
 
-def _sniff_list(items: Sequence[Any]) -> str | None:
+def _sniff_list(items: Sequence[Any], lines: Source | None = None) -> str | None:
+    """Why ``items`` (a JSON array, or the ``lines`` of a JSON Lines file) are no
+    message list; None when they are."""
     if not items:
         return "empty list"
     if not all(isinstance(m, Mapping) for m in items):
         return "list items are not all objects"
+
+    def at(i: int) -> str:
+        return f"line {line_of(lines, i)}" if lines else f"record {i}"
+
     missing = next((i for i, m in enumerate(items) if "role" not in m), None)
     if missing is not None:
-        return f"record {missing}: no field 'role'"
+        return f"{at(missing)}: no field 'role'"
     bad = next((i for i, m in enumerate(items) if m.get("role") not in ROLES), None)
     if bad is not None:
         return (
-            f"record {bad}, field 'role': {items[bad]['role']!r} is not a message role "
+            f"{at(bad)}, field 'role': {items[bad]['role']!r} is not a message role "
             f"({', '.join(sorted(ROLES))})"
         )
     return None
@@ -105,7 +119,7 @@ class MessagesImporter:
         if source.records is not None:
             if _conversation_lines(source.records):
                 return None
-            return _sniff_list(source.records)
+            return _sniff_list(source.records, source)
         if isinstance(doc, list):
             return _sniff_list(doc)
         if isinstance(doc, Mapping):
@@ -125,17 +139,17 @@ class MessagesImporter:
                 yield from _conversations(records, source)
                 return
             yield _conversation(
-                {"messages": records}, source, default_id=f"messages-{stem}", record=None, prefix=""
-            )
+                {"messages": records}, source, default_id=f"messages-{stem}", line=None, prefix=""
+            )  # (one message a line: an error names the message's line)
             return
         doc = source.document
         if isinstance(doc, list):
             yield _conversation(
-                {"messages": doc}, source, default_id=f"messages-{stem}", record=None, prefix=""
+                {"messages": doc}, source, default_id=f"messages-{stem}", line=None, prefix=""
             )
         else:
             assert isinstance(doc, Mapping)
-            yield _conversation(exchange(doc), source, default_id=f"messages-{stem}", record=None)
+            yield _conversation(exchange(doc), source, default_id=f"messages-{stem}", line=None)
 
 
 def _conversations(records: Sequence[Any], source: Source) -> Iterator[ImportedRun]:
@@ -143,18 +157,19 @@ def _conversations(records: Sequence[Any], source: Source) -> Iterator[ImportedR
     errors: list[InputError] = []
     read = 0
     for number, record in enumerate(records, start=1):
+        line = line_of(source, number - 1)
         try:
             if not isinstance(record, Mapping):
                 raise InputError(
                     f"expected a conversation object {{messages: [...]}}, got {type_name(record)}",
                     source=source.name,
-                    record=number,
+                    lineno=line,
                 )
             run = _conversation(
-                record, source, default_id=f"messages-{source.path.stem}-{number}", record=number
+                record, source, default_id=f"messages-{source.path.stem}-{number}", line=line
             )
         except InputError as exc:
-            errors.append(exc.located(source=source.name, record=number))
+            errors.append(exc.located(source=source.name, lineno=line))
             continue
         read += 1
         yield run
@@ -178,7 +193,7 @@ def _arguments(raw: Any) -> tuple[Any, str | None]:
 
 @dataclass
 class _Message:
-    """One message and where it is: its JSON path, step, and record number."""
+    """One message and where it is: its JSON path, step, and index in its list."""
 
     path: str
     step: int
@@ -189,9 +204,11 @@ class _Message:
 class _Builder:
     """Collects events for one conversation, numbering and linking them."""
 
-    def __init__(self, name: str, record: int | None) -> None:
-        self.name = name
-        self.record = record
+    def __init__(self, source: Source, line: int | None, per_line: bool = False) -> None:
+        self.source = source
+        self.name = source.name
+        self.line = line  # the JSON Lines line holding the whole conversation
+        self.per_line = per_line  # one message a line
         self.limit = max_event_bytes()
         self.events: list[dict[str, Any]] = []
         #: call id -> (event id, agent, tool name)
@@ -200,13 +217,18 @@ class _Builder:
         self.goal: str | None = None
         self.agents: dict[str, None] = {}
 
+    def where(self, at: _Message) -> dict[str, Any]:
+        """The message's line of a JSON Lines file, else its index in the document."""
+        if self.line is None and self.per_line and at.index is not None:
+            return {"lineno": line_of(self.source, at.index)}
+        return {"lineno": self.line} if self.line is not None else {"record": at.index}
+
     def error(self, message: str, at: _Message, field: str | None = None) -> InputError:
-        record = self.record if self.record is not None else at.index
         return InputError(
             message,
             source=self.name,
-            record=record,
             field=f"{at.path}.{field}".lstrip(".") if field else at.path or None,
+            **self.where(at),
         )
 
     def fail(self, at: _Message) -> Fail:
@@ -217,9 +239,9 @@ class _Builder:
             check_size(
                 event.get(key),
                 source=self.name,
-                record=self.record if self.record is not None else at.index,
                 field=f"{at.path}.{field}".lstrip("."),
                 limit=self.limit,
+                **self.where(at),
             )
         event["step_index"] = at.step
         self.events.append(event)
@@ -446,67 +468,30 @@ def _assistant(
         b.call_ids[key] = (event_id, agent, call.tool)
 
 
-def _reply(doc: Mapping[str, Any], name: str, record: int | None) -> Any:
-    """The assistant's reply in an OpenAI response saved with its request
-    (``choices[0].message``), or None."""
-    choices = doc.get("choices")
-    if choices is None:
-        return None
-    if not isinstance(choices, list):
-        raise InputError(
-            f"expected a list, got {type_name(choices)}",
-            source=name,
-            record=record,
-            field="choices",
-        )
-    if not choices:
-        return None
-    first = choices[0]
-    message = first.get("message") if isinstance(first, Mapping) else None
-    if not isinstance(message, Mapping):
-        got = "missing" if message is None else f"expected an object, got {type_name(message)}"
-        field = "choices[0].message" if isinstance(first, Mapping) else "choices[0]"
-        raise InputError(got, source=name, record=record, field=field)
-    reply = {"role": "assistant", **message}
-    if first.get("finish_reason") is not None:
-        reply["finish_reason"] = first["finish_reason"]
-    return reply
-
-
-def _tool_names(tools: Any) -> list[str]:
-    names: list[str] = []
-    for tool in tools if isinstance(tools, list) else []:
-        if not isinstance(tool, Mapping):
-            continue
-        function = tool.get("function")
-        name = function.get("name") if isinstance(function, Mapping) else tool.get("name")
-        if isinstance(name, str) and name:
-            names.append(name)
-    return names
-
-
 def _conversation(
     doc: Mapping[str, Any],
     source: Source,
     *,
     default_id: str,
-    record: int | None,
+    line: int | None,
     prefix: str = "messages",
 ) -> ImportedRun:
+    """One run; ``prefix`` is the message list's path ("" for the file's own list or
+    lines) and ``line`` the line of a JSON Lines file holding ``doc``."""
     name = source.name
     messages = doc.get("messages")
     if not isinstance(messages, list):
         raise InputError(
             f"expected a list, got {type_name(messages)}",
             source=name,
-            record=record,
+            lineno=line,
             field="messages",
         )
     if not messages:
         raise InputError(
-            "no events: the message list is empty", source=name, record=record, field=prefix or None
+            "no events: the message list is empty", source=name, lineno=line, field=prefix or None
         )
-    b = _Builder(name, record)
+    b = _Builder(source, line, per_line=prefix == "" and source.records is not None)
     b.goal = doc.get("goal") if isinstance(doc.get("goal"), str) else None
     if doc.get("system") is not None:  # Anthropic: the system prompt beside the messages
         top = _Message("", 0, None, None)
@@ -515,8 +500,10 @@ def _conversation(
             raise b.error("a system prompt can hold only text", top, "system")
         if text.text:
             b.system.append(text.text)
-    entries = [_Message(f"{prefix}[{i}]", i, i, m) for i, m in enumerate(messages)]
-    reply = _reply(doc, name, record)
+    entries = [
+        _Message("" if b.per_line else f"{prefix}[{i}]", i, i, m) for i, m in enumerate(messages)
+    ]
+    reply = response_reply(doc, name, line)
     if reply is not None:
         entries.append(_Message("choices[0].message", len(messages), None, reply))
     for entry in entries:
@@ -524,7 +511,7 @@ def _conversation(
 
     if not b.events:
         raise InputError(
-            "no events: only system messages", source=name, record=record, field=prefix or None
+            "no events: only system messages", source=name, lineno=line, field=prefix or None
         )
     final_answer = _mark_final(b.events)
     events: list[AgentEvent] = []
@@ -533,11 +520,11 @@ def _conversation(
             events.append(AgentEvent.model_validate(data))
         except ValidationError as exc:  # pragma: no cover - fields are built above
             raise from_validation_error(
-                exc, source=name, record=record, prefix=f"{prefix}[{data['step_index']}]"
+                exc, source=name, lineno=line, prefix=f"{prefix}[{data['step_index']}]"
             ) from None
 
     instructions = "\n\n".join(b.system) or None
-    tools = _tool_names(doc.get("tools"))
+    tools = tool_names(doc.get("tools"))
     agents = [AgentInfo(name=a, instructions=instructions, tools=tools) for a in b.agents]
     metadata = dict(doc.get("metadata") or {}) if isinstance(doc.get("metadata"), Mapping) else {}
     if instructions:
@@ -568,7 +555,7 @@ def _conversation(
             metadata=metadata,
         )
     except ValidationError as exc:
-        raise from_validation_error(exc, source=name, record=record) from None
+        raise from_validation_error(exc, source=name, lineno=line) from None
     return ImportedRun(trajectory=trajectory)
 
 

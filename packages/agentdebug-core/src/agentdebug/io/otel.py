@@ -16,7 +16,12 @@ Decisions:
 * Types: LLM spans are LLM_CALL (input = the input messages, output = the output
   message's text, or the message with its tool calls); TOOL spans are one
   TOOL_CALL event carrying both the arguments (input) and the result (output);
-  AGENT spans are AGENT_START; RETRIEVER spans MEMORY_READ; everything else
+  AGENT spans are an AGENT_START with the agent's input and, after the events
+  under it, an AGENT_END (id ``<span id>/end``) with its output and error, as a
+  LangGraph node's start and end (none when the agent gave nothing back, or when
+  its output is the run's answer: the FINAL_ANSWER below holds that; before, the
+  start held the output, so an agent read as starting with its result);
+  RETRIEVER spans MEMORY_READ; everything else
   (CHAIN, plain functions) SPAN. smolagents ``Step N`` spans keep ``N`` in
   ``metadata.agent_step``.
 * The run's final answer is an event of type FINAL_ANSWER, as in every other
@@ -89,13 +94,21 @@ class Span:
     events: list[dict[str, Any]] = field(default_factory=list)
     otel_kind: str | None = None
     metadata: dict[str, Any] = field(default_factory=dict)
-    #: Where the span is in its file, e.g. ``spans[0].child_spans[2]``.
+    #: Where the span is in its file, e.g. ``spans[0].child_spans[2]`` (in its
+    #: line, for a span read from JSON Lines).
     path: str = ""
     #: Where the attributes are, relative to ``path``.
     attributes_path: str = "attributes"
     #: Input and output a format found outside the attributes (TRAIL function logs).
     fallback_input: Any = None
     fallback_output: Any = None
+    #: The line of a JSON Lines file the span was read from.
+    line: int | None = None
+
+    def at(self) -> str:
+        """Where the span is, in words: ``line 3``, ``spans[0].child_spans[2]``."""
+        where = " ".join(p for p in (f"line {self.line}" if self.line else "", self.path) if p)
+        return where or f"span {self.span_id!r}"
 
 
 # -- small readers ----------------------------------------------------------------------
@@ -251,10 +264,11 @@ def spans_to_trajectory(
     for span in spans:
         if span.span_id in seen:
             raise InputError(
-                f"duplicate span id {span.span_id!r} (also at {seen[span.span_id].path})",
+                f"duplicate span id {span.span_id!r} (also at {seen[span.span_id].at()})",
                 source=source,
                 record=span.span_id,
                 field=span.path or None,
+                lineno=span.line,
             )
         seen[span.span_id] = span
     limit = max_event_bytes()
@@ -267,6 +281,7 @@ def spans_to_trajectory(
             source=source,
             record=stray.span_id,
             field=stray.path or None,
+            lineno=stray.line,
         )
     for span in spans:
         declared = span.attributes.get("openinference.span.kind")
@@ -277,6 +292,7 @@ def spans_to_trajectory(
                 source=source,
                 record=span.span_id,
                 field=f"{where}.openinference.span.kind",
+                lineno=span.line,
             )
     kinds = {span.span_id: span_kind(span.attributes) for span in spans}
     names = _agent_names(spans, kinds, seen)
@@ -285,6 +301,7 @@ def spans_to_trajectory(
     root_agent: tuple[Span, Any, Any] | None = None
     scopes: list[str] = []
     events: list[AgentEvent] = []
+    agent_spans: list[tuple[Span, Any, dict[str, Any] | None]] = []  # (span, output, error)
 
     for step, span in enumerate(ordered):
         _check_span_size(span, source, limit)
@@ -337,6 +354,10 @@ def spans_to_trajectory(
             event_type = EventType.FINAL_ANSWER
             if out is None:
                 out = answer_in(inp)
+        error = _error(span)
+        if kind == "AGENT":  # its start: what it was given; its end: what it gave back
+            agent_spans.append((span, out, error))
+            out = error = None
         data: dict[str, Any] = {
             "id": span.span_id,
             "type": event_type,
@@ -348,17 +369,18 @@ def spans_to_trajectory(
             "duration_ms": span.duration_ms,
             "input": inp,
             "output": out,
-            "error": _error(span),
+            "error": error,
             "metadata": meta,
         }
         try:
             events.append(AgentEvent.model_validate(data))
         except ValidationError as exc:
             raise from_validation_error(
-                exc, source=source, record=span.span_id, prefix=span.path
+                exc, source=source, record=span.span_id, prefix=span.path, lineno=span.line
             ) from None
 
     outcome = Outcome()
+    answered: str | None = None  # the top agent, when its output is the final answer's
     if root_agent is not None:
         span, inp, out = root_agent
         goal = goal or task_of(inp)
@@ -369,6 +391,11 @@ def spans_to_trajectory(
             final_answer=out if out is not None else final,
             error=ErrorInfo.model_validate(error) if error else None,
         )
+        if out is not None and any(
+            e.type is EventType.FINAL_ANSWER and _same(e.output, out) for e in events
+        ):
+            answered = span.span_id
+    events = _with_agent_ends(events, agent_spans, names, answered)
     starts = [s.start for s in spans if s.start]
     ends = [
         s.start + timedelta(milliseconds=s.duration_ms)
@@ -387,6 +414,61 @@ def spans_to_trajectory(
         started_at=min(starts) if starts else None,
         ended_at=max(ends) if ends else None,
     )
+
+
+def _with_agent_ends(
+    events: list[AgentEvent],
+    agent_spans: Sequence[tuple[Span, Any, dict[str, Any] | None]],
+    names: Mapping[str, str | None],
+    answered: str | None,
+) -> list[AgentEvent]:
+    """``events`` with each agent span's end: an AGENT_END (as a LangGraph node's)
+    with the agent's output and error, right after the last event under its start
+    and at that event's step; none where the agent gave nothing back, or only the
+    run's answer, which its FINAL_ANSWER event already holds (``answered``)."""
+    parents = {e.id: e.parent_id for e in events}
+    last: dict[str, int] = {}  # agent span id -> position of the last event under it
+    wanted = {span.span_id for span, _, _ in agent_spans}
+    for i, event in enumerate(events):
+        at: str | None = event.id
+        for _ in range(len(events)):  # (parent links have no cycle: checked above)
+            if at is None:
+                break
+            if at in wanted:
+                last[at] = i
+            at = parents.get(at)
+    after: dict[int, list[AgentEvent]] = {}
+    for span, out, error in reversed(agent_spans):  # (an inner agent ends first)
+        if span.span_id == answered:
+            out = None
+        if (out is None and error is None) or span.span_id not in last:
+            continue
+        position = last[span.span_id]
+        end = span.start + timedelta(milliseconds=span.duration_ms) if span.start else None
+        after.setdefault(position, []).append(
+            AgentEvent(
+                id=f"{span.span_id}/end",
+                type=EventType.AGENT_END,
+                step_index=events[position].step_index,
+                agent_name=names.get(span.span_id),
+                module=span.name,
+                parent_id=span.span_id,
+                timestamp=end if span.duration_ms is not None else None,
+                output=out,
+                error=ErrorInfo.model_validate(error) if error else None,
+                metadata={"from_span": span.span_id},
+            )
+        )
+    if not after:
+        return events
+    return [x for i, event in enumerate(events) for x in (event, *after.get(i, ()))]
+
+
+def _same(said: Any, answer: Any) -> bool:
+    """Whether a final answer says the agent's output (``20`` is the text ``"20"``)."""
+    if isinstance(said, str) or isinstance(answer, str):
+        return str(said).strip() == str(answer).strip()
+    return bool(said == answer)
 
 
 def answer_in(arguments: Any) -> Any:
@@ -481,4 +563,5 @@ def _check_span_size(span: Span, source: str, limit: int) -> None:
             source=source,
             record=span.span_id,
             field=f"{where}.{largest[0]}" if largest[0] else where,
+            lineno=span.line,
         )

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io._common import type_name
+from agentdebug.io._common import line_of, type_name
 from agentdebug.io.otel import Span, from_unix_nano, spans_to_trajectory
 from agentdebug.stages import ImportedRun, Source
 
@@ -205,10 +205,13 @@ class OtlpImporter:
         docs = source.records if source.records is not None else [source.document]
         traces: dict[str, list[Span]] = {}
         resources: dict[str, dict[str, Any]] = {}
-        for number, doc in enumerate(docs, start=1):
+        for index, doc in enumerate(docs):
             assert isinstance(doc, Mapping)
-            base = f"[{number}]." if source.records is not None else ""
-            _collect(doc, source.name, base, traces, resources)
+            line = line_of(source, index) if source.records is not None else None
+            try:
+                _collect(doc, source.name, line, traces, resources)
+            except InputError as exc:
+                raise exc.located(lineno=line) from None
         if not traces:
             raise InputError(
                 "no events: the export holds no spans", source=source.name, field="resourceSpans"
@@ -220,18 +223,21 @@ class OtlpImporter:
     ) -> Iterator[tuple[ImportedRun, list[Path]]]:
         """One run per trace id over all the files' spans, with the files it was
         read from. A trace that cannot be built is skipped with its error
-        (:class:`RecordsSkipped`, after the others)."""
+        (:class:`RecordsSkipped`, after the others). The gathered spans are taken
+        out of ``items`` as they are joined, and a trace's spans let go once its
+        run is built, so memory falls as the runs are handed on."""
         traces: dict[str, list[Span]] = {}
         resources: dict[str, dict[str, Any]] = {}
         files: dict[str, list[Source]] = {}
         for source, (spans_by_trace, resource_by_trace) in items:
-            for trace_id, spans in spans_by_trace.items():
-                traces.setdefault(trace_id, []).extend(spans)
+            for trace_id in list(spans_by_trace):
+                traces.setdefault(trace_id, []).extend(spans_by_trace.pop(trace_id))
                 files.setdefault(trace_id, []).append(source)
             for trace_id, resource in resource_by_trace.items():
                 resources.setdefault(trace_id, resource)
         errors: list[InputError] = []
-        for trace_id, spans in traces.items():
+        for trace_id in list(traces):
+            spans = traces.pop(trace_id)
             sources = files[trace_id]
             name = ", ".join(s.name for s in sources)
             metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": sources[0].path.name}
@@ -255,12 +261,13 @@ class OtlpImporter:
 def _collect(
     doc: Mapping[str, Any],
     name: str,
-    base: str,
+    line: int | None,
     traces: dict[str, list[Span]],
     resources: dict[str, dict[str, Any]],
 ) -> None:
+    """The spans of one export (a file's, or a JSON Lines file's ``line``), by trace."""
     for r, resource_spans in enumerate(get(doc, "resourceSpans") or []):
-        rpath = f"{base}resourceSpans[{r}]"
+        rpath = f"resourceSpans[{r}]"
         if not isinstance(resource_spans, Mapping):
             raise InputError(
                 f"expected an object, got {type_name(resource_spans)}", source=name, field=rpath
@@ -284,6 +291,7 @@ def _collect(
             scope_name = scope.get("name") if isinstance(scope, Mapping) else None
             for i, raw in enumerate(get(scope_spans, "spans") or []):
                 span, trace_id = _span(raw, name, f"{spath}.spans[{i}]", scope_name)
+                span.line = line
                 traces.setdefault(trace_id, []).append(span)
                 if resource_attrs:
                     resources.setdefault(trace_id, resource_attrs)

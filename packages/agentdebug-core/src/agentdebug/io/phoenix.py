@@ -11,8 +11,8 @@ A JSON Lines file or a JSON array of such spans is accepted.
 The spans go through the shared OpenTelemetry mapping
 (:mod:`agentdebug.io.otel`), one run per trace id, with the trace id as the run's
 id (as the ``otlp`` importer does, so the same trace imported either way is one
-run). A span that cannot be read is an error naming its record (line number in
-JSON Lines, index in an array) and field; its trace is skipped and reported, the
+run). A span that cannot be read is an error naming its line (JSON Lines) or
+record (its index in an array) and field; its trace is skipped and reported, the
 other traces are imported.
 """
 
@@ -22,20 +22,19 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io._common import parse_json_text, type_name
+from agentdebug.io._common import line_of, parse_json_text, type_name
 from agentdebug.io.otel import Span, parse_timestamp, spans_to_trajectory
 from agentdebug.stages import ImportedRun, Source
 
 _STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
 
 
-def _records(source: Source) -> tuple[Sequence[Any], int] | None:
-    """The span objects of ``source`` and the number of the first one (JSON Lines
-    count lines from 1, an array counts from 0)."""
+def _records(source: Source) -> Sequence[Any] | None:
+    """The span objects of ``source``: its JSON Lines, or its JSON array."""
     if source.records is not None:
-        return source.records, 1
+        return source.records
     if isinstance(source.document, list):
-        return source.document, 0
+        return source.document
     return None
 
 
@@ -63,10 +62,9 @@ class PhoenixImporter:
     )
 
     def sniff(self, source: Source) -> str | None:
-        found = _records(source)
-        if found is None:
+        records = _records(source)
+        if records is None:
             return "not JSON Lines or a JSON array"
-        records, _ = found
         if not records:
             return "empty list"
         if not _looks_like_span(records[0]):
@@ -74,15 +72,17 @@ class PhoenixImporter:
         return None
 
     def load(self, source: Source) -> Iterator[ImportedRun]:
-        found = _records(source)
-        assert found is not None
-        records, first = found
+        records = _records(source)
+        assert records is not None
+        lines = source.records is not None
         traces: dict[str, list[Span]] = {}
         errors: list[InputError] = []
         bad: set[str] = set()
-        for number, raw in enumerate(records, start=first):
+        for index, raw in enumerate(records):
             try:
-                span, trace_id = _span(raw, source.name, number)
+                span, trace_id = _span(
+                    raw, source.name, index, line_of(source, index) if lines else None
+                )
             except InputError as exc:
                 errors.append(exc)
                 trace = _context(raw) if isinstance(raw, Mapping) else None
@@ -96,7 +96,6 @@ class PhoenixImporter:
                     InputError(
                         f"trace {trace_id!r} not imported: one of its spans could not be read",
                         source=source.name,
-                        record=f"trace {trace_id}",
                     )
                 )
                 continue
@@ -139,9 +138,13 @@ def _text(raw: Mapping[str, Any], key: str, fail: Any, *, required: bool = False
     return value
 
 
-def _span(raw: Any, name: str, record: int) -> tuple[Span, str]:
+def _span(raw: Any, name: str, index: int, line: int | None) -> tuple[Span, str]:
+    """The span at ``index`` of an array, or on ``line`` of a JSON Lines file."""
+
     def fail(message: str, field: str | None = None) -> InputError:
-        return InputError(message, source=name, record=record, field=field)
+        if line is not None:
+            return InputError(message, source=name, lineno=line, field=field)
+        return InputError(message, source=name, record=index, field=field)
 
     if not isinstance(raw, Mapping):
         raise fail(f"expected a span object, got {type_name(raw)}")
@@ -185,7 +188,8 @@ def _span(raw: Any, name: str, record: int) -> tuple[Span, str]:
         status=status,
         status_message=_text(raw, "status_message", fail),
         events=_events(raw.get("events"), fail),
-        path=f"[{record}]",
+        path="" if line is not None else f"[{index}]",
+        line=line,
         attributes_path="attributes",
     )
     return span, trace_id

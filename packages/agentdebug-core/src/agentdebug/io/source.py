@@ -9,6 +9,7 @@ that says where it broke, never a guess at what was meant.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -130,8 +131,19 @@ def _document_source(path: Path, document: object) -> Source:
     return Source(path=path, document=document)
 
 
-def _parse_lines(lines: list[bytes], name: str) -> list[object]:
-    records: list[object] = []
+class JsonLines(list[Any]):
+    """The values of a JSON Lines file, one a line, with the line each was on
+    (``line_numbers``, counted from 1, blank lines included), so an error names the
+    line a user's editor shows, not the value's position among the non-blank ones."""
+
+    def __init__(self, values: list[Any], line_numbers: list[int]) -> None:
+        super().__init__(values)
+        self.line_numbers = line_numbers
+
+
+def _parse_lines(lines: list[bytes], name: str) -> JsonLines:
+    records: list[Any] = []
+    numbers: list[int] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -139,8 +151,9 @@ def _parse_lines(lines: list[bytes], name: str) -> list[object]:
             records.append(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
             raise InputError(
-                f"line {number} is not valid JSON: {exc.msg} at column {exc.colno}",
+                f"not valid JSON: {exc.msg} at column {exc.colno}",
                 source=name,
-                record=number,
+                lineno=number,
             ) from None
-    return records
+        numbers.append(number)
+    return JsonLines(records, numbers)

@@ -7,6 +7,7 @@ from pathlib import Path
 from agentdebug.errors import InputError
 from agentdebug.store.base import EventRow, RunQuery, RunSummary, TraceStore, default_home
 from agentdebug.store.jsonl import JSONLStore
+from agentdebug.store.run_file import read_it_instead
 from agentdebug.store.sqlite import SQLiteStore
 
 DB_NAME = "agentdebug.db"
@@ -16,17 +17,17 @@ def open_store(location: str | Path | None = None) -> TraceStore:
     """Open the store at ``location``.
 
     ``None`` means ``$AGENTDEBUG_HOME`` or ``./.agentdebug``. A path ending in
-    ``.jsonl`` opens an append-only JSON Lines store; a path ending in ``.db``,
-    ``.sqlite`` or ``.sqlite3`` opens that SQLite file; any other path is a folder
-    that holds ``agentdebug.db``.
+    ``.jsonl`` opens an append-only JSON Lines store (a run file there, one whose
+    lines are not a store's, is refused: :mod:`agentdebug.store.run_file`); a path
+    ending in ``.db``, ``.sqlite`` or ``.sqlite3`` opens that SQLite file; any other
+    path is a folder that holds ``agentdebug.db`` (a file there is refused).
     """
     path = store_file(location)
     if path.suffix == ".jsonl":
         return JSONLStore(path)
     if path.parent.is_file():  # (a run file given as the store, say)
         raise InputError(
-            "is a file, not a store folder: give a folder (SQLite inside), "
-            "a .db, .sqlite or .sqlite3 file, or a .jsonl file",
+            f"is a file, not a store folder: {read_it_instead(path.parent)}",
             source=str(path.parent),
         )
     return SQLiteStore(path)

@@ -55,6 +55,7 @@ from agentdebug.store.base import (
     metadata_json_path,
 )
 from agentdebug.store.jsonl_query import JsonlRun, summaries
+from agentdebug.store.run_file import refuse_run_file
 
 try:
     import fcntl
@@ -79,6 +80,7 @@ class JSONLStore:
         self._lines = 0
         self._file: tuple[int, int, bytes] | None = None  # the file read so far (see _scan)
         self._locks = True  # whether the file takes flock (some network mounts do not)
+        refuse_run_file(self.path)  # (before a line is appended to someone's export)
         # why the file is open read-only (this user cannot write it), or None
         self.read_only = not_writable(self.path, folder=False)
         self._fh: BinaryIO | None = None

@@ -151,21 +151,27 @@ def test_import_a_wrapped_transcript_through_agentdebug(tmp_path: Path) -> None:
     assert runs[1].agents[0].name == "hotpot"
 
 
-def test_a_broken_wrapped_transcript_names_file_record_and_line(tmp_path: Path) -> None:
+def test_a_broken_wrapped_transcript_names_the_file_s_line_and_its_own(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text(
+    path.write_text(  # (a blank line: the file's line 3 holds its second record)
         json.dumps({"transcript": LANGCHAIN})
-        + "\n"
+        + "\n\n"
         + json.dumps({"transcript": "Thought: a\nAction Input: x"})
         + "\n"
     )
     with pytest.raises(InputError) as info:
         import_file(path, format="react-transcript")
     assert str(info.value) == (
-        f"{path}, record 2, field 'transcript': line 2: 'Action Input' with no 'Action' "
+        f"{path}, line 3, field 'transcript': its line 2: 'Action Input' with no 'Action' "
         "before it: "
         "'Action Input: x'"
     )
+    # in a JSON list, the record (its index from 1), as core's importers say it
+    listed = tmp_path / "bad.json"
+    listed.write_text(json.dumps([{"transcript": LANGCHAIN}, {"transcript": LANGCHAIN, "goal": 7}]))
+    with pytest.raises(InputError) as info:
+        import_file(listed, format="react-transcript")
+    assert str(info.value) == f"{listed}, record 2, field 'goal': must be a string"
 
 
 def test_other_json_is_not_taken_for_a_transcript(tmp_path: Path) -> None:

@@ -43,28 +43,32 @@ class TranscriptImporter:
     def load(self, source: Source) -> Iterator[ImportedRun]:
         items = self._items(source) or []
         many = len(items) > 1 or source.records is not None or isinstance(source.document, list)
+        # a JSON Lines file's errors name the line, as an editor counts it; a JSON
+        # list's the record (its index from 1)
+        lines = getattr(source.records, "line_numbers", None)
         for number, item in enumerate(items, start=1):
-            record = number if many else None
+            record = number if many and lines is None else None
+            where: dict[str, Any] = {"record": record}
+            if lines is not None:
+                where = {"lineno": lines[number - 1]}
             meta = item.get("metadata")
             if meta is not None and not isinstance(meta, Mapping):
-                raise InputError(
-                    "must be an object", source=source.name, record=record, field="metadata"
-                )
+                raise InputError("must be an object", source=source.name, field="metadata", **where)
             stem = source.path.stem
             given = item.get("id")
             run_id = str(given) if given is not None else (f"{stem}-{number}" if many else stem)
             try:
                 trajectory = parse_transcript(
                     item["transcript"],
-                    goal=_text(item, "goal", source, record),
-                    agent_name=_text(item, "agent_name", source, record) or DEFAULT_AGENT,
+                    goal=_text(item, "goal", source, where),
+                    agent_name=_text(item, "agent_name", source, where) or DEFAULT_AGENT,
                     run_id=run_id,
-                    reference_answer=_text(item, "reference_answer", source, record),
+                    reference_answer=_text(item, "reference_answer", source, where),
                     metadata=meta,
                     source=source.name,
                 )
             except TranscriptError as exc:
-                raise exc.located(record=record, field="transcript") from None
+                raise exc.located(field="transcript", **where) from None
             yield ImportedRun(trajectory=trajectory)
 
     @staticmethod
@@ -82,8 +86,8 @@ class TranscriptImporter:
         return values
 
 
-def _text(item: Mapping[str, Any], key: str, source: Source, record: int | None) -> str | None:
+def _text(item: Mapping[str, Any], key: str, source: Source, where: dict[str, Any]) -> str | None:
     value = item.get(key)
     if value is None or isinstance(value, str):
         return value
-    raise InputError("must be a string", source=source.name, record=record, field=key)
+    raise InputError("must be a string", source=source.name, field=key, **where)

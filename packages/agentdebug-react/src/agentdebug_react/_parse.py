@@ -77,14 +77,19 @@ class TranscriptError(InputError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> None:
         self.line = line
         self.reason = message
+        # a transcript inside a field (a JSON Lines file's line 4, say) has lines of
+        # its own: "its line 2", not to be read as the file's
+        said = "line" if field is None else "its line"
         super().__init__(
-            f"line {line}: {message}" if line is not None else message,
+            f"{said} {line}: {message}" if line is not None else message,
             source=source,
             record=record,
             field=field,
+            lineno=lineno,
         )
 
     def located(
@@ -93,6 +98,7 @@ class TranscriptError(InputError):
         source: str | None = None,
         record: int | str | None = None,
         field: str | None = None,
+        lineno: int | None = None,
     ) -> InputError:
         return type(self)(
             self.reason,
@@ -100,6 +106,7 @@ class TranscriptError(InputError):
             source=self.source or source,
             record=self.record if self.record is not None else record,
             field=self.field or field,
+            lineno=self.lineno if self.lineno is not None else lineno,
         )
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentdebug.capture import AgentDebug, TraceSession, current_session
+from agentdebug.capture.current import current_run
 from agentdebug.plugins import hookimpl
 from agentdebug.schema import (
     AgentEvent,
@@ -33,9 +34,16 @@ __version__ = "0.1.0"
 
 
 def record(type: EventType | str, **fields: Any) -> str | None:
-    """Record an event into the current session; does nothing outside one."""
-    session = current_session()
-    return session.record(type, **fields) if session is not None else None
+    """Record an event into the current session; does nothing outside one. Inside a
+    LangGraph node the graph's run is current: the event is the node's (its agent,
+    step and start event) unless the fields say otherwise."""
+    found = current_run()
+    if found is None:
+        return None
+    session, defaults = found
+    for key, value in defaults.items():
+        fields.setdefault(key, value)
+    return session.record(type, **fields)
 
 
 __all__ = [

@@ -1,18 +1,25 @@
 """What every part of the callback shares: the tables of runs, nodes and calls in
-flight, the rule that capture never raises into the graph, and where a step's
-checkpoint is found."""
+flight, the rule that capture never raises into the graph, where a step's
+checkpoint is found, and which node's run is current in a node's own code (for
+``agentdebug.record``: :func:`node_run`)."""
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from agentdebug.capture.current import register_finder
 from agentdebug.schema import CheckpointRef
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.callbacks import GraphCallbackHandler
 
 from agentdebug_langgraph import _pregel
 from agentdebug_langgraph._state import FRAMEWORK, GraphRun, NodeRun
+
+if TYPE_CHECKING:
+    from agentdebug.capture.session import TraceSession
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -106,3 +113,34 @@ class CaptureBase(GraphCallbackHandler):
             namespace=_pregel.checkpoint_namespace(loop),
             extra={"langgraph_step": lg_step, "before": "this step"},
         )
+
+
+def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    """The graph run a node's own code runs in, and the fields an event recorded
+    there has unless given (the node's agent, step and start event): found from
+    the config LangChain keeps current while a runnable runs, whose callbacks are
+    the node's children (their parent the node's run, or a tool's or a runnable's
+    inside the node) and hold this plugin's handler. None elsewhere."""
+    config = var_child_runnable_config.get()
+    if not config:
+        return None
+    manager = config.get("callbacks")
+    parent = getattr(manager, "parent_run_id", None)
+    if parent is None:
+        return None
+    for handler in getattr(manager, "handlers", None) or ():
+        if isinstance(handler, CaptureBase):
+            rec = handler._node_for(parent, config.get("metadata"))
+            if rec is None:  # (a tool's own run: the node that called it)
+                call = handler._calls.get(parent.int)
+                rec = call[0] if call is not None else None
+            if rec is not None:
+                return rec.run.session, {
+                    "agent_name": rec.agent,
+                    "step_index": rec.step,
+                    "parent_id": rec.event_id,
+                }
+    return None
+
+
+register_finder(node_run)

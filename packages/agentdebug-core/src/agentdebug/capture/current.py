@@ -19,9 +19,17 @@ sees its own. Two things make a context variable say more than it should or less
   fix, when a run is open on another thread at the time (a guess at which run the
   thread's work belongs to could file it under another request's run).
 
+A framework integration may also keep a run current that no ``with`` entered: the
+LangGraph plugin's graph run, inside one of its nodes, found from LangChain's own
+context variable (:func:`register_finder`). Inside a node, ``agentdebug.record``
+then records into the graph's run, with the node's agent, step and start event as
+the fields it leaves out, and a ``dbg.trace()`` begun there is the graph run's
+sub-run. Of a run entered with ``with`` and a framework's, the one begun inside the
+other is current.
+
 ``current_session`` is on the path of every ``agentdebug.record``: what it does
-beyond reading the variable and one attribute happens only when no live session is
-current, or when the current one was begun in a generator.
+beyond reading the variable, one attribute and the registered finders happens only
+when no live session is current, or when the current one was begun in a generator.
 """
 
 from __future__ import annotations
@@ -30,9 +38,10 @@ import inspect
 import logging
 import sys
 import threading
+from collections.abc import Callable, Mapping
 from contextvars import ContextVar, Token
 from types import FrameType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from agentdebug.capture.session import TraceSession
@@ -47,29 +56,91 @@ _warned = False  # the thread warning is said once per process
 _GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 
 
+#: A framework's current run: the session and the fields an event recorded there
+#: has unless given (``agent_name``, ``step_index``, ``parent_id``), or None.
+Finder = Callable[[], "tuple[TraceSession, Mapping[str, Any]] | None"]
+_finders: list[Finder] = []
+_NONE: Mapping[str, Any] = {}
+
+
+def register_finder(finder: Finder) -> None:
+    """Add a way to find a run a framework keeps current without a ``with`` (the
+    LangGraph plugin's, inside a node). ``finder`` is called on every
+    :func:`current_session`, so it must be cheap, and it must not raise (an
+    exception is logged and taken for None)."""
+    if finder not in _finders:
+        _finders.append(finder)
+
+
 def current_session() -> TraceSession | None:
     """The session recording in this thread or task, if any (never one that has ended)."""
-    session = _current.get()
-    if session is not None and session.ended_at is None:
-        frame = session._generator
-        if frame is None or frame.f_back is not None:  # (not a generator's, or it runs)
-            return session
-    return _fallback(session)
+    found = current_run()
+    return found[0] if found is not None else None
+
+
+def current_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    """The session ``agentdebug.record`` records into here, and the fields its
+    events have unless given (none for a run entered with ``with``; a LangGraph
+    node's agent, step and start event for the graph's run); None outside any run
+    (said once, when a run is open on another thread)."""
+    found = _innermost()
+    if found is None and _live:
+        _warn_other_thread()
+    return found
 
 
 def live_current() -> TraceSession | None:
     """The live session of this context, if any, without :func:`current_session`'s
-    warning about other threads (for a run deciding whether it is a sub-run)."""
-    return _live_outer(_current.get())
+    warning about other threads."""
+    found = _innermost()
+    return found[0] if found is not None else None
 
 
-def _fallback(session: TraceSession | None) -> TraceSession | None:
-    """No live session in this context: the nearest live one that encloses an
-    ended one, else None (said once, when a run is open on another thread)."""
-    live = _live_outer(session)
-    if live is None and _live:
-        _warn_other_thread()
-    return live
+def live_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    """:func:`current_run` without its warning about other threads (for a run
+    deciding whether it is a sub-run, and where in the outer run it was begun)."""
+    return _innermost()
+
+
+def _innermost() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    """Of the run entered with ``with`` and a framework's, the one begun inside the
+    other (a graph invoked inside a traced request; a ``dbg.trace()`` in a node)."""
+    session = _current.get()
+    if session is not None and session.ended_at is None:
+        frame = session._generator
+        if frame is not None and frame.f_back is None:  # a waiting generator's
+            session = _live_outer(session)
+    else:
+        session = _live_outer(session)
+    framework = _framework_run() if _finders else None
+    if framework is None:
+        return (session, _NONE) if session is not None else None
+    if session is None or not _began_within(session, framework[0]):
+        return framework
+    return session, _NONE
+
+
+def _framework_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    for finder in _finders:
+        try:
+            found = finder()
+        except Exception:
+            log.exception("agentdebug: a framework's current run could not be found")
+            continue
+        if found is not None and found[0].ended_at is None:
+            return found
+    return None
+
+
+def _began_within(session: TraceSession, other: TraceSession) -> bool:
+    """Whether ``session`` was begun inside ``other`` (is in its chain of runs)."""
+    seen = 0
+    walk: TraceSession | None = session
+    while walk is not None and seen < 1000:
+        if walk is other:
+            return True
+        walk, seen = walk._outer, seen + 1
+    return False
 
 
 def _live_outer(session: TraceSession | None) -> TraceSession | None:
@@ -131,7 +202,7 @@ def _warn_other_thread() -> None:
 def enter(session: TraceSession) -> Token[TraceSession | None]:
     """Make ``session`` current (``with dbg.trace()``), remembering the run it encloses."""
     session._generator = _generator_entering()
-    session._outer = _live_outer(_current.get())
+    session._outer = live_current()
     _live[id(session)] = (threading.get_ident(), session.id)
     return _current.set(session)
 

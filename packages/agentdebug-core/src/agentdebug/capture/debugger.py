@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from agentdebug.capture import forking
-from agentdebug.capture.current import live_current
+from agentdebug.capture.current import live_run
 from agentdebug.capture.encode import jsonable
 from agentdebug.capture.fields import text_or_none
 from agentdebug.capture.nesting import WITHIN
@@ -139,7 +139,8 @@ class AgentDebug:
             goal = goal if goal is not None else continues.goal
         meta = {**meta, RECORDED_BY: this_process()}  # (abandoned runs: capture.process)
         # begun inside a run being recorded here: its sub-run (see capture.nesting)
-        outer = live_current() if parent_id is None and continues is None else None
+        found = live_run() if parent_id is None and continues is None else None
+        outer = found[0] if found is not None else None
         if outer is not None:
             meta = {**meta, WITHIN: outer.id}
         session = TraceSession(
@@ -155,6 +156,8 @@ class AgentDebug:
             continues=continues,
         )
         session._within = outer
+        if found is not None and found[1]:  # (begun in a LangGraph node: where in its run)
+            session._within_at = dict(found[1])
         return session
 
     def history(self, trajectory: AgentTrajectory) -> AgentTrajectory:

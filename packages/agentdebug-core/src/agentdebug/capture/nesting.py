@@ -73,6 +73,10 @@ def report_to_outer(session: TraceSession, outcome: Outcome, *, inferred: bool) 
             meta["sub_run_goal"] = session.goal
         if outcome.reason:
             meta["sub_run_reason"] = outcome.reason
+        # begun in a LangGraph node: the node's step, under its start (else the next step)
+        at = {
+            k: session._within_at[k] for k in ("step_index", "parent_id") if k in session._within_at
+        }
         if status is OutcomeStatus.FAILURE and not inferred:
             # a declared failure's message is its reason alone: the event names the
             # agent and the sub-run, and the diagnosis says "writer's run r1 failed:
@@ -85,13 +89,14 @@ def report_to_outer(session: TraceSession, outcome: Outcome, *, inferred: bool) 
                 error=error or declared,
                 output=answer,
                 metadata=meta,
+                **at,
             )
             return
         if answer is None and outcome.stopped_by:
             answer = f"[stopped: {outcome.reason or outcome.stopped_by}]"
         elif answer is None and status is OutcomeStatus.FAILURE:
             answer = f"[ended without an answer: {outcome.reason or 'no final answer'}]"
-        outer.record(EventType.OBSERVATION, agent_name=agent, output=answer, metadata=meta)
+        outer.record(EventType.OBSERVATION, agent_name=agent, output=answer, metadata=meta, **at)
     except Exception:
         log.exception(
             "agentdebug: run %s could not be reported to the run it is within", session.id

@@ -148,6 +148,8 @@ class TraceSession:
         self._token: Token[TraceSession | None] | None = None
         self._outer: TraceSession | None = None  # the run current when this one began
         self._within: TraceSession | None = None  # the run this is a sub-run of (nesting)
+        # where in it this run was begun, when a framework's run says (a node's step)
+        self._within_at: dict[str, Any] = {}
         self._generator: FrameType | None = None  # the generator its `with` is in (current)
         self._writer = debugger._writer_for_capture()
         if self._writer is None:

@@ -39,9 +39,9 @@ class CaptureBase(GraphCallbackHandler):
     ignore_llm = False
     ignore_chat_model = False
     ignore_agent = False
-    ignore_retriever = True
+    ignore_retriever = True  # (recorded: see _retrievals.ProgramEvents)
     ignore_retry = True
-    ignore_custom_event = True
+    ignore_custom_event = True  # (recorded: see _retrievals.ProgramEvents)
 
     def __init__(self) -> None:
         super().__init__()
@@ -53,6 +53,8 @@ class CaptureBase(GraphCallbackHandler):
         self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}
         # the chunks a streamed model call gave so far, until it ends: by its run id
         self._streamed: dict[int, list[Any]] = {}
+        # retrievals in flight: run id -> (node, query, start, retriever's name)
+        self._retrievals: dict[int, tuple[NodeRun, Any, float, str]] = {}
         self._errors_logged = 0
 
     def _failed(self, where: str) -> None:
@@ -71,6 +73,15 @@ class CaptureBase(GraphCallbackHandler):
                 return rec
         ns = md.get("langgraph_checkpoint_ns") if md else None
         return self._by_ns.get(ns) if ns is not None else None
+
+    def _node_of(self, run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:
+        """The node a run inside it belongs to: :meth:`_node_for`, or the node that
+        called the tool ``run_id`` is (a retriever or a note inside a tool)."""
+        rec = self._node_for(run_id, md)
+        if rec is None and run_id is not None:
+            call = self._calls.get(run_id.int)
+            rec = call[0] if call is not None else None
+        return rec
 
     def _checkpoint(self, run: GraphRun, lg_step: Any) -> Any:
         """The checkpoint this root-level step starts from, when one is persisted."""
@@ -130,10 +141,7 @@ def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
         return None
     for handler in getattr(manager, "handlers", None) or ():
         if isinstance(handler, CaptureBase):
-            rec = handler._node_for(parent, config.get("metadata"))
-            if rec is None:  # (a tool's own run: the node that called it)
-                call = handler._calls.get(parent.int)
-                rec = call[0] if call is not None else None
+            rec = handler._node_of(parent, config.get("metadata"))
             if rec is not None:
                 return rec.run.session, {
                     "agent_name": rec.agent,

@@ -30,6 +30,7 @@ from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._node_failures import NodeFailureEvents
 from agentdebug_langgraph._replay import ANSWERED
+from agentdebug_langgraph._retrievals import ProgramEvents
 from agentdebug_langgraph._state import (
     BRANCH_AT_INTERRUPT,
     LATEST,
@@ -99,7 +100,7 @@ def branch_paused(thread_id: str, why: str = ANSWERED) -> str:
     return f"{BRANCH_AT_INTERRUPT}{why}: {then} thread '{thread_id}' with Command(resume=...)"
 
 
-class RunEnding(ModelAndToolEvents, NodeFailureEvents):
+class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
 
     success_check: SuccessCheck | None

@@ -1,0 +1,101 @@
+"""What a node reads and says besides model and tool calls: a retriever's
+documents as the node's `memory.read`, and its custom events as observations."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+from agentdebug import AgentDebug, EventType
+from agentdebug.schema import AgentTrajectory
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.callbacks import CallbackManagerForRetrieverRun, dispatch_custom_event
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langgraph.graph import END, START, StateGraph
+
+
+class Shelf(BaseRetriever):
+    """A retriever over a fixed list: the documents whose text holds the query."""
+
+    docs: list[Document]
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        if query == "boom":
+            raise ConnectionError("the index is down")
+        return [d for d in self.docs if query in d.page_content]
+
+
+SHELF = Shelf(
+    docs=[
+        Document(page_content="refunds take 14 days", metadata={"src": "faq"}, id="d1"),
+        Document(page_content="refunds need a receipt", metadata={"src": "policy"}, id="d2"),
+        Document(page_content="shipping is free", metadata={"src": "faq"}, id="d3"),
+    ]
+)
+
+
+class Q(TypedDict):
+    question: str
+    answer: str
+
+
+def _graph(query: str) -> Any:
+    def retrieve(state: Q) -> dict[str, Any]:
+        dispatch_custom_event("progress", {"stage": "retrieving"})
+        try:
+            docs = SHELF.invoke(query)
+        except ConnectionError:
+            docs = []
+        return {"answer": "; ".join(d.page_content for d in docs)}
+
+    g = StateGraph(Q)
+    g.add_node("retrieve", retrieve)
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", END)
+    return g.compile()
+
+
+def _run(dbg: AgentDebug, query: str) -> AgentTrajectory:
+    callback = AgentDebugCallback(dbg)
+    _graph(query).invoke({"question": "?", "answer": ""}, config={"callbacks": [callback]})
+    assert callback.last_run_id is not None
+    return dbg.store.load_trajectory(callback.last_run_id)
+
+
+def test_a_retrieval_is_the_node_s_memory_read_with_its_documents(dbg: AgentDebug) -> None:
+    run = _run(dbg, "refunds")
+    start = next(e for e in run.events if e.type is EventType.AGENT_START)
+    (read,) = [e for e in run.events if e.type is EventType.MEMORY_READ]
+    assert (read.agent_name, read.step_index, read.parent_id) == (
+        "retrieve",
+        start.step_index,
+        start.id,
+    )
+    assert read.input == {"query": "refunds"}
+    assert read.output == [
+        {"page_content": "refunds take 14 days", "metadata": {"src": "faq"}, "id": "d1"},
+        {"page_content": "refunds need a receipt", "metadata": {"src": "policy"}, "id": "d2"},
+    ]
+    assert read.metadata["documents"] == 2 and read.metadata["retriever"] == "Shelf"
+    assert read.error is None and read.duration_ms is not None
+
+
+def test_a_retriever_that_raises_is_a_memory_read_with_the_error(dbg: AgentDebug) -> None:
+    run = _run(dbg, "boom")
+    (read,) = [e for e in run.events if e.type is EventType.MEMORY_READ]
+    assert read.error is not None
+    assert read.error.type == "ConnectionError" and "index is down" in read.error.message
+    assert read.agent_name == "retrieve"
+
+
+def test_a_custom_event_is_an_observation_of_the_node(dbg: AgentDebug) -> None:
+    run = _run(dbg, "refunds")
+    (said,) = [e for e in run.events if e.metadata.get("custom_event")]
+    assert said.type is EventType.OBSERVATION
+    assert (said.agent_name, said.output, said.metadata["custom_event"]) == (
+        "retrieve",
+        {"stage": "retrieving"},
+        "progress",
+    )

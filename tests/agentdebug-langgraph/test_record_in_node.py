@@ -91,7 +91,10 @@ def test_a_graph_inside_a_traced_request_keeps_its_nodes_notes(dbg: AgentDebug) 
     assert [e.output for e in run.events if e.type is EventType.OBSERVATION] == ["3 sources found"]
     outer = dbg.store.load_trajectory(request.id)
     own = [e.output for e in outer.events if "sub_run" not in e.metadata]
-    assert own == ["before", "after"]  # (and the graph run, reported as its sub-run)
+    assert own == ["before", "after"]
+    # the graph run, reported into the request's run as its sub-run, by the graph's name
+    (reported,) = [e for e in outer.events if e.metadata.get("sub_run") == run.id]
+    assert reported.agent_name == "LangGraph" and reported.output == {"n": 2}
 
 
 def test_a_run_begun_in_a_node_is_the_graph_run_s_sub_run_at_that_node(

@@ -373,6 +373,7 @@ class RunStarting(RunEnding):
             metadata={**self.metadata, "langgraph": lg, **_cut(fork)},
             continues=continues.mark if continues is not None else None,
         )
+        session._stands_for = lg["graph"]  # (in a run it is a sub-run of: the graph)
         if self.success_check is not None:
             note_check(session.id, self.success_check)
         _invocation.note_invocation(session.id, invocation)

@@ -36,9 +36,12 @@ SUB_RUN_FAILED = "SubRunFailed"
 
 
 def sub_agent(session: TraceSession) -> str:
-    """The agent a sub-run stands for in the run it is within: the one that gave
-    its final answer, else its first declared agent, else the last that acted
-    (known without reading the run back: a JSON Lines store is read whole)."""
+    """The agent a sub-run stands for in the run it is within: the one its
+    framework names (a LangGraph run: its graph), else the one that gave its final
+    answer, else its first declared agent, else the last that acted (known without
+    reading the run back: a JSON Lines store is read whole)."""
+    if session._stands_for:
+        return session._stands_for
     if isinstance(session._answer_agent, str) and session._answer_agent:
         return session._answer_agent
     if session.agents:

@@ -63,7 +63,7 @@ def worst_case(request: dict[str, Any]) -> Reply:
     if "reconstruct what happened" in text:  # DeepDebug global read
         steps = _enum(schema, "step")
         base.update(step=steps[len(steps) // 2], failure_step=steps[-1])
-    elif "chain of handoffs" in text or "shown in full below" in text:  # DeepDebug probes
+    elif "chain of handoffs" in text or "is believed to lie in steps" in text:  # DeepDebug probes
         steps = _enum(schema, "step")
         base.update(
             step=steps[0] if steps[0] != steps[len(steps) // 2] or len(steps) < 2 else steps[1]
@@ -77,7 +77,7 @@ def worst_case(request: dict[str, Any]) -> Reply:
 
 def _lifecycle_window(text: str, request: dict[str, Any]) -> dict[str, Any]:
     schema = _schema(request)
-    window = re.search(r"Steps\s+(\d+) to (\d+) are shown in full", text)
+    window = re.search(r"Steps\s+(\d+) to (\d+) are shown", text)
     goal = re.search(r"^GOAL: (.{12,60})", text, re.M)
     open_ids = re.findall(r"^- (E\d+) \(from step", text, re.M)
     out: dict[str, Any] = {"triggers": [], "updates": []}

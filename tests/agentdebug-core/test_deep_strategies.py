@@ -70,7 +70,7 @@ def lyon(*, filler: bool = True) -> AgentTrajectory:
 
 
 def window_of(request: dict[str, Any]) -> tuple[int, int] | None:
-    m = re.search(r"Steps\s+(\d+) to (\d+) are shown in full", text_of(request))
+    m = re.search(r"Steps\s+(\d+) to (\d+) are shown", text_of(request))
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
@@ -113,7 +113,13 @@ def lifecycle_script(final_choice: str = "E1") -> Any:
         window = window_of(request)
         if window is None:  # the final comparison
             return json.dumps(
-                {"error": final_choice, "reason": "it decided the number", "confidence": 0.8}
+                {
+                    "error": final_choice,
+                    "reason": "it decided the number",
+                    "failure_mode": "planning.task_misunderstanding",
+                    "fix": "Read the 2020 column, as the task asks.",
+                    "confidence": 0.8,
+                }
             )
         lo, hi = window
         text = text_of(request)
@@ -208,6 +214,13 @@ def test_lifecycle_tracks_every_error_and_blames_a_survivor() -> None:
     assert "Error lifecycle (4 instance(s)" in text and "E4 [latent]" in text
     # Both quotes of the blamed trigger are in the evidence, and grounded.
     assert [e.grounded for e in root.evidence] == [True, True]
+    # The final call named the mode and a fix that names what the run holds (2020):
+    # the report has both (before, lifecycle set no mode and the report no fix).
+    assert "failure_mode" in final_text and "planning.task_misunderstanding" in final_text
+    assert root.mode_id == "planning.task_misunderstanding"
+    assert (
+        report.fix is not None and report.fix.directive == "Read the 2020 column, as the task asks."
+    )
 
 
 def test_lifecycle_with_one_candidate_makes_no_final_call() -> None:

@@ -70,28 +70,50 @@ def _flat(text: str) -> str:
 # -- granularity rules -----------------------------------------------------------------
 
 
-def test_granularity_map_follows_focus_and_radius() -> None:
+def _rank(view: Any, i: int) -> int:
+    """Detail shown of step i: 3 full, 2 medium, 1 one line, 0 folded."""
+    if i in view.collapsed_steps:
+        return 0
+    return {FULL: 3, MEDIUM: 2, COARSE: 1}[view.granularity[i]]
+
+
+def test_a_focused_view_that_fits_shows_every_step_in_full() -> None:
+    """Focus decides what gives way, not what is shown when there is room: a run
+    that fits the budget is shown whole (before, every step but the focus was cut
+    to one line however much room was left)."""
     t = _trajectory(30)
     view = build_view(t, focus=[10, 20], budget_tokens=32_000)
-    assert view.granularity == {
-        i: FULL if i in (10, 20) else MEDIUM if i in (8, 9, 11, 18, 19, 21) else COARSE
-        for i in range(30)
-    }
+    assert set(view.granularity.values()) == {FULL}
     assert view.truncated_steps == () and view.collapsed_steps == ()
+    for event in t.events:
+        assert event.output in view.text
     assert view.tokens == count_tokens(view.text) <= 32_000
-    narrow = build_view(t, focus=[10], medium_radius=0, budget_tokens=32_000)
-    assert {i for i, g in narrow.granularity.items() if g is MEDIUM} == {11}
 
 
-def test_focus_step_is_full_and_verbatim_neighbours_medium_rest_one_line() -> None:
-    t = _trajectory(30)
-    view = build_view(t, focus=[15], budget_tokens=32_000)
-    assert t.events[15].output in view.text
-    assert "[step 15 · Planner · message · id e15]" in view.text
-    assert "~ step 13 · Planner · message · id e13" in view.text
-    far = [line for line in view.text.splitlines() if line.startswith("- step 2 ")]
-    assert len(far) == 1 and len(far[0]) <= 170
-    assert t.events[2].output not in view.text  # far steps are not shown whole
+def test_a_focused_view_shortens_far_steps_first_and_only_as_needed() -> None:
+    texts = {i: f"Step {i} log line. " * 200 for i in range(30)}
+    t = _trajectory(30, texts=texts)
+    whole = build_view(t, focus=[10, 20], budget_tokens=64_000).tokens
+    budget = whole * 2 // 3
+    view = build_view(t, focus=[10, 20], budget_tokens=budget)
+    assert view.tokens <= budget
+    assert view.granularity[10] is FULL and view.granularity[20] is FULL
+    assert texts[10] in view.text and texts[20] in view.text
+    near = (8, 9, 11, 18, 19, 21)
+    far = [i for i in range(30) if i not in (10, 20, *near)]
+    assert min(_rank(view, i) for i in near) >= max(_rank(view, i) for i in far)
+    distance = {i: min(abs(i - 10), abs(i - 20)) for i in far}
+    for i in far:
+        for j in far:
+            if distance[i] < distance[j]:
+                assert _rank(view, i) >= _rank(view, j), (i, j)
+    # the room left is used: far steps are still shown in full, and one step more
+    # in full would not have fitted
+    assert sum(_rank(view, i) == 3 for i in far) >= 5
+    assert any(_rank(view, i) < 3 for i in far)
+    assert view.tokens > budget - count_tokens(texts[0])
+    narrow = build_view(t, focus=[10], medium_radius=0, budget_tokens=whole // 4)
+    assert _rank(narrow, 11) >= max(_rank(narrow, i) for i in (9, 12))
 
 
 def test_without_focus_everything_is_full_when_it_fits() -> None:
@@ -203,11 +225,34 @@ def test_errors_stay_visible_in_a_collapsed_range() -> None:
     t = AgentTrajectory(id="errors", goal="Count addresses.", events=events)
     view = build_view(t, focus=[190], budget_tokens=1_500)
     assert view.tokens <= 1_500
-    assert 40 in view.collapsed_steps
+    assert 39 in view.collapsed_steps
     assert "KeyError: 'Street Address' column missing" in view.text
-    assert re.search(r"» steps \d+–\d+: \d+ steps collapsed, agents .*; 1 error:", view.text)
     overview = build_view(t, budget_tokens=1_500)
     assert "KeyError: 'Street Address' column missing" in overview.text
+    tiny = build_view(t, focus=[190], budget_tokens=250)
+    assert 40 in tiny.collapsed_steps
+    assert re.search(r"» steps \d+–\d+: \d+ steps collapsed, agents .*; 1 error:", tiny.text)
+    assert "KeyError: 'Street Address' column missing" in tiny.text
+
+
+def test_the_first_error_is_never_left_out_of_a_short_view() -> None:
+    """A view too small for every error line leaves out later ones and keeps the
+    first error's (before: the oldest error lines went first, the first among them)."""
+    events = [_event(i, f"Step {i}: routine work on item {i}. " * 20) for i in range(60)]
+    for k, i in enumerate(range(5, 60, 5)):
+        events[i] = _event(
+            i,
+            "Calling the service.",
+            type=EventType.TOOL_RESULT,
+            error={"type": f"Fault{k}", "message": f"Fault{k}: the service refused item {i}"},
+        )
+    t = AgentTrajectory(id="errors", goal="Process the items.", events=events)
+    for focus in ([], [59]):
+        view = build_view(t, focus=focus, budget_tokens=180)
+        assert view.tokens <= 180
+        hidden = re.search(r"11 errors \((\d+) not shown\)", view.text)
+        assert hidden is not None and int(hidden[1]) >= 3, view.text
+        assert "Fault0: the service refused item 5" in view.text
 
 
 # -- header ----------------------------------------------------------------------------
@@ -334,9 +379,12 @@ def test_gold_mistake_step_is_full_and_verbatim_at_32k(subset: str) -> None:
         event = t.events[gold]
         if count_tokens(event.output) < 24_000:
             assert event.output in view.text, path
-        for i, granularity in view.granularity.items():
-            if abs(i - gold) > 2:
-                assert granularity is COARSE, (path, i)
+        if build_view(t, budget_tokens=32_000).granularity == {
+            i: FULL for i in view.granularity
+        }:  # the whole run fits: it is shown whole, focus or not
+            assert set(view.granularity.values()) == {FULL}, path
+        else:
+            assert view.tokens > 30_000, path  # what does not fit is shortened, no more
 
 
 @needs_data

@@ -63,8 +63,10 @@ EXACT when verbatim in the cited event or step, else NONE with ``checked=False``
 Confidence. ``ground_findings`` and ``ground_hypotheses`` multiply a claim's
 confidence by 0.75 per quote not found and 0.9 per partial one, floored at 25 % of
 the original, and record ``metadata["grounding"]``: quotes, grounded (partial ones
-included), partial, missing, elsewhere, too_short, confidence_before. A quote found
-at another step costs nothing: the evidence is re-pointed there, and says so.
+included), partial, missing, elsewhere, too_short, confidence_before. A quote
+found at another step costs a hypothesis nothing: the evidence is re-pointed there,
+and says so. A finding whose quotes cited from its step are all found only at other
+steps (``off_step``) is multiplied by 0.75 once: not its step's mistake they show.
 """
 
 from __future__ import annotations
@@ -87,6 +89,7 @@ FRAGMENT_MIN_WORDS = 2
 MIN_CHARS = 3
 MISSING_FACTOR = 0.75
 PARTIAL_FACTOR = 0.9
+OFF_STEP_FACTOR = 0.75
 CONFIDENCE_FLOOR = 0.25
 
 
@@ -512,7 +515,10 @@ def _ground_claim(claim: Claim, grounder: Grounder, blamed_step: int | None) -> 
     if "grounding" in claim.metadata:
         return claim  # grounded before: not charged twice
     counts = dict.fromkeys(("grounded", "partial", "missing", "elsewhere", "too_short"), 0)
+    off_step = 0  # (findings only) quotes cited from its step but found at others
     evidence: list[Evidence] = []
+    own = claim.step_index if isinstance(claim, Finding) else None
+    at_own_step = False
     for item in claim.evidence:
         new, m = grounder._ground(item, blamed_step)
         evidence.append(new)
@@ -524,14 +530,23 @@ def _ground_claim(claim: Claim, grounder: Grounder, blamed_step: int | None) -> 
             counts["grounded"] += 1
             counts["partial"] += new.match == MatchKind.PARTIAL
             counts["elsewhere"] += m is not None and (m.elsewhere or m.source != "event")
+            if own is not None and new.step_index == own:
+                at_own_step = True
+            elif own is not None and item.step_index == own:
+                off_step += 1
         else:
             counts["missing"] += 1
     if not (quotes := counts["grounded"] + counts["missing"] + counts["too_short"]):
         return claim
+    if at_own_step:
+        off_step = 0
     before = claim.confidence
     factor = MISSING_FACTOR ** counts["missing"] * PARTIAL_FACTOR ** counts["partial"]
+    factor *= OFF_STEP_FACTOR if off_step else 1.0
     after = round(max(before * factor, before * CONFIDENCE_FLOOR), 6)
-    record = {"quotes": quotes, **counts, "confidence_before": before}
+    record: dict[str, Any] = {"quotes": quotes, **counts, "confidence_before": before}
+    if off_step:
+        record["off_step"] = off_step
     update = {"evidence": evidence, "confidence": after}
     return claim.model_copy(update={**update, "metadata": {**claim.metadata, "grounding": record}})
 

@@ -55,5 +55,6 @@ class AllAtOnceAttributor:
                 rationale=v.reason,
                 mode_id=v.failure_mode,
                 evidence=evidence_from(v.evidence, facts),
+                fix=v.fix,
             )
         ]

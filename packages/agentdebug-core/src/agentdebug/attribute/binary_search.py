@@ -5,6 +5,12 @@ detail and asks which half holds the decisive error. An "unclear" answer is aske
 again once; if it stays unclear the search stops and says so, with a
 low-confidence answer at the start of the remaining range (errors propagate
 forward, so the earliest step is the principled guess), never a coin flip.
+
+A quote comes with the step it was copied from, and a quote given again is listed
+once. The last call (one step in each part) also asks for the failure mode and a
+concrete fix; a mode a detector found at the chosen step (or in the tool output
+it produced) comes first, so the report always has a mode to draw a fix from
+when anyone found one.
 """
 
 from __future__ import annotations
@@ -12,27 +18,45 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
     TraceFacts,
     chat,
     client,
     fit_view,
     hypothesis,
+    mode_field,
+    mode_from_findings,
+    mode_ids,
+    narrowed,
     span_label,
 )
 from agentdebug.llm import render_prompt
 from agentdebug.schema import AgentTrajectory, Evidence, Finding, Hypothesis
 
 AMBIGUOUS_CONFIDENCE = 0.1
+FINAL_QUESTION = """
+This is the last question: each part is one step. Also give:
+- "failure_mode": the failure mode of the mistake in the part you choose, one of
+  these ids, or null: $modes
+- "fix": one concrete instruction that, given to that step's agent, would repair
+  the run (name the tool, argument, value or fact to change), or ""
+"""
 
 
-class HalfVerdict(BaseModel):
+class HalfVerdict(LenientAnswer):
     half: Literal["first", "second", "unclear"]
     reason: str
     evidence: str = ""
+    evidence_step: int | None = None
     confidence: float = Field(ge=0.0, le=1.0)
+
+
+class FinalHalfVerdict(HalfVerdict):
+    failure_mode: str | None = None
+    fix: str = ""
 
 
 class BinarySearchAttributor:
@@ -47,26 +71,35 @@ class BinarySearchAttributor:
         if not steps:
             return []
         llm = client()
+        modes = mode_ids()
+        final_schema = narrowed(
+            FinalHalfVerdict, "FinalHalfVerdict", failure_mode=(mode_field(modes), None)
+        )
         lo, hi = 0, len(steps) - 1
         confidence = 1.0
         trail: list[str] = []
-        evidence: list[Evidence] = []
+        evidence: dict[str, Evidence] = {}
+        mode: str | None = None
+        fix = ""
         while lo < hi:
             mid = (lo + hi) // 2
             first, second = steps[lo : mid + 1], steps[mid + 1 : hi + 1]
+            last = hi - lo == 1
             user = fit_view(
                 trajectory,
                 "binary_search",
                 focus=steps[lo : hi + 1],
                 low=str(steps[lo]),
                 high=str(steps[hi]),
-                first_half=f"The first part is {span_label(first)}",
-                second_half=f"the second part is {span_label(second)}",
+                first_half=span_label(first),
+                second_half=span_label(second),
+                final=FINAL_QUESTION.replace("$modes", ", ".join(modes)) if last else "",
             )
             messages = chat(user)
+            schema: type[HalfVerdict] = final_schema if last else HalfVerdict
             answer = llm.structured(
                 messages=messages,
-                schema=HalfVerdict,
+                schema=schema,
                 strategy=self.name,
                 purpose=f"halve {span_label(steps[lo : hi + 1])}",
             )
@@ -79,7 +112,7 @@ class BinarySearchAttributor:
                 ]
                 verdict = llm.structured(
                     messages=retry,
-                    schema=HalfVerdict,
+                    schema=schema,
                     strategy=self.name,
                     purpose=f"ask again about {span_label(steps[lo : hi + 1])}",
                 ).value
@@ -95,7 +128,8 @@ class BinarySearchAttributor:
                         rationale="the model could not tell which half holds the error; the earliest step of the remaining range is named, at low confidence ("
                         + "; ".join(trail)
                         + ")",
-                        evidence=evidence,
+                        mode_id=mode_from_findings(findings, facts, steps[lo]),
+                        evidence=list(evidence.values()),
                         metadata={"stopped": "ambiguous", "range": [steps[lo], steps[hi]]},
                     )
                 ]
@@ -103,14 +137,17 @@ class BinarySearchAttributor:
             trail.append(
                 f"{span_label(steps[lo : hi + 1])} -> {span_label(chosen)}: {verdict.reason}"
             )
-            if verdict.evidence.strip():
-                evidence.append(
-                    Evidence(
-                        step_index=chosen[0],
-                        quote=verdict.evidence,
-                        note=f"supports {span_label(chosen)}",
-                    )
+            quote = verdict.evidence.strip()
+            if quote and quote not in evidence:  # (a quote given twice is listed once)
+                cited = verdict.evidence_step
+                evidence[quote] = Evidence(
+                    step_index=cited,
+                    event_id=facts.event_at.get(cited) if cited is not None else None,
+                    quote=quote,
+                    note=f"supports {span_label(chosen)}",
                 )
+            if isinstance(verdict, FinalHalfVerdict):
+                mode, fix = verdict.failure_mode, verdict.fix
             confidence = min(confidence, verdict.confidence)
             if verdict.half == "first":
                 hi = mid
@@ -125,6 +162,8 @@ class BinarySearchAttributor:
                 strategy=self.name,
                 confidence=confidence,
                 rationale="; ".join(trail) or "only one step could be responsible",
-                evidence=evidence[-3:],
+                mode_id=mode_from_findings(findings, facts, step) or mode,
+                evidence=list(evidence.values())[-3:],
+                fix=fix,
             )
         ]

@@ -1,8 +1,9 @@
 """DeepDebug: a multi-turn, read-only diagnosis agent.
 
-1. Global read: the whole record (fitted to a share of the one-pass budget); the
-   model reconstructs goal and history, says where the failure becomes visible,
-   and names a first candidate with its evidence and a fix.
+1. Global read: the whole record, as one all-at-once pass sees it (in full when
+   it fits the prompt budget, else shortened oldest first, the first error
+   last); the model reconstructs goal and history, says where the failure
+   becomes visible, and names a first candidate with its evidence and a fix.
 2. Structure-guided probe, by the trace's shape, without showing the first
    candidate (so the second is independent):
    - several agents: walk the handoff chain upstream from the visible failure and
@@ -16,12 +17,14 @@
    pipeline) and one concrete fix, usable by recovery as a retry directive.
 
 Usually two to five calls, each recorded in the audit trail with what it read.
-Budget: measured against what one all-at-once pass would send (A): the probe gets
-30 % of A, the cross-examination 20 % (each at least 900 tokens), and the global
-read what is left of 1.25 A (at least half of A), so that DeepDebug stays within
-1.3x the one-pass tokens even when every stage runs. Past cases can come in as hints through the
-``agentdebug_debugging_hints`` hook (a plugin feeds it; the Error Hub, once built,
-is to).
+Budget: measured against what one all-at-once pass would send (A): the global read
+gets what that pass gets (the prompt budget: a run that fits it is read whole),
+the probe 15 % of A and the cross-examination 15 % (each at least 900 tokens), so
+that DeepDebug stays within about 1.3x the one-pass tokens even when every stage
+runs. (Before, the global read got what was left of 1.25 A, about 0.75 A: on a
+small run, under its own instructions, it showed the model one folded line.) Past
+cases can come in as hints through the ``agentdebug_debugging_hints`` hook (a
+plugin feeds it; the Error Hub, once built, is to).
 """
 
 from __future__ import annotations
@@ -29,10 +32,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, Field
+from pydantic import Field, field_validator
 
 from agentdebug.attribute.binary_search import HalfVerdict
+from agentdebug.attribute.model_answers import LenientAnswer, agent_of
 from agentdebug.attribute.model_common import (
+    MAX_QUOTES,
     AttributionAnswer,
     Quote,
     TraceFacts,
@@ -45,9 +50,12 @@ from agentdebug.attribute.model_common import (
     evidence_from,
     fit_view,
     hypothesis,
+    mode_field,
     mode_ids,
     narrowed,
     one_pass_tokens,
+    prompt_budget,
+    quotes_read,
     span_label,
 )
 from agentdebug.audit import record as record_audit
@@ -55,8 +63,7 @@ from agentdebug.detect.signals import handoff_target
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, AuditEntry, EventType, Finding, Hypothesis
 
-TARGET_SHARE = 1.25  # of one all-at-once pass, when every stage runs
-PROBE_SHARE, CROSS_SHARE, MIN_GLOBAL_SHARE = 0.30, 0.20, 0.5
+PROBE_SHARE, CROSS_SHARE = 0.15, 0.15  # of one all-at-once pass
 MIN_CALL_TOKENS = 900
 REGION = 3
 MAX_HINTS = 3
@@ -69,12 +76,14 @@ class GlobalRead(AttributionAnswer):
     fix: str
 
 
-class CrossAnswer(BaseModel):
+class CrossAnswer(LenientAnswer):
     choice: Literal["A", "B"]
     reason: str
-    evidence: list[Quote] = Field(default_factory=list, max_length=5)
+    evidence: list[Quote] = Field(default_factory=list, max_length=MAX_QUOTES)
     fix: str
     confidence: float = Field(ge=0.0, le=1.0)
+
+    _lenient_quotes = field_validator("evidence", mode="before")(quotes_read)
 
 
 def _inspect(detail: str) -> None:
@@ -92,7 +101,7 @@ class DeepDebugAttributor:
         if not facts.blameable:
             return []
         one_pass = one_pass_tokens(trajectory, findings)
-        first = self._global_read(trajectory, findings, facts, one_pass)
+        first = self._global_read(trajectory, findings, facts)
         failure = min(max(first.failure_step, facts.blameable[0]), facts.blameable[-1])
         if len(facts.agents) > 1:
             second = self._chain_probe(trajectory, facts, failure, one_pass)
@@ -122,10 +131,6 @@ class DeepDebugAttributor:
     def _share(one_pass: int, share: float) -> int:
         return max(MIN_CALL_TOKENS, int(one_pass * share))
 
-    def _global_budget(self, one_pass: int) -> int:
-        rest = self._share(one_pass, PROBE_SHARE) + self._share(one_pass, CROSS_SHARE)
-        return max(int(one_pass * MIN_GLOBAL_SHARE), int(one_pass * TARGET_SHARE) - rest)
-
     # -- 1. global read --------------------------------------------------------------------------
 
     def _hints(self, trajectory: AgentTrajectory) -> str:
@@ -147,22 +152,22 @@ class DeepDebugAttributor:
         trajectory: AgentTrajectory,
         findings: Sequence[Finding],
         facts: TraceFacts,
-        one_pass: int,
     ) -> GlobalRead:
         modes = mode_ids()
         schema = narrowed(
             GlobalRead,
             "GlobalRead",
-            agent=(_enum(facts.agents), ...),
+            agent=(agent_of(facts.agents, facts.speakers), ...),
             step=(_enum(facts.blameable), ...),
             failure_step=(_enum(facts.blameable), ...),
-            failure_mode=(_enum(modes) | None, None),
+            failure_mode=(mode_field(modes), None),
         )
-        budget = self._global_budget(one_pass)
+        # the whole prompt budget, as the all-at-once pass: a run that fits it is
+        # read whole, never cut to make room for later stages
+        budget = prompt_budget()
         user = fit_view(
             trajectory,
             "deepdebug_global",
-            budget=budget,
             hints=self._hints(trajectory),
             checks=checks_block(findings),
         )
@@ -257,8 +262,8 @@ class DeepDebugAttributor:
                 failure_step=str(failure),
                 low=str(steps[lo]),
                 high=str(steps[hi]),
-                first_half=f"The first part is {span_label(first)}",
-                second_half=f"the second part is {span_label(second)}",
+                first_half=span_label(first),
+                second_half=span_label(second),
             )
             _inspect(f"probe: overview of {span_label(steps[lo : hi + 1])} to halve it")
             verdict = llm.structured(
@@ -312,10 +317,10 @@ class DeepDebugAttributor:
             medium_radius=1,
             system="system_short",
             step_a=str(first.step),
-            agent_a=first.agent,
+            agent_a=first.agent or facts.agent(first.step) or "no agent",
             reason_a=first.reason,
             step_b=str(second.step),
-            agent_b=second.agent,
+            agent_b=second.agent or facts.agent(second.step) or "no agent",
             reason_b=second.reason,
         )
         _inspect(f"cross-examination of step {first.step} against step {second.step}")

@@ -3,10 +3,13 @@
 For long traces where errors pile up and most do not matter:
 
 1. The trace is read in windows of a few steps. In each prompt the window's steps
-   are full, the two steps before it medium, the distant past coarse (the views
-   module). All windows and the final call together get the tokens one
-   all-at-once pass would send (85 % for the windows, 15 % for the final call),
-   so on long traces the whole read costs no more than one pass.
+   come first: in full when they fit its share, the rest of the run shortened
+   around them as the views module does (the prompt says "in full" only when they
+   are). All windows and the final call together get the tokens one all-at-once
+   pass would send (85 % for the windows, 15 % for the final call), so on long
+   traces the whole read costs no more than one pass; a run read in one window
+   gets the whole prompt budget, as one pass would, so its steps are in full
+   whenever the run fits the prompt.
 2. The model names error triggers in the window: (step, conflict type, phase, the
    wrong commitment quoted, the violated reference quoted). Both quotes must be
    found in the trace (the grounding check); a trigger that fails is discarded.
@@ -40,6 +43,9 @@ from agentdebug.attribute.model_common import (
     client,
     fit_view,
     hypothesis,
+    mode_field,
+    mode_from_findings,
+    mode_ids,
     narrowed,
     one_pass_tokens,
     prompt_budget,
@@ -71,6 +77,7 @@ class Trigger(BaseModel):
     description: str
     fixed_at: int | None = None
     relied_on: list[int] = Field(default_factory=list, max_length=8)
+    failure_mode: str | None = None
 
 
 class Update(BaseModel):
@@ -88,6 +95,8 @@ class WindowAnswer(BaseModel):
 class FinalAnswer(BaseModel):
     error: str
     reason: str
+    failure_mode: str | None = None
+    fix: str = ""
     confidence: float = Field(ge=0.0, le=1.0)
 
 
@@ -158,15 +167,19 @@ class LifecycleAttributor:
         final_budget = max(MIN_FINAL_TOKENS, int(total * FINAL_SHARE))
         groups = windows(all_steps, total - final_budget)
         per_window = max(MIN_WINDOW_TOKENS, (total - final_budget) // len(groups))
+        # one window is one read of the whole run: it gets what one pass gets
+        window_budget = prompt_budget() if len(groups) == 1 else per_window
         grounder = Grounder(trajectory)
         instances: list[Instance] = []
         _audit(
-            f"{len(all_steps)} steps read in {len(groups)} window(s) of about {per_window} tokens"
+            f"{len(all_steps)} steps read in {len(groups)} window(s) of about {window_budget} tokens"
         )
         for group in groups:
             judged = [s for s in group if s in facts.agent_at]
             if judged:
-                self._read_window(trajectory, facts, grounder, instances, group, judged, per_window)
+                self._read_window(
+                    trajectory, facts, grounder, instances, group, judged, window_budget
+                )
         last = all_steps[-1]
         for inst in instances:
             inst.state = self._state(inst, last)
@@ -179,7 +192,7 @@ class LifecycleAttributor:
                 or "none"
             )
         )
-        return self._decide(trajectory, facts, instances, final_budget)
+        return self._decide(trajectory, facts, findings, instances, final_budget)
 
     # -- stage 2 and 3: triggers, grounding, grouping, updates ---------------------------
 
@@ -208,6 +221,7 @@ class LifecycleAttributor:
             Trigger,
             "Trigger",
             step=(_enum(judged), ...),
+            failure_mode=(mode_field(mode_ids()), None),
             continues=((_enum(ids) | None) if ids else None, None),
             fixed_at=((_enum(later) | None) if later else None, None),
             relied_on=(
@@ -236,6 +250,7 @@ class LifecycleAttributor:
             first=str(group[0]),
             last=str(group[-1]),
             open_errors=listing,
+            modes=", ".join(mode_ids()),
         )
         answer = (
             client()
@@ -354,7 +369,12 @@ class LifecycleAttributor:
     # -- stage 4: the decision -------------------------------------------------------------
 
     def _decide(
-        self, trajectory: AgentTrajectory, facts: TraceFacts, instances: list[Instance], budget: int
+        self,
+        trajectory: AgentTrajectory,
+        facts: TraceFacts,
+        findings: Sequence[Finding],
+        instances: list[Instance],
+        budget: int,
     ) -> list[Hypothesis]:
         table = [i.summary(facts) for i in instances]
         candidates = [i for i in instances if i.state in (State.COSTLY, State.ACTIVE)]
@@ -370,6 +390,7 @@ class LifecycleAttributor:
             return [
                 self._answer(
                     facts,
+                    findings,
                     earliest,
                     0.15,
                     "no tracked error stayed active or was costly to fix; "
@@ -380,7 +401,8 @@ class LifecycleAttributor:
         if len(candidates) == 1:
             only = candidates[0]
             _audit(f"{only.id} is the only candidate; no final call needed")
-            return [self._answer(facts, only, 0.6, f"the only error that was {only.state}", meta)]
+            why = f"the only error that was {only.state}"
+            return [self._answer(facts, findings, only, 0.6, why, meta)]
         listing = "\n".join(
             f"- {c.id}: from step {c.first_step} ({facts.agent(c.first_step) or 'no agent'}), {c.state}; "
             f'{c.triggers[0].conflict} conflict in {c.triggers[0].phase}; wrong: "{c.triggers[0].wrong_quote}"; '
@@ -397,9 +419,13 @@ class LifecycleAttributor:
             medium_radius=0,
             system="system_short",
             instances=listing,
+            modes=", ".join(mode_ids()),
         )
         schema = narrowed(
-            FinalAnswer, "FinalAnswer", error=(_enum([c.id for c in candidates]), ...)
+            FinalAnswer,
+            "FinalAnswer",
+            error=(_enum([c.id for c in candidates]), ...),
+            failure_mode=(mode_field(mode_ids()), None),
         )
         answer = client().structured(
             messages=chat_with("system_short", user),
@@ -410,17 +436,40 @@ class LifecycleAttributor:
         chosen = next(c for c in candidates if c.id == answer.value.error)
         others = sorted((c for c in candidates if c is not chosen), key=lambda c: c.first_step)
         ranked = [chosen, *others]
-        out = [self._answer(facts, chosen, answer.value.confidence, answer.value.reason, meta)]
+        final = answer.value
+        out = [
+            self._answer(
+                facts,
+                findings,
+                chosen,
+                final.confidence,
+                final.reason,
+                meta,
+                final.failure_mode,
+                final.fix,
+            )
+        ]
         out += [
-            self._answer(facts, c, min(0.3, answer.value.confidence / 2), f"also {c.state}", {})
+            self._answer(facts, findings, c, min(0.3, final.confidence / 2), f"also {c.state}", {})
             for c in ranked[1:]
         ]
         return out
 
     def _answer(
-        self, facts: TraceFacts, inst: Instance, confidence: float, why: str, meta: dict[str, Any]
+        self,
+        facts: TraceFacts,
+        findings: Sequence[Finding],
+        inst: Instance,
+        confidence: float,
+        why: str,
+        meta: dict[str, Any],
+        mode: str | None = None,
+        fix: str = "",
     ) -> Hypothesis:
+        """The hypothesis for ``inst``: its failure mode is what a detector found at
+        its step, else what the final call (or the trigger itself) said."""
         first = min(inst.triggers, key=lambda t: t.step)
+        found = mode_from_findings(findings, facts, first.step)
         return hypothesis(
             facts=facts,
             step=first.step,
@@ -428,6 +477,8 @@ class LifecycleAttributor:
             strategy=self.name,
             confidence=confidence,
             rationale=f"{inst.id} ({inst.object}, {inst.state}): {first.description} {why}",
+            mode_id=found or mode or first.failure_mode,
+            fix=fix,
             evidence=[
                 Evidence(
                     step_index=first.step,

@@ -2,29 +2,43 @@
 
 Answer schemas are built per trajectory, so the step and agent fields are enums
 of the steps and agents that exist: a server that constrains decoding cannot name
-a step that is not there, and one that does not gets a repair round from the
-client instead of a silently wrong answer.
+a step that is not there. A server that does not gets its answer read leniently
+(:mod:`agentdebug.attribute.model_answers`): what can be mended is, with a note,
+and what cannot gets a repair round listing every valid value, never a silently
+wrong answer.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from dataclasses import dataclass, field
+from typing import Any
 
-from pydantic import BaseModel, Field, create_model
+from pydantic import BaseModel, Field, field_validator
 
+from agentdebug.attribute.model_answers import (
+    NO_SUCH_AGENT,
+    LenientAnswer,
+    Steps,
+    agent_of,
+    enum_of,
+    fix_terms_in_run,
+    keep_valid,
+    mode_of,
+)
+from agentdebug.attribute.model_answers import narrowed as narrowed
 from agentdebug.errors import ConfigError
 from agentdebug.llm import LLMClient, get_client, render_prompt
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis, Severity
+from agentdebug.text import compact_json, flatten
 from agentdebug.tokens import count_tokens
-from agentdebug.views import Step, build_view, steps_of, window
+from agentdebug.views import Step, TraceView, build_view, steps_of, window
+from agentdebug.views._steps import NOT_DECISIONS
 
 DEFAULT_PROMPT_BUDGET = 32_000
 MIN_VIEW_TOKENS = 200
-_M = TypeVar("_M", bound=BaseModel)
 
 
 def prompt_budget() -> int:
@@ -35,6 +49,9 @@ def prompt_budget() -> int:
     except ValueError:
         return DEFAULT_PROMPT_BUDGET
     return value if value > 0 else DEFAULT_PROMPT_BUDGET
+
+
+MAX_QUOTES = 3  # as the prompts say ("up to three quotes")
 
 
 class Quote(BaseModel):
@@ -48,11 +65,24 @@ _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 
 @dataclass(frozen=True)
 class TraceFacts:
-    """The blameable steps of a trajectory and who acted in each."""
+    """The blameable steps of a trajectory and who acted in each.
+
+    A step that only records what came to an agent (a tool's output, such as
+    Who&When's Computer_terminal, an observation, the user's input) is no agent's
+    decision: it is not offered as an answer (``blameable``), and one that names a
+    tool's output anyway (Who&When labels some) is blamed on the decision that
+    produced it (``produced_by``), with a note and less confidence.
+    """
 
     steps: list[Step]
     agent_at: dict[int, str]
+    """The agent (or UNATTRIBUTED model call) that decided at each decision step."""
     event_at: dict[int, str]
+    produced_by: dict[int, int] = field(default_factory=dict)
+    """Tool-output and observation steps: the decision step that produced each."""
+    speakers: tuple[str, ...] = ()
+    """Names that only gave input or tool output (a tool, the user): not agents."""
+    goal: str = ""
 
     @classmethod
     def of(cls, trajectory: AgentTrajectory) -> TraceFacts:
@@ -62,9 +92,11 @@ class TraceFacts:
         steps = steps_of(trajectory)
         agent_at: dict[int, str] = {}
         event_at: dict[int, str] = {}
+        step_of = {e.id: e.step_index for e in trajectory.events}
+        produced_by: dict[int, int] = {}
         for step in steps:
             acting = next(
-                (e for e in step.events if e.agent_name and e.type is not EventType.USER_INPUT),
+                (e for e in step.events if e.agent_name and e.type not in NOT_DECISIONS),
                 None,
             )
             if acting is not None and acting.agent_name:
@@ -75,16 +107,33 @@ class TraceFacts:
             if model_call is not None:
                 agent_at[step.index] = UNATTRIBUTED
                 event_at[step.index] = model_call.id
-        return cls(steps=steps, agent_at=agent_at, event_at=event_at)
+                continue
+            if all(e.type is EventType.USER_INPUT for e in step.events):
+                continue
+            # a tool's output: the call it answers, else the latest decision before it
+            parents = [step_of.get(e.parent_id or "") for e in step.events]
+            called = [p for p in parents if p is not None and p in agent_at and p < step.index]
+            earlier = [s for s in agent_at if s < step.index]
+            if called or earlier:
+                produced_by[step.index] = max(called) if called else max(earlier)
+                event_at[step.index] = step.events[0].id
+        acted = set(agent_at.values())
+        speakers = tuple(
+            n for n in trajectory.agent_names() if n not in acted and n != UNATTRIBUTED
+        )
+        return cls(steps, agent_at, event_at, produced_by, speakers, trajectory.goal or "")
 
     def agent(self, step: int) -> str | None:
-        """The agent acting at ``step``; None for an unattributed model call."""
-        name = self.agent_at.get(step)
+        """The agent acting at ``step`` (at a tool's output, the one whose decision
+        produced it); None for an unattributed model call."""
+        name = self.agent_at.get(step, self.agent_at.get(self.produced_by.get(step, -1)))
         return None if name == UNATTRIBUTED else name
 
     @property
-    def blameable(self) -> list[int]:
-        return sorted(self.agent_at)
+    def blameable(self) -> Steps:
+        """The decision steps (what a model is offered), with the tool-output steps
+        a model may name anyway."""
+        return Steps(sorted(self.agent_at), sorted(self.produced_by))
 
     @property
     def agents(self) -> list[str]:
@@ -92,10 +141,26 @@ class TraceFacts:
 
 
 def _enum(values: Sequence[Any]) -> Any:
-    return Literal[tuple(values)]
+    """A field holding one of ``values``, read leniently (``"3"`` is 3; a tool's
+    output step is the decision that produced it), refused with every valid
+    value listed."""
+    numeric = bool(values) and all(isinstance(v, int) for v in values)
+    modes = bool(values) and set(values) <= set(get_registry().failure_modes)
+    return enum_of(values, what="steps" if numeric else "failure modes" if modes else "values")
 
 
-class AttributionAnswer(BaseModel):
+def mode_field(modes: Sequence[str]) -> Any:
+    """An optional failure mode: unknown ones are left unset, with a note."""
+    registry = get_registry().failure_modes
+    return mode_of(modes, {m: registry[m].name for m in modes if m in registry})
+
+
+def quotes_read(value: Any) -> Any:
+    """Quotes as a model gave them: the valid ones, at most MAX_QUOTES."""
+    return keep_valid(Quote, "evidence", MAX_QUOTES)(value)
+
+
+class AttributionAnswer(LenientAnswer):
     """The answer of a one-shot attribution; narrowed per trajectory by
     :func:`attribution_schema`."""
 
@@ -103,23 +168,26 @@ class AttributionAnswer(BaseModel):
     step: int
     failure_mode: str | None = None
     reason: str
-    evidence: list[Quote] = Field(default_factory=list, max_length=5)
+    evidence: list[Quote] = Field(default_factory=list, max_length=MAX_QUOTES)
     confidence: float = Field(ge=0.0, le=1.0)
 
+    _lenient_quotes = field_validator("evidence", mode="before")(quotes_read)
 
-def attribution_schema(facts: TraceFacts, mode_ids: Sequence[str]) -> type[AttributionAnswer]:
-    return create_model(
+
+class FixedAnswer(AttributionAnswer):
+    """An attribution with the model's own concrete fix (optional)."""
+
+    fix: str = ""
+
+
+def attribution_schema(facts: TraceFacts, mode_ids: Sequence[str]) -> type[FixedAnswer]:
+    return narrowed(
+        FixedAnswer,
         "Attribution",
-        __base__=AttributionAnswer,
-        agent=(_enum(facts.agents), ...),
+        agent=(agent_of(facts.agents, facts.speakers), ...),
         step=(_enum(facts.blameable), ...),
-        failure_mode=(_enum(mode_ids) | None, None),
+        failure_mode=(mode_field(mode_ids), None),
     )
-
-
-def narrowed(base: type[_M], name: str, **fields: Any) -> type[_M]:
-    """``base`` with some fields narrowed (enums of valid values)."""
-    return create_model(name, __base__=base, **fields)
 
 
 def span_label(steps: Sequence[int]) -> str:
@@ -142,6 +210,15 @@ def checks_block(findings: Sequence[Finding], limit: int = 10) -> str:
     return "\n".join(lines) + "\n"
 
 
+#: The ways a prompt can say how it shows its focus steps (``$shown``): whole, or
+#: cut because even alone they do not fit the prompt's share of the budget.
+SHOWN_WHOLE = "in full"
+SHOWN_CUT = (
+    "in as much detail as the prompt allows (too long to show whole: each is cut "
+    "in the middle, where it says characters were omitted)"
+)
+
+
 def fit_view(
     trajectory: AgentTrajectory,
     template: str,
@@ -157,9 +234,36 @@ def fit_view(
 
     The frame (system prompt, instructions, lists) is rendered first with an empty
     trace and its size subtracted from ``budget`` (default: the prompt budget), so
-    the whole prompt fits.
+    the whole prompt fits. A template that says how its focus steps are shown
+    (``$shown``) says "in full" only when they are.
     """
-    frame = render_prompt(template, trace="", **values) + render_prompt(system)
+    return fit_prompt(
+        trajectory,
+        template,
+        focus=focus,
+        window_range=window_range,
+        budget=budget,
+        medium_radius=medium_radius,
+        system=system,
+        **values,
+    )[0]
+
+
+def fit_prompt(
+    trajectory: AgentTrajectory,
+    template: str,
+    *,
+    focus: Sequence[int] = (),
+    window_range: tuple[int, int] | None = None,
+    budget: int | None = None,
+    medium_radius: int = 2,
+    system: str = "system",
+    **values: str,
+) -> tuple[str, TraceView]:
+    """:func:`fit_view`, with the view it shows."""
+    claims = dict(values)
+    claims.setdefault("shown", SHOWN_CUT)  # (the longer wording sizes the frame)
+    frame = render_prompt(template, trace="", **claims) + render_prompt(system)
     limit = prompt_budget()
     framed = count_tokens(frame) + 64
     room = (budget or limit) - framed
@@ -183,7 +287,10 @@ def fit_view(
         )
     else:
         view = build_view(trajectory, focus=focus, budget_tokens=room, medium_radius=medium_radius)
-    return render_prompt(template, trace=view.text, **values)
+    if "shown" not in values:
+        cut = set(view.truncated_steps) & set(focus)
+        claims["shown"] = SHOWN_CUT if cut else SHOWN_WHOLE
+    return render_prompt(template, trace=view.text, **claims), view
 
 
 def one_pass_tokens(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> int:
@@ -223,6 +330,29 @@ def evidence_from(quotes: Sequence[Quote], facts: TraceFacts) -> list[Evidence]:
     return out
 
 
+def mode_from_findings(findings: Sequence[Finding], facts: TraceFacts, step: int) -> str | None:
+    """The failure mode a detector (the rules, the judge) found at ``step``, or at
+    a tool output it produced; faults before notices, then the most confident."""
+    produced = {s for s, by in facts.produced_by.items() if by == step}
+    at = [f for f in findings if f.step_index == step or f.step_index in produced]
+    at.sort(key=lambda f: (f.severity is Severity.INFO, f.step_index != step, -f.confidence))
+    return at[0].mode_id if at else None
+
+
+def _run_text(facts: TraceFacts) -> str:
+    parts = [facts.goal]
+    for step in facts.steps:
+        for e in step.events:
+            parts += [flatten(e.input), flatten(e.output), compact_json(e.input)]
+            if e.error is not None:
+                parts.append(f"{e.error.type or ''}: {e.error.message}")
+    return "\n".join(parts)
+
+
+AGENT_MISMATCH_FACTOR = 0.5
+TOOL_OUTPUT_FACTOR = 0.75
+
+
 def hypothesis(
     *,
     facts: TraceFacts,
@@ -234,25 +364,68 @@ def hypothesis(
     mode_id: str | None = None,
     evidence: Sequence[Evidence] = (),
     metadata: dict[str, Any] | None = None,
+    fix: str = "",
 ) -> Hypothesis:
     """A hypothesis about ``step``, as the model answered it.
 
-    The agent defaults to the one acting at that step. When the model names an
-    agent that did not act there, both answers are kept as given (the Who&When
-    protocol scores agent and step separately) and the mismatch is recorded in
-    the metadata, so that a reader (or the rerun) can see it.
+    The agent defaults to the one acting at that step. A step that is only a
+    tool's output is kept (Who&When labels some such steps), but blamed on the
+    agent whose decision produced it, at three quarters of the confidence, saying
+    so. A name that only gave input or tool output (a tool, the user) is read as
+    the agent acting there. A
+    model that names an agent that did not act there keeps both answers (the
+    Who&When protocol scores agent and step separately), but the claim loses half
+    its confidence, the rationale says why, and the mismatch is in the metadata
+    (the report says who acted there). ``fix`` is the model's own fix: used (as
+    ``metadata["fix"]``) when it names something the run holds (an identifier, a
+    value, a quoted text), else set aside for the failure mode's remedy.
     """
     meta = dict(metadata or {})
-    acting = facts.agent_at.get(step)
-    if acting == UNATTRIBUTED:
-        acting = None
+    acting = facts.agent(step)
+    notes: list[str] = []
+    decision = facts.produced_by.get(step)
+    if decision is not None:
+        meta["decision_step"] = decision
+        confidence *= TOOL_OUTPUT_FACTOR
+        notes.append(
+            f"step {step} is a tool's output, not a decision: blamed on "
+            f"{acting or 'the agent'}, whose step {decision} produced it; confidence "
+            "lowered by a quarter"
+        )
     if agent == UNATTRIBUTED:
         agent = None
+    if agent == NO_SUCH_AGENT and acting:
+        meta["confidence_before_agent_check"] = confidence
+        confidence *= AGENT_MISMATCH_FACTOR
+        notes.append(f"confidence halved: the answer named no agent of this run, {acting} acted")
+        agent = acting
+    if agent is not None and agent in facts.speakers and agent != acting:
+        notes.append(f"the answer named {agent}, which only gave input or tool output")
+        meta["agent_named"] = agent
+        agent = acting
     if agent and acting and agent != acting:
         meta["agent_acting_at_step"] = acting
-        acting = agent
+        meta["confidence_before_agent_check"] = confidence
+        confidence *= AGENT_MISMATCH_FACTOR
+        notes.append(
+            f"confidence halved: the answer names {agent}, but at step {step} it was "
+            f"{acting} that acted"
+        )
+        remedy = _remedy(mode_id)
+        if remedy and not fix.strip() and "fix" not in meta:
+            meta["fix"] = f"At step {step}, {acting}: {remedy}"
+    if fix.strip() and "fix" not in meta:
+        terms = fix_terms_in_run(fix, _run_text(facts))
+        if terms:
+            meta["fix"] = fix.strip()
+        else:
+            meta["fix_set_aside"] = (
+                f"{fix.strip()} (it names nothing the run holds; the failure mode's remedy is used)"
+            )
+    if notes:
+        rationale = f"{rationale} ({'; '.join(notes)}.)".strip()
     return Hypothesis(
-        agent_name=acting or agent,
+        agent_name=agent or acting,
         step_index=step,
         event_id=facts.event_at.get(step),
         strategy=strategy,
@@ -262,3 +435,8 @@ def hypothesis(
         evidence=list(evidence),
         metadata=meta,
     )
+
+
+def _remedy(mode_id: str | None) -> str | None:
+    mode = get_registry().failure_modes.get(mode_id or "")
+    return mode.remedy if mode is not None else None

@@ -2,7 +2,9 @@
 
 1. The free tier first: the rule findings and the heuristic attributor.
 2. With a model configured, one cheap pass: all-at-once.
-3. If the two agree, or the model is confident, stop there.
+3. If the two agree, or the model is confident, stop there. Confident means after
+   its quotes were checked against the trace (:mod:`agentdebug.evidence`): a 0.8
+   resting on a quote that is not there is a 0.6, below the bar, and escalates.
 4. Otherwise escalate, one costlier strategy at a time: step-by-step on short
    traces (≤ 16 steps), binary search on middling ones, error-lifecycle tracking
    on long ones (> 30 steps); DeepDebug last, only when the strategies still
@@ -22,6 +24,7 @@ from agentdebug.attribute.heuristic import HeuristicAttributor
 from agentdebug.attribute.model_common import TraceFacts
 from agentdebug.audit import FALLBACK, note
 from agentdebug.errors import ConfigError
+from agentdebug.evidence import Grounder, ground_hypotheses
 from agentdebug.llm import BudgetExceeded, LLMError, current_settings
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
@@ -78,6 +81,11 @@ class RouterAttributor:
         free = HeuristicAttributor().attribute(trajectory, findings)
         if not current_settings().configured:
             return free
+        # Quotes are checked as each answer comes, so that what decides whether to
+        # stop is the confidence the report will show (the report does not check
+        # them twice).
+        grounder = Grounder(trajectory)
+        free = ground_hypotheses(free, grounder)
         votes: list[_Vote] = []
         route: list[str] = []
 
@@ -116,7 +124,7 @@ class RouterAttributor:
                 note(self.name, f"{strategy} failed ({exc}); {FALLBACK}")
                 route.append(f"{strategy}: failed")
                 break
-            top = vote(strategy, answer)
+            top = vote(strategy, ground_hypotheses(answer, grounder))
             if top is None:
                 continue
             agreed = next(v for v in votes if _key(v.hypothesis) == _key(top))

@@ -11,27 +11,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 
+from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
     TraceFacts,
-    _enum,
     chat,
     client,
     fit_view,
     hypothesis,
+    mode_field,
     mode_ids,
     narrowed,
 )
 from agentdebug.schema import AgentTrajectory, Evidence, Finding, Hypothesis
 
 
-class StepVerdict(BaseModel):
+class StepVerdict(LenientAnswer):
     decisive: bool
     error_probability: float = Field(ge=0.0, le=1.0)
     failure_mode: str | None = None
     reason: str
     evidence: str = ""
+    fix: str = ""
 
 
 class StepByStepAttributor:
@@ -46,7 +48,7 @@ class StepByStepAttributor:
     ) -> list[Hypothesis]:
         facts = TraceFacts.of(trajectory)
         modes = mode_ids()
-        schema = narrowed(StepVerdict, "StepVerdict", failure_mode=(_enum(modes) | None, None))
+        schema = narrowed(StepVerdict, "StepVerdict", failure_mode=(mode_field(modes), None))
         llm = client()
         first_step = min((s.index for s in facts.steps), default=0)
         verdicts: list[tuple[int, StepVerdict]] = []
@@ -111,4 +113,5 @@ class StepByStepAttributor:
             rationale=f"{verdict.reason} ({how})",
             mode_id=verdict.failure_mode,
             evidence=evidence,
+            fix=verdict.fix,
         )

@@ -8,6 +8,8 @@ A step is shown at one of three granularities: FULL (everything it holds, an LLM
 call's input reduced to the messages its agent had not sent before), MEDIUM
 (intent, action, result) or COARSE (one line: status, key entities, what the agent
 said it would do next); runs of coarse steps fold into one line when room is short.
+A view shows every step in full when the whole fits its budget, and gives up
+detail (far from the focus first, or the oldest first) only as far as it must.
 Medium and coarse views are extractive (sentences and names taken from the step
 itself) and deterministic, since no model is there to summarise.
 """

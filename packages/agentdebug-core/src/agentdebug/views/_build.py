@@ -1,17 +1,21 @@
 """A whole trajectory (or a range of it) as one text that fits a token budget.
 
-The planner starts from the granularity the rules give each step and degrades it
-one small move at a time until the view fits: with focus steps, the steps farthest
-from the focus go first; without, the oldest. Renders and token counts are cached
-per step, so a move costs a sum, not a re-render; the final text is counted once
-more as a whole, and if a tokenizer counts the whole above the sum of its parts,
-planning resumes against a tighter target.
+Every step starts in full: a view that fits the budget shows the whole record.
+When it does not fit, the planner gives up detail in small moves, as few as it
+takes (found by bisection over the ordered moves): with focus steps, the steps
+farthest from the focus go first; without, the oldest, the run's first error last.
+Renders and token counts are cached per step, so a move costs a sum, not a
+re-render; the final text is counted once more as a whole, and if a tokenizer
+counts the whole above the sum of its parts, planning resumes against a tighter
+target.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
+from typing import Any
 
 from agentdebug.schema import AgentTrajectory
 from agentdebug.tokens import count_tokens
@@ -22,7 +26,7 @@ from agentdebug.views._render import (
     render_full,
     render_medium,
 )
-from agentdebug.views._steps import Granularity, Step, steps_of
+from agentdebug.views._steps import NOT_DECISIONS, Granularity, Step, steps_of
 
 FULL, MEDIUM, COARSE = Granularity.FULL, Granularity.MEDIUM, Granularity.COARSE
 LEGEND = "[…] full · ~ summary · - one line · » collapsed"
@@ -49,12 +53,31 @@ class TraceView:
     """Steps folded into a ``» steps a–b: …`` line."""
 
 
+_Move = tuple[str, int, Any]
+"""("cap", step, chars), ("gran", step, granularity), ("collapse", step, None) or
+("hide", step, None): one small loss of detail (positions, not step indices)."""
+
+
 @dataclass
 class _Plan:
     gran: list[Granularity]
     caps: list[int | None]
     collapsed: list[bool]
     hidden: list[bool]  # error line of a collapsed step left out
+
+    def copy(self) -> _Plan:
+        return _Plan(list(self.gran), list(self.caps), list(self.collapsed), list(self.hidden))
+
+    def apply(self, move: _Move) -> None:
+        kind, i, value = move
+        if kind == "cap":
+            self.caps[i] = value
+        elif kind == "gran":
+            self.gran[i], self.caps[i] = value, None
+        elif kind == "collapse":
+            self.collapsed[i] = True
+        else:
+            self.hidden[i] = True
 
 
 class _Planner:
@@ -168,6 +191,58 @@ class _Planner:
 
     # -- moves ----------------------------------------------------------------------
 
+    def step_cap(self) -> int:
+        """What one step's content may take once the whole does not fit: a share of
+        the budget, so that one page dump does not push every other step out."""
+        per_step = self.target * self.chars_per_token(range(len(self.steps))) / STEP_SHARE
+        return max(_MIN_STEP_CHARS, int(per_step))
+
+    def caps(self, positions: Iterable[int]) -> list[_Move]:
+        """Cap the steps longer than :meth:`step_cap`, the longest first."""
+        cap = self.step_cap()
+        long = [i for i in positions if self.body(i) > cap]
+        return [("cap", i, cap) for i in sorted(long, key=lambda i: (-self.body(i), i))]
+
+    def focus_moves(self, focus: Sequence[int], radius: int) -> list[_Move]:
+        """Every step starts in full; the steps far from the focus lose detail first
+        (a level at a time: medium, then one line), then the near ones (the
+        ``radius`` steps before a focus step and the one after it), then both are
+        folded. Within each level errors go last, so a failed step keeps its detail
+        while anything else can give way."""
+        n = len(self.steps)
+        distance = [min(abs(i - f) for f in focus) for i in range(n)]
+        near_set = {i for f in focus for i in range(max(0, f - radius), min(n, f + 2))} - set(focus)
+
+        def order(positions: Iterable[int]) -> list[int]:
+            return sorted(positions, key=lambda i: (bool(self.steps[i].errors), -distance[i], i))
+
+        rest = [i for i in range(n) if distance[i] > 0]
+        far = order(i for i in rest if i not in near_set)
+        near = order(near_set)
+        moves = self.caps(rest)
+        moves += [("gran", i, MEDIUM) for i in far]
+        moves += [("gran", i, COARSE) for i in far]
+        moves += [("gran", i, MEDIUM) for i in near]
+        moves += [("collapse", i, None) for i in far]
+        moves += [("gran", i, COARSE) for i in near]
+        moves += [("collapse", i, None) for i in near]
+        return moves
+
+    def overview_moves(self) -> list[_Move]:
+        """Every step starts in full; the oldest lose detail first (medium, one line,
+        folded), except the run's first error, which goes last at every level;
+        then the error lines of folded steps go, the newest first, never the first."""
+        n = len(self.steps)
+        errors = [i for i in range(n) if self.steps[i].errors]
+        first = errors[0] if errors else None
+        order = [i for i in range(n) if i != first] + ([first] if first is not None else [])
+        moves = self.caps(range(n))
+        moves += [("gran", i, MEDIUM) for i in order]
+        moves += [("gran", i, COARSE) for i in order]
+        moves += [("collapse", i, None) for i in order]
+        moves += [("hide", i, None) for i in reversed(errors[1:])]
+        return moves
+
     def truncate(self, plan: _Plan, focus: Sequence[int]) -> Iterator[None]:
         """Cut the focus steps to one shared cap on their content (short steps stay
         whole), the largest cap that fits; again, tighter, each time it is resumed."""
@@ -188,57 +263,71 @@ class _Planner:
                 return
             yield
 
-    def focus_moves(self, plan: _Plan, focus: Sequence[int]) -> Iterator[None]:
-        n = len(self.steps)
-        distance = [min(abs(i - f) for f in focus) for i in range(n)]
-        farthest = sorted(range(n), key=lambda i: (-distance[i], i))
-        for i in farthest:
-            if plan.gran[i] is COARSE and not plan.collapsed[i]:
-                plan.collapsed[i] = True
-                yield
-        medium = [i for i in farthest if plan.gran[i] is MEDIUM]
-        for i in medium:
-            plan.gran[i] = COARSE
-            yield
-        for i in medium:
-            plan.collapsed[i] = True
-            yield
-        yield from self.truncate(plan, focus)
-        for i in farthest:
-            if self.steps[i].errors and plan.collapsed[i]:
-                plan.hidden[i] = True
-        yield from self.truncate(plan, focus)
-
-    def overview_moves(self, plan: _Plan) -> Iterator[None]:
-        n = len(self.steps)
-        per_step = self.target * self.chars_per_token(range(n)) / STEP_SHARE
-        cap = max(_MIN_STEP_CHARS, int(per_step))
-        if any(self.body(i) > cap for i in range(n)):
-            plan.caps = [cap] * n
-            yield
-        for i in range(n):
-            plan.gran[i], plan.caps[i] = MEDIUM, None
-            yield
-        for i in range(n):
-            plan.gran[i] = COARSE
-            yield
-        for i in range(n):
-            plan.collapsed[i] = True
-            yield
-        for i in range(n):
-            if self.steps[i].errors:
+    def hide_errors(self, plan: _Plan, focus: Sequence[int]) -> Iterator[None]:
+        """The error lines of folded steps, farthest from the focus first; the view's
+        first error keeps its line."""
+        errors = [i for i in range(len(self.steps)) if self.steps[i].errors]
+        distance = {i: min(abs(i - f) for f in focus) for i in errors}
+        for i in sorted(errors[1:], key=lambda i: (-distance[i], -i)):
+            if plan.collapsed[i]:
                 plan.hidden[i] = True
                 yield
 
-    def fit(self, plan: _Plan, moves: Iterator[None], focus: Sequence[int]) -> tuple[str, int]:
+    # -- fitting ----------------------------------------------------------------------
+
+    def settle(self, start: _Plan, moves: Sequence[_Move]) -> tuple[_Plan, bool]:
+        """The plan after the fewest of ``moves`` (in order) that fits the target,
+        found by bisection; with every move made, and False, when none does."""
+
+        def after(k: int) -> _Plan:
+            plan = start.copy()
+            for move in moves[:k]:
+                plan.apply(move)
+            return plan
+
+        plan = after(0)
+        if self.fits(plan):
+            return plan, True
+        lo, hi = 1, len(moves)
+        last = after(hi)
+        if not self.fits(last):
+            return last, False
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.fits(after(mid)):
+                hi = mid
+            else:
+                lo = mid + 1
+        return after(hi), True
+
+    def fit(
+        self, start: _Plan, moves: Sequence[_Move], focus: Sequence[int]
+    ) -> tuple[_Plan, str, int]:
+        """The most detailed plan that fits the budget: the fewest level moves, then
+        (with focus) the focus steps cut, then error lines of folded steps left out,
+        then the focus cut further."""
+        while True:
+            plan, fits = self.settle(start, moves)
+            if not fits:
+                break
+            text = self.text(plan)
+            tokens = self.count(text)
+            if tokens <= self.budget:
+                return plan, text, tokens
+            self.target -= tokens - self.budget  # the whole counts more than its parts
+        if not focus:
+            raise self.too_small(plan, focus)
+        rest = chain(
+            self.truncate(plan, focus), self.hide_errors(plan, focus), self.truncate(plan, focus)
+        )
         while True:
             if self.fits(plan):
                 text = self.text(plan)
                 tokens = self.count(text)
                 if tokens <= self.budget:
-                    return text, tokens
-                self.target -= tokens - self.budget  # the whole counts more than its parts
-            if next(moves, _DONE) is _DONE:
+                    return plan, text, tokens
+                self.target -= tokens - self.budget
+            if next(rest, _DONE) is _DONE:
                 raise self.too_small(plan, focus)
 
     def too_small(self, plan: _Plan, focus: Sequence[int]) -> ValueError:
@@ -262,9 +351,15 @@ def _header(
     lines = ["### TRACE" + (f" · {trajectory.framework}" if trajectory.framework else "")]
     if trajectory.goal:
         lines.append("GOAL: " + cut_middle(trajectory.goal.strip(), goal_chars)[0])
-    agents = trajectory.agent_names()
+    names = trajectory.agent_names()
+    acting = {e.agent_name for e in trajectory.events if e.type not in NOT_DECISIONS}
+    speaking = {e.agent_name for e in trajectory.events}
+    others = [n for n in names if n in speaking and n not in acting]
+    agents = [n for n in names if n not in others]
     if agents:
         lines.append("AGENTS: " + ", ".join(agents))
+    if others:  # (not agents a model may blame: the schema leaves them out too)
+        lines.append("INPUT AND TOOL OUTPUT ONLY, NOT AGENTS: " + ", ".join(others))
     if trajectory.reference_answer is not None:
         lines.append("REFERENCE ANSWER: " + cut_middle(trajectory.reference_answer, goal_chars)[0])
     first, last = steps[0].index, steps[-1].index
@@ -312,19 +407,9 @@ def _view(
         planner.header_cost = count(planner.header + "\n")
 
     n = len(steps)
-    plan = _Plan([COARSE] * n, [None] * n, [False] * n, [False] * n)
-    if focus_pos:
-        for f in focus_pos:
-            for i in range(max(0, f - medium_radius), min(n, f + 2)):
-                plan.gran[i] = MEDIUM
-        for f in focus_pos:
-            plan.gran[f] = FULL
-        moves = planner.focus_moves(plan, focus_pos)
-    else:
-        plan.gran = [FULL] * n
-        moves = planner.overview_moves(plan)
-
-    text, tokens = planner.fit(plan, moves, focus_pos)
+    start = _Plan([FULL] * n, [None] * n, [False] * n, [False] * n)
+    moves = planner.focus_moves(focus_pos, medium_radius) if focus_pos else planner.overview_moves()
+    plan, text, tokens = planner.fit(start, moves, focus_pos)
     truncated = tuple(
         steps[i].index
         for i in range(n)
@@ -353,14 +438,17 @@ def build_view(
 ) -> TraceView:
     """The trajectory as text of at most ``budget_tokens`` tokens.
 
-    Focus steps (step indices) are FULL, the ``medium_radius`` steps before each
-    and the one after MEDIUM, the rest COARSE; when that is too long, the steps
-    farthest from the focus are folded into ``» steps a–b`` lines first, then the
-    MEDIUM ones, and only then is the focus steps' content cut (head and tail
-    kept, never a focus step dropped). Without focus every step is FULL if the
-    whole fits; if not, the oldest steps lose detail first (MEDIUM, then COARSE,
-    then folded). Errors keep their own line in a folded range while room allows.
-    The header gives the goal, the agents, and the reference answer only when the
+    Every step is FULL when the whole fits. When it does not, detail goes step by
+    step, only as much as the budget needs. With focus steps (step indices): long
+    non-focus steps are capped first (a share of the budget each), then the steps
+    farthest from the focus go MEDIUM, then COARSE, then the near ones (the
+    ``medium_radius`` steps before each focus step and the one after) go MEDIUM;
+    then far and near steps are folded into ``» steps a–b`` lines; only then is the
+    focus steps' content cut (head and tail kept, never a focus step dropped). A
+    failed step gives way last at each level. Without focus the oldest steps lose
+    detail first, the run's first error last. Errors keep their own line in a
+    folded range while room allows, and the view's first error always does. The
+    header gives the goal, the agents, and the reference answer only when the
     trajectory carries one.
 
     Raises ValueError when the budget cannot hold even the header and the focus

@@ -142,11 +142,15 @@ def main_text(event: AgentEvent) -> str:
     return ""
 
 
+def error_text(error: ErrorInfo) -> str:
+    """``Type: message``, the type once even when the message starts with it."""
+    if error.type and not error.message.startswith(error.type):
+        return f"{error.type}: {error.message}"
+    return error.message
+
+
 def error_line(error: ErrorInfo, width: int) -> str:
-    text = f"{error.type}: {error.message}" if error.type else error.message
-    if error.type and error.message.startswith(error.type):
-        text = error.message
-    return shorten(text, width)
+    return shorten(error_text(error), width)
 
 
 # -- labels -----------------------------------------------------------------------------
@@ -220,7 +224,7 @@ def _fields(step: Step, event: AgentEvent) -> list[tuple[str | None, str]]:
         fields.append(("output:" if fields else None, readable(event.output)))
     if event.error is not None:
         error = event.error
-        body = f"{error.type}: {error.message}" if error.type else error.message
+        body = error_text(error)
         if error.traceback:
             body += "\ntraceback:\n" + error.traceback
         fields.append(("ERROR:", body))

@@ -9,6 +9,11 @@ from typing import Any
 
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 
+#: Events that record what came to an agent, not what it decided: the user's
+#: input, a tool's output, an observation. A step holding only these is no
+#: agent's decision (the tool or the user spoke there).
+NOT_DECISIONS = frozenset({EventType.USER_INPUT, EventType.TOOL_RESULT, EventType.OBSERVATION})
+
 
 class Granularity(StrEnum):
     """How much of a step a view shows."""

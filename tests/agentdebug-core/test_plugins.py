@@ -35,7 +35,11 @@ def test_a_duplicate_name_keeps_the_first_and_warns() -> None:
     pm = make_plugin_manager(load_entry_points=False)
     pm.register(Clash(), name="clash")
     reg = Registry.from_plugin_manager(pm)
-    assert reg.warnings == ["detector 'rules' is registered twice; keeping the first"]
+    assert reg.warnings == [
+        "plugin 'clash': detector 'rules' is already registered by the built-ins "
+        "(agentdebug-core); keeping that one"
+    ]
+    assert reg.added_by["detectors"]["rules"] == "builtin"
 
 
 def test_on_report_hook_sees_every_report_and_cannot_break_it(tmp_path: Path) -> None:

@@ -17,6 +17,8 @@ from agentdebug.detect.recovery import NO_SUCH_TOOL
 from agentdebug.detect.signals import BY_THE_RUN, failure_of, tool_name
 from agentdebug.errors import AgentDebugError, ConfigError
 from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
+from agentdebug.guard import attributable, hypotheses_of, plugin_notes, run_detectors
+from agentdebug.guard import audit_entry as _audit
 from agentdebug.llm import (
     Budget,
     LLMError,
@@ -29,7 +31,6 @@ from agentdebug.llm import (
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentTrajectory,
-    AuditEntry,
     Cost,
     DiagnosticReport,
     EventType,
@@ -107,7 +108,8 @@ def diagnose(
         findings, hypotheses = _run(seen, chosen, att, reg, strict)
         findings, hypotheses = _grounded(seen, findings, hypotheses)
     audit = [a for a in log.entries if a.stage != "note"]
-    notes = [a.detail or "" for a in log.entries if a.stage == "note"]
+    # (the plugins that could not contribute first: the report is short of them)
+    notes = [*plugin_notes(reg), *(a.detail or "" for a in log.entries if a.stage == "note")]
 
     cost = Cost.of(audit)
     tier = "model" if cost.calls or cost.cached_calls else "free"
@@ -222,37 +224,9 @@ def _run(
     reg: Registry,
     strict: bool,
 ) -> tuple[list[Finding], list[Hypothesis]]:
-    """Detectors then the attributor, each guarded; audit entries go to the scope."""
-    findings: list[Finding] = []
-    for det in chosen:
-        started = time.perf_counter()
-        try:
-            found = list(det.detect(trajectory))
-        except LLMError as exc:
-            if strict:
-                raise
-            note("diagnose", f"detector '{det.name}' failed: {exc}; its findings are missing")
-            record_audit(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
-            continue
-        except AgentDebugError:
-            raise
-        except Exception as exc:
-            log.exception("detector %s failed", det.name)
-            note(
-                "diagnose",
-                f"detector '{det.name}' failed ({type(exc).__name__}: {exc}); its findings are missing",
-            )
-            record_audit(_audit("detect", det.name, started, outcome="error", detail=str(exc)))
-            continue
-        for finding in found:
-            if finding.mode_id not in reg.failure_modes:
-                note(
-                    "diagnose",
-                    f"detector '{det.name}' reported unknown failure mode '{finding.mode_id}'; finding kept",
-                )
-        findings.extend(found)
-        record_audit(_audit("detect", det.name, started, detail=f"{len(found)} finding(s)"))
-
+    """Detectors then the attributor, each guarded; audit entries go to the scope.
+    The attributor is given the findings of registered failure modes only."""
+    findings = run_detectors(trajectory, chosen, reg, strict)
     findings.sort(key=lambda f: f.step_index if f.step_index is not None else 10**9)
     started = time.perf_counter()
     hypotheses: list[Hypothesis] = []
@@ -262,7 +236,8 @@ def _run(
         note("diagnose", why)
         return findings, hypotheses
     try:
-        hypotheses = _on_the_run(trajectory, att.attribute(trajectory, findings), att.name)
+        answer = hypotheses_of(att.attribute(trajectory, attributable(findings)))
+        hypotheses = _on_the_run(trajectory, answer, att.name)
         if not hypotheses and _unknown_and_clean(trajectory, findings):
             # (no guess at a step: nothing found, and nothing says the run failed)
             record_audit(
@@ -287,24 +262,12 @@ def _run(
         if att.name == "heuristic":
             note("diagnose", f"attributor '{att.name}' failed ({why}); no root cause named")
         else:
-            hypotheses = reg.attributor("heuristic").attribute(trajectory, findings)
+            hypotheses = reg.attributor("heuristic").attribute(trajectory, attributable(findings))
             note(
                 "diagnose",
                 f"attributor '{att.name}' failed: {why}; {HEURISTIC_INSTEAD}",
             )
     return findings, hypotheses
-
-
-def _audit(
-    stage: str, strategy: str, started: float, *, outcome: str = "ok", detail: str | None = None
-) -> AuditEntry:
-    return AuditEntry(
-        stage=stage,
-        strategy=strategy,
-        outcome=outcome,
-        latency_ms=round((time.perf_counter() - started) * 1000, 3),
-        detail=detail,
-    )
 
 
 # the mode of a symptom that is the run's own verdict on its final answer, not a

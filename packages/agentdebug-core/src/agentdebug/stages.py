@@ -57,8 +57,9 @@ class Source:
 
     ``document`` is the parsed JSON when the whole file is one JSON value;
     ``records`` is the parsed lines when it is JSON Lines; ``text`` is the decoded
-    text of a plain-text file (``.txt``, ``.log``), which is not parsed as JSON, for
-    importers of text formats (ReAct transcripts, say). At most one is set.
+    text of a plain-text file (``.txt``, ``.log``, or a suffix an importer declares
+    in its ``suffixes``), which is not parsed as JSON, for importers of text
+    formats (ReAct transcripts, say). At most one is set.
     """
 
     path: Path
@@ -73,7 +74,16 @@ class Source:
 
 @runtime_checkable
 class Importer(Protocol):
-    """Reads one file format into trajectories."""
+    """Reads one file format into trajectories.
+
+    An importer may also have ``suffixes``: the file name suffixes of its format
+    (``(".pipelog", ".log")``, compared without case). ``ingest`` of a folder then
+    picks those files up beside ``*.json``, ``*.jsonl`` and ``*.ndjson`` (with
+    ``--format NAME``, only the named importer's), and a file with such a suffix
+    that is not JSON reaches ``sniff`` as text (``Source.text``) rather than as
+    a JSON error; ``agentdebug plugins`` lists them. Without it, a file of its
+    format is read when named, and with ``--format NAME`` a file that is not
+    JSON is handed to it as text."""
 
     name: str
     description: str

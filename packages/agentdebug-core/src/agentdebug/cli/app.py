@@ -103,13 +103,21 @@ def cli(ctx: click.Context, store: str | None, debug: bool) -> None:
 
 @cli.command()
 @click.argument("paths", nargs=-1, required=True)
-@click.option("--format", "fmt", metavar="NAME", help="Skip auto-detection and use this importer.")
+@click.option(
+    "--format",
+    "fmt",
+    metavar="NAME",
+    help="Skip auto-detection and use this importer (`agentdebug plugins` lists them).",
+)
 @pass_ctx
 def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     """Import runs from files or folders into the store.
 
     Formats are detected per file (Who&When, TRAIL / OpenInference spans, OTLP JSON,
-    OpenAI and Anthropic message lists, Phoenix span exports, agentdebug event lists). Bad files are reported and
+    OpenAI and Anthropic message lists, Phoenix span exports, agentdebug event lists,
+    and those of installed plugins: `agentdebug plugins` lists every importer with
+    the file suffixes it reads). A folder's *.json, *.jsonl and *.ndjson files are
+    read, and those with a suffix an importer declares. Bad files are reported and
     skipped; the exit status is non-zero if any file failed.
     """
     from agentdebug.io import ingest_paths
@@ -142,9 +150,11 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     if batch.skipped:
         names = ", ".join(str(p) for p in batch.skipped[:5])
         more = f" and {len(batch.skipped) - 5} more" if len(batch.skipped) > 5 else ""
+        globs = [f"*{suffix}" for suffix in batch.suffixes]
+        named = ", ".join(globs[:-1]) + f" or {globs[-1]}" if len(globs) > 1 else globs[0]
         click.echo(
             f"passed over {len(batch.skipped)} file(s) in the folders given, not named "
-            f"*.json, *.jsonl or *.ndjson (name a file to import it): {names}{more}",
+            f"{named} (name a file to import it): {names}{more}",
             err=True,
         )
     if batch.failures:
@@ -518,25 +528,34 @@ def schema(what: str) -> None:
 
 @cli.command()
 def plugins() -> None:
-    """List the installed detectors, attributors, importers, recoverers, rerun
-    executors and failure modes."""
-    from agentdebug.plugins import get_registry
+    """List the installed plugins (what each adds, and those broken, with why), and
+    the detectors, attributors, importers (with the file suffixes they read),
+    recoverers, rerun executors and failure modes."""
+    from agentdebug.io.detect import declared_suffixes
+    from agentdebug.plugins import BUILTIN, get_registry
 
-    reg = get_registry()
-    pm = reg.plugin_manager
-    if pm is not None:
-        click.echo("plugins:")
-        click.echo("  builtin (agentdebug-core)")
-        for plugin, dist in pm.list_plugin_distinfo():
-            click.echo(f"  {pm.get_name(plugin)} ({dist.project_name} {dist.version})")
+    reg = get_registry()  # (what is wrong with a plugin is also logged on stderr)
+    click.echo("plugins:")
+    for name, where in reg.plugins():
+        click.echo(f"  {name} ({where})" if where else f"  {name}")
+        if name != BUILTIN:
+            for plural, keys in reg.added(name):
+                click.echo(f"    adds {plural}: {', '.join(keys)}")
+        for problem in (p for p in reg.problems if (p.plugin, p.where) == (name, where)):
+            click.echo(f"    {'broken' if problem.broken else 'warning'}: {problem.reason}")
+
+    def importer(name: str) -> str:
+        suffixes = declared_suffixes([reg.importers[name]])
+        return name + (f" ({', '.join('*' + s for s in suffixes)})" if suffixes else "")
+
     click.echo("detectors:   " + ", ".join(reg.detectors))
     click.echo("attributors: " + ", ".join(reg.attributors))
-    click.echo("importers:   " + ", ".join(reg.importers))
+    click.echo("importers:   " + ", ".join(importer(name) for name in reg.importers))
     click.echo("recoverers:  " + ", ".join(reg.recoverers))
     click.echo("rerun executors (by framework): " + (", ".join(reg.rerun_executors) or "none"))
-    click.echo(f"failure modes: {len(reg.failure_modes)} (see `agentdebug taxonomy`)")
-    for warning in reg.warnings:
-        click.echo(f"warning: {warning}", err=True)
+    added = [m for m, by in reg.added_by.get("failure_modes", {}).items() if by != BUILTIN]
+    more = f"; {len(added)} added by plugins, listed above" if added else ""
+    click.echo(f"failure modes: {len(reg.failure_modes)} (see `agentdebug taxonomy`{more})")
 
 
 @cli.command()

@@ -37,14 +37,16 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.errors import AgentDebugError, RecordsSkipped
 from agentdebug.io.detect import (
+    JSON_SUFFIXES,
     choose_importer,
+    declared_suffixes,
     default_importers,
     load_runs,
     named_importer,
+    read_for,
     reading,
     stamped,
 )
-from agentdebug.io.source import read_source
 from agentdebug.stages import ImportedRun, Importer, Source
 
 if TYPE_CHECKING:
@@ -52,8 +54,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("agentdebug.io")
 
-#: File name suffixes a folder import picks up (compared without case).
-IMPORT_SUFFIXES = (".json", ".jsonl", ".ndjson")
+#: File name suffixes a folder import picks up (compared without case), with those
+#: the importers declare (``Importer.suffixes``).
+IMPORT_SUFFIXES = JSON_SUFFIXES
 
 
 @dataclass
@@ -63,7 +66,8 @@ class BatchImport:
     ``runs`` holds the runs (:func:`import_paths`; :func:`ingest_paths` stores
     them instead and counts them in ``imported``); ``notes`` says what was done
     that the user should know (a run renamed, a trace joined from several files);
-    ``skipped`` lists files in named folders that were not read (no import suffix).
+    ``skipped`` lists files in named folders that were not read (no import suffix:
+    ``suffixes`` are those a folder's files were picked by).
     """
 
     runs: list[ImportedRun] = field(default_factory=list)
@@ -72,21 +76,35 @@ class BatchImport:
     skipped: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     imported: int = 0
+    suffixes: tuple[str, ...] = IMPORT_SUFFIXES
 
     @property
     def ok(self) -> bool:
         return not self.failures
 
 
-def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
+def expand_paths(
+    paths: Iterable[str | Path], importers: Iterable[Importer] | None = None
+) -> list[Path]:
     """Files named, plus every importable file under folders named (sorted)."""
-    return _expand(paths, BatchImport())
+    batch = BatchImport(suffixes=folder_suffixes(importers, None))
+    return _expand(paths, batch)
+
+
+def folder_suffixes(importers: Iterable[Importer] | None, format: str | None) -> tuple[str, ...]:
+    """The suffixes of the files a folder import picks up: ``*.json``, ``*.jsonl``,
+    ``*.ndjson`` and those the importers declare; with ``format``, those its
+    importer declares (the JSON ones when it declares none)."""
+    chosen = list(importers) if importers is not None else default_importers()
+    if format is not None:
+        return declared_suffixes([named_importer(chosen, format)]) or IMPORT_SUFFIXES
+    return tuple(dict.fromkeys([*IMPORT_SUFFIXES, *declared_suffixes(chosen)]))
 
 
 def _expand(paths: Iterable[str | Path], batch: BatchImport) -> list[Path]:
-    """Files named, plus every ``*.json`` / ``*.jsonl`` / ``*.ndjson`` under
-    folders named (sorted); other files there go to ``batch.skipped``, and a named
-    folder holding none to import is a failure.
+    """Files named, plus every file under folders named whose suffix is one of
+    ``batch.suffixes`` (sorted); other files there go to ``batch.skipped``, and a
+    named folder holding none to import is a failure.
 
     Hidden files and folders (a name starting with ``.``) inside a named folder are
     passed over without a word, as version-control and editor folders are.
@@ -102,7 +120,7 @@ def _expand(paths: Iterable[str | Path], batch: BatchImport) -> list[Path]:
         for p in path.rglob("*"):
             if any(part.startswith(".") for part in p.relative_to(path).parts) or not p.is_file():
                 continue
-            (found if p.suffix.lower() in IMPORT_SUFFIXES else other).append(p)
+            (found if p.suffix.lower() in batch.suffixes else other).append(p)
         out.extend(sorted(found))
         batch.skipped.extend(sorted(other))
         if not found:
@@ -110,7 +128,7 @@ def _expand(paths: Iterable[str | Path], batch: BatchImport) -> list[Path]:
             batch.failures.append(
                 (
                     path,
-                    f"{path}: no files to import in this folder ({', '.join(IMPORT_SUFFIXES)}){extra}",
+                    f"{path}: no files to import in this folder ({', '.join(batch.suffixes)}){extra}",
                 )
             )
     return out
@@ -174,14 +192,13 @@ def _runs(
 ) -> Iterator[tuple[ImportedRun, Path]]:
     """Each run read, with the file it counts as from (a joined trace: its first)."""
     chosen = list(importers) if importers is not None else default_importers()
-    if format is not None:
-        named_importer(chosen, format)
+    batch.suffixes = folder_suffixes(chosen, format)  # (an unknown format raises here)
     gathered: dict[str, tuple[Importer, list[tuple[Source, Any]]]] = {}
     for path in _expand(paths, batch):
         if on_file is not None:
             on_file(path)
         try:
-            source = read_source(path)
+            source = read_for(path, chosen, format)
             importer = choose_importer(source, chosen, format)
             gather = getattr(importer, "gather", None)
             if gather is not None and hasattr(importer, "load_gathered"):

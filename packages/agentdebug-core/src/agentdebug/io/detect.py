@@ -27,6 +27,9 @@ from agentdebug.io.source import read_source
 from agentdebug.stages import ImportedRun, Importer, Source
 from agentdebug.store.base import IMPORTED_FROM
 
+#: The suffixes of files that must hold JSON or JSON Lines (compared without case).
+JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
 
 def detect_importer(source: Source, importers: Iterable[Importer]) -> Importer:
     """The first importer whose ``sniff`` accepts ``source``.
@@ -36,10 +39,7 @@ def detect_importer(source: Source, importers: Iterable[Importer]) -> Importer:
     """
     refusals: dict[str, str] = {}
     for importer in importers:
-        try:
-            reason = importer.sniff(source)
-        except Exception as exc:  # a broken sniff must not hide the other importers
-            reason = f"sniff failed: {type(exc).__name__}: {exc}"
+        reason = _refusal(importer, source)  # (a broken sniff must not hide the others)
         if reason is None:
             return importer
         refusals[importer.name] = reason
@@ -52,6 +52,63 @@ def default_importers() -> list[Importer]:
     from agentdebug.plugins import get_registry
 
     return list(get_registry().importers.values())
+
+
+def declared_suffixes(importers: Iterable[Importer]) -> tuple[str, ...]:
+    """The file suffixes ``importers`` say they read (their optional ``suffixes``,
+    see :class:`~agentdebug.stages.Importer`), lower case with the dot, each once;
+    what is not a string is passed over."""
+    out: dict[str, None] = {}
+    for importer in importers:
+        try:
+            given = getattr(importer, "suffixes", None)
+        except Exception:  # (a property that raises)
+            continue
+        if isinstance(given, str):
+            given = (given,)
+        if not isinstance(given, list | tuple | set | frozenset):
+            continue
+        for suffix in given:
+            if isinstance(suffix, str) and suffix.strip(". "):
+                suffix = suffix.strip().lower()
+                out["." + suffix.lstrip(".")] = None
+    return tuple(out)
+
+
+def read_for(path: str | Path, importers: Sequence[Importer], format: str | None) -> Source:
+    """``path`` read as ``importers`` (or the one ``format`` names) need it
+    (:func:`read_source`): a file with a suffix one of them declares is text when
+    it is not JSON. A file that is not JSON and not named as JSON (``*.json``,
+    ``*.jsonl``, ``*.ndjson``; with ``format``, any) is handed over as text when
+    one of them takes it as text (its ``sniff``); else its JSON error stands, or,
+    for a ``format`` whose importer declares a suffix that is not JSON's (it reads
+    text), that importer's reason."""
+    chosen = [named_importer(importers, format)] if format is not None else list(importers)
+    own = declared_suffixes(chosen)
+    try:
+        return read_source(path, text_suffixes=own)
+    except InputError as exc:
+        if format is None and Path(path).suffix.lower() in JSON_SUFFIXES:
+            raise
+        try:
+            source = read_source(path, text_suffixes=own, text_fallback=True)
+        except InputError:
+            raise exc from None
+        if source.text is None:  # pragma: no cover - (JSON now: read twice, changed between)
+            return source
+        reasons = [_refusal(importer, source) for importer in chosen]
+        if any(reason is None for reason in reasons):
+            return source
+        if format is not None and set(own) - set(JSON_SUFFIXES):
+            raise InputError(f"not a '{format}' file: {reasons[0]}", source=source.name) from None
+        raise exc from None
+
+
+def _refusal(importer: Importer, source: Source) -> str | None:
+    try:
+        return importer.sniff(source)
+    except Exception as exc:  # (a broken sniff: a refusal, with its reason)
+        return f"sniff failed: {type(exc).__name__}: {exc}"
 
 
 def named_importer(importers: Sequence[Importer], format: str) -> Importer:
@@ -141,7 +198,8 @@ def import_file(
     holding several runs some of which cannot be read raises
     :class:`~agentdebug.errors.RecordsSkipped`, whose ``runs`` are the others.
     """
-    return import_source(read_source(path), importers=importers, format=format)
+    chosen = list(importers) if importers is not None else default_importers()
+    return import_source(read_for(path, chosen, format), importers=chosen, format=format)
 
 
 def stamped(

@@ -8,6 +8,7 @@ that says where it broke, never a guess at what was meant.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +23,23 @@ _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 TEXT_SUFFIXES = {".txt", ".log"}
 
 
-def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
+def read_source(
+    path: str | Path,
+    *,
+    max_bytes: int | None = None,
+    text_suffixes: Iterable[str] | None = None,
+    text_fallback: bool = False,
+) -> Source:
     """Read and parse ``path``; raise :class:`InputError` saying where it is broken.
 
     ``max_bytes`` (default ``$AGENTDEBUG_MAX_IMPORT_BYTES`` or 200 MiB) bounds the
     file size: a bigger file is refused before it is loaded into memory.
+
+    A file named ``*.txt`` or ``*.log``, or with a suffix in ``text_suffixes``
+    (default: those the installed importers declare, ``Importer.suffixes``), is
+    handed over as text when it is not JSON; so is any file with
+    ``text_fallback`` (an importer named for it may read text). Other files must
+    be JSON or JSON Lines.
     """
     path = Path(path)
     name = str(path)
@@ -52,14 +65,26 @@ def read_source(path: str | Path, *, max_bytes: int | None = None) -> Source:
     if not data.strip():
         raise InputError("the file is empty", source=name)
     _check_utf8(data, name)
-    if path.suffix.lower() in _JSONL_SUFFIXES:
-        return _parse_lines_first(path, data)
-    if path.suffix.lower() in TEXT_SUFFIXES:  # JSON saved as .log/.txt stays JSON
-        try:
-            return _parse_document_first(path, data)
+    suffix = path.suffix.lower()
+    parse = _parse_lines_first if suffix in _JSONL_SUFFIXES else _parse_document_first
+    named_json = suffix in _JSONL_SUFFIXES or suffix == ".json"
+    if text_fallback or (not named_json and suffix in _text_suffixes(text_suffixes)):
+        try:  # (JSON saved as .log/.txt stays JSON)
+            return parse(path, data)
         except InputError:
             return Source(path=path, text=data.decode("utf-8"))
-    return _parse_document_first(path, data)
+    return parse(path, data)
+
+
+def _text_suffixes(declared: Iterable[str] | None) -> set[str]:
+    """The suffixes of files that may hold text: ``.txt``, ``.log``, and those
+    declared that are not JSON's (default: the installed importers')."""
+    if declared is None:
+        from agentdebug.io.detect import declared_suffixes
+        from agentdebug.plugins import get_registry
+
+        declared = declared_suffixes(get_registry().importers.values())
+    return TEXT_SUFFIXES | ({s.lower() for s in declared} - _JSONL_SUFFIXES - {".json"})
 
 
 def parse_bytes(data: bytes, *, name: str = "<bytes>") -> Source:

@@ -526,3 +526,35 @@ def test_router_escalates_to_deepdebug_only_when_strategies_disagree() -> None:
     assert root is not None and root.step_index == 2
     assert "deepdebug" in root.metadata["supported_by"]
     assert any(line.startswith("deepdebug:") for line in root.metadata["route"])
+
+
+def test_a_hints_plugin_that_fails_costs_its_hints_not_the_diagnosis(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    class Broken:
+        @hookimpl
+        def agentdebug_debugging_hints(self, trajectory: AgentTrajectory) -> list[str]:
+            raise RuntimeError("the hub is down")
+
+    class Hub:
+        @hookimpl
+        def agentdebug_debugging_hints(self, trajectory: AgentTrajectory) -> list[str]:
+            return ["A census run once read the wrong year column."]
+
+    pm = make_plugin_manager(load_entry_points=False)
+    pm.register(Broken(), name="broken-hub")
+    pm.register(Hub(), name="hub")
+    monkeypatch.setattr(plugins, "_default", Registry.from_plugin_manager(pm))
+
+    def script(request: dict[str, Any]) -> str:
+        return global_read(2, "writer") if stage(request) == "global" else candidate(2, "writer")
+
+    with ScriptedServer(script) as server:
+        report = diagnose(lyon(), attributor="deepdebug", settings=settings_for(server))
+    root = report.root_cause
+    assert root is not None and root.strategy == "deepdebug"  # not the heuristic's fallback
+    assert "read the wrong year column" in text_of(server.requests[0])
+    assert any(
+        "broken-hub" in n and "the hub is down" in n and "hints were left out" in n
+        for n in report.notes
+    )

@@ -103,7 +103,10 @@ class HookSpecs:
     def agentdebug_debugging_hints(self, trajectory: AgentTrajectory) -> Sequence[str]:
         """Short descriptions of similar past cases (failure, cause, fix) that a
         diagnosis agent may use as hints; called by DeepDebug's global read, with
-        the run being diagnosed. (The Error Hub, once built, is to implement it.)"""
+        the run being diagnosed. (The Error Hub, once built, is to implement it.)
+        Each plugin's implementation is called on its own: one that raises or
+        answers with no list is left out, with a note on the report, and the
+        diagnosis goes on with the others' hints."""
         raise NotImplementedError
 
     @hookspec
@@ -429,6 +432,31 @@ class Registry:
             return self.failure_modes[mode_id]
         except KeyError:
             raise NotFoundError(f"unknown failure mode '{mode_id}'") from None
+
+    def debugging_hints(self, trajectory: AgentTrajectory) -> tuple[list[str], list[str]]:
+        """Each plugin's ``agentdebug_debugging_hints`` for ``trajectory``, called on
+        its own: the hints (texts), and what went wrong, in words naming the plugin
+        (one that raises, or answers with something other than a list of texts, is
+        left out; the others' hints are kept)."""
+        hints: list[str] = []
+        problems: list[str] = []
+        if self.plugin_manager is None:
+            return hints, problems
+        for impl in self.plugin_manager.hook.agentdebug_debugging_hints.get_hookimpls():
+            if impl.hookwrapper or getattr(impl, "wrapper", False):
+                continue
+            label = self.label(impl.plugin_name)
+            try:
+                given = _as_list(impl.function(trajectory=trajectory))
+            except Exception as exc:  # a plugin's bug must not cost the diagnosis
+                problems.append(f"{label}: agentdebug_debugging_hints failed ({_said(exc)})")
+                log.debug("the traceback", exc_info=True)
+                continue
+            if given is None:
+                problems.append(f"{label}: agentdebug_debugging_hints returned no list of texts")
+                continue
+            hints += [h for h in given if isinstance(h, str) and h.strip()]
+        return hints, problems
 
     def notify_report(self, report: DiagnosticReport, trajectory: AgentTrajectory) -> None:
         """Each plugin's ``agentdebug_on_report`` with the finished report, on its

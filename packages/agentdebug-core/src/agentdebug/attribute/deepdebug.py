@@ -58,6 +58,7 @@ from agentdebug.attribute.model_common import (
     quotes_read,
     span_label,
 )
+from agentdebug.audit import note
 from agentdebug.audit import record as record_audit
 from agentdebug.detect.signals import handoff_target
 from agentdebug.plugins import get_registry
@@ -134,12 +135,9 @@ class DeepDebugAttributor:
     # -- 1. global read --------------------------------------------------------------------------
 
     def _hints(self, trajectory: AgentTrajectory) -> str:
-        pm = get_registry().plugin_manager
-        if pm is None:
-            return ""
-        hints = [
-            h for batch in pm.hook.agentdebug_debugging_hints(trajectory=trajectory) for h in batch
-        ]
+        hints, problems = get_registry().debugging_hints(trajectory)
+        for problem in problems:  # (a plugin's bug costs its hints, not the diagnosis)
+            note(self.name, f"{problem}; its hints were left out")
         if not hints:
             return ""
         _inspect(f"{len(hints)} hint(s) from past cases; {min(len(hints), MAX_HINTS)} shown")

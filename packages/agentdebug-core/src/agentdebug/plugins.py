@@ -447,7 +447,8 @@ class Registry:
                 continue
             label = self.label(impl.plugin_name)
             try:
-                given = _as_list(impl.function(trajectory=trajectory))
+                args = {"trajectory": trajectory}  # (only what the hook declares)
+                given = _as_list(impl.function(*(args[a] for a in impl.argnames)))
             except Exception as exc:  # a plugin's bug must not cost the diagnosis
                 problems.append(f"{label}: agentdebug_debugging_hints failed ({_said(exc)})")
                 log.debug("the traceback", exc_info=True)

@@ -35,7 +35,7 @@ from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hyp
 from agentdebug.text import compact_json, flatten
 from agentdebug.tokens import count_tokens
 from agentdebug.views import Step, TraceView, build_view, steps_of, window
-from agentdebug.views._steps import NOT_DECISIONS
+from agentdebug.views._steps import is_decision
 
 DEFAULT_PROMPT_BUDGET = 32_000
 MIN_VIEW_TOKENS = 200
@@ -96,7 +96,7 @@ class TraceFacts:
         produced_by: dict[int, int] = {}
         for step in steps:
             acting = next(
-                (e for e in step.events if e.agent_name and e.type not in NOT_DECISIONS),
+                (e for e in step.events if e.agent_name and is_decision(e)),
                 None,
             )
             if acting is not None and acting.agent_name:

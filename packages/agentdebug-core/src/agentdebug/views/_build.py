@@ -26,7 +26,7 @@ from agentdebug.views._render import (
     render_full,
     render_medium,
 )
-from agentdebug.views._steps import NOT_DECISIONS, Granularity, Step, steps_of
+from agentdebug.views._steps import Granularity, Step, is_decision, steps_of
 
 FULL, MEDIUM, COARSE = Granularity.FULL, Granularity.MEDIUM, Granularity.COARSE
 LEGEND = "[…] full · ~ summary · - one line · » collapsed"
@@ -352,7 +352,7 @@ def _header(
     if trajectory.goal:
         lines.append("GOAL: " + cut_middle(trajectory.goal.strip(), goal_chars)[0])
     names = trajectory.agent_names()
-    acting = {e.agent_name for e in trajectory.events if e.type not in NOT_DECISIONS}
+    acting = {e.agent_name for e in trajectory.events if is_decision(e)}
     speaking = {e.agent_name for e in trajectory.events}
     others = [n for n in names if n in speaking and n not in acting]
     agents = [n for n in names if n not in others]

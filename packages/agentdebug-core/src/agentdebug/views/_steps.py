@@ -15,6 +15,14 @@ from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 NOT_DECISIONS = frozenset({EventType.USER_INPUT, EventType.TOOL_RESULT, EventType.OBSERVATION})
 
 
+def is_decision(event: AgentEvent) -> bool:
+    """Whether ``event`` is its agent's decision: not one of :data:`NOT_DECISIONS`,
+    or what a sub-agent's run brought back into the run it is within (an
+    observation or an error naming ``metadata["sub_run"]``: the sub-agent's work,
+    which a diagnosis may blame on it)."""
+    return event.type not in NOT_DECISIONS or bool(event.metadata.get("sub_run"))
+
+
 class Granularity(StrEnum):
     """How much of a step a view shows."""
 

@@ -4,10 +4,12 @@ so, once, with the fix."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import contextvars
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -152,3 +154,58 @@ def test_no_warning_outside_any_run(
     with caplog.at_level(logging.WARNING, "agentdebug.capture"), ThreadPoolExecutor(1) as pool:
         assert pool.submit(agentdebug.record, EventType.MESSAGE, output="x").result() is None
     assert not [r for r in caplog.records if "no run is current" in r.getMessage()]
+
+
+@contextlib.contextmanager
+def _traced(dbg: AgentDebug, goal: str) -> Iterator[agentdebug.TraceSession]:
+    with dbg.trace(goal=goal) as t:
+        yield t
+
+
+def test_a_contextmanager_helper_s_run_is_current_in_its_with_body(home: Path) -> None:
+    dbg = AgentDebug()
+    with _traced(dbg, "helper") as t:
+        assert current_session() is t  # (its generator waits at the yield: its body runs)
+        agentdebug.record(EventType.MESSAGE, agent_name="app", output="in the body")
+        with dbg.trace(goal="inner") as inner:
+            pass
+    assert inner.metadata["within_run"] == t.id
+    events = open_store(home).load_trajectory(t.id).events
+    assert [e.output for e in events if "sub_run" not in e.metadata] == ["in the body"]
+
+
+@pytest.fixture
+def traced_fixture(home: Path) -> Iterator[agentdebug.TraceSession]:
+    with AgentDebug().trace(goal="fixture") as t:
+        yield t
+
+
+def test_a_yield_fixture_s_run_is_current_in_the_test(
+    home: Path, traced_fixture: agentdebug.TraceSession
+) -> None:
+    assert current_session() is traced_fixture
+    assert agentdebug.record(EventType.MESSAGE, agent_name="test", output="x") is not None
+
+
+def test_an_async_generator_s_run_is_current_in_the_tasks_it_awaits(home: Path) -> None:
+    dbg = AgentDebug()
+
+    async def worker(i: int) -> None:
+        await asyncio.sleep(0)
+        agentdebug.record(EventType.TOOL_CALL, agent_name="worker", input={"i": i})
+
+    async def stream() -> AsyncIterator[str]:
+        async with dbg.trace(goal="async stream") as t:
+            await asyncio.gather(worker(1), worker(2))
+            await asyncio.to_thread(
+                agentdebug.record, EventType.MESSAGE, agent_name="thread", output="t"
+            )
+            yield t.id
+
+    async def main() -> str:
+        (only,) = [i async for i in stream()]
+        return only
+
+    run_id = asyncio.run(main())
+    events = open_store(home).load_trajectory(run_id).events
+    assert sorted(str(e.agent_name) for e in events) == ["thread", "worker", "worker"]

@@ -13,6 +13,12 @@ sees its own. Two things make a context variable say more than it should or less
   while that generator waits at a ``yield``: its frame is then off the stack
   (``f_back`` is None), so the code driving it sees the run it would see without
   the generator, and a second stream it starts is not the first one's sub-run.
+  Not so for a generator that ``contextlib`` or pytest drives (a
+  ``@contextmanager`` helper around ``dbg.trace()``, a yield fixture): its
+  ``yield`` hands the ``with`` body to its caller, whose code is inside the run.
+  Nor for an async generator: its frame is off the stack at every ``await`` as
+  well, while its own tasks run (which one waits at a ``yield`` is not known from
+  its frame).
 - A thread does not inherit its creator's context (a ``ThreadPoolExecutor``,
   ``loop.run_in_executor``, ``threading.Thread``), so ``agentdebug.record`` there
   finds no session and records nothing. That is said once per process, with the
@@ -53,7 +59,8 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 # runs entered with ``with`` and not yet exited: id(session) -> (thread ident, run id)
 _live: dict[int, tuple[int, str]] = {}
 _warned = False  # the thread warning is said once per process
-_GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+# drivers whose generator's yield hands its `with` body to the caller (see above)
+_WITH_DRIVERS = ("contextlib", "_pytest.")
 
 
 #: A framework's current run: the session and the fields an event recorded there
@@ -166,16 +173,19 @@ def _ours(module: object) -> bool:
 
 
 def _generator_entering() -> FrameType | None:
-    """The generator frame whose ``with`` (or ``async with``) is entering a run,
+    """The generator frame whose ``with`` is entering a run,
     if a generator's is: the first frame above :func:`enter` that is not
     agentdebug's own (the session's ``__enter__``/``__aenter__``, a plugin's run
     entering its session)."""
     frame: FrameType | None = sys._getframe(2)
     while frame is not None and _ours(frame.f_globals.get("__name__")):
         frame = frame.f_back
-    if frame is not None and frame.f_code.co_flags & _GENERATORS:
-        return frame
-    return None
+    if frame is None or not frame.f_code.co_flags & inspect.CO_GENERATOR:
+        return None
+    driver = frame.f_back
+    if driver is not None and str(driver.f_globals.get("__name__", "")).startswith(_WITH_DRIVERS):
+        return None  # (a @contextmanager's or a yield fixture's: its caller is inside)
+    return frame
 
 
 def _warn_other_thread() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any, TypedDict
 
+import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug.schema import AgentTrajectory
 from agentdebug_langgraph import AgentDebugCallback
@@ -99,3 +100,40 @@ def test_a_custom_event_is_an_observation_of_the_node(dbg: AgentDebug) -> None:
         {"stage": "retrieving"},
         "progress",
     )
+
+
+def test_a_retrieval_a_timeout_cancelled_is_recorded_as_stopped(dbg: AgentDebug) -> None:
+    import asyncio
+
+    class Slow(BaseRetriever):
+        async def _aget_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            await asyncio.sleep(10)
+            return []
+
+        def _get_relevant_documents(self, query: str, *, run_manager: Any) -> list[Document]:
+            raise NotImplementedError
+
+    async def retrieve(state: Q) -> dict[str, Any]:
+        await Slow().ainvoke("refunds")
+        return {"answer": "never"}
+
+    g = StateGraph(Q)
+    g.add_node("retrieve", retrieve)
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", END)
+    callback = AgentDebugCallback(dbg)
+
+    async def main() -> None:
+        await asyncio.wait_for(
+            g.compile().ainvoke({"question": "?", "answer": ""}, config={"callbacks": [callback]}),
+            timeout=0.2,
+        )
+
+    with pytest.raises(TimeoutError):
+        asyncio.run(main())
+    assert callback._retrievals == {}  # nothing left behind in a long-lived handler
+    assert callback.last_run_id is not None
+    run = dbg.store.load_trajectory(callback.last_run_id)
+    (read,) = [e for e in run.events if e.type is EventType.MEMORY_READ]
+    assert read.input == {"query": "refunds"} and read.agent_name == "retrieve"
+    assert read.metadata["stopped"] == "the run ended before the retriever answered"

@@ -273,7 +273,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     def _forget(self, run: GraphRun) -> None:
         """Drop what is left of a finished run (nodes cut short by an interrupt or an
         error in a parallel branch), so a long-lived handler does not grow; a model
-        call still open is recorded first, as stopped. The
+        call or a retrieval still open is recorded first, as stopped. The
         tables are copied before they are read (``list`` of a dict's items runs in
         C, so no other thread changes it meanwhile): a handler shared by graphs
         running in other threads (``instrument()``) fills them as this runs."""
@@ -288,6 +288,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
                 if call[1].__class__ is list:  # a model call it was making as it stopped
                     self._stopped_call(run_id, call, "the run ended before the model answered")
                 self._streamed.pop(run_id, None)
+        for run_id, started in list(self._retrievals.items()):  # (a cancel fires no end)
+            if started[0].run is run and self._retrievals.pop(run_id, None) is not None:
+                self._retrieved(started, stopped="the run ended before the retriever answered")
         if self._streamed:  # (an entry a chunk made as its call was being ended)
             for key in list(self._streamed):
                 if key not in self._calls:

@@ -72,6 +72,8 @@ class ProgramEvents(CaptureBase):
         meta: dict[str, Any] = {"retriever": name}
         if "count" in how:
             meta["documents"] = how["count"]
+        if "stopped" in how:  # (cancelled: LangChain fires neither end nor error)
+            meta["stopped"] = how["stopped"]
         rec.run.session.record(
             EventType.MEMORY_READ,
             agent_name=rec.agent,

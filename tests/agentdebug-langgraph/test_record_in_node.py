@@ -197,3 +197,39 @@ def test_a_coroutine_node_s_note_is_its_own(dbg: AgentDebug) -> None:
     run = _graph_run(dbg, callback)
     note = next(e for e in run.events if e.type is EventType.OBSERVATION)
     assert (note.agent_name, note.parent_id) == ("plan", _start_of(run, "plan").id)
+
+
+def test_a_graph_given_its_own_callback_in_a_recorded_node_is_not_reported_twice(
+    dbg: AgentDebug,
+) -> None:
+    inner_cb = AgentDebugCallback(dbg)
+
+    def inner_body(state: Count) -> dict[str, Any]:
+        agentdebug.record(EventType.OBSERVATION, output="inner note")
+        return {"n": state["n"] + 1}
+
+    g = StateGraph(Count)
+    g.add_node("inner", inner_body)
+    g.add_edge(START, "inner")
+    g.add_edge("inner", END)
+    inner = g.compile(name="inner_graph")
+
+    def outer_body(state: Count) -> Any:
+        return inner.invoke(state, config={"callbacks": [inner_cb]})
+
+    o = StateGraph(Count)
+    o.add_node("outer", outer_body)
+    o.add_edge(START, "outer")
+    o.add_edge("outer", END)
+    outer_cb = AgentDebugCallback(dbg)
+    o.compile().invoke({"n": 0}, config={"callbacks": [outer_cb]})
+    outer_run = _graph_run(dbg, outer_cb)
+    inner_run = _graph_run(dbg, inner_cb)
+    # the outer run records the inner graph as a subgraph (its handler is inherited),
+    # so the inner graph's own run is not also its sub-run, reported into it again
+    assert "within_run" not in inner_run.metadata
+    assert not [e for e in outer_run.events if e.metadata.get("sub_run")]
+    assert [e.agent_name for e in outer_run.events if e.type is EventType.AGENT_START] == [
+        "outer",
+        "outer/inner",
+    ]

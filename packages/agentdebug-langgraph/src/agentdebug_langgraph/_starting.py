@@ -20,6 +20,7 @@ from typing import Any
 from uuid import UUID
 
 from agentdebug import AgentInfo, EventType, TraceSession
+from agentdebug.capture.current import framework_runs_ignored
 from agentdebug.store.base import CONTINUES_BEFORE
 from langgraph.types import Command
 
@@ -365,14 +366,15 @@ class RunStarting(RunEnding):
             invoked = _invocation.inherited(invoked, continues.invoked_with, continues.run_id)
         if invoked:
             lg[_invocation.KEY] = invoked
-        session = self._debugger().trace(
-            goal,
-            framework=FRAMEWORK,
-            agents=[AgentInfo(name=n, role="node") for n in nodes],
-            reference_answer=self.reference_answer,
-            metadata={**self.metadata, "langgraph": lg, **_cut(fork)},
-            continues=continues.mark if continues is not None else None,
-        )
+        with framework_runs_ignored():  # (a graph in a recorded node is recorded there)
+            session = self._debugger().trace(
+                goal,
+                framework=FRAMEWORK,
+                agents=[AgentInfo(name=n, role="node") for n in nodes],
+                reference_answer=self.reference_answer,
+                metadata={**self.metadata, "langgraph": lg, **_cut(fork)},
+                continues=continues.mark if continues is not None else None,
+            )
         session._stands_for = lg["graph"]  # (in a run it is a sub-run of: the graph)
         if self.success_check is not None:
             note_check(session.id, self.success_check)

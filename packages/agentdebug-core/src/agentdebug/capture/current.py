@@ -44,7 +44,8 @@ import inspect
 import logging
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar, Token
 from types import FrameType
 from typing import TYPE_CHECKING, Any
@@ -68,6 +69,23 @@ _WITH_DRIVERS = ("contextlib", "_pytest.")
 Finder = Callable[[], "tuple[TraceSession, Mapping[str, Any]] | None"]
 _finders: list[Finder] = []
 _NONE: Mapping[str, Any] = {}
+
+
+# set while a framework integration begins a run of its own inside a run of the
+# same framework's that already records it (a LangGraph graph invoked in a node of a
+# recorded graph is recorded there, as a subgraph): no framework run is current
+_FRAMEWORK_OFF: ContextVar[bool] = ContextVar("agentdebug_framework_runs_off", default=False)
+
+
+@contextmanager
+def framework_runs_ignored() -> Iterator[None]:
+    """Within the block, only runs entered with ``with`` are current (see
+    :data:`_FRAMEWORK_OFF`)."""
+    token = _FRAMEWORK_OFF.set(True)
+    try:
+        yield
+    finally:
+        _FRAMEWORK_OFF.reset(token)
 
 
 def register_finder(finder: Finder) -> None:
@@ -119,7 +137,7 @@ def _innermost() -> tuple[TraceSession, Mapping[str, Any]] | None:
             session = _live_outer(session)
     else:
         session = _live_outer(session)
-    framework = _framework_run() if _finders else None
+    framework = _framework_run() if _finders and not _FRAMEWORK_OFF.get() else None
     if framework is None:
         return (session, _NONE) if session is not None else None
     if session is None or not _began_within(session, framework[0]):

@@ -514,3 +514,37 @@ def test_keep_last_with_a_status_keeps_the_newest_of_that_status() -> None:
     runs = [summary(f"ok{n}", 10 - n) for n in range(5)]  # ok4 the newest success
     runs += [summary(f"bad{n}", 1 - n / 10, "failure") for n in range(5)]  # newer still
     assert chosen(runs, statuses={"success"}, keep_last=2) == ["ok0", "ok1", "ok2"]
+
+
+def test_vacuum_says_what_it_freed_while_a_service_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Runs written by another process while the prune ran (here: between its
+    measuring the files and its deletes) grow the file past what the prune gave
+    back: before, the difference of the files' sizes, taken as never below zero,
+    read "0 B freed" after deleting 5,001 runs."""
+    import agentdebug.cli.prune as prune_module
+    from agentdebug.cli import main
+
+    where = tmp_path / "store"
+    store = open_store(where)
+    for n in range(60):
+        put(store, f"run{n:03d}", 40 if n < 50 else 1, events=40)
+    store.close()
+    deleting = prune_module._delete
+
+    def while_a_service_writes(*args: Any) -> int:
+        service = open_store(where)  # another process's store, writing a big run
+        put(service, "written-meanwhile", 0.1, events=8000)  # (more than is pruned)
+        service.close()
+        return deleting(*args)
+
+    monkeypatch.setattr(prune_module, "_delete", while_a_service_writes)
+    main(["--store", str(where), "prune", "--older-than", "30d", "--vacuum", "--yes"])
+    said = capsys.readouterr().out
+    assert said.startswith("pruned 50 run(s) in 50 families"), said
+    freed = float(said.split("; ")[1].split(" KiB freed")[0])
+    assert freed > 300, said  # (50 runs of 40 events of 200-odd bytes, in 16 KiB pages)
+    assert "pages fewer" in said
+    assert "the store grew by " in said and "other processes wrote runs while it pruned" in said
+    assert len(ids(where)) == 11

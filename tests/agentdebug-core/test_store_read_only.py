@@ -171,3 +171,39 @@ def test_a_write_to_a_read_only_store_says_why_in_python_too(shared: Path) -> No
     assert "refused: " in done.stdout and "the store is open read-only" in done.stdout
     assert "copy it somewhere writable" in done.stdout
     assert sorted(p.name for p in store.iterdir()) == ["agentdebug.db"]
+
+
+RECORD = """
+import logging, time
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from agentdebug import AgentDebug, EventType
+dbg = AgentDebug()
+start = time.monotonic()
+for n in range(20):
+    with dbg.trace(goal=f"run {n}") as t:
+        t.record(EventType.PLAN, agent_name="planner", output="plan")
+        t.record(EventType.TOOL_RESULT, agent_name="planner", error="timeout")
+took = time.monotonic() - start
+print(f"took {took:.2f}", [e.output for e in t.trajectory().events])
+"""
+
+
+@pytest.mark.parametrize("kind", ["store", "store/runs.jsonl"])
+def test_an_agent_recording_into_a_read_only_store_is_told_once_and_not_slowed(
+    shared: Path, kind: str
+) -> None:
+    """Before: each run retried its writes for 0.75 s and logged an ERROR, since
+    the failure was remembered per run rather than per store."""
+    stored_run(shared, kind)
+    read_only(shared / "store")
+    done = as_reader(home=shared, store=kind, code=RECORD)
+    assert done.returncode == 0, done.stderr
+    took = float(done.stdout.split()[1])
+    assert took < 5, done.stdout  # (before: 15 s, 0.75 s a run)
+    assert "['plan', None]" in done.stdout  # each run kept in memory
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
+    assert len(warnings) == 1, done.stderr
+    said = warnings[0]
+    assert "cannot be written here (this user cannot write the file); runs are kept in " in said
+    assert "memory only (analyze works), nothing is saved to it" in said
+    assert "ERROR" not in done.stderr, done.stderr

@@ -551,7 +551,7 @@ class TraceSession:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
                 self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
-                self._writer.flush()  # the run is on disk when the with block ends
+                self._writer.flush(run_id=self.id)  # on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
         if self._within is not None:  # a sub-run: the run it is within records how it went

@@ -18,10 +18,12 @@ up and spares the hand-overs; SQLite's share still runs beside it, on the store
 thread. The agent never waits for the store: when the store is slow, events wait
 in memory.
 
-A store that fails is retried a few times (another process may hold the
-database for a moment); if it keeps failing, that is logged once and the run's
-rows are kept in memory (the session's spill) so it can still be analysed. The
-agent is never interrupted.
+A store that does not take a write is handled by
+:mod:`agentdebug.capture.store_health`: a read-only one is not tried, a locked
+one is tried again in the background until the lock goes (the events waiting in
+memory), any other failure a moment, then the run is kept in memory (the
+session's spill) so it can still be analysed. A flush, and so the end of a run,
+waits for the store only while it takes writes. The agent is never interrupted.
 """
 
 from __future__ import annotations
@@ -40,17 +42,10 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.capture.encode import (
-    AGENT,
-    ENCODED,
-    ENCODED_LEN,
-    EVENT_ID,
-    RUN_KEY,
-    SEQ,
-    batch_json,
-    event_id,
-    event_json,
-)
+from agentdebug.capture import store_health
+from agentdebug.capture.encode import ENCODED_LEN, EVENT_ID, RUN_KEY, SEQ, event_id
+from agentdebug.capture.event_rows import one_by_one, rows_of
+from agentdebug.capture.store_health import StoreHealth
 from agentdebug.gcutil import gc_paused
 from agentdebug.limits import max_event_bytes
 from agentdebug.store.base import EventBatch, EventRow, TraceStore
@@ -65,13 +60,9 @@ BATCH = 16384  # the most events written in one transaction
 BATCH_BYTES = 64 * 1024 * 1024  # the most JSON written in one transaction
 AHEAD = 4  # the most encoded submissions waiting for the store thread
 BEHIND = 8192  # queued events at which ``record`` encodes a batch itself
-RETRY_DELAYS = (0.05, 0.1, 0.2, 0.4)
 _CONTROL = object()  # first slot of a queued start/end of a run
 _ANCHOR = object()  # first slot of a session queued ahead of its events
-_seq_of = operator.itemgetter(SEQ)
 _key_of = operator.itemgetter(RUN_KEY)
-_agent_of = operator.itemgetter(AGENT)
-_encoded_of = operator.itemgetter(ENCODED)
 
 # One run's events in a chunk: (session, queued tuples, position -> the id settled
 # for an event that came with its own)
@@ -108,6 +99,9 @@ class BackgroundWriter:
         self._submitted = 0
         self._done = 0
         self._store_running = True
+        self._writing: list[_Job] = []  # what the store thread is writing now
+        self._taken: list[tuple[Any, ...]] = []  # what a drain took from the queue
+        self.health = StoreHealth(store)  # read-only, locked: see capture.store_health
         self._thread = threading.Thread(target=self._loop, name="agentdebug-writer", daemon=True)
         self._store_thread = threading.Thread(
             target=self._store_loop, name="agentdebug-store", daemon=True
@@ -161,19 +155,44 @@ class BackgroundWriter:
 
     # -- the drain -----------------------------------------------------------------
 
-    def flush(self) -> None:
-        """Write everything queued so far; returns once it is in the store."""
-        with self._lock:
-            self._drain_locked()
+    def flush(self, wait: float | None = None, run_id: str | None = None) -> bool:
+        """Write everything queued so far; True once it is in the store.
+
+        Waits while the store takes writes, but not for a store that takes none:
+        after ``wait`` seconds (``END_WAIT``) without a write done it returns
+        False, said once (for ``run_id``'s run, when given), what is queued left
+        queued to be written when the store takes writes again; until then a flush
+        with no ``wait`` given does not wait at all (see capture.store_health)."""
+        health = self.health
+        limit = wait if wait is not None else 0.0 if health.stalled else store_health.END_WAIT
+        start = time.monotonic()
+
+        def late() -> bool:
+            return health.left(start, limit) <= 0
+
+        while not self._lock.acquire(timeout=min(0.1, limit)):
+            if late():  # (the writer thread waits for the store, holding the lock)
+                health.stall(run_id, waited=limit)
+                return False
+        try:
+            whole = self._drain_locked(late=late)
             target = self._submitted
+        finally:
+            self._lock.release()
         with self._ready_lock:
             while self._done < target and self._store_running:
                 if sys.is_finalizing():  # the store thread is frozen: it will not come
                     log.error("agentdebug: events recorded during interpreter shutdown were lost")
-                    return
-                self._ready.wait(1.0)
+                    return False
+                if late():
+                    health.stall(run_id, waited=limit)
+                    return False
+                self._ready.wait(min(1.0, max(0.01, health.left(start, limit))))
+        return whole
 
-    def _drain_locked(self, most: int | None = None) -> None:
+    def _drain_locked(
+        self, most: int | None = None, late: Callable[[], bool] | None = None
+    ) -> bool:
         """Encode what is queued, ``CHUNK`` events at a time (so the objects being
         built stay few and their memory is reused), and hand it to the store
         thread: at every start or end of a run, when ``BATCH`` events wait, and at
@@ -184,14 +203,16 @@ class BackgroundWriter:
         never waits for the store thread: it stops once ``AHEAD`` batches wait to
         be written, and puts what it took and did not hand over back at the
         queue's front. So does a signal (Ctrl-C) that interrupts it: a recording
-        thread is often the main one, where signals land."""
+        thread is often the main one, where signals land. So does a whole drain
+        whose wait for the store thread grew ``late`` (a flush: the store is stuck);
+        False then."""
         queue = self.queue
         # Only what is queued now: chasing an agent that keeps recording would
         # mean a stream of small transactions, each costing a commit and a GIL
         # hand-over; what it records meanwhile waits for the next round. Taken in
         # one call (no bytecode runs in between, so no signal handler either).
         n = len(queue) if most is None else min(len(queue), most)
-        taken = list(map(operator.call, itertools.repeat(queue.popleft, n)))
+        taken = self._taken = list(map(operator.call, itertools.repeat(queue.popleft, n)))
         handed = 0  # taken[:handed] is with the store thread
         upto, expect = 0, -1  # the hand-over in flight: taken[:upto], the count it makes
         held: list[TraceSession] = []
@@ -249,13 +270,15 @@ class BackgroundWriter:
                     jobs.append((pending[1], pending[2]))
                 if jobs and (pending is not None or waiting >= BATCH or i >= n):
                     upto, expect = i, self._submitted + 1
-                    self._submit(jobs, wait=most is None)
+                    if not self._submit(jobs, wait=most is None, late=late):
+                        return False  # (the rest goes back to the queue: finally)
                     handed = i
                     jobs = []
                     waiting = 0
                     if most is not None and self._submitted - self._done >= AHEAD:
                         break
             handed = i  # the rest, if any, was left for later (``AHEAD``)
+            return True
         except KeyboardInterrupt:
             if self._submitted == expect:  # it came after the hand-over in flight
                 handed = max(handed, upto)
@@ -264,6 +287,7 @@ class BackgroundWriter:
             handed = max(handed, i)  # is lost (logged by the caller), the rest kept
             raise
         finally:
+            self._taken = []
             if handed < n:
                 queue.extendleft(reversed(taken[handed:]))  # in order, ahead of newer ones
             # Sessions anchored in this drain stay alive through the next two whole
@@ -298,65 +322,21 @@ class BackgroundWriter:
         batch[1].append(item)
         return batch
 
-    def _doc(self, item: tuple[Any, ...], given_id: str | None) -> bytes:
-        """One event's JSON: as ``record`` encoded it, or by the careful path."""
-        if len(item) == ENCODED_LEN:
-            data: bytes = item[ENCODED]
-            return data
-        return event_json(item, self._limit, given_id)
-
     def _safe_rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
-        """:meth:`_rows`, and should it fail, a row per event by the total path: one
-        odd event must never cost the others in the drain (or a run's end)."""
+        """The run's rows for these events (:func:`rows_of`), and should that fail, a
+        row per event by the total path: one odd event must never cost the others
+        in the drain (or a run's end)."""
         try:
-            return self._rows(items, ids)
+            return rows_of(items, ids, self._limit)
         except Exception:
             log.exception("agentdebug: batch encoding failed; events written one by one")
-            return [
-                EventRow(
-                    item[SEQ],
-                    item[AGENT] if item[AGENT].__class__ is str else None,
-                    self._doc(item, ids.get(i)),
-                )
-                for i, item in enumerate(items)
-            ]
-
-    def _rows(self, items: list[tuple[Any, ...]], ids: dict[int, str]) -> Sequence[EventRow]:
-        """The run's rows for these events: one JSON array when their sequence
-        numbers follow on (as they do unless several threads record into the run at
-        once), else a row each. Events ``record`` encoded are joined as they are
-        (loops in C: this is the writer's share of the GIL for a busy agent)."""
-        first = items[0][SEQ]
-        n = len(items)
-        if list(map(_seq_of, items)) == list(range(first, first + n)):
-            try:
-                agents = set(map(_agent_of, items))
-            except TypeError:  # a caller passed an unhashable name
-                agents = {a for item in items if (a := item[AGENT]).__class__ is str}
-            agents = {a for a in agents if a.__class__ is str and a}
-            array: bytes | None
-            try:
-                array = b"[" + b",".join(list(map(_encoded_of, items))) + b"]"
-            except TypeError:  # some came as they were recorded: encode those here
-                array = None
-                if not any(len(item) == ENCODED_LEN for item in items):
-                    array = batch_json(items, ids, self._limit)
-            if array is None:  # the careful path, event by event
-                docs = [self._doc(item, ids.get(i)) for i, item in enumerate(items)]
-                array = b"[" + b",".join(docs) + b"]"
-            return EventBatch(first, n, array, agents)
-        return [
-            EventRow(
-                item[SEQ],
-                item[AGENT] if isinstance(item[AGENT], str) else None,
-                self._doc(item, ids.get(i)),
-            )
-            for i, item in enumerate(items)
-        ]
+            return one_by_one(items, ids, self._limit)
 
     # -- writing ------------------------------------------------------------------
 
-    def _submit(self, jobs: list[_Job], *, wait: bool = True) -> None:
+    def _submit(
+        self, jobs: list[_Job], *, wait: bool = True, late: Callable[[], bool] | None = None
+    ) -> bool:
         """Hand encoded jobs to the store thread and go on encoding: SQLite works
         without the GIL, so the next chunk is encoded while this one is written.
         Waits while ``AHEAD`` submissions are still unwritten (memory stays
@@ -364,18 +344,22 @@ class BackgroundWriter:
         checks that limit itself). Once the store thread has stopped (the writer
         was closed, and a run goes on recording), the jobs are written here, so
         nothing waits for a thread that is gone, and a failing store still ends
-        in the session's spill."""
+        in the session's spill. False (nothing handed over) once that wait grows
+        ``late``."""
         with self._ready_lock:  # (a C lock: no signal between taking it and the block)
             while wait and self._store_running and self._submitted - self._done >= AHEAD:
-                self._ready.wait(1.0)
+                if late is not None and late():
+                    return False
+                self._ready.wait(1.0 if late is None else 0.1)
             if self._store_running:
                 # counted first: a signal can land only after the append, with both
                 # done, so an interrupted drain knows the batch was handed over
                 self._submitted += 1
                 self._jobs.append(jobs)
                 self._ready.notify_all()
-                return
+                return True
         self._run(jobs)  # the store thread wrote all it was given before it stopped
+        return True
 
     def _store_loop(self) -> None:
         """The store thread: write submitted jobs in the order they came, all that
@@ -392,15 +376,17 @@ class BackgroundWriter:
                         return
                     self._ready.wait(1.0)  # (a notify lost to a signal costs a second)
                 taken = len(jobs_queue)
-                jobs = [job for _ in range(taken) for job in jobs_queue.popleft()]
+                jobs = self._writing = [job for _ in range(taken) for job in jobs_queue.popleft()]
             try:
                 self._run(jobs)
             except BaseException:  # the thread must survive anything
                 log.exception("agentdebug store writes failed")
             del jobs  # the written bytes, and the sessions, are not kept while idle
+            self._writing = []
             with self._ready_lock:
                 self._done += taken
                 self._wrote = True  # after the write: the next idle moment folds it in
+                self.health.progressed(caught_up=self._done == self._submitted)
                 self._ready.notify_all()
 
     def _run(self, jobs: list[_Job]) -> None:
@@ -443,27 +429,10 @@ class BackgroundWriter:
                 session.spill.extend(rows)
 
     def _guard(self, session: TraceSession, action: Callable[[], None]) -> bool:
-        """Run a store call; retry a moment if it fails, then give up on this
-        session's store for good (logged once) rather than break the agent."""
-        if session.store_failed:
-            return False
-        for delay in (*RETRY_DELAYS, None):
-            try:
-                action()
-                return True
-            except Exception as exc:
-                if delay is not None:
-                    time.sleep(delay)
-                    continue
-                session.store_failed = True
-                session.store_error = f"{type(exc).__name__}: {exc}"
-                log.error(
-                    "agentdebug: the store at %s failed (%s); run %s is kept in memory only",
-                    self.store.location,
-                    exc,
-                    session.id,
-                )
-        return False
+        """Run a store call, never breaking the agent: a locked store is waited out
+        on the store thread, a read-only one not tried (see capture.store_health)."""
+        on_store_thread = threading.current_thread() is self._store_thread
+        return self.health.guard(session, action, waits_out_locks=on_store_thread)
 
     # -- the thread -----------------------------------------------------------------
 
@@ -488,14 +457,27 @@ class BackgroundWriter:
                 log.exception("agentdebug writer failed")  # repr may even raise SystemExit)
 
     def close(self) -> None:
+        """Write what is queued (waiting ``store_health.EXIT_WAIT`` seconds at most for a store
+        that takes no write, then saying which runs were not written), and stop."""
         _OPEN.discard(self)
-        self.flush()
+        written = self.flush(wait=store_health.EXIT_WAIT)
+        if not written and not sys.is_finalizing():
+            self.health.give_up(store_health.EXIT_WAIT, self._waiting_runs())
         self._stopped = True
         self._wake.set()
         with self._ready_lock:
             self._ready.notify_all()
-        self._thread.join(timeout=5)
-        self._store_thread.join(timeout=5)
+        self._thread.join(timeout=5 if written else 0.1)  # (not for a thread stuck
+        self._store_thread.join(timeout=5 if written else 0.1)  # in the store's lock)
+
+    def _waiting_runs(self) -> list[str]:
+        """The runs whose writes wait: being written, handed over, or queued."""
+        sessions: list[TraceSession | None] = [job[0] for job in self._writing]
+        sessions += [job[0] for jobs in list(self._jobs) for job in jobs]
+        for item in [*self._taken, *self.queue]:
+            found = item[1] if item[0] is _CONTROL or item[0] is _ANCHOR else None
+            sessions.append(found or self._sessions.get(item[RUN_KEY]))
+        return [session.id for session in sessions if session is not None]
 
 
 def _flush_at_exit() -> None:

@@ -23,7 +23,7 @@ from agentdebug.errors import AgentDebugError, InputError, StoreError
 from agentdebug.store import JSONLStore, RunQuery, RunSummary, SQLiteStore, TraceStore
 from agentdebug.store.access import write_refused
 from agentdebug.store.retention import PrunePlan, Retention, select
-from agentdebug.store.sqlite_prune import file_bytes
+from agentdebug.store.sqlite_prune import Vacuumed, file_bytes
 from agentdebug.store.sqlite_prune import vacuum as vacuum_file
 
 # Runs a SQLite store deletes per transaction (whole families): a long prune lets
@@ -200,22 +200,53 @@ def prune(
     before = _on_disk(store)
     gone = _delete(store, delete, plan) if plan.doomed else 0
     freed = ""
+    vacuumed = None
     if isinstance(store, SQLiteStore):
         if vacuum:
-            vacuum_file(store.path)
+            vacuumed = vacuum_file(store.path)
         else:
             freed = "; the file keeps its size (SQLite reuses the space; --vacuum frees it)"
     elif vacuum and not isinstance(store, JSONLStore):  # (a JSON Lines store is rewritten)
         click.echo(f"Note: --vacuum: agentdebug cannot vacuum {store.location}", err=True)
     after = _on_disk(store)
-    if before is not None and after is not None and not freed:
-        freed = f"; {_size(max(before - after, 0))} freed"
+    if vacuumed is not None:
+        freed = _vacuum_said(vacuumed, before, after)
+    elif before is not None and after is not None and not freed:
+        freed = _freed(before, after)
     done = (
         f"pruned {gone} run(s) in {_families(plan.families)} from"
         if gone
         else "nothing to prune in"
     )
     click.echo(f"{done} {store.location}{_held(plan)}{freed}")
+
+
+def _grew(before: int | None, after: int | None) -> str:
+    """What other processes wrote while the prune ran, when the files grew."""
+    if before is None or after is None or after <= before:
+        return ""
+    return (
+        f"; the store grew by {_size(after - before)} all the same: other processes "
+        "wrote runs while it pruned"
+    )
+
+
+def _freed(before: int, after: int) -> str:
+    """A JSON Lines store rewritten: what its file gave back, or that it grew."""
+    return f"; {_size(before - after)} freed" if after <= before else _grew(before, after)
+
+
+def _vacuum_said(done: Vacuumed, before: int | None, after: int | None) -> str:
+    """What ``VACUUM`` gave back, counted in the file's pages (before, the
+    difference of the files' sizes, with what a service wrote meanwhile taken
+    off: 147 MB pruned read "0 B freed")."""
+    text = f"; {_size(done.freed)} freed ({done.freed // done.page_size} pages fewer)"
+    if not done.folded:
+        text += (
+            "; the write-ahead log still holds the rewritten file (a reader's snapshot "
+            "held it back), so the files shrink at a later checkpoint"
+        )
+    return text + _grew(before, after)
 
 
 def _is_terminal() -> bool:

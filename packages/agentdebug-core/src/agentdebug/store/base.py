@@ -30,6 +30,11 @@ from agentdebug.schema import (
     Outcome,
 )
 from agentdebug.schema.trace import events_from_json
+from agentdebug.store.newer_fields import (
+    events_without_unknown,
+    header_without_unknown,
+    note_unknown,
+)
 
 
 class EventRow(NamedTuple):
@@ -325,6 +330,15 @@ def event_row(seq: int, event: AgentEvent) -> EventRow:
     return EventRow(seq, event.agent_name, event.model_dump_json(exclude_defaults=True).encode())
 
 
+class StoreLocked(StoreError):
+    """A write another connection kept out (SQLite's write lock held by another
+    process, a JSON Lines file's lock): the same write may succeed later."""
+
+
+class StoreReadOnly(StoreError):
+    """A write to a store this process cannot write: it will not succeed later."""
+
+
 class EventsDamaged(ValueError):
     """A stored event does not validate; ``first`` is the run position of the
     first event in the part that was being read (its errors count from there)."""
@@ -335,7 +349,7 @@ class EventsDamaged(ValueError):
         self.first = first
 
 
-def assemble(header: bytes, chunks: Iterable[bytes]) -> AgentTrajectory:
+def assemble(header: bytes, chunks: Iterable[bytes], location: str = "") -> AgentTrajectory:
     """A trajectory from its stored header and its events' JSON, in chunks: each
     chunk the comma-separated documents of consecutive events.
 
@@ -343,17 +357,27 @@ def assemble(header: bytes, chunks: Iterable[bytes]) -> AgentTrajectory:
     than as one document: validating one array of a whole run makes pydantic hold
     a parse of all of it at once, and on a fresh process every new page of memory
     costs a page fault (about 2.5 us each here), a third of the time of loading a
-    100,000-event run. Chunks reuse the same memory."""
+    100,000-event run. Chunks reuse the same memory.
+
+    Fields a newer agentdebug added are left out, said once (see
+    :mod:`agentdebug.store.newer_fields`; ``location`` names the store there)."""
     events: list[AgentEvent] = []
+    unknown: set[str] = set()
     with gc_paused():
         for chunk in chunks:
+            array = b"[" + chunk + b"]"
             try:
-                events += events_from_json(b"[" + chunk + b"]")
+                events += events_from_json(array)
             except ValidationError as exc:
-                raise EventsDamaged(exc, len(events)) from exc
+                try:
+                    events += events_without_unknown(array, exc, unknown)
+                except ValidationError as still:
+                    raise EventsDamaged(still, len(events)) from still
     head: dict[str, Any] = orjson.loads(header)
     head["events"] = events
-    return AgentTrajectory.model_validate(head)
+    trajectory = header_without_unknown(head, unknown)
+    note_unknown(location, trajectory.id, unknown)
+    return trajectory
 
 
 def damaged(location: str, what: str, exc: Exception) -> StoreError:

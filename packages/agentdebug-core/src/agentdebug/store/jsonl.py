@@ -2,8 +2,10 @@
 
 Useful where a database file is unwelcome (a CI artefact, a shared folder). A
 process killed mid-write leaves at most a torn last line; reading skips it with a
-warning and the next append starts on a fresh line, so nothing written before is
-lost. Each line is one of::
+warning (once per process, saying what the line held) and the next append, by
+whichever process, starts on a fresh line (each append looks at the file's last
+byte under the lock), so nothing written before or after is lost. Each line is
+one of::
 
     {"kind": "run", "header": {...}}                     a run begins (or is imported)
     {"kind": "events", "run_id": ..., "events": [...]}  a batch of events
@@ -40,6 +42,7 @@ from pathlib import Path
 from typing import BinaryIO
 
 import orjson
+from pydantic import ValidationError
 
 from agentdebug.errors import NotFoundError, StoreError
 from agentdebug.gcutil import gc_paused
@@ -50,11 +53,18 @@ from agentdebug.store.base import (
     EventRow,
     RunQuery,
     RunSummary,
+    StoreLocked,
+    StoreReadOnly,
     damaged,
     header_json,
     metadata_json_path,
 )
 from agentdebug.store.jsonl_query import JsonlRun, summaries
+from agentdebug.store.newer_fields import (
+    events_without_unknown,
+    header_without_unknown,
+    note_unknown,
+)
 from agentdebug.store.run_file import refuse_run_file
 
 try:
@@ -87,7 +97,7 @@ class JSONLStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             if self.read_only is None:  # (a torn tail is read past either way)
-                self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+                self._fh = open(self.path, "a+b")  # noqa: SIM115 - held for the store's life
                 self._repair_tail()
             else:
                 self.path.open("rb").close()  # (unreadable too: said now, not at a read)
@@ -97,13 +107,9 @@ class JSONLStore:
     def _repair_tail(self) -> None:
         """End a torn last line so the next record starts on a line of its own."""
         with self._lock, self._writing() as out:
-            if os.fstat(out.fileno()).st_size == 0:
-                return
-            with open(self.path, "rb") as fh:
-                fh.seek(-1, os.SEEK_END)
-                if fh.read(1) != b"\n":
-                    out.write(b"\n")
-                    out.flush()
+            if _torn(out):
+                out.write(b"\n")
+                out.flush()
 
     def _hold(self) -> BinaryIO:
         """The append handle, its file's ``flock`` taken (other processes' appends
@@ -111,7 +117,7 @@ class JSONLStore:
         a prune replaced the one it was on. Called with ``self._lock`` held."""
         if self._fh is None:  # (opened read-only)
             refused = PermissionError("opened to read only")
-            raise StoreError(write_refused(self.path, str(self.read_only), refused))
+            raise StoreReadOnly(write_refused(self.path, str(self.read_only), refused))
         fh = self._fh
         while True:
             self._locks = _flock(fh, exclusive=True)
@@ -119,7 +125,7 @@ class JSONLStore:
                 return fh
             _flock(fh, exclusive=False)  # (a prune replaced it: on to the new file)
             fh.close()
-            fh = self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+            fh = self._fh = open(self.path, "a+b")  # noqa: SIM115 - held for the store's life
 
     @contextlib.contextmanager
     def _writing(self) -> Iterator[BinaryIO]:
@@ -135,12 +141,17 @@ class JSONLStore:
             try:
                 fh = self._hold()  # (not _writing: a generator's cost on every append)
                 try:
-                    fh.write(b"".join(line + b"\n" for line in lines))
+                    data = b"".join(line + b"\n" for line in lines)
+                    # A process killed mid-append (under the lock, which its death
+                    # lets go) leaves a torn last line: this record starts a line of
+                    # its own, so the torn line costs only itself.
+                    fh.write(b"\n" + data if _torn(fh) else data)
                     fh.flush()
                 finally:
                     _flock(fh, exclusive=False)
             except (OSError, ValueError) as exc:
-                raise StoreError(f"{self.path}: write failed: {exc}") from exc
+                kind = StoreReadOnly if _refused(exc) else StoreError
+                raise kind(f"{self.path}: write failed: {exc}") from exc
 
     # -- reading --------------------------------------------------------------------
 
@@ -169,40 +180,80 @@ class JSONLStore:
                 fh.seek(self._offset)
                 chunk = fh.read(size - self._offset)
             end = chunk.rfind(b"\n") + 1  # a line still being written waits
+            damaged: list[tuple[int, str]] = []
             for line in chunk[:end].split(b"\n")[:-1]:
                 self._lines += 1
                 if line.strip():
-                    self._parse(line, self._lines)
+                    why = self._parse(line)
+                    if why is not None:
+                        self.skipped_lines.append(self._lines)
+                        damaged.append((self._lines, why))
             self._offset += end
+            if damaged:
+                self._say_skipped(damaged)
             return self._runs
 
-    def _parse(self, line: bytes, number: int) -> None:
+    def _parse(self, line: bytes) -> str | None:
+        """Take one line into the runs read so far; None, or why it was skipped (in
+        words: what the line held, and so what is missing from the runs)."""
         runs = self._runs
         try:
             rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return "is not a whole record (cut off: a process stopped while writing it?)"
+        try:
             kind = rec["kind"]
             if kind == "run":
                 header = rec["header"]
                 runs[header["id"]] = JsonlRun(header=header)
-            elif kind == "events":
-                runs[rec["run_id"]].events.extend(rec["events"])
+                return None
+            if kind not in _OF_A_RUN:  # (a prune's first line; a newer agentdebug's kind)
+                return None
+            owner = rec["report"]["trajectory_id"] if kind == "report" else rec["run_id"]
+            run = runs.get(owner)
+            if run is None:
+                return (
+                    f"holds {_OF_A_RUN[kind]} of run {owner!r}, whose run line is missing "
+                    "(lost to a damaged line before it?)"
+                )
+            if kind == "events":
+                run.events.extend(rec["events"])
             elif kind == "finish":
-                head = runs[rec["run_id"]].header
-                head["outcome"] = rec["outcome"]
-                head["ended_at"] = rec.get("ended_at")
+                run.header["outcome"] = rec["outcome"]
+                run.header["ended_at"] = rec.get("ended_at")
             elif kind == "report":  # a report saved again replaces its earlier version
-                reports = runs[rec["report"]["trajectory_id"]].reports
                 rid = rec["report"].get("id")
+                reports = run.reports
                 at = next((i for i, r in enumerate(reports) if r.get("id") == rid), None)
                 if at is None:
                     reports.append(rec["report"])
                 else:
                     reports[at] = rec["report"]
-            elif kind == "label":
-                runs[rec["run_id"]].label = rec["label"]
-        except (orjson.JSONDecodeError, KeyError, TypeError) as exc:
-            self.skipped_lines.append(number)
-            log.warning("%s: line %d skipped (%s)", self.path, number, exc)
+            else:
+                run.label = rec["label"]
+        except KeyError as exc:
+            return f"lacks the field {exc.args[0]!r} its record needs"
+        except TypeError:
+            return "is not shaped like a record of this store"
+        return None
+
+    def _say_skipped(self, damaged: list[tuple[int, str]]) -> None:
+        """One warning for the lines a read skipped, each said once per process
+        (not at every read of the file, nor by every store open on it)."""
+        with _SAID_LOCK:
+            new = [(n, why) for n, why in damaged if (self._file, n) not in _SAID]
+            _SAID.update((self._file, n) for n, _ in new)
+        if not new:
+            return
+        shown = "; ".join(f"line {n} {why}" for n, why in new[:5])
+        more = f"; and {len(new) - 5} more" if len(new) > 5 else ""
+        log.warning(
+            "%s: %d damaged line(s) skipped, what they held is lost: %s%s",
+            self.path,
+            len(new),
+            shown,
+            more,
+        )
 
     def _run(self, run_id: str) -> JsonlRun:
         runs = self._scan()
@@ -262,12 +313,18 @@ class JSONLStore:
 
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
         run = self._run(run_id)
+        unknown: set[str] = set()  # fields a newer agentdebug wrote (store.newer_fields)
         try:
             with gc_paused():
-                events = events_from_python(run.events)
-            return AgentTrajectory.model_validate({**run.header, "events": events})
+                try:
+                    events = events_from_python(run.events)
+                except ValidationError as exc:
+                    events = events_without_unknown(run.events, exc, unknown)
+            trajectory = header_without_unknown({**run.header, "events": events}, unknown)
         except ValueError as exc:
             raise damaged(self.location, f"run '{run_id}'", exc) from exc
+        note_unknown(self.location, run_id, unknown)
+        return trajectory
 
     def resolve_id(self, prefix: str) -> str:
         ids = [rid for rid in self._scan() if rid.startswith(prefix)]
@@ -298,6 +355,19 @@ class JSONLStore:
             return GoldLabel.model_validate(label) if label else None
         except ValueError as exc:
             raise damaged(self.location, f"the label of run '{run_id}'", exc) from exc
+
+    def write_locked(self) -> bool:
+        """Whether another process holds the file's lock now (asked without waiting)."""
+        if fcntl is None or self.read_only is not None:
+            return False
+        try:
+            with open(self.path, "rb") as probe:
+                fcntl.flock(probe.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            return False
+        return False
 
     def idle(self) -> None:
         """Nothing to keep up: every append is already in the file."""
@@ -345,7 +415,7 @@ class JSONLStore:
             self._forget()
             if self._fh is not None:  # (on the replaced file: let go, so its space is freed)
                 self._fh.close()
-                self._fh = open(self.path, "ab")  # noqa: SIM115 - held for the store's life
+                self._fh = open(self.path, "a+b")  # noqa: SIM115 - held for the store's life
         return gone
 
     def close(self) -> None:
@@ -368,7 +438,7 @@ def _flock(fh: BinaryIO, *, exclusive: bool) -> bool:
             return _flock_call(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             if time.monotonic() >= deadline:
-                raise StoreError(
+                raise StoreLocked(
                     f"{fh.name}: another process has held the file's lock for over "
                     f"{LOCK_WAIT:.0f} s (a prune, stopped?); nothing was written"
                 ) from None
@@ -376,6 +446,10 @@ def _flock(fh: BinaryIO, *, exclusive: bool) -> bool:
 
 
 _GENERATION = b'{"kind":"generation",'  # a prune's file's first line, its own
+# what a line of each kind holds of its run (in a warning when the run's line is missing)
+_OF_A_RUN = {"events": "events", "finish": "the end", "report": "a report", "label": "the label"}
+_SAID: set[tuple[object, int]] = set()  # (file, line) whose damage was said in this process
+_SAID_LOCK = threading.Lock()
 LOCK_WAIT = 10.0  # seconds an append waits for another process's hold of the file
 
 
@@ -389,6 +463,17 @@ def _flock_call(fh: BinaryIO, op: int) -> bool:
             return False
         raise
     return True
+
+
+def _torn(fh: BinaryIO) -> bool:
+    """Whether the file ``fh`` appends to ends in the middle of a line."""
+    size = os.fstat(fh.fileno()).st_size
+    return size > 0 and os.pread(fh.fileno(), 1, size - 1) != b"\n"
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a failed write can never succeed here (a read-only mount, no permission)."""
+    return isinstance(exc, OSError) and exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
 
 
 def _in_place(fh: BinaryIO, path: str) -> bool:

@@ -19,11 +19,12 @@ must stay cheap.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import sqlite3
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ from agentdebug.store.base import (
     EventRow,
     RunQuery,
     RunSummary,
+    StoreLocked,
+    StoreReadOnly,
     assemble,
     damaged,
     event_row,
@@ -46,7 +49,13 @@ from agentdebug.store.base import (
     metadata_json_path,
     verdict_of,
 )
-from agentdebug.store.sqlite_open import connect, set_up_for_writing
+from agentdebug.store.sqlite_open import (
+    BUSY_WAIT,
+    CAPTURE_WAIT,
+    connect,
+    set_up_for_writing,
+    write_locked,
+)
 from agentdebug.store.sqlite_prune import delete_in
 from agentdebug.store.sqlite_query import list_statement, summary_of
 from agentdebug.store.sqlite_schema import (
@@ -70,6 +79,9 @@ from agentdebug.store.wal import WalKeeper
 log = logging.getLogger("agentdebug.store")
 
 __all__ = ["LOAD_CHUNK", "MIGRATIONS", "PAGE_SIZE", "SCHEMA_VERSION", "SQLiteStore"]
+
+
+_BUSY, _LOCKED, _READONLY = 5, 6, 8  # SQLite's primary result codes
 
 
 def _ts(value: datetime | None) -> float | None:
@@ -151,6 +163,8 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._nums: dict[str, int] = {}
         self._indexed: set[str] = set()  # metadata paths index_metadata made sure of
+        self._busy = BUSY_WAIT  # the connection's wait for another's write lock (s)
+        self._capture = False  # a capture write is under way (see _capturing)
         self.read_only = not_writable(self.path)  # why it is open read-only, or None
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -212,6 +226,7 @@ class SQLiteStore:
     def _query(self, sql: str, args: Sequence[object] = ()) -> list[Any]:
         with self._lock:
             try:
+                self._wait(CAPTURE_WAIT if self._capture else BUSY_WAIT)
                 return self._db.execute(sql, args).fetchall()
             except sqlite3.DatabaseError as exc:
                 raise StoreError(f"{self.path}: read failed: {exc}") from exc
@@ -220,6 +235,7 @@ class SQLiteStore:
         """Run ``work`` in one write transaction (about ``nbytes`` of data)."""
         with self._lock:
             try:
+                self._wait(CAPTURE_WAIT if self._capture else BUSY_WAIT)
                 self._db.execute("BEGIN IMMEDIATE")
                 try:
                     work(self._db)
@@ -232,9 +248,21 @@ class SQLiteStore:
             self._wal.wrote(nbytes)
 
     def _write_failed(self, exc: sqlite3.DatabaseError) -> StoreError:
+        """The error for a failed write: ``StoreLocked`` when another connection
+        held the write lock past the wait (a later try may succeed; capture's
+        writer keeps trying), ``StoreReadOnly`` when the file cannot be written."""
         if self.read_only is not None:
-            return StoreError(write_refused(self.path, self.read_only, exc))
-        return StoreError(f"{self.path}: write failed: {exc}")
+            return StoreReadOnly(write_refused(self.path, self.read_only, exc))
+        code = getattr(exc, "sqlite_errorcode", None)
+        kind = {_BUSY: StoreLocked, _LOCKED: StoreLocked, _READONLY: StoreReadOnly}.get(
+            code & 0xFF if isinstance(code, int) else -1, StoreError
+        )
+        return kind(f"{self.path}: write failed: {exc}")
+
+    def write_locked(self) -> bool:
+        """Whether another connection holds the store's write lock now (capture's
+        writer asks, to say why a run's end does not wait for the store)."""
+        return self.read_only is None and write_locked(self.path)
 
     def idle(self) -> bool:
         """Nothing is being written: fold the write-ahead log into the file if
@@ -298,11 +326,37 @@ class SQLiteStore:
         self._nums[run_id] = num
         return num
 
+    def _wait(self, seconds: float) -> None:
+        """How long the connection waits for another's write lock: set when it
+        changes (capture's writes, then another write or a read)."""
+        if self._busy != seconds:
+            self._db.execute(f"PRAGMA busy_timeout={int(seconds * 1000)}")
+            self._busy = seconds
+
+    @contextlib.contextmanager
+    def _capturing(self) -> Iterator[None]:
+        """For the writes capture makes (a run's start, events and end): wait
+        ``CAPTURE_WAIT`` seconds for another connection's write lock, not the 30 s
+        of the store's other writes and reads, and then raise ``StoreLocked``:
+        capture's writer tries again in a moment, letting go of this store (its
+        readers, its close) in between, while the agent goes on (see
+        capture.store_health)."""
+        with self._lock:
+            try:
+                self._wait(CAPTURE_WAIT)
+            except sqlite3.DatabaseError as exc:
+                raise self._write_failed(exc) from exc
+            self._capture = True
+            try:
+                yield
+            finally:
+                self._capture = False
+
     def begin_run(self, header: AgentTrajectory) -> None:
         """Start a run; a run id used before starts afresh (its old events go)."""
 
         args = (*_run_columns(header), header_json(header))
-        with self._lock:
+        with self._capturing():
             try:
                 self._db.execute(RUN_START, args)  # one statement, its own transaction
             except sqlite3.DatabaseError as exc:
@@ -310,15 +364,18 @@ class SQLiteStore:
             self._wal.wrote(len(args[-1]))
 
     def append_events(self, run_id: str, rows: Sequence[EventRow]) -> None:
-        if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):
-            return
+        with self._capturing():
+            if isinstance(rows, EventBatch) and self._append_batch(run_id, rows):
+                return
 
-        def work(db: sqlite3.Connection) -> None:
-            _insert_events(db, self._num(db, run_id), rows)
-            db.execute("UPDATE runs SET n_events = n_events + ? WHERE id=?", (len(rows), run_id))
-            _note_agents(db, run_id, rows)
+            def work(db: sqlite3.Connection) -> None:
+                _insert_events(db, self._num(db, run_id), rows)
+                db.execute(
+                    "UPDATE runs SET n_events = n_events + ? WHERE id=?", (len(rows), run_id)
+                )
+                _note_agents(db, run_id, rows)
 
-        self._tx(work, sum(len(r.data) for r in rows))
+            self._tx(work, sum(len(r.data) for r in rows))
 
     def _append_batch(self, run_id: str, batch: EventBatch) -> bool:
         """Write a batch in one statement; False (nothing written) if SQLite will
@@ -352,6 +409,10 @@ class SQLiteStore:
         return True
 
     def finish_run(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
+        with self._capturing():
+            self._finish(run_id, outcome, ended_at)
+
+    def _finish(self, run_id: str, outcome: Outcome, ended_at: datetime | None) -> None:
         rows = self._query("SELECT header FROM runs WHERE id=?", (run_id,))
         row = rows[0] if rows else None
         if row is None:
@@ -390,6 +451,7 @@ class SQLiteStore:
     def load_trajectory(self, run_id: str) -> AgentTrajectory:
         with self._lock, gc_paused():
             try:
+                self._wait(BUSY_WAIT)
                 self._db.execute("BEGIN")  # one snapshot: the header and every chunk
                 try:
                     heads = self._db.execute(
@@ -403,7 +465,7 @@ class SQLiteStore:
         if not heads:
             raise NotFoundError(f"no run with id '{run_id}' in {self.location}")
         try:
-            return assemble(heads[0][0], chunks)
+            return assemble(heads[0][0], chunks, self.location)
         except ValueError as exc:
             raise damaged(self.location, f"run '{run_id}'", exc) from exc
 

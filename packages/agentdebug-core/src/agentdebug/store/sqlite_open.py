@@ -25,23 +25,37 @@ from urllib.parse import quote
 
 log = logging.getLogger("agentdebug.store")
 
+BUSY_WAIT = 30.0  # seconds a write waits for another connection's write lock
+# ... when capture makes it (its writer tries again, the agent not waiting)
+CAPTURE_WAIT = 5.0
+
 
 def connect(path: Path, read_only: bool) -> sqlite3.Connection:
     """A connection to ``path``, as the store uses it (autocommit, shared across
     threads); read-only as described above when ``read_only``."""
     if not read_only:
-        return sqlite3.connect(path, check_same_thread=False, isolation_level=None, timeout=30)
+        return sqlite3.connect(
+            path, check_same_thread=False, isolation_level=None, timeout=BUSY_WAIT
+        )
     uri = "file:" + quote(str(path.resolve()))
     if Path(f"{path}-shm").exists():  # its writer keeps the log's index: read through it
         return sqlite3.connect(
-            uri + "?mode=ro", uri=True, check_same_thread=False, isolation_level=None, timeout=30
+            uri + "?mode=ro",
+            uri=True,
+            check_same_thread=False,
+            isolation_level=None,
+            timeout=BUSY_WAIT,
         )
     # No index, so no writer: a reader opening it ``mode=ro`` would create one (and
     # an empty log) as this user, with the file's permissions, which its owner then
     # cannot write.
     log.info("agentdebug: %s is read-only here; opened as it is (immutable)", path)
     return sqlite3.connect(
-        uri + "?immutable=1", uri=True, check_same_thread=False, isolation_level=None, timeout=30
+        uri + "?immutable=1",
+        uri=True,
+        check_same_thread=False,
+        isolation_level=None,
+        timeout=BUSY_WAIT,
     )
 
 
@@ -64,3 +78,20 @@ def set_up_for_writing(db: sqlite3.Connection, page_size: int) -> None:
             if pause is None or ("locked" not in text and "busy" not in text):
                 raise
             time.sleep(pause)
+
+
+def write_locked(path: Path) -> bool:
+    """Whether another connection holds the file's write lock now (asked at once,
+    on a connection of its own, without waiting)."""
+    try:
+        probe = sqlite3.connect(path, isolation_level=None, timeout=0)
+    except sqlite3.Error:
+        return False
+    try:
+        probe.execute("BEGIN IMMEDIATE")
+        probe.execute("ROLLBACK")
+        return False
+    except sqlite3.OperationalError as exc:
+        return "locked" in str(exc) or "busy" in str(exc)
+    finally:
+        probe.close()

@@ -1,0 +1,76 @@
+"""The store's rows for a batch of queued events: what the background writer
+hands a store (see :mod:`agentdebug.capture.writer`)."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from typing import Any
+
+from agentdebug.capture.encode import (
+    AGENT,
+    ENCODED,
+    ENCODED_LEN,
+    SEQ,
+    batch_json,
+    event_json,
+)
+from agentdebug.store.base import EventBatch, EventRow
+
+_seq_of = operator.itemgetter(SEQ)
+_agent_of = operator.itemgetter(AGENT)
+_encoded_of = operator.itemgetter(ENCODED)
+
+
+def doc_of(item: tuple[Any, ...], given_id: str | None, limit: int) -> bytes:
+    """One event's JSON: as ``record`` encoded it, or by the careful path."""
+    if len(item) == ENCODED_LEN:
+        data: bytes = item[ENCODED]
+        return data
+    return event_json(item, limit, given_id)
+
+
+def one_by_one(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) -> list[EventRow]:
+    """A row per event, each encoded on its own (the total path)."""
+    return [
+        EventRow(
+            item[SEQ],
+            item[AGENT] if item[AGENT].__class__ is str else None,
+            doc_of(item, ids.get(i), limit),
+        )
+        for i, item in enumerate(items)
+    ]
+
+
+def rows_of(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) -> Sequence[EventRow]:
+    """The run's rows for these events: one JSON array when their sequence
+    numbers follow on (as they do unless several threads record into the run at
+    once), else a row each. Events ``record`` encoded are joined as they are
+    (loops in C: this is the writer's share of the GIL for a busy agent)."""
+    first = items[0][SEQ]
+    n = len(items)
+    if list(map(_seq_of, items)) == list(range(first, first + n)):
+        try:
+            agents = set(map(_agent_of, items))
+        except TypeError:  # a caller passed an unhashable name
+            agents = {a for item in items if (a := item[AGENT]).__class__ is str}
+        agents = {a for a in agents if a.__class__ is str and a}
+        array: bytes | None
+        try:
+            array = b"[" + b",".join(list(map(_encoded_of, items))) + b"]"
+        except TypeError:  # some came as they were recorded: encode those here
+            array = None
+            if not any(len(item) == ENCODED_LEN for item in items):
+                array = batch_json(items, ids, limit)
+        if array is None:  # the careful path, event by event
+            docs = [doc_of(item, ids.get(i), limit) for i, item in enumerate(items)]
+            array = b"[" + b",".join(docs) + b"]"
+        return EventBatch(first, n, array, agents)
+    return [
+        EventRow(
+            item[SEQ],
+            item[AGENT] if isinstance(item[AGENT], str) else None,
+            doc_of(item, ids.get(i), limit),
+        )
+        for i, item in enumerate(items)
+    ]

@@ -1,0 +1,124 @@
+"""A store another connection holds locked (a backup, ``agentdebug prune
+--vacuum``, a ``sqlite3`` shell in a transaction): the agent's runs do not wait
+for it past a few seconds, once, the log says so, and the runs are written when
+the lock goes. Before, the end of each run waited up to 150 s (the store's 30 s
+lock wait, five times), and then the run was kept in memory only."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from agentdebug import AgentDebug, EventType
+from agentdebug.store import open_store
+
+
+def locked_by_another(db: Path) -> sqlite3.Connection:
+    """Another connection holding the store's write lock (as ``BEGIN IMMEDIATE``
+    in a sqlite3 shell does) until it ends its transaction."""
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+def test_a_locked_store_holds_up_one_run_end_a_few_seconds_and_loses_nothing(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="agentdebug")
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="before the lock") as t:
+        t.record(EventType.PLAN, output="plan")
+    holder = locked_by_another(home / "agentdebug.db")
+    waited = []
+    try:
+        for n in range(3):
+            start = time.monotonic()
+            with dbg.trace(goal=f"while locked {n}", run_id=f"locked{n}") as t:
+                for i in range(5):
+                    t.record(EventType.TOOL_RESULT, agent_name="worker", output=f"r{i}")
+                t.set_outcome("success", final_answer="done")
+            waited.append(time.monotonic() - start)
+    finally:
+        holder.execute("ROLLBACK")  # the lock goes
+        holder.close()
+    assert waited[0] < 10, waited  # (a few seconds: END_WAIT; before, up to 150 s)
+    assert max(waited[1:]) < 2.5, waited  # the next runs do not wait again
+    said = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert len(said) == 1, [r.getMessage() for r in said]
+    message = said[0].getMessage()
+    where = home / "agentdebug.db"
+    assert message.startswith(f"agentdebug: the store at {where} is locked by another connection")
+    assert "run locked0 goes on without waiting: its events stay queued in memory" in message
+    assert "written when the lock goes" in message
+
+    dbg.close()  # (waits for the writes, now that the lock is gone)
+    store = open_store(home)
+    for n in range(3):
+        run = store.load_trajectory(f"locked{n}")
+        assert [e.output for e in run.events] == [f"r{i}" for i in range(5)] + ["done"]
+        assert run.outcome.status.value == "success"
+    assert not [r for r in caplog.records if "kept in memory only" in r.getMessage()]
+    assert any("takes writes again" in r.getMessage() for r in caplog.records)
+
+
+AGENT = """
+import sys, time
+from agentdebug import AgentDebug, EventType
+from agentdebug.capture import store_health
+store_health.END_WAIT = 1.0  # (the end of the run waits that long, as the store is locked)
+store_health.EXIT_WAIT = float(sys.argv[2])
+dbg = AgentDebug(sys.argv[1])
+with dbg.trace(goal="ends as the process exits", run_id="at-exit") as t:
+    t.record(EventType.PLAN, agent_name="planner", output="plan")
+print("ended", flush=True)
+"""  # (exits without closing the debugger: the exit writes what is queued)
+
+
+def exiting_agent(home: Path, exit_wait: float) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", AGENT, str(home), str(exit_wait)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def test_at_exit_a_run_queued_for_a_locked_store_is_written_once_the_lock_goes(
+    home: Path,
+) -> None:
+    open_store(home).close()
+    holder = locked_by_another(home / "agentdebug.db")
+    agent = exiting_agent(home, exit_wait=30)
+    try:
+        assert agent.stdout is not None and agent.stdout.readline() == "ended\n"
+        time.sleep(1)  # it exits, and its exit waits for the store
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    _, err = agent.communicate(timeout=60)
+    assert agent.returncode == 0, err
+    assert "were not written" not in err, err
+    run = open_store(home).load_trajectory("at-exit")
+    assert [e.output for e in run.events] == ["plan"]
+
+
+def test_at_exit_a_store_still_locked_is_waited_for_a_bounded_time_and_said(home: Path) -> None:
+    open_store(home).close()
+    holder = locked_by_another(home / "agentdebug.db")
+    try:
+        start = time.monotonic()
+        agent = exiting_agent(home, exit_wait=1)
+        _, err = agent.communicate(timeout=60)  # (before: 150 s)
+        took = time.monotonic() - start
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert agent.returncode == 0, err
+    assert took < 15, took
+    assert "is still locked by another connection as the debugger closes; the events of " in err
+    assert "run at-exit that waited for it were not written" in err, err

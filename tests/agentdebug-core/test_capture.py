@@ -115,8 +115,8 @@ def test_text_that_utf8_cannot_hold_is_escaped_and_nothing_else_is_lost(home: Pa
     run = store.load_trajectory(t.id)
     escaped = "pasted \\udfff text"
     assert summary.goal == run.goal == run.reference_answer == escaped
-    result, error, answer = run.events  # (the answer given to set_outcome: its event)
-    assert answer.type is EventType.FINAL_ANSWER and answer.output == escaped
+    result, error = run.events  # (a failed run's answer given to set_outcome: no event)
+    assert run.outcome.final_answer == escaped
     assert result.output == escaped and result.input == {"q": escaped, escaped: 1}
     assert result.module == "m"  # the rest of the event is kept
     assert error.error is not None and error.error.message == escaped

@@ -26,9 +26,9 @@ def test_a_cycle_costs_only_the_reference_back_not_the_field(home: Path) -> None
         )
         t.set_outcome("failure", final_answer={"answer": "no", "state": state})
     stored = open_store(home).load_trajectory(t.id)
-    event, answer = stored.events  # (the answer given to set_outcome: its event)
+    (event,) = stored.events  # (a failed run's answer given to set_outcome: no event)
     kept = {"user": "bob", "history": [{"parent": CYCLE}]}
-    assert answer.output == {"answer": "no", "state": kept}
+    assert stored.outcome.final_answer == {"answer": "no", "state": kept}
     assert event.input == {"query": "refund A1", "ctx": kept}
     assert event.metadata["tool_name"] == "issue_refund"
     assert event.metadata["ctx"] == kept

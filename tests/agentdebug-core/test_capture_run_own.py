@@ -65,3 +65,32 @@ def test_after_agents_acted_the_runs_own_code_is_named_so(home: Path) -> None:
     report = diagnose(open_store(home).load_trajectory(run.id))
     (own,) = [h for h in report.hypotheses if h.agent_name is None]
     assert own.metadata["blames_run_code"] == "the run's own code"  # (agents had acted)
+
+
+def test_an_answer_given_to_set_outcome_then_recorded_is_one_answer(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="2+2", agents=["solver"]) as t:
+        t.set_outcome("success", final_answer="4")
+        t.record(EventType.FINAL_ANSWER, agent_name="solver", output="4")
+    events = open_store(home).load_trajectory(t.id).events
+    assert [(e.type, e.agent_name, e.output) for e in events] == [
+        (EventType.FINAL_ANSWER, "solver", "4")
+    ]
+
+
+def test_a_failed_run_s_answer_given_to_set_outcome_is_not_an_answer_event(home: Path) -> None:
+    dbg = AgentDebug()
+    with dbg.trace(goal="book a flight", agents=["booker"]) as t:
+        t.record(
+            EventType.TOOL_RESULT,
+            agent_name="booker",
+            output="503 Service Unavailable",
+            metadata={"tool_name": "book"},
+        )
+        t.set_outcome("failure", reason="booking failed", final_answer="Sorry, no booking.")
+    run = open_store(home).load_trajectory(t.id)
+    assert [e.type for e in run.events] == [EventType.TOOL_RESULT]
+    assert run.outcome.final_answer == "Sorry, no booking."
+    report = diagnose(run)
+    # where the failure shows is the tool's error, not an answer it gave up with
+    assert report.symptom is not None and report.symptom.event_id == run.events[0].id

@@ -19,6 +19,7 @@ gives only to ``set_outcome`` (:func:`answer_of_outcome`).
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from agentdebug.capture.encode import error_dict, jsonable
@@ -26,6 +27,8 @@ from agentdebug.schema import ErrorInfo, EventType, Outcome, OutcomeStatus
 
 if TYPE_CHECKING:
     from agentdebug.capture.session import TraceSession
+
+log = logging.getLogger("agentdebug.capture")
 
 # metadata of an event the run's own code gave rather than an agent it named (read
 # by agentdebug.detect.signals): its value says what it is
@@ -85,17 +88,29 @@ def own_agent(session: TraceSession) -> str | None:
     return agents[0].name if len(agents) == 1 else None
 
 
-def answer_of_outcome(session: TraceSession, final_answer: object) -> None:
-    """A final answer given to ``set_outcome`` in a run that recorded none: recorded
-    as the run's ``final_answer`` event (of its own agent, see :func:`own_agent`), so
-    the rules read it as they read one recorded (an "All done" over a sub-run that
-    failed is premature success either way). Not after the run has ended, and not
-    when a final answer was recorded: that one is the run's answer."""
-    if final_answer is None or session._answered or session.ended_at is not None:
-        return
-    session.record(
-        EventType.FINAL_ANSWER,
-        agent_name=own_agent(session),
-        output=final_answer,
-        metadata={BY_THE_RUN: OUTCOME_ANSWER},
-    )
+def answer_of_outcome(session: TraceSession) -> None:
+    """The final answer of a run that succeeded, given only to ``set_outcome``:
+    recorded as the run's ``final_answer`` event as the run ends (of its own agent,
+    see :func:`own_agent`), so the rules read it as they read one recorded (an "All
+    done" over a sub-run that failed is premature success either way). Not when a
+    final answer was recorded, before or after ``set_outcome`` (that one is the
+    run's answer), and not for a run that failed or whose end is unknown (its
+    failure shows where it was found, not at an answer it gave up with). Never
+    raises."""
+    try:
+        outcome = session.outcome
+        if (
+            outcome is None
+            or outcome.status is not OutcomeStatus.SUCCESS
+            or outcome.final_answer is None
+            or session._answered
+        ):
+            return
+        session.record(
+            EventType.FINAL_ANSWER,
+            agent_name=own_agent(session),
+            output=outcome.final_answer,
+            metadata={BY_THE_RUN: OUTCOME_ANSWER},
+        )
+    except Exception:
+        log.exception("agentdebug: the answer of run %s could not be recorded", session.id)

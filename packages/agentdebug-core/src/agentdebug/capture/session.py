@@ -486,7 +486,7 @@ class TraceSession:
         """How the run ended. ``stopped_by``: what stopped it before it ended (its
         caller closing the stream, a cancel: the exception's class name). A
         ``final_answer`` in a run that recorded none is recorded as its final-answer
-        event too (see :func:`agentdebug.capture.ending.answer_of_outcome`)."""
+        event too, when the run ends (see :func:`agentdebug.capture.ending.answer_of_outcome`)."""
         try:
             status, reason = known_status(status, reason)
             self.outcome = Outcome(
@@ -499,7 +499,6 @@ class TraceSession:
         except Exception:
             log.exception("agentdebug: invalid outcome ignored")
             return
-        answer_of_outcome(self, final_answer)  # (never raises: it only records)
 
     def _inferred_outcome(self) -> Outcome:
         if self.outcome is not None:
@@ -545,6 +544,7 @@ class TraceSession:
         """Finish the run: flush its events and store how it ended. Idempotent."""
         if self.ended_at is not None:
             return
+        answer_of_outcome(self)  # (a success's answer given only to set_outcome; never raises)
         self.ended_at = datetime.now(UTC)
         try:
             forget(self)  # (no longer a live run for capture.current)

@@ -40,6 +40,8 @@ def render(
     if fmt == "text":
         return render_text(report, trajectory, width=width)
     if fmt == "md":
+        from agentdebug.report_md import render_markdown  # (it uses this module's pieces)
+
         return render_markdown(report, trajectory)
     if fmt == "json":
         return render_json(report)
@@ -411,101 +413,6 @@ def _title(mode_id: str, reg: Registry) -> str:
     return "".join(
         w.capitalize() for w in (mode.name if mode else mode_id).replace("-", " ").split()
     )
-
-
-# -- markdown ---------------------------------------------------------------------------
-
-
-def _md_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> str:
-    reg = get_registry()
-    root = report.root_cause
-    out = [
-        f"# Diagnosis of run `{trajectory.id}`",
-        "",
-        f"- **Goal:** {trajectory.goal or '—'}",
-        f"- **Framework:** {trajectory.framework or '—'}",
-        f"- **Outcome:** {trajectory.outcome.status.value}",
-        f"- **Events:** {len(trajectory.events)}",
-        f"- **Tier:** {report.tier} (attributor `{report.attributor}`)",
-        "",
-        "## Summary",
-        "",
-        report.summary or "—",
-        "",
-        "## Root cause",
-        "",
-    ]
-    if root is None:
-        out.append("None named.")
-    else:
-        out += [
-            f"**{_who(root)}** at **step {root.step_index}** — "
-            f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f} "
-            f"(by {by_line(report, root)})",
-            "",
-            root.rationale or "",
-        ]
-        if root.evidence:
-            out += ["", "Evidence:", ""]
-            out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
-    if report.fix is not None:
-        out += ["", "## Fix", "", report.fix.directive]
-    verified = verification_line(report)
-    if verified:
-        out += ["", f"**{verified}**"]
-    instances = _instances(root)
-    if instances:
-        out += [
-            "",
-            "## Error lifecycle",
-            "",
-            "| id | state | first step | agent | object | description |",
-            "|---|---|---|---|---|---|",
-        ]
-        for inst in instances:
-            out.append(
-                f"| {inst.get('id')} | {inst.get('state')} | {inst.get('first_step')} "
-                f"| {_md_cell(str(inst.get('agent') or '—'))} | {_md_cell(str(inst.get('object')))} "
-                f"| {_md_cell(shorten(str(inst.get('description') or ''), 160))} |"
-            )
-    out += [
-        "",
-        "## Hypotheses",
-        "",
-        "| rank | agent | step | mode | confidence | strategy |",
-        "|---|---|---|---|---|---|",
-    ]
-    for rank, h in enumerate(report.hypotheses, start=1):
-        out.append(
-            f"| {rank} | {_md_cell(_who(h, '—'))} | {h.step_index} | {h.mode_id or '—'} "
-            f"| {h.confidence:.2f} | {_md_cell(by_line(report, h))} |"
-        )
-    out += [
-        "",
-        "## Findings",
-        "",
-        "| step | agent | mode | confidence | message |",
-        "|---|---|---|---|---|",
-    ]
-    for f in report.findings:
-        out.append(
-            f"| {f.step_index} | {_md_cell(f.agent_name or '—')} | {f.mode_id} | {f.confidence:.2f} "
-            f"| {_md_cell(shorten(f.message, 160))} |"
-        )
-    out += [
-        "",
-        "## Cost",
-        "",
-        f"{report.cost.calls} model call(s), {report.cost.input_tokens} input tokens, "
-        f"{report.cost.output_tokens} output tokens.",
-    ]
-    if report.notes:
-        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
-    return "\n".join(out) + "\n"
 
 
 def verification_line(report: DiagnosticReport) -> str | None:

@@ -1,0 +1,109 @@
+"""The Markdown form of a report (``agentdebug diagnose --format md``): a table of
+the root cause and the candidates, the evidence, the fix, the findings and the
+cost, for an issue or a pull request. Built from the text renderer's pieces."""
+
+from __future__ import annotations
+
+from agentdebug.plugins import get_registry
+from agentdebug.report import (
+    _evidence_line,
+    _instances,
+    _mode_name,
+    _who,
+    by_line,
+    verification_line,
+)
+from agentdebug.schema import AgentTrajectory, DiagnosticReport
+from agentdebug.text import shorten
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> str:
+    reg = get_registry()
+    root = report.root_cause
+    out = [
+        f"# Diagnosis of run `{trajectory.id}`",
+        "",
+        f"- **Goal:** {trajectory.goal or '—'}",
+        f"- **Framework:** {trajectory.framework or '—'}",
+        f"- **Outcome:** {trajectory.outcome.status.value}",
+        f"- **Events:** {len(trajectory.events)}",
+        f"- **Tier:** {report.tier} (attributor `{report.attributor}`)",
+        "",
+        "## Summary",
+        "",
+        report.summary or "—",
+        "",
+        "## Root cause",
+        "",
+    ]
+    if root is None:
+        out.append("None named.")
+    else:
+        out += [
+            f"**{_who(root)}** at **step {root.step_index}** — "
+            f"{_mode_name(root.mode_id, reg)}, confidence {root.confidence:.2f} "
+            f"(by {by_line(report, root)})",
+            "",
+            root.rationale or "",
+        ]
+        if root.evidence:
+            out += ["", "Evidence:", ""]
+            out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
+    if report.fix is not None:
+        out += ["", "## Fix", "", report.fix.directive]
+    verified = verification_line(report)
+    if verified:
+        out += ["", f"**{verified}**"]
+    instances = _instances(root)
+    if instances:
+        out += [
+            "",
+            "## Error lifecycle",
+            "",
+            "| id | state | first step | agent | object | description |",
+            "|---|---|---|---|---|---|",
+        ]
+        for inst in instances:
+            out.append(
+                f"| {inst.get('id')} | {inst.get('state')} | {inst.get('first_step')} "
+                f"| {_md_cell(str(inst.get('agent') or '—'))} | {_md_cell(str(inst.get('object')))} "
+                f"| {_md_cell(shorten(str(inst.get('description') or ''), 160))} |"
+            )
+    out += [
+        "",
+        "## Hypotheses",
+        "",
+        "| rank | agent | step | mode | confidence | strategy |",
+        "|---|---|---|---|---|---|",
+    ]
+    for rank, h in enumerate(report.hypotheses, start=1):
+        out.append(
+            f"| {rank} | {_md_cell(_who(h, '—'))} | {h.step_index} | {h.mode_id or '—'} "
+            f"| {h.confidence:.2f} | {_md_cell(by_line(report, h))} |"
+        )
+    out += [
+        "",
+        "## Findings",
+        "",
+        "| step | agent | mode | confidence | message |",
+        "|---|---|---|---|---|",
+    ]
+    for f in report.findings:
+        out.append(
+            f"| {f.step_index} | {_md_cell(f.agent_name or '—')} | {f.mode_id} | {f.confidence:.2f} "
+            f"| {_md_cell(shorten(f.message, 160))} |"
+        )
+    out += [
+        "",
+        "## Cost",
+        "",
+        f"{report.cost.calls} model call(s), {report.cost.input_tokens} input tokens, "
+        f"{report.cost.output_tokens} output tokens.",
+    ]
+    if report.notes:
+        out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
+    return "\n".join(out) + "\n"

@@ -18,6 +18,7 @@ from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.views import steps_of
 from agentdebug.views._render import full_header
 from conftest import DATA, EXAMPLES
+from test_strategies import chain as strategies_chain
 
 EXAMPLE = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
 AG5 = DATA / "whowhen" / "Algorithm-Generated" / "5.json"
@@ -100,21 +101,7 @@ def test_a_global_read_too_long_for_the_budget_keeps_the_first_error(
 
 
 def chain(n: int) -> AgentTrajectory:
-    agents = ["planner", "coder", "critic"]
-    return AgentTrajectory(
-        id="chain",
-        goal="compute the thing",
-        events=[
-            AgentEvent(
-                id=f"e{i}",
-                type=EventType.MESSAGE,
-                step_index=i,
-                agent_name=agents[i % 3],
-                output=f"Step {i}: I computed the partial sum {i * 7} from table row {i}.",
-            )
-            for i in range(n)
-        ],
-    )
+    return strategies_chain(n, "Step {i}: I computed the partial sum {sum} from table row {i}.")
 
 
 def test_step_by_step_shows_every_earlier_step_in_full_when_they_fit() -> None:

@@ -47,8 +47,9 @@ def answer(agent: str, step: int, confidence: float = 0.8, **extra: Any) -> str:
     )
 
 
-def chain(n: int) -> AgentTrajectory:
-    """n steps, alternating agents; no errors, so the free tier has nothing to go on."""
+def chain(n: int, says: str = "step {i} says {sum}") -> AgentTrajectory:
+    """n steps, alternating agents; no errors, so the free tier has nothing to go on.
+    Step i says ``says`` with ``{i}`` and ``{sum}`` (i * 7) filled in."""
     agents = ["planner", "coder", "critic"]
     return AgentTrajectory(
         id="chain",
@@ -59,7 +60,7 @@ def chain(n: int) -> AgentTrajectory:
                 type=EventType.MESSAGE,
                 step_index=i,
                 agent_name=agents[i % 3],
-                output=f"step {i} says {i * 7}",
+                output=says.format(i=i, sum=i * 7),
             )
             for i in range(n)
         ],

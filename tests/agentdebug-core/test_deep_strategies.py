@@ -242,10 +242,11 @@ def test_lifecycle_with_one_candidate_makes_no_final_call() -> None:
     assert report.root_cause is not None and report.root_cause.step_index == 2
 
 
-def test_lifecycle_tokens_stay_within_one_pass() -> None:
-    long = AgentTrajectory(
+def long_run(goal: str = GOAL) -> AgentTrajectory:
+    """60 steps of two agents, each about 900 words: read by lifecycle in many windows."""
+    return AgentTrajectory(
         id="long",
-        goal=GOAL,
+        goal=goal,
         events=[
             AgentEvent(
                 id=f"e{i}",
@@ -257,6 +258,10 @@ def test_lifecycle_tokens_stay_within_one_pass() -> None:
             for i in range(60)
         ],
     )
+
+
+def test_lifecycle_tokens_stay_within_one_pass() -> None:
+    long = long_run()
     with ScriptedServer(lambda r: json.dumps({"triggers": [], "updates": []})) as aao_free:
         lifecycle = diagnose(long, attributor="lifecycle", settings=settings_for(aao_free))
     with ScriptedServer(

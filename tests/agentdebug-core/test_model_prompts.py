@@ -18,6 +18,7 @@ from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.views import steps_of
 from agentdebug.views._render import full_header
 from conftest import DATA, EXAMPLES
+from test_deep_strategies import long_run
 from test_strategies import chain as strategies_chain
 
 EXAMPLE = AgentTrajectory.model_validate_json((EXAMPLES / "failed_booking.json").read_text())
@@ -177,20 +178,7 @@ def test_lifecycle_shows_a_one_window_run_in_full_and_says_so() -> None:
 def test_lifecycle_does_not_claim_in_full_when_a_window_is_cut() -> None:
     """A long run read in many windows, each a share of one pass too small for its
     steps: the prompt says they are cut, and where."""
-    run = AgentTrajectory(
-        id="long",
-        goal="Summarise the logs.",
-        events=[
-            AgentEvent(
-                id=f"e{i}",
-                type=EventType.MESSAGE,
-                step_index=i,
-                agent_name=f"a{i % 2}",
-                output=f"step {i}: " + "word " * 900,
-            )
-            for i in range(60)
-        ],
-    )
+    run = long_run("Summarise the logs.")
     with ScriptedServer(lambda r: json.dumps({"triggers": [], "updates": []})) as server:
         diagnose(run, attributor="lifecycle", settings=settings_for(server))
     assert len(server.requests) > 1

@@ -122,3 +122,41 @@ def test_at_exit_a_store_still_locked_is_waited_for_a_bounded_time_and_said(home
     assert took < 15, took
     assert "is still locked by another connection as the debugger closes; the events of " in err
     assert "run at-exit that waited for it were not written" in err, err
+
+
+def test_a_run_analyzed_while_the_store_is_locked_sees_its_events_and_its_report_waits(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from agentdebug.capture import store_health
+
+    monkeypatch.setattr(store_health, "END_WAIT", 1.0)
+    caplog.set_level(logging.INFO, logger="agentdebug")
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="before the lock") as t:
+        t.record(EventType.PLAN, output="plan")
+    holder = locked_by_another(home / "agentdebug.db")
+    try:
+        with dbg.trace(goal="look the city up", run_id="locked-analyzed") as t:
+            t.record(EventType.USER_INPUT, agent_name="user", input="where?")
+            t.record(EventType.TOOL_CALL, agent_name="searcher", input={"q": "city"})
+            t.record(EventType.ERROR, agent_name="searcher", error="lookup failed: timeout")
+            t.set_outcome("failure", reason="no answer")
+        start = time.monotonic()
+        report = t.analyze()  # before: "run 'locked-analyzed' has no events to diagnose"
+        took = time.monotonic() - start
+        assert [e.type for e in t.trajectory().events] == [
+            EventType.USER_INPUT,
+            EventType.TOOL_CALL,
+            EventType.ERROR,
+        ]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert took < 5, took  # (before: the report's write waited out the 30 s lock timeout)
+    assert report.root_cause is not None and report.root_cause.agent_name == "searcher"
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert not said, said  # (no "could not be read back", no "report not stored")
+    dbg.close()  # the lock is gone: the run, then its report, are written
+    store = open_store(home)
+    assert len(store.load_trajectory("locked-analyzed").events) == 3
+    assert [r.id for r in store.load_reports("locked-analyzed")] == [report.id]

@@ -185,6 +185,7 @@ for n in range(20):
         t.record(EventType.TOOL_RESULT, agent_name="planner", error="timeout")
 took = time.monotonic() - start
 print(f"took {took:.2f}", [e.output for e in t.trajectory().events])
+print("blamed", t.analyze().root_cause.agent_name)
 """
 
 
@@ -201,6 +202,8 @@ def test_an_agent_recording_into_a_read_only_store_is_told_once_and_not_slowed(
     took = float(done.stdout.split()[1])
     assert took < 5, done.stdout  # (before: 15 s, 0.75 s a run)
     assert "['plan', None]" in done.stdout  # each run kept in memory
+    assert "blamed planner" in done.stdout  # analyze works, its report not stored: said
+    # once already (before, an ERROR: "report ... not stored: ... readonly database")
     warnings = [line for line in done.stderr.splitlines() if line.startswith("WARNING")]
     assert len(warnings) == 1, done.stderr
     said = warnings[0]

@@ -178,13 +178,23 @@ class AgentDebug:
         from agentdebug.rerun.record import carried_verification
 
         report = diagnose(trajectory, attributor=attributor or self.attributor, **options)
-        store = self.store
-        if store is not None:
-            try:
-                report = carried_verification(store, report)
+        store, writer = self.store, self._writer
+        if store is None:
+            return report
+        try:
+            report = carried_verification(store, report)
+            if writer is None:
                 store.save_report(report)
-            except Exception as exc:
-                log.error("agentdebug: report %s not stored: %s", report.id, exc)
+            elif writer.health.read_only is not None:
+                return report  # (said once: "nothing is saved to it")
+            elif (waiting := writer.stalled_session(trajectory.id)) is not None:
+                kept = report  # (a locked store: queued after the run's events)
+                writer.control(waiting, lambda: store.save_report(kept))
+                log.info("agentdebug: report %s waits with its run for the store", report.id)
+            else:
+                store.save_report(report)
+        except Exception as exc:
+            log.error("agentdebug: report %s not stored: %s", report.id, exc)
         return report
 
     def flush(self) -> None:

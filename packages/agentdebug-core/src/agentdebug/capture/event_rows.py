@@ -15,6 +15,8 @@ from agentdebug.capture.encode import (
     batch_json,
     event_json,
 )
+from agentdebug.schema import AgentEvent
+from agentdebug.schema.trace import events_from_json
 from agentdebug.store.base import EventBatch, EventRow
 
 _seq_of = operator.itemgetter(SEQ)
@@ -74,3 +76,36 @@ def rows_of(items: list[tuple[Any, ...]], ids: dict[int, str], limit: int) -> Se
         )
         for i, item in enumerate(items)
     ]
+
+
+def unwritten_docs(
+    session: Any, jobs: Sequence[tuple[Any, Any]], items: Sequence[tuple[Any, ...]], limit: int
+) -> list[bytes]:
+    """The JSON documents of ``session``'s events among a writer's ``jobs`` (handed
+    to its store thread: rows, a batch's array, or a store call) and queued
+    ``items`` (its run key first), oldest first. An event may be in both, or already
+    in the store: the reader keeps one per id."""
+    out: list[bytes] = []
+    for owner, work in jobs:
+        if owner is not session or callable(work):
+            continue
+        if isinstance(work, EventBatch):
+            if work.length:
+                out.append(work.array[1:-1])
+        else:
+            out.extend(row.data for row in work)
+    key = session._key
+    out.extend(doc_of(item, None, limit) for item in items if item[0] == key)
+    return out
+
+
+def merged_events(events: list[AgentEvent], docs: list[bytes]) -> list[AgentEvent]:
+    """``events`` (a run's, as stored), and those of the JSON ``docs`` that are not
+    among them: one per id (an event being written when the store was read may be
+    in both)."""
+    known = {e.id for e in events}
+    for event in events_from_json(b"[" + b",".join(docs) + b"]"):
+        if event.id not in known:
+            known.add(event.id)
+            events.append(event)
+    return events

@@ -24,17 +24,15 @@ import orjson
 from agentdebug.capture.current import enter, forget, leave
 from agentdebug.capture.emit import Emit, emitter
 from agentdebug.capture.encode import (
-    ENCODED,
-    ENCODED_LEN,
     clean_text,
     error_dict,
-    event_json,
     jsonable,
     safe_str,
     snapshot,
     to_json,
 )
 from agentdebug.capture.ending import answer_of_outcome, ended_by
+from agentdebug.capture.event_rows import doc_of, merged_events
 from agentdebug.capture.fields import (
     MAX_STEP,
     Record,
@@ -48,6 +46,7 @@ from agentdebug.capture.fields import (
 )
 from agentdebug.capture.nesting import report_to_outer
 from agentdebug.capture.writer import BEHIND, let_go
+from agentdebug.errors import NotFoundError
 from agentdebug.limits import max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
@@ -60,7 +59,6 @@ from agentdebug.schema import (
     Outcome,
     OutcomeStatus,
 )
-from agentdebug.schema.trace import events_from_json
 
 if TYPE_CHECKING:
     from agentdebug.capture.debugger import AgentDebug
@@ -573,27 +571,26 @@ class TraceSession:
             self._inferred_outcome() if self.ended_at else Outcome(status=OutcomeStatus.RUNNING)
         )
         stored = None
+        # (what a locked store has not taken yet: read before the store is)
+        waiting = self._writer.unwritten(self) if self._writer is not None else []
         if store is not None:
             try:
                 stored = store.load_trajectory(self.id)
-            except Exception as exc:
-                if not self.store_failed:
+            except Exception as exc:  # (not stored yet: its start waits with its events)
+                if not self.store_failed and not (waiting and isinstance(exc, NotFoundError)):
                     log.error("agentdebug: run %s could not be read back: %s", self.id, exc)
-        if stored is not None and not self.spill and not self._memory:
+        if stored is not None and not self.spill and not self._memory and not waiting:
             return stored.model_copy(update={"outcome": outcome, "ended_at": self.ended_at})
-        return self._from_memory(stored, outcome)
+        return self._from_memory(stored, outcome, waiting)
 
-    def _from_memory(self, stored: AgentTrajectory | None, outcome: Outcome) -> AgentTrajectory:
-        docs = [row.data for row in self.spill]
-        docs += [
-            item[ENCODED] if len(item) == ENCODED_LEN else event_json(item, self._limit)
-            for item in self._memory
-        ]
-        events = list(stored.events) if stored is not None else []
-        events += events_from_json(b"[" + b",".join(docs) + b"]")
+    def _from_memory(
+        self, stored: AgentTrajectory | None, outcome: Outcome, waiting: list[bytes]
+    ) -> AgentTrajectory:
+        docs = [row.data for row in self.spill] + waiting
+        docs += [doc_of(item, None, self._limit) for item in self._memory]
+        events = merged_events(list(stored.events) if stored is not None else [], docs)
         events.sort(key=lambda e: (e.timestamp or self.started_at, e.step_index))
-        header = self._header(outcome)
-        return header.model_copy(update={"events": events})
+        return self._header(outcome).model_copy(update={"events": events})
 
     def analyze(self, *, attributor: str | None = None, **options: Any) -> DiagnosticReport:
         """Diagnose the run as recorded so far and keep the report beside it."""

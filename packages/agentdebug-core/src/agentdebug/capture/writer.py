@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.capture import store_health
 from agentdebug.capture.encode import ENCODED_LEN, EVENT_ID, RUN_KEY, SEQ, event_id
-from agentdebug.capture.event_rows import one_by_one, rows_of
+from agentdebug.capture.event_rows import one_by_one, rows_of, unwritten_docs
 from agentdebug.capture.store_health import StoreHealth
 from agentdebug.gcutil import gc_paused
 from agentdebug.limits import max_event_bytes
@@ -469,6 +469,22 @@ class BackgroundWriter:
             self._ready.notify_all()
         self._thread.join(timeout=5 if written else 0.1)  # (not for a thread stuck
         self._store_thread.join(timeout=5 if written else 0.1)  # in the store's lock)
+
+    def stalled_session(self, run_id: str) -> TraceSession | None:
+        """The live session of ``run_id`` while the store takes no write (a lock):
+        a store call for that run is queued behind its events, not waited for."""
+        if not self.health.stalled:
+            return None
+        return next((s for s in list(self._sessions.values()) if s.id == run_id), None)
+
+    def unwritten(self, session: TraceSession) -> list[bytes]:
+        """The JSON of ``session``'s events that are not in the store yet (being
+        written, handed over, or queued), for its ``trajectory`` while a locked
+        store keeps them out. Taken before the store is read: an event written
+        meanwhile is in both, once per id for the reader."""
+        with self._ready_lock:
+            jobs = [*self._writing, *(job for jobs in self._jobs for job in jobs)]
+        return unwritten_docs(session, jobs, [*self._taken, *self.queue], self._limit)
 
     def _waiting_runs(self) -> list[str]:
         """The runs whose writes wait: being written, handed over, or queued."""

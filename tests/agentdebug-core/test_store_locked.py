@@ -7,6 +7,7 @@ lock wait, five times), and then the run was kept in memory only."""
 from __future__ import annotations
 
 import logging
+import os
 import sqlite3
 import subprocess
 import sys
@@ -160,3 +161,37 @@ def test_a_run_analyzed_while_the_store_is_locked_sees_its_events_and_its_report
     store = open_store(home)
     assert len(store.load_trajectory("locked-analyzed").events) == 3
     assert [r.id for r in store.load_reports("locked-analyzed")] == [report.id]
+
+
+def test_diagnose_on_the_command_line_shows_the_diagnosis_of_a_locked_store_at_once(
+    home: Path,
+) -> None:
+    """Before: the command waited out SQLite's 30 s lock wait and then printed only
+    "error: ...: write failed: database is locked": no diagnosis at all."""
+    booking = Path(__file__).parents[2] / "examples" / "failed_booking.json"
+
+    def agentdebug(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "agentdebug", *args],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "AGENTDEBUG_HOME": str(home)},
+            timeout=120,
+            check=False,
+        )
+
+    assert agentdebug("ingest", str(booking)).returncode == 0
+    holder = locked_by_another(home / "agentdebug.db")
+    try:
+        shown = agentdebug("diagnose", "example-failed-booking")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert shown.returncode == 0, shown.stderr
+    assert "Root cause: searcher at step 3" in shown.stdout
+    assert f"the store {home / 'agentdebug.db'} is locked by another connection" in shown.stderr
+    assert "the diagnosis is shown, not stored" in shown.stderr
+    assert not open_store(home).load_reports("example-failed-booking")
+    kept = agentdebug("diagnose", "example-failed-booking")  # the lock gone: kept
+    assert kept.returncode == 0 and "not stored" not in kept.stderr, kept.stderr
+    assert len(open_store(home).load_reports("example-failed-booking")) == 1

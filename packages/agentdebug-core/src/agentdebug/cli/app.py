@@ -17,7 +17,7 @@ from agentdebug.cli.options import model_options, settings_from
 from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
-from agentdebug.store.base import recorder_of
+from agentdebug.store.base import StoreLocked, recorder_of
 from agentdebug.text import shorten
 
 
@@ -459,15 +459,12 @@ def diagnose(
 
     settings = settings_from(model)
     limit = Budget.parse(budget) if budget else None
-    if not no_store and store_file(obj.location).exists():
-        closed = getattr(obj.store, "read_only", None)  # (a file this user cannot write)
-        if closed:
-            click.echo(
-                f"Note: the store {obj.store.location} is read-only here ({closed}); "
-                "the diagnosis is shown, not stored.",
-                err=True,
-            )
-            no_store = True
+    if not no_store and store_file(obj.location).exists() and (why := _unwritable(obj.store)):
+        click.echo(
+            f"Note: the store {obj.store.location} {why}; the diagnosis is shown, not stored.",
+            err=True,
+        )
+        no_store = True
     trajectories = _targets(obj, target, in_fmt, keep=not no_store, history=not alone)
     reports: list[dict[str, Any]] = []
     for trajectory in trajectories:
@@ -489,19 +486,38 @@ def diagnose(
             )
         if not no_store and not running:
             report = carried_verification(obj.store, report)
-            obj.store.save_report(report)
-            if Path(target).exists():  # (a file: its run was imported to be diagnosed)
-                click.echo(
-                    f"kept in {obj.store.location} as run {trajectory.id}, with this "
-                    "diagnosis (--no-store keeps nothing)",
-                    err=True,
-                )
+            try:
+                obj.store.save_report(report)
+            except StoreLocked as exc:  # (a lock taken since: waited out for 30 s)
+                click.echo(f"Note: {exc}; the diagnosis is shown, not stored.", err=True)
+            else:
+                if Path(target).exists():  # (a file: its run was imported to be diagnosed)
+                    click.echo(
+                        f"kept in {obj.store.location} as run {trajectory.id}, with this "
+                        "diagnosis (--no-store keeps nothing)",
+                        err=True,
+                    )
         if out_fmt == "json" and len(trajectories) > 1:
             reports.append(report.model_dump(mode="json"))
             continue
         click.echo(render(report, trajectory, out_fmt, width=width))
     if reports:
         click.echo(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
+
+
+def _unwritable(store: TraceStore) -> str | None:
+    """Why a report cannot be stored now: a file this user cannot write, or another
+    connection holding the write lock (which would keep the command waiting)."""
+    closed = getattr(store, "read_only", None)
+    if closed:
+        return f"is read-only here ({closed})"
+    probe = getattr(store, "write_locked", None)
+    if callable(probe) and probe():
+        return (
+            "is locked by another connection (a backup, `agentdebug prune --vacuum`, a "
+            "sqlite3 shell?): run this again once the lock goes to keep it"
+        )
+    return None
 
 
 # -- schema and registry views -------------------------------------------------------------------

@@ -195,3 +195,55 @@ def test_diagnose_on_the_command_line_shows_the_diagnosis_of_a_locked_store_at_o
     kept = agentdebug("diagnose", "example-failed-booking")  # the lock gone: kept
     assert kept.returncode == 0 and "not stored" not in kept.stderr, kept.stderr
     assert len(open_store(home).load_reports("example-failed-booking")) == 1
+
+
+def test_ingest_into_a_locked_store_says_it_waits_and_imports_once_the_lock_goes(
+    home: Path,
+) -> None:
+    """Before: the command sat silent for as long as the lock was held (up to 30 s)."""
+    open_store(home).close()
+    booking = Path(__file__).parents[2] / "examples" / "failed_booking.json"
+    holder = locked_by_another(home / "agentdebug.db")
+    ingest = subprocess.Popen(
+        [sys.executable, "-m", "agentdebug", "ingest", str(booking)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "AGENTDEBUG_HOME": str(home)},
+    )
+    try:
+        assert ingest.stderr is not None
+        said = ingest.stderr.readline()
+    finally:
+        holder.execute("ROLLBACK")  # the lock goes while the command waits
+        holder.close()
+    out, err = ingest.communicate(timeout=60)
+    where = home / "agentdebug.db"
+    assert said == f"Note: the store {where} is locked by another connection (a backup, " + (
+        "`agentdebug prune --vacuum`, a sqlite3 shell?); waiting for it...\n"
+    )
+    assert ingest.returncode == 0, err
+    assert out.startswith("imported 1 run(s) from 1 file(s)")
+    assert open_store(home).load_trajectory("example-failed-booking").events
+
+
+def test_a_command_whose_write_a_lock_kept_out_says_what_may_hold_it(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from agentdebug.cli import main
+    from agentdebug.store.base import StoreLocked
+    from agentdebug.store.sqlite import SQLiteStore
+
+    def kept_out(store: SQLiteStore, *args: object, **kwargs: object) -> None:
+        raise StoreLocked(f"{store.path}: write failed: database is locked")  # (after 30 s)
+
+    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
+    monkeypatch.setattr(SQLiteStore, "_tx", kept_out)
+    booking = Path(__file__).parents[2] / "examples" / "failed_booking.json"
+    with pytest.raises(SystemExit) as exited:
+        main(["ingest", str(booking)])
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert "write failed: database is locked (another connection holds the store's " in err
+    assert "write lock: a backup, `agentdebug prune --vacuum`, a sqlite3 shell? " in err
+    assert "Traceback" not in err

@@ -17,6 +17,7 @@ from agentdebug.cli import prune as _prune  # noqa: F401 - registers `agentdebug
 from agentdebug.cli import recover as _recover  # noqa: F401 - registers `act`, `diff`
 from agentdebug.cli.app import cli
 from agentdebug.errors import AgentDebugError
+from agentdebug.store.base import StoreLocked
 
 EXIT_USER_ERROR = 1
 EXIT_INTERNAL_ERROR = 3
@@ -41,6 +42,13 @@ def main(argv: list[str] | None = None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except StoreLocked as exc:  # (after a 30 s wait: say what holds it)
+        click.echo(
+            f"error: {exc} (another connection holds the store's write lock: a backup, "
+            "`agentdebug prune --vacuum`, a sqlite3 shell? Run this again once it is let go)",
+            err=True,
+        )
+        sys.exit(EXIT_USER_ERROR)
     except AgentDebugError as exc:
         click.echo(f"error: {exc}", err=True)
         sys.exit(EXIT_USER_ERROR)

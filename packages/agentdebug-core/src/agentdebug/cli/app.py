@@ -14,6 +14,7 @@ import orjson
 
 from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settle_abandoned
 from agentdebug.cli.options import model_options, settings_from
+from agentdebug.cli.store_notes import LOCKED, locked_now, unwritable
 from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
@@ -131,6 +132,8 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
                 f"unknown import format '{fmt}' (known: {', '.join(known)})", param_hint="--format"
             )
     store = obj.store
+    if locked_now(store):  # (said: a write waits for the lock up to 30 s)
+        click.echo(f"Note: the store {store.location} {LOCKED}; waiting for it...", err=True)
     shown = sys.stderr.isatty()  # (a progress line in a log says nothing)
     done = 0
 
@@ -459,7 +462,7 @@ def diagnose(
 
     settings = settings_from(model)
     limit = Budget.parse(budget) if budget else None
-    if not no_store and store_file(obj.location).exists() and (why := _unwritable(obj.store)):
+    if not no_store and store_file(obj.location).exists() and (why := unwritable(obj.store)):
         click.echo(
             f"Note: the store {obj.store.location} {why}; the diagnosis is shown, not stored.",
             err=True,
@@ -503,21 +506,6 @@ def diagnose(
         click.echo(render(report, trajectory, out_fmt, width=width))
     if reports:
         click.echo(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
-
-
-def _unwritable(store: TraceStore) -> str | None:
-    """Why a report cannot be stored now: a file this user cannot write, or another
-    connection holding the write lock (which would keep the command waiting)."""
-    closed = getattr(store, "read_only", None)
-    if closed:
-        return f"is read-only here ({closed})"
-    probe = getattr(store, "write_locked", None)
-    if callable(probe) and probe():
-        return (
-            "is locked by another connection (a backup, `agentdebug prune --vacuum`, a "
-            "sqlite3 shell?): run this again once the lock goes to keep it"
-        )
-    return None
 
 
 # -- schema and registry views -------------------------------------------------------------------

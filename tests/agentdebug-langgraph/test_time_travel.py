@@ -399,3 +399,73 @@ def test_a_fork_of_an_unrecorded_checkpoint_before_many_runs_is_a_run_of_its_own
     assert run.metadata["langgraph"]["forked_from"] == {
         "checkpoint_id": snapshot.config["configurable"]["checkpoint_id"]
     }
+
+
+def _exit_run(how: str, graph: Any, inputs: Any, config: Any) -> Any:
+    """A run with ``durability="exit"``: LangGraph saves no checkpoint per step, only
+    the one the run ends at (for a run that raised, the one its failing step
+    started from), so its steps record none."""
+    if how == "ainvoke":
+        return asyncio.run(graph.ainvoke(inputs, config, durability="exit"))
+    return graph.invoke(inputs, config, durability="exit")
+
+
+@pytest.mark.parametrize("how", ["invoke", "ainvoke"])
+def test_a_fix_of_the_state_after_a_run_made_with_durability_exit_forks_that_run(
+    dbg: AgentDebug, how: str
+) -> None:
+    """The run that failed recorded no checkpoint on its steps, yet LangGraph kept
+    the one its failing node started from: the run from the human's fix continues
+    it from before that node, as with the default durability (before, it was a run
+    of its own, numbered from 1, whose history held nothing of what led there)."""
+    graph = abc_graph()
+    thread = {"configurable": {"thread_id": "exit-fix"}}
+    first = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError):
+        _exit_run(how, graph, {"x": 2}, {**thread, "callbacks": [first]})  # x=30 at c
+    original = first.trajectory()
+    assert not [e for e in original.events if e.checkpoint is not None]
+    c_start = next(e for e in original.events if e.agent_name == "c")
+    graph.update_state(thread, {"x": 3}, as_node="b")
+    fixed = AgentDebugCallback(dbg)
+    assert _exit_run(how, graph, None, {**thread, "callbacks": [fixed]}) == {"x": 3, "log": "c"}
+    run = fixed.trajectory()
+    assert run.metadata["continues"] == original.id
+    assert run.metadata["continues_before_step"] == c_start.step_index
+    forked = run.metadata["langgraph"]["forked_from"]
+    assert forked["run"] == original.id and forked["step"] == c_start.step_index
+    assert run.events[0].input == [{"x": 3}]
+    assert nodes(dbg.history(run)) == [("a", 1), ("b", 2), *nodes(run)]
+
+
+@pytest.mark.parametrize("where", ["this process", "another worker"])
+def test_a_retry_after_an_edited_run_made_with_durability_exit_failed_continues_that_run(
+    dbg: AgentDebug, where: str
+) -> None:
+    """As with the default durability: the run from the edit failed at its first
+    node, its step recorded no checkpoint, and the retry after the code's fix is
+    that run's retry, told by its node's task (before, it was taken for the edit
+    forked again, continuing the first run, and the failed attempt was not linked)."""
+    from agentdebug_langgraph import _state
+
+    graph = abc_graph()
+    thread = {"configurable": {"thread_id": "exit-again"}}
+    with pytest.raises(ValueError):
+        _exit_run("invoke", graph, {"x": 2}, {**thread, "callbacks": [AgentDebugCallback(dbg)]})
+    graph.update_state(thread, {"x": 20}, as_node="b")  # still too big for c
+    edited = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(ValueError):
+        _exit_run("invoke", graph, None, {**thread, "callbacks": [edited]})
+    failed_c = next(e for e in edited.trajectory().events if e.agent_name == "c")
+    LIMIT["x"] = 100  # the fix
+    if where == "another worker":
+        _state.STOPPED.drain()
+        _state.LATEST.drain()
+    retry = AgentDebugCallback(dbg, diagnose=False)
+    out = _exit_run("invoke", graph, None, {**thread, "callbacks": [retry]})
+    assert out == {"x": 20, "log": "c"}
+    run = retry.trajectory()
+    assert run.metadata["continues"] == edited.last_run_id
+    assert "forked_from" not in run.metadata["langgraph"]
+    (c,) = [e for e in run.events if e.type is EventType.AGENT_START]
+    assert c.agent_name == "c" and c.metadata.get("retry_of") == failed_c.id

@@ -261,6 +261,7 @@ class AgentDebugCallback(RunStarting):
                 self._start_branch(run, doc, inputs, ns, lg_step, path)
             checkpoint = None
             if parent is None:
+                run.last_task = meta["task_id"]
                 if run.persists or not run.loop_checked:
                     checkpoint = self._checkpoint(run, lg_step)
             elif run.persists:

@@ -38,6 +38,11 @@ from agentdebug.store import RunQuery
 from agentdebug.store.history import before_step
 from langgraph.checkpoint.memory import InMemorySaver
 
+try:
+    from langgraph._internal._constants import NULL_TASK_ID
+except ImportError:  # pragma: no cover - a LangGraph that moved it
+    NULL_TASK_ID = "00000000-0000-0000-0000-000000000000"
+
 from agentdebug_langgraph import _convert
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -60,6 +65,10 @@ class Fork:
     origin: AgentTrajectory | None = None
     step: int | None = None
     base_made: datetime | None = None  # when the base checkpoint was written (its ``ts``)
+    # the tasks that ran from the base checkpoint, by the writes it keeps for them: a
+    # run made with durability="exit" records no checkpoint on its steps, yet keeps
+    # the one its failing (or interrupted) step started from, with that step's writes
+    base_tasks: frozenset[str] = frozenset()
 
     def record(self) -> dict[str, Any]:
         out: dict[str, Any] = {"checkpoint_id": self.checkpoint_id}
@@ -198,6 +207,34 @@ def fork_at(saver: Any, thread_id: str, checkpoint_id: str) -> Fork:
     return fork
 
 
+def _tasks_of(tup: Any) -> frozenset[str]:
+    """The ids of the tasks that ran from a checkpoint (a ``CheckpointTuple``), by
+    the writes it keeps for them: a step's writes, its error, its interrupt."""
+    return frozenset(
+        str(write[0]) for write in tup.pending_writes or () if write[0] != NULL_TASK_ID
+    )
+
+
+def tasks_at(saver: Any, thread_id: str, checkpoint_id: str) -> frozenset[str]:
+    """The tasks that ran from a top-level checkpoint (:func:`_tasks_of`), read
+    through ``saver`` (:func:`reader`); empty when it cannot be read. Never raises."""
+    config = {
+        "configurable": {
+            "thread_id": thread_id,
+            "checkpoint_ns": "",
+            "checkpoint_id": checkpoint_id,
+        }
+    }
+    try:
+        if saver is None or not hasattr(saver, "get_tuple"):
+            return frozenset()
+        tup = saver.get_tuple(config)
+        return _tasks_of(tup) if tup is not None else frozenset()
+    except Exception:
+        log.debug("agentdebug: the checkpoint's writes could not be read", exc_info=True)
+        return frozenset()
+
+
 def latest_edit(saver: Any, thread_id: str) -> str | None:
     """The thread's latest checkpoint when ``update_state`` made it (a human's fix
     of the state, run on with the thread's own config rather than the one
@@ -274,6 +311,7 @@ def _follow_edits(fork: Fork, saver: Any, thread_id: str) -> None:
         tup = parent
     if tup is not None and str(tup.config["configurable"]["checkpoint_id"]) == fork.base_checkpoint:
         fork.base_made = _made_at(tup.checkpoint)
+        fork.base_tasks = _tasks_of(tup)
 
 
 def _made_at(checkpoint: Any) -> datetime | None:
@@ -300,7 +338,10 @@ def _changed(before: Any, after: Any) -> dict[str, Any]:
 
 def _find_origin(fork: Fork, debugger: Any, thread_id: str) -> None:
     """The latest run on the thread whose top-level node started from the base
-    checkpoint, and that node's step."""
+    checkpoint, and that node's step: the node recorded that checkpoint, or (a run
+    made with ``durability="exit"``, which records none) its task is one of those
+    that wrote to the checkpoint (LangGraph derives task ids from the checkpoint,
+    so no task of another checkpoint has that id)."""
     store = debugger.store
     if store is None:
         return
@@ -309,12 +350,15 @@ def _find_origin(fork: Fork, debugger: Any, thread_id: str) -> None:
     index_threads(store)
     for run in _thread_runs(store, FRAMEWORK, thread_id, fork):
         for event in run.events:
+            if event.type is not EventType.AGENT_START:
+                continue
             ref = event.checkpoint
             if (
-                event.type is EventType.AGENT_START
-                and ref is not None
-                and ref.checkpoint_id == fork.base_checkpoint
-                and not ref.namespace
+                ref is not None and ref.checkpoint_id == fork.base_checkpoint and not ref.namespace
+            ) or (
+                ref is None
+                and "namespace" not in event.metadata
+                and event.metadata.get("task_id") in fork.base_tasks
             ):
                 fork.origin, fork.step = run, event.step_index
                 return

@@ -166,7 +166,9 @@ class RunStarting(RunEnding):
             and not blind
         ):
             wanted = _forks.latest_edit(saver, str(thread_id))
-            if wanted is not None and self._ran_from(wanted, key, str(thread_id), name, nodes):
+            if wanted is not None and self._ran_from(
+                wanted, key, str(thread_id), name, nodes, saver
+            ):
                 wanted = None  # the run that stopped ran from that edit: this is its retry
         fork = _forks.fork_at(saver, str(thread_id), wanted) if wanted is not None else None
         if fork is not None and resumed is not None:
@@ -294,17 +296,29 @@ class RunStarting(RunEnding):
         run.watch = (task, ended)
 
     def _ran_from(
-        self, checkpoint: str, key: str | None, thread_id: str, name: Any, nodes: list[str]
+        self,
+        checkpoint: str,
+        key: str | None,
+        thread_id: str,
+        name: Any,
+        nodes: list[str],
+        saver: Any,
     ) -> bool:
         """Whether the run that stopped last on the thread ran its last step from
         ``checkpoint`` (an edit): the one this process keeps, else, where this process
-        has not run the thread (another worker, a restart), the store's."""
+        has not run the thread (another worker, a restart), the store's. A run made
+        with ``durability="exit"`` records no checkpoint: its last step's task is
+        then looked for among those that ran from the edit."""
         if key is None:
             return False
         before = STOPPED.get(key)
         if before is None and LATEST.get(key) is None:
             before = stopped_elsewhere(self._debugger(), thread_id, str(name or GRAPH), nodes)
-        return before is not None and before.started_from == checkpoint
+        if before is None:
+            return False
+        if before.started_from is not None or before.started_task is None:
+            return before.started_from == checkpoint
+        return before.started_task in _forks.tasks_at(saver, thread_id, checkpoint)
 
     def _record_resume(self, run: GraphRun, inputs: Any, extra: dict[str, Any]) -> None:
         """A resume's ``USER_INPUT`` event: what it gave, and how (``resume_record``)."""

@@ -55,6 +55,7 @@ class GraphRun:
     loop_checked: bool = False
     persists: bool = False
     last_checkpoint: tuple[str, CheckpointRef] | None = None
+    last_task: str | None = None  # the task id of its latest top-level node start
     # tool_call_id -> (LLM_RESPONSE event id, step, agent) of the decision that asked for it
     tool_calls: dict[str, tuple[str | None, int, str]] = field(default_factory=dict)
     # tool_call_id -> the call ({"id", "name", "args"}) of a model call of this run; the
@@ -328,6 +329,8 @@ class Stopped(NamedTuple):
     # the checkpoint its last top-level step started from: when that is an edit
     # (update_state), invoke(None) after the stop retries the run, not the edit
     started_from: str | None = None
+    # its task id: tells it where none was recorded (durability="exit")
+    started_task: str | None = None
 
     @classmethod
     def of_run(cls, run: GraphRun) -> Stopped:
@@ -338,6 +341,7 @@ class Stopped(NamedTuple):
             Decisions.of_run(run),
             invoked_with(run.session.metadata),
             last[0] if last is not None else None,
+            run.last_task,
         )
 
     @property
@@ -421,22 +425,23 @@ def stopped_elsewhere(
         waiting = _waits_at_interrupt(run)  # (or its process died in the middle of it)
     else:
         waiting = at_interrupt(run.outcome.reason or "")
-    return Stopped(
-        RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata), _started_from(run)
-    )
+    made = (RunMark.of(run), waiting, decisions_of(run), invoked_with(run.metadata))
+    return Stopped(*made, *_started_from(run))
 
 
-def _started_from(run: AgentTrajectory) -> str | None:
-    """The checkpoint a stored run's last top-level step started from."""
-    for e in reversed(run.events):
-        if (
-            e.type is EventType.AGENT_START
-            and "node" in e.metadata
-            and "namespace" not in e.metadata
-            and e.checkpoint is not None
-        ):
-            return e.checkpoint.checkpoint_id
-    return None
+def _started_from(run: AgentTrajectory) -> tuple[str | None, str | None]:
+    """The checkpoint a stored run's last top-level step started from, and the task
+    id of its last top-level step (which tells it where none was recorded)."""
+    roots = [
+        e
+        for e in run.events
+        if e.type is EventType.AGENT_START
+        and "node" in e.metadata
+        and "namespace" not in e.metadata
+    ]
+    ref = next((e.checkpoint for e in reversed(roots) if e.checkpoint is not None), None)
+    task = roots[-1].metadata.get("task_id") if roots else None
+    return (ref.checkpoint_id if ref else None), (str(task) if task is not None else None)
 
 
 def invoked_with(metadata: Any) -> dict[str, Any] | None:

@@ -13,8 +13,7 @@ from collections.abc import Sequence
 
 from agentdebug.audit import FREE_TIER_INSTEAD, HEURISTIC_INSTEAD, audit_scope, note
 from agentdebug.audit import record as record_audit
-from agentdebug.detect.recovery import NO_SUCH_TOOL
-from agentdebug.detect.signals import BY_THE_RUN, failure_of, tool_name
+from agentdebug.detect.signals import BY_THE_RUN
 from agentdebug.errors import AgentDebugError, ConfigError
 from agentdebug.evidence import Grounder, ground_findings, ground_hypotheses
 from agentdebug.guard import attributable, hypotheses_of, plugin_notes, run_detectors
@@ -29,13 +28,13 @@ from agentdebug.llm import (
     use_settings,
 )
 from agentdebug.plugins import Registry, get_registry
+from agentdebug.remedies import fix_of
 from agentdebug.schema import (
     AgentTrajectory,
     Cost,
     DiagnosticReport,
     EventType,
     Finding,
-    Fix,
     Hypothesis,
     OutcomeStatus,
     Severity,
@@ -133,7 +132,7 @@ def diagnose(
         hypotheses=hypotheses,
         symptom=symptom,
         summary=_summary(trajectory, findings, root, symptom, reg),
-        fix=_fix(root, reg, trajectory),
+        fix=fix_of(root, reg, trajectory, _who(trajectory, root) if root else None),
         audit=audit,
         cost=cost,
         notes=notes,
@@ -469,66 +468,3 @@ def _who(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
     if blames_input(trajectory, root):
         return "the run's input"
     return blames_run_code(trajectory, root)
-
-
-def _fix(root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory) -> Fix | None:
-    """The strategy's own fix when it wrote one (DeepDebug does), else the remedy of
-    the root cause's failure mode, addressed to its agent and step."""
-    if root is None:
-        return None
-    own = root.metadata.get("fix")
-    if isinstance(own, str) and own.strip():
-        return Fix(
-            directive=own.strip(),
-            target_agent=root.agent_name,
-            target_step=root.step_index,
-            rationale=shorten(root.rationale, 300) if root.rationale else None,
-        )
-    if root.mode_id is None:
-        return None
-    mode = reg.failure_modes.get(root.mode_id)
-    if mode is None:
-        return None
-    who = _who(trajectory, root) or "the agent"
-    remedy = mode.remedy
-    if root.mode_id == "action.malformed_tool_call":
-        remedy = _no_such_tool_remedy(trajectory, root) or remedy
-    return Fix(
-        directive=f"At step {root.step_index}, {who}: {remedy}",
-        target_agent=root.agent_name,
-        target_step=root.step_index,
-        rationale=shorten(root.rationale, 300) if root.rationale else None,
-    )
-
-
-def _no_such_tool_remedy(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
-    """For a call of a tool that does not exist (a name the model made up): the
-    tools the agent has, by name, rather than "match its schema exactly". None when
-    the root cause is not about a missing tool."""
-    said = [root.rationale or "", *(e.quote or "" for e in root.evidence)]
-    if not any(NO_SUCH_TOOL.search(text) for text in said):
-        return None
-    by_id = {e.id: e for e in trajectory.events}
-    call = by_id.get(root.event_id or "")
-    wrong = tool_name(call) if call is not None and call.type is EventType.TOOL_CALL else None
-    known: list[str] = []
-    for agent in trajectory.agents:
-        if agent.name == root.agent_name or not root.agent_name:
-            known += agent.tools
-    if not known:  # the tools the run called and that answered
-        known = [
-            name
-            for e in trajectory.events
-            if e.type is EventType.TOOL_RESULT
-            and e.error is None
-            and failure_of(e) is None
-            and (name := tool_name(e))
-        ]
-    known = [t for t in dict.fromkeys(known) if t != wrong]
-    instead = f" instead of '{wrong}'" if wrong else ""
-    if known:
-        return (
-            f"Call a tool that exists{instead}: {', '.join(known[:8])} "
-            "(use its exact name and arguments)."
-        )
-    return f"Call a tool the agent actually has, by its exact name{instead}."

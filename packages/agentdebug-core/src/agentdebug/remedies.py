@@ -1,0 +1,147 @@
+"""The fix a report gives: the strategy's own (DeepDebug and the model strategies
+write one), else the blamed failure mode's remedy, addressed to the agent and step,
+made concrete with what the run holds.
+
+A mode's remedy is general ("Call the tool again with arguments that match its
+schema exactly."). Given as a retry directive, it tells the agent nothing it can
+act on, so when the blamed step is a tool call that failed, the fix says which call
+and how it failed; when the call named a tool that does not exist, it names the
+tools that do.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from agentdebug.detect.recovery import NO_SUCH_TOOL
+from agentdebug.detect.signals import failure_of, tool_name
+from agentdebug.plugins import Registry
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Fix, Hypothesis
+from agentdebug.text import shorten
+
+CALL_CHARS = 120  # of the failing call's arguments, in the fix
+ERROR_CHARS = 200  # of its error
+
+
+def fix_of(
+    root: Hypothesis | None, reg: Registry, trajectory: AgentTrajectory, who: str | None
+) -> Fix | None:
+    """The strategy's own fix when it wrote one, else the remedy of the root cause's
+    failure mode, addressed to ``who`` (its agent, or what stands for it) and step."""
+    if root is None:
+        return None
+    rationale = shorten(root.rationale, 300) if root.rationale else None
+    own = root.metadata.get("fix")
+    if isinstance(own, str) and own.strip():
+        return Fix(
+            directive=own.strip(),
+            target_agent=root.agent_name,
+            target_step=root.step_index,
+            rationale=rationale,
+        )
+    if root.mode_id is None:
+        return None
+    mode = reg.failure_modes.get(root.mode_id)
+    if mode is None:
+        return None
+    remedy = mode.remedy
+    if root.mode_id == "action.malformed_tool_call":
+        remedy = _no_such_tool_remedy(trajectory, root) or remedy
+    failed = _failed_call(trajectory, root)
+    if failed is not None:
+        remedy = f"{failed}. {remedy}"
+    return Fix(
+        directive=f"At step {root.step_index}, {who or 'the agent'}: {remedy}",
+        target_agent=root.agent_name,
+        target_step=root.step_index,
+        rationale=rationale,
+    )
+
+
+def _failed_call(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """When the blamed event is a tool call whose result failed: the call and its
+    error, as `search_fares({"date":"14/12/2026"}) failed: "ValidationError: ..."`."""
+    result = _result_of(trajectory.events, root.event_id)
+    failure = failure_of(result[1]) if result is not None else None
+    if result is None or failure is None:
+        return None
+    call, answer = result
+    error = answer.error
+    said = failure[1]
+    if error is not None and error.type and not error.message.startswith(error.type):
+        said = f"{error.type}: {error.message}"
+    name = tool_name(call) or "the call"
+    return f'{name}({_arguments(call)}) failed: "{shorten(said, ERROR_CHARS)}"'
+
+
+def _result_of(
+    events: list[AgentEvent], call_id: str | None
+) -> tuple[AgentEvent, AgentEvent] | None:
+    """The tool call with this event id and its result: the result linked to it (by
+    ``parent_id`` or the call's ``tool_call_id``), else the next result of the same
+    tool before that tool is called again (a log that links nothing)."""
+    at = next((i for i, e in enumerate(events) if e.id == call_id), None) if call_id else None
+    if at is None or events[at].type is not EventType.TOOL_CALL:
+        return None
+    call = events[at]
+    link = call.metadata.get("tool_call_id")
+    for event in events:
+        if event.type is EventType.TOOL_RESULT and (
+            event.parent_id == call.id or (link and event.metadata.get("tool_call_id") == link)
+        ):
+            return call, event
+    name = tool_name(call)
+    for event in events[at + 1 :]:
+        if tool_name(event) != name:
+            continue
+        if event.type is EventType.TOOL_CALL:
+            return None
+        if event.type is EventType.TOOL_RESULT and not event.metadata.get("tool_call_id"):
+            return call, event
+    return None
+
+
+def _arguments(call: AgentEvent) -> str:
+    value = call.input
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return shorten(value, CALL_CHARS)
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+    except TypeError:
+        text = str(value)
+    return shorten(text, CALL_CHARS)
+
+
+def _no_such_tool_remedy(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+    """For a call of a tool that does not exist (a name the model made up): the
+    tools the agent has, by name, rather than "match its schema exactly". None when
+    the root cause is not about a missing tool."""
+    said = [root.rationale or "", *(e.quote or "" for e in root.evidence)]
+    if not any(NO_SUCH_TOOL.search(text) for text in said):
+        return None
+    by_id = {e.id: e for e in trajectory.events}
+    call = by_id.get(root.event_id or "")
+    wrong = tool_name(call) if call is not None and call.type is EventType.TOOL_CALL else None
+    known: list[str] = []
+    for agent in trajectory.agents:
+        if agent.name == root.agent_name or not root.agent_name:
+            known += agent.tools
+    if not known:  # the tools the run called and that answered
+        known = [
+            name
+            for e in trajectory.events
+            if e.type is EventType.TOOL_RESULT
+            and e.error is None
+            and failure_of(e) is None
+            and (name := tool_name(e))
+        ]
+    known = [t for t in dict.fromkeys(known) if t != wrong]
+    instead = f" instead of '{wrong}'" if wrong else ""
+    if known:
+        return (
+            f"Call a tool that exists{instead}: {', '.join(known[:8])} "
+            "(use its exact name and arguments)."
+        )
+    return f"Call a tool the agent actually has, by its exact name{instead}."

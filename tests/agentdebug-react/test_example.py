@@ -27,7 +27,10 @@ def test_the_example_runs_the_whole_loop(tmp_path: Path) -> None:
     assert "final answer '107550'" in out and "FAILED" in out  # the failing run, captured
     assert "free tier" in out  # the diagnosis says it used no model
     assert "Root cause: analyst at step 1" in out
-    assert "Fix: At step 1, analyst: Locate the resource first" in out
+    assert (
+        'Fix: At step 1, analyst: read_file(q3-2024.csv) failed: "FileNotFoundError: [Errno 2] '
+        "No such file or directory: 'q3-2024.csv'\". Locate the resource first"
+    ) in out
     assert "gate auto: approved" in out
     assert "loop status: succeeded; verified by rerun: True" in out
     assert "First divergence: step 1, an event only in B." in out  # the directive message

@@ -163,7 +163,9 @@ def not_one_object(source: Source) -> str | None:
 def exchange(doc: Mapping[str, Any]) -> Mapping[str, Any]:
     """A request saved beside its response (``{"request": {messages...}, "response":
     {choices...}}``, or ``{"messages": [...], "response": {...}}``) as one document
-    with the response's ``choices``; anything else as it is."""
+    with the response's ``choices`` (a Responses API response's ``output``; any
+    other response, such as an Anthropic message, stays as ``response``); anything
+    else as it is."""
     response = doc.get("response")
     if not isinstance(response, Mapping) or "choices" in doc:
         return doc
@@ -173,6 +175,12 @@ def exchange(doc: Mapping[str, Any]) -> Mapping[str, Any]:
         merged.update(request)
     if "choices" in response:
         merged["choices"] = response["choices"]
+    elif isinstance(response.get("output"), list):  # the Responses API's
+        merged["output"] = response["output"]
+        merged.setdefault("instructions", response.get("instructions"))
+        merged["response"] = {k: v for k, v in response.items() if k != "output"}
+    else:  # (an Anthropic message is the reply; anything else is kept as it is)
+        merged["response"] = response
     return merged
 
 

@@ -5,7 +5,9 @@ Accepted shapes: a JSON array of messages; an object ``{"messages": [...], "goal
 "tools"?, "choices"?}`` (an OpenAI request saved with its response: the reply in
 ``choices[0].message`` is the last message); JSON Lines with one message per line
 (one conversation) or one conversation object per line (one run each; a line
-that cannot be read is reported, by its number, after the others are read).
+that cannot be read is reported, by its number, after the others are read). The
+OpenAI Responses API's items (a list of them, or ``{input, output, instructions}``)
+are read as the chat messages they stand for (:mod:`agentdebug.io.responses`).
 
 Each message is one step (``step_index`` = its position in the list, system
 messages included, so a step number points back at the user's own list). System
@@ -30,12 +32,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import orjson
 from pydantic import ValidationError
 
 from agentdebug.errors import InputError, RecordsSkipped
+from agentdebug.io import responses
+from agentdebug.io._chat import Builder, Message, arguments, extra_fields, mark_final
 from agentdebug.io._common import (
-    check_size,
     exchange,
     from_validation_error,
     line_of,
@@ -43,19 +45,13 @@ from agentdebug.io._common import (
     tool_names,
     type_name,
 )
-from agentdebug.io.semconv import Content, Fail, read_content
-from agentdebug.limits import max_event_bytes
+from agentdebug.io.semconv import Content, read_content
 from agentdebug.schema import AgentEvent, AgentInfo, AgentTrajectory, EventType, Outcome
 from agentdebug.stages import ImportedRun, Source
 
 ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
 DEFAULT_AGENT = "assistant"
 
-#: Message fields read into events; any others are kept in ``metadata.fields``.
-MESSAGE_FIELDS = frozenset(
-    ["role", "content", "name", "tool_calls", "function_call", "tool_call_id"]
-)
-#: Conversation fields read into the trajectory; any others go to ``metadata.fields``.
 CONVERSATION_FIELDS = frozenset(
     [
         "messages",
@@ -68,6 +64,9 @@ CONVERSATION_FIELDS = frozenset(
         "model",
         "tools",
         "choices",
+        "input",
+        "output",
+        "instructions",
     ]
 )
 
@@ -78,9 +77,10 @@ def _is_message(value: Any) -> bool:
 
 def _conversation_lines(records: Sequence[Any]) -> bool:
     """Whether JSON Lines hold one conversation object per line (not one message)."""
-    return any(isinstance(r, Mapping) and "messages" in r for r in records) and not any(
-        _is_message(r) for r in records
-    )
+    return any(
+        isinstance(r, Mapping) and ("messages" in r or responses.conversation(r) is not None)
+        for r in records
+    ) and not any(_is_message(r) for r in records)
 
 
 def _sniff_list(items: Sequence[Any], lines: Source | None = None) -> str | None:
@@ -90,6 +90,8 @@ def _sniff_list(items: Sequence[Any], lines: Source | None = None) -> str | None
         return "empty list"
     if not all(isinstance(m, Mapping) for m in items):
         return "list items are not all objects"
+    if responses.looks_like_items(items):  # (OpenAI Responses API items)
+        return None
 
     def at(i: int) -> str:
         return f"line {line_of(lines, i)}" if lines else f"record {i}"
@@ -123,9 +125,12 @@ class MessagesImporter:
         if isinstance(doc, list):
             return _sniff_list(doc)
         if isinstance(doc, Mapping):
-            messages = exchange(doc).get("messages")
+            doc = exchange(doc)
+            messages = doc.get("messages")
             if not isinstance(messages, list):
-                return "no 'messages' list"
+                if responses.conversation(doc) is not None:
+                    return None
+                return "no 'messages' list (nor a Responses API 'input' or 'output' list)"
             if messages and not any(_is_message(m) for m in messages):
                 return "'messages' holds no {role, content} objects"
             return None
@@ -179,85 +184,18 @@ def _conversations(records: Sequence[Any], source: Source) -> Iterator[ImportedR
         raise RecordsSkipped(errors)
 
 
-def _arguments(raw: Any) -> tuple[Any, str | None]:
-    """Parsed tool-call arguments; a malformed JSON string is kept as it is, with why."""
-    if not isinstance(raw, str):
-        return raw, None
-    if not raw.strip():
-        return {}, None
-    try:
-        return orjson.loads(raw), None
-    except orjson.JSONDecodeError as exc:
-        return raw, f"arguments are not valid JSON: {exc.msg} at column {exc.colno}"
-
-
-@dataclass
-class _Message:
-    """One message and where it is: its JSON path, step, and index in its list."""
-
-    path: str
-    step: int
-    index: int | None  # its position in the list (None for the response's reply)
-    body: Any
-
-
-class _Builder:
-    """Collects events for one conversation, numbering and linking them."""
-
-    def __init__(self, source: Source, line: int | None, per_line: bool = False) -> None:
-        self.source = source
-        self.name = source.name
-        self.line = line  # the JSON Lines line holding the whole conversation
-        self.per_line = per_line  # one message a line
-        self.limit = max_event_bytes()
-        self.events: list[dict[str, Any]] = []
-        #: call id -> (event id, agent, tool name)
-        self.call_ids: dict[str, tuple[str, str | None, str]] = {}
-        self.system: list[str] = []
-        self.goal: str | None = None
-        self.agents: dict[str, None] = {}
-
-    def where(self, at: _Message) -> dict[str, Any]:
-        """The message's line of a JSON Lines file, else its index in the document."""
-        if self.line is None and self.per_line and at.index is not None:
-            return {"lineno": line_of(self.source, at.index)}
-        return {"lineno": self.line} if self.line is not None else {"record": at.index}
-
-    def error(self, message: str, at: _Message, field: str | None = None) -> InputError:
-        return InputError(
-            message,
-            source=self.name,
-            field=f"{at.path}.{field}".lstrip(".") if field else at.path or None,
-            **self.where(at),
-        )
-
-    def fail(self, at: _Message) -> Fail:
-        return lambda message, field: self.error(message, at, field)
-
-    def add(self, at: _Message, field: str, **event: Any) -> dict[str, Any]:
-        for key in ("input", "output", "metadata"):  # metadata: image parts can be big
-            check_size(
-                event.get(key),
-                source=self.name,
-                field=f"{at.path}.{field}".lstrip("."),
-                limit=self.limit,
-                **self.where(at),
-            )
-        event["step_index"] = at.step
-        self.events.append(event)
-        return event
-
-
-def _extra_fields(message: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        k: v for k, v in message.items() if k not in MESSAGE_FIELDS and v not in (None, "", [], {})
-    }
-
-
-def _read_message(b: _Builder, at: _Message) -> None:
+def _read_message(b: Builder, at: Message) -> None:
     message = at.body
     if not isinstance(message, Mapping):
         raise b.error(f"expected a message object, got {type_name(message)}", at)
+    if responses.is_item(message):  # an OpenAI Responses API item
+        for body in responses.as_messages(message, b.fail(at)):
+            _read_one(b, at, body)
+        return
+    _read_one(b, at, message)
+
+
+def _read_one(b: Builder, at: Message, message: Mapping[str, Any]) -> None:
     role = message.get("role")
     if role not in ROLES:
         problem = "missing" if role is None else f"unknown role {role!r}"
@@ -265,7 +203,7 @@ def _read_message(b: _Builder, at: _Message) -> None:
     fail = b.fail(at)
     content = read_content(message.get("content"), fail)
     meta: dict[str, Any] = {"role": role}
-    extra = _extra_fields(message)
+    extra = extra_fields(message)
     if isinstance(extra.get("refusal"), str) and not content.text:
         content.text = extra.pop("refusal")
         content.refusal = True
@@ -316,6 +254,10 @@ def _read_message(b: _Builder, at: _Message) -> None:
         meta["tool_name"] = speaker or (parent[2] if parent else None)
     if parent is None:
         meta["unmatched_tool_call"] = True
+    failed = message.get(responses.IS_ERROR) is True  # (as an Anthropic tool_result's)
+    if failed:
+        meta.get("fields", {}).pop(responses.IS_ERROR, None)
+        meta = {k: v for k, v in meta.items() if v != {}}
     b.add(
         at,
         "content",
@@ -324,12 +266,13 @@ def _read_message(b: _Builder, at: _Message) -> None:
         agent_name=parent[1] if parent else None,
         parent_id=parent[0] if parent else None,
         output=content.text,
+        error={"message": content.text or "the tool reported an error"} if failed else None,
         metadata=meta,
     )
 
 
 def _block_result(
-    b: _Builder, at: _Message, role: str, j: int, where: str, block: Mapping[str, Any]
+    b: Builder, at: Message, role: str, j: int, where: str, block: Mapping[str, Any]
 ) -> None:
     """An Anthropic ``tool_result`` block as a TOOL_RESULT linked to its call."""
     fail = b.fail(at)
@@ -378,7 +321,7 @@ class _Call:
     call_id: Any
 
 
-def _calls(b: _Builder, at: _Message, message: Mapping[str, Any], content: Content) -> list[_Call]:
+def _calls(b: Builder, at: Message, message: Mapping[str, Any], content: Content) -> list[_Call]:
     """An assistant message's tool calls: OpenAI ``tool_calls`` (or the legacy
     ``function_call``), then Anthropic ``tool_use`` blocks."""
     fail = b.fail(at)
@@ -402,20 +345,20 @@ def _calls(b: _Builder, at: _Message, message: Mapping[str, Any], content: Conte
         tool = function.get("name")
         if not isinstance(tool, str) or not tool:
             raise fail("missing tool name", f"{where}.function.name")
-        args, problem = _arguments(function.get("arguments"))
+        args, problem = arguments(function.get("arguments"))
         calls.append(_Call(f"{where}.function.arguments", tool, args, problem, call.get("id")))
     for where, block in content.calls:
         tool = block.get("name")
         if not isinstance(tool, str) or not tool:
             raise fail("missing tool name", f"{where}.name")
-        args, problem = _arguments(block.get("input"))
+        args, problem = arguments(block.get("input"))
         calls.append(_Call(f"{where}.input", tool, args, problem, block.get("id")))
     return calls
 
 
 def _assistant(
-    b: _Builder,
-    at: _Message,
+    b: Builder,
+    at: Message,
     message: Mapping[str, Any],
     content: Content,
     meta: dict[str, Any],
@@ -423,6 +366,7 @@ def _assistant(
 ) -> None:
     b.agents.setdefault(agent, None)
     calls = _calls(b, at, message, content)
+    only_thought = bool(content.reasoning) and not content.text and not calls
     for k, thought in enumerate(content.reasoning):
         b.add(
             at,
@@ -431,10 +375,10 @@ def _assistant(
             type=EventType.REASONING,
             agent_name=agent,
             output=thought,
-            metadata={"role": "assistant"},
+            metadata=meta if only_thought and not k else {"role": "assistant"},
         )
     response_id: str | None = None
-    if content.text or not calls:
+    if (content.text or not calls) and not only_thought:
         response_id = f"m{at.step}"
         b.add(
             at,
@@ -480,6 +424,10 @@ def _conversation(
     lines) and ``line`` the line of a JSON Lines file holding ``doc``."""
     name = source.name
     messages = doc.get("messages")
+    later: list[Any] = []  # a Responses API response's output items, after its input
+    found = None if isinstance(messages, list) else responses.conversation(doc)
+    if found is not None:
+        prefix, messages, later = found
     if not isinstance(messages, list):
         raise InputError(
             f"expected a list, got {type_name(messages)}",
@@ -487,25 +435,32 @@ def _conversation(
             lineno=line,
             field="messages",
         )
-    if not messages:
+    if not messages and not later:
         raise InputError(
             "no events: the message list is empty", source=name, lineno=line, field=prefix or None
         )
-    b = _Builder(source, line, per_line=prefix == "" and source.records is not None)
+    b = Builder(source, line, per_line=prefix == "" and source.records is not None)
     b.goal = doc.get("goal") if isinstance(doc.get("goal"), str) else None
-    if doc.get("system") is not None:  # Anthropic: the system prompt beside the messages
-        top = _Message("", 0, None, None)
-        text = read_content(doc.get("system"), b.fail(top), "system")
+    for key in ("system", "instructions"):  # Anthropic's, the Responses API's system prompt
+        if doc.get(key) is None:
+            continue
+        top = Message("", 0, None, None)
+        text = read_content(doc.get(key), b.fail(top), key)
         if text.calls or text.results or text.media or text.reasoning:
-            raise b.error("a system prompt can hold only text", top, "system")
+            raise b.error("a system prompt can hold only text", top, key)
         if text.text:
             b.system.append(text.text)
     entries = [
-        _Message("" if b.per_line else f"{prefix}[{i}]", i, i, m) for i, m in enumerate(messages)
+        Message("" if b.per_line else f"{prefix}[{i}]", i, i, m) for i, m in enumerate(messages)
     ]
+    entries += [Message(f"output[{k}]", len(entries) + k, None, m) for k, m in enumerate(later)]
     reply = response_reply(doc, name, line)
+    answer = doc.get("response")  # an Anthropic response saved with its request
     if reply is not None:
-        entries.append(_Message("choices[0].message", len(messages), None, reply))
+        entries.append(Message("choices[0].message", len(messages), None, reply))
+    elif isinstance(answer, Mapping) and answer.get("role") == "assistant":
+        reply = {k: v for k, v in answer.items() if k != "type"}
+        entries.append(Message("response", len(messages), None, reply))
     for entry in entries:
         _read_message(b, entry)
 
@@ -513,7 +468,7 @@ def _conversation(
         raise InputError(
             "no events: only system messages", source=name, lineno=line, field=prefix or None
         )
-    final_answer = _mark_final(b.events)
+    final_answer = mark_final(b.events)
     events: list[AgentEvent] = []
     for data in b.events:
         try:
@@ -536,7 +491,11 @@ def _conversation(
     choices = doc.get("choices")
     if isinstance(choices, list) and len(choices) > 1:
         metadata.setdefault("other_choices", choices[1:])
-    extra = {k: v for k, v in doc.items() if k not in CONVERSATION_FIELDS}
+    extra = {
+        k: v
+        for k, v in doc.items()
+        if k not in CONVERSATION_FIELDS and not (k == "response" and reply is not None)
+    }
     if extra:
         metadata.setdefault("fields", extra)
     metadata.setdefault("source_file", source.path.name)
@@ -557,16 +516,3 @@ def _conversation(
     except ValidationError as exc:
         raise from_validation_error(exc, source=name, lineno=line) from None
     return ImportedRun(trajectory=trajectory)
-
-
-def _mark_final(events: list[dict[str, Any]]) -> str | None:
-    """Turn the last assistant text into FINAL_ANSWER unless a tool call comes after it."""
-    for data in reversed(events):
-        if data["type"] is EventType.TOOL_CALL:
-            return None
-        if data["type"] is EventType.LLM_RESPONSE:
-            if not data.get("output"):
-                return None
-            data["type"] = EventType.FINAL_ANSWER
-            return str(data["output"])
-    return None

@@ -51,7 +51,14 @@ from pydantic import ValidationError
 
 from agentdebug.errors import InputError
 from agentdebug.io._common import from_validation_error, json_size
-from agentdebug.io.semconv import agent_label, content_fields, span_kind, task_of, unflatten
+from agentdebug.io.semconv import (
+    agent_label,
+    content_fields,
+    event_content,
+    span_kind,
+    task_of,
+    unflatten,
+)
 from agentdebug.limits import MAX_EVENT_BYTES_ENV, max_event_bytes
 from agentdebug.schema import (
     AgentEvent,
@@ -308,6 +315,11 @@ def spans_to_trajectory(
         kind = kinds[span.span_id]
         used: set[str] = {"openinference.span.kind", "gen_ai.operation.name", "gen_ai.agent.name"}
         inp, out, meta = content_fields(span.attributes, kind, used)
+        read_events: set[int] = set()
+        if kind == "LLM" and (inp is None or out is None):
+            said_in, said_out, read_events = event_content(span.events)
+            inp = said_in if inp is None else inp
+            out = said_out if out is None else out
         if inp is None:
             inp = span.fallback_input
         if out is None:
@@ -335,7 +347,9 @@ def spans_to_trajectory(
         if span.status_message and span.status != "error":
             meta["status_message"] = span.status_message
         other_events = [
-            e for e in span.events if e.get("name") != "exception" or span.status != "error"
+            e
+            for i, e in enumerate(span.events)
+            if (e.get("name") != "exception" or span.status != "error") and i not in read_events
         ]
         if other_events:
             meta["span_events"] = other_events

@@ -8,6 +8,12 @@ attributes, events}``, with ``attributes`` one nested object
 columns (``context.span_id``, ``attributes.llm.model_name``) are read the same.
 A JSON Lines file or a JSON array of such spans is accepted.
 
+OpenTelemetry's own ``ConsoleSpanExporter`` writes nearly the same object per
+span (``span.to_json()``, indented, one after another): ids as ``0x`` hex (read
+as the plain hex OTLP writes, so a trace is one run whichever way it was
+exported), ``kind`` as ``SpanKind.CLIENT``, ``status: {status_code,
+description}``, and the span's ``resource``; it is read here too.
+
 The spans go through the shared OpenTelemetry mapping
 (:mod:`agentdebug.io.otel`), one run per trace id, with the trace id as the run's
 id (as the ``otlp`` importer does, so the same trace imported either way is one
@@ -24,6 +30,7 @@ from typing import Any
 from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io._common import line_of, parse_json_text, type_name
 from agentdebug.io.otel import Span, parse_timestamp, spans_to_trajectory
+from agentdebug.io.otlp import normalise_id
 from agentdebug.stages import ImportedRun, Source
 
 _STATUS = {"OK": "ok", "ERROR": "error", "UNSET": "unset"}
@@ -58,7 +65,8 @@ class PhoenixImporter:
     name = "phoenix"
     description = (
         "Arize Phoenix spans: {context: {trace_id, span_id}, parent_id, span_kind, "
-        "attributes, ...} per JSON line or in a JSON array"
+        "attributes, ...} per JSON line or in a JSON array; also OpenTelemetry's "
+        "ConsoleSpanExporter output"
     )
 
     def sniff(self, source: Source) -> str | None:
@@ -78,6 +86,7 @@ class PhoenixImporter:
         traces: dict[str, list[Span]] = {}
         errors: list[InputError] = []
         bad: set[str] = set()
+        resources: dict[str, dict[str, Any]] = {}
         for index, raw in enumerate(records):
             try:
                 span, trace_id = _span(
@@ -90,6 +99,8 @@ class PhoenixImporter:
                     bad.add(trace["trace_id"])
                 continue
             traces.setdefault(trace_id, []).append(span)
+            if resource_of(raw):
+                resources.setdefault(trace_id, resource_of(raw))
         for trace_id, spans in traces.items():
             if trace_id in bad:
                 errors.append(
@@ -99,7 +110,11 @@ class PhoenixImporter:
                     )
                 )
                 continue
-            metadata = {"trace_id": trace_id, "source_file": source.path.name}
+            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": source.path.name}
+            if trace_id in resources:
+                metadata["resource"] = resources[trace_id]
+                if "service.name" in resources[trace_id]:
+                    metadata["service_name"] = resources[trace_id]["service.name"]
             try:
                 trajectory = spans_to_trajectory(
                     spans, trajectory_id=trace_id, source=source.name, metadata=metadata
@@ -154,8 +169,8 @@ def _span(raw: Any, name: str, index: int, line: int | None) -> tuple[Span, str]
             "missing" if context is None else f"expected an object, got {type_name(context)}",
             "context",
         )
-    span_id = _text(context, "span_id", lambda m, f: fail(m, f"context.{f}"), required=True)
-    trace_id = _text(context, "trace_id", lambda m, f: fail(m, f"context.{f}"), required=True)
+    span_id = _id(_text(context, "span_id", lambda m, f: fail(m, f"context.{f}"), required=True))
+    trace_id = _id(_text(context, "trace_id", lambda m, f: fail(m, f"context.{f}"), required=True))
     assert span_id is not None and trace_id is not None
     attributes = raw.get("attributes")
     if attributes is None:
@@ -174,25 +189,53 @@ def _span(raw: Any, name: str, index: int, line: int | None) -> tuple[Span, str]
     duration = None
     if start is not None and end is not None and end >= start:
         duration = round((end - start).total_seconds() * 1000.0, 3)
-    status_raw = _text(raw, "status_code", fail) or "UNSET"
+    nested = raw.get("status")  # (the console exporter's {status_code, description})
+    if nested is not None and not isinstance(nested, Mapping):
+        raise fail(f"expected an object, got {type_name(nested)}", "status")
+    held, at = (nested, "status.") if nested is not None else (raw, "")
+
+    def status_fail(message: str, field: str) -> InputError:
+        return fail(message, at + field)
+
+    status_raw = _text(held, "status_code", status_fail) or "UNSET"
     status = _STATUS.get(status_raw.upper().removeprefix("STATUS_CODE_"))
     if status is None:
-        raise fail(f"expected OK, ERROR or UNSET, got {status_raw!r}", "status_code")
+        raise fail(f"expected OK, ERROR or UNSET, got {status_raw!r}", f"{at}status_code")
+    message = _text(held, "description" if nested is not None else "status_message", status_fail)
+    kind_raw = raw.get("kind")  # (the console exporter's "SpanKind.CLIENT")
+    otel_kind = kind_raw.removeprefix("SpanKind.") if isinstance(kind_raw, str) else None
     span = Span(
         span_id=span_id,
-        parent_id=_text(raw, "parent_id", fail),
+        parent_id=_id(_text(raw, "parent_id", fail)),
+        otel_kind=otel_kind or None,
+        metadata={"links": raw["links"]} if raw.get("links") else {},
         name=_text(raw, "name", fail) or "",
         attributes=attrs,
         start=start,
         duration_ms=duration,
         status=status,
-        status_message=_text(raw, "status_message", fail),
+        status_message=message,
         events=_events(raw.get("events"), fail),
         path="" if line is not None else f"[{index}]",
         line=line,
         attributes_path="attributes",
     )
     return span, trace_id
+
+
+def _id(raw: str | None) -> str | None:
+    """A span or trace id; ``0x`` hex (as the console exporter writes ids) as the
+    plain hex OTLP writes, so one trace exported both ways is one run."""
+    if raw is not None and raw[:2] in ("0x", "0X"):
+        return normalise_id(raw, 32 if len(raw) > 18 else 16)
+    return raw
+
+
+def resource_of(raw: Any) -> dict[str, Any]:
+    """The resource attributes a console-exporter span carries (``resource.attributes``)."""
+    resource = raw.get("resource") if isinstance(raw, Mapping) else None
+    attrs = resource.get("attributes") if isinstance(resource, Mapping) else None
+    return dict(attrs) if isinstance(attrs, Mapping) else {}
 
 
 def _time(raw: Mapping[str, Any], key: str, fail: Any) -> Any:

@@ -14,6 +14,7 @@ sorted by :func:`read_content` into text, media, reasoning and tool blocks.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -113,6 +114,38 @@ def _message(raw: Any) -> Any:
         out["tool_calls"] = [_tool_call(c) for c in calls]
     if "tool_call_id" in msg:
         out["tool_call_id"] = msg["tool_call_id"]
+    if content is None and isinstance(msg.get("parts"), list):
+        out.update(_parts(msg["parts"]))
+    if "finish_reason" in msg:
+        out["finish_reason"] = msg["finish_reason"]
+    return out
+
+
+def _parts(parts: list[Any]) -> dict[str, Any]:
+    """A GenAI-convention message's ``parts`` (``gen_ai.input.messages``:
+    ``{"type": "text", "content": ...}``, ``tool_call``, ``tool_call_response``,
+    ``reasoning``, and media) as a chat message's content, tool calls, the id of
+    the call it answers and its reasoning; media and parts of other types are kept
+    whole under ``parts``."""
+    texts: list[str] = []
+    out: dict[str, Any] = {}
+    for part in parts:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind == "text" and isinstance(part.get("content"), str):
+            texts.append(part["content"])
+        elif kind == "tool_call":
+            call = {"id": part.get("id"), "name": part.get("name")}
+            call["arguments"] = parse_json_text(part.get("arguments"))
+            out.setdefault("tool_calls", []).append(call)
+        elif kind == "tool_call_response":
+            out["tool_call_id"] = part.get("id")
+            said = part.get("response", part.get("result"))
+            texts.append(said if isinstance(said, str) else json.dumps(said, default=str))
+        elif kind == "reasoning" and isinstance(part.get("content"), str):
+            out.setdefault("reasoning", []).append(part["content"])
+        else:
+            out.setdefault("parts", []).append(part)
+    out["content"] = "\n".join(texts) if texts else None
     return out
 
 
@@ -163,7 +196,64 @@ def task_of(value: Any) -> str | None:
         for key in _TASK_KEYS:
             if isinstance(value.get(key), str) and value[key]:
                 return str(value[key])
+    if isinstance(value, list):  # chat messages: the first user message's text
+        for message in value:
+            if isinstance(message, Mapping) and message.get("role") == "user":
+                return task_of(message.get("content"))
     return None
+
+
+#: GenAI span events (semantic conventions before ``gen_ai.input.messages``) that
+#: each hold one input message, by role.
+_MESSAGE_EVENTS = {
+    "gen_ai.system.message": "system",
+    "gen_ai.user.message": "user",
+    "gen_ai.assistant.message": "assistant",
+    "gen_ai.tool.message": "tool",
+}
+
+
+def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int]]:
+    """An LLM span's input messages and output read from its GenAI span events
+    (``gen_ai.user.message`` ... with ``content``, ``tool_calls``, ``id``;
+    ``gen_ai.choice`` with ``message``; each attribute possibly inside a JSON
+    ``gen_ai.event.content``; or the older ``gen_ai.content.prompt`` /
+    ``gen_ai.content.completion`` with ``gen_ai.prompt`` / ``gen_ai.completion``),
+    and the positions of the events read (None where there were none)."""
+    inputs: list[Any] = []
+    outputs: list[Any] = []
+    used: set[int] = set()
+    for i, event in enumerate(events):
+        name = event.get("name")
+        attrs = dict(event.get("attributes") or {})
+        body = parse_json_text(attrs.get("gen_ai.event.content"))
+        if isinstance(body, Mapping):
+            attrs = {**attrs, **body}
+        if name in _MESSAGE_EVENTS:
+            message: dict[str, Any] = {"role": attrs.get("role") or _MESSAGE_EVENTS[name]}
+            message["content"] = parse_json_text(attrs.get("content"))
+            if attrs.get("tool_calls") is not None:
+                message["tool_calls"] = parse_json_text(attrs["tool_calls"])
+            if name == "gen_ai.tool.message" and attrs.get("id") is not None:
+                message["tool_call_id"] = attrs["id"]
+            inputs.append(_message(message))
+        elif name == "gen_ai.choice":
+            said = parse_json_text(attrs.get("message"))
+            said = dict(said) if isinstance(said, Mapping) else {"content": said}
+            said.setdefault("role", "assistant")
+            if attrs.get("finish_reason") is not None:
+                said["finish_reason"] = attrs["finish_reason"]
+            outputs.append(_message(said))
+        elif name == "gen_ai.content.prompt" and "gen_ai.prompt" in attrs:
+            prompt = parse_json_text(attrs["gen_ai.prompt"])
+            inputs.extend(prompt if isinstance(prompt, list) else [prompt])
+        elif name == "gen_ai.content.completion" and "gen_ai.completion" in attrs:
+            said = parse_json_text(attrs["gen_ai.completion"])
+            outputs.extend(said if isinstance(said, list) else [said])
+        else:
+            continue
+        used.add(i)
+    return inputs or None, _output_of(outputs) if outputs else None, used
 
 
 def agent_label(name: str, attrs: Mapping[str, Any]) -> str:
@@ -255,6 +345,8 @@ def content_fields(
             meta["agent_id"] = take("gen_ai.agent.id")
         if "gen_ai.agent.description" in attrs:
             meta["agent_description"] = take("gen_ai.agent.description")
+        inp = _messages(attrs, used, "gen_ai.input.messages")
+        out = _output_of(_messages(attrs, used, "gen_ai.output.messages"))
     if inp is None and "input.value" in attrs:
         inp = parse_json_text(take("input.value"))
         used.add("input.mime_type")

@@ -8,6 +8,8 @@ that says where it broke, never a guess at what was meant.
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,9 @@ from agentdebug.limits import MAX_FILE_BYTES_ENV, max_file_bytes
 from agentdebug.stages import Source
 
 _BOM = b"\xef\xbb\xbf"
+#: What orjson says of a JSON document followed by more (JSON values one after another).
+_AFTER_DOCUMENT = "unexpected content after document"
+_SPACE = re.compile(r"[ \t\r\n]*")
 _JSONL_SUFFIXES = {".jsonl", ".ndjson"}
 TEXT_SUFFIXES = {".txt", ".log"}
 
@@ -130,7 +135,10 @@ def _parse_document_first(path: Path, data: bytes) -> Source:
     try:
         orjson.loads(lines[first])
     except orjson.JSONDecodeError:
-        # The first line is no JSON value by itself: this is one document, broken.
+        # The first line is no JSON value by itself: one document, broken, or
+        # several, each over several lines.
+        if _AFTER_DOCUMENT in document_error.msg:
+            return Source(path=path, records=_concatenated(data, name))
         raise _document_error(document_error, name) from None
     if sum(1 for line in lines if line.strip()) < 2:
         raise _document_error(document_error, name)
@@ -145,9 +153,40 @@ def _parse_lines_first(path: Path, data: bytes) -> Source:
     except InputError as lines_error:
         try:
             document = orjson.loads(data)
-        except orjson.JSONDecodeError:
-            raise lines_error from None
+        except orjson.JSONDecodeError as exc:
+            if _AFTER_DOCUMENT not in exc.msg:
+                raise lines_error from None
+            return Source(path=path, records=_concatenated(data, str(path)))
         return _document_source(path, document)
+
+
+def _concatenated(data: bytes, name: str) -> JsonLines:
+    """JSON values written one after another, each over as many lines as it needs
+    (what OpenTelemetry's ``ConsoleSpanExporter`` prints: one indented object per
+    span), as records with the line each starts on. A value that is not JSON is an
+    error naming the line it starts on."""
+    text = data.decode("utf-8")
+    decoder = json.JSONDecoder()
+    values: list[Any] = []
+    numbers: list[int] = []
+    at, line = 0, 1
+    while True:
+        start = _SPACE.match(text, at).end()  # type: ignore[union-attr]
+        line += text.count("\n", at, start)
+        if start == len(text):
+            return JsonLines(values, numbers)
+        try:
+            value, at = decoder.raw_decode(text, start)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+                f"(in the value that starts on this line)",
+                source=name,
+                lineno=line,
+            ) from None
+        values.append(value)
+        numbers.append(line)
+        line += text.count("\n", start, at)
 
 
 def _document_source(path: Path, document: object) -> Source:

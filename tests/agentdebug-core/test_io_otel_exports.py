@@ -1,0 +1,223 @@
+"""OpenTelemetry traces as the SDK and its exporters write them: the GenAI
+conventions' messages (as ``parts``, and the older span events), and the
+``ConsoleSpanExporter``'s output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentdebug.errors import InputError
+from agentdebug.io import import_file
+from agentdebug.schema import AgentTrajectory, EventType
+
+TRACE = "b14f9383de7f33714ff242cdcd1c772c"
+START = 1_700_000_000_000_000_000
+
+
+def _value(value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}  # (OTLP/JSON writes 64-bit integers as text)
+    return {"stringValue": value}
+
+
+def _span(span_id: str, name: str, parent: str | None, at: int, **attrs: Any) -> dict[str, Any]:
+    span: dict[str, Any] = {
+        "traceId": TRACE,
+        "spanId": span_id,
+        "name": name,
+        "kind": 3,
+        "startTimeUnixNano": str(START + at * 1_000_000),
+        "endTimeUnixNano": str(START + (at + 1) * 1_000_000),
+        "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+        "status": {},
+    }
+    if parent:
+        span["parentSpanId"] = parent
+    return span
+
+
+def _otlp(path: Path, *spans: dict[str, Any]) -> AgentTrajectory:
+    scope = {"scope": {"name": "my.agent"}, "spans": list(spans)}
+    path.write_text(json.dumps({"resourceSpans": [{"scopeSpans": [scope]}]}) + "\n")
+    (run,) = import_file(path)
+    return run.trajectory
+
+
+AGENT = "5e819cb2fda10eee"
+
+
+def test_genai_messages_written_as_parts_are_read(tmp_path: Path) -> None:
+    # Before: every message read as {"role": ..., "content": null}; the text, the
+    # tool call and its answer were lost, and the agent's output with them.
+    said = [
+        {"role": "user", "parts": [{"type": "text", "content": "Book a flight to Paris"}]},
+        {
+            "role": "assistant",
+            "parts": [
+                {"type": "tool_call", "id": "c1", "name": "book", "arguments": {"to": "PAR"}}
+            ],
+        },
+        {"role": "tool", "parts": [{"type": "tool_call_response", "id": "c1", "response": "ok"}]},
+    ]
+    reply = [
+        {
+            "role": "assistant",
+            "parts": [{"type": "text", "content": "Booked AF123."}],
+            "finish_reason": "stop",
+        }
+    ]
+    t = _otlp(
+        tmp_path / "traces.jsonl",
+        _span(
+            AGENT,
+            "invoke_agent planner",
+            None,
+            0,
+            **{
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": "planner",
+                "gen_ai.input.messages": json.dumps(said[:1]),
+                "gen_ai.output.messages": json.dumps(reply),
+            },
+        ),
+        _span(
+            "041547a471edcc2e",
+            "chat gpt-4o",
+            AGENT,
+            1,
+            **{
+                "gen_ai.operation.name": "chat",
+                "gen_ai.request.model": "gpt-4o",
+                "gen_ai.input.messages": json.dumps(said),
+                "gen_ai.output.messages": json.dumps(reply),
+            },
+        ),
+    )
+    chat = t.events[1]
+    assert chat.input == [
+        {"role": "user", "content": "Book a flight to Paris"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "book", "arguments": {"to": "PAR"}}],
+        },
+        {"role": "tool", "content": "ok", "tool_call_id": "c1"},
+    ]
+    assert chat.type is EventType.FINAL_ANSWER and chat.output == "Booked AF123."
+    assert t.goal == "Book a flight to Paris"
+    assert t.outcome.final_answer == "Booked AF123."
+
+
+def test_genai_span_events_are_the_llm_calls_messages(tmp_path: Path) -> None:
+    # Before: the call had no input and no output; the messages sat in span_events.
+    chat = _span(
+        "041547a471edcc2e",
+        "chat gpt-4o",
+        None,
+        0,
+        **{"gen_ai.operation.name": "chat", "gen_ai.system": "openai"},
+    )
+    call = {"id": "c1", "type": "function", "function": {"name": "book", "arguments": "{}"}}
+    events = [
+        ("gen_ai.system.message", {"content": "You plan trips."}),
+        ("gen_ai.user.message", {"content": "Book a flight"}),
+        ("gen_ai.choice", {"index": 0, "message": json.dumps({"tool_calls": [call]})}),
+        ("gen_ai.choice", {"gen_ai.event.content": json.dumps({"message": {"content": "Hi"}})}),
+        ("audit", {"who": "me"}),
+    ]
+    chat["events"] = [
+        {
+            "timeUnixNano": str(START),
+            "name": name,
+            "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+        }
+        for name, attrs in events
+    ]
+    (event,) = _otlp(tmp_path / "trace.json", chat).events
+    assert event.input == [
+        {"role": "system", "content": "You plan trips."},
+        {"role": "user", "content": "Book a flight"},
+    ]
+    assert event.output == [
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [{"id": "c1", "name": "book", "arguments": {}}],
+        },
+        {"role": "assistant", "content": "Hi"},
+    ]
+    assert [e["name"] for e in event.metadata["span_events"]] == ["audit"]  # the others: read
+
+
+def _console(span_id: str, name: str, parent: str | None, **more: Any) -> dict[str, Any]:
+    """A span as ``ConsoleSpanExporter`` prints it (``ReadableSpan.to_json()``)."""
+    return {
+        "name": name,
+        "context": {"trace_id": f"0x{TRACE}", "span_id": f"0x{span_id}", "trace_state": "[]"},
+        "kind": "SpanKind.INTERNAL",
+        "parent_id": f"0x{parent}" if parent else None,
+        "start_time": "2026-05-04T03:51:19.309091Z",
+        "end_time": "2026-05-04T03:51:19.409171Z",
+        "status": {"status_code": "UNSET"},
+        "attributes": {},
+        "events": [],
+        "links": [],
+        "resource": {"attributes": {"service.name": "travel-agent"}, "schema_url": ""},
+        **more,
+    }
+
+
+def test_the_console_span_exporters_output_is_one_run(tmp_path: Path) -> None:
+    # Before: "not valid JSON: unexpected content after document at line 19".
+    tool = _console(
+        "e6bb51d105088ff1",
+        "execute_tool search_flights",
+        AGENT,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
+        status={"status_code": "ERROR", "description": "TimeoutError: API timed out"},
+        events=[
+            {
+                "name": "exception",
+                "timestamp": "2026-05-04T03:51:19.409000Z",
+                "attributes": {
+                    "exception.type": "TimeoutError",
+                    "exception.message": "API timed out",
+                    "exception.stacktrace": "Traceback ...",
+                },
+            }
+        ],
+    )
+    agent = _console(
+        AGENT,
+        "invoke_agent planner",
+        None,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"},
+    )
+    path = tmp_path / "console.log"  # the spans as they ended: the child first
+    path.write_text("".join(json.dumps(s, indent=4) + "\n" for s in (tool, agent)))
+    (run,) = import_file(path)
+    t = run.trajectory
+    assert t.id == TRACE  # the id OTLP gives the same trace
+    assert t.metadata["service_name"] == "travel-agent"
+    start, failed = t.events
+    assert (start.type, start.agent_name) == (EventType.AGENT_START, "planner")
+    assert failed.type is EventType.TOOL_CALL and failed.parent_id == AGENT
+    assert failed.metadata["span_kind"] == "INTERNAL"
+    assert failed.error is not None
+    assert failed.error.message == "TimeoutError: API timed out"
+    assert failed.error.type == "TimeoutError"
+
+
+def test_values_one_after_another_name_the_line_a_broken_one_starts_on(tmp_path: Path) -> None:
+    spans = [json.dumps(_console(f"{i:016x}", f"step {i}", None), indent=4) for i in (1, 2)]
+    path = tmp_path / "console.json"
+    path.write_text(spans[0] + "\n" + spans[1][:-40] + "\n")
+    with pytest.raises(InputError) as caught:
+        import_file(path)
+    assert caught.value.lineno == spans[0].count("\n") + 2
+    assert "not valid JSON" in str(caught.value)

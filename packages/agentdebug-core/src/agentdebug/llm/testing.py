@@ -533,5 +533,7 @@ def serve_forever(
             time.sleep(0.25)
     except KeyboardInterrupt:
         pass
-    finally:
-        server.stop()
+    finally:  # (bounded: a Ctrl-C must end the command even if a stop hangs)
+        stopping = threading.Thread(target=server.stop, name="scripted-server-stop", daemon=True)
+        stopping.start()
+        stopping.join(timeout=5)

@@ -233,3 +233,11 @@ def test_a_graph_given_its_own_callback_in_a_recorded_node_is_not_reported_twice
         "outer",
         "outer/inner",
     ]
+    # the note of the inner graph's node goes to the innermost run, the inner graph's
+    # own (before, to the outer run's copy of the node, and the run the user asked
+    # for did not hold it)
+    notes = [e for e in inner_run.events if e.type is EventType.OBSERVATION]
+    assert [(n.output, n.agent_name, n.parent_id) for n in notes] == [
+        ("inner note", "inner", _start_of(inner_run, "inner").id)
+    ]
+    assert not [e for e in outer_run.events if e.type is EventType.OBSERVATION]

@@ -139,16 +139,24 @@ def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
     parent = getattr(manager, "parent_run_id", None)
     if parent is None:
         return None
+    found = None
     for handler in getattr(manager, "handlers", None) or ():
         if isinstance(handler, CaptureBase):
             rec = handler._node_of(parent, config.get("metadata"))
-            if rec is not None:
-                return rec.run.session, {
-                    "agent_name": rec.agent,
-                    "step_index": rec.step,
-                    "parent_id": rec.event_id,
-                }
-    return None
+            # (a graph given a callback of its own inside a recorded node is recorded
+            # twice, nested in the outer run and as a run of its own: its own is the
+            # innermost run, as a ``dbg.trace()`` begun in a node is)
+            if rec is not None and (
+                found is None or rec.run.session.started_at >= found.run.session.started_at
+            ):
+                found = rec
+    if found is None:
+        return None
+    return found.run.session, {
+        "agent_name": found.agent,
+        "step_index": found.step,
+        "parent_id": found.event_id,
+    }
 
 
 register_finder(node_run)

@@ -247,3 +247,99 @@ def test_a_command_whose_write_a_lock_kept_out_says_what_may_hold_it(
     assert "write failed: database is locked (another connection holds the store's " in err
     assert "write lock: a backup, `agentdebug prune --vacuum`, a sqlite3 shell? " in err
     assert "Traceback" not in err
+
+
+def test_a_lock_taken_after_the_run_ended_holds_up_its_analysis_a_few_seconds_at_most(
+    home: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lock comes after the run's last write (a backup starting then), so the
+    writer has met no lock yet. Before: the report's write waited out SQLite's 30 s
+    on the agent's thread, then an ERROR said it was not stored."""
+    from agentdebug.capture import store_health
+
+    monkeypatch.setattr(store_health, "END_WAIT", 1.0)
+    caplog.set_level(logging.INFO, logger="agentdebug")
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="look the city up", run_id="late-lock") as t:
+        t.record(EventType.TOOL_CALL, agent_name="searcher", input={"q": "city"})
+        t.record(EventType.ERROR, agent_name="searcher", error="lookup failed: timeout")
+        t.set_outcome("failure", reason="no answer")
+    holder = locked_by_another(home / "agentdebug.db")
+    try:
+        start = time.monotonic()
+        report = t.analyze()
+        took = time.monotonic() - start
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert took < 5, took
+    assert report.root_cause is not None and report.root_cause.agent_name == "searcher"
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    dbg.close()
+    assert [r.id for r in open_store(home).load_reports("late-lock")] == [report.id]
+
+
+def test_events_given_one_id_twice_are_both_seen_while_the_store_is_locked(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The writer renames the second ``call`` to ``call#<n>`` as it writes it; the
+    view of the queued events must do the same, not take it for the first."""
+    from agentdebug.capture import store_health
+
+    monkeypatch.setattr(store_health, "END_WAIT", 1.0)
+    dbg = AgentDebug(home)
+    with dbg.trace(goal="before the lock") as t:
+        t.record(EventType.PLAN, output="plan")
+    holder = locked_by_another(home / "agentdebug.db")
+    try:
+        for n in range(6):  # the store thread's backlog full: later events stay queued
+            with dbg.trace(goal=f"filler {n}") as filler:
+                filler.record(EventType.PLAN, output="plan")
+        with dbg.trace(goal="two calls", run_id="same-ids") as t:
+            t.record(EventType.TOOL_CALL, agent_name="a", input={"q": 1}, event_id="call")
+            t.record(EventType.TOOL_CALL, agent_name="a", input={"q": 2}, event_id="call")
+        seen = [(e.id, e.input) for e in t.trajectory().events]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert len(seen) == 2, seen
+    assert seen[0] == ("call", {"q": 1}) and seen[1][1] == {"q": 2}
+    dbg.close()
+    stored = open_store(home).load_trajectory("same-ids")
+    assert [(e.id, e.input) for e in stored.events] == seen  # the same ids as written
+
+
+def test_diagnose_on_a_locked_store_leaves_an_abandoned_run_for_later(tmp_path: Path) -> None:
+    """A killed process left a run "running": the command would settle it first, a
+    write the lock holds up. Before: a 5 s wait and a warning that it could not be
+    settled, beside the diagnosis."""
+    from test_abandoned import RECORDER
+
+    store = tmp_path / "store"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", RECORDER, str(store)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OTEL_SDK_DISABLED": "true"},
+    )
+    assert proc.stdout is not None
+    run_id = proc.stdout.readline().strip()
+    proc.kill()
+    proc.wait(timeout=30)
+    holder = locked_by_another(store / "agentdebug.db")
+    try:
+        shown = subprocess.run(
+            [sys.executable, "-m", "agentdebug", "diagnose", run_id],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "AGENTDEBUG_HOME": str(store)},
+            timeout=120,
+            check=False,
+        )
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert shown.returncode == 0, shown.stderr
+    assert f"Diagnosis of run {run_id}" in shown.stdout
+    assert "the diagnosis is shown, not stored" in shown.stderr
+    assert "could not be settled" not in shown.stderr, shown.stderr

@@ -210,3 +210,27 @@ def test_an_agent_recording_into_a_read_only_store_is_told_once_and_not_slowed(
     assert "cannot be written here (this user cannot write the file); runs are kept in " in said
     assert "memory only (analyze works), nothing is saved to it" in said
     assert "ERROR" not in done.stderr, done.stderr
+
+
+DIAGNOSE = """
+import logging, sys
+logging.basicConfig(level=logging.INFO, format="%(levelname)s %(message)s")
+from agentdebug import AgentDebug
+dbg = AgentDebug()
+report = dbg.diagnose(dbg.store.load_trajectory(sys.argv[1]))
+print("blamed", report.root_cause.agent_name)
+"""
+
+
+def test_a_debugger_that_only_diagnoses_a_read_only_stores_run_says_no_error(
+    shared: Path,
+) -> None:
+    """No capture in the process, so no writer to know the store is read-only.
+    Before: an ERROR line, "report ... not stored: ... give --store a writable
+    location" (a command-line hint, in a library)."""
+    run_id = stored_run(shared)
+    read_only(shared / "store")
+    done = as_reader(run_id, home=shared, code=DIAGNOSE)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("blamed "), done.stdout
+    assert "ERROR" not in done.stderr, done.stderr

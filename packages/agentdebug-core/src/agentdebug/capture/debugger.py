@@ -21,6 +21,7 @@ from agentdebug.capture.fields import text_or_none
 from agentdebug.capture.nesting import WITHIN
 from agentdebug.capture.process import settle_abandoned, this_process
 from agentdebug.capture.session import RunMark, TraceSession, new_run_id
+from agentdebug.capture.store_health import locked_now
 from agentdebug.capture.writer import BackgroundWriter, retire
 from agentdebug.schema import AgentInfo, AgentTrajectory, DiagnosticReport
 from agentdebug.store import SQLiteStore, TraceStore, open_store
@@ -183,14 +184,24 @@ class AgentDebug:
             return report
         try:
             report = carried_verification(store, report)
-            if writer is None:
-                store.save_report(report)
-            elif writer.health.read_only is not None:
+            if getattr(store, "read_only", None) or (
+                writer is not None and writer.health.read_only is not None
+            ):
                 return report  # (said once: "nothing is saved to it")
-            elif (waiting := writer.stalled_session(trajectory.id)) is not None:
-                kept = report  # (a locked store: queued after the run's events)
-                writer.control(waiting, lambda: store.save_report(kept))
-                log.info("agentdebug: report %s waits with its run for the store", report.id)
+            run = writer.session_of(trajectory.id) if writer is not None else None
+            if writer is not None and run is not None and not run.store_failed:
+                kept = report  # behind the run's events: a lock holds up no one
+                writer.control(run, lambda: store.save_report(kept))
+                if not writer.flush(run_id=run.id):
+                    log.info("agentdebug: report %s waits with its run for the store", report.id)
+            elif locked_now(store):
+                log.warning(
+                    "agentdebug: report %s not stored: the store at %s is locked by another "
+                    "connection (run `agentdebug diagnose %s` again to keep one)",
+                    report.id,
+                    getattr(store, "location", store),
+                    trajectory.id,
+                )
             else:
                 store.save_report(report)
         except Exception as exc:

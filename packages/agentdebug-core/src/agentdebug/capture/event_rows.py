@@ -11,8 +11,10 @@ from agentdebug.capture.encode import (
     AGENT,
     ENCODED,
     ENCODED_LEN,
+    EVENT_ID,
     SEQ,
     batch_json,
+    event_id,
     event_json,
 )
 from agentdebug.schema import AgentEvent
@@ -95,8 +97,25 @@ def unwritten_docs(
         else:
             out.extend(row.data for row in work)
     key = session._key
-    out.extend(doc_of(item, None, limit) for item in items if item[0] == key)
+    taken = dict(session.user_ids)  # (the writer's ``_add``, played here on a copy)
+    for item in items:
+        if item[0] == key:
+            out.append(doc_of(item, _settled_id(taken, item), limit))
     return out
+
+
+def _settled_id(taken: dict[str, int], item: tuple[Any, ...]) -> str | None:
+    """The id the writer will give a queued event that came with its caller's own:
+    that id, or ``id#seq`` when an earlier event of the run has it (the writer's
+    ``_add``), noted in ``taken``."""
+    if len(item) == ENCODED_LEN or item[EVENT_ID] is None:
+        return None
+    given = event_id(item)
+    seq = item[SEQ]
+    if taken.setdefault(given, seq) != seq:
+        given = f"{given}#{seq}"
+        taken[given] = seq
+    return given
 
 
 def merged_events(events: list[AgentEvent], docs: list[bytes]) -> list[AgentEvent]:

@@ -74,6 +74,16 @@ def read_only(exc: BaseException) -> bool:
     return _kind(exc, StoreReadOnly, (8,))  # SQLITE_READONLY
 
 
+def locked_now(store: Any) -> bool:
+    """Whether another connection holds ``store``'s write lock now (SQLite, JSON
+    Lines: a write would wait for it); False when the store cannot tell."""
+    probe = getattr(store, "write_locked", None)
+    try:
+        return bool(probe()) if callable(probe) else False
+    except Exception:
+        return False
+
+
 def _runs(ids: Iterable[str]) -> str:
     shown = list(dict.fromkeys(ids))
     if not shown:
@@ -144,11 +154,7 @@ class StoreHealth:
         )
 
     def _locked_now(self) -> bool:
-        probe = getattr(self.store, "write_locked", None)  # (SQLite, JSON Lines)
-        try:
-            return bool(probe()) if callable(probe) else False
-        except Exception:
-            return False
+        return locked_now(self.store)
 
     def progressed(self, caught_up: bool) -> None:
         """The store thread finished a write (``caught_up``: nothing else waits)."""

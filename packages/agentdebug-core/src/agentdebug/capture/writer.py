@@ -470,21 +470,24 @@ class BackgroundWriter:
         self._thread.join(timeout=5 if written else 0.1)  # (not for a thread stuck
         self._store_thread.join(timeout=5 if written else 0.1)  # in the store's lock)
 
-    def stalled_session(self, run_id: str) -> TraceSession | None:
-        """The live session of ``run_id`` while the store takes no write (a lock):
-        a store call for that run is queued behind its events, not waited for."""
-        if not self.health.stalled:
-            return None
-        return next((s for s in list(self._sessions.values()) if s.id == run_id), None)
+    def session_of(self, run_id: str) -> TraceSession | None:
+        """The live session of ``run_id``, if this writer has it (its report is then
+        queued behind its events: a lock holds up neither the caller nor the order)."""
+        for ref in self._sessions.valuerefs():  # (a copy made at once: threads add)
+            session = ref()
+            if session is not None and session.id == run_id:
+                return session
+        return None
 
     def unwritten(self, session: TraceSession) -> list[bytes]:
-        """The JSON of ``session``'s events that are not in the store yet (being
-        written, handed over, or queued), for its ``trajectory`` while a locked
-        store keeps them out. Taken before the store is read: an event written
-        meanwhile is in both, once per id for the reader."""
+        """The JSON of ``session``'s events not in the store yet (queued, taken by a
+        drain, handed over, being written), for its ``trajectory`` while a lock keeps
+        them out. Read upstream first, the store last: an event moving on meanwhile
+        is read twice, not missed (once per id for the reader)."""
+        items = [*self.queue, *self._taken]
         with self._ready_lock:
-            jobs = [*self._writing, *(job for jobs in self._jobs for job in jobs)]
-        return unwritten_docs(session, jobs, [*self._taken, *self.queue], self._limit)
+            jobs = [*(job for jobs in self._jobs for job in jobs), *self._writing]
+        return unwritten_docs(session, jobs, items, self._limit)
 
     def _waiting_runs(self) -> list[str]:
         """The runs whose writes wait: being written, handed over, or queued."""

@@ -60,8 +60,8 @@ class Ctx:
         store = self.existing_store
         if not self._settled:
             self._settled = True
-            if not getattr(store, "read_only", None):
-                settle_abandoned(store)
+            if not getattr(store, "read_only", None) and not locked_now(store):
+                settle_abandoned(store)  # (a lock: left for a later command)
         return store
 
 

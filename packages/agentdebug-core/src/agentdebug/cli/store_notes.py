@@ -4,18 +4,12 @@ for that lock up to SQLite's 30 s, which a command should not do without a word)
 
 from __future__ import annotations
 
+from agentdebug.capture.store_health import locked_now
 from agentdebug.store import TraceStore
 
+__all__ = ["LOCKED", "locked_now", "unwritable"]
+
 LOCKED = "is locked by another connection (a backup, `agentdebug prune --vacuum`, a sqlite3 shell?)"
-
-
-def locked_now(store: TraceStore) -> bool:
-    """Whether another connection holds ``store``'s write lock now (SQLite, JSON Lines)."""
-    probe = getattr(store, "write_locked", None)
-    try:
-        return bool(probe()) if callable(probe) else False
-    except Exception:
-        return False
 
 
 def unwritable(store: TraceStore) -> str | None:

@@ -68,6 +68,8 @@ class TranscriptImporter:
                     source=source.name,
                 )
             except TranscriptError as exc:
+                if source.text is not None:  # a plain-text file: its lines are the file's
+                    raise
                 raise exc.located(field="transcript", **where) from None
             yield ImportedRun(trajectory=trajectory)
 

@@ -43,9 +43,11 @@ from agentdebug.schema import (
 
 from agentdebug_react._step import DEFAULT_AGENT, FRAMEWORK, Step
 
+# (in any case: models write "thought:", "FINAL ANSWER:" as often as the prompt's form)
 _LABEL = re.compile(
-    r"^[ \t]*(?P<label>Question|Thought|Action[ \t]+[Ii]nput|Action|Observation|"
-    r"Final[ \t]+[Aa]nswer)(?:[ \t]+(?P<number>\d+))?[ \t]*:[ \t]?(?P<rest>.*)$"
+    r"^[ \t]*(?P<label>Question|Thought|Action[ \t]+Input|Action|Observation|"
+    r"Final[ \t]+Answer)(?:[ \t]+(?P<number>\d+))?[ \t]*:[ \t]?(?P<rest>.*)$",
+    re.IGNORECASE,
 )
 _BRACKET = re.compile(r"^(?P<name>[A-Za-z_][\w.\-]*)\[(?P<arg>.*)\]$", re.DOTALL)
 _KINDS = {
@@ -117,6 +119,8 @@ class _Field:
     line: int
     head: str
     lines: list[str] = field(default_factory=list)
+    # the lines of labels read as this field's text (an Observation quoting a transcript)
+    quoted: list[int] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -267,6 +271,31 @@ class _Draft:
 
 
 def _read_steps(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
+    """The steps of a transcript. A tool's output may itself hold labelled lines (a
+    page about ReAct, a log quoting a transcript): read as labels, they break the
+    order at the next real label. So where the order breaks after an Observation,
+    the labelled lines between that Observation and the label that broke it are
+    taken as the Observation's text (their lines kept in ``quoted``) and the
+    transcript read again; a transcript still out of order is an error naming the
+    line where it first broke."""
+    first: TranscriptError | None = None
+    while True:
+        try:
+            return _read_in_order(fields)
+        except TranscriptError as exc:
+            first = first or exc
+            at = next((i for i, f in enumerate(fields) if f.line == exc.line), 0)
+            seen = max((j for j in range(at) if fields[j].kind == "observation"), default=None)
+            if seen is None or seen == at - 1:  # (nothing between them to take as its text)
+                raise first from None
+            observation = fields[seen]
+            for quoted in fields[seen + 1 : at]:
+                observation.lines += [quoted.head, *quoted.lines[1:]]
+                observation.quoted.append(quoted.line)
+            fields = fields[: seen + 1] + fields[at:]
+
+
+def _read_in_order(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
     question: _Field | None = None
     steps: list[_Draft] = []
     current: _Draft | None = None
@@ -367,6 +396,7 @@ def parse_transcript(
     the question at step 0, then one step per Thought/Action/Observation (or Final
     Answer), numbered from 1. Raises :class:`TranscriptError` naming the line when
     the transcript is out of order."""
+    text = text.removeprefix("\ufeff")  # (a byte order mark: a file saved on Windows)
     preamble, fields = _fields(text)
     first_text = next(((i, line) for i, line in enumerate(preamble, start=1) if line.strip()), None)
     if first_text is not None:
@@ -460,7 +490,12 @@ def parse_transcript(
                     module=name,
                     output=draft.observation.text,
                     parent_id=call_id,
-                    metadata={"tool_name": name},
+                    metadata={"tool_name": name}
+                    | (
+                        {"quoted_label_lines": quoted}
+                        if (quoted := draft.observation.quoted)
+                        else {}
+                    ),
                 )
         if draft.final is not None:
             answer, answered = draft.final.text, True

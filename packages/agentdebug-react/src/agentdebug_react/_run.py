@@ -49,6 +49,13 @@ DIRECTIVE_PREFIX = (
 )
 
 
+#: The run and step under way in this context (the step function is running): a
+#: ReAct agent run as another's tool is a sub-run begun at that step.
+STEP_UNDER_WAY: contextvars.ContextVar[tuple[TraceSession, int] | None] = contextvars.ContextVar(
+    "agentdebug_react_step", default=None
+)
+
+
 def default_directive_message(directive: str) -> Message:
     """The directive as a user message the model reads before redoing the step."""
     return {"role": "user", "content": f"{DIRECTIVE_PREFIX}{directive}"}
@@ -86,6 +93,7 @@ class ReactRun(Generic[S]):
         self._checkpointer = Checkpointer(loop.snapshotter)
         self._entered = False
         self._messages_at_start = 0  # (of the step under way)
+        self._unrestorable: set[str | None] = set()  # the checkpoint problems logged
 
     @property
     def id(self) -> str:
@@ -207,6 +215,7 @@ class ReactRun(Generic[S]):
         """Take one step: checkpoint, call the step function, record what it did.
         An exception from the step function is recorded and propagates."""
         k = self._begin()
+        under_way = STEP_UNDER_WAY.set((self.session, k))
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -218,11 +227,14 @@ class ReactRun(Generic[S]):
         except BaseException as exc:
             self._fail(k, exc)
             raise
+        finally:
+            STEP_UNDER_WAY.reset(under_way)
         return self._end(k, step)
 
     async def astep(self) -> Step:
         """:meth:`step` for an async step function (a sync one works too)."""
         k = self._begin()
+        under_way = STEP_UNDER_WAY.set((self.session, k))
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -231,6 +243,8 @@ class ReactRun(Generic[S]):
         except BaseException as exc:
             self._fail(k, exc)
             raise
+        finally:
+            STEP_UNDER_WAY.reset(under_way)
         return self._end(k, step)
 
     def _begin(self) -> int:
@@ -331,12 +345,15 @@ class ReactRun(Generic[S]):
 
     def _checkpoint(self, k: int) -> None:
         data = self._checkpointer.take(k, self.ctx.messages, self.ctx.state)
-        if not data["restorable"]:
+        problem = data.get("problem")
+        if not data["restorable"] and problem not in self._unrestorable:
+            self._unrestorable.add(problem)  # (said once a run, not at every step)
             log.warning(
-                "agentdebug: run %s cannot be rerun from step %d: %s",
+                "agentdebug: run %s cannot be rerun from step %d (nor from a later step "
+                "whose state has the same problem): %s",
                 self.session.id,
                 k,
-                data.get("problem"),
+                problem,
             )
         self.session.record(
             EventType.CHECKPOINT,

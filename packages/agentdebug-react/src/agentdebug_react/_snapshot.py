@@ -13,6 +13,7 @@ the state into JSON data and back. The default keeps JSON-able state as it is.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
@@ -67,6 +68,8 @@ _PLAIN = (str, int, float, bool, type(None))
 def _check_plain(value: Any, where: str) -> None:
     """Refuse what JSON would store but not give back (a dataclass comes back as a
     dict, a tuple as a list): the rerun would get a state of another type."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise TypeError(f"{where} is {value}, which JSON stores as null")
     if isinstance(value, _PLAIN):
         return
     if isinstance(value, dict):

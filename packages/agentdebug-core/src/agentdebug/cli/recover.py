@@ -184,18 +184,26 @@ def act(
         else:
             ex = configure_executor(find_executor(run.framework, reg), options)
         say = (lambda msg: click.echo(msg, err=True)) if out_fmt == "json" else click.echo
-        result = closed_loop(
-            run,
-            debugger=dbg,
-            executor=ex,
-            recoverer=recoverer,
-            policy=policy,  # type: ignore[arg-type]
-            scorer=scorer,
-            max_rounds=max_rounds,
-            report=report,  # (None: the loop diagnoses the run, unless it already passes)
-            attributor=chosen,
-            progress=say,
-        )
+        try:
+            result = closed_loop(
+                run,
+                debugger=dbg,
+                executor=ex,
+                recoverer=recoverer,
+                policy=policy,  # type: ignore[arg-type]
+                scorer=scorer,
+                max_rounds=max_rounds,
+                report=report,  # (None: the loop diagnoses the run, unless it already passes)
+                attributor=chosen,
+                progress=say,
+            )
+        except KeyboardInterrupt:  # (the loop has said what it kept; click would say "Aborted!")
+            click.echo(
+                f"\nLoop stopped (Ctrl-C). The original run {run.id} is kept; "
+                f"its reruns: agentdebug list --branches-of {run.id}",
+                err=True,
+            )
+            sys.exit(130)
     if out_fmt == "json":
         click.echo(result.model_dump_json(indent=2))
     else:

@@ -20,6 +20,10 @@ from agentdebug.store.history import JOINED
 
 _debuggers: dict[str, AgentDebug] = {}
 _lock = threading.Lock()
+# the branch each rerun began, by the request's run, report and round: the loop asks
+# for it when the rerun was stopped before the executor could hand it back
+_started: dict[tuple[str, str | None, int], str] = {}
+_STARTED_KEPT = 256  # (an executor run without the loop: the oldest are let go)
 
 
 def branch_debugger(request: RerunRequest, fallback: AgentDebug | None = None) -> AgentDebug:
@@ -91,4 +95,20 @@ def start_branch(
     )
     for event in inherited_events(original, request.resume_step):
         session.record_event(event, metadata={"inherited_from": original.id})
+    with _lock:
+        _started[_started_key(request)] = session.id
+        while len(_started) > _STARTED_KEPT:
+            del _started[next(iter(_started))]
     return session
+
+
+def _started_key(request: RerunRequest) -> tuple[str, str | None, int]:
+    # (not the request itself: an executor may fork from a copy, resumed elsewhere)
+    return request.trajectory.id, request.report_id, request.attempt
+
+
+def started_branch(request: RerunRequest) -> str | None:
+    """The id of the branch :func:`start_branch` began for ``request``, if any (and
+    forgets it): what a rerun stopped before it returned (Ctrl-C) left in the store."""
+    with _lock:
+        return _started.pop(_started_key(request), None)

@@ -27,6 +27,7 @@ from agentdebug.llm import LLMError
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.recover.base import RecoveryError
 from agentdebug.recover.gate import Policy, decide, policy_name
+from agentdebug.rerun.branch import started_branch
 from agentdebug.rerun.executors import find_executor
 from agentdebug.rerun.record import (
     ensure_stored,
@@ -187,8 +188,22 @@ def closed_loop(
             if progress is None or not expected:  # (else the caller is told just below)
                 log.warning("agentdebug: %s", why, exc_info=not expected)
             say(f"round {round_}: {why}; the original run is kept")
-            attempt = attempt.model_copy(update={"error": why})
+            attempt = attempt.model_copy(
+                update={"error": why, "branch_id": started_branch(request)}
+            )
             return _end(store, current_report, attempts, attempt, trajectory, "error", why)
+        except BaseException as exc:  # stopped: Ctrl-C, a cancel
+            # the round is kept on the report, with the branch as far as it got (before,
+            # neither the approval nor the branch was), and the stop goes on to the caller
+            kept = started_branch(request)
+            why = f"the rerun was stopped ({type(exc).__name__}) before it ended" + (
+                f"; its branch {kept} is kept as far as it got" if kept else ""
+            )
+            say(f"round {round_}: {why}; the original run is kept")
+            attempt = attempt.model_copy(update={"error": why, "branch_id": kept})
+            _end(store, current_report, attempts, attempt, trajectory, "error", why)
+            raise
+        started_branch(request)  # (forget it: the branch is in hand)
 
         branch = _linked(branch, request)
         ensure_stored(store, branch, replace=True)

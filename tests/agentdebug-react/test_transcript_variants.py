@@ -1,0 +1,91 @@
+"""Transcripts as they come out of real runs: labels in any case, observations that
+quote a transcript, files saved with a byte order mark, and errors in a plain
+text file named by the file's own line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from agentdebug.errors import InputError
+from agentdebug.io import import_file
+from agentdebug_react import load_transcript, parse_transcript
+
+
+def _steps(text: str) -> list[tuple[int, str, object]]:
+    run = parse_transcript(text)
+    return [
+        (e.step_index, e.type.value, e.input if e.type.value == "tool.call" else e.output)
+        for e in run.events
+    ]
+
+
+def test_labels_in_any_case_are_read() -> None:
+    lower = (
+        "question: How far is it?\n"
+        "thought: I should measure.\n"
+        "ACTION: measure\n"
+        'action input: {"from": "a", "to": "b"}\n'
+        "OBSERVATION: 12 km\n"
+        "Thought : done\n"
+        "FINAL ANSWER: 12 km\n"
+    )
+    assert _steps(lower) == [
+        (0, "user.input", None),
+        (1, "reasoning", "I should measure."),
+        (1, "tool.call", {"from": "a", "to": "b"}),
+        (1, "tool.result", "12 km"),
+        (2, "reasoning", "done"),
+        (2, "final_answer", "12 km"),
+    ]
+    assert parse_transcript(lower).goal == "How far is it?"
+
+
+def test_an_observation_that_quotes_a_transcript_keeps_it_as_its_text() -> None:
+    text = (
+        "Question: How do ReAct prompts look?\n"
+        "Thought: I will search the docs.\n"
+        "Action: search\n"
+        "Action Input: react prompt format\n"
+        "Observation: A ReAct prompt shows the model examples such as:\n"
+        "Thought: I need to search Apple Remote.\n"
+        "Action: Search[Apple Remote]\n"
+        "Thought: I have what I need.\n"
+        "Final Answer: Thought/Action/Observation lines.\n"
+    )
+    run = parse_transcript(text)
+    assert [(e.step_index, e.type.value) for e in run.events][3:] == [
+        (1, "tool.result"),
+        (2, "reasoning"),
+        (2, "final_answer"),
+    ]  # the quoted lines made no step of their own
+    result = run.events[3]
+    assert result.output == (
+        "A ReAct prompt shows the model examples such as:\n"
+        "Thought: I need to search Apple Remote.\n"
+        "Action: Search[Apple Remote]"
+    )
+    assert result.metadata["quoted_label_lines"] == [6, 7]
+    assert run.outcome.final_answer == "Thought/Action/Observation lines."
+
+
+def test_a_transcript_out_of_order_is_still_an_error_at_its_first_break() -> None:
+    with pytest.raises(InputError, match=r"line 4: a second 'Observation'"):
+        parse_transcript("Thought: a\nAction: b\nObservation: c\nObservation: d\n")
+
+
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "run.txt"
+    path.write_bytes(b"\xef\xbb\xbfQuestion: q\nThought: t\nFinal Answer: a\n")
+    run = load_transcript(path)
+    assert run.goal == "q" and run.outcome.final_answer == "a"
+
+
+def test_an_error_in_a_plain_text_file_names_the_file_and_its_line(tmp_path: Path) -> None:
+    path = tmp_path / "bad.txt"
+    path.write_text("Question: q\nThought: t\nAction Input: x\n")
+    with pytest.raises(InputError) as info:
+        import_file(path)
+    assert str(info.value) == (
+        f"{path}: line 3: 'Action Input' with no 'Action' before it: 'Action Input: x'"
+    )

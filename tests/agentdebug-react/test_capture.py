@@ -177,7 +177,22 @@ def test_events_recorded_inside_the_step_go_to_the_run(dbg: AgentDebug) -> None:
         return Step.finish("ok")
 
     run = step.run("hi").trajectory()
-    assert EventType.LLM_CALL in [e.type for e in run.events]
+    call = next(e for e in run.events if e.type is EventType.LLM_CALL)
+    # at the step under way, beside its own events (before: the next step, one that
+    # never began, where a diagnosis would have blamed it)
+    checkpoint = next(e for e in run.events if e.type is EventType.CHECKPOINT)
+    answer = next(e for e in run.events if e.type is EventType.FINAL_ANSWER)
+    assert call.step_index == checkpoint.step_index == answer.step_index == 1
+
+
+def test_a_step_s_own_step_given_to_record_is_kept(dbg: AgentDebug) -> None:
+    @react_loop(debugger=dbg)
+    def step(ctx: StepContext[None]) -> Step:
+        record(EventType.OBSERVATION, agent_name="agent", output="seen", step_index=7)
+        return Step.finish("ok")
+
+    run = step.run("hi").trajectory()
+    assert next(e for e in run.events if e.type is EventType.OBSERVATION).step_index == 7
 
 
 def test_step_must_return_a_step(dbg: AgentDebug) -> None:

@@ -215,7 +215,7 @@ class ReactRun(Generic[S]):
         """Take one step: checkpoint, call the step function, record what it did.
         An exception from the step function is recorded and propagates."""
         k = self._begin()
-        under_way = STEP_UNDER_WAY.set((self.session, k))
+        under_way = self._under_way(k)
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -228,13 +228,13 @@ class ReactRun(Generic[S]):
             self._fail(k, exc)
             raise
         finally:
-            STEP_UNDER_WAY.reset(under_way)
+            self._done_with(under_way)
         return self._end(k, step)
 
     async def astep(self) -> Step:
         """:meth:`step` for an async step function (a sync one works too)."""
         k = self._begin()
-        under_way = STEP_UNDER_WAY.set((self.session, k))
+        under_way = self._under_way(k)
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -244,8 +244,19 @@ class ReactRun(Generic[S]):
             self._fail(k, exc)
             raise
         finally:
-            STEP_UNDER_WAY.reset(under_way)
+            self._done_with(under_way)
         return self._end(k, step)
+
+    def _under_way(self, k: int) -> contextvars.Token[tuple[TraceSession, int] | None]:
+        """Step ``k`` is running: what ``agentdebug.record`` records in it is step
+        ``k``'s (before, with no step given, it was the next step's), and a ReAct run
+        begun in it is a sub-run at ``k`` (see ``STEP_UNDER_WAY``)."""
+        self.session._defaults = {"step_index": k}
+        return STEP_UNDER_WAY.set((self.session, k))
+
+    def _done_with(self, under_way: contextvars.Token[tuple[TraceSession, int] | None]) -> None:
+        self.session._defaults = {}
+        STEP_UNDER_WAY.reset(under_way)
 
     def _begin(self) -> int:
         if not self._entered:

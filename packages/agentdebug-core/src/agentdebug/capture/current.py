@@ -68,7 +68,6 @@ _WITH_DRIVERS = ("contextlib", "_pytest.")
 #: has unless given (``agent_name``, ``step_index``, ``parent_id``), or None.
 Finder = Callable[[], "tuple[TraceSession, Mapping[str, Any]] | None"]
 _finders: list[Finder] = []
-_NONE: Mapping[str, Any] = {}
 
 
 # set while a framework integration begins a run of its own inside a run of the
@@ -139,10 +138,10 @@ def _innermost() -> tuple[TraceSession, Mapping[str, Any]] | None:
         session = _live_outer(session)
     framework = _framework_run() if _finders and not _FRAMEWORK_OFF.get() else None
     if framework is None:
-        return (session, _NONE) if session is not None else None
+        return (session, session._defaults) if session is not None else None
     if session is None or not _began_within(session, framework[0]):
         return framework
-    return session, _NONE
+    return session, session._defaults
 
 
 def _framework_run() -> tuple[TraceSession, Mapping[str, Any]] | None:

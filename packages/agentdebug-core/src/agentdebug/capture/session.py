@@ -148,6 +148,9 @@ class TraceSession:
         self._within: TraceSession | None = None  # the run this is a sub-run of (nesting)
         # where in it this run was begun, when a framework's run says (a node's step)
         self._within_at: dict[str, Any] = {}
+        # the fields ``agentdebug.record`` gives an event here, while a framework says
+        # (a ReAct step under way: its step; see capture.current)
+        self._defaults: dict[str, Any] = {}
         # the agent this run stands for in a run it is within, when its framework
         # knows one (a LangGraph run: its graph's name; see nesting.sub_agent)
         self._stands_for: str | None = None

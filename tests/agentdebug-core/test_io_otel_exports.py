@@ -221,3 +221,48 @@ def test_values_one_after_another_name_the_line_a_broken_one_starts_on(tmp_path:
         import_file(path)
     assert caught.value.lineno == spans[0].count("\n") + 2
     assert "not valid JSON" in str(caught.value)
+
+
+def test_a_console_span_with_an_all_zero_id_is_named(tmp_path: Path) -> None:
+    # Before: an AssertionError, "unexpected" for the batch, naming nothing.
+    path = tmp_path / "console.json"
+    spans = [_console("1" * 16, "plan", None), _console("0" * 16, "step", "1" * 16)]
+    path.write_text("".join(json.dumps(span, indent=4) + "\n" for span in spans))
+    with pytest.raises(InputError) as caught:
+        import_file(path)
+    # the good span is read, the bad one skipped with where and why
+    assert "field 'context.span_id': an invalid id (all zeros)" in str(caught.value)
+
+
+def test_span_events_not_read_for_a_call_whose_input_its_attributes_gave_are_kept(
+    tmp_path: Path,
+) -> None:
+    # Before: the user-message event was taken as read (and dropped from span_events)
+    # though the call's input came from its attributes.
+    chat = _span(
+        "041547a471edcc2e",
+        "chat gpt-4o",
+        None,
+        0,
+        **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(
+                [{"role": "user", "parts": [{"type": "text", "content": "Book a flight"}]}]
+            ),
+        },
+    )
+    chat["events"] = [
+        {
+            "timeUnixNano": str(START),
+            "name": name,
+            "attributes": [{"key": k, "value": _value(v)} for k, v in attrs.items()],
+        }
+        for name, attrs in [
+            ("gen_ai.user.message", {"content": "Book a flight, please"}),
+            ("gen_ai.choice", {"index": 0, "message": json.dumps({"content": "Booked."})}),
+        ]
+    ]
+    (event,) = _otlp(tmp_path / "trace.json", chat).events
+    assert event.input == [{"role": "user", "content": "Book a flight"}]
+    assert "Booked." in json.dumps(event.output)
+    assert [e["name"] for e in event.metadata["span_events"]] == ["gen_ai.user.message"]

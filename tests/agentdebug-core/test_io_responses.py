@@ -178,3 +178,73 @@ def test_an_anthropic_response_saved_with_its_request_is_the_final_answer(tmp_pa
     assert [e.type for e in t.events] == [EventType.USER_INPUT, EventType.FINAL_ANSWER]
     assert t.outcome.final_answer == "Hello!"
     assert t.events[-1].metadata["fields"]["stop_reason"] == "end_turn"
+
+
+def test_a_response_that_used_an_mcp_server_and_a_computer_imports_whole(
+    tmp_path: Path,
+) -> None:
+    """As the API writes them: an MCP call comes after the server's list of tools,
+    and may wait for the caller's approval; a computer call's output is a
+    screenshot. Before: refused ("unknown Responses item type 'mcp_list_tools'",
+    "unknown content part type 'computer_screenshot'")."""
+    items = [
+        {"role": "user", "content": "Roll 2d4, then look at the screen."},
+        {
+            "type": "mcp_list_tools",
+            "id": "mcpl_1",
+            "server_label": "dice",
+            "tools": [{"name": "roll", "input_schema": {"type": "object"}}],
+        },
+        {
+            "type": "mcp_approval_request",
+            "id": "mcpr_1",
+            "server_label": "dice",
+            "name": "roll",
+            "arguments": '{"diceRollExpression": "2d4"}',
+        },
+        {"type": "mcp_approval_response", "approval_request_id": "mcpr_1", "approve": True},
+        {
+            "type": "mcp_call",
+            "id": "mcp_1",
+            "server_label": "dice",
+            "name": "roll",
+            "arguments": '{"diceRollExpression": "2d4"}',
+            "output": "5",
+            "error": None,
+        },
+        {
+            "type": "computer_call",
+            "id": "cu_1",
+            "call_id": "call_cu",
+            "action": {"type": "screenshot"},
+            "status": "completed",
+        },
+        {
+            "type": "computer_call_output",
+            "call_id": "call_cu",
+            "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,iVB"},
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [
+                {"type": "output_text", "text": "You rolled 5; the screen shows a desktop."}
+            ],
+        },
+    ]
+    t = _load(_write(tmp_path / "conversation.json", items))
+    calls = [e for e in t.events if e.type is EventType.TOOL_CALL]
+    assert [c.metadata["tool_name"] for c in calls] == [
+        "mcp_list_tools",
+        "roll",
+        "roll",
+        "computer",
+    ]
+    results = {e.parent_id: e for e in t.events if e.type is EventType.TOOL_RESULT}
+    listed, asked, rolled, looked = calls
+    assert "roll" in str(results[listed.id].output)  # the tools the server offered
+    assert results[asked.id].output == "approved"  # the caller's answer to the request
+    assert results[rolled.id].output == "5"
+    screenshot = results[looked.id]  # the screenshot, kept as the call's result
+    assert "computer_screenshot" in json.dumps(screenshot.metadata)
+    assert t.outcome.final_answer == "You rolled 5; the screen shows a desktop."

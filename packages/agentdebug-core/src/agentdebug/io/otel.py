@@ -317,7 +317,8 @@ def spans_to_trajectory(
         inp, out, meta = content_fields(span.attributes, kind, used)
         read_events: set[int] = set()
         if kind == "LLM" and (inp is None or out is None):
-            said_in, said_out, read_events = event_content(span.events)
+            said_in, said_out, read_in, read_out = event_content(span.events)
+            read_events = (read_in if inp is None else set()) | (read_out if out is None else set())
             inp = said_in if inp is None else inp
             out = said_out if out is None else out
         if inp is None:

@@ -171,6 +171,9 @@ def _span(raw: Any, name: str, index: int, line: int | None) -> tuple[Span, str]
         )
     span_id = _id(_text(context, "span_id", lambda m, f: fail(m, f"context.{f}"), required=True))
     trace_id = _id(_text(context, "trace_id", lambda m, f: fail(m, f"context.{f}"), required=True))
+    for value, field in ((span_id, "span_id"), (trace_id, "trace_id")):
+        if value is None:  # (all zeros: OpenTelemetry's "no id")
+            raise fail("an invalid id (all zeros)", f"context.{field}")
     assert span_id is not None and trace_id is not None
     attributes = raw.get("attributes")
     if attributes is None:

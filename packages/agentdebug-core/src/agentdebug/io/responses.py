@@ -41,13 +41,17 @@ _HOSTED = frozenset(
         "code_interpreter_call",
         "image_generation_call",
         "mcp_call",
+        "mcp_list_tools",  # (what an MCP server offered: its result is the tools)
+        "mcp_approval_request",  # (a call waiting for approval: no result yet)
     ]
 )
-_RESULT_FIELDS = ("output", "outputs", "results", "result", "error")
-_ONLY_ITEMS = frozenset(set(_CALLS) | _OUTPUTS | _HOSTED)
+_RESULT_FIELDS = ("output", "outputs", "results", "result", "tools", "error")
+#: The caller's answer to an ``mcp_approval_request``: the result of that call.
+_APPROVAL = "mcp_approval_response"
+_ONLY_ITEMS = frozenset(set(_CALLS) | _OUTPUTS | _HOSTED | {_APPROVAL})
 #: On a tool message made from a hosted tool's item: the tool reported an error.
 IS_ERROR = "is_error"
-ITEM_TYPES = frozenset({"message", "reasoning"} | set(_CALLS) | _OUTPUTS | _HOSTED)
+ITEM_TYPES = frozenset({"message", "reasoning", _APPROVAL} | set(_CALLS) | _OUTPUTS | _HOSTED)
 
 
 def is_item(value: Any) -> bool:
@@ -134,6 +138,15 @@ def as_messages(item: Mapping[str, Any], fail: Fail) -> list[dict[str, Any]]:
         return [{"role": "tool", "tool_call_id": call_id, "content": output, **extra}]
     if kind in _HOSTED:
         return _hosted(str(kind), item, fail)
+    if kind == _APPROVAL:
+        call_id = _call_id(item, fail, "approval_request_id")
+        approved = item.get("approve")
+        if not isinstance(approved, bool):
+            raise fail("missing" if approved is None else "expected true or false", "approve")
+        said = "approved" if approved else "not approved"
+        reason = item.get("reason")
+        text = f"{said}: {reason}" if isinstance(reason, str) and reason else said
+        return [{"role": "tool", "tool_call_id": call_id, "content": text}]
     if kind is None:
         raise fail("an item with neither 'role' nor 'type'", "type")
     raise fail(

@@ -213,16 +213,17 @@ _MESSAGE_EVENTS = {
 }
 
 
-def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int]]:
+def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int], set[int]]:
     """An LLM span's input messages and output read from its GenAI span events
     (``gen_ai.user.message`` ... with ``content``, ``tool_calls``, ``id``;
     ``gen_ai.choice`` with ``message``; each attribute possibly inside a JSON
     ``gen_ai.event.content``; or the older ``gen_ai.content.prompt`` /
     ``gen_ai.content.completion`` with ``gen_ai.prompt`` / ``gen_ai.completion``),
-    and the positions of the events read (None where there were none)."""
+    and the positions of the events each was read from (None where there were none)."""
     inputs: list[Any] = []
     outputs: list[Any] = []
-    used: set[int] = set()
+    used_in: set[int] = set()
+    used_out: set[int] = set()
     for i, event in enumerate(events):
         name = event.get("name")
         attrs = dict(event.get("attributes") or {})
@@ -237,6 +238,7 @@ def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int]]:
             if name == "gen_ai.tool.message" and attrs.get("id") is not None:
                 message["tool_call_id"] = attrs["id"]
             inputs.append(_message(message))
+            used_in.add(i)
         elif name == "gen_ai.choice":
             said = parse_json_text(attrs.get("message"))
             said = dict(said) if isinstance(said, Mapping) else {"content": said}
@@ -244,16 +246,16 @@ def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int]]:
             if attrs.get("finish_reason") is not None:
                 said["finish_reason"] = attrs["finish_reason"]
             outputs.append(_message(said))
+            used_out.add(i)
         elif name == "gen_ai.content.prompt" and "gen_ai.prompt" in attrs:
             prompt = parse_json_text(attrs["gen_ai.prompt"])
             inputs.extend(prompt if isinstance(prompt, list) else [prompt])
+            used_in.add(i)
         elif name == "gen_ai.content.completion" and "gen_ai.completion" in attrs:
             said = parse_json_text(attrs["gen_ai.completion"])
             outputs.extend(said if isinstance(said, list) else [said])
-        else:
-            continue
-        used.add(i)
-    return inputs or None, _output_of(outputs) if outputs else None, used
+            used_out.add(i)
+    return inputs or None, _output_of(outputs) if outputs else None, used_in, used_out
 
 
 def agent_label(name: str, attrs: Mapping[str, Any]) -> str:
@@ -367,6 +369,7 @@ TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
 #: model saw that is not text.
 MEDIA_PARTS = frozenset(
     [
+        "computer_screenshot",  # (a Responses computer call's output)
         "image_url",
         "image",
         "input_image",

@@ -281,18 +281,24 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     cost = report.cost
     out.append(
         f"Cost: {cost.calls} model call(s), {cost.input_tokens} input and {cost.output_tokens} output tokens"
-        + (
-            f" (+{cost.cached_calls} answered from the cache: {cost.cached_input_tokens} "
-            f"input and {cost.cached_output_tokens} output tokens not spent again)"
-            if cost.cached_calls
-            else ""
-        )
+        + cached_part(report)
     )
     for note in report.notes:
         out.append(f"Note: {note}")
     out.append("")
     out.append(_last_line(report, reg, width))
     return shown(out)
+
+
+def cached_part(report: DiagnosticReport) -> str:
+    """What the response cache answered, as a clause of the cost line (or nothing)."""
+    cost = report.cost
+    if not cost.cached_calls:
+        return ""
+    return (
+        f" (+{cost.cached_calls} answered from the cache: {cost.cached_input_tokens} "
+        f"input and {cost.cached_output_tokens} output tokens not spent again)"
+    )
 
 
 def _why_no_root(report: DiagnosticReport) -> str:

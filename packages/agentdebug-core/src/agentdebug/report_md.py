@@ -6,14 +6,20 @@ from __future__ import annotations
 
 from agentdebug.plugins import get_registry
 from agentdebug.report import (
+    _acting_note,
     _evidence_line,
     _instances,
     _mode_name,
     _who,
+    _why_no_root,
+    _with_runs,
     by_line,
+    cached_part,
+    shown,
     verification_line,
 )
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
+from agentdebug.store.history import earlier_run_of
 from agentdebug.text import shorten
 
 
@@ -27,10 +33,12 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
     out = [
         f"# Diagnosis of run `{trajectory.id}`",
         "",
-        f"- **Goal:** {trajectory.goal or '—'}",
-        f"- **Framework:** {trajectory.framework or '—'}",
+        # (one line each: a goal's own newline would end the list, a "# ..." line in it
+        # become a heading)
+        f"- **Goal:** {' '.join((trajectory.goal or '—').split())}",
+        f"- **Framework:** {' '.join((trajectory.framework or '—').split())}",
         f"- **Outcome:** {trajectory.outcome.status.value}",
-        f"- **Events:** {len(trajectory.events)}",
+        f"- **Events:** {len(trajectory.events)}{_with_runs(trajectory)}",
         f"- **Tier:** {report.tier} (attributor `{report.attributor}`)",
         "",
         "## Summary",
@@ -41,7 +49,7 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
         "",
     ]
     if root is None:
-        out.append("None named.")
+        out.append(f"None named ({_why_no_root(report)}).")
     else:
         out += [
             f"**{_who(root)}** at **step {root.step_index}** — "
@@ -50,6 +58,11 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
             "",
             root.rationale or "",
         ]
+        acting, earlier = _acting_note(root), earlier_run_of(trajectory, root.step_index)
+        if acting:
+            out += ["", f"Note: {acting}."]
+        if earlier is not None:
+            out += ["", f"Step {root.step_index} is in run `{earlier}`, which this run continues."]
         if root.evidence:
             out += ["", "Evidence:", ""]
             out += [f"- {_md_cell(_evidence_line(ev, 160))}" for ev in root.evidence]
@@ -102,8 +115,8 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
         "## Cost",
         "",
         f"{report.cost.calls} model call(s), {report.cost.input_tokens} input tokens, "
-        f"{report.cost.output_tokens} output tokens.",
+        f"{report.cost.output_tokens} output tokens{cached_part(report)}.",
     ]
     if report.notes:
         out += ["", "## Notes", ""] + [f"- {n}" for n in report.notes]
-    return "\n".join(out) + "\n"
+    return shown(out) + "\n"  # (recorded control characters as escapes, as in the text)

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +13,7 @@ import orjson
 from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settle_abandoned
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.store_notes import LOCKED, locked_now, unwritable
+from agentdebug.cli.values import nonempty, parse_when
 from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
@@ -95,7 +94,15 @@ def abandoned_view(trajectory: AgentTrajectory) -> tuple[AgentTrajectory, str | 
 @click.version_option(package_name="agentdebug-core", prog_name="agentdebug")
 @click.pass_context
 def cli(ctx: click.Context, store: str | None, debug: bool) -> None:
-    """Capture, diagnose and fix failing LLM agent runs."""
+    """Capture, diagnose and fix failing LLM agent runs.
+
+    \b
+    Exit status: 0 done; 1 an error in what was asked (a file, a run id, a value;
+    said in one line on stderr), or an `ingest` with a file that failed; 2 a usage
+    error (an unknown option, a bad choice), or an `act --rerun` whose loop did
+    not succeed; 3 a bug in agentdebug (--debug shows its traceback); 130 `act`
+    stopped by Ctrl-C.
+    """
     ctx.obj = Ctx(store)
 
 
@@ -170,25 +177,6 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
 
 # -- list / show ---------------------------------------------------------------------------
 
-_RELATIVE = re.compile(r"^(\d+)([smhdw])$")
-
-
-def parse_when(value: str | None, option: str) -> datetime | None:
-    if not value:
-        return None
-    m = _RELATIVE.match(value)
-    if m:
-        unit = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}[m.group(2)]
-        return datetime.now(UTC) - timedelta(**{unit: int(m.group(1))})
-    try:
-        when = datetime.fromisoformat(value)
-    except ValueError:
-        raise InputError(
-            f"'{value}' is neither an ISO date (2026-11-30, 2026-11-30T12:00) nor an age (30m, 2h, 7d)",
-            field=option,
-        ) from None
-    return when if when.tzinfo else when.replace(tzinfo=UTC)
-
 
 def _known_mode(failure_mode: str) -> None:
     """A ``--mode`` that matched no run: an error if no taxonomy here has it (a
@@ -208,20 +196,27 @@ def _known_mode(failure_mode: str) -> None:
 
 @cli.command("list")
 @click.option("--status", type=click.Choice(["success", "failure", "unknown", "running"]))
-@click.option("--framework", metavar="NAME")
-@click.option("--agent", metavar="NAME", help="Runs in which this agent acted.")
+@click.option("--framework", metavar="NAME", callback=nonempty)
+@click.option("--agent", metavar="NAME", callback=nonempty, help="Runs in which this agent acted.")
 @click.option(
     "--mode",
     "failure_mode",
     metavar="MODE_ID",
+    callback=nonempty,
     help="Runs whose diagnosis found this failure mode.",
 )
-@click.option("--since", metavar="WHEN", help="ISO date or age such as 2h, 7d.")
-@click.option("--until", metavar="WHEN")
+@click.option(
+    "--since",
+    metavar="WHEN",
+    callback=nonempty,
+    help="Started since: an ISO date, or an age (2h, 7d).",
+)
+@click.option("--until", metavar="WHEN", callback=nonempty, help="Started by then (as --since).")
 @click.option(
     "--branches-of",
     "parent",
     metavar="RUN_ID",
+    callback=nonempty,
     help="Only the reruns of this run (a loop's later rounds, branches of branches, too).",
 )
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
@@ -333,7 +328,7 @@ def list_runs(
 
 
 @cli.command()
-@click.argument("run_id")
+@click.argument("run_id", callback=nonempty)
 @click.option("--width", default=100, show_default=True, type=click.IntRange(min=40))
 @click.option(
     "--history",
@@ -342,7 +337,8 @@ def list_runs(
 )
 @pass_ctx
 def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
-    """Show a stored run's timeline."""
+    """Show a stored run's timeline (RUN_ID: an id, or a prefix of one that no other
+    run's id has)."""
     from agentdebug.report import render_run
     from agentdebug.store.history import with_history
 
@@ -396,7 +392,7 @@ def _targets(
 
 
 @cli.command()
-@click.argument("target", metavar="RUN_ID|FILE")
+@click.argument("target", metavar="RUN_ID|FILE", callback=nonempty)
 @click.option(
     "--format",
     "out_fmt",

@@ -54,7 +54,13 @@ def _cost_line(calls: float, cached: float, tokens_in: float, tokens_out: float)
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--attributor", default="heuristic", show_default=True)
 @click.option("--with-reference", is_flag=True, help="Let the strategy see the reference answer.")
-@click.option("--workers", default=1, show_default=True, help="Traces diagnosed at once.")
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1),
+    help="Traces diagnosed at once.",
+)
 @click.option(
     "--budget", metavar="LIMIT", help="Per-trace cap on model use (as diagnose --budget)."
 )

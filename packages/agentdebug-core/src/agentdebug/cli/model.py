@@ -29,14 +29,20 @@ def config_show(**params: Any) -> None:
         click.echo("no model configured: diagnosis runs the free tier", err=True)
 
 
-@config.command("set")
+@config.command("set", context_settings={"ignore_unknown_options": True})
 @click.argument("key")
 @click.argument("value")
 def config_set(key: str, value: str) -> None:
-    """Set KEY (model, base_url, api_key, timeout, ...) in the config file."""
+    """Set KEY (model, base_url, api_key, timeout, ...) in the config file
+    (`agentdebug config show` lists the keys and what is in effect)."""
     from agentdebug.llm import config_path, write_config_value
 
-    write_config_value(key, value)
+    if not value.strip():  # (an empty model or URL is no setting: it only hides one)
+        raise click.BadParameter(
+            f"empty; to remove {key} from the config file: agentdebug config unset {key}",
+            param_hint="VALUE",
+        )
+    write_config_value(key, value)  # (a value starting with "-" reaches the check: "-5")
     click.echo(f"{key} set in {config_path()}")
 
 
@@ -44,10 +50,12 @@ def config_set(key: str, value: str) -> None:
 @click.argument("key")
 def config_unset(key: str) -> None:
     """Remove KEY from the config file."""
-    from agentdebug.llm import config_path, read_config, unset_config_value
+    from agentdebug.llm import config_path, unset_config_value
 
-    was_set = key in read_config()
-    unset_config_value(key)
+    path = config_path()
+    before = path.read_bytes() if path.is_file() else None
+    unset_config_value(key)  # (not read_config(): a bad value of KEY is what unset mends)
+    was_set = before is not None and path.read_bytes() != before
     click.echo(
         f"{key} removed from {config_path()}"
         if was_set

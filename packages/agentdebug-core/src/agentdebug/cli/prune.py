@@ -18,7 +18,8 @@ from typing import cast
 
 import click
 
-from agentdebug.cli.app import Ctx, cli, parse_when, pass_ctx
+from agentdebug.cli.app import Ctx, cli, pass_ctx
+from agentdebug.cli.values import parse_when
 from agentdebug.errors import AgentDebugError, InputError, StoreError
 from agentdebug.store import JSONLStore, RunQuery, RunSummary, SQLiteStore, TraceStore
 from agentdebug.store.access import write_refused

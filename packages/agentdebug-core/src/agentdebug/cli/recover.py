@@ -11,6 +11,7 @@ import orjson
 
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
+from agentdebug.cli.values import nonempty
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
 
@@ -25,7 +26,7 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
 
 
 @cli.command()
-@click.argument("run_id")
+@click.argument("run_id", callback=nonempty)
 @click.option(
     "--recover",
     "strategy",
@@ -57,7 +58,9 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
     show_default=True,
     help="Gate: ask on the terminal, approve automatically, or never rerun.",
 )
-@click.option("--max-rounds", default=3, show_default=True, help="Loop limit.")
+@click.option(
+    "--max-rounds", default=3, show_default=True, type=click.IntRange(min=1), help="Loop limit."
+)
 @click.option(
     "--scorer",
     type=click.Choice(["default", "reference", "outcome", "llm"]),
@@ -102,6 +105,7 @@ def act(
     from agentdebug.capture.auto import configured_attributor
     from agentdebug.llm import use_settings
     from agentdebug.plugins import get_registry
+    from agentdebug.report import shown
     from agentdebug.rerun import (
         closed_loop,
         compare,
@@ -163,19 +167,16 @@ def act(
             if out_fmt == "json":
                 click.echo(plan.model_dump_json(indent=2))
                 return
-            click.echo(report.summary)
-            click.echo(
+            lines = [
+                report.summary,
                 f"\nPlan ({plan.strategy}): rerun from step {plan.resume_step}"
-                + (f" ({plan.target_agent})" if plan.target_agent else "")
-            )
-            click.echo(f"Directive: {plan.directive}")
-            if plan.rationale:
-                click.echo(f"Why: {plan.rationale}")
-            for note in plan.notes:
-                click.echo(f"Note: {note}")
-            click.echo(
-                f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun"
-            )
+                + (f" ({plan.target_agent})" if plan.target_agent else ""),
+                f"Directive: {plan.directive}",
+                *([f"Why: {plan.rationale}"] if plan.rationale else []),
+                *(f"Note: {note}" for note in plan.notes),
+                f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun",
+            ]
+            click.echo(shown(lines))  # (recorded names and text: control characters escaped)
             return
         if os.getcwd() not in sys.path:  # as with python -m: a module:function named
             sys.path.insert(0, os.getcwd())  # here (--executor, a recorded factory) resolves
@@ -183,7 +184,10 @@ def act(
             ex = load_executor(executor, **options)
         else:
             ex = configure_executor(find_executor(run.framework, reg), options)
-        say = (lambda msg: click.echo(msg, err=True)) if out_fmt == "json" else click.echo
+
+        def say(msg: str) -> None:
+            click.echo(shown([msg]), err=out_fmt == "json")
+
         try:
             result = closed_loop(
                 run,
@@ -207,10 +211,10 @@ def act(
     if out_fmt == "json":
         click.echo(result.model_dump_json(indent=2))
     else:
-        click.echo(_summary(result))
+        click.echo(shown([_summary(result)]))
         if result.final_run_id and result.final_run_id != run.id:
             click.echo("")
-            click.echo(compare(run, store.load_trajectory(result.final_run_id)).render())
+            click.echo(shown([compare(run, store.load_trajectory(result.final_run_id)).render()]))
     if result.status not in ("succeeded", "already_ok"):
         sys.exit(2)
 
@@ -237,8 +241,8 @@ def _summary(result: LoopResult) -> str:
 
 
 @cli.command()
-@click.argument("run_a")
-@click.argument("run_b")
+@click.argument("run_a", callback=nonempty)
+@click.argument("run_b", callback=nonempty)
 @click.option(
     "--format", "out_fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
 )
@@ -253,6 +257,7 @@ def _summary(result: LoopResult) -> str:
 def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
     """Compare two runs (an original and its branch): outcomes, shared prefix,
     first divergence, and the aligned events from there."""
+    from agentdebug.report import shown
     from agentdebug.rerun import compare
 
     store = obj.settled_store
@@ -262,4 +267,4 @@ def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
     if out_fmt == "json":
         click.echo(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
     else:
-        click.echo(result.render(limit=limit))
+        click.echo(shown([result.render(limit=limit)]))  # (a recorded \x1b: an escape)

@@ -44,6 +44,10 @@ def test_markdown_says_why_no_root_cause_was_named(home: Path) -> None:
     md = run_cli("diagnose", "fine-run", "--no-store", "--format", "md")
     assert md.returncode == 0, md.stderr
     assert "None named (the run succeeded and no detector found a fault" in md.stdout
+    # no empty tables under the headings (before: a header row with nothing in it)
+    assert "## Hypotheses\n\nNone.\n" in md.stdout
+    assert "## Findings\n\nNone: no rule found a failure.\n" in md.stdout
+    assert "| rank |" not in md.stdout and "| step | agent |" not in md.stdout
 
 
 def test_markdown_cost_counts_what_the_cache_answered() -> None:

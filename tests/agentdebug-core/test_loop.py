@@ -331,8 +331,9 @@ def test_loop_arguments_are_checked(dbg: AgentDebug) -> None:
     run = failing_run(dbg)
     with pytest.raises(AgentDebugError, match="max_rounds must be at least 1"):
         closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), max_rounds=0)
-    with pytest.raises(NotFoundError, match="no rerun executor for framework 'toy'"):
+    with pytest.raises(NotFoundError, match="no rerun executor for framework 'toy'") as caught:
         closed_loop(run, debugger=dbg)
+    assert "installed: none" not in str(caught.value)  # (before: "installed: none installed")
     with pytest.raises(NotFoundError, match="unknown recoverer 'magic'"):
         closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), recoverer="magic")
 
@@ -414,6 +415,14 @@ def test_diff_shows_the_first_divergence_at_the_resume_step(dbg: AgentDebug) -> 
     assert "outcome success  final answer: Canberra" in text
     assert "First divergence: A step 1 / B step 1." in text
     assert compare(run, run).first_divergence is None
+    silent = run.model_copy(
+        update={
+            "id": "no-answer",
+            "outcome": run.outcome.model_copy(update={"final_answer": None}),
+            "events": [e for e in run.events if e.type is not EventType.FINAL_ANSWER],
+        }
+    )
+    assert "outcome failure  no final answer" in compare(silent, branch).render()  # (not "None")
 
 
 # -- executors --------------------------------------------------------------------------------

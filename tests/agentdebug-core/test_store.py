@@ -185,6 +185,12 @@ def test_unknown_and_ambiguous_ids_are_clear_errors(store: TraceStore) -> None:
     assert store.resolve_id("abc-1") == "abc-1"
     with pytest.raises(NotFoundError, match="ambiguous"):
         store.resolve_id("abc")
+    for n in range(3, 9):
+        store.save_trajectory(make_run(f"abc-{n}"))
+    with pytest.raises(NotFoundError) as caught:  # (before: five ids, and no count)
+        store.resolve_id("abc")
+    assert "run id 'abc' is ambiguous: 8 runs' ids start with it (" in str(caught.value)
+    assert " and 3 more); give more of the id" in str(caught.value)
     with pytest.raises(NotFoundError, match="no run with id 'zzz'"):
         store.resolve_id("zzz")
     with pytest.raises(NotFoundError, match="no run with id 'zzz'"):

@@ -86,25 +86,24 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
                 f"| {_md_cell(str(inst.get('agent') or '—'))} | {_md_cell(str(inst.get('object')))} "
                 f"| {_md_cell(shorten(str(inst.get('description') or ''), 160))} |"
             )
-    out += [
-        "",
-        "## Hypotheses",
-        "",
-        "| rank | agent | step | mode | confidence | strategy |",
-        "|---|---|---|---|---|---|",
-    ]
+    out += ["", "## Hypotheses", ""]
+    if report.hypotheses:
+        out += [
+            "| rank | agent | step | mode | confidence | strategy |",
+            "|---|---|---|---|---|---|",
+        ]
+    else:
+        out.append("None.")  # (not an empty table)
     for rank, h in enumerate(report.hypotheses, start=1):
         out.append(
             f"| {rank} | {_md_cell(_who(h, '—'))} | {h.step_index} | {h.mode_id or '—'} "
             f"| {h.confidence:.2f} | {_md_cell(by_line(report, h))} |"
         )
-    out += [
-        "",
-        "## Findings",
-        "",
-        "| step | agent | mode | confidence | message |",
-        "|---|---|---|---|---|",
-    ]
+    out += ["", "## Findings", ""]
+    if report.findings:
+        out += ["| step | agent | mode | confidence | message |", "|---|---|---|---|---|"]
+    else:
+        out.append("None: no rule found a failure.")
     for f in report.findings:
         out.append(
             f"| {f.step_index} | {_md_cell(f.agent_name or '—')} | {f.mode_id} | {f.confidence:.2f} "

@@ -157,9 +157,9 @@ class BranchDiff:
         out = []
         for label, run in (("A", self.a), ("B", self.b)):
             side = _side(run)
-            out.append(
-                f"{label}: {run.id}  outcome {side['outcome']}  final answer: {side['final_answer']}"
-            )
+            answer = side["final_answer"]
+            said = f"final answer: {answer}" if answer is not None else "no final answer"
+            out.append(f"{label}: {run.id}  outcome {side['outcome']}  {said}")
             branch = run.metadata.get("branch")
             if isinstance(branch, dict) and branch.get("directive"):
                 out.append(

@@ -17,7 +17,8 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
     reg = registry or get_registry()
     if framework and framework in reg.rerun_executors:
         return reg.rerun_executors[framework]
-    known = ", ".join(sorted(reg.rerun_executors)) or "none installed"
+    known = ", ".join(sorted(reg.rerun_executors))
+    known = f"installed: {known}" if known else "none is installed"
     what = f"framework '{framework}'" if framework else "a run with no framework"
     plugin = PLUGINS.get(framework or "")
     how = (
@@ -27,7 +28,7 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
         else "install the framework's agentdebug plugin"
     )
     raise NotFoundError(
-        f"no rerun executor for {what} (installed: {known}); {how}, "
+        f"no rerun executor for {what} ({known}); {how}, "
         "or pass --executor module:factory"
     )
 

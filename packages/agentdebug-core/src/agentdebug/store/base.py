@@ -185,6 +185,16 @@ CONTINUES = "continues"  # the metadata key naming the run a run picked up after
 CONTINUES_BEFORE = "continues_before_step"
 
 
+def ambiguous(prefix: str, ids: Sequence[str], count: int) -> str:
+    """What a run id prefix that several runs' ids start with says: the first few,
+    and how many match in all."""
+    more = f" and {count - 5} more" if count > 5 else ""
+    return (
+        f"run id '{prefix}' is ambiguous: {count} runs' ids start with it "
+        f"({', '.join(ids[:5])}{more}); give more of the id"
+    )
+
+
 def continues_of(metadata: Any) -> str | None:
     """The run whose run's ``metadata`` this is continues, if it names one."""
     value = metadata.get(CONTINUES) if isinstance(metadata, dict) else None

@@ -55,6 +55,7 @@ from agentdebug.store.base import (
     RunSummary,
     StoreLocked,
     StoreReadOnly,
+    ambiguous,
     damaged,
     header_json,
     metadata_json_path,
@@ -333,7 +334,7 @@ class JSONLStore:
         if not ids:
             raise NotFoundError(f"no run with id '{prefix}' in {self.location}")
         if len(ids) > 1:
-            raise NotFoundError(f"run id '{prefix}' is ambiguous: {', '.join(ids[:5])}")
+            raise NotFoundError(ambiguous(prefix, ids, len(ids)))
         return ids[0]
 
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:

@@ -42,6 +42,7 @@ from agentdebug.store.base import (
     RunSummary,
     StoreLocked,
     StoreReadOnly,
+    ambiguous,
     assemble,
     damaged,
     event_row,
@@ -511,8 +512,10 @@ class SQLiteStore:
         if not rows:
             raise NotFoundError(f"no run with id '{prefix}' in {self.location}")
         if len(rows) > 1:
-            shown = ", ".join(r[0] for r in rows[:5])
-            raise NotFoundError(f"run id '{prefix}' is ambiguous: {shown}")
+            (count,) = self._query(
+                "SELECT count(*) FROM runs WHERE id LIKE ? ESCAPE '\\'", (like + "%",)
+            )[0]
+            raise NotFoundError(ambiguous(prefix, [r[0] for r in rows], int(count)))
         return str(rows[0][0])
 
     def list_runs(self, query: RunQuery | None = None) -> list[RunSummary]:

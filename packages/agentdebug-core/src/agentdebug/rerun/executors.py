@@ -28,8 +28,7 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
         else "install the framework's agentdebug plugin"
     )
     raise NotFoundError(
-        f"no rerun executor for {what} ({known}); {how}, "
-        "or pass --executor module:factory"
+        f"no rerun executor for {what} ({known}); {how}, or pass --executor module:factory"
     )
 
 

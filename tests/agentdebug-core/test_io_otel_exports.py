@@ -266,3 +266,36 @@ def test_span_events_not_read_for_a_call_whose_input_its_attributes_gave_are_kep
     assert event.input == [{"role": "user", "content": "Book a flight"}]
     assert "Booked." in json.dumps(event.output)
     assert [e["name"] for e in event.metadata["span_events"]] == ["gen_ai.user.message"]
+
+
+def test_a_trace_whose_agent_span_has_no_input_takes_its_goal_from_the_first_question(
+    tmp_path: Path,
+) -> None:
+    # Before: no goal at all (the run listed and diagnosed as "(no goal)").
+    agent = _span(
+        AGENT,
+        "invoke_agent planner",
+        None,
+        0,
+        **{"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"},
+    )
+    chat = _span(
+        "041547a471edcc2e",
+        "chat gpt-4o",
+        AGENT,
+        1,
+        **{
+            "gen_ai.operation.name": "chat",
+            "gen_ai.input.messages": json.dumps(
+                [
+                    {"role": "system", "parts": [{"type": "text", "content": "You plan trips."}]},
+                    {
+                        "role": "user",
+                        "parts": [{"type": "text", "content": "Book a flight to Oslo"}],
+                    },
+                ]
+            ),
+        },
+    )
+    t = _otlp(tmp_path / "trace.json", agent, chat)
+    assert t.goal == "Book a flight to Oslo"

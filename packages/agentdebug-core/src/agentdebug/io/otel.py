@@ -254,6 +254,9 @@ def _framework(scopes: Iterable[str]) -> str | None:
     return None
 
 
+_MODEL_CALLS = (EventType.LLM_CALL, EventType.LLM_RESPONSE)
+
+
 def spans_to_trajectory(
     spans: Sequence[Span],
     *,
@@ -411,6 +414,9 @@ def spans_to_trajectory(
         ):
             answered = span.span_id
     events = _with_agent_ends(events, agent_spans, names, answered)
+    if goal is None:  # (no agent span gave its task: the first model call's question)
+        asked = (task_of(e.input) for e in events if e.type in _MODEL_CALLS)
+        goal = next((text for text in asked if text), None)
     starts = [s.start for s in spans if s.start]
     ends = [
         s.start + timedelta(milliseconds=s.duration_ms)

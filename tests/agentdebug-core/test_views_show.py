@@ -239,3 +239,11 @@ def test_instructions_only_one_agent_has_are_named_as_its() -> None:
         }
     )
     assert "instructions (planner): Break it into steps." in render_run(run)
+
+
+def test_a_long_runs_steps_keep_the_agent_column_in_line() -> None:
+    # Before: steps past 999 pushed their lines one character out of line.
+    run = traj(*(ev(i, EventType.MESSAGE, "worker", output=f"m{i}") for i in (7, 99, 1200)))
+    heads = [line for line in render_run(run).splitlines() if "worker" in line and "[" in line]
+    assert len(heads) == 3, heads
+    assert len({line.index("worker") for line in heads}) == 1, heads

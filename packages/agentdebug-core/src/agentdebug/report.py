@@ -188,6 +188,7 @@ def timeline(
         chosen = list(range(len(order)))
     marks = marks or {}
     name_w = min(24, max([len(visible(e.agent_name or "-")) for e in events] + [5]))
+    step_w = max([len(str(e.step_index)) for e in events] + [3])  # (a long run's steps)
     lines: list[str] = []
     previous = -1
     for rank in chosen:
@@ -198,7 +199,7 @@ def timeline(
         tags = marks.get(event.id, [])
         arrow = "→" if tags else " "
         name = visible(event.agent_name or "-")[:name_w]
-        head = f"{arrow} [{event.step_index:>3}] {name:<{name_w}}  {event.type.value}"
+        head = f"{arrow} [{event.step_index:>{step_w}}] {name:<{name_w}}  {event.type.value}"
         if tags:
             head += "   ← " + ", ".join(tags)
         if event.metadata.get(CACHED) is True:

@@ -32,6 +32,10 @@ def test_set_checks_a_negative_value_and_refuses_an_empty_one(tmp_path: Path) ->
     negative = run_cli("config", "set", "timeout", "-5", env=_env(tmp_path))
     assert negative.returncode == 1  # (before: "No such option '-5'", a usage error)
     assert "bad value '-5' for timeout: Input should be greater than 0" in negative.stderr
+    # said as the command's value, not the file's (before: "<file> [llm] timeout: bad
+    # value", as if the file held it)
+    assert negative.stderr.startswith("error: config set timeout: bad value '-5'")
+    assert "; nothing was written to " in negative.stderr
     empty = run_cli("config", "set", "model", "", env=_env(tmp_path))
     assert empty.returncode == 2  # (before: model = "" written, hiding AGENTDEBUG_MODEL's)
     assert "to remove model from the config file: agentdebug config unset model" in empty.stderr

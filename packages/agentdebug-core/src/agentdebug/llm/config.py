@@ -254,8 +254,11 @@ def _without_empty_llm(doc: dict[str, Any]) -> dict[str, Any]:
 def write_config_value(key: str, value: Any) -> None:
     """Set ``key`` in the file's ``[llm]`` table; ``value`` (often a CLI string) is
     parsed as the setting's type first, so a bad value never reaches the file."""
-    where = f"{config_path()} [llm] {key}"
-    typed = coerce(key, value, where)
+    where = f"config set {key}"  # (not the file's name: the file does not hold it)
+    try:
+        typed = coerce(key, value, where)
+    except ConfigError as exc:
+        raise ConfigError(f"{exc}; nothing was written to {config_path()}") from None
     if typed is None:
         unset_config_value(key)
         return

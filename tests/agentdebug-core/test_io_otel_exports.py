@@ -299,3 +299,30 @@ def test_a_trace_whose_agent_span_has_no_input_takes_its_goal_from_the_first_que
     )
     t = _otlp(tmp_path / "trace.json", agent, chat)
     assert t.goal == "Book a flight to Oslo"
+
+
+def test_a_model_answer_cut_at_the_token_limit_keeps_why_it_ended(tmp_path: Path) -> None:
+    # Before: read as its text alone, "length" lost: a cut answer looked finished.
+    def chat(span_id: str, at: int, finish: str) -> dict[str, Any]:
+        said = [
+            {
+                "role": "assistant",
+                "parts": [{"type": "text", "content": "The fare is"}],
+                "finish_reason": finish,
+            }
+        ]
+        return _span(
+            span_id,
+            "chat gpt-4o",
+            None,
+            at,
+            **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(said)},
+        )
+
+    cut, done = _otlp(
+        tmp_path / "trace.json",
+        chat("0000000000000001", 0, "length"),
+        chat("0000000000000002", 1, "stop"),
+    ).events
+    assert cut.output == {"content": "The fare is", "finish_reason": "length"}
+    assert done.output == "The fare is"  # (an answer that ended as answers do: its text)

@@ -177,14 +177,22 @@ def _messages(attributes: Mapping[str, Any], used: set[str], *prefixes: str) -> 
     return None
 
 
+#: Why a model stopped that says nothing more than its text does.
+_PLAIN_FINISH = frozenset({None, "stop", "end_turn", "STOP", "stop_sequence"})
+
+
 def _output_of(messages: Any) -> Any:
-    """A single message with no tool calls is its text; anything else stays structured."""
+    """A single message that holds only its text (no tool calls, reasoning or other
+    parts; it ended as models do) is that text; anything else stays structured, so
+    a ``finish_reason`` such as ``length`` (cut at the token limit) is kept."""
     if isinstance(messages, list) and len(messages) == 1:
         only = messages[0]
-        if isinstance(only, Mapping) and not only.get("tool_calls"):
+        if not isinstance(only, Mapping):
+            return messages
+        rest = {k: v for k, v in only.items() if k not in ("role", "content")}
+        if not rest or (set(rest) == {"finish_reason"} and rest["finish_reason"] in _PLAIN_FINISH):
             return only.get("content")
-        if isinstance(only, Mapping):
-            return {k: v for k, v in only.items() if k != "role"}
+        return {k: v for k, v in only.items() if k != "role"}
     return messages
 
 

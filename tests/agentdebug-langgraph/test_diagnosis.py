@@ -572,3 +572,26 @@ def test_the_send_branch_that_answered_differently_is_blamed(dbg: AgentDebug) ->
         e for e in run.events if e.type is EventType.LLM_RESPONSE and "UNKNOWN" in str(e.output)
     ]
     assert cause.step_index == said_unknown.step_index
+
+
+def test_an_answer_cut_at_the_models_token_limit_is_found(dbg: AgentDebug) -> None:
+    """The model stopped at its output-token limit (``finish_reason: length``): the
+    answer reads like one, and is not. Before: not recorded, so nothing said so."""
+    cut = AIMessage(
+        content="Your refund of $42.00 for order A123 has been",
+        response_metadata={"finish_reason": "length", "model_name": "fake"},
+    )
+    callback = AgentDebugCallback(dbg, success_check=lambda state: "refund was never issued")
+    tool_agent(scripted([cut])).invoke(
+        {"messages": [HumanMessage(content="Refund order A123")]},
+        config={"callbacks": [callback]},
+    )
+    run = callback.trajectory()
+    answer = next(e for e in run.events if e.type is EventType.LLM_RESPONSE)
+    assert answer.metadata["finish_reason"] == "length"
+    report = callback.reports[-1]
+    found = [f for f in report.findings if f.rule_id == "cut_answer"]
+    assert [(f.step_index, f.mode_id) for f in found] == [
+        (answer.step_index, "system.resource_exhaustion")
+    ]
+    assert 'ending "…Your refund of $42.00 for order A123 has been"' in found[0].message

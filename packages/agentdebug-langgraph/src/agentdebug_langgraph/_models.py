@@ -14,6 +14,7 @@ from typing import Any
 from uuid import UUID
 
 from agentdebug import EventType
+from agentdebug.detect.cut_answers import CUT_REASONS
 from langchain_core.messages import BaseMessage
 
 from agentdebug_langgraph import _convert
@@ -151,6 +152,11 @@ class ModelAndToolEvents(ToolEvents):
                 used = getattr(msg, "usage_metadata", None)
                 if used:
                     meta["usage"] = _convert.usage_counts(used)
+                said = getattr(msg, "response_metadata", None)
+                if said:  # (cut at its token limit: the answer reads whole, and is not)
+                    why = said.get("finish_reason") or said.get("stop_reason")
+                    if why in CUT_REASONS:
+                        meta["finish_reason"] = why
             else:
                 output = {"role": "assistant", "content": getattr(gen, "text", "")}
             if "usage" not in meta and response.llm_output:

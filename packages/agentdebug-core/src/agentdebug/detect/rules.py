@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.signals import (
     ACTION_TYPES,
@@ -554,6 +555,7 @@ RULES: list[Rule] = [
     Rule("unknown_handoff", "handoff to an agent the run does not have", rule_unknown_handoff),
     Rule("invalid_final_output", "an empty or invalid final answer", rule_invalid_final_output),
     Rule("stall_reported", "the orchestrator's own ledger reports a stall", rule_stall_reported),
+    Rule("cut_answer", "a model answer cut at its output-token limit", rule_cut_answer),
 ]
 
 

@@ -1,0 +1,80 @@
+"""A model answer cut at its output-token limit.
+
+A model that runs out of output tokens stops mid-sentence (or mid-JSON), and its
+API says so: ``finish_reason: "length"`` (OpenAI and compatible servers, GenAI
+semantic conventions), ``stop_reason: "max_tokens"`` (Anthropic),
+``MAX_TOKENS`` (Gemini). The text reads like an answer; the agent, and whoever
+reads the run, may take it for a whole one. Integrations record the reason on
+the model call's event (``metadata["finish_reason"]``, or beside the text in its
+output); this rule finds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, Severity
+from agentdebug.text import flatten
+
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+#: What a model's API says when it stopped at its output-token limit.
+CUT_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "max_output_tokens"})
+_KEYS = ("finish_reason", "stop_reason")
+_MODEL_EVENTS = (EventType.LLM_RESPONSE, EventType.LLM_CALL)
+TAIL = 80  # characters of the cut text quoted: where it stopped
+
+
+def cut_reason(event: AgentEvent) -> str | None:
+    """Why the model of this call stopped, when it was its token limit."""
+    for source in (event.metadata, event.output):
+        if isinstance(source, Mapping):
+            for key in _KEYS:
+                value = source.get(key)
+                if isinstance(value, str) and value in CUT_REASONS:
+                    return value
+    return None
+
+
+def rule_cut_answer(ctx: RuleContext) -> Iterator[Finding]:
+    """Model answers cut at the output-token limit."""
+    for event in ctx.trajectory.events:
+        if event.type not in _MODEL_EVENTS:
+            continue
+        reason = cut_reason(event)
+        if reason is None:
+            continue
+        text = _text_of(event.output)
+        tail = text[-TAIL:].strip() if text else ""
+        who = event.agent_name or "the agent"
+        yield Finding(
+            detector="rules",
+            rule_id="cut_answer",
+            mode_id="system.resource_exhaustion",
+            message=(
+                f"{who}'s model stopped at its output-token limit ({reason}): its answer "
+                "is cut off" + (f', ending "…{tail}"' if tail else "")
+            ),
+            event_id=event.id,
+            step_index=event.step_index,
+            agent_name=event.agent_name,
+            confidence=0.8,
+            severity=Severity.ERROR,
+            evidence=[
+                Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=tail)
+            ]
+            if tail
+            else [],
+            metadata={"finish_reason": reason},
+        )
+
+
+def _text_of(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, Mapping):
+        content = output.get("content")
+        return content if isinstance(content, str) else flatten(content) if content else ""
+    return flatten(output) if output is not None else ""

@@ -47,6 +47,8 @@ def test_an_age_past_the_year_one_is_a_one_line_error() -> None:
         err = result.stderr.strip()
         assert len(err.splitlines()) == 1 and "internal error" not in err
         assert "'99999999999d' reaches back before the year 1" in err
+    huge = run_cli("list", "--since", "9" * 5000 + "d")  # (more digits than int() reads)
+    assert huge.returncode == 1 and "internal error" not in huge.stderr, huge.stderr
     assert "example-failed-booking" in run_cli("list", "--since", "9999d").stdout
 
 

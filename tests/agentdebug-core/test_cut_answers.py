@@ -48,3 +48,23 @@ def test_an_answer_that_ended_as_answers_do_is_not_a_finding() -> None:
         ev(2, EventType.LLM_RESPONSE, "a", output={"content": "Bye", "stop_reason": "end_turn"}),
     )
     assert not [f for f in diagnose(run).findings if f.rule_id == "cut_answer"]
+
+
+def test_a_cut_the_agent_got_past_is_resolved_and_the_fix_raises_the_limit() -> None:
+    """Review findings: a cut answer followed by a whole one was blamed as the
+    failure of a run that succeeded; and the fix said "shrink the input"."""
+    cut = ev(
+        1, EventType.LLM_RESPONSE, "a", output="The fare is", metadata={"finish_reason": "length"}
+    )
+    whole = ev(2, EventType.LLM_RESPONSE, "a", output="The fare is $189.")
+    run = traj(ev(0, EventType.USER_INPUT, None, input="fare?"), cut, whole)
+    (found,) = [f for f in diagnose(run).findings if f.rule_id == "cut_answer"]
+    assert found.severity.value == "info" and found.confidence < 0.3
+    assert "(resolved: its model's answer at step 2 was whole)" in found.message
+
+    alone = traj(ev(0, EventType.USER_INPUT, None, input="fare?"), cut)
+    report = diagnose(alone)
+    assert report.root_cause is not None and report.root_cause.step_index == 1
+    assert report.fix is not None
+    assert "Raise the call's output-token limit (max_tokens" in report.fix.directive
+    assert "Shrink the input" not in report.fix.directive

@@ -326,3 +326,27 @@ def test_a_model_answer_cut_at_the_token_limit_keeps_why_it_ended(tmp_path: Path
     ).events
     assert cut.output == {"content": "The fare is", "finish_reason": "length"}
     assert done.output == "The fare is"  # (an answer that ended as answers do: its text)
+
+
+def test_an_answer_with_empty_fields_beside_its_text_is_still_read_as_its_text(
+    tmp_path: Path,
+) -> None:
+    # Review finding: `"tool_calls": []` or a `name` kept the answer a dict.
+    said = [
+        {
+            "role": "assistant",
+            "name": "bot",
+            "tool_calls": [],
+            "finish_reason": "stop",
+            "parts": [{"type": "text", "content": "Paris"}],
+        }
+    ]
+    chat = _span(
+        "0000000000000001",
+        "chat gpt-4o",
+        None,
+        0,
+        **{"gen_ai.operation.name": "chat", "gen_ai.output.messages": json.dumps(said)},
+    )
+    (event,) = _otlp(tmp_path / "trace.json", chat).events
+    assert event.output == "Paris"

@@ -221,6 +221,13 @@ def test_gate_ask_refuses_without_a_terminal_and_asks_on_one() -> None:
     )
     no = decide(PLAN, "ask", stdin=Terminal("\n"), stdout=io.StringIO())
     assert not no.approved and no.decided_by == "human"
+    # a directive quoting the run's error text: its control characters as escapes
+    # (before, a recorded ESC or BEL reached the terminal the person answers on)
+    noisy = PLAN.model_copy(update={"directive": 'failed: "boom \x1b[2J\x07"', "notes": ["\x07"]})
+    asked = io.StringIO()
+    decide(noisy, "ask", stdin=Terminal("n\n"), stdout=asked)
+    assert "\x1b" not in asked.getvalue() and "\x07" not in asked.getvalue()
+    assert "boom \\x1b[2J\\x07" in asked.getvalue()
 
 
 def test_gate_callable_policies() -> None:

@@ -74,6 +74,28 @@ def test_a_transcript_out_of_order_is_still_an_error_at_its_first_break() -> Non
         parse_transcript("Thought: a\nAction: b\nObservation: c\nObservation: d\n")
 
 
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (  # the model went on after its answer: its own lines, not a quote
+            "Thought: t\nAction: a\nAction Input: x\nObservation: obs\n"
+            "Thought: done\nFinal Answer: A\nFinal Answer: B\n",
+            r"line 7: 'Final Answer' after the Final Answer on line 6",
+        ),
+        (  # two Actions in one step: the model's malformed output, shown as such
+            "Thought: t\nAction: a\nAction Input: x\nObservation: obs\n"
+            "Thought: u\nAction: lookup\nAction: search\nAction Input: y\n",
+            r"line 7: a second 'Action'",
+        ),
+    ],
+)
+def test_a_models_own_malformed_lines_are_not_taken_for_a_quote(text: str, said: str) -> None:
+    """Before the review: both were read, the model's lines folded into the tool's
+    result at step 1 (which then read as the tool's output)."""
+    with pytest.raises(InputError, match=said):
+        parse_transcript(text)
+
+
 def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
     path = tmp_path / "run.txt"
     path.write_bytes(b"\xef\xbb\xbfQuestion: q\nThought: t\nFinal Answer: a\n")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import orjson
 
+from agentdebug.detect.cut_answers import cut_reason
 from agentdebug.detect.recovery import NO_SUCH_TOOL
 from agentdebug.detect.signals import failure_of, tool_name
 from agentdebug.plugins import Registry
@@ -47,6 +48,8 @@ def fix_of(
     remedy = mode.remedy
     if root.mode_id == "action.malformed_tool_call":
         remedy = _no_such_tool_remedy(trajectory, root) or remedy
+    if root.mode_id == "system.resource_exhaustion" and _cut_at(trajectory, root):
+        remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
     failed = _failed_call(trajectory, root)
     if failed is not None:
         remedy = f"{failed}. {remedy}"
@@ -56,6 +59,18 @@ def fix_of(
         target_step=root.step_index,
         rationale=rationale,
     )
+
+
+CUT_REMEDY = (
+    "Raise the call's output-token limit (max_tokens, max_output_tokens), or ask for "
+    "a shorter answer, or for it in parts."
+)
+
+
+def _cut_at(trajectory: AgentTrajectory, root: Hypothesis) -> bool:
+    """Whether the root cause's event is a model answer cut at its token limit."""
+    event = next((e for e in trajectory.events if e.id == root.event_id), None)
+    return event is not None and cut_reason(event) is not None
 
 
 def _failed_call(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:

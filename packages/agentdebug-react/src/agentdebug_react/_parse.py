@@ -273,9 +273,9 @@ class _Draft:
 def _read_steps(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
     """The steps of a transcript. A tool's output may itself hold labelled lines (a
     page about ReAct, a log quoting a transcript): read as labels, they break the
-    order at the next real label. So where the order breaks after an Observation,
-    the labelled lines between that Observation and the label that broke it are
-    taken as the Observation's text (their lines kept in ``quoted``) and the
+    order at the next real label. So where the order breaks after an Observation
+    at a Thought (the next step beginning), the labelled lines between them, when
+    they hold no Final Answer, are taken as the Observation's text (their lines kept in ``quoted``) and the
     transcript read again; a transcript still out of order is an error naming the
     line where it first broke."""
     first: TranscriptError | None = None
@@ -286,7 +286,12 @@ def _read_steps(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
             first = first or exc
             at = next((i for i, f in enumerate(fields) if f.line == exc.line), 0)
             seen = max((j for j in range(at) if fields[j].kind == "observation"), default=None)
-            if seen is None or seen == at - 1:  # (nothing between them to take as its text)
+            if (
+                seen is None
+                or seen == at - 1  # (nothing between them to take as its text)
+                or fields[at].kind != "thought"  # (the break is no next step beginning)
+                or any(f.kind == "final" for f in fields[seen + 1 : at])  # (the model's own)
+            ):
                 raise first from None
             observation = fields[seen]
             for quoted in fields[seen + 1 : at]:

@@ -201,7 +201,7 @@ def act(
                 attributor=chosen,
                 progress=say,
             )
-        except KeyboardInterrupt:  # (the loop has said what it kept; click would say "Aborted!")
+        except KeyboardInterrupt:  # (the loop has said what it kept; main() would say "aborted")
             click.echo(
                 f"\nLoop stopped (Ctrl-C). The original run {run.id} is kept; "
                 f"its reruns: agentdebug list --branches-of {run.id}",

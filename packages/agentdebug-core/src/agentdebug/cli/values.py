@@ -22,7 +22,7 @@ def parse_when(value: str | None, option: str) -> datetime | None:
     if m:
         try:
             return datetime.now(UTC) - timedelta(**{_UNITS[m.group(2)]: int(m.group(1))})
-        except OverflowError:  # (an age past the year 1: a typo, not a time)
+        except (OverflowError, ValueError):  # (past the year 1, or too many digits: a typo)
             raise InputError(
                 f"'{value}' reaches back before the year 1; give a smaller age or an ISO date",
                 field=option,

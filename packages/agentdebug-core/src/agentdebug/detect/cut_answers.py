@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, Severity
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus, Severity
 from agentdebug.text import flatten
 
 if TYPE_CHECKING:
@@ -39,8 +39,11 @@ def cut_reason(event: AgentEvent) -> str | None:
 
 
 def rule_cut_answer(ctx: RuleContext) -> Iterator[Finding]:
-    """Model answers cut at the output-token limit."""
-    for event in ctx.trajectory.events:
+    """Model answers cut at the output-token limit; resolved (information, at a
+    third of the confidence) when a later call of the same agent's model ended as
+    answers do."""
+    events = ctx.trajectory.events
+    for i, event in enumerate(events):
         if event.type not in _MODEL_EVENTS:
             continue
         reason = cut_reason(event)
@@ -49,19 +52,37 @@ def rule_cut_answer(ctx: RuleContext) -> Iterator[Finding]:
         text = _text_of(event.output)
         tail = text[-TAIL:].strip() if text else ""
         who = event.agent_name or "the agent"
+        message = (
+            f"{who}'s model stopped at its output-token limit ({reason}): its answer is "
+            "cut off" + (f', ending "…{tail}"' if tail else "")
+        )
+        confidence, severity = 0.8, Severity.ERROR
+        whole = next(
+            (
+                later
+                for later in events[i + 1 :]
+                if later.type in _MODEL_EVENTS
+                and later.agent_name == event.agent_name
+                and cut_reason(later) is None
+            ),
+            None,
+        )
+        if whole is not None:  # (the agent asked again, and got a whole answer)
+            message += f" (resolved: its model's answer at step {whole.step_index} was whole)"
+            confidence, severity = round(confidence * 0.3, 3), Severity.INFO
+        elif ctx.trajectory.outcome.status is OutcomeStatus.SUCCESS:
+            message += " (the run succeeded all the same)"
+            confidence, severity = round(confidence * 0.3, 3), Severity.INFO
         yield Finding(
             detector="rules",
             rule_id="cut_answer",
             mode_id="system.resource_exhaustion",
-            message=(
-                f"{who}'s model stopped at its output-token limit ({reason}): its answer "
-                "is cut off" + (f', ending "…{tail}"' if tail else "")
-            ),
+            message=message,
             event_id=event.id,
             step_index=event.step_index,
             agent_name=event.agent_name,
-            confidence=0.8,
-            severity=Severity.ERROR,
+            confidence=confidence,
+            severity=severity,
             evidence=[
                 Evidence(event_id=event.id, step_index=event.step_index, field="output", quote=tail)
             ]

@@ -189,7 +189,11 @@ def _output_of(messages: Any) -> Any:
         only = messages[0]
         if not isinstance(only, Mapping):
             return messages
-        rest = {k: v for k, v in only.items() if k not in ("role", "content")}
+        rest = {  # (what else it says: empty fields and its speaker's name say nothing)
+            k: v
+            for k, v in only.items()
+            if k not in ("role", "content", "name") and v not in (None, "", [], {})
+        }
         if not rest or (set(rest) == {"finish_reason"} and rest["finish_reason"] in _PLAIN_FINISH):
             return only.get("content")
         return {k: v for k, v in only.items() if k != "role"}

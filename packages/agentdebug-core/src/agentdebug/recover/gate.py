@@ -14,6 +14,7 @@ from typing import Any, Literal, TextIO
 
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import GateDecision, RecoveryPlan
+from agentdebug.text import visible
 
 PolicyName = Literal["never", "ask", "auto"]
 Policy = PolicyName | Callable[[RecoveryPlan], Any]
@@ -83,10 +84,10 @@ def _ask(plan: RecoveryPlan, stdin: TextIO, stdout: TextIO) -> GateDecision:
             reason="policy 'ask' needs a terminal to ask on and none is attached "
             "(use policy 'auto' to approve without asking)",
         )
-    notes = "".join(f"Note: {note}\n" for note in plan.notes)
-    stdout.write(
+    notes = "".join(f"Note: {visible(note)}\n" for note in plan.notes)
+    stdout.write(  # (recorded text as escapes: a directive quotes the run's errors)
         f"\nRerun from step {plan.resume_step} ({plan.strategy}) with this directive?\n"
-        f"  {plan.directive}\n{notes}[y/N] "
+        f"  {visible(plan.directive)}\n{notes}[y/N] "
     )
     stdout.flush()
     line = stdin.readline()

@@ -201,7 +201,10 @@ def closed_loop(
             )
             say(f"round {round_}: {why}; the original run is kept")
             attempt = attempt.model_copy(update={"error": why, "branch_id": kept})
-            _end(store, current_report, attempts, attempt, trajectory, "error", why)
+            try:  # (the stop goes on, even when the round cannot be kept)
+                _end(store, current_report, attempts, attempt, trajectory, "error", why)
+            except Exception:
+                log.exception("agentdebug: the stopped round could not be kept on the report")
             raise
         started_branch(request)  # (forget it: the branch is in hand)
 

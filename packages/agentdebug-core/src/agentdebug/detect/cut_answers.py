@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus, Severity
 from agentdebug.text import flatten
 
@@ -73,14 +74,11 @@ def rule_cut_answer(ctx: RuleContext) -> Iterator[Finding]:
         elif ctx.trajectory.outcome.status is OutcomeStatus.SUCCESS:
             message += " (the run succeeded all the same)"
             confidence, severity = round(confidence * 0.3, 3), Severity.INFO
-        yield Finding(
-            detector="rules",
-            rule_id="cut_answer",
-            mode_id="system.resource_exhaustion",
-            message=message,
-            event_id=event.id,
-            step_index=event.step_index,
-            agent_name=event.agent_name,
+        yield rule_finding(
+            "cut_answer",
+            "system.resource_exhaustion",
+            event,
+            message,
             confidence=confidence,
             severity=severity,
             evidence=[

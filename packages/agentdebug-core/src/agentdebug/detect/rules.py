@@ -11,12 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 import orjson
 
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.recovery import recovered_by_the_agent
+from agentdebug.detect.rule_finding import rule_finding as _finding
 from agentdebug.detect.signals import (
     ACTION_TYPES,
     BY_THE_RUN,
@@ -99,32 +99,6 @@ class Rule:
     id: str
     description: str
     check: Callable[[RuleContext], Iterable[Finding]]
-
-
-def _finding(
-    rule: str,
-    mode_id: str,
-    event: AgentEvent,
-    message: str,
-    *,
-    confidence: float,
-    evidence: list[Evidence] | None = None,
-    severity: Severity = Severity.ERROR,
-    metadata: dict[str, Any] | None = None,
-) -> Finding:
-    return Finding(
-        detector="rules",
-        rule_id=rule,
-        mode_id=mode_id,
-        message=message,
-        event_id=event.id,
-        step_index=event.step_index,
-        agent_name=event.agent_name,
-        confidence=confidence,
-        severity=severity,
-        evidence=evidence or [],
-        metadata=metadata or {},
-    )
 
 
 # -- the rules ---------------------------------------------------------------------

@@ -45,12 +45,15 @@ def fix_of(
     mode = reg.failure_modes.get(root.mode_id)
     if mode is None:
         return None
+    events = trajectory.events
+    at = next((i for i, e in enumerate(events) if e.id == root.event_id), None)
+    blamed = events[at] if at is not None else None  # (the root cause's own event)
     remedy = mode.remedy
     if root.mode_id == "action.malformed_tool_call":
-        remedy = _no_such_tool_remedy(trajectory, root) or remedy
-    if root.mode_id == "system.resource_exhaustion" and _cut_at(trajectory, root):
+        remedy = _no_such_tool_remedy(trajectory, root, blamed) or remedy
+    if root.mode_id == "system.resource_exhaustion" and blamed and cut_reason(blamed):
         remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
-    failed = _failed_call(trajectory, root)
+    failed = _failed_call(events, at)
     if failed is not None:
         remedy = f"{failed}. {remedy}"
     return Fix(
@@ -67,16 +70,10 @@ CUT_REMEDY = (
 )
 
 
-def _cut_at(trajectory: AgentTrajectory, root: Hypothesis) -> bool:
-    """Whether the root cause's event is a model answer cut at its token limit."""
-    event = next((e for e in trajectory.events if e.id == root.event_id), None)
-    return event is not None and cut_reason(event) is not None
-
-
-def _failed_call(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
-    """When the blamed event is a tool call whose result failed: the call and its
-    error, as `search_fares({"date":"14/12/2026"}) failed: "ValidationError: ..."`."""
-    result = _result_of(trajectory.events, root.event_id)
+def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
+    """When the blamed event (``events[at]``) is a tool call whose result failed: the
+    call and its error, as `search_fares({"date":"14/12/2026"}) failed: "..."`."""
+    result = _result_of(events, at)
     failure = failure_of(result[1]) if result is not None else None
     if result is None or failure is None:
         return None
@@ -89,13 +86,10 @@ def _failed_call(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
     return f'{name}({_arguments(call)}) failed: "{shorten(said, ERROR_CHARS)}"'
 
 
-def _result_of(
-    events: list[AgentEvent], call_id: str | None
-) -> tuple[AgentEvent, AgentEvent] | None:
-    """The tool call with this event id and its result: the result linked to it (by
+def _result_of(events: list[AgentEvent], at: int | None) -> tuple[AgentEvent, AgentEvent] | None:
+    """The tool call ``events[at]`` and its result: the result linked to it (by
     ``parent_id`` or the call's ``tool_call_id``), else the next result of the same
     tool before that tool is called again (a log that links nothing)."""
-    at = next((i for i, e in enumerate(events) if e.id == call_id), None) if call_id else None
     if at is None or events[at].type is not EventType.TOOL_CALL:
         return None
     call = events[at]
@@ -129,15 +123,15 @@ def _arguments(call: AgentEvent) -> str:
     return shorten(text, CALL_CHARS)
 
 
-def _no_such_tool_remedy(trajectory: AgentTrajectory, root: Hypothesis) -> str | None:
+def _no_such_tool_remedy(
+    trajectory: AgentTrajectory, root: Hypothesis, call: AgentEvent | None
+) -> str | None:
     """For a call of a tool that does not exist (a name the model made up): the
     tools the agent has, by name, rather than "match its schema exactly". None when
     the root cause is not about a missing tool."""
     said = [root.rationale or "", *(e.quote or "" for e in root.evidence)]
     if not any(NO_SUCH_TOOL.search(text) for text in said):
         return None
-    by_id = {e.id: e for e in trajectory.events}
-    call = by_id.get(root.event_id or "")
     wrong = tool_name(call) if call is not None and call.type is EventType.TOOL_CALL else None
     known: list[str] = []
     for agent in trajectory.agents:

@@ -23,7 +23,7 @@ from agentdebug.recover import Manual
 from agentdebug.rerun.score import reference_in
 from agentdebug.schema import AgentInfo
 
-from agentdebug_react._run import STEP_UNDER_WAY, ReactRun, default_directive_message
+from agentdebug_react._run import ReactRun, default_directive_message
 from agentdebug_react._snapshot import JsonSnapshotter, Snapshotter, snapshotter_name
 from agentdebug_react._step import (
     DEFAULT_AGENT,
@@ -37,8 +37,6 @@ from agentdebug_react._step import (
 )
 
 if TYPE_CHECKING:
-    from agentdebug.capture.session import TraceSession
-
     from agentdebug_react._rerun import ReactExecutor
 
 log = logging.getLogger("agentdebug.react")
@@ -171,7 +169,6 @@ class ReactLoop(Generic[S]):
             reference_answer=reference_answer,
             metadata={**(metadata or {}), FRAMEWORK: self.describe()},
         )
-        _begun_at_step(session)
         ctx: StepContext[S] = StepContext(
             messages=messages, state=cast(S, state), step=1, goal=goal, run_id=session.id
         )
@@ -290,16 +287,6 @@ class ReactLoop(Generic[S]):
                 return True, "the final answer matches the reference answer"
             return False, f"the final answer does not match the reference answer {reference!r}"
         return None, "no success check or reference answer to judge the final answer by"
-
-
-def _begun_at_step(session: TraceSession) -> None:
-    """A run begun inside a step of another ReAct run (an agent that is another's
-    tool) is reported to it at that step, where its caller acted, not at the next
-    step (the default of an event recorded with no step: it would be blamed on a
-    step that had not begun, and read before the events of its own)."""
-    found = STEP_UNDER_WAY.get()
-    if found is not None and session._within is found[0] and not session._within_at:
-        session._within_at = {"step_index": found[1]}
 
 
 def _takes_two(fn: Callable[..., Any]) -> bool:

@@ -49,13 +49,6 @@ DIRECTIVE_PREFIX = (
 )
 
 
-#: The run and step under way in this context (the step function is running): a
-#: ReAct agent run as another's tool is a sub-run begun at that step.
-STEP_UNDER_WAY: contextvars.ContextVar[tuple[TraceSession, int] | None] = contextvars.ContextVar(
-    "agentdebug_react_step", default=None
-)
-
-
 def default_directive_message(directive: str) -> Message:
     """The directive as a user message the model reads before redoing the step."""
     return {"role": "user", "content": f"{DIRECTIVE_PREFIX}{directive}"}
@@ -215,7 +208,7 @@ class ReactRun(Generic[S]):
         """Take one step: checkpoint, call the step function, record what it did.
         An exception from the step function is recorded and propagates."""
         k = self._begin()
-        under_way = self._under_way(k)
+        self._under_way(k)
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -228,13 +221,13 @@ class ReactRun(Generic[S]):
             self._fail(k, exc)
             raise
         finally:
-            self._done_with(under_way)
+            self._done_with()
         return self._end(k, step)
 
     async def astep(self) -> Step:
         """:meth:`step` for an async step function (a sync one works too)."""
         k = self._begin()
-        under_way = self._under_way(k)
+        self._under_way(k)
         try:
             out: Any = self.loop.step_fn(self.ctx)
             if inspect.isawaitable(out):
@@ -244,19 +237,18 @@ class ReactRun(Generic[S]):
             self._fail(k, exc)
             raise
         finally:
-            self._done_with(under_way)
+            self._done_with()
         return self._end(k, step)
 
-    def _under_way(self, k: int) -> contextvars.Token[tuple[TraceSession, int] | None]:
+    def _under_way(self, k: int) -> None:
         """Step ``k`` is running: what ``agentdebug.record`` records in it is step
         ``k``'s (before, with no step given, it was the next step's), and a ReAct run
-        begun in it is a sub-run at ``k`` (see ``STEP_UNDER_WAY``)."""
+        begun in it is a sub-run at ``k`` (core's ``trace`` takes these fields as
+        where in this run it was begun)."""
         self.session._defaults = {"step_index": k}
-        return STEP_UNDER_WAY.set((self.session, k))
 
-    def _done_with(self, under_way: contextvars.Token[tuple[TraceSession, int] | None]) -> None:
+    def _done_with(self) -> None:
         self.session._defaults = {}
-        STEP_UNDER_WAY.reset(under_way)
 
     def _begin(self) -> int:
         if not self._entered:

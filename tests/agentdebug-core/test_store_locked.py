@@ -343,3 +343,34 @@ def test_diagnose_on_a_locked_store_leaves_an_abandoned_run_for_later(tmp_path: 
     assert f"Diagnosis of run {run_id}" in shown.stdout
     assert "the diagnosis is shown, not stored" in shown.stderr
     assert "could not be settled" not in shown.stderr, shown.stderr
+
+
+def test_an_ingest_the_lock_cuts_off_says_how_many_runs_it_had_imported(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Before: only the lock's error, so the user did not know what was in the store."""
+    from agentdebug.cli import main
+    from agentdebug.store.base import StoreLocked
+    from agentdebug.store.sqlite import SQLiteStore
+
+    booking = Path(__file__).parents[2] / "examples" / "failed_booking.json"
+    second = tmp_path / "second.json"
+    second.write_text(booking.read_text().replace("example-failed-booking", "second-booking"))
+    saved = SQLiteStore.save_trajectory
+
+    def locked_at_the_second(store: SQLiteStore, trajectory: object, *args: object) -> None:
+        if getattr(trajectory, "id", None) == "second-booking":
+            raise StoreLocked(f"{store.path}: write failed: database is locked")
+        saved(store, trajectory, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
+    monkeypatch.setattr(SQLiteStore, "save_trajectory", locked_at_the_second)
+    with pytest.raises(SystemExit) as exited:
+        main(["ingest", str(booking), str(second)])
+    assert exited.value.code == 1
+    err = capsys.readouterr().err
+    assert f"stopped at {second}: 1 run(s) had been imported when the store's lock " in err
+    assert "importing the same files again replaces those runs, so nothing is doubled" in err
+    assert "write failed: database is locked (another connection holds" in err
+    monkeypatch.setattr(SQLiteStore, "save_trajectory", saved)
+    assert open_store(home).load_trajectory("example-failed-booking").events

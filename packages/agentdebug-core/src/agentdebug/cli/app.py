@@ -128,7 +128,8 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     read, and those with a suffix an importer declares. Bad files are reported and
     skipped; the exit status is non-zero if any file failed.
     """
-    from agentdebug.io import ingest_paths
+    from agentdebug.io import BatchImport, ingest_paths
+    from agentdebug.store.base import StoreLocked
 
     if fmt is not None:  # a name no importer has: the command's mistake, not each file's
         from agentdebug.plugins import get_registry
@@ -144,13 +145,28 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     shown = sys.stderr.isatty()  # (a progress line in a log says nothing)
     done = 0
 
+    at: list[Path] = []  # (the file being read)
+
     def on_file(path: Path) -> None:
         nonlocal done
         done += 1
+        at[:] = [path]
         if shown:
             click.echo(f"\rimporting {done}: {path.name[:60]:<60}", err=True, nl=False)
 
-    batch = ingest_paths(paths, store, format=fmt, on_file=on_file)
+    batch = BatchImport()
+    try:
+        ingest_paths(paths, store, format=fmt, on_file=on_file, into=batch)
+    except StoreLocked:  # (the error follows; say first what was imported before it)
+        if shown and done:
+            click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
+        click.echo(
+            f"stopped at {at[-1] if at else 'the first file'}: {batch.imported} run(s) had "
+            "been imported when the store's lock outlasted the wait; importing the same "
+            "files again replaces those runs, so nothing is doubled",
+            err=True,
+        )
+        raise
     if shown and done:
         click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
     read = len(batch.files)

@@ -162,11 +162,14 @@ def ingest_paths(
     importers: Iterable[Importer] | None = None,
     format: str | None = None,
     on_file: Callable[[Path], None] | None = None,
+    into: BatchImport | None = None,
 ) -> BatchImport:
     """:func:`import_paths` into ``store``, each run saved as it is read (a
     trace joined from several files, once all are read). A run whose id the store
-    holds from another file is saved under the id with a digest of its path."""
-    batch = BatchImport()
+    holds from another file is saved under the id with a digest of its path.
+    ``into`` is filled as the runs are saved, so a caller knows what was imported
+    when a save raises (the store's lock outlasted)."""
+    batch = into if into is not None else BatchImport()
     ids = RunIds(batch.notes, store)
     for run, path in _runs(paths, importers, format, batch, on_file):
         save_imported(ids, run, path)

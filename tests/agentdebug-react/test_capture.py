@@ -200,7 +200,7 @@ def test_step_must_return_a_step(dbg: AgentDebug) -> None:
     def wrong(ctx: StepContext[None]) -> Any:
         return 42
 
-    with pytest.raises(TypeError, match=r"must return a agentdebug_react\.Step"):
+    with pytest.raises(TypeError, match=r"must return an agentdebug_react\.Step"):
         wrong.run("q")
 
     @react_loop(debugger=dbg)

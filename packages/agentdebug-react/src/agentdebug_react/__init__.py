@@ -43,6 +43,7 @@ from agentdebug_react._step import (
     ReactResult,
     Step,
     StepContext,
+    ToolCall,
 )
 from agentdebug_react._text import TextStep, text_step
 
@@ -64,6 +65,7 @@ __all__ = [
     "Step",
     "StepContext",
     "TextStep",
+    "ToolCall",
     "TranscriptError",
     "TranscriptImporter",
     "__version__",

@@ -35,7 +35,7 @@ from agentdebug.schema import (
 )
 
 from agentdebug_react._snapshot import CHECKPOINT_KEY, Checkpointer
-from agentdebug_react._step import FRAMEWORK, Message, ReactResult, S, Step, StepContext
+from agentdebug_react._step import FRAMEWORK, Message, ReactResult, S, Step, StepContext, ToolCall
 
 if TYPE_CHECKING:
     from agentdebug_react._loop import ReactLoop
@@ -434,7 +434,10 @@ class ReactRun(Generic[S]):
                     parent_id=call_id,
                     metadata=meta(tool),
                 )
-        elif step.observation is not None or failed:
+        else:
+            for call in step.calls:  # (a model's parallel tool calls, each paired with its result)
+                self._record_call(k, call, thought_id, meta)
+        if step.action is None and (step.observation is not None or failed):
             rec(
                 EventType.OBSERVATION,
                 agent_name=agent,
@@ -452,6 +455,39 @@ class ReactRun(Generic[S]):
                 output=step.final_answer,
                 parent_id=thought_id,
                 metadata=meta(),
+            )
+
+    def _record_call(
+        self,
+        k: int,
+        call: ToolCall,
+        thought_id: str | None,
+        meta: Callable[[dict[str, Any] | None], dict[str, Any] | None],
+    ) -> None:
+        rec = self.session.record
+        agent = self.loop.agent_name
+        tool: dict[str, Any] = {**call.metadata, "tool_name": call.name}
+        if call.id is not None:
+            tool["tool_call_id"] = call.id
+        call_id = rec(
+            EventType.TOOL_CALL,
+            agent_name=agent,
+            step_index=k,
+            module=call.name,
+            input=call.input,
+            parent_id=thought_id,
+            metadata=meta(tool),
+        )
+        if call.observation is not None or call.error is not None:
+            rec(
+                EventType.TOOL_RESULT,
+                agent_name=agent,
+                step_index=k,
+                module=call.name,
+                output=call.observation,
+                error=call.error,
+                parent_id=call_id,
+                metadata=meta(tool),
             )
 
     # -- ending ---------------------------------------------------------------------
@@ -533,7 +569,7 @@ def _as_step(out: Any) -> Step:
         except TypeError as exc:
             raise TypeError(f"the step function returned a mapping Step() refuses: {exc}") from None
     raise TypeError(
-        f"the step function must return a agentdebug_react.Step, got {type(out).__name__}"
+        f"the step function must return an agentdebug_react.Step, got {type(out).__name__}"
     )
 
 

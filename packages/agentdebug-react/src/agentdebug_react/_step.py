@@ -10,7 +10,7 @@ these two objects, so the step function is the only thing a user writes.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
@@ -30,6 +30,34 @@ Message = dict[str, Any]
 
 
 @dataclass
+class ToolCall:
+    """One of several tool calls a step made at once (a model's parallel tool calls).
+
+    ``name`` is the tool, ``input`` its arguments as the model gave them,
+    ``observation`` what came back (or what the model was shown about the
+    failure), ``error`` the failure, ``id`` the model's id for the call (an
+    OpenAI ``tool_call_id``), kept so results and calls stay paired.
+    """
+
+    name: str
+    input: Any = None
+    observation: Any = None
+    error: BaseException | str | None = None
+    id: str | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"ToolCall.name must be a tool's name, got {self.name!r}")
+        if self.id is not None and not isinstance(self.id, str):
+            raise ValueError(f"ToolCall.id must be a string or None, got {self.id!r}")
+        if not isinstance(self.metadata, dict):
+            raise ValueError(
+                f"ToolCall.metadata must be a dict, got {type(self.metadata).__name__}"
+            )
+
+
+@dataclass
 class Step:
     """What one iteration of the loop did.
 
@@ -37,6 +65,12 @@ class Step:
     reply that could not be parsed); ``observation`` is then what the model was
     shown about the failure. A step is final when it carries a final answer (or
     ``done`` is set, for a final answer that is legitimately ``None``).
+
+    A step whose model asked for several tools at once gives them as ``calls``
+    (:class:`ToolCall` objects, or mappings of their fields) instead of
+    ``action``: each is recorded as its own call and result, so a diagnosis can
+    blame the one that failed. ``observation`` and ``error`` then belong to the
+    step (a reply that could not be parsed), not to a call.
     """
 
     thought: str | None = None
@@ -47,6 +81,33 @@ class Step:
     error: BaseException | str | None = None
     done: bool = False
     metadata: dict[str, Any] = field(default_factory=dict)
+    calls: list[ToolCall] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not self.calls:
+            return
+        if self.action is not None:
+            raise ValueError(
+                "a Step takes either action= (one tool call) or calls= (several), not both; "
+                "give the action as the first of the calls"
+            )
+        if not isinstance(self.calls, (list, tuple)):
+            raise ValueError(
+                f"Step.calls must be a list of ToolCall, got {type(self.calls).__name__}"
+            )
+        calls = []
+        for i, call in enumerate(self.calls):
+            if isinstance(call, Mapping):
+                try:
+                    call = ToolCall(**call)
+                except (TypeError, ValueError) as exc:
+                    raise ValueError(f"Step.calls[{i}]: {exc}") from None
+            elif not isinstance(call, ToolCall):
+                raise ValueError(
+                    f"Step.calls[{i}] must be a ToolCall or a mapping, got {type(call).__name__}"
+                )
+            calls.append(call)
+        self.calls = calls
 
     @property
     def is_final(self) -> bool:

@@ -49,6 +49,21 @@ def test_diagnose_formats(fmt: str) -> None:
     assert "example-failed-booking" not in run_cli("list").stdout  # --no-store kept nothing
 
 
+def test_diagnose_jsonl_gives_one_report_a_line_for_one_run_or_several(tmp_path: Path) -> None:
+    """--format json is an object for one run and an array for several; jsonl is the
+    same shape for any number, for scripts."""
+    run = json.loads(Path(EXAMPLE).read_text())
+    several = tmp_path / "two.jsonl"
+    several.write_text("".join(json.dumps({**run, "id": f"run-{k}"}) + "\n" for k in "ab"))
+    for target, ids in ((EXAMPLE, ["example-failed-booking"]), (several, ["run-a", "run-b"])):
+        result = run_cli("diagnose", str(target), "--format", "jsonl", "--no-store")
+        assert result.returncode == 0, result.stderr
+        lines = result.stdout.splitlines()
+        reports = [json.loads(line) for line in lines]
+        assert [r["trajectory_id"] for r in reports] == ids
+        assert all(r["hypotheses"][0]["agent_name"] == "searcher" for r in reports)
+
+
 def test_ingest_goes_on_past_bad_files_and_exits_non_zero(tmp_path: Path, home: Path) -> None:
     folder = tmp_path / "runs"
     folder.mkdir()

@@ -31,7 +31,7 @@ from agentdebug.views._inline import call_text, inline
 if TYPE_CHECKING:
     from agentdebug.store.base import RunSummary
 
-FORMATS = ("text", "json", "md")
+FORMATS = ("text", "json", "jsonl", "md")
 
 
 def render(
@@ -45,6 +45,8 @@ def render(
         return render_markdown(report, trajectory)
     if fmt == "json":
         return render_json(report)
+    if fmt == "jsonl":  # (one line a report, however many runs: for jq and line tools)
+        return orjson.dumps(report.model_dump(mode="json")).decode()
     raise ValueError(f"unknown format '{fmt}' (choose from {', '.join(FORMATS)})")
 
 

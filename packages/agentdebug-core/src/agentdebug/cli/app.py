@@ -412,9 +412,11 @@ def _targets(
 @click.option(
     "--format",
     "out_fmt",
-    type=click.Choice(["text", "json", "md"]),
+    type=click.Choice(["text", "json", "jsonl", "md"]),
     default="text",
     show_default=True,
+    help="json: one report object for one run, an array for several; jsonl: one report "
+    "object a line, for any number of runs.",
 )
 @click.option(
     "--attributor",

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from agentdebug.errors import InputError
-from agentdebug.io import import_file
+from agentdebug.io import import_file, import_paths
 from agentdebug.schema import AgentTrajectory, EventType
 
 TRACE = "b14f9383de7f33714ff242cdcd1c772c"
@@ -221,6 +221,46 @@ def test_values_one_after_another_name_the_line_a_broken_one_starts_on(tmp_path:
         import_file(path)
     assert caught.value.lineno == spans[0].count("\n") + 2
     assert "not valid JSON" in str(caught.value)
+
+
+def test_a_console_trace_split_across_files_is_one_run_and_a_bad_span_skips_its_trace(
+    tmp_path: Path,
+) -> None:
+    """A process that logs to a new file each day (or a log rotated mid-run) splits a
+    trace; before, each file was a run of its own under the same id, the second
+    renamed, each holding part of the run."""
+    agent = _console(
+        AGENT, "invoke_agent planner", None, attributes={"gen_ai.agent.name": "planner"}
+    )
+    tool = _console(
+        "e6bb51d105088ff1",
+        "execute_tool search",
+        AGENT,
+        attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": "search"},
+    )
+    b_trace = {"trace_id": "0x" + "b" * 32}
+    other = _console("1" * 16, "invoke_agent helper", None, attributes={"gen_ai.agent.name": "x"})
+    broken = _console("0" * 16, "execute_tool search", "1" * 16)  # (an all-zero span id)
+    other["context"] = {**other["context"], **b_trace}
+    broken["context"] = {**broken["context"], **b_trace}
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    (folder / "spans-1.json").write_text(json.dumps(tool, indent=4) + "\n" + json.dumps(other))
+    (folder / "spans-2.json").write_text(json.dumps(agent, indent=4) + "\n" + json.dumps(broken))
+
+    batch = import_paths([folder])
+
+    (run,) = batch.runs
+    assert run.trajectory.id == TRACE
+    assert [e.type for e in run.trajectory.events] == [EventType.AGENT_START, EventType.TOOL_CALL]
+    # the child in one file, its parent in the other
+    assert run.trajectory.events[1].parent_id == AGENT
+    assert any(f"run '{TRACE}' joined from 2 files" in note for note in batch.notes)
+    said = [(path.name, why) for path, why in batch.failures]
+    assert len(said) == 2
+    assert said[0][0] == "spans-2.json" and "'context.span_id': an invalid id" in said[0][1]
+    assert said[1][0] == "spans-2.json"
+    assert f"trace '{'b' * 32}' not imported: one of its spans could not be read" in said[1][1]
 
 
 def test_a_console_span_with_an_all_zero_id_is_named(tmp_path: Path) -> None:

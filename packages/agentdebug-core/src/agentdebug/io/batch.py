@@ -6,7 +6,7 @@ reason), and past records that cannot be read in a file holding several runs
 
 - **A trace split across files.** An importer with ``gather(source)`` and
   ``load_gathered(items)`` (OTLP: a collector's file exporter rotates its file
-  mid-trace) reads every file first and builds each trace from all of them. Only
+  mid-trace; Phoenix and console-exporter spans: a rotated log) reads every file first and builds each trace from all of them. Only
   the gathered spans are held until then, not the files' parsed JSON, and each
   run is handed on (saved, by :func:`ingest_paths`) as it is built, its spans let
   go. (Not less: a trace's last span may be in the last file, a root span ends

@@ -19,12 +19,16 @@ The spans go through the shared OpenTelemetry mapping
 id (as the ``otlp`` importer does, so the same trace imported either way is one
 run). A span that cannot be read is an error naming its line (JSON Lines) or
 record (its index in an array) and field; its trace is skipped and reported, the
-other traces are imported.
+other traces are imported. Like ``otlp``, the importer gathers its files' spans
+in a batch before it builds the runs, so a trace a rotated log split across files
+is one run.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from agentdebug.errors import InputError, RecordsSkipped
@@ -80,53 +84,91 @@ class PhoenixImporter:
         return None
 
     def load(self, source: Source) -> Iterator[ImportedRun]:
+        for run, _files in self.load_gathered([(source, self.gather(source))]):
+            yield run
+
+    def gather(self, source: Source) -> PhoenixGathered:
+        """The spans of one file by trace id, with the traces a span of which could
+        not be read and why (see :mod:`agentdebug.io.batch`: a batch gathers every
+        file before building, so a trace a rotating log split is one run)."""
         records = _records(source)
         assert records is not None
         lines = source.records is not None
-        traces: dict[str, list[Span]] = {}
-        errors: list[InputError] = []
-        bad: set[str] = set()
-        resources: dict[str, dict[str, Any]] = {}
+        piece = PhoenixGathered()
         for index, raw in enumerate(records):
             try:
                 span, trace_id = _span(
                     raw, source.name, index, line_of(source, index) if lines else None
                 )
             except InputError as exc:
-                errors.append(exc)
+                piece.errors.append(exc)
                 trace = _context(raw) if isinstance(raw, Mapping) else None
                 if isinstance(trace, Mapping) and isinstance(trace.get("trace_id"), str):
-                    bad.add(trace["trace_id"])
+                    piece.bad.add(_id(trace["trace_id"]) or trace["trace_id"])
                 continue
-            traces.setdefault(trace_id, []).append(span)
+            piece.traces.setdefault(trace_id, []).append(span)
             if resource_of(raw):
-                resources.setdefault(trace_id, resource_of(raw))
-        for trace_id, spans in traces.items():
+                piece.resources.setdefault(trace_id, resource_of(raw))
+        return piece
+
+    def load_gathered(
+        self, items: list[tuple[Source, PhoenixGathered]]
+    ) -> Iterator[tuple[ImportedRun, list[Path]]]:
+        """One run per trace id over all the files' spans, with the files it was
+        read from; a trace with a span that could not be read is not imported,
+        and is reported with the span's error after the other runs."""
+        traces: dict[str, list[Span]] = {}
+        resources: dict[str, dict[str, Any]] = {}
+        files: dict[str, list[Source]] = {}
+        errors: list[InputError] = []
+        bad: dict[str, str] = {}  # trace id -> the file its unreadable span is in
+        for source, piece in items:
+            errors.extend(piece.errors)
+            bad.update((trace_id, source.name) for trace_id in piece.bad)
+            for trace_id in list(piece.traces):
+                traces.setdefault(trace_id, []).extend(piece.traces.pop(trace_id))
+                files.setdefault(trace_id, []).append(source)
+            for trace_id, resource in piece.resources.items():
+                resources.setdefault(trace_id, resource)
+        for trace_id in list(traces):
+            spans = traces.pop(trace_id)
+            sources = files[trace_id]
+            name = ", ".join(s.name for s in sources)
             if trace_id in bad:
                 errors.append(
                     InputError(
                         f"trace {trace_id!r} not imported: one of its spans could not be read",
-                        source=source.name,
+                        source=bad[trace_id],
                     )
                 )
                 continue
-            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": source.path.name}
+            metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": sources[0].path.name}
             if trace_id in resources:
                 metadata["resource"] = resources[trace_id]
                 if "service.name" in resources[trace_id]:
                     metadata["service_name"] = resources[trace_id]["service.name"]
             try:
                 trajectory = spans_to_trajectory(
-                    spans, trajectory_id=trace_id, source=source.name, metadata=metadata
+                    spans, trajectory_id=trace_id, source=name, metadata=metadata
                 )
             except InputError as exc:
-                errors.append(exc.located(source=source.name))
+                errors.append(exc.located(source=name))
                 continue
-            yield ImportedRun(trajectory=trajectory)
-        if len(errors) == 1 and not traces:
+            yield ImportedRun(trajectory=trajectory), [s.path for s in sources]
+        if len(errors) == 1 and not files:
             raise errors[0]
         if errors:
             raise RecordsSkipped(errors)
+
+
+@dataclass
+class PhoenixGathered:
+    """What :meth:`PhoenixImporter.gather` read of one file."""
+
+    traces: dict[str, list[Span]] = field(default_factory=dict)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bad: set[str] = field(default_factory=set)  # traces with a span that could not be read
+    errors: list[InputError] = field(default_factory=list)
 
 
 def flatten(value: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -171,9 +213,9 @@ def _span(raw: Any, name: str, index: int, line: int | None) -> tuple[Span, str]
         )
     span_id = _id(_text(context, "span_id", lambda m, f: fail(m, f"context.{f}"), required=True))
     trace_id = _id(_text(context, "trace_id", lambda m, f: fail(m, f"context.{f}"), required=True))
-    for value, field in ((span_id, "span_id"), (trace_id, "trace_id")):
+    for value, key in ((span_id, "span_id"), (trace_id, "trace_id")):
         if value is None:  # (all zeros: OpenTelemetry's "no id")
-            raise fail("an invalid id (all zeros)", f"context.{field}")
+            raise fail("an invalid id (all zeros)", f"context.{key}")
     assert span_id is not None and trace_id is not None
     attributes = raw.get("attributes")
     if attributes is None:

@@ -149,7 +149,14 @@ def build_graph(checkpointer: Any = None) -> Any:
     agentdebug home, so that a stored run can be rerun from another process
     (this is the ``graph_factory`` the example records with each run)."""
     if checkpointer is None:
-        from langgraph.checkpoint.sqlite import SqliteSaver
+        try:
+            from langgraph.checkpoint.sqlite import SqliteSaver
+        except ImportError:
+            raise SystemExit(
+                "this example keeps its graph's checkpoints in SQLite: pip install "
+                '"./packages/agentdebug-langgraph[sqlite]" (langgraph-checkpoint-sqlite), '
+                "or run it with python3 dev.py run agentdebug-langgraph examples/langgraph/run.py"
+            ) from None
 
         checkpointer = SqliteSaver(sqlite3.connect(checkpoint_path(), check_same_thread=False))
     builder = StateGraph(MessagesState)

@@ -109,6 +109,57 @@ def test_the_rerun_from_that_step_corrects_the_call(dbg: AgentDebug) -> None:
     assert [e.input["date"] for e in redone] == ["2026-12-14"]
 
 
+def test_every_failed_call_of_the_step_is_in_the_fix(dbg: AgentDebug) -> None:
+    """Two of three parallel calls failed: a directive naming only one would send the
+    rerun into the other."""
+
+    def step(ctx: StepContext[Any]) -> Step:
+        if ctx.step == 1:
+            return Step(
+                calls=[
+                    ToolCall(
+                        "hotels", {"city": "Berlin", "nights": -1}, error="nights must be > 0"
+                    ),
+                    ToolCall("weather", {"city": "Oslo"}, observation="-3 C"),
+                    ToolCall("fares", {"date": BAD_DATE}, error="date must be YYYY-MM-DD"),
+                ]
+            )
+        return Step.finish("No fares found.")
+
+    loop = ReactLoop(step, debugger=dbg, agent_name="planner", success=lambda a: "NOK" in a)
+    report = loop.run("Plan a trip").report
+    assert report is not None and report.fix is not None
+    root = report.root_cause
+    assert root is not None and root.step_index == 1
+    directive = report.fix.directive
+    assert directive.count(" failed: ") == 2, directive
+    assert 'hotels({"city":"Berlin","nights":-1}) failed: "nights must be > 0"' in directive
+    assert 'fares({"date":"14/12/2026"}) failed: "date must be YYYY-MM-DD"' in directive
+    assert "weather(" not in directive
+
+
+def test_no_calls_given_as_none_is_a_step_without_calls(dbg: AgentDebug) -> None:
+    # Before: the step's record failed on iterating None, and its final answer was lost.
+    def step(ctx: StepContext[Any]) -> Any:
+        return {"thought": "done", "calls": None, "final_answer": "42"}
+
+    result = ReactLoop(step, debugger=dbg, success=lambda a: a == "42").run("q")
+    assert (result.ok, result.answer) == (True, "42")
+    assert result.trajectory().events[-1].type is EventType.FINAL_ANSWER
+
+
+def test_a_mapping_with_a_bad_call_says_so_as_any_bad_mapping_does(dbg: AgentDebug) -> None:
+    def step(ctx: StepContext[Any]) -> Any:
+        return {"calls": [{"name": ""}]}
+
+    with pytest.raises(TypeError) as raised:
+        ReactLoop(step, debugger=dbg, auto_diagnose=False).run("q")
+    assert str(raised.value) == (
+        "the step function returned a mapping Step() refuses: Step.calls[0]: "
+        "ToolCall.name must be a tool's name, got ''"
+    )
+
+
 def test_calls_may_be_given_as_mappings(dbg: AgentDebug) -> None:
     def step(ctx: StepContext[Any]) -> Step:
         return Step(

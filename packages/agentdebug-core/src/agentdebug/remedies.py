@@ -72,7 +72,33 @@ CUT_REMEDY = (
 
 def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
     """When the blamed event (``events[at]``) is a tool call whose result failed: the
-    call and its error, as `search_fares({"date":"14/12/2026"}) failed: "..."`."""
+    call and its error, as `search_fares({"date":"14/12/2026"}) failed: "..."`; with
+    the other calls of its agent at that step that failed too (parallel tool calls:
+    a rerun that mends only the blamed one fails on the next)."""
+    said = _call_failure(events, at)
+    if said is None or at is None:
+        return None
+    blamed = events[at]
+    others = [
+        other
+        for i, event in enumerate(events)
+        if i != at
+        and event.type is EventType.TOOL_CALL
+        and event.step_index == blamed.step_index
+        and event.agent_name == blamed.agent_name
+        and (other := _call_failure(events, i)) is not None
+    ]
+    if others:
+        more = f" (and {len(others) - MORE_CALLS} more)" if len(others) > MORE_CALLS else ""
+        said += f"; at the same step, {'; '.join(others[:MORE_CALLS])}{more}"
+    return said
+
+
+MORE_CALLS = 2  # other failed calls of the blamed step named in the fix
+
+
+def _call_failure(events: list[AgentEvent], at: int | None) -> str | None:
+    """``events[at]``, a tool call whose result failed, with its error; else None."""
     result = _result_of(events, at)
     failure = failure_of(result[1]) if result is not None else None
     if result is None or failure is None:

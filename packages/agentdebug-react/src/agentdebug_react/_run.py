@@ -566,7 +566,7 @@ def _as_step(out: Any) -> Step:
     if isinstance(out, Mapping):
         try:
             return Step(**out)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:
             raise TypeError(f"the step function returned a mapping Step() refuses: {exc}") from None
     raise TypeError(
         f"the step function must return an agentdebug_react.Step, got {type(out).__name__}"

@@ -84,16 +84,18 @@ class Step:
     calls: list[ToolCall] = field(default_factory=list)
 
     def __post_init__(self) -> None:
+        if self.calls is None:  # (``calls=reply.get("calls")`` for a reply with none)
+            self.calls = []
+        if not isinstance(self.calls, (list, tuple)):
+            raise ValueError(
+                f"Step.calls must be a list of ToolCall, got {type(self.calls).__name__}"
+            )
         if not self.calls:
             return
         if self.action is not None:
             raise ValueError(
                 "a Step takes either action= (one tool call) or calls= (several), not both; "
                 "give the action as the first of the calls"
-            )
-        if not isinstance(self.calls, (list, tuple)):
-            raise ValueError(
-                f"Step.calls must be a list of ToolCall, got {type(self.calls).__name__}"
             )
         calls = []
         for i, call in enumerate(self.calls):

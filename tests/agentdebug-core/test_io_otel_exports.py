@@ -263,6 +263,29 @@ def test_a_console_trace_split_across_files_is_one_run_and_a_bad_span_skips_its_
     assert f"trace '{'b' * 32}' not imported: one of its spans could not be read" in said[1][1]
 
 
+def test_a_bad_span_is_said_of_its_own_file_beside_one_whose_name_begins_the_same(
+    tmp_path: Path,
+) -> None:
+    """Before: an error of spans.jsonl was filed under spans.json, read first."""
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    agent = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": "planner"}
+    good = _console(AGENT, "invoke_agent planner", None, attributes=agent)
+    (folder / "spans.json").write_text(json.dumps(good, indent=4))
+    other = _console("1" * 16, "invoke_agent planner", None, attributes=agent)
+    bad = _console("0" * 16, "step", "1" * 16)
+    for span in (other, bad):  # (plain hex in capitals: read as lowercase)
+        span["context"]["trace_id"] = "B" * 32
+    (folder / "spans.jsonl").write_text(json.dumps(other) + "\n" + json.dumps(bad) + "\n")
+
+    batch = import_paths([folder])
+
+    assert [run.trajectory.id for run in batch.runs] == [TRACE]
+    assert [path.name for path, _ in batch.failures] == ["spans.jsonl", "spans.jsonl"]
+    assert "line 2, field 'context.span_id': an invalid id (all zeros)" in batch.failures[0][1]
+    assert f"trace '{'b' * 32}' not imported" in batch.failures[1][1]
+
+
 def test_a_console_span_with_an_all_zero_id_is_named(tmp_path: Path) -> None:
     # Before: an AssertionError, "unexpected" for the batch, naming nothing.
     path = tmp_path / "console.json"

@@ -6,6 +6,7 @@ lock wait, five times), and then the run was kept in memory only."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sqlite3
@@ -369,8 +370,53 @@ def test_an_ingest_the_lock_cuts_off_says_how_many_runs_it_had_imported(
         main(["ingest", str(booking), str(second)])
     assert exited.value.code == 1
     err = capsys.readouterr().err
-    assert f"stopped at {second}: 1 run(s) had been imported when the store's lock " in err
-    assert "importing the same files again replaces those runs, so nothing is doubled" in err
+    assert (
+        f"stopped: the store's lock outlasted the wait while run 'second-booking' of "
+        f"{second} was saved, with 1 run(s) imported from the 2 file(s) read; importing "
+        "the same files again replaces those runs, so nothing is doubled"
+    ) in err
     assert "write failed: database is locked (another connection holds" in err
     monkeypatch.setattr(SQLiteStore, "save_trajectory", saved)
     assert open_store(home).load_trajectory("example-failed-booking").events
+
+
+def test_an_ingest_the_lock_cuts_off_while_saving_a_joined_trace_names_its_files(
+    home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A trace joined from several files is saved after every file is read: naming
+    the last file read, as the cut came, would say the first was done. And a file
+    that failed before the cut is still said."""
+    from agentdebug.cli import main
+    from agentdebug.store.base import StoreLocked
+    from agentdebug.store.sqlite import SQLiteStore
+
+    def span(span_id: str, parent: str | None, name: str) -> str:
+        span = {
+            "name": name,
+            "context": {"trace_id": "0x" + "a" * 32, "span_id": "0x" + span_id},
+            "parent_id": "0x" + parent if parent else None,
+            "start_time": "2026-05-04T03:51:19.309091Z",
+            "end_time": "2026-05-04T03:51:19.409171Z",
+            "attributes": {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+        }
+        return json.dumps(span) + "\n"
+
+    folder = tmp_path / "spans"
+    folder.mkdir()
+    (folder / "0-bad.json").write_text("{")
+    (folder / "1.jsonl").write_text(span("1" * 16, None, "planner"))
+    (folder / "2.jsonl").write_text(span("2" * 16, "1" * 16, "booker"))
+
+    def locked(store: SQLiteStore, *args: object) -> None:
+        raise StoreLocked(f"{store.path}: write failed: database is locked")
+
+    monkeypatch.setenv("AGENTDEBUG_HOME", str(home))
+    monkeypatch.setattr(SQLiteStore, "save_trajectory", locked)
+    with pytest.raises(SystemExit):
+        main(["ingest", str(folder)])
+    err = capsys.readouterr().err
+    assert (
+        f"while run '{'a' * 32}' of {(folder / '1.jsonl').resolve()} (joined from 2 files) " in err
+    )
+    assert "with 0 run(s) imported from the 2 file(s) read" in err
+    assert "1 file(s) failed, in whole or in part:" in err and "0-bad.json" in err

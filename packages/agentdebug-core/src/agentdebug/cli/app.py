@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import orjson
@@ -19,6 +19,9 @@ from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 from agentdebug.store.base import StoreLocked, recorder_of
 from agentdebug.text import shorten
+
+if TYPE_CHECKING:
+    from agentdebug.io import BatchImport
 
 
 class Ctx:
@@ -129,7 +132,6 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     skipped; the exit status is non-zero if any file failed.
     """
     from agentdebug.io import BatchImport, ingest_paths
-    from agentdebug.store.base import StoreLocked
 
     if fmt is not None:  # a name no importer has: the command's mistake, not each file's
         from agentdebug.plugins import get_registry
@@ -145,12 +147,9 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     shown = sys.stderr.isatty()  # (a progress line in a log says nothing)
     done = 0
 
-    at: list[Path] = []  # (the file being read)
-
     def on_file(path: Path) -> None:
         nonlocal done
         done += 1
-        at[:] = [path]
         if shown:
             click.echo(f"\rimporting {done}: {path.name[:60]:<60}", err=True, nl=False)
 
@@ -160,9 +159,15 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
     except StoreLocked:  # (the error follows; say first what was imported before it)
         if shown and done:
             click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
+        _said_of_batch(batch)
+        cut = ""
+        if batch.saving is not None:
+            run_id, files = batch.saving
+            joined = f" (joined from {len(files)} files)" if len(files) > 1 else ""
+            cut = f" while run '{run_id}' of {files[0]}{joined} was saved"
         click.echo(
-            f"stopped at {at[-1] if at else 'the first file'}: {batch.imported} run(s) had "
-            "been imported when the store's lock outlasted the wait; importing the same "
+            f"stopped: the store's lock outlasted the wait{cut}, with {batch.imported} "
+            f"run(s) imported from the {len(batch.files)} file(s) read; importing the same "
             "files again replaces those runs, so nothing is doubled",
             err=True,
         )
@@ -171,6 +176,13 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
         click.echo("\r" + " " * 80 + "\r", err=True, nl=False)
     read = len(batch.files)
     click.echo(f"imported {batch.imported} run(s) from {read} file(s) into {store.location}")
+    if _said_of_batch(batch):
+        raise click.exceptions.Exit(1)
+
+
+def _said_of_batch(batch: BatchImport) -> bool:
+    """Say on stderr what a batch import noted, passed over and could not read;
+    whether any file failed."""
     for note in batch.notes:
         click.echo(f"note: {note}", err=True)
     if batch.skipped:
@@ -188,7 +200,7 @@ def ingest(obj: Ctx, paths: tuple[str, ...], fmt: str | None) -> None:
         click.echo(f"{files} file(s) failed, in whole or in part:", err=True)
         for _path, message in batch.failures:
             click.echo(f"  {message}", err=True)
-        raise click.exceptions.Exit(1)
+    return bool(batch.failures)
 
 
 # -- list / show ---------------------------------------------------------------------------

@@ -76,6 +76,8 @@ class BatchImport:
     skipped: list[Path] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     imported: int = 0
+    #: :func:`ingest_paths`: the run being saved, and the files it was read from
+    saving: tuple[str, list[Path]] | None = None
     suffixes: tuple[str, ...] = IMPORT_SUFFIXES
 
     @property
@@ -172,8 +174,11 @@ def ingest_paths(
     batch = into if into is not None else BatchImport()
     ids = RunIds(batch.notes, store)
     for run, path in _runs(paths, importers, format, batch, on_file):
+        files = run.trajectory.metadata.get("imported_files") or [path]
+        batch.saving = (run.trajectory.id, [Path(f) for f in files])
         save_imported(ids, run, path)
         batch.imported += 1
+    batch.saving = None
     return batch
 
 
@@ -247,7 +252,7 @@ def _joined(
         except RecordsSkipped as exc:  # (each under the first file its trace was read from)
             for error in exc.errors:
                 named = str(error.source or "")
-                first = next((src.path for src, _ in items if named.startswith(src.name)), None)
+                first = next((src.path for src, _ in items if _names(named, src.name)), None)
                 batch.failures.append((first or paths[0], str(error)))
             return
         except AgentDebugError as exc:
@@ -265,6 +270,12 @@ def _joined(
         (run,) = stamped([run], files[0], files)
         yield run, files[0]
         del run  # (not held while the next is built)
+
+
+def _names(source: str, name: str) -> bool:
+    """Whether an error's ``source`` ("a.jsonl", or "a.jsonl, b.jsonl" for a joined
+    trace) names the file ``name`` first: not "a.json" in "a.jsonl"."""
+    return source == name or source.startswith(name + ",")
 
 
 def path_digest(path: Path) -> str:

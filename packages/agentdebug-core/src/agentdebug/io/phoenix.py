@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from string import hexdigits
 from typing import Any
 
 from agentdebug.errors import InputError, RecordsSkipped
@@ -46,6 +47,8 @@ def _records(source: Source) -> Sequence[Any] | None:
         return source.records
     if isinstance(source.document, list):
         return source.document
+    if _looks_like_span(source.document):  # (one span: a console exporter's one-span trace)
+        return [source.document]
     return None
 
 
@@ -124,7 +127,8 @@ class PhoenixImporter:
         bad: dict[str, str] = {}  # trace id -> the file its unreadable span is in
         for source, piece in items:
             errors.extend(piece.errors)
-            bad.update((trace_id, source.name) for trace_id in piece.bad)
+            for trace_id in piece.bad:  # (the first file it is bad in)
+                bad.setdefault(trace_id, source.name)
             for trace_id in list(piece.traces):
                 traces.setdefault(trace_id, []).extend(piece.traces.pop(trace_id))
                 files.setdefault(trace_id, []).append(source)
@@ -273,6 +277,8 @@ def _id(raw: str | None) -> str | None:
     plain hex OTLP writes, so one trace exported both ways is one run."""
     if raw is not None and raw[:2] in ("0x", "0X"):
         return normalise_id(raw, 32 if len(raw) > 18 else 16)
+    if raw and all(c in hexdigits for c in raw):  # (as OTLP's: "ABC..." is "abc...")
+        return None if set(raw) == {"0"} else raw.lower()
     return raw
 
 

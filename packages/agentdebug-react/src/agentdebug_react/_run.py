@@ -35,7 +35,7 @@ from agentdebug.schema import (
 )
 
 from agentdebug_react._snapshot import CHECKPOINT_KEY, Checkpointer
-from agentdebug_react._step import FRAMEWORK, Message, ReactResult, S, Step, StepContext, ToolCall
+from agentdebug_react._step import FRAMEWORK, Message, ReactResult, S, Step, StepContext
 
 if TYPE_CHECKING:
     from agentdebug_react._loop import ReactLoop
@@ -414,29 +414,23 @@ class ReactRun(Generic[S]):
         failed = step.error is not None
         if step.action is not None:
             tool = {"tool_name": step.action}
-            call_id = rec(
-                EventType.TOOL_CALL,
-                agent_name=agent,
-                step_index=k,
-                module=step.action,
-                input=step.action_input,
-                parent_id=thought_id,
-                metadata=meta(tool),
+            self._record_call(
+                k,
+                step.action,
+                step.action_input,
+                step.observation,
+                step.error,
+                tool,
+                thought_id,
+                meta,
             )
-            if step.observation is not None or failed:
-                rec(
-                    EventType.TOOL_RESULT,
-                    agent_name=agent,
-                    step_index=k,
-                    module=step.action,
-                    output=step.observation,
-                    error=step.error,
-                    parent_id=call_id,
-                    metadata=meta(tool),
-                )
-        else:
-            for call in step.calls:  # (a model's parallel tool calls, each paired with its result)
-                self._record_call(k, call, thought_id, meta)
+        for call in step.calls:  # (a model's parallel tool calls, each paired with its result)
+            tool = {**call.metadata, "tool_name": call.name}
+            if call.id is not None:
+                tool["tool_call_id"] = call.id
+            self._record_call(
+                k, call.name, call.input, call.observation, call.error, tool, thought_id, meta
+            )
         if step.action is None and (step.observation is not None or failed):
             rec(
                 EventType.OBSERVATION,
@@ -460,32 +454,34 @@ class ReactRun(Generic[S]):
     def _record_call(
         self,
         k: int,
-        call: ToolCall,
+        name: str,
+        given: Any,
+        observation: Any,
+        error: BaseException | str | None,
+        tool: dict[str, Any],
         thought_id: str | None,
         meta: Callable[[dict[str, Any] | None], dict[str, Any] | None],
     ) -> None:
+        """A tool call at step ``k`` and, when it has an observation or failed, its result."""
         rec = self.session.record
         agent = self.loop.agent_name
-        tool: dict[str, Any] = {**call.metadata, "tool_name": call.name}
-        if call.id is not None:
-            tool["tool_call_id"] = call.id
         call_id = rec(
             EventType.TOOL_CALL,
             agent_name=agent,
             step_index=k,
-            module=call.name,
-            input=call.input,
+            module=name,
+            input=given,
             parent_id=thought_id,
             metadata=meta(tool),
         )
-        if call.observation is not None or call.error is not None:
+        if observation is not None or error is not None:
             rec(
                 EventType.TOOL_RESULT,
                 agent_name=agent,
                 step_index=k,
-                module=call.name,
-                output=call.observation,
-                error=call.error,
+                module=name,
+                output=observation,
+                error=error,
                 parent_id=call_id,
                 metadata=meta(tool),
             )

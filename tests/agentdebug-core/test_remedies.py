@@ -30,7 +30,8 @@ def test_the_fix_names_the_failing_call_its_arguments_and_its_error() -> None:
     assert report.fix.directive == (
         'At step 3, searcher: search_fares({"date":"14/12/2026","destination":"DEN",'
         '"nonstop":true,"origin":"BOS"}) failed: "ValidationError: date must be YYYY-MM-DD, '
-        "got '14/12/2026'\". Call the tool again with arguments that match its schema exactly."
+        "got '14/12/2026'\". The agent made the same call 2 more time(s) after it failed. "
+        "Call the tool again with arguments that match its schema exactly."
     )
 
 
@@ -122,3 +123,120 @@ def test_a_blamed_call_that_did_not_fail_gets_the_remedy_alone() -> None:
     fix = fix_of(root, reg, parallel_lookups(second_fails=False), "agent")
     assert fix is not None
     assert fix.directive == f"At step 1, agent: {reg.failure_modes['action.wrong_tool'].remedy}"
+
+
+def looping_run() -> AgentTrajectory:
+    """LangGraph's agent and tools nodes in a loop: each model reply asks for the same
+    call (with a new call id), the call fails the same way, until the recursion limit."""
+    events: list[AgentEvent] = [event(0, EventType.USER_INPUT, input="refund order A123")]
+    for turn in range(4):
+        step, n = 1 + 2 * turn, len(events)
+        asked = {"id": f"c{turn}", "name": "lookup_order_by_email", "args": {"email": "A123"}}
+        events += [
+            event(
+                n,
+                EventType.LLM_RESPONSE,
+                agent_name="agent",
+                step=step,
+                output={"role": "assistant", "content": "", "tool_calls": [asked]},
+            ),
+            event(
+                n + 1,
+                EventType.TOOL_CALL,
+                agent_name="agent",
+                step=step,
+                input={"email": "A123"},
+                metadata={"tool_name": "lookup_order_by_email", "tool_call_id": f"c{turn}"},
+            ),
+            event(
+                n + 2,
+                EventType.TOOL_RESULT,
+                agent_name="tools",
+                step=step + 1,
+                parent_id=f"e{n + 1}",
+                metadata={"tool_name": "lookup_order_by_email"},
+                error=ErrorInfo(type="ValueError", message="'A123' is not an e-mail address"),
+            ),
+        ]
+    events.append(
+        event(
+            len(events),
+            EventType.ERROR,
+            agent_name="agent",
+            step=7,
+            error=ErrorInfo(type="GraphRecursionError", message="Recursion limit of 8 reached"),
+        )
+    )
+    return AgentTrajectory(
+        id="loop",
+        goal="refund order A123",
+        framework="test",
+        events=events,
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the graph raised"),
+    )
+
+
+def test_a_call_repeated_after_it_failed_is_found_and_the_fix_says_not_to_repeat_it() -> None:
+    """Before: the model replies between the calls (each with its own call id) hid the
+    repetition from the rule, and the fix said "... and retry once" to an agent that
+    had retried four times."""
+    report = diagnose(looping_run())
+    assert "action.repeated_action" in report.failure_modes
+    root = report.root_cause
+    assert root is not None and (root.step_index, root.mode_id) == (1, "system.tool_error")
+    assert report.fix is not None
+    assert report.fix.directive == (
+        'At step 1, agent: lookup_order_by_email({"email":"A123"}) failed: "ValueError: '
+        "'A123' is not an e-mail address\". The agent made the same call 3 more time(s) "
+        "after it failed. Do not repeat the call unchanged: change it (another tool, or "
+        "the arguments the error asks for)."
+    )
+    assert "retry" not in report.fix.directive
+    # a tool's error is said with its kind: "'A123' ..." alone could be anything
+    assert "lookup_order_by_email failed: ValueError: 'A123' is not an e-mail address" in (
+        report.summary
+    )
+
+
+def test_a_default_guess_is_said_to_be_one() -> None:
+    """No rule found anything: the first decision is blamed by default, and the summary
+    and the report say it is a guess, not "Most likely root cause"."""
+    from agentdebug.report import render
+
+    run = AgentTrajectory(
+        id="quiet",
+        goal="What is the order total?",
+        framework="test",
+        events=[
+            event(0, EventType.USER_INPUT, input="What is the order total?"),
+            event(
+                1,
+                EventType.TOOL_CALL,
+                agent_name="agent",
+                input={"order": "A1"},
+                metadata={"tool_name": "lookup"},
+            ),
+            event(
+                2,
+                EventType.TOOL_RESULT,
+                agent_name="agent",
+                output="total: $42.00",
+                metadata={"tool_name": "lookup"},
+                parent_id="e1",
+            ),
+            event(3, EventType.FINAL_ANSWER, agent_name="agent", output="The total is $24."),
+        ],
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="wrong total"),
+    )
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None and root.metadata.get("default_guess") is True
+    assert "Most likely root cause" not in report.summary
+    assert (
+        "No rule located the cause; as a default guess, agent at step 1 (the first decision "
+        "commits the run to its approach), confidence 0.15: check it against the run, or "
+        "diagnose with a model."
+    ) in report.summary
+    assert "Root cause (a default guess: no rule located it): agent at step 1" in render(
+        report, run, "text"
+    )

@@ -11,6 +11,7 @@ import time
 import uuid
 from collections.abc import Sequence
 
+from agentdebug.attribute.heuristic import DEFAULT_GUESS
 from agentdebug.audit import FREE_TIER_INSTEAD, HEURISTIC_INSTEAD, audit_scope, note
 from agentdebug.audit import record as record_audit
 from agentdebug.detect.signals import BY_THE_RUN
@@ -410,9 +411,17 @@ def _summary(
         earlier = earlier_run_of(trajectory, root.step_index)
         if earlier is not None:
             where += f" of run {earlier}, which this run continues"
-        parts.append(
-            f"Most likely root cause: {who} {where}{what}, confidence {root.confidence:.2f}."
-        )
+        if root.metadata.get(DEFAULT_GUESS):  # (a place to look, not a finding: say so)
+            why = (root.rationale or "").removeprefix("no detector fired; ")
+            parts.append(
+                f"No rule located the cause; as a default guess, {who} {where} ({why}), "
+                f"confidence {root.confidence:.2f}: check it against the run, or diagnose "
+                "with a model."
+            )
+        else:
+            parts.append(
+                f"Most likely root cause: {who} {where}{what}, confidence {root.confidence:.2f}."
+            )
         acting = root.metadata.get("agent_acting_at_step")
         if acting:  # (a model named an agent that did not act there: both kept, said)
             parts.append(f"(At step {root.step_index} it was {acting} that acted, not {who}.)")

@@ -55,6 +55,8 @@ def fix_of(
         remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
     failed = _failed_call(events, at)
     if failed is not None:
+        if root.mode_id == "system.tool_error" and failed.endswith("after it failed"):
+            remedy = CHANGE_CALL  # (not "... and retry once": the agent did, and it failed)
         remedy = f"{failed}. {remedy}"
     return Fix(
         directive=f"At step {root.step_index}, {who or 'the agent'}: {remedy}",
@@ -91,7 +93,32 @@ def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
     if others:
         more = f" (and {len(others) - MORE_CALLS} more)" if len(others) > MORE_CALLS else ""
         said += f"; at the same step, {'; '.join(others[:MORE_CALLS])}{more}"
+    again = _repeats(events, at)
+    if again:  # (then "retry" is what the agent did, and what failed)
+        said += f". The agent made the same call {again} more time(s) after it failed"
     return said
+
+
+# a repeated failed call's remedy, where the mode's would say "retry"
+CHANGE_CALL = (
+    "Do not repeat the call unchanged: change it (another tool, or the arguments the "
+    "error asks for)."
+)
+
+
+def _repeats(events: list[AgentEvent], at: int) -> int:
+    """How many times the agent of the tool call ``events[at]`` made it again later,
+    with the same tool and arguments."""
+    call = events[at]
+    name, given = tool_name(call), call.input
+    return sum(
+        1
+        for event in events[at + 1 :]
+        if event.type is EventType.TOOL_CALL
+        and event.agent_name == call.agent_name
+        and tool_name(event) == name
+        and event.input == given
+    )
 
 
 MORE_CALLS = 2  # other failed calls of the blamed step named in the fix

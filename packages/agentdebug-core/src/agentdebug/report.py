@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from agentdebug.attribute.heuristic import DEFAULT_GUESS
 from agentdebug.detect.signals import CACHED, sub_run_failure
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
@@ -249,7 +250,12 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     )
     out.append("")
     if root is not None:
-        out += _hypothesis_block("Root cause", root, reg, width, by_line(report, root))
+        title = (
+            "Root cause (a default guess: no rule located it)"
+            if root.metadata.get(DEFAULT_GUESS)
+            else "Root cause"
+        )
+        out += _hypothesis_block(title, root, reg, width, by_line(report, root))
         acting = _acting_note(root)
         if acting:
             out.append(f"    note: {acting}")

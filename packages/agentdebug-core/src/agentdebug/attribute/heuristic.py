@@ -47,6 +47,13 @@ ENVIRONMENT_MODES = frozenset(
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 
+# Where no detector fired and nothing the run said points anywhere: a default place to
+# look, marked in the hypothesis's metadata so that a report says it is a guess.
+DEFAULT_GUESS = "default_guess"
+FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
+FINAL_ANSWER = "no detector fired; this step produced the final answer"
+DEFAULTS = frozenset({FIRST_DECISION, FINAL_ANSWER})
+
 
 @dataclass
 class _Candidate:
@@ -350,18 +357,10 @@ class HeuristicAttributor:
             )
 
         if not named(decisions[0]):
-            picks.append(
-                (
-                    decisions[0],
-                    0.15,
-                    "no detector fired; the first decision commits the run to its approach",
-                )
-            )
+            picks.append((decisions[0], 0.15, FIRST_DECISION))
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
         if not named(finals[-1]):
-            picks.append(
-                (finals[-1], 0.1, "no detector fired; this step produced the final answer")
-            )
+            picks.append((finals[-1], 0.1, FINAL_ANSWER))
         return [
             Hypothesis(
                 agent_name=e.agent_name,
@@ -370,6 +369,8 @@ class HeuristicAttributor:
                 strategy=self.name,
                 confidence=conf,
                 rationale=why,
+                # (a place, not a finding: the first decision, the final answer)
+                metadata={DEFAULT_GUESS: True} if why in DEFAULTS else {},
             )
             for e, conf, why in picks
         ]

@@ -120,6 +120,7 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             where = None
         if where:
             what = f"{where} failed"
+            quote = _with_kind(event, quote)  # ("KeyError: 'Tokyo'", not "'Tokyo'")
         elif event.type is EventType.ERROR and event.metadata.get(SUB_RUN):
             # the task a sub-agent was given came back failed: its reason as it gave
             # it ("writer's run r1 failed: no sources found"), or what it raised
@@ -230,8 +231,12 @@ def _action_key(event: AgentEvent) -> str | None:
 def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[Finding]:
     """The same agent repeating the same action with nothing new coming back."""
     by_agent: dict[str | None, list[AgentEvent]] = {}
-    for event in ctx.trajectory.events:
-        if event.type in ACTION_TYPES:
+    events = ctx.trajectory.events
+    calling = {e.agent_name for e in events if e.type is EventType.TOOL_CALL}
+    for event in events:
+        if event.type in ACTION_TYPES and not (
+            event.agent_name in calling and _asks_for_tools(event)
+        ):
             by_agent.setdefault(event.agent_name, []).append(event)
     for actions in by_agent.values():
         run: list[AgentEvent] = []
@@ -266,6 +271,18 @@ def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[
                 )
             run = [maybe] if (maybe is not None and key is not None) else []
             last_key = key
+
+
+def _asks_for_tools(event: AgentEvent) -> bool:
+    """A model's reply that asks for tool calls. Where its agent's calls are recorded
+    as ``tool.call`` events, those are the actions: the reply, which differs by its
+    calls' ids every time, would stand between two identical calls."""
+    out = event.output
+    return (
+        event.type is EventType.LLM_RESPONSE
+        and isinstance(out, dict)
+        and bool(out.get("tool_calls"))
+    )
 
 
 def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
@@ -343,7 +360,7 @@ def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
         "verification.premature_success",
         claim,
         f"declared done at step {claim.step_index} while the error at step {first.step_index} "
-        f"({shorten(ctx.failures[first.id][1], 80)}) was never resolved",
+        f"({shorten(_with_kind(first, ctx.failures[first.id][1]), 80)}) was never resolved",
         confidence=0.75,
         evidence=[
             Evidence(

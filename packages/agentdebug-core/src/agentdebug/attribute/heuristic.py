@@ -32,7 +32,7 @@ from agentdebug.schema import (
     OutcomeStatus,
     Severity,
 )
-from agentdebug.text import flatten
+from agentdebug.text import flatten, shorten
 
 ENVIRONMENT_MODES = frozenset(
     {
@@ -62,6 +62,7 @@ class _Candidate:
     reasons: list[str] = field(default_factory=list)
     evidence: list[Evidence] = field(default_factory=list)
     modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
+    fix: str | None = None  # a fix the run itself makes concrete (see _value_written)
 
 
 def causing_event(
@@ -222,6 +223,26 @@ class HeuristicAttributor:
                     # node's error that a model call of its step raised is charged to
                     # that call: one failure, one candidate)
                     own = _failed_call_of(event, events, position)
+                    wrote = _value_written(trajectory, event, cause)
+                    if wrote is not None:  # the step choked on what the decision wrote
+                        by = event.agent_name or f"step {event.step_index}"
+                        charge(
+                            cause,
+                            0.6 * conf,
+                            f"wrote {wrote!r}, which {by} could not use at step "
+                            f"{event.step_index}: {finding.message}",
+                            finding,
+                        )
+                        candidates[cause.id].fix = (
+                            f"At step {cause.step_index}, {cause.agent_name or 'the agent'}: "
+                            f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
+                            f'at step {event.step_index} ("{shorten(_error_text(event), 160)}"). '
+                            f"Give that value in the form {by} expects."
+                        )
+                        charge(
+                            own, 0.4 * conf, f"raised in its own step: {finding.message}", finding
+                        )
+                        continue
                     charge(own, 0.6 * conf, f"raised in its own step: {finding.message}", finding)
                     charge(
                         cause,
@@ -307,6 +328,7 @@ class HeuristicAttributor:
                     mode_id=_mode_of(cand, at_step),
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
                     evidence=_distinct(cand.evidence)[:4],
+                    metadata={"fix": cand.fix} if cand.fix else {},
                 )
             )
             if len(out) >= self.max_hypotheses:
@@ -432,6 +454,44 @@ _EXPECTED = re.compile(
     r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
     re.IGNORECASE,
 )
+
+
+def _error_text(event: AgentEvent) -> str:
+    error = event.error
+    if error is None:
+        return ""
+    if error.type and not error.message.startswith(error.type):
+        return f"{error.type}: {error.message}"
+    return error.message
+
+
+def _value_written(
+    trajectory: AgentTrajectory, error: AgentEvent, decision: AgentEvent
+) -> str | None:
+    """A value the error quotes ("could not convert string to float: 'forty-two
+    dollars'") that ``decision``, an earlier step of another agent (a graph's node),
+    wrote, and that the run's input did not hold: the step that raised was handed it,
+    so the decision that wrote it is the cause. None when there is none."""
+    if (
+        error.error is None
+        or decision.step_index >= error.step_index
+        or decision.agent_name == error.agent_name
+    ):
+        return None
+    said = _said(decision)
+    given = " ".join(
+        [trajectory.goal or ""]
+        + [
+            flatten(e.input, limit=4000)
+            for e in trajectory.events
+            if e.type is EventType.USER_INPUT
+        ]
+    )
+    for match in _QUOTED.finditer(error.error.message):
+        value = (match.group(1) or match.group(2) or "").strip()
+        if len(value) >= 3 and value in said and value not in given:
+            return value
+    return None
 
 
 def _said(event: AgentEvent) -> str:

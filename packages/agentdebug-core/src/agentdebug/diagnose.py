@@ -396,9 +396,9 @@ def _summary(
         parts.append(f"The failure shows at step {symptom.step_index}: {said}.")
         outcome = trajectory.outcome
         why = (outcome.reason or "").strip().rstrip(".")
-        if outcome.status is OutcomeStatus.FAILURE and outcome.error is None and why:
-            if why not in said:  # (the user's success check, which the rules did not say)
-                parts.append(f"The run failed its check: {why}.")
+        soft = outcome.status is OutcomeStatus.FAILURE and outcome.error is None
+        if soft and why and why not in said:  # (the user's check, which the rules did not say)
+            parts.append(f"The run failed its check: {why}.")
     elif trajectory.outcome.status.value == "failure":
         reason = trajectory.outcome.reason or "the run is marked failed"
         parts.append(f"No detector found a concrete error ({reason}).")

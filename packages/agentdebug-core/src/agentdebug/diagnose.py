@@ -394,11 +394,6 @@ def _summary(
     if symptom is not None:
         said = symptom.message.rstrip().rstrip(".")  # (one full stop, not the quote's too)
         parts.append(f"The failure shows at step {symptom.step_index}: {said}.")
-        outcome = trajectory.outcome
-        why = (outcome.reason or "").strip().rstrip(".")
-        soft = outcome.status is OutcomeStatus.FAILURE and outcome.error is None
-        if soft and why and why not in said:  # (the user's check, which the rules did not say)
-            parts.append(f"The run failed its check: {why}.")
     elif trajectory.outcome.status.value == "failure":
         reason = trajectory.outcome.reason or "the run is marked failed"
         parts.append(f"No detector found a concrete error ({reason}).")

@@ -264,7 +264,7 @@ def test_a_fix_that_names_nothing_in_the_run_gives_way_to_the_modes_remedy() -> 
     assert report.fix.directive == (  # (made concrete with the call that failed)
         'At step 3, searcher: search_fares({"date":"14/12/2026","destination":"DEN",'
         '"nonstop":true,"origin":"BOS"}) failed: "ValidationError: date must be YYYY-MM-DD, '
-        "got '14/12/2026'\". The agent made the same call 2 more time(s) after it failed. "
+        "got '14/12/2026'\". The agent made the same call 2 more times after it failed. "
         "Call the tool again with arguments that match its schema exactly."
     )
     root = report.root_cause

@@ -30,7 +30,7 @@ def test_the_fix_names_the_failing_call_its_arguments_and_its_error() -> None:
     assert report.fix.directive == (
         'At step 3, searcher: search_fares({"date":"14/12/2026","destination":"DEN",'
         '"nonstop":true,"origin":"BOS"}) failed: "ValidationError: date must be YYYY-MM-DD, '
-        "got '14/12/2026'\". The agent made the same call 2 more time(s) after it failed. "
+        "got '14/12/2026'\". The agent made the same call 2 more times after it failed. "
         "Call the tool again with arguments that match its schema exactly."
     )
 
@@ -187,7 +187,7 @@ def test_a_call_repeated_after_it_failed_is_found_and_the_fix_says_not_to_repeat
     assert report.fix is not None
     assert report.fix.directive == (
         'At step 1, agent: lookup_order_by_email({"email":"A123"}) failed: "ValueError: '
-        "'A123' is not an e-mail address\". The agent made the same call 3 more time(s) "
+        "'A123' is not an e-mail address\". The agent made the same call 3 more times "
         "after it failed. Do not repeat the call unchanged: change it (another tool, or "
         "the arguments the error asks for)."
     )
@@ -237,7 +237,95 @@ def test_a_default_guess_is_said_to_be_one() -> None:
         "commits the run to its approach), confidence 0.15: check it against the run, or "
         "diagnose with a model."
     ) in report.summary
-    assert "Root cause (a default guess: no rule located it): agent at step 1" in render(
-        report, run, "text"
+    text = render(report, run, "text")
+    assert "Root cause (a default guess: no rule located it): agent at step 1" in text
+    assert "← a guess" in text and "← root cause" not in text
+    md = render(report, run, "md")
+    assert "## Root cause\n\nA default guess: no rule located the cause.\n" in md
+
+
+def polling_run(statuses: list[str], *, fail_first: bool = False) -> AgentTrajectory:
+    """An agent-tools loop calling job_status("j1") until the job is done (the model
+    replies asking for the call stand between the calls)."""
+    events: list[AgentEvent] = [event(0, EventType.USER_INPUT, input="run job j1")]
+    for turn, status in enumerate(statuses):
+        step, n = 1 + 2 * turn, len(events)
+        asked = {"id": f"c{turn}", "name": "job_status", "args": {"job": "j1"}}
+        failed = fail_first and turn == 0
+        events += [
+            event(
+                n,
+                EventType.LLM_RESPONSE,
+                agent_name="agent",
+                step=step,
+                output={"role": "assistant", "content": "", "tool_calls": [asked]},
+            ),
+            event(
+                n + 1,
+                EventType.TOOL_CALL,
+                agent_name="agent",
+                step=step,
+                input={"job": "j1"},
+                metadata={"tool_name": "job_status"},
+            ),
+            event(
+                n + 2,
+                EventType.TOOL_RESULT,
+                agent_name="tools",
+                step=step + 1,
+                parent_id=f"e{n + 1}",
+                metadata={"tool_name": "job_status"},
+                output=None if failed else status,
+                error=ErrorInfo(type="ConnectionError", message="connection reset")
+                if failed
+                else None,
+            ),
+        ]
+    events.append(
+        event(
+            len(events),
+            EventType.FINAL_ANSWER,
+            agent_name="agent",
+            step=2 * len(statuses) + 1,
+            output="The job failed.",
+        )
+    )
+    return AgentTrajectory(
+        id="poll",
+        goal="run job j1",
+        framework="test",
+        events=events,
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the job's output was not read"),
     )
 
+
+def test_a_status_polled_until_it_changes_is_not_a_repeated_action() -> None:
+    """The last call's result (done) is progress; before, it was left out, and the
+    polling was found to be a loop without progress."""
+    report = diagnose(polling_run(["running", "running", "running", "done"]))
+    assert "action.repeated_action" not in report.failure_modes
+    stuck = diagnose(polling_run(["running"] * 4))
+    assert "action.repeated_action" in stuck.failure_modes
+
+
+def test_a_retry_that_worked_is_not_counted_as_a_repeat_of_the_failed_call() -> None:
+    """Before: "The agent made the same call 1 more times after it failed. Do not
+    repeat the call unchanged", where repeating it was what worked."""
+    from agentdebug.plugins import get_registry
+    from agentdebug.remedies import fix_of
+    from agentdebug.schema import Hypothesis
+
+    run = polling_run(["-", "done"], fail_first=True)
+    root = Hypothesis(
+        agent_name="agent",
+        step_index=1,
+        event_id="e2",
+        strategy="test",
+        confidence=0.5,
+        rationale="x",
+        mode_id="system.tool_error",
+    )
+    fix = fix_of(root, get_registry(), run, "agent")
+    assert fix is not None
+    assert "more time" not in fix.directive and "once more" not in fix.directive
+    assert fix.directive.endswith("retry once.")

@@ -95,7 +95,8 @@ def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
         said += f"; at the same step, {'; '.join(others[:MORE_CALLS])}{more}"
     again = _repeats(events, at)
     if again:  # (then "retry" is what the agent did, and what failed)
-        said += f". The agent made the same call {again} more time(s) after it failed"
+        times = "once more" if again == 1 else f"{again} more times"
+        said += f". The agent made the same call {times} after it failed"
     return said
 
 
@@ -107,18 +108,25 @@ CHANGE_CALL = (
 
 
 def _repeats(events: list[AgentEvent], at: int) -> int:
-    """How many times the agent of the tool call ``events[at]`` made it again later,
-    with the same tool and arguments."""
+    """How many times the agent of the failed tool call ``events[at]`` made it again
+    later, with the same tool and arguments, and it failed again: up to the first
+    that did not fail (where a retry worked, retrying is not the mistake)."""
     call = events[at]
     name, given = tool_name(call), call.input
-    return sum(
-        1
-        for event in events[at + 1 :]
-        if event.type is EventType.TOOL_CALL
-        and event.agent_name == call.agent_name
-        and tool_name(event) == name
-        and event.input == given
-    )
+    again = 0
+    for i in range(at + 1, len(events)):
+        event = events[i]
+        if (
+            event.type is not EventType.TOOL_CALL
+            or event.agent_name != call.agent_name
+            or tool_name(event) != name
+            or event.input != given
+        ):
+            continue
+        if _call_failure(events, i) is None:
+            break
+        again += 1
+    return again
 
 
 MORE_CALLS = 2  # other failed calls of the blamed step named in the fix

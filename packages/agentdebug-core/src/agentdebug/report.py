@@ -236,7 +236,8 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
     marks: dict[str, list[str]] = {}
     root = report.root_cause
     if root is not None and root.event_id:
-        marks.setdefault(root.event_id, []).append("root cause")
+        guess = root.metadata.get(DEFAULT_GUESS)
+        marks.setdefault(root.event_id, []).append("a guess" if guess else "root cause")
     if report.symptom is not None and report.symptom.event_id:
         marks.setdefault(report.symptom.event_id, []).append("failure shows here")
     for f in report.findings:

@@ -4,6 +4,7 @@ cost, for an issue or a pull request. Built from the text renderer's pieces."""
 
 from __future__ import annotations
 
+from agentdebug.attribute.heuristic import DEFAULT_GUESS
 from agentdebug.plugins import get_registry
 from agentdebug.report import (
     _acting_note,
@@ -48,6 +49,8 @@ def render_markdown(report: DiagnosticReport, trajectory: AgentTrajectory) -> st
         "## Root cause",
         "",
     ]
+    if root is not None and root.metadata.get(DEFAULT_GUESS):
+        out += ["A default guess: no rule located the cause.", ""]
     if root is None:
         out.append(f"None named ({_why_no_root(report)}).")
     else:

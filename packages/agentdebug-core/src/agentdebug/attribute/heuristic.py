@@ -223,18 +223,19 @@ class HeuristicAttributor:
                     # node's error that a model call of its step raised is charged to
                     # that call: one failure, one candidate)
                     own = _failed_call_of(event, events, position)
-                    wrote = _value_written(trajectory, event, cause)
-                    if wrote is not None:  # the step choked on what the decision wrote
+                    written = _writer_of(trajectory, event, position)
+                    if written is not None:  # the step choked on what a decision wrote
+                        writer, wrote = written
                         by = event.agent_name or f"step {event.step_index}"
                         charge(
-                            cause,
+                            writer,
                             0.6 * conf,
                             f"wrote {wrote!r}, which {by} could not use at step "
                             f"{event.step_index}: {finding.message}",
                             finding,
                         )
-                        candidates[cause.id].fix = (
-                            f"At step {cause.step_index}, {cause.agent_name or 'the agent'}: "
+                        candidates[writer.id].fix = (
+                            f"At step {writer.step_index}, {writer.agent_name}: "
                             f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
                             f'at step {event.step_index} ("{shorten(_error_text(event), 160)}"). '
                             f"Give that value in the form {by} expects."
@@ -465,33 +466,56 @@ def _error_text(event: AgentEvent) -> str:
     return error.message
 
 
-def _value_written(
-    trajectory: AgentTrajectory, error: AgentEvent, decision: AgentEvent
-) -> str | None:
-    """A value the error quotes ("could not convert string to float: 'forty-two
-    dollars'") that ``decision``, an earlier step of another agent (a graph's node),
-    wrote, and that the run's input did not hold: the step that raised was handed it,
-    so the decision that wrote it is the cause. None when there is none."""
-    if (
-        error.error is None
-        or decision.step_index >= error.step_index
-        or decision.agent_name == error.agent_name
-    ):
+def _writer_of(
+    trajectory: AgentTrajectory, error: AgentEvent, position: dict[str, int]
+) -> tuple[AgentEvent, str] | None:
+    """The decision that first wrote a value the error quotes ("could not convert
+    string to float: 'forty-two dollars'"), with the value: a model's answer or
+    message of another agent, at an earlier step, that said it (as a whole word)
+    before any event of the run held it (not the run's input, nor a tool's result
+    it passed on). The step that raised was handed the value, so its writer is the
+    cause. None when there is none. Not a tool call, nor a model reply asking for
+    one: a tool's failure on its arguments is the call's (see remedies)."""
+    if error.error is None:
         return None
-    said = _said(decision)
-    given = " ".join(
-        [trajectory.goal or ""]
-        + [
-            flatten(e.input, limit=4000)
-            for e in trajectory.events
-            if e.type is EventType.USER_INPUT
-        ]
-    )
-    for match in _QUOTED.finditer(error.error.message):
+    message = error.error.message
+    if "type(s)" in message:  # ("unsupported operand type(s) for +: 'int' and 'str'")
+        return None
+    values = []
+    for match in _QUOTED.finditer(message):
         value = (match.group(1) or match.group(2) or "").strip()
-        if len(value) >= 3 and value in said and value not in given:
-            return value
+        if message[match.end() :].startswith(" object"):  # ("'NoneType' object ...")
+            continue
+        if len(value) >= 3 and value not in _NOT_VALUES:
+            values.append(value)
+    if not values:
+        return None
+    events = trajectory.events
+    goal = trajectory.goal or ""
+    for value in values:
+        word = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
+        if word.search(goal):
+            continue
+        for event in events[: position[error.id]]:
+            held = flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000)
+            if not word.search(held):
+                continue
+            writes = (
+                event.type in DECISION_TYPES
+                and event.type is not EventType.TOOL_CALL
+                and event.agent_name
+                and event.agent_name != error.agent_name
+                and event.step_index < error.step_index
+                and not (isinstance(event.output, dict) and event.output.get("tool_calls"))
+                and word.search(flatten(event.output, limit=4000))
+            )
+            if writes:
+                return event, value
+            break  # (the run, a tool or the agent itself held it first: not written here)
     return None
+
+
+_NOT_VALUES = frozenset({"None", "none", "null", "True", "False", "true", "false", "nan"})
 
 
 def _said(event: AgentEvent) -> str:

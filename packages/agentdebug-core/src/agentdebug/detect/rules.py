@@ -286,9 +286,18 @@ def _asks_for_tools(event: AgentEvent) -> bool:
 
 
 def _no_progress(ctx: RuleContext, run: list[AgentEvent]) -> bool:
-    """True when the results between the repeated actions bring nothing new."""
+    """True when the results of the repeated actions bring nothing new: those between
+    them and the last one's, up to the agent's next action (a status polled until it
+    changes is progress)."""
     events = ctx.trajectory.events
     start, end = ctx.position[run[0].id], ctx.position[run[-1].id]
+    agent = run[0].agent_name
+    for i in range(end + 1, len(events)):  # (the last action's result: the first after it)
+        if events[i].type in ACTION_TYPES and events[i].agent_name == agent:
+            break
+        if events[i].type in RESULT_TYPES:
+            end = i
+            break
     results = [
         compact_json(e.output) if e.error is None else f"error:{e.error.message}"
         for e in events[start : end + 1]

@@ -15,6 +15,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agentdebug.attribute.lineage import QUOTED as _QUOTED
+from agentdebug.attribute.lineage import error_text, writer_of
 from agentdebug.detect.signals import (
     DECISION_TYPES,
     ERROR_OR_REFUSAL,
@@ -223,7 +225,7 @@ class HeuristicAttributor:
                     # node's error that a model call of its step raised is charged to
                     # that call: one failure, one candidate)
                     own = _failed_call_of(event, events, position)
-                    written = _writer_of(trajectory, event, position)
+                    written = writer_of(trajectory, event, position)
                     if written is not None:  # the step choked on what a decision wrote
                         writer, wrote = written
                         by = event.agent_name or f"step {event.step_index}"
@@ -237,7 +239,7 @@ class HeuristicAttributor:
                         candidates[writer.id].fix = (
                             f"At step {writer.step_index}, {writer.agent_name}: "
                             f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
-                            f'at step {event.step_index} ("{shorten(_error_text(event), 160)}"). '
+                            f'at step {event.step_index} ("{shorten(error_text(event), 160)}"). '
                             f"Give that value in the form {by} expects."
                         )
                         charge(
@@ -445,8 +447,6 @@ def _decided_nothing(event: AgentEvent) -> bool:
     )
 
 
-# a quote opens and closes away from a word: "the model's answer 'x'" quotes x alone
-_QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
 # words of three characters or more, and numbers of two digits or more ("'41'")
 _WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
 # what comes just before a quote of the value wanted rather than the one given
@@ -455,67 +455,6 @@ _EXPECTED = re.compile(
     r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
     re.IGNORECASE,
 )
-
-
-def _error_text(event: AgentEvent) -> str:
-    error = event.error
-    if error is None:
-        return ""
-    if error.type and not error.message.startswith(error.type):
-        return f"{error.type}: {error.message}"
-    return error.message
-
-
-def _writer_of(
-    trajectory: AgentTrajectory, error: AgentEvent, position: dict[str, int]
-) -> tuple[AgentEvent, str] | None:
-    """The decision that first wrote a value the error quotes ("could not convert
-    string to float: 'forty-two dollars'"), with the value: a model's answer or
-    message of another agent, at an earlier step, that said it (as a whole word)
-    before any event of the run held it (not the run's input, nor a tool's result
-    it passed on). The step that raised was handed the value, so its writer is the
-    cause. None when there is none. Not a tool call, nor a model reply asking for
-    one: a tool's failure on its arguments is the call's (see remedies)."""
-    if error.error is None:
-        return None
-    message = error.error.message
-    if "type(s)" in message:  # ("unsupported operand type(s) for +: 'int' and 'str'")
-        return None
-    values = []
-    for match in _QUOTED.finditer(message):
-        value = (match.group(1) or match.group(2) or "").strip()
-        if message[match.end() :].startswith(" object"):  # ("'NoneType' object ...")
-            continue
-        if len(value) >= 3 and value not in _NOT_VALUES:
-            values.append(value)
-    if not values:
-        return None
-    events = trajectory.events
-    goal = trajectory.goal or ""
-    for value in values:
-        word = re.compile(rf"(?<!\w){re.escape(value)}(?!\w)")
-        if word.search(goal):
-            continue
-        for event in events[: position[error.id]]:
-            held = flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000)
-            if not word.search(held):
-                continue
-            writes = (
-                event.type in DECISION_TYPES
-                and event.type is not EventType.TOOL_CALL
-                and event.agent_name
-                and event.agent_name != error.agent_name
-                and event.step_index < error.step_index
-                and not (isinstance(event.output, dict) and event.output.get("tool_calls"))
-                and word.search(flatten(event.output, limit=4000))
-            )
-            if writes:
-                return event, value
-            break  # (the run, a tool or the agent itself held it first: not written here)
-    return None
-
-
-_NOT_VALUES = frozenset({"None", "none", "null", "True", "False", "true", "false", "nan"})
 
 
 def _said(event: AgentEvent) -> str:

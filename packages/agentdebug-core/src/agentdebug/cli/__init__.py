@@ -12,6 +12,7 @@ import sys
 import click
 
 from agentdebug.cli import bench as _bench  # noqa: F401 - registers `agentdebug bench`
+from agentdebug.cli import ingest as _ingest  # noqa: F401 - registers `agentdebug ingest`
 from agentdebug.cli import model as _model  # noqa: F401 - registers `config`, `scripted-server`
 from agentdebug.cli import prune as _prune  # noqa: F401 - registers `agentdebug prune`
 from agentdebug.cli import recover as _recover  # noqa: F401 - registers `act`, `diff`

@@ -235,3 +235,41 @@ def test_a_diff_row_that_reads_the_same_shows_what_differs_in_its_input() -> Non
     assert changed[0].startswith("  ~ A step   1 llm.response  agent: given …")
     assert "Fix: look the order up by its id." in changed[1]
     assert changed[2] == '  ~ A step   2 tool.call     agent: lookup_order({"email":"A123"})'
+
+
+def _looked_up(results: int) -> AgentTrajectory:
+    """A question, ``results`` lookups whose results sit between notes of the agent's,
+    and a wrong final answer: no rule finds anything."""
+    events = [ev(0, EventType.USER_INPUT, None, input="How much did order A123 cost?")]
+    for k in range(results):
+        n = len(events)
+        events += [
+            ev(n, EventType.REASONING, "agent", output=f"I will look up part {k} of the order."),
+            ev(n + 1, EventType.REASONING, "agent", output="Then I will read what it says."),
+            ev(
+                n + 2,
+                EventType.TOOL_RESULT,
+                "agent",
+                output=f"part {k}: ${42 + k}.00",
+                metadata={"tool_name": "lookup_order"},
+            ),
+            ev(n + 3, EventType.REASONING, "agent", output="Noted; moving on to the next part."),
+        ]
+    n = len(events)
+    events.append(ev(n, EventType.FINAL_ANSWER, "agent", output="Order A123 costs $24.00."))
+    run = traj(*events)
+    return run.model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="wrong total")}
+    )
+
+
+def test_the_results_the_agent_was_given_are_shown_when_the_run_has_few() -> None:
+    """Before: a tool's result away from the blamed step and the symptom was folded
+    into "... event(s) not shown ...", and with it the evidence to check the blame by
+    ($42.00 read as $24.00)."""
+    run = _looked_up(2)
+    text = render(diagnose(run), run, "text")
+    assert "part 0: $42.00" in text and "part 1: $43.00" in text
+    many = _looked_up(13)  # (more than twelve: the timeline stays short)
+    text = render(diagnose(many), many, "text")
+    assert "part 6: $48.00" not in text

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from agentdebug.attribute.heuristic import DEFAULT_GUESS
-from agentdebug.detect.signals import CACHED, sub_run_failure
+from agentdebug.detect.signals import CACHED, RESULT_TYPES, sub_run_failure
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentEvent,
@@ -167,7 +167,16 @@ def _selected_positions(
     for rank, i in enumerate(order):
         if events[i].id in marked:
             keep.update(order[max(0, rank - context) : rank + context + 1])
+    # what the agents were told (tools' results, a person's input): the evidence a
+    # reader checks a blame against, where the run holds few enough to show
+    told = [i for i in order if events[i].type in _TOLD]
+    if len(told) <= TOLD_SHOWN:
+        keep.update(told)
     return sorted(keep)
+
+
+_TOLD = RESULT_TYPES | {EventType.USER_INPUT}
+TOLD_SHOWN = 12  # a run's results and inputs shown whole when it holds no more
 
 
 def timeline(

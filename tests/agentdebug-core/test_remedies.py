@@ -125,13 +125,18 @@ def test_a_blamed_call_that_did_not_fail_gets_the_remedy_alone() -> None:
     assert fix.directive == f"At step 1, agent: {reg.failure_modes['action.wrong_tool'].remedy}"
 
 
-def looping_run() -> AgentTrajectory:
+def tool_loop(
+    tool: str, args: dict[str, Any], results: list[str | ErrorInfo], **run: Any
+) -> AgentTrajectory:
     """LangGraph's agent and tools nodes in a loop: each model reply asks for the same
-    call (with a new call id), the call fails the same way, until the recursion limit."""
-    events: list[AgentEvent] = [event(0, EventType.USER_INPUT, input="refund order A123")]
-    for turn in range(4):
+    call (with a new call id), and the tools node answers with the next of ``results``
+    (an ``ErrorInfo``: the call failed). ``run``: the trajectory's other fields."""
+    events: list[AgentEvent] = [event(0, EventType.USER_INPUT, input=run.get("goal"))]
+    for turn, result in enumerate(results):
         step, n = 1 + 2 * turn, len(events)
-        asked = {"id": f"c{turn}", "name": "lookup_order_by_email", "args": {"email": "A123"}}
+        meta = {"tool_name": tool, "tool_call_id": f"c{turn}"}
+        asked = {"id": f"c{turn}", "name": tool, "args": args}
+        failed = isinstance(result, ErrorInfo)
         events += [
             event(
                 n,
@@ -141,12 +146,7 @@ def looping_run() -> AgentTrajectory:
                 output={"role": "assistant", "content": "", "tool_calls": [asked]},
             ),
             event(
-                n + 1,
-                EventType.TOOL_CALL,
-                agent_name="agent",
-                step=step,
-                input={"email": "A123"},
-                metadata={"tool_name": "lookup_order_by_email", "tool_call_id": f"c{turn}"},
+                n + 1, EventType.TOOL_CALL, agent_name="agent", step=step, input=args, metadata=meta
             ),
             event(
                 n + 2,
@@ -154,25 +154,33 @@ def looping_run() -> AgentTrajectory:
                 agent_name="tools",
                 step=step + 1,
                 parent_id=f"e{n + 1}",
-                metadata={"tool_name": "lookup_order_by_email"},
-                error=ErrorInfo(type="ValueError", message="'A123' is not an e-mail address"),
+                metadata={"tool_name": tool},
+                output=None if failed else result,
+                error=result if failed else None,
             ),
         ]
-    events.append(
-        event(
-            len(events),
+    last = run.pop("last", None)
+    if last is not None:
+        events.append(last.model_copy(update={"id": f"e{len(events)}"}))
+    return AgentTrajectory(id="loop", framework="test", events=events, **run)
+
+
+def looping_run() -> AgentTrajectory:
+    """The same failing call until the recursion limit."""
+    failed = ErrorInfo(type="ValueError", message="'A123' is not an e-mail address")
+    return tool_loop(
+        "lookup_order_by_email",
+        {"email": "A123"},
+        [failed] * 4,
+        goal="refund order A123",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the graph raised"),
+        last=event(
+            0,
             EventType.ERROR,
             agent_name="agent",
             step=7,
             error=ErrorInfo(type="GraphRecursionError", message="Recursion limit of 8 reached"),
-        )
-    )
-    return AgentTrajectory(
-        id="loop",
-        goal="refund order A123",
-        framework="test",
-        events=events,
-        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the graph raised"),
+        ),
     )
 
 
@@ -245,57 +253,24 @@ def test_a_default_guess_is_said_to_be_one() -> None:
 
 
 def polling_run(statuses: list[str], *, fail_first: bool = False) -> AgentTrajectory:
-    """An agent-tools loop calling job_status("j1") until the job is done (the model
-    replies asking for the call stand between the calls)."""
-    events: list[AgentEvent] = [event(0, EventType.USER_INPUT, input="run job j1")]
-    for turn, status in enumerate(statuses):
-        step, n = 1 + 2 * turn, len(events)
-        asked = {"id": f"c{turn}", "name": "job_status", "args": {"job": "j1"}}
-        failed = fail_first and turn == 0
-        events += [
-            event(
-                n,
-                EventType.LLM_RESPONSE,
-                agent_name="agent",
-                step=step,
-                output={"role": "assistant", "content": "", "tool_calls": [asked]},
-            ),
-            event(
-                n + 1,
-                EventType.TOOL_CALL,
-                agent_name="agent",
-                step=step,
-                input={"job": "j1"},
-                metadata={"tool_name": "job_status"},
-            ),
-            event(
-                n + 2,
-                EventType.TOOL_RESULT,
-                agent_name="tools",
-                step=step + 1,
-                parent_id=f"e{n + 1}",
-                metadata={"tool_name": "job_status"},
-                output=None if failed else status,
-                error=ErrorInfo(type="ConnectionError", message="connection reset")
-                if failed
-                else None,
-            ),
-        ]
-    events.append(
-        event(
-            len(events),
+    """job_status("j1") called until the job is done."""
+    reset = ErrorInfo(type="ConnectionError", message="connection reset")
+    results: list[str | ErrorInfo] = [
+        reset if fail_first and k == 0 else status for k, status in enumerate(statuses)
+    ]
+    return tool_loop(
+        "job_status",
+        {"job": "j1"},
+        results,
+        goal="run job j1",
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the job's output was not read"),
+        last=event(
+            0,
             EventType.FINAL_ANSWER,
             agent_name="agent",
             step=2 * len(statuses) + 1,
             output="The job failed.",
-        )
-    )
-    return AgentTrajectory(
-        id="poll",
-        goal="run job j1",
-        framework="test",
-        events=events,
-        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the job's output was not read"),
+        ),
     )
 
 

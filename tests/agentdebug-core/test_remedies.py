@@ -232,7 +232,7 @@ def test_a_default_guess_is_said_to_be_one() -> None:
                 metadata={"tool_name": "lookup"},
                 parent_id="e1",
             ),
-            event(3, EventType.FINAL_ANSWER, agent_name="agent", output="The total is $24."),
+            event(3, EventType.FINAL_ANSWER, agent_name="agent", output="The total is $35."),
         ],
         outcome=Outcome(status=OutcomeStatus.FAILURE, reason="wrong total"),
     )

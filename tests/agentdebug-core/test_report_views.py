@@ -256,7 +256,7 @@ def _looked_up(results: int) -> AgentTrajectory:
             ev(n + 3, EventType.REASONING, "agent", output="Noted; moving on to the next part."),
         ]
     n = len(events)
-    events.append(ev(n, EventType.FINAL_ANSWER, "agent", output="Order A123 costs $24.00."))
+    events.append(ev(n, EventType.FINAL_ANSWER, "agent", output="Order A123 costs $35.00."))
     run = traj(*events)
     return run.model_copy(
         update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="wrong total")}

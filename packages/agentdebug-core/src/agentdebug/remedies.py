@@ -53,6 +53,13 @@ def fix_of(
         remedy = _no_such_tool_remedy(trajectory, root, blamed) or remedy
     if root.mode_id == "system.resource_exhaustion" and blamed and cut_reason(blamed):
         remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
+    if (
+        root.mode_id == "observation.output_misread"
+        and root.rationale
+        and root.strategy == "heuristic"
+    ):
+        # (the heuristic's: its rationale is the rule's finding, which says what was misread)
+        remedy = f"{shorten(root.rationale.split('; ')[0], 200)}. {remedy}"
     failed = _failed_call(events, at)
     if failed is not None:
         if root.mode_id == "system.tool_error" and failed.endswith("after it failed"):

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from agentdebug.detect.cut_answers import rule_cut_answer
+from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.rule_finding import rule_finding as _finding
 from agentdebug.detect.signals import (
@@ -556,6 +557,11 @@ RULES: list[Rule] = [
     Rule("invalid_final_output", "an empty or invalid final answer", rule_invalid_final_output),
     Rule("stall_reported", "the orchestrator's own ledger reports a stall", rule_stall_reported),
     Rule("cut_answer", "a model answer cut at its output-token limit", rule_cut_answer),
+    Rule(
+        "misread_number",
+        "a final answer's number with a tool result's digits swapped",
+        rule_misread_number,
+    ),
 ]
 
 

@@ -22,6 +22,12 @@ from agentdebug.text import shorten
 
 CALL_CHARS = 120  # of the failing call's arguments, in the fix
 ERROR_CHARS = 200  # of its error
+MORE_CALLS = 2  # other failed calls of the blamed step named in the fix
+# a repeated failed call's remedy, where the mode's would say "retry"
+CHANGE_CALL = (
+    "Do not repeat the call unchanged: change it (another tool, or the arguments the "
+    "error asks for)."
+)
 
 
 def fix_of(
@@ -62,9 +68,10 @@ def fix_of(
         remedy = f"{shorten(root.rationale.split('; ')[0], 200)}. {remedy}"
     failed = _failed_call(events, at)
     if failed is not None:
-        if root.mode_id == "system.tool_error" and failed.endswith("after it failed"):
+        said, again = failed
+        if again and root.mode_id == "system.tool_error":
             remedy = CHANGE_CALL  # (not "... and retry once": the agent did, and it failed)
-        remedy = f"{failed}. {remedy}"
+        remedy = f"{said}. {remedy}"
     return Fix(
         directive=f"At step {root.step_index}, {who or 'the agent'}: {remedy}",
         target_agent=root.agent_name,
@@ -79,11 +86,12 @@ CUT_REMEDY = (
 )
 
 
-def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
+def _failed_call(events: list[AgentEvent], at: int | None) -> tuple[str, int] | None:
     """When the blamed event (``events[at]``) is a tool call whose result failed: the
     call and its error, as `search_fares({"date":"14/12/2026"}) failed: "..."`; with
     the other calls of its agent at that step that failed too (parallel tool calls:
-    a rerun that mends only the blamed one fails on the next)."""
+    a rerun that mends only the blamed one fails on the next), and how many times the
+    agent made it again, failing again (said, and returned beside the text)."""
     said = _call_failure(events, at)
     if said is None or at is None:
         return None
@@ -104,14 +112,7 @@ def _failed_call(events: list[AgentEvent], at: int | None) -> str | None:
     if again:  # (then "retry" is what the agent did, and what failed)
         times = "once more" if again == 1 else f"{again} more times"
         said += f". The agent made the same call {times} after it failed"
-    return said
-
-
-# a repeated failed call's remedy, where the mode's would say "retry"
-CHANGE_CALL = (
-    "Do not repeat the call unchanged: change it (another tool, or the arguments the "
-    "error asks for)."
-)
+    return said, again
 
 
 def _repeats(events: list[AgentEvent], at: int) -> int:
@@ -134,9 +135,6 @@ def _repeats(events: list[AgentEvent], at: int) -> int:
             break
         again += 1
     return again
-
-
-MORE_CALLS = 2  # other failed calls of the blamed step named in the fix
 
 
 def _call_failure(events: list[AgentEvent], at: int | None) -> str | None:

@@ -15,7 +15,7 @@ import orjson
 
 from agentdebug.detect.cut_answers import cut_reason
 from agentdebug.detect.recovery import NO_SUCH_TOOL
-from agentdebug.detect.signals import failure_of, tool_name
+from agentdebug.detect.signals import error_text, failure_of, tool_name
 from agentdebug.plugins import Registry
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Fix, Hypothesis
 from agentdebug.text import shorten
@@ -145,9 +145,7 @@ def _call_failure(events: list[AgentEvent], at: int | None) -> str | None:
         return None
     call, answer = result
     error = answer.error
-    said = failure[1]
-    if error is not None and error.type and not error.message.startswith(error.type):
-        said = f"{error.type}: {error.message}"
+    said = error_text(error) if error is not None and error.type else failure[1]
     name = tool_name(call) or "the call"
     return f'{name}({_arguments(call)}) failed: "{shorten(said, ERROR_CHARS)}"'
 

@@ -16,13 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentdebug.attribute.lineage import QUOTED as _QUOTED
-from agentdebug.attribute.lineage import error_text, writer_of
+from agentdebug.attribute.lineage import writer_of
 from agentdebug.detect.signals import (
     DECISION_TYPES,
     ERROR_OR_REFUSAL,
     FAILURE_MODE,
     RESULT_TYPES,
     RETRY_OF,
+    error_text,
 )
 from agentdebug.schema import (
     AgentEvent,
@@ -228,6 +229,7 @@ class HeuristicAttributor:
                     written = writer_of(trajectory, event, position)
                     if written is not None:  # the step choked on what a decision wrote
                         writer, wrote = written
+                        said = error_text(event.error) if event.error else ""
                         by = event.agent_name or f"step {event.step_index}"
                         charge(
                             writer,
@@ -239,7 +241,7 @@ class HeuristicAttributor:
                         candidates[writer.id].fix = (
                             f"At step {writer.step_index}, {writer.agent_name}: "
                             f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
-                            f'at step {event.step_index} ("{shorten(error_text(event), 160)}"). '
+                            f'at step {event.step_index} ("{shorten(said, 160)}"). '
                             f"Give that value in the form {by} expects."
                         )
                         charge(

@@ -17,15 +17,6 @@ from agentdebug.text import flatten
 QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
 
 
-def error_text(event: AgentEvent) -> str:
-    error = event.error
-    if error is None:
-        return ""
-    if error.type and not error.message.startswith(error.type):
-        return f"{error.type}: {error.message}"
-    return error.message
-
-
 def writer_of(
     trajectory: AgentTrajectory, error: AgentEvent, position: dict[str, int]
 ) -> tuple[AgentEvent, str] | None:

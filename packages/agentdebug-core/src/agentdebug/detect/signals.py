@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from agentdebug.schema import AgentEvent, EventType
+from agentdebug.schema import AgentEvent, ErrorInfo, EventType
 from agentdebug.text import compact_json, flatten
 
 # An imported LLM span (OpenTelemetry) is one LLM_CALL event holding the model's
@@ -296,6 +296,13 @@ def sub_run_failure(event: AgentEvent) -> tuple[str, str] | None:
         return DELEGATED_TASK_FAILED, message
     mode = classify_error(f"{error.type}: {message}")
     return (DELEGATED_TASK_FAILED if mode == "system.tool_error" else mode), message
+
+
+def error_text(error: ErrorInfo) -> str:
+    """``Type: message``, the type once even when the message starts with it."""
+    if error.type and not error.message.startswith(error.type):
+        return f"{error.type}: {error.message}"
+    return error.message
 
 
 def failure_of(event: AgentEvent) -> tuple[str, str] | None:

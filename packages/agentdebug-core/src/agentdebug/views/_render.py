@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from agentdebug.detect.signals import handoff_target
+from agentdebug.detect.signals import error_text, handoff_target
 from agentdebug.schema import AgentEvent, ErrorInfo, EventType
 from agentdebug.text import compact_json, flatten, shorten
 from agentdebug.views import _extract as ex
@@ -140,13 +140,6 @@ def main_text(event: AgentEvent) -> str:
             return str(value["task"])
         return readable(value)
     return ""
-
-
-def error_text(error: ErrorInfo) -> str:
-    """``Type: message``, the type once even when the message starts with it."""
-    if error.type and not error.message.startswith(error.type):
-        return f"{error.type}: {error.message}"
-    return error.message
 
 
 def error_line(error: ErrorInfo, width: int) -> str:

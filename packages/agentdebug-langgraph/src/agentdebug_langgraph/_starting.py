@@ -24,7 +24,7 @@ from agentdebug.capture.current import framework_runs_ignored
 from agentdebug.store.base import CONTINUES_BEFORE
 from langgraph.types import Command
 
-from agentdebug_langgraph import _cache_hits, _convert, _forks, _invocation, _pregel
+from agentdebug_langgraph import _cache_hits, _convert, _forks, _invocation, _pregel, _stream_writes
 from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
@@ -119,6 +119,7 @@ class RunStarting(RunEnding):
             return  # a rerun branch: the executor's callback records it
         frame = _pregel.find_graph_frame()
         _cache_hits.install()
+        _stream_writes.install()
         graph = _pregel.graph_of(frame)
         invocation = _invocation.read(frame) if self._adopt is None else None
         thread = md.get("thread_id")

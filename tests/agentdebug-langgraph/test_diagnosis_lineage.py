@@ -1,4 +1,5 @@
-"""Diagnosis across nodes: a node that fails on what an earlier node handed it."""
+"""Diagnosis across nodes: a node that fails on what an earlier node handed it, and
+an answer that covers a failed tool with a figure no tool gave."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
-from lg_graphs import scripted
+from langchain_core.tools import tool
+from langgraph.prebuilt import ToolNode, tools_condition
+from lg_graphs import call, scripted
 
 
 class Refund(MessagesState):
@@ -68,3 +71,47 @@ def test_a_node_that_chokes_on_a_value_an_earlier_node_wrote_blames_the_writer(
         )
     root = cb.reports[0].root_cause
     assert root is not None and root.agent_name == "charge"
+
+
+def test_an_answer_that_invents_the_figure_a_failed_tool_was_to_give_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """The model looks the order up with the id the user gave; the order service
+    fails; the model answers with a price all the same. Before: the call was blamed
+    and told to retry, though it was right; the fault is the invented price."""
+
+    @tool
+    def order_total(order_id: str) -> str:
+        """The total of an order."""
+        raise ValueError(f"the orders service has no total for {order_id}")
+
+    model = scripted(
+        [call("order_total", {"order_id": "A123"}, "c1"), AIMessage("Order A123 cost $24.00.")]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([order_total], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+
+    def total_right(state: MessagesState) -> bool | str:
+        return "$42.00" in str(state["messages"][-1].content) or "the total is not $42.00"
+
+    cb = AgentDebugCallback(dbg, success_check=total_right)
+    g.compile().invoke(
+        {"messages": [HumanMessage("How much did order A123 cost?")]}, {"callbacks": [cb]}
+    )
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "agent",
+        3,
+        "reflection.hallucinated_fact",
+    )
+    assert report.fix is not None
+    assert report.fix.directive.startswith(
+        "At step 3, agent: the answer gave $24.00, which no tool returned (order_total "
+        'failed at step 2: "'
+    )

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 
 from agentdebug.attribute.lineage import QUOTED as _QUOTED
 from agentdebug.attribute.lineage import writer_of
+from agentdebug.detect.invented import COVERS
+from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
     DECISION_TYPES,
     ERROR_OR_REFUSAL,
@@ -192,6 +194,14 @@ class HeuristicAttributor:
             cand.reasons.append(reason)
             cand.modes[finding.mode_id] = cand.modes.get(finding.mode_id, 0.0) + weight
             cand.evidence.extend(finding.evidence[:2])
+            fix = finding.metadata.get("fix")
+            if cand.fix is None and isinstance(fix, str) and finding.event_id == event.id:
+                cand.fix = fix  # (a rule that knows the concrete fix at its own event)
+
+        # failed results an answer covered with a figure no tool gave, whose call took
+        # the task's own arguments: the call was right, the tool failed (see
+        # detect/invented.py), so the failure is not charged to the decision to call
+        covered = {f.metadata.get(COVERS) for f in findings if f.rule_id == INVENTED}
 
         # attempts another attempt followed (a RetryPolicy's): the same failure
         # again, charged once, at the last attempt (else the decision before the
@@ -213,6 +223,9 @@ class HeuristicAttributor:
                 charge(event, conf, finding.message, finding)
             elif finding.mode_id in ENVIRONMENT_MODES:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
+            elif event.id in covered:
+                charge(event, 0.5 * conf, f"the tool failed on the task's own arguments: "
+                       f"{finding.message}", finding)
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):

@@ -38,7 +38,7 @@ def _value(text: str) -> str:
     return plain
 
 
-def _numbers(text: str) -> dict[str, str]:
+def numbers(text: str) -> dict[str, str]:
     """The numbers in ``text``: value -> as written (the first time)."""
     out: dict[str, str] = {}
     for match in _NUMBER.finditer(text):
@@ -69,15 +69,15 @@ def rule_misread_number(ctx: RuleContext) -> Iterator[Finding]:
         return
     at = answers[-1]
     answer = events[at]
-    said = _numbers(flatten(answer.output, limit=4000))
+    said = numbers(flatten(answer.output, limit=4000))
     if not said:
         return
-    earlier: set[str] = set(_numbers(trajectory.goal or ""))
+    earlier: set[str] = set(numbers(trajectory.goal or ""))
     results: list[tuple[AgentEvent, dict[str, str]]] = []
     for event in events[:at]:
         if event.step_index >= answer.step_index:
             continue  # (the answering step's own events: its model reply, its node's end)
-        held = _numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
+        held = numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
         earlier.update(held)
         if event.type in RESULT_TYPES and event.error is None:
             results.append((event, held))

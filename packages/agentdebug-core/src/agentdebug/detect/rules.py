@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from agentdebug.detect.cut_answers import rule_cut_answer
+from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.rule_finding import rule_finding as _finding
@@ -23,6 +24,7 @@ from agentdebug.detect.signals import (
     BY_THE_RUN,
     DECISION_TYPES,
     ERROR_OR_REFUSAL,
+    ERROR_ACK,
     HANDLES,
     RESULT_TYPES,
     SPEECH_TYPES,
@@ -40,12 +42,6 @@ _SUCCESS_CLAIM = re.compile(
     r"\b(?:successfully|succeeded|task (?:is )?(?:complete|completed|done|finished|solved)|"
     r"all done|has been (?:completed|resolved|fixed)|works? (?:now|correctly|as expected)|"
     r"executed without (?:any )?(?:errors?|issues?)|no errors?)\b|\bTERMINATE\b",
-    re.I,
-)
-_ERROR_ACK = re.compile(
-    r"\b(?:error|errors|fail(?:ed|s|ure)?|exception|traceback|issue|problem|retry|fix|"
-    r"did not work|didn't work|unable|cannot|can't|could not|couldn't|"
-    r"(?:was|were|is|are) not able|(?:wasn't|weren't) able|unsuccessful(?:ly)?)\b",
     re.I,
 )
 _EMPTY_ANSWERS = {"", "none", "null", "n/a", "na", "undefined", "[]", "{}", "nan", "-"}
@@ -331,7 +327,7 @@ def _claims_success(text: str) -> re.Match[str] | None:
     if claim is None:
         return None
     window = text[max(0, claim.start() - 200) : claim.end() + 200]
-    return None if _ERROR_ACK.search(window) else claim
+    return None if ERROR_ACK.search(window) else claim
 
 
 def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
@@ -342,7 +338,7 @@ def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
         event = events[i]
         if event.type is EventType.FINAL_ANSWER:
             text = flatten(event.output, limit=4000)
-            if _ERROR_ACK.search(text) and not _claims_success(text):
+            if ERROR_ACK.search(text) and not _claims_success(text):
                 return  # the run reports its failure honestly
             claim_at = i
             break
@@ -561,6 +557,11 @@ RULES: list[Rule] = [
         "misread_number",
         "a final answer's number with a tool result's digits swapped",
         rule_misread_number,
+    ),
+    Rule(
+        "invented_after_failure",
+        "a final answer's figure no tool gave, after the lookup failed",
+        rule_invented_after_failure,
     ),
 ]
 

@@ -40,6 +40,14 @@ SPEECH_TYPES = frozenset(
 )
 DECISION_TYPES = ACTION_TYPES | SPEECH_TYPES
 
+# words that admit a failure (an answer saying so reports it honestly)
+ERROR_ACK = re.compile(
+    r"\b(?:error|errors|fail(?:ed|s|ure)?|exception|traceback|issue|problem|retry|fix|"
+    r"did not work|didn't work|unable|cannot|can't|could not|couldn't|"
+    r"(?:was|were|is|are) not able|(?:wasn't|weren't) able|unsuccessful(?:ly)?)\b",
+    re.I,
+)
+
 
 # Error text -> failure mode, most specific first. Matched against error fields and
 # tool outputs only.

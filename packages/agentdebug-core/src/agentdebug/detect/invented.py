@@ -1,0 +1,167 @@
+"""A final answer whose figure no tool gave, after the lookup that was to give it failed.
+
+An agent asked for "the nightly rate of the Oslo Grand" calls the rate tool with
+the hotel the task named; the tool fails; the agent answers "$180 a night" all the
+same. The call was the right one (its arguments are the task's own words), so
+blaming it and saying "retry" leaves the fault in place: the agent invented the
+figure instead of saying the lookup failed (``reflection.hallucinated_fact``).
+
+Without a model, an invented figure is told apart from a computed one by where its
+number could have come from: the rule keeps to a failed run whose last tool result
+before the answer failed and was never got past, whose failed call took only
+values the task gave, and whose answer does not admit the failure and gives a
+number (two digits or more) that nothing before the answering step held, nor the
+sum, difference, product or quotient of two numbers that did.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.detect.misread import QUOTE, numbers
+from agentdebug.detect.rule_finding import rule_finding
+from agentdebug.detect.signals import ERROR_ACK, RESULT_TYPES, tool_name
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.text import flatten, shorten
+
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+RULE = "invented_after_failure"
+COVERS = "covers"  # the finding's metadata: the failed result the answer papered over
+CURRENCY = "$€£¥"  # said with the figure, when written before it
+PAIRED = 60  # earlier numbers tried in pairs (sum, difference, product, quotient)
+
+
+def _leaves(value: Any) -> Iterator[str]:
+    """The scalar values of a call's arguments, as text."""
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _leaves(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _leaves(item)
+    elif value is not None and not isinstance(value, bool):
+        yield str(value)
+
+
+def _from_task(call: AgentEvent, task: str) -> bool:
+    """Every argument of ``call`` is written in the task (nothing the agent made up)."""
+    said = task.casefold()
+    leaves = [leaf.strip().casefold() for leaf in _leaves(call.input)]
+    return bool(leaves) and all(leaf and leaf in said for leaf in leaves)
+
+
+def _derived(value: str, held: list[float]) -> bool:
+    """``value`` is the sum, difference, product or quotient of two numbers held."""
+    target = float(value)
+    for a, b in itertools.combinations_with_replacement(held[:PAIRED], 2):
+        for got in (a + b, abs(a - b), a * b, a / b if b else None, b / a if a else None):
+            if got is not None and abs(got - target) < 0.005 * max(1.0, abs(target)):
+                return True
+    return False
+
+
+def _call_of(ctx: RuleContext, result: AgentEvent) -> AgentEvent | None:
+    """The tool call ``result`` answers: its parent, or the latest call of its tool."""
+    events = ctx.trajectory.events
+    at = ctx.position[result.id]
+    parent = next(
+        (e for e in events[max(0, at - 64) : at] if e.id == result.parent_id),
+        None,
+    )
+    if parent is not None and parent.type is EventType.TOOL_CALL:
+        return parent
+    name = tool_name(result)
+    return next(
+        (
+            e
+            for e in reversed(events[max(0, at - 64) : at])
+            if e.type is EventType.TOOL_CALL and tool_name(e) == name
+        ),
+        None,
+    )
+
+
+def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
+    """A failed run's final answer giving a figure no tool returned, after its last
+    lookup (with the task's own arguments) failed and the answer did not say so."""
+    trajectory = ctx.trajectory
+    if trajectory.outcome.status is not OutcomeStatus.FAILURE:
+        return
+    events = trajectory.events
+    answers = [i for i, e in enumerate(events) if e.type is EventType.FINAL_ANSWER]
+    if not answers:
+        return
+    at = answers[-1]
+    answer = events[at]
+    text = flatten(answer.output, limit=4000)
+    if ERROR_ACK.search(text):
+        return  # (it says the lookup failed, or that it could not tell)
+    before = [e for e in events[:at] if e.step_index < answer.step_index]
+    results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
+    if not results or results[-1].id not in ctx.failures:
+        return
+    failed = results[-1]
+    if ctx.retried.get(failed.id) or ctx.recovered.get(failed.id):
+        return
+    call = _call_of(ctx, failed)
+    task = trajectory.goal or ""
+    if call is None or not _from_task(call, task):
+        return  # (arguments the agent chose: the call is the likelier cause)
+    earlier = set(numbers(task))
+    for event in before:
+        earlier.update(
+            numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
+        )
+    held = sorted({float(v) for v in earlier}, key=abs)
+    invented = [
+        written
+        for value, written in numbers(text).items()
+        if len(value.replace(".", "").lstrip("0")) >= 2
+        and value not in earlier
+        and not _derived(value, held)
+    ]
+    if not invented:
+        return
+    figure = invented[0]
+    where = text.find(figure)
+    if where > 0 and text[where - 1] in CURRENCY:
+        where -= 1
+        figure = text[where] + figure
+    tool = tool_name(failed) or "the tool"
+    error = ctx.failures[failed.id][1]
+    yield rule_finding(
+        RULE,
+        "reflection.hallucinated_fact",
+        answer,
+        f"the final answer gives {figure}, which no tool returned: the {tool} call at step "
+        f"{failed.step_index} failed ({shorten(error, 80)}) and the answer did not say so",
+        confidence=0.8,
+        evidence=[
+            Evidence(
+                event_id=answer.id,
+                step_index=answer.step_index,
+                field="output",
+                quote=text[max(0, where - QUOTE // 2) : where + len(figure) + QUOTE // 2].strip(),
+            ),
+            Evidence(
+                event_id=failed.id,
+                step_index=failed.step_index,
+                field="error" if failed.error else "output",
+                quote=error[:300],
+            ),
+        ],
+        metadata={
+            COVERS: failed.id,
+            "fix": (
+                f"At step {answer.step_index}, {answer.agent_name or 'the agent'}: the answer "
+                f"gave {figure}, which no tool returned ({tool} failed at step "
+                f'{failed.step_index}: "{shorten(error, 120)}"). Do not answer with a figure '
+                "no tool gave: get it another way (another tool, other arguments), or say "
+                "that the lookup failed."
+            ),
+        },
+    )

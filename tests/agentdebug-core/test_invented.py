@@ -1,0 +1,115 @@
+"""A final answer giving a figure no tool returned, after the lookup that was to give
+it failed on the task's own arguments: blamed on the answer (it invented the figure),
+not on the call (which was right, and whose "retry" fix would leave the fault)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+GOAL = "How much did order A123 cost?"
+FAILED = "Error: KeyError: 'A123'"
+
+
+def lookup(i: int, order_id: str, result: str, *, parent: int) -> list[AgentEvent]:
+    meta = {"tool_name": "lookup_order"}
+    return [
+        ev(i, EventType.TOOL_CALL, "agent", input={"order_id": order_id}, metadata=meta),
+        ev(i + 1, EventType.TOOL_RESULT, "agent", output=result, parent_id=f"e{parent}",
+           metadata=meta),
+    ]
+
+
+def order_run(
+    answer: str,
+    *,
+    goal: str = GOAL,
+    calls: list[tuple[str, str]] | None = None,
+    status: OutcomeStatus = OutcomeStatus.FAILURE,
+) -> AgentTrajectory:
+    events: list[AgentEvent] = [ev(0, EventType.USER_INPUT, None, input=goal)]
+    for order_id, result in calls or [("A123", FAILED)]:
+        events += lookup(len(events), order_id, result, parent=len(events))
+    events.append(ev(len(events), EventType.FINAL_ANSWER, "agent", output=answer))
+    run = traj(*events)
+    return run.model_copy(
+        update={"goal": goal, "outcome": Outcome(status=status, reason="wrong total")}
+    )
+
+
+def invented(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "invented_after_failure"]
+
+
+def test_a_figure_after_a_failed_lookup_is_blamed_on_the_answer_with_a_fix() -> None:
+    run = order_run("Order A123 cost $24.00.")
+    report = diagnose(run)
+    (found,) = invented(run)
+    assert found.mode_id == "reflection.hallucinated_fact"
+    assert found.message == (
+        "the final answer gives $24.00, which no tool returned: the lookup_order call at "
+        f"step 2 failed ({FAILED}) and the answer did not say so"
+    )
+    assert [e.quote for e in found.evidence] == ["Order A123 cost $24.00.", FAILED]
+    root = report.root_cause
+    assert root is not None
+    assert (root.step_index, root.mode_id) == (3, "reflection.hallucinated_fact")
+    assert report.fix is not None
+    assert report.fix.directive == (
+        "At step 3, agent: the answer gave $24.00, which no tool returned (lookup_order "
+        f'failed at step 2: "{FAILED}"). Do not answer with a figure no tool gave: get it '
+        "another way (another tool, other arguments), or say that the lookup failed."
+    )
+    # the tool that failed is still considered, below the answer (not the call to it)
+    assert [h.step_index for h in report.hypotheses][:2] == [3, 2]
+
+
+def test_without_the_rule_the_call_was_blamed(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (what the rule changes: the same run, diagnosed by the other rules alone)
+    from agentdebug.detect import rules
+
+    others = [r for r in rules.RULES if r.id != "invented_after_failure"]
+    monkeypatch.setattr(rules, "RULES", others)
+    report = diagnose(order_run("Order A123 cost $24.00."))
+    assert report.root_cause is not None and report.root_cause.step_index == 1
+
+
+@pytest.mark.parametrize(
+    ("answer", "goal", "calls", "status"),
+    [
+        # the answer says the lookup failed
+        ("The lookup failed; it may have cost $24.00.", GOAL, None, OutcomeStatus.FAILURE),
+        ("I could not find order A123 (it was about $24).", GOAL, None, OutcomeStatus.FAILURE),
+        # the call's arguments were the agent's own, not the task's: the call is the cause
+        ("Order A123 cost $24.00.", GOAL, [("A124", FAILED)], OutcomeStatus.FAILURE),
+        # a later lookup of the same tool succeeded
+        (
+            "Order A123 cost $24.00.",
+            GOAL,
+            [("A123", FAILED), ("A123", "order A123: $42.00")],
+            OutcomeStatus.FAILURE,
+        ),
+        # the figure was in the task
+        ("You paid $24.", "I paid $24 for A123; what was it?", None, OutcomeStatus.FAILURE),
+        # the figure is computed from what an earlier lookup returned
+        (
+            "Orders A123 and B7 cost $60.00 together.",
+            "What did orders B7 and A123 cost?",
+            [("B7", "items: $42.00 and $18.00"), ("A123", FAILED)],
+            OutcomeStatus.FAILURE,
+        ),
+        # a single digit is no figure to invent ("2 items")
+        ("Order A123 has 2 items.", GOAL, None, OutcomeStatus.FAILURE),
+        # a run that succeeded
+        ("Order A123 cost $24.00.", GOAL, None, OutcomeStatus.SUCCESS),
+    ],
+)
+def test_what_is_not_an_invented_figure(
+    answer: str, goal: str, calls: list[tuple[str, str]] | None, status: OutcomeStatus
+) -> None:
+    assert not invented(order_run(answer, goal=goal, calls=calls, status=status))

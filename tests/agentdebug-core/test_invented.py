@@ -20,8 +20,14 @@ def lookup(i: int, order_id: str, result: str, *, parent: int) -> list[AgentEven
     meta = {"tool_name": "lookup_order"}
     return [
         ev(i, EventType.TOOL_CALL, "agent", input={"order_id": order_id}, metadata=meta),
-        ev(i + 1, EventType.TOOL_RESULT, "agent", output=result, parent_id=f"e{parent}",
-           metadata=meta),
+        ev(
+            i + 1,
+            EventType.TOOL_RESULT,
+            "agent",
+            output=result,
+            parent_id=f"e{parent}",
+            metadata=meta,
+        ),
     ]
 
 

@@ -224,8 +224,12 @@ class HeuristicAttributor:
             elif finding.mode_id in ENVIRONMENT_MODES:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
             elif event.id in covered:
-                charge(event, 0.5 * conf, f"the tool failed on the task's own arguments: "
-                       f"{finding.message}", finding)
+                charge(
+                    event,
+                    0.5 * conf,
+                    f"the tool failed on the task's own arguments: {finding.message}",
+                    finding,
+                )
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):

@@ -18,6 +18,7 @@ from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.recovery import recovered_by_the_agent
+from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rule_finding import rule_finding as _finding
 from agentdebug.detect.signals import (
     ACTION_TYPES,
@@ -562,6 +563,11 @@ RULES: list[Rule] = [
         "invented_after_failure",
         "a final answer's figure no tool gave, after the lookup failed",
         rule_invented_after_failure,
+    ),
+    Rule(
+        "rejection_overruled",
+        "a reviewer's plain rejection, then the action it declined",
+        rule_rejection_overruled,
     ),
 ]
 

@@ -1,0 +1,187 @@
+"""A reviewer's "no" at an interrupt, and the run doing what was asked about anyway.
+
+Human-in-the-loop graphs pause to ask ("Issue a refund of $42?") and resume with
+the answer. When the answer is a plain rejection and the run then runs the very
+action the question named (a tool of that name, or a node), the reviewer was
+overruled: a node that routed on the answer's truthiness (``"no"`` is a non-empty
+string), or a model that called the tool again after being told not to. Without
+this rule the free tier found nothing at all in such a run (no error, no model
+call to blame) or blamed the first decision by default.
+
+The rule keeps to what it can read for certain: an answer that is a rejection and
+nothing more (``False``, "no", "reject", ``{"approved": false}``, a decision of
+type "reject" with no message to act on: "no, refund $40 instead" is an edit, not
+a rejection), and an action named in the question (the tool's or the node's name,
+or each of its words, as words of the question) that starts
+after the resume and before the next interrupt. It blames who overruled: the model
+call that asked for the tool after the resume, else the interrupting node's own
+run after the resume, which read the answer and chose what ran next.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.detect.rule_finding import rule_finding
+from agentdebug.detect.signals import tool_name
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding
+from agentdebug.text import flatten, shorten
+
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+RULE = "rejection_overruled"
+_EVENT = "langgraph_event"  # how the LangGraph plugin marks an interrupt and a resume
+RESUMES = "resumes"  # a tool call's metadata: the call an interrupt paused, which it runs again
+_NO = re.compile(
+    r"^\s*(?:no|nope|n|reject(?:ed)?|deny|denied|decline(?:d)?|disapprove(?:d)?|"
+    r"cancel(?:led)?|abort|stop|don'?t|do not)\s*[.!]?\s*$",
+    re.I,
+)
+_VERDICT_KEYS = ("approved", "approve", "accept", "accepted", "ok", "confirmed", "allow")
+_TYPE_KEYS = ("type", "action", "decision")
+_REJECT_TYPES = frozenset({"reject", "rejected", "deny", "denied", "decline", "cancel"})
+_WORD = re.compile(r"[a-z][a-z0-9]*")
+MIN_WORD = 3  # letters of a name's word the question must hold (not "a", "of")
+
+
+def _is_resume(event: AgentEvent) -> bool:
+    return event.type is EventType.USER_INPUT and (
+        event.metadata.get(_EVENT) == "resume" or event.metadata.get("resume") is True
+    )
+
+
+def _is_interrupt(event: AgentEvent) -> bool:
+    return event.type is EventType.CHECKPOINT and event.metadata.get(_EVENT, "interrupt") == (
+        "interrupt"
+    )
+
+
+def rejection(value: Any) -> bool:
+    """A resume answer that declines and says nothing else to act on."""
+    if value is False:
+        return True
+    if isinstance(value, str):
+        return bool(_NO.match(value))
+    if isinstance(value, list) and len(value) == 1:
+        return rejection(value[0])
+    if isinstance(value, dict):
+        if "decisions" in value and len(value) == 1:
+            decisions = value["decisions"]
+            return (
+                isinstance(decisions, list) and bool(decisions) and all(map(rejection, decisions))
+            )
+        extra = set(value) - set(_VERDICT_KEYS) - set(_TYPE_KEYS)
+        if extra:
+            return False  # (a message, an edit, a reason: something to act on)
+        verdicts = [value[k] for k in _VERDICT_KEYS if k in value]
+        kinds = [str(value[k]).lower() for k in _TYPE_KEYS if k in value]
+        return (
+            bool(verdicts or kinds)
+            and all(v is False for v in verdicts)
+            and all(k in _REJECT_TYPES for k in kinds)
+        )
+    return False
+
+
+def _words(name: str) -> list[str]:
+    """A name's words: ``issue_refund`` and ``issueRefund`` are "issue", "refund"."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
+    return _WORD.findall(spaced.lower())
+
+
+def _named(name: str | None, question: set[str]) -> bool:
+    """The question names ``name``: as one word, or each of its words of three
+    letters or more ("issue_refund" in "Issue a refund of $42?"; not "report_issue")."""
+    if not name:
+        return False
+    words = _words(name)
+    long = [w for w in words if len(w) >= MIN_WORD]
+    return "".join(words) in question or (bool(long) and all(w in question for w in long))
+
+
+def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
+    """A plain rejection at an interrupt, then the action the question named."""
+    events = ctx.trajectory.events
+    for at, resume in enumerate(events):
+        if not _is_resume(resume) or not rejection(resume.input):
+            continue
+        asked = next((e for e in reversed(events[:at]) if _is_interrupt(e)), None)
+        if asked is None:
+            continue
+        question_text = flatten(asked.output, limit=2000)
+        question = set(_WORD.findall(question_text.lower()))
+        asker = asked.agent_name
+        action: AgentEvent | None = None
+        for event in events[at + 1 :]:
+            if _is_interrupt(event):
+                break  # (a new question: what follows answers that one)
+            if (
+                event.type is EventType.TOOL_CALL
+                # (asked after the answer: not a call asked before it, such as the one
+                # the answer declined, nor the paused call run again to resume)
+                and event.step_index > resume.step_index
+                and not event.metadata.get(RESUMES)
+                and _named(tool_name(event), question)
+            ):
+                action = event
+                break
+            if (
+                event.type is EventType.AGENT_START
+                and event.agent_name != asker
+                and _named(event.agent_name, question)
+            ):
+                action = event
+                break
+        if action is None:
+            continue
+        later = events[at + 1 : ctx.position[action.id]]
+        if action.type is EventType.TOOL_CALL:
+            blamed: AgentEvent | None = action  # (filed under the model call that asked)
+            did = f"called {tool_name(action)}"
+        else:
+            own = [e for e in later if e.agent_name == asker and e.type is not EventType.ERROR]
+            blamed = own[-1] if own else None
+            did = f"ran {action.agent_name}"
+        if blamed is None:
+            continue
+        said = shorten(flatten(resume.input, limit=200), 60)
+        asked_what = shorten(question_text, 100)
+        who = blamed.agent_name or "the agent"
+        yield rule_finding(
+            RULE,
+            "planning.instruction_noncompliance",
+            blamed,
+            f"the reviewer answered {said!r} to {asked_what!r} at step {resume.step_index}, "
+            f"and the run {did} at step {action.step_index}",
+            confidence=0.8,
+            evidence=[
+                Evidence(
+                    event_id=resume.id,
+                    step_index=resume.step_index,
+                    field="input",
+                    quote=flatten(resume.input, limit=300),
+                ),
+                Evidence(
+                    event_id=asked.id,
+                    step_index=asked.step_index,
+                    field="output",
+                    quote=question_text[:300],
+                ),
+            ],
+            metadata={
+                "fix": (
+                    f"At step {blamed.step_index}, {who}: the reviewer answered {said!r} to "
+                    f"{asked_what!r}, and the run {did} all the same. Treat that answer as "
+                    "a rejection: do not go on to what was declined"
+                    + (
+                        " (in code, a non-empty string such as 'no' is true: compare the "
+                        "answer, do not test its truth)."
+                        if isinstance(resume.input, str) and action.type is EventType.AGENT_START
+                        else "."
+                    )
+                )
+            },
+        )

@@ -1,0 +1,128 @@
+"""A reviewer's plain rejection at an interrupt, and the declined action after it
+(the LangGraph plugin's interrupt and resume events; graphs in the plugin's tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.detect.rejected import rejection
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        False,
+        "no",
+        "No.",
+        " reject ",
+        "denied",
+        "Don't",
+        ["no"],
+        {"approved": False},
+        {"type": "reject"},
+        {"decisions": [{"type": "reject"}]},
+    ],
+)
+def test_plain_rejections(answer: Any) -> None:
+    assert rejection(answer)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        True,
+        None,
+        "yes",
+        "no, refund $40 instead",
+        "not now, ask me tomorrow",
+        {"approved": True},
+        {"approved": False, "note": "refund $40 instead"},
+        {"type": "reject", "message": "use order B7"},
+        {"type": "edit", "args": {"amount": 40}},
+        {"decisions": [{"type": "approve"}]},
+        {"decisions": []},
+    ],
+)
+def test_answers_that_are_not_a_plain_rejection(answer: Any) -> None:
+    assert not rejection(answer)
+
+
+def run_of(
+    *after: AgentEvent, answer: Any = "no", question: str = "Issue a refund of $42?"
+) -> AgentTrajectory:
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="refund A123"),
+        ev(1, EventType.AGENT_START, "review"),
+        ev(
+            2,
+            EventType.CHECKPOINT,
+            "review",
+            output=[{"question": question}],
+            metadata={"langgraph_event": "interrupt"},
+        ),
+        ev(3, EventType.USER_INPUT, None, input=answer, metadata={"langgraph_event": "resume"}),
+        ev(4, EventType.AGENT_START, "review"),
+        ev(5, EventType.AGENT_END, "review", output={"goto": "refund"}),
+        *after,
+    ]
+    run = traj(*events)
+    return run.model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "rejection_overruled"]
+
+
+def test_the_declined_node_after_a_no_is_blamed_on_the_node_that_routed() -> None:
+    (finding,) = found(run_of(ev(6, EventType.AGENT_START, "issue_refund")))
+    assert (finding.event_id, finding.agent_name, finding.step_index) == ("e5", "review", 5)
+    assert finding.message == (
+        "the reviewer answered 'no' to 'Issue a refund of $42?' at step 3, and the run ran "
+        "issue_refund at step 6"
+    )
+
+
+def test_the_declined_tool_called_after_a_no_is_blamed_on_the_call() -> None:
+    call = ev(7, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund"})
+    (finding,) = found(run_of(ev(6, EventType.LLM_RESPONSE, "agent"), call))
+    assert finding.event_id == "e7"
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        # what ran is not what was asked about
+        [ev(6, EventType.AGENT_START, "notify_customer")],
+        # one word of the name in the question is not enough ("issue" of "Issue a
+        # refund" in report_issue)
+        [ev(6, EventType.AGENT_START, "report_issue")],
+        # a new question first: what follows answers that one
+        [
+            ev(
+                6,
+                EventType.CHECKPOINT,
+                "review",
+                output=["Refund $40 then?"],
+                metadata={"langgraph_event": "interrupt"},
+            ),
+            ev(7, EventType.AGENT_START, "refund"),
+        ],
+        # the call was asked before the answer (the one declined, filed under its asker)
+        [ev(1, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund"})],
+        # the paused call run again to resume it
+        [ev(6, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund", "resumes": "e1"})],
+    ],
+)
+def test_what_is_not_the_declined_action(after: list[AgentEvent]) -> None:
+    assert not found(run_of(*after))
+
+
+def test_an_approval_or_an_edit_is_not_overruled() -> None:
+    assert not found(run_of(ev(6, EventType.AGENT_START, "refund"), answer="yes"))
+    assert not found(
+        run_of(ev(6, EventType.AGENT_START, "refund"), answer="no, refund $40 instead")
+    )

@@ -69,6 +69,49 @@ def test_an_observation_that_quotes_a_transcript_keeps_it_as_its_text() -> None:
     assert run.outcome.final_answer == "Thought/Action/Observation lines."
 
 
+def test_an_observation_quoting_a_single_thought_line_keeps_it_as_its_text() -> None:
+    """One quoted ``Thought:`` line breaks no order: it was read as a step of its own,
+    a thought with no action, and every later step was numbered one too high."""
+    text = (
+        "Question: What did the planner decide?\n"
+        "Thought: I will read the planner's log.\n"
+        "Action: read_log\n"
+        "Action Input: planner\n"
+        "Observation: The log's last line is:\n"
+        "Thought: the budget is 40 EUR\n"
+        "Thought: The planner set a budget of 40 EUR.\n"
+        "Final Answer: 40 EUR\n"
+    )
+    run = parse_transcript(text)
+    assert [(e.step_index, e.type.value) for e in run.events][3:] == [
+        (1, "tool.result"),
+        (2, "reasoning"),
+        (2, "final_answer"),
+    ]
+    result = run.events[3]
+    assert result.output == "The log's last line is:\nThought: the budget is 40 EUR"
+    assert result.metadata["quoted_label_lines"] == [6]
+    assert run.events[4].output == "The planner set a budget of 40 EUR."
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # the run's last step, a thought the model never finished
+        "Thought: t\nAction: a\nAction Input: x\nObservation: obs\nThought: still thinking\n",
+        # numbered: the transcript says it is a step
+        "Thought 1: t\nAction 1: a\nAction Input 1: x\nObservation 1: obs\n"
+        "Thought 2: hmm\nThought 3: so\nFinal Answer 3: A\n",
+        # after a step with no Observation (the first step)
+        "Thought: first\nThought: second\nFinal Answer: A\n",
+    ],
+)
+def test_a_thought_alone_that_is_no_quote_stays_a_step(text: str) -> None:
+    run = parse_transcript(text)
+    reasoning = [e for e in run.events if e.type.value == "reasoning"]
+    assert len(reasoning) == text.count("Thought")
+
+
 def test_a_transcript_out_of_order_is_still_an_error_at_its_first_break() -> None:
     with pytest.raises(InputError, match=r"line 4: a second 'Observation'"):
         parse_transcript("Thought: a\nAction: b\nObservation: c\nObservation: d\n")

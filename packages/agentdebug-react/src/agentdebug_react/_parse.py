@@ -281,7 +281,7 @@ def _read_steps(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
     first: TranscriptError | None = None
     while True:
         try:
-            return _read_in_order(fields)
+            return _fold_quoted_thoughts(*_read_in_order(fields))
         except TranscriptError as exc:
             first = first or exc
             at = next((i for i, f in enumerate(fields) if f.line == exc.line), 0)
@@ -298,6 +298,31 @@ def _read_steps(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:
                 observation.lines += [quoted.head, *quoted.lines[1:]]
                 observation.quoted.append(quoted.line)
             fields = fields[: seen + 1] + fields[at:]
+
+
+def _fold_quoted_thoughts(
+    question: _Field | None, steps: list[_Draft]
+) -> tuple[_Field | None, list[_Draft]]:
+    """A tool's output that quotes a single unnumbered ``Thought:`` line breaks no
+    order, so it was read as a step of a thought alone. A step is a Thought and an
+    Action or a Final Answer; one of a thought alone, right after an Observation and
+    before the next step, is the Observation's text (its line kept in ``quoted``)."""
+    out: list[_Draft] = []
+    for i, step in enumerate(steps):
+        before = out[-1] if out else None
+        alone = (
+            step.thought is not None
+            and step.thought.number is None
+            and not (step.action or step.observation or step.final)
+        )
+        if alone and before is not None and before.observation is not None and i + 1 < len(steps):
+            assert step.thought is not None
+            before.observation.lines += [step.thought.head, *step.thought.lines[1:]]
+            before.observation.quoted.append(step.thought.line)
+            continue
+        step.number = len(out) + 1
+        out.append(step)
+    return question, out
 
 
 def _read_in_order(fields: list[_Field]) -> tuple[_Field | None, list[_Draft]]:

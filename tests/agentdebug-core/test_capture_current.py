@@ -209,3 +209,88 @@ def test_an_async_generator_s_run_is_current_in_the_tasks_it_awaits(home: Path) 
     run_id = asyncio.run(main())
     events = open_store(home).load_trajectory(run_id).events
     assert sorted(str(e.agent_name) for e in events) == ["thread", "worker", "worker"]
+
+
+async def _astream(dbg: AgentDebug, goal: str, ids: dict[str, str]) -> AsyncIterator[int]:
+    async with dbg.trace(goal=goal) as t:
+        ids[goal] = t.id
+        for i in range(3):
+            await asyncio.sleep(0)
+            t.record(EventType.TOOL_CALL, agent_name="streamer", input={"i": i})
+            yield i
+
+
+def test_an_async_stream_waiting_at_its_yield_is_not_the_run_its_driver_records_into(
+    home: Path,
+) -> None:
+    """As a generator's: before, the waiting stream's run stayed current, the
+    driver's records went into it, and a second stream was taken for its sub-run."""
+    dbg = AgentDebug()
+    ids: dict[str, str] = {}
+
+    async def main() -> str:
+        a, b = _astream(dbg, "A", ids), _astream(dbg, "B", ids)
+        await anext(a)
+        assert current_session() is None  # A waits at its yield
+        assert agentdebug.record(EventType.MESSAGE, agent_name="app", output="x") is None
+        await anext(b)  # begun while A waits: a run of its own
+        async with dbg.trace(goal="caller") as caller:
+            await anext(a)  # A runs again inside the caller's run: its records go to A
+            agentdebug.record(EventType.MESSAGE, agent_name="app", output="in the caller's run")
+        _ = [i async for i in a], [i async for i in b]
+        return caller.id
+
+    caller_id = asyncio.run(main())
+    store = open_store(home)
+    for goal in ("A", "B"):
+        run = store.load_trajectory(ids[goal])
+        assert "within_run" not in run.metadata
+        assert [e.agent_name for e in run.events] == ["streamer"] * 3
+    assert [e.output for e in store.load_trajectory(caller_id).events] == ["in the caller's run"]
+
+
+def test_an_async_context_manager_around_a_run_keeps_it_current_in_its_body(
+    home: Path,
+) -> None:
+    dbg = AgentDebug()
+
+    @contextlib.asynccontextmanager
+    async def traced() -> AsyncIterator[str]:
+        async with dbg.trace(goal="helper") as t:
+            yield t.id
+
+    async def main() -> str:
+        async with traced() as run_id:
+            await asyncio.sleep(0)
+            agentdebug.record(EventType.MESSAGE, agent_name="app", output="in the body")
+        return run_id
+
+    run_id = asyncio.run(main())
+    assert [e.output for e in open_store(home).load_trajectory(run_id).events] == ["in the body"]
+
+
+def test_a_bytecode_whose_awaits_cannot_be_read_keeps_the_run_current(
+    home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(current, "_AWAITS", {})
+    monkeypatch.setattr(current, "_unreadable_said", False)
+    monkeypatch.setattr(current.dis, "get_instructions", _unreadable)
+    dbg = AgentDebug()
+    ids: dict[str, str] = {}
+
+    async def main() -> None:
+        a = _astream(dbg, "A", ids)
+        await anext(a)
+        assert current_session() is not None  # (as before async waits were told apart)
+        await anext(a)
+        assert current_session() is not None
+        await a.aclose()
+
+    with caplog.at_level(logging.WARNING, logger="agentdebug.capture"):
+        asyncio.run(main())
+    said = [r for r in caplog.records if "does not say where an async generator" in r.message]
+    assert len(said) == 1
+
+
+def _unreadable(code: object) -> Iterator[object]:
+    raise ValueError("an unknown bytecode")

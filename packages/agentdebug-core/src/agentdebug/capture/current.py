@@ -15,10 +15,12 @@ sees its own. Two things make a context variable say more than it should or less
   the generator, and a second stream it starts is not the first one's sub-run.
   Not so for a generator that ``contextlib`` or pytest drives (a
   ``@contextmanager`` helper around ``dbg.trace()``, a yield fixture): its
-  ``yield`` hands the ``with`` body to its caller, whose code is inside the run.
-  Nor for an async generator: its frame is off the stack at every ``await`` as
-  well, while its own tasks run (which one waits at a ``yield`` is not known from
-  its frame).
+  ``yield`` hands the ``with`` body to its caller, whose code is inside the run
+  (also an ``@asynccontextmanager``'s, and an async fixture's of pytest-asyncio or
+  anyio). An async generator's frame is off the stack at every ``await`` as well,
+  while the work it awaits runs in its name (its tasks record into its run), so its
+  frame's last instruction tells the two apart: a wait at an ``await`` follows a
+  ``SEND``; a ``yield`` hands its value up without one.
 - A thread does not inherit its creator's context (a ``ThreadPoolExecutor``,
   ``loop.run_in_executor``, ``threading.Thread``), so ``agentdebug.record`` there
   finds no session and records nothing. That is said once per process, with the
@@ -40,6 +42,7 @@ when no live session is current, or when the current one was begun in a generato
 
 from __future__ import annotations
 
+import dis
 import inspect
 import logging
 import sys
@@ -47,7 +50,7 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar, Token
-from types import FrameType
+from types import CodeType, FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -61,7 +64,12 @@ _current: ContextVar[TraceSession | None] = ContextVar("agentdebug_session", def
 _live: dict[int, tuple[int, str]] = {}
 _warned = False  # the thread warning is said once per process
 # drivers whose generator's yield hands its `with` body to the caller (see above)
-_WITH_DRIVERS = ("contextlib", "_pytest.")
+_WITH_DRIVERS = ("contextlib", "_pytest.", "pytest_asyncio", "anyio.")
+_GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
+# async generator code -> the offsets where its frame waits at an ``await``
+_AWAITS: dict[CodeType, frozenset[int] | None] = {}
+_AWAITS_KEPT = 1024
+_unreadable_said = False  # (said once per process)
 
 
 #: A framework's current run: the session and the fields an event recorded there
@@ -132,7 +140,7 @@ def _innermost() -> tuple[TraceSession, Mapping[str, Any]] | None:
     session = _current.get()
     if session is not None and session.ended_at is None:
         frame = session._generator
-        if frame is not None and frame.f_back is None:  # a waiting generator's
+        if frame is not None and frame.f_back is None and _at_yield(frame):  # (see _active)
             session = _live_outer(session)
     else:
         session = _live_outer(session)
@@ -178,9 +186,55 @@ def _live_outer(session: TraceSession | None) -> TraceSession | None:
 
 def _active(session: TraceSession) -> bool:
     """Open, and not begun by a generator that is waiting at a ``yield`` (its
-    frame is then linked to no caller)."""
+    frame is then linked to no caller; an async generator's is at every ``await``
+    too, where the work it awaits runs in its name)."""
     frame = session._generator
-    return session.ended_at is None and (frame is None or frame.f_back is not None)
+    return session.ended_at is None and (
+        frame is None or frame.f_back is not None or not _at_yield(frame)
+    )
+
+
+def _at_yield(frame: FrameType) -> bool:
+    """A generator frame that is not running waits at a ``yield``: a plain
+    generator's always; an async generator's unless it waits at an ``await`` (its
+    last instruction hands up what ``SEND`` got from the awaited object)."""
+    code = frame.f_code
+    if not code.co_flags & inspect.CO_ASYNC_GENERATOR:
+        return True
+    if code in _AWAITS:
+        awaits = _AWAITS[code]
+    else:
+        if len(_AWAITS) >= _AWAITS_KEPT:
+            _AWAITS.clear()
+        awaits = _AWAITS[code] = _await_offsets(code)
+    return awaits is not None and frame.f_lasti not in awaits
+
+
+def _await_offsets(code: CodeType) -> frozenset[int] | None:
+    """The offsets where ``code`` suspends at an ``await``: each ``YIELD_VALUE``
+    right after a ``SEND`` (a ``yield`` of an async generator wraps its value
+    first). None for a bytecode this cannot read: every wait is taken for an
+    ``await``, and the run stays current, as before async generators were told
+    apart."""
+    try:
+        found: set[int] = set()
+        before = None
+        for ins in dis.get_instructions(code):
+            if ins.opname == "YIELD_VALUE" and before == "SEND":
+                found.add(ins.offset)
+            before = ins.opname
+        if not found and "SEND" not in dis.opmap:
+            raise ValueError("no SEND in this Python's bytecode")
+        return frozenset(found)
+    except Exception:
+        global _unreadable_said
+        if not _unreadable_said:
+            _unreadable_said = True
+            log.warning(
+                "agentdebug: this Python's bytecode does not say where an async generator "
+                "waits; a run begun in one stays current while it waits at a yield"
+            )
+        return None
 
 
 def _ours(module: object) -> bool:
@@ -197,7 +251,7 @@ def _generator_entering() -> FrameType | None:
     frame: FrameType | None = sys._getframe(2)
     while frame is not None and _ours(frame.f_globals.get("__name__")):
         frame = frame.f_back
-    if frame is None or not frame.f_code.co_flags & inspect.CO_GENERATOR:
+    if frame is None or not frame.f_code.co_flags & _GENERATORS:
         return None
     driver = frame.f_back
     if driver is not None and str(driver.f_globals.get("__name__", "")).startswith(_WITH_DRIVERS):

@@ -78,6 +78,14 @@ def test_a_number_with_the_results_digits_swapped_is_blamed_on_the_answer() -> N
         ("order A123: $42.00", "Order A123 cost $4.20.", None, OutcomeStatus.FAILURE),
         # one digit repeated has no order to swap
         ("order A123: 11 items", "Order A123 has 11 items.", None, OutcomeStatus.FAILURE),
+        # a part of a date, or a time, is no quantity ("03" of 2025-03-14 is not 30)
+        (
+            "LH400 2025-03-14: cancelled; LH402 departs 15:40",
+            "Be at the gate 30 minutes early.",
+            None,
+            OutcomeStatus.FAILURE,
+        ),
+        ("order A123 shipped 2025-03-14", "It shipped 41 days ago.", None, OutcomeStatus.FAILURE),
     ],
 )
 def test_what_is_not_a_swapped_number(

@@ -24,8 +24,11 @@ if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 # a number as written: 42, 42.00, 1,240, 3.5 (a sign or a currency before it is not
-# part of it; a comma between digits groups them, one before a space ends a clause)
-_NUMBER = re.compile(r"(?<![\w.])(?<!\d,)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|,\d|\.\d)")
+# part of it; a comma between digits groups them, one before a space ends a clause);
+# not a part of a date, a time or a code ("2025-03-14", "15:40", "555-0142")
+_NUMBER = re.compile(
+    r"(?<![\w.])(?<!\d,)(?<!\d[-/:])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|,\d|\.\d|[-/:]\d)"
+)
 QUOTE = 120  # characters of the result quoted around its number
 
 
@@ -42,7 +45,10 @@ def numbers(text: str) -> dict[str, str]:
     """The numbers in ``text``: value -> as written (the first time)."""
     out: dict[str, str] = {}
     for match in _NUMBER.finditer(text):
-        out.setdefault(_value(match.group()), match.group())
+        written = match.group()
+        if written[0] == "0" and written[1:2].isdigit():
+            continue  # (a zero-padded field: "03", "007"; not a quantity)
+        out.setdefault(_value(written), written)
     return out
 
 

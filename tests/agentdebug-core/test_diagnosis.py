@@ -561,3 +561,22 @@ def test_with_no_finding_a_worker_whose_words_the_answer_carries_is_named() -> N
         (h.agent_name, h.step_index) for h in HeuristicAttributor().attribute(failed(*alone), [])
     ]
     assert names == [("agent", 1), ("agent", 4)]
+    # an answer no agent gave (a graph's final state) has no "other" agent to look
+    # past: before, the node that wrote it was named, as if another agent had answered
+    unsigned = [*events[:4], events[4].model_copy(update={"agent_name": None})]
+    found = HeuristicAttributor().attribute(failed(*unsigned), [])
+    assert not any("the final answer carries" in (h.rationale or "") for h in found)
+
+
+def test_a_step_the_reasons_words_point_at_is_said_to_be_a_guess() -> None:
+    """No rule located it: the summary and the text report say so, as for the
+    default places (before, it read "Most likely root cause")."""
+    from agentdebug.report import render_text
+
+    t = failed_with("bad total 'A: $10; B: UNKNOWN; C: $10'", *PRICES)
+    report = diagnose(t)
+    assert report.root_cause is not None and report.root_cause.step_index == 2
+    assert report.summary is not None and "No rule located the cause; as a default guess" in (
+        report.summary
+    )
+    assert "Root cause (a default guess: no rule located it)" in render_text(report, t)

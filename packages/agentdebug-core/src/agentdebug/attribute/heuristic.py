@@ -52,12 +52,12 @@ ENVIRONMENT_MODES = frozenset(
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 
-# Where no detector fired and nothing the run said points anywhere: a default place to
-# look, marked in the hypothesis's metadata so that a report says it is a guess.
+# Where no detector fired: a place to look (the first decision, the final answer, or a
+# step the run's words point at), marked in the hypothesis's metadata so that a report
+# says it is a guess.
 DEFAULT_GUESS = "default_guess"
 FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
 FINAL_ANSWER = "no detector fired; this step produced the final answer"
-DEFAULTS = frozenset({FIRST_DECISION, FINAL_ANSWER})
 
 
 @dataclass
@@ -413,8 +413,9 @@ class HeuristicAttributor:
                 strategy=self.name,
                 confidence=conf,
                 rationale=why,
-                # (a place, not a finding: the first decision, the final answer)
-                metadata={DEFAULT_GUESS: True} if why in DEFAULTS else {},
+                # (a place to look, not a finding: the first decision, the final
+                # answer, or a step the run's words point at; a report says so)
+                metadata={DEFAULT_GUESS: True},
             )
             for e, conf, why in picks
         ]
@@ -493,8 +494,8 @@ def _answer_origin(
     that passes a worker's result on repeats the worker's mistake. None in a
     run of one agent, or when no other agent's step said any of it."""
     finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
-    if not finals or len({e.agent_name for e in decisions}) < 2:
-        return None
+    if not finals or finals[-1].agent_name is None or len({e.agent_name for e in decisions}) < 2:
+        return None  # (an answer no agent gave, a graph's final state: no "other" agent)
     carried = _words(flatten(finals[-1].output, limit=4000)) - _given(trajectory)
     if not carried:
         return None

@@ -119,3 +119,30 @@ def test_what_is_not_an_invented_figure(
     answer: str, goal: str, calls: list[tuple[str, str]] | None, status: OutcomeStatus
 ) -> None:
     assert not invented(order_run(answer, goal=goal, calls=calls, status=status))
+
+
+@pytest.mark.parametrize("nothing", ["[]", "", "{}", "null", "No results found.", "0 results"])
+def test_a_figure_after_a_lookup_that_found_nothing_is_blamed_on_the_answer(nothing: str) -> None:
+    run = order_run("Order A123 cost $24.00.", calls=[("A123", nothing)])
+    report = diagnose(run)
+    (found,) = invented(run)
+    assert found.message.startswith(
+        "the final answer gives $24.00, which no tool returned: the lookup_order call at "
+        "step 2 returned nothing"
+    )
+    root = report.root_cause
+    assert root is not None and (root.step_index, root.mode_id) == (
+        3,
+        "reflection.hallucinated_fact",
+    )
+    assert report.fix is not None and report.fix.directive.endswith(
+        "get it another way (another tool, other arguments), or say that nothing was found."
+    )
+
+
+@pytest.mark.parametrize(
+    "result",
+    ['[{"order": "A123", "total": 42}]', "no results for A124, but A123 costs 42", "results: 0"],
+)
+def test_a_lookup_that_found_something_is_not_nothing(result: str) -> None:
+    assert not invented(order_run("Order A123 cost $24.00.", calls=[("A123", result)]))

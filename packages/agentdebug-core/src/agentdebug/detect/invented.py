@@ -17,6 +17,8 @@ sum, difference, product or quotient of two numbers that did.
 from __future__ import annotations
 
 import itertools
+import json
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +34,11 @@ if TYPE_CHECKING:
 RULE = "invented_after_failure"
 COVERS = "covers"  # the finding's metadata: the failed result the answer papered over
 CURRENCY = "$€£¥"  # said with the figure, when written before it
+_EMPTY_TEXTS = frozenset({"", "null", "None", "[]", "{}"})
+_NOTHING = re.compile(
+    r"^(?:no (?:results?|matches|records?|items?|data)(?: found)?|nothing found|0 results)\.?$",
+    re.I,
+)
 PAIRED = 60  # earlier numbers tried in pairs (sum, difference, product, quotient)
 
 
@@ -45,6 +52,25 @@ def _leaves(value: Any) -> Iterator[str]:
             yield from _leaves(item)
     elif value is not None and not isinstance(value, bool):
         yield str(value)
+
+
+def _empty(output: Any) -> bool:
+    """A result that holds nothing: an empty list, object or text, ``null``, or a
+    short "no results" (a search that found nothing; not a failure)."""
+    if output is None:
+        return True
+    if isinstance(output, (list, dict)):
+        return not output
+    if isinstance(output, str):
+        text = output.strip()
+        if text in _EMPTY_TEXTS:
+            return True
+        try:
+            parsed = json.loads(text)
+        except ValueError:
+            return bool(_NOTHING.match(text))
+        return isinstance(parsed, (list, dict)) and not parsed
+    return False
 
 
 def _from_task(call: AgentEvent, task: str) -> bool:
@@ -102,9 +128,12 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         return  # (it says the lookup failed, or that it could not tell)
     before = [e for e in events[:at] if e.step_index < answer.step_index]
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
-    if not results or results[-1].id not in ctx.failures:
+    if not results:
         return
     failed = results[-1]
+    empty = failed.id not in ctx.failures and _empty(failed.output)
+    if not empty and failed.id not in ctx.failures:
+        return
     if ctx.retried.get(failed.id) or ctx.recovered.get(failed.id):
         return
     call = _call_of(ctx, failed)
@@ -132,13 +161,20 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         where -= 1
         figure = text[where] + figure
     tool = tool_name(failed) or "the tool"
-    error = ctx.failures[failed.id][1]
+    if empty:
+        error = flatten(failed.output, limit=300) or repr(failed.output)
+        how, what = f"returned nothing ({shorten(error, 80)})", "returned nothing"
+        instead = "say that nothing was found"
+    else:
+        error = ctx.failures[failed.id][1]
+        how, what = f"failed ({shorten(error, 80)})", "failed"
+        instead = "say that the lookup failed"
     yield rule_finding(
         RULE,
         "reflection.hallucinated_fact",
         answer,
         f"the final answer gives {figure}, which no tool returned: the {tool} call at step "
-        f"{failed.step_index} failed ({shorten(error, 80)}) and the answer did not say so",
+        f"{failed.step_index} {how} and the answer did not say so",
         confidence=0.8,
         evidence=[
             Evidence(
@@ -158,10 +194,10 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
             COVERS: failed.id,
             "fix": (
                 f"At step {answer.step_index}, {answer.agent_name or 'the agent'}: the answer "
-                f"gave {figure}, which no tool returned ({tool} failed at step "
+                f"gave {figure}, which no tool returned ({tool} {what} at step "
                 f'{failed.step_index}: "{shorten(error, 120)}"). Do not answer with a figure '
-                "no tool gave: get it another way (another tool, other arguments), or say "
-                "that the lookup failed."
+                f"no tool gave: get it another way (another tool, other arguments), or "
+                f"{instead}."
             ),
         },
     )

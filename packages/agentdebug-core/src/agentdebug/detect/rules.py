@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.misread import rule_misread_number
@@ -568,6 +569,9 @@ RULES: list[Rule] = [
         "rejection_overruled",
         "a reviewer's plain rejection, then the action it declined",
         rule_rejection_overruled,
+    ),
+    Rule(
+        "reply_unchanged", "a model's reply repeated after its input changed", rule_reply_unchanged
     ),
 ]
 

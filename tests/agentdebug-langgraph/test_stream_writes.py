@@ -256,3 +256,59 @@ def test_a_write_through_a_timed_node_s_guard_is_recorded_once(dbg: AgentDebug) 
     assert [c for _, c in asyncio.run(main())] == ["found it"]
     writes = _writes(_run_of(dbg, callback))
     assert [(w.agent_name, w.output) for w in writes] == [("research/lookup", "found it")]
+
+
+@pytest.mark.parametrize(
+    "write",
+    [
+        {"error": "primary flight API timed out", "action": "using the backup API"},
+        {"status": "error", "message": "primary API timed out, trying the backup"},
+    ],
+)
+def test_a_progress_write_that_mentions_an_error_is_no_failed_call(
+    dbg: AgentDebug, write: dict[str, str]
+) -> None:
+    """A note of the node's own, not a tool's result: before, it read as a failed call
+    of a tool named "langgraph.stream_writer", in a run that succeeded too."""
+    from agentdebug.diagnose import diagnose
+
+    def search(state: S) -> dict[str, Any]:
+        get_stream_writer()(write)
+        return {"n": 2}
+
+    callback = AgentDebugCallback(dbg)
+    _linear(search).invoke({"n": 1}, config={"callbacks": [callback]})
+    report = diagnose(_run_of(dbg, callback))
+    assert report.findings == [] and report.root_cause is None
+
+
+def test_a_graph_starting_in_another_thread_waits_for_the_wrap(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Before, the flag was set before the wrap: a second thread's first graph could
+    start in between, with LangGraph's writer, and its writes were lost."""
+    import threading
+    import time
+
+    from agentdebug_langgraph import _stream_writes
+
+    done: list[bool] = []
+
+    def slow_install() -> None:
+        time.sleep(0.2)
+        done.append(True)
+
+    monkeypatch.setattr(_stream_writes, "_installed", False)
+    monkeypatch.setattr(_stream_writes, "_install", slow_install)
+    seen: list[bool] = []
+
+    def start() -> None:
+        _stream_writes.install()
+        seen.append(bool(done))
+
+    threads = [threading.Thread(target=start) for _ in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen == [True, True, True] and done == [True]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
@@ -34,6 +35,7 @@ _WRAPPED = "__agentdebug_wrapped__"
 # LangGraph's channels for a functional-API task's value and for ``Send`` packets
 _RETURN, _TASKS = "__return__", "__pregel_tasks"
 _installed = False
+_install_lock = threading.Lock()
 
 
 @runtime_checkable
@@ -49,7 +51,15 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    _installed = True
+    with _install_lock:  # (a graph starting in another thread waits for the wrap)
+        if not _installed:
+            try:
+                _install()
+            finally:
+                _installed = True
+
+
+def _install() -> None:
     try:
         from langgraph.pregel._loop import AsyncPregelLoop, SyncPregelLoop
     except ImportError:

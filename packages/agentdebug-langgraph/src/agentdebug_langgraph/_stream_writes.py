@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -41,6 +42,7 @@ _CONF, _RUNTIME = "configurable", "__pregel_runtime"  # (checked against LangGra
 # ours to recognise), so one write can pass through two of ours, and is recorded once
 _PASSING: ContextVar[bool] = ContextVar("agentdebug_langgraph_stream_write", default=False)
 _installed = False
+_install_lock = threading.Lock()
 _said = False
 
 
@@ -49,7 +51,15 @@ def install() -> None:
     global _installed
     if _installed:
         return
-    _installed = True
+    with _install_lock:  # (a graph starting in another thread waits for the wrap)
+        if not _installed:
+            try:
+                _install()
+            finally:
+                _installed = True
+
+
+def _install() -> None:
     try:
         from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME
         from langgraph.pregel._loop import AsyncPregelLoop, SyncPregelLoop

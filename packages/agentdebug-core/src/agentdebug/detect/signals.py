@@ -237,7 +237,20 @@ def classify_error(text: str) -> str:
     return "system.tool_error"
 
 
+# an observation's metadata that makes it a note of the agent's own (what a LangGraph
+# node wrote to its stream writer, or dispatched as a custom event): progress it
+# reports, not a tool's result, so "error: primary API timed out, trying the backup"
+# there is no failed call
+NOTE_KEYS = ("stream_writer", "custom_event")
+
+
+def is_note(event: AgentEvent) -> bool:
+    return event.type is EventType.OBSERVATION and any(k in event.metadata for k in NOTE_KEYS)
+
+
 def tool_name(event: AgentEvent) -> str | None:
+    if is_note(event):
+        return None  # (no tool's: its module names who recorded it)
     meta = event.metadata
     for key in ("tool_name", "tool", "function"):
         value = meta.get(key)
@@ -328,7 +341,7 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
             else f"{event.error.type}: {event.error.message}"
         )
         return classify_error(text), event.error.message
-    if event.type in RESULT_TYPES:
+    if event.type in RESULT_TYPES and not is_note(event):
         failure = _output_failure(event.output)
         if failure is not None:
             return classify_error(failure[0]), failure[1]

@@ -13,7 +13,7 @@ from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, O
 from conftest import ev, traj
 
 GOAL = "How much did order A123 cost?"
-FAILED = "Error: KeyError: 'A123'"
+FAILED = "Error: order A123 not found"
 
 
 def lookup(i: int, order_id: str, result: str, *, parent: int) -> list[AgentEvent]:
@@ -86,8 +86,57 @@ def test_without_the_rule_the_call_was_blamed(monkeypatch: pytest.MonkeyPatch) -
 
 
 @pytest.mark.parametrize(
+    "outage", ["503 Service Unavailable", "TimeoutError: the orders service timed out"]
+)
+def test_a_figure_after_an_outage_is_blamed_on_the_answer(outage: str) -> None:
+    run = order_run("Order A123 cost $24.00.", calls=[("A123", f"Error: {outage}")])
+    (found,) = invented(run)
+    root = diagnose(run).root_cause
+    assert root is not None and (root.step_index, root.mode_id) == (
+        3,
+        "reflection.hallucinated_fact",
+    )
+
+
+@pytest.mark.parametrize(
     ("answer", "goal", "calls", "status"),
     [
+        # the answer says it could not get the figure, in words of its own
+        (
+            "The rate service is unavailable right now; please try again in 30 minutes.",
+            GOAL,
+            None,
+            OutcomeStatus.FAILURE,
+        ),
+        (
+            "Sorry, that isn't available. Call the shop at +47 22 33 44 55.",
+            GOAL,
+            None,
+            OutcomeStatus.FAILURE,
+        ),
+        # the tool rejected the call's argument (task words given to the wrong tool, or
+        # a date not reformatted): the call is the likelier cause
+        (
+            "Order A123 cost $24.00.",
+            GOAL,
+            [("A123", "Error: not an e-mail address: A123")],
+            OutcomeStatus.FAILURE,
+        ),
+        (
+            "Order A123 cost $24.00.",
+            GOAL,
+            [("A123", "ValueError: date must be YYYY-MM-DD")],
+            OutcomeStatus.FAILURE,
+        ),
+        # an argument that is only part of a word of the task is the agent's own
+        ("Order A1234 cost $24.00.", "How much did order A1234 cost?", None, OutcomeStatus.FAILURE),
+        # a number a tool returned, restated, rounded or scaled
+        (
+            "About 1.2 million people live there; order A123 cost about $42.",
+            GOAL,
+            [("B7", "population: 1,200,000; price: 41.96"), ("A123", FAILED)],
+            OutcomeStatus.FAILURE,
+        ),
         # the answer says the lookup failed
         ("The lookup failed; it may have cost $24.00.", GOAL, None, OutcomeStatus.FAILURE),
         ("I could not find order A123 (it was about $24).", GOAL, None, OutcomeStatus.FAILURE),

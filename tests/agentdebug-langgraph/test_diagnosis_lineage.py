@@ -83,7 +83,7 @@ def test_an_answer_that_invents_the_figure_a_failed_tool_was_to_give_is_blamed(
     @tool
     def order_total(order_id: str) -> str:
         """The total of an order."""
-        raise ValueError(f"the orders service has no total for {order_id}")
+        raise ConnectionError(f"the orders service is unreachable (asked for {order_id})")
 
     model = scripted(
         [call("order_total", {"order_id": "A123"}, "c1"), AIMessage("Order A123 cost $24.00.")]

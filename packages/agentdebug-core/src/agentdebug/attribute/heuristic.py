@@ -21,6 +21,7 @@ from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
     DECISION_TYPES,
+    ENVIRONMENT_MODES,
     ERROR_OR_REFUSAL,
     FAILURE_MODE,
     RESULT_TYPES,
@@ -39,16 +40,6 @@ from agentdebug.schema import (
 )
 from agentdebug.text import flatten, shorten
 
-ENVIRONMENT_MODES = frozenset(
-    {
-        "system.timeout",
-        "system.rate_limited",
-        "system.auth_error",
-        "system.guardrail_triggered",
-        "system.resource_exhaustion",
-        "system.service_unavailable",
-    }
-)
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 

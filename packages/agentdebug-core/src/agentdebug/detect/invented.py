@@ -8,10 +8,15 @@ figure instead of saying the lookup failed (``reflection.hallucinated_fact``).
 
 Without a model, an invented figure is told apart from a computed one by where its
 number could have come from: the rule keeps to a failed run whose last tool result
-before the answer failed and was never got past, whose failed call took only
-values the task gave, and whose answer does not admit the failure and gives a
-number (two digits or more) that nothing before the answering step held, nor the
-sum, difference, product or quotient of two numbers that did.
+before the answer found nothing, or failed the way the world fails (a timeout, a
+service down, a refusal, a record not found: not a call's own error, such as an
+argument the tool rejects, where the call is the likelier cause) and was never got
+past; whose call took only values the task gave (each as a whole word of it); and
+whose answer does not admit the failure ("unavailable", "try again", "sorry"...)
+and gives a number (two digits or more) that nothing before the answering step
+held: not one of those numbers rounded or scaled ("1.2 million" for 1,200,000,
+"about $42" for 41.96), nor the sum, difference, product or quotient of two of
+the first ``PAIRED``.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.misread import QUOTE, numbers
 from agentdebug.detect.rule_finding import rule_finding
-from agentdebug.detect.signals import ERROR_ACK, RESULT_TYPES, tool_name
+from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, RESULT_TYPES, tool_name
 from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
 from agentdebug.text import flatten, shorten
 
@@ -40,6 +45,19 @@ _NOTHING = re.compile(
     re.I,
 )
 PAIRED = 60  # earlier numbers tried in pairs (sum, difference, product, quotient)
+_SCALES = (1, 100, 1e3, 1e6, 1e9, 0.01)  # a number said in percent, thousands, millions...
+TRIED = 20  # numbers of the answer looked at, first first
+# failures of the world the call reached (its decision not at fault), besides
+# ENVIRONMENT_MODES: the tool looked and found no such record
+_LOOKED = frozenset({"system.resource_not_found"})
+# an answer that says it could not get the figure, beside ERROR_ACK's words
+_HONEST = re.compile(
+    r"\b(?:unavailable|not available|(?:is|are|isn't|aren't|wasn't|weren't) available|"
+    r"timed? ?out|try again|sorry|apolog\w+|(?:do not|don't|does not|doesn't|did not|"
+    r"didn't) (?:have|know)|no (?:data|information|record)|(?:is|was|are|were) down|"
+    r"unknown|not sure|unsure)\b",
+    re.I,
+)
 
 
 def _leaves(value: Any) -> Iterator[str]:
@@ -74,18 +92,28 @@ def _empty(output: Any) -> bool:
 
 
 def _from_task(call: AgentEvent, task: str) -> bool:
-    """Every argument of ``call`` is written in the task (nothing the agent made up)."""
-    said = task.casefold()
-    leaves = [leaf.strip().casefold() for leaf in _leaves(call.input)]
-    return bool(leaves) and all(leaf and leaf in said for leaf in leaves)
+    """Every argument of ``call`` is written in the task, as a whole word or phrase
+    ("A123" is not in "A1234", nor "5" in "2025"): nothing the agent made up."""
+    leaves = [leaf.strip() for leaf in _leaves(call.input)]
+    return bool(leaves) and all(
+        leaf and re.search(rf"(?<!\w){re.escape(leaf)}(?!\w)", task, re.I) for leaf in leaves
+    )
+
+
+def _near(target: float, got: float) -> bool:
+    return abs(got - target) <= 0.005 * max(1.0, abs(target))
 
 
 def _derived(value: str, held: list[float]) -> bool:
-    """``value`` is the sum, difference, product or quotient of two numbers held."""
+    """``value`` is a number held, rounded or scaled, or the sum, difference, product
+    or quotient of two of the first ``PAIRED``."""
     target = float(value)
+    for a in held:
+        if any(_near(target, a / scale) for scale in _SCALES) or round(a) == target:
+            return True
     for a, b in itertools.combinations_with_replacement(held[:PAIRED], 2):
         for got in (a + b, abs(a - b), a * b, a / b if b else None, b / a if a else None):
-            if got is not None and abs(got - target) < 0.005 * max(1.0, abs(target)):
+            if got is not None and _near(target, got):
                 return True
     return False
 
@@ -124,7 +152,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     at = answers[-1]
     answer = events[at]
     text = flatten(answer.output, limit=4000)
-    if ERROR_ACK.search(text):
+    if ERROR_ACK.search(text) or _HONEST.search(text):
         return  # (it says the lookup failed, or that it could not tell)
     before = [e for e in events[:at] if e.step_index < answer.step_index]
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
@@ -132,8 +160,11 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         return
     failed = results[-1]
     empty = failed.id not in ctx.failures and _empty(failed.output)
-    if not empty and failed.id not in ctx.failures:
-        return
+    if not empty and (
+        failed.id not in ctx.failures
+        or ctx.failures[failed.id][0] not in ENVIRONMENT_MODES | _LOOKED
+    ):
+        return  # (a call's own error, an argument the tool rejects: the call's fault)
     if ctx.retried.get(failed.id) or ctx.recovered.get(failed.id):
         return
     call = _call_of(ctx, failed)
@@ -146,16 +177,18 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
             numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
         )
     held = sorted({float(v) for v in earlier}, key=abs)
-    invented = [
-        written
-        for value, written in numbers(text).items()
-        if len(value.replace(".", "").lstrip("0")) >= 2
-        and value not in earlier
-        and not _derived(value, held)
-    ]
-    if not invented:
+    figure = next(
+        (
+            written
+            for value, written in itertools.islice(numbers(text).items(), TRIED)
+            if len(value.replace(".", "").lstrip("0")) >= 2
+            and value not in earlier
+            and not _derived(value, held)
+        ),
+        None,
+    )
+    if figure is None:
         return
-    figure = invented[0]
     where = text.find(figure)
     if where > 0 and text[where - 1] in CURRENCY:
         where -= 1

@@ -49,6 +49,18 @@ ERROR_ACK = re.compile(
 )
 
 
+# failures of the world a call reached, not of the call: its decision is not at fault
+ENVIRONMENT_MODES = frozenset(
+    {
+        "system.timeout",
+        "system.rate_limited",
+        "system.auth_error",
+        "system.guardrail_triggered",
+        "system.resource_exhaustion",
+        "system.service_unavailable",
+    }
+)
+
 # Error text -> failure mode, most specific first. Matched against error fields and
 # tool outputs only.
 ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [

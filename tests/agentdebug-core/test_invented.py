@@ -90,7 +90,7 @@ def test_without_the_rule_the_call_was_blamed(monkeypatch: pytest.MonkeyPatch) -
 )
 def test_a_figure_after_an_outage_is_blamed_on_the_answer(outage: str) -> None:
     run = order_run("Order A123 cost $24.00.", calls=[("A123", f"Error: {outage}")])
-    (found,) = invented(run)
+    assert len(invented(run)) == 1
     root = diagnose(run).root_cause
     assert root is not None and (root.step_index, root.mode_id) == (
         3,

@@ -92,6 +92,49 @@ def test_the_declined_tool_called_after_a_no_is_blamed_on_the_call() -> None:
     assert finding.event_id == "e7"
 
 
+def test_the_declined_call_run_after_a_no_is_blamed_on_the_node_that_let_it_through() -> None:
+    # (a gate routing "if answer:" to a ToolNode: the call the model asked before the
+    # question runs after the answer, filed under its asker's earlier step)
+    call = ev(1, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund"})
+    (finding,) = found(run_of(call))
+    assert (finding.event_id, finding.agent_name) == ("e5", "review")
+    assert finding.message.endswith("and the run ran the declined refund call (asked at step 1)")
+
+
+def test_a_question_whose_no_goes_ahead_or_a_run_that_succeeded_is_not_read() -> None:
+    refund = ev(6, EventType.AGENT_START, "refund")
+    assert not found(run_of(refund, question="Any changes before I issue the refund of $42?"))
+    assert not found(run_of(refund, question="Should I cancel the refund of $42 instead?"))
+    ok = run_of(refund).model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
+    assert not found(ok)
+
+
+def test_a_middleware_s_listed_action_is_matched_by_its_name_alone() -> None:
+    """``HumanInTheLoopMiddleware`` lists the calls it asks about, with their
+    arguments: a tool whose name's words are in those arguments is not the one
+    declined (before, a lookup of "order_status" after a rejected e-mail about the
+    order's status was blamed)."""
+    asked = [
+        {
+            "action_requests": [
+                {"name": "send_email", "args": {"subject": "Order status"}, "description": "x"}
+            ]
+        }
+    ]
+    rejected = {"decisions": [{"type": "reject"}]}
+    other = ev(6, EventType.TOOL_CALL, "model", metadata={"tool_name": "order_status"})
+    assert not found(_asked(asked, rejected, other))
+    again = ev(6, EventType.TOOL_CALL, "model", metadata={"tool_name": "send_email"})
+    (finding,) = found(_asked(asked, rejected, again))
+    assert finding.event_id == "e6"
+
+
+def _asked(value: Any, answer: Any, *after: AgentEvent) -> AgentTrajectory:
+    run = run_of(*after, answer=answer)
+    events = [e.model_copy(update={"output": value}) if e.id == "e2" else e for e in run.events]
+    return run.model_copy(update={"events": events})
+
+
 @pytest.mark.parametrize(
     "after",
     [
@@ -111,8 +154,16 @@ def test_the_declined_tool_called_after_a_no_is_blamed_on_the_call() -> None:
             ),
             ev(7, EventType.AGENT_START, "refund"),
         ],
-        # the call was asked before the answer (the one declined, filed under its asker)
-        [ev(1, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund"})],
+        # the answer a node wrote for the declined call without running it (its
+        # rejection's own record, filed under the call's asker)
+        [
+            ev(
+                1,
+                EventType.TOOL_CALL,
+                "agent",
+                metadata={"tool_name": "refund", "recorded_from": "node_update"},
+            )
+        ],
         # the paused call run again to resume it
         [ev(6, EventType.TOOL_CALL, "agent", metadata={"tool_name": "refund", "resumes": "e1"})],
     ],

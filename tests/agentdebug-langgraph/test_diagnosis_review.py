@@ -70,7 +70,7 @@ def test_a_node_that_routes_past_the_reviewer_s_no_is_blamed(dbg: AgentDebug) ->
     assert report.fix is not None
     assert report.fix.directive == (
         "At step 3, review: the reviewer answered 'no' to 'Issue a refund of $42?', and the "
-        "run ran refund all the same. Treat that answer as a rejection: do not go on to "
+        "run ran refund at step 4 all the same. Treat that answer as a rejection: do not go on to "
         "what was declined (in code, a non-empty string such as 'no' is true: compare the "
         "answer, do not test its truth)."
     )
@@ -144,3 +144,56 @@ def test_a_model_that_calls_the_declined_tool_after_the_no_is_blamed(dbg: AgentD
     run = cb.trajectory()
     resume = next(e for e in run.events if e.metadata.get("langgraph_event") == "resume")
     assert root.step_index == resume.step_index + 2  # (the model call after the gate)
+
+
+def test_a_gate_that_lets_the_declined_call_through_to_a_tool_node_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """The gate routes on the answer's truth to LangGraph's ToolNode: the declined call
+    (asked by the model before the question) runs after the "no". Before, nothing was
+    found: the call is filed under the model's earlier step, and "tools" is named in
+    no question."""
+
+    @tool
+    def refund_order(order_id: str) -> str:
+        """Refund an order."""
+        return f"refunded {order_id}"
+
+    model = scripted([call("refund_order", {"order_id": "A123"}, "c1"), AIMessage("Refunded.")])
+
+    def gate(state: MessagesState) -> Command[Any]:
+        last = state["messages"][-1]
+        if not getattr(last, "tool_calls", None):
+            return Command(goto=END)
+        answer = interrupt({"question": "Run refund_order for order A123?"})
+        return Command(goto="tools" if answer else END)  # ("no" is true)
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("gate", gate, destinations=("tools", END))
+    g.add_node("tools", ToolNode([refund_order]))
+    g.add_edge(START, "agent")
+    g.add_edge("agent", "gate")
+    g.add_edge("tools", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def not_refunded(state: MessagesState) -> bool | str:
+        ran = [m for m in state["messages"] if isinstance(m, ToolMessage)]
+        return not ran or "refunded although the reviewer said no"
+
+    config: Any = {"configurable": {"thread_id": "t3"}}
+    cb = AgentDebugCallback(dbg, success_check=not_refunded)
+    graph.invoke({"messages": [HumanMessage("Refund A123")]}, {**config, "callbacks": [cb]})
+    graph.invoke(Command(resume="no"), {**config, "callbacks": [cb]})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.mode_id) == (
+        "gate",
+        "planning.instruction_noncompliance",
+    )
+    assert (root.rationale or "").endswith(
+        "and the run ran the declined refund_order call (asked at step 1)"
+    )
+    assert report.fix is not None and "a non-empty string such as 'no' is true" in (
+        report.fix.directive
+    )

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.detect.signals import tool_name
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -35,6 +35,16 @@ if TYPE_CHECKING:
 RULE = "rejection_overruled"
 _EVENT = "langgraph_event"  # how the LangGraph plugin marks an interrupt and a resume
 RESUMES = "resumes"  # a tool call's metadata: the call an interrupt paused, which it runs again
+RECORDED_FROM = "recorded_from"  # a tool call's metadata: "node_update", no tool run behind it
+# a dict interrupt value's fields that say what is asked (not its data)
+_QUESTION_KEYS = ("question", "message", "prompt", "title", "description", "ask", "query")
+# a question whose "no" may mean "go ahead": "Any changes before I issue the refund?"
+_OPEN = re.compile(
+    r"\b(?:any|anything|changes?|edits?|modif\w*|correct\w*|cancel\w*|skip\w*|stop|"
+    r"abort|instead|wrong|mistakes?|problems?|concerns?|objections?|else|wait|hold|"
+    r"undo|revert\w*)\b",
+    re.I,
+)
 _NO = re.compile(
     r"^\s*(?:no|nope|n|reject(?:ed)?|deny|denied|decline(?:d)?|disapprove(?:d)?|"
     r"cancel(?:led)?|abort|stop|don'?t|do not)\s*[.!]?\s*$",
@@ -102,8 +112,34 @@ def _named(name: str | None, question: set[str]) -> bool:
     return "".join(words) in question or (bool(long) and all(w in question for w in long))
 
 
+def _question(value: Any) -> tuple[str, frozenset[str] | None]:
+    """What an interrupt asked, as text (a string, or a dict's question-like fields:
+    not its data, a draft or a call's arguments, whose words name nothing asked),
+    and the exact actions it asks about where it lists them
+    (``HumanInTheLoopMiddleware``'s ``action_requests``), else None."""
+    texts: list[str] = []
+    names: set[str] = set()
+    for item in value if isinstance(value, list) else [value]:
+        if isinstance(item, str):
+            texts.append(item)
+        elif isinstance(item, dict):
+            requests = item.get("action_requests")
+            if isinstance(requests, list):
+                names |= {
+                    r["name"]
+                    for r in requests
+                    if isinstance(r, dict) and isinstance(r.get("name"), str)
+                }
+                continue
+            texts += [item[k] for k in _QUESTION_KEYS if isinstance(item.get(k), str)]
+    return "\n".join(texts), frozenset(names) if names else None
+
+
 def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
-    """A plain rejection at an interrupt, then the action the question named."""
+    """A plain rejection at an interrupt, then the action the question named, in a
+    failed run."""
+    if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
+        return
     events = ctx.trajectory.events
     for at, resume in enumerate(events):
         if not _is_resume(resume) or not rejection(resume.input):
@@ -111,7 +147,9 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
         asked = next((e for e in reversed(events[:at]) if _is_interrupt(e)), None)
         if asked is None:
             continue
-        question_text = flatten(asked.output, limit=2000)
+        question_text, listed = _question(asked.output)
+        if listed is None and (not question_text or _OPEN.search(question_text)):
+            continue  # (nothing asked in words, or "any changes?", whose "no" goes ahead)
         question = set(_WORD.findall(question_text.lower()))
         asker = asked.agent_name
         action: AgentEvent | None = None
@@ -120,16 +158,21 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
                 break  # (a new question: what follows answers that one)
             if (
                 event.type is EventType.TOOL_CALL
-                # (asked after the answer: not a call asked before it, such as the one
-                # the answer declined, nor the paused call run again to resume)
-                and event.step_index > resume.step_index
+                # (not the paused call run again to resume, nor an answer a node wrote
+                # for a call without running it: the rejection's own record)
                 and not event.metadata.get(RESUMES)
-                and _named(tool_name(event), question)
+                and event.metadata.get(RECORDED_FROM) != "node_update"
+                and (
+                    tool_name(event) in listed
+                    if listed is not None
+                    else _named(tool_name(event), question)
+                )
             ):
                 action = event
                 break
             if (
-                event.type is EventType.AGENT_START
+                listed is None
+                and event.type is EventType.AGENT_START
                 and event.agent_name != asker
                 and _named(event.agent_name, question)
             ):
@@ -138,24 +181,29 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
         if action is None:
             continue
         later = events[at + 1 : ctx.position[action.id]]
+        own = [e for e in later if e.agent_name == asker and e.type is not EventType.ERROR]
+        blamed: AgentEvent | None = own[-1] if own else None  # (routed past the answer)
         if action.type is EventType.TOOL_CALL:
-            blamed: AgentEvent | None = action  # (filed under the model call that asked)
-            did = f"called {tool_name(action)}"
+            did = f"called {tool_name(action)} at step {action.step_index}"
+            if action.step_index > resume.step_index:
+                blamed = action  # (asked after the answer: filed under the model call)
+            else:  # (the declined call itself, filed under the model call that asked)
+                did = (
+                    f"ran the declined {tool_name(action)} call (asked at step {action.step_index})"
+                )
         else:
-            own = [e for e in later if e.agent_name == asker and e.type is not EventType.ERROR]
-            blamed = own[-1] if own else None
-            did = f"ran {action.agent_name}"
+            did = f"ran {action.agent_name} at step {action.step_index}"
         if blamed is None:
             continue
         said = shorten(flatten(resume.input, limit=200), 60)
-        asked_what = shorten(question_text, 100)
+        asked_what = shorten(question_text or f"run {', '.join(sorted(listed or ()))}", 100)
         who = blamed.agent_name or "the agent"
         yield rule_finding(
             RULE,
             "planning.instruction_noncompliance",
             blamed,
             f"the reviewer answered {said!r} to {asked_what!r} at step {resume.step_index}, "
-            f"and the run {did} at step {action.step_index}",
+            f"and the run {did}",
             confidence=0.8,
             evidence=[
                 Evidence(
@@ -168,7 +216,7 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
                     event_id=asked.id,
                     step_index=asked.step_index,
                     field="output",
-                    quote=question_text[:300],
+                    quote=(question_text or flatten(asked.output, limit=300))[:300],
                 ),
             ],
             metadata={
@@ -179,7 +227,7 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
                     + (
                         " (in code, a non-empty string such as 'no' is true: compare the "
                         "answer, do not test its truth)."
-                        if isinstance(resume.input, str) and action.type is EventType.AGENT_START
+                        if isinstance(resume.input, str) and blamed is not action
                         else "."
                     )
                 )

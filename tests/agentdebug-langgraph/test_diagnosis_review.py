@@ -197,3 +197,42 @@ def test_a_gate_that_lets_the_declined_call_through_to_a_tool_node_is_blamed(
     assert report.fix is not None and "a non-empty string such as 'no' is true" in (
         report.fix.directive
     )
+
+
+def test_a_node_that_sends_the_draft_from_before_the_reviewer_s_edit_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """The review stores the edit under `final_text`; `send` reads `draft`. Before,
+    the free tier named the drafting model call, by default."""
+    draft_text = "Hi Sam, the renewal is at $48,000/yr, effective 1 June. Best, Alex"
+    edited = "Hi Sam, the renewal is at $42,000/yr (as agreed), effective 1 June. Best, Alex"
+    model = scripted([AIMessage(draft_text)])
+
+    class Mail(MessagesState):
+        draft: str
+        final_text: str
+        sent: str
+
+    def review(state: Mail) -> dict[str, Any]:
+        decision = interrupt({"question": "Approve or edit the e-mail", "draft": state["draft"]})
+        return {"final_text": decision["text"] if decision["action"] == "edit" else state["draft"]}
+
+    g = StateGraph(Mail)
+    g.add_node("draft", lambda s: {"draft": str(model.invoke(s["messages"]).content)})
+    g.add_node("review", review)
+    g.add_node("send", lambda s: {"sent": s["draft"]})  # (not final_text)
+    g.add_edge(START, "draft")
+    g.add_edge("draft", "review")
+    g.add_edge("review", "send")
+    graph = g.compile(checkpointer=InMemorySaver())
+    config: Any = {"configurable": {"thread_id": "t4"}}
+    cb = AgentDebugCallback(dbg, success_check=lambda s: s["sent"] == edited or "not the edit")
+    graph.invoke({"messages": [HumanMessage("Write Sam")]}, {**config, "callbacks": [cb]})
+    graph.invoke(Command(resume={"action": "edit", "text": edited}), {**config, "callbacks": [cb]})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.mode_id) == ("send", "coordination.ignored_input")
+    assert report.fix is not None and report.fix.directive.endswith(
+        "read it from where the review puts it."
+    )

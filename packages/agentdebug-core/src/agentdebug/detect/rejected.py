@@ -57,13 +57,13 @@ _WORD = re.compile(r"[a-z][a-z0-9]*")
 MIN_WORD = 3  # letters of a name's word the question must hold (not "a", "of")
 
 
-def _is_resume(event: AgentEvent) -> bool:
+def is_resume(event: AgentEvent) -> bool:
     return event.type is EventType.USER_INPUT and (
         event.metadata.get(_EVENT) == "resume" or event.metadata.get("resume") is True
     )
 
 
-def _is_interrupt(event: AgentEvent) -> bool:
+def is_interrupt(event: AgentEvent) -> bool:
     return event.type is EventType.CHECKPOINT and event.metadata.get(_EVENT, "interrupt") == (
         "interrupt"
     )
@@ -142,9 +142,9 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
         return
     events = ctx.trajectory.events
     for at, resume in enumerate(events):
-        if not _is_resume(resume) or not rejection(resume.input):
+        if not is_resume(resume) or not rejection(resume.input):
             continue
-        asked = next((e for e in reversed(events[:at]) if _is_interrupt(e)), None)
+        asked = next((e for e in reversed(events[:at]) if is_interrupt(e)), None)
         if asked is None:
             continue
         question_text, listed = _question(asked.output)
@@ -154,7 +154,7 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
         asker = asked.agent_name
         action: AgentEvent | None = None
         for event in events[at + 1 :]:
-            if _is_interrupt(event):
+            if is_interrupt(event):
                 break  # (a new question: what follows answers that one)
             if (
                 event.type is EventType.TOOL_CALL

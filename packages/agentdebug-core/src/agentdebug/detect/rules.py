@@ -16,6 +16,7 @@ import orjson
 
 from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.cut_answers import rule_cut_answer
+from agentdebug.detect.edited import rule_edit_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.recovery import recovered_by_the_agent
@@ -570,6 +571,7 @@ RULES: list[Rule] = [
         "a reviewer's plain rejection, then the action it declined",
         rule_rejection_overruled,
     ),
+    Rule("edit_ignored", "a reviewer's edit, then the text from before it", rule_edit_ignored),
     Rule(
         "reply_unchanged", "a model's reply repeated after its input changed", rule_reply_unchanged
     ),

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rejected import is_interrupt, is_resume
 from agentdebug.detect.rule_finding import rule_finding
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.schema import EventType, Evidence, Finding, OutcomeStatus
 from agentdebug.text import shorten
 
 if TYPE_CHECKING:

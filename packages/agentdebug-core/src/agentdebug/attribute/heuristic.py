@@ -11,12 +11,11 @@ candidates are preferred, because errors propagate forward.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.attribute.lineage import QUOTED as _QUOTED
 from agentdebug.attribute.lineage import writer_of
+from agentdebug.attribute.words import answer_origin, dropped_by, quoted_by_reason
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
@@ -38,7 +37,7 @@ from agentdebug.schema import (
     OutcomeStatus,
     Severity,
 )
-from agentdebug.text import flatten, shorten
+from agentdebug.text import shorten
 
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
@@ -362,8 +361,20 @@ class HeuristicAttributor:
         if not decisions:
             return []
         picks: list[tuple[AgentEvent, float, str]] = []
-        quoted = _quoted_by_reason(trajectory, decisions)
-        if quoted is not None:
+        dropped = dropped_by(trajectory, decisions)
+        if dropped is not None:
+            event, words = dropped
+            picks.append(
+                (
+                    event,
+                    0.22,
+                    "no detector fired; the failure's reason names what this step was "
+                    "given and did not pass on, nor did any step after it "
+                    f"({', '.join(repr(w) for w in words[:3])})",
+                )
+            )
+        quoted = quoted_by_reason(trajectory, decisions)
+        if quoted is not None and all(quoted[0].id != e.id for e, _, _ in picks):
             event, words = quoted
             picks.append(
                 (
@@ -374,7 +385,7 @@ class HeuristicAttributor:
                 )
             )
 
-        origin = _answer_origin(trajectory, decisions)
+        origin = answer_origin(trajectory, decisions)
         if origin is not None and all(origin.id != e.id for e, _, _ in picks):
             picks.append(
                 (
@@ -456,111 +467,3 @@ def _decided_nothing(event: AgentEvent) -> bool:
     return event.error is not None or (
         event.output is None and bool((event.metadata or {}).get("stopped"))
     )
-
-
-# words of three characters or more, and numbers of two digits or more ("'41'")
-_WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
-# what comes just before a quote of the value wanted rather than the one given
-_EXPECTED = re.compile(
-    r"(?:expect(?:ed|ing)?|want(?:ed)?|should (?:be|say|have been)|instead of|rather than"
-    r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
-    re.IGNORECASE,
-)
-
-
-def _said(event: AgentEvent) -> str:
-    """What a decision said: its output, or a tool call's arguments."""
-    said = flatten(event.output, limit=4000)
-    if not said and event.type is EventType.TOOL_CALL:
-        said = flatten(event.input, limit=4000)
-    return said
-
-
-def _answer_origin(
-    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
-) -> AgentEvent | None:
-    """In a run of several agents whose final answer one agent gave: the earliest
-    decision of another agent that first said most of what the answer carries
-    (its words and numbers that the run's input does not hold), since an agent
-    that passes a worker's result on repeats the worker's mistake. None in a
-    run of one agent, or when no other agent's step said any of it."""
-    finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
-    if not finals or finals[-1].agent_name is None or len({e.agent_name for e in decisions}) < 2:
-        return None  # (an answer no agent gave, a graph's final state: no "other" agent)
-    carried = _words(flatten(finals[-1].output, limit=4000)) - _given(trajectory)
-    if not carried:
-        return None
-    answerer = finals[-1].agent_name
-    best: tuple[int, AgentEvent] | None = None
-    for event in decisions:
-        if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
-            continue
-        words = _words(_said(event)) & carried
-        if words and (best is None or len(words) > best[0]):
-            best = (len(words), event)
-        carried -= words  # (said first here: a later repeat is not its origin)
-    return best[1] if best is not None else None
-
-
-def _given(trajectory: AgentTrajectory) -> set[str]:
-    """The words of what the run was given (its inputs): the task's own words name
-    no step's mistake."""
-    given: set[str] = set()
-    for event in trajectory.events:
-        if event.type is EventType.USER_INPUT:
-            given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
-    return given
-
-
-def _words(text: str) -> set[str]:
-    return {w.lower().rstrip(".") for w in _WORD.findall(text)}
-
-
-def _quoted_by_reason(
-    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
-) -> tuple[AgentEvent, list[str]] | None:
-    """The one decision whose output the failure's reason quotes: a success check's
-    reason that quotes a value (``f"bad total {total!r}"``) names what was wrong,
-    and a word of that quote that one step's output holds, and no other step's
-    (nor the run's input), points at the step that said it (of parallel branches
-    alike, the one that answered differently). None when the reason quotes
-    nothing, or no one step stands out."""
-    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
-    if not reason:
-        return None
-    quoted: set[str] = set()
-    for found in _QUOTED.finditer(reason):
-        if _EXPECTED.search(reason[: found.start()]):
-            continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
-        quoted |= _words(found.group(1) or found.group(2))
-    answered = {  # the wrong value reaches the answer: of a quote, its words there count
-        w
-        for e in trajectory.events
-        if e.type is EventType.FINAL_ANSWER
-        for w in _words(flatten(e.output, limit=4000))
-    }
-    quoted = (quoted & answered) or quoted
-    quoted -= _given(trajectory)
-    if not quoted:
-        return None
-    said = [
-        (e, _words(flatten(e.output, limit=4000)) & quoted)
-        for e in decisions
-        if e.type is not EventType.FINAL_ANSWER  # (it holds what every step said)
-    ]
-    seen: dict[str, int] = {}
-    for _, words in said:
-        for w in words:
-            seen[w] = seen.get(w, 0) + 1
-    ranked = sorted(
-        ((sorted(w for w in words if seen[w] == 1), e) for e, words in said),
-        key=lambda item: -len(item[0]),
-    )
-    if (
-        not ranked
-        or not ranked[0][0]
-        or (len(ranked) > 1 and len(ranked[1][0]) == len(ranked[0][0]))
-    ):
-        return None
-    own, event = ranked[0]
-    return event, own

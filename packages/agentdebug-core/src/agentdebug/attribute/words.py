@@ -1,0 +1,261 @@
+"""What a failed run's words point at, where no detector fired: the free tier's
+guesses (:meth:`HeuristicAttributor._structural_prior`), each said to be one.
+
+- :func:`quoted_by_reason`: the one step whose output the failure's reason quotes;
+- :func:`dropped_by`: the first step that was given what the reason names and did
+  not pass it on (a planner that drops a requirement, a writer that leaves out what
+  a researcher found);
+- :func:`answer_origin`: in a run of several agents, the other agent's step that
+  first said what the answer carries.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from agentdebug.attribute.lineage import QUOTED as _QUOTED
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
+from agentdebug.text import flatten
+
+# words of three characters or more, and numbers of two digits or more ("'41'")
+_WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
+# what comes just before a quote of the value wanted rather than the one given
+_EXPECTED = re.compile(
+    r"(?:expect(?:ed|ing)?|want(?:ed)?|should (?:be|say|have been)|instead of|rather than"
+    r"|not|reference|correct(?: answer)?(?: is)?|must be|needs? to be)\W*$",
+    re.IGNORECASE,
+)
+
+
+def _said(event: AgentEvent) -> str:
+    """What a decision said: its output, or a tool call's arguments."""
+    said = flatten(event.output, limit=4000)
+    if not said and event.type is EventType.TOOL_CALL:
+        said = flatten(event.input, limit=4000)
+    return said
+
+
+def answer_origin(
+    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
+) -> AgentEvent | None:
+    """In a run of several agents whose final answer one agent gave: the earliest
+    decision of another agent that first said most of what the answer carries
+    (its words and numbers that the run's input does not hold), since an agent
+    that passes a worker's result on repeats the worker's mistake. None in a
+    run of one agent, or when no other agent's step said any of it."""
+    finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
+    if not finals or finals[-1].agent_name is None or len({e.agent_name for e in decisions}) < 2:
+        return None  # (an answer no agent gave, a graph's final state: no "other" agent)
+    carried = _words(flatten(finals[-1].output, limit=4000)) - _given(trajectory)
+    if not carried:
+        return None
+    answerer = finals[-1].agent_name
+    best: tuple[int, AgentEvent] | None = None
+    for event in decisions:
+        if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
+            continue
+        words = _words(_said(event)) & carried
+        if words and (best is None or len(words) > best[0]):
+            best = (len(words), event)
+        carried -= words  # (said first here: a later repeat is not its origin)
+    return best[1] if best is not None else None
+
+
+def _given(trajectory: AgentTrajectory) -> set[str]:
+    """The words of what the run was given (its inputs): the task's own words name
+    no step's mistake."""
+    given: set[str] = set()
+    for event in trajectory.events:
+        if event.type is EventType.USER_INPUT:
+            given |= _words(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
+    return given
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower().rstrip(".") for w in _WORD.findall(text)}
+
+
+def quoted_by_reason(
+    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
+) -> tuple[AgentEvent, list[str]] | None:
+    """The one decision whose output the failure's reason quotes: a success check's
+    reason that quotes a value (``f"bad total {total!r}"``) names what was wrong,
+    and a word of that quote that one step's output holds, and no other step's
+    (nor the run's input), points at the step that said it (of parallel branches
+    alike, the one that answered differently). None when the reason quotes
+    nothing, or no one step stands out."""
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    if not reason:
+        return None
+    quoted: set[str] = set()
+    for found in _QUOTED.finditer(reason):
+        if _EXPECTED.search(reason[: found.start()]):
+            continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
+        quoted |= _words(found.group(1) or found.group(2))
+    answered = {  # the wrong value reaches the answer: of a quote, its words there count
+        w
+        for e in trajectory.events
+        if e.type is EventType.FINAL_ANSWER
+        for w in _words(flatten(e.output, limit=4000))
+    }
+    quoted = (quoted & answered) or quoted
+    quoted -= _given(trajectory)
+    if not quoted:
+        return None
+    said = [
+        (e, _words(flatten(e.output, limit=4000)) & quoted)
+        for e in decisions
+        if e.type is not EventType.FINAL_ANSWER  # (it holds what every step said)
+    ]
+    seen: dict[str, int] = {}
+    for _, words in said:
+        for w in words:
+            seen[w] = seen.get(w, 0) + 1
+    ranked = sorted(
+        ((sorted(w for w in words if seen[w] == 1), e) for e, words in said),
+        key=lambda item: -len(item[0]),
+    )
+    if (
+        not ranked
+        or not ranked[0][0]
+        or (len(ranked) > 1 and len(ranked[1][0]) == len(ranked[0][0]))
+    ):
+        return None
+    own, event = ranked[0]
+    return event, own
+
+
+# words a failure's reason uses about any run, which name no fact of this one
+_GENERIC = frozenset(
+    {
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "agent",
+        "answer",
+        "answered",
+        "answers",
+        "asked",
+        "because",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "call",
+        "called",
+        "calls",
+        "does",
+        "doing",
+        "done",
+        "during",
+        "each",
+        "every",
+        "final",
+        "from",
+        "give",
+        "given",
+        "gives",
+        "have",
+        "having",
+        "into",
+        "itself",
+        "just",
+        "more",
+        "most",
+        "must",
+        "never",
+        "none",
+        "only",
+        "other",
+        "output",
+        "over",
+        "reason",
+        "reply",
+        "response",
+        "result",
+        "results",
+        "returned",
+        "same",
+        "says",
+        "should",
+        "some",
+        "such",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "through",
+        "under",
+        "until",
+        "user",
+        "very",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "whom",
+        "with",
+        "without",
+        "would",
+        "your",
+    }
+)
+_LONG = 5  # letters of a reason's word to follow (a code such as "LH402" is one)
+_SAYS = 40  # characters of a model call's output for it to pass anything on
+
+
+def _given_to(event: AgentEvent) -> str:
+    """What a model call was given (its messages, or a tool call's arguments)."""
+    return flatten(event.input, limit=8000)
+
+
+def dropped_by(
+    trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
+) -> tuple[AgentEvent, list[str]] | None:
+    """The first model call that was given what the failure's reason names and did
+    not pass it on (where it was lost; a later one given it too may have missed it as
+    well), of those that said something (``_SAYS`` characters: a router's label has
+    nothing to pass on): words of the reason (five letters or more, none said of every
+    run) that the run's data held before it (its input, a tool's result, another
+    step's output), that its own input held, and that neither its output nor any
+    later step's output holds. A planner that left a requirement out of its plan, a
+    writer that left out what a researcher found. None when no model call was given
+    such a word, or the reason names none."""
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    if not reason:
+        return None
+    named = {w for w in _words(reason) if len(w) >= _LONG and w not in _GENERIC}
+    if not named:
+        return None
+    events = trajectory.events
+    position = {e.id: i for i, e in enumerate(events)}
+    calls = [
+        e
+        for e in decisions
+        if e.type in (EventType.LLM_RESPONSE, EventType.LLM_CALL)
+        and len(flatten(e.output, limit=400)) >= _SAYS
+    ]
+    for call in calls:
+        at = position[call.id]
+        held = set()
+        for event in events[:at]:  # (the data it came from, before this call)
+            if event.type is not EventType.FINAL_ANSWER:
+                held |= _words(flatten(event.input, 4000) + " " + flatten(event.output, 4000))
+        lost = named & held & _words(_given_to(call)) - _words(flatten(call.output, 8000))
+        for later in events[at + 1 :]:
+            if lost and later.type is not EventType.FINAL_ANSWER:
+                lost -= _words(flatten(later.output, limit=4000))
+        if lost:
+            return call, sorted(lost)
+    return None

@@ -1,0 +1,132 @@
+"""Where no detector fired: the first model call that was given what the failure's
+reason names and did not pass it on (a planner that drops a requirement, a writer
+that leaves out what a researcher found), said to be a guess."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.attribute import HeuristicAttributor
+from agentdebug.attribute.heuristic import DEFAULT_GUESS
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+REQUEST = "Compare the Kettle Pro and Kettle Max: price AND shipping time for each."
+
+
+def call(i: int, agent: str, given: str, said: str) -> AgentEvent:
+    return ev(
+        i,
+        EventType.LLM_RESPONSE,
+        agent,
+        input=[{"role": "user", "content": given}],
+        output={"role": "assistant", "content": said},
+    )
+
+
+def failed_with(reason: str, *events: AgentEvent) -> AgentTrajectory:
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def top(run: AgentTrajectory) -> Any:
+    return HeuristicAttributor().attribute(run, [])[0]
+
+
+def test_the_planner_that_dropped_a_requirement_is_the_guess() -> None:
+    run = failed_with(
+        "the answer does not give the shipping times the user asked for",
+        ev(0, EventType.USER_INPUT, None, input=REQUEST),
+        call(
+            1,
+            "planner",
+            REQUEST,
+            '{"steps": ["get price of Kettle Pro", "get price of Kettle Max"]}',
+        ),
+        call(
+            2,
+            "researcher",
+            "get price of Kettle Pro and Kettle Max",
+            "Pro: $89; Max: $119, both in stock",
+        ),
+        call(
+            3,
+            "writer",
+            f"{REQUEST}\nNotes: Pro $89, Max $119",
+            "Kettle Pro costs $89 and Kettle Max costs $119.",
+        ),
+        ev(
+            4,
+            EventType.FINAL_ANSWER,
+            "writer",
+            output="Kettle Pro costs $89 and Kettle Max costs $119.",
+        ),
+    )
+    found = top(run)
+    assert (found.agent_name, found.step_index) == ("planner", 1)
+    assert found.metadata.get(DEFAULT_GUESS) is True
+    assert found.rationale.endswith("did not pass on, nor did any step after it ('shipping')")
+
+
+def test_the_writer_that_left_out_what_the_researcher_found_is_the_guess() -> None:
+    found_text = "LH400 2025-03-14: CANCELLED (crew shortage). Rebooked on LH402."
+    run = failed_with(
+        "the reply says the flight is on schedule, but it was cancelled and rebooked on LH402",
+        ev(0, EventType.USER_INPUT, None, input="Is my flight LH400 on time?"),
+        call(1, "research", "Is my flight LH400 on time?", f"Status found: {found_text}"),
+        call(
+            2,
+            "writer",
+            f"Notes: {found_text}",
+            "Good news: your flight LH400 is on schedule today.",
+        ),
+        ev(
+            3,
+            EventType.FINAL_ANSWER,
+            "writer",
+            output="Good news: your flight LH400 is on schedule today.",
+        ),
+    )
+    found = top(run)
+    assert (found.agent_name, found.step_index) == ("writer", 2)
+    assert "'cancelled'" in found.rationale and "'lh402'" in found.rationale
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # a router given the fact has nothing to pass on: its label is no drop
+        (
+            ev(0, EventType.USER_INPUT, None, input=REQUEST),
+            call(1, "router", REQUEST, "route: shop"),
+        ),
+        # the fact reached the answer: nothing was dropped
+        (
+            ev(0, EventType.USER_INPUT, None, input=REQUEST),
+            call(1, "writer", REQUEST, "Both ship in 2 days; the shipping time is the same."),
+        ),
+    ],
+)
+def test_what_is_not_a_dropped_fact(events: tuple[AgentEvent, ...]) -> None:
+    run = failed_with("the answer does not give the shipping times the user asked for", *events)
+    assert not any(
+        "did not pass on" in (h.rationale or "") for h in HeuristicAttributor().attribute(run, [])
+    )
+
+
+def test_a_reason_of_words_said_of_any_run_names_no_fact() -> None:
+    run = failed_with(
+        "the final answer should have been given",
+        ev(0, EventType.USER_INPUT, None, input="the final answer should be given here"),
+        call(
+            1,
+            "writer",
+            "the final answer should be given",
+            "Here is a long reply about something else.",
+        ),
+    )
+    assert not any(
+        "did not pass on" in (h.rationale or "") for h in HeuristicAttributor().attribute(run, [])
+    )

@@ -27,7 +27,9 @@ def run_of(
             2,
             EventType.CHECKPOINT,
             "review",
-            output=[{"question": "Approve or edit the e-mail", "draft": DRAFT}],
+            output=[{"question": "Approve or edit the e-mail", "draft": DRAFT, "alt": EDITED}]
+            if isinstance(answer, dict) and "choice" in answer
+            else [{"question": "Approve or edit the e-mail", "draft": DRAFT}],
             metadata={"langgraph_event": "interrupt"},
         ),
         ev(
@@ -82,6 +84,25 @@ def test_a_tool_call_given_the_text_from_before_the_edit_is_blamed() -> None:
         ),
         # a node holding both (a log of the review) did not lose the edit
         ([ev(5, EventType.AGENT_END, "log", output={"was": DRAFT, "now": EDITED})], None),
+        # a tool's paused call run again to resume: the model's own arguments (the
+        # edit goes in through the interrupt's answer inside the tool)
+        (
+            [
+                ev(
+                    1,
+                    EventType.TOOL_CALL,
+                    "agent",
+                    input={"body": DRAFT},
+                    metadata={"tool_name": "send_email", "resumes": "e9"},
+                )
+            ],
+            None,
+        ),
+        # the answer is one of the texts shown: a choice, not an edit of another
+        (
+            [ev(5, EventType.AGENT_END, "archive", output={"archived": [DRAFT]})],
+            {"choice": EDITED},
+        ),
     ],
 )
 def test_what_is_not_an_ignored_edit(after: list[AgentEvent], answer: Any) -> None:

@@ -130,3 +130,35 @@ def test_a_reason_of_words_said_of_any_run_names_no_fact() -> None:
     assert not any(
         "did not pass on" in (h.rationale or "") for h in HeuristicAttributor().attribute(run, [])
     )
+
+
+def test_words_of_any_reason_and_of_every_prompt_name_no_fact() -> None:
+    """Before the review: "doesn't" read as the word "doesn", "expected format" as
+    facts, and a system prompt's words as the run's data, so a search call that
+    happened to be given them was the first guess."""
+    system = "You are precise. Always match the expected format. Use the search results."
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="What is the capital of France?"),
+        ev(
+            1,
+            EventType.LLM_RESPONSE,
+            "agent",
+            input=[{"role": "system", "content": system}],
+            output={"content": "I will search for the capital of France right now."},
+        ),
+        ev(
+            2,
+            EventType.LLM_RESPONSE,
+            "agent",
+            input=[{"role": "system", "content": system}],
+            output={"content": "The capital of France is Lyon, according to the results."},
+        ),
+        ev(3, EventType.FINAL_ANSWER, "agent", output="Lyon"),
+    ]
+    for reason in ("answer doesn't match the expected format", "expected format not followed"):
+        found = HeuristicAttributor().attribute(failed_with(reason, *events), [])
+        assert not any("did not pass on" in (h.rationale or "") for h in found)
+    found = HeuristicAttributor().attribute(
+        failed_with("answer doesn't match: got 'Lyon'", *events), []
+    )
+    assert found[0].step_index == 2 and "quotes what this step said" in found[0].rationale

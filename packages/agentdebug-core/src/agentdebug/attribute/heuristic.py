@@ -361,20 +361,8 @@ class HeuristicAttributor:
         if not decisions:
             return []
         picks: list[tuple[AgentEvent, float, str]] = []
-        dropped = dropped_by(trajectory, decisions)
-        if dropped is not None:
-            event, words = dropped
-            picks.append(
-                (
-                    event,
-                    0.22,
-                    "no detector fired; the failure's reason names what this step was "
-                    "given and did not pass on, nor did any step after it "
-                    f"({', '.join(repr(w) for w in words[:3])})",
-                )
-            )
         quoted = quoted_by_reason(trajectory, decisions)
-        if quoted is not None and all(quoted[0].id != e.id for e, _, _ in picks):
+        if quoted is not None:
             event, words = quoted
             picks.append(
                 (
@@ -382,6 +370,19 @@ class HeuristicAttributor:
                     0.2,
                     "no detector fired; the failure's reason quotes what this step said "
                     f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
+                )
+            )
+
+        dropped = dropped_by(trajectory, decisions)
+        if dropped is not None and all(dropped[0].id != e.id for e, _, _ in picks):
+            event, words = dropped
+            picks.append(
+                (
+                    event,
+                    0.18,
+                    "no detector fired; the failure's reason names what this step was "
+                    "given and did not pass on, nor did any step after it "
+                    f"({', '.join(repr(w) for w in words[:3])})",
                 )
             )
 

@@ -129,6 +129,53 @@ def quoted_by_reason(
 # words a failure's reason uses about any run, which name no fact of this one
 _GENERIC = frozenset(
     {
+        "expected",
+        "format",
+        "formatted",
+        "match",
+        "matches",
+        "matched",
+        "wrong",
+        "correct",
+        "correctly",
+        "instead",
+        "missing",
+        "error",
+        "errors",
+        "failed",
+        "fails",
+        "failure",
+        "valid",
+        "invalid",
+        "value",
+        "values",
+        "number",
+        "numbers",
+        "field",
+        "fields",
+        "string",
+        "contain",
+        "contains",
+        "include",
+        "includes",
+        "included",
+        "return",
+        "returns",
+        "check",
+        "checked",
+        "passed",
+        "empty",
+        "right",
+        "could",
+        "found",
+        "shown",
+        "shows",
+        "total",
+        "something",
+        "anything",
+        "nothing",
+        "everything",
+        "cannot",
         "about",
         "above",
         "after",
@@ -215,9 +262,18 @@ _LONG = 5  # letters of a reason's word to follow (a code such as "LH402" is one
 _SAYS = 40  # characters of a model call's output for it to pass anything on
 
 
-def _given_to(event: AgentEvent) -> str:
-    """What a model call was given (its messages, or a tool call's arguments)."""
-    return flatten(event.input, limit=8000)
+_CONTRACTED = re.compile(r"\b\w+['’]\w+\b")  # "doesn't", "it's": said of any run
+_MODEL = (EventType.LLM_RESPONSE, EventType.LLM_CALL)
+
+
+def _data(event: AgentEvent) -> str:
+    """What an event puts into the run as data: the run's input, a tool's result,
+    a step's output; not a model call's prompt (its instructions are no fact)."""
+    if event.type is EventType.USER_INPUT:
+        return flatten(event.input, 4000) + " " + flatten(event.output, 4000)
+    if event.type is EventType.FINAL_ANSWER:
+        return ""
+    return flatten(event.output, limit=4000)
 
 
 def dropped_by(
@@ -226,36 +282,36 @@ def dropped_by(
     """The first model call that was given what the failure's reason names and did
     not pass it on (where it was lost; a later one given it too may have missed it as
     well), of those that said something (``_SAYS`` characters: a router's label has
-    nothing to pass on): words of the reason (five letters or more, none said of every
-    run) that the run's data held before it (its input, a tool's result, another
-    step's output), that its own input held, and that neither its output nor any
-    later step's output holds. A planner that left a requirement out of its plan, a
-    writer that left out what a researcher found. None when no model call was given
-    such a word, or the reason names none."""
+    nothing to pass on): words of the reason (five letters or more, none said of
+    every run, nor given to every model call: its instructions) that the run's data
+    held before it (its input, a tool's result, another step's output), that its own
+    input held, and that neither its output nor any later step's output holds. A
+    planner that left a requirement out of its plan, a writer that left out what a
+    researcher found. None when no model call was given such a word, or the reason
+    names none. Each event's words are read once, kept to the reason's."""
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     if not reason:
         return None
-    named = {w for w in _words(reason) if len(w) >= _LONG and w not in _GENERIC}
-    if not named:
+    named = {
+        w for w in _words(_CONTRACTED.sub(" ", reason)) if len(w) >= _LONG and w not in _GENERIC
+    }
+    calls = [e for e in decisions if e.type in _MODEL]
+    if not named or not calls:
         return None
+    given = {c.id: _words(flatten(c.input, limit=8000)) & named for c in calls}
+    if len(calls) > 1:
+        named -= set.intersection(*given.values())  # (every call's instructions)
     events = trajectory.events
-    position = {e.id: i for i, e in enumerate(events)}
-    calls = [
-        e
-        for e in decisions
-        if e.type in (EventType.LLM_RESPONSE, EventType.LLM_CALL)
-        and len(flatten(e.output, limit=400)) >= _SAYS
-    ]
-    for call in calls:
-        at = position[call.id]
-        held = set()
-        for event in events[:at]:  # (the data it came from, before this call)
-            if event.type is not EventType.FINAL_ANSWER:
-                held |= _words(flatten(event.input, 4000) + " " + flatten(event.output, 4000))
-        lost = named & held & _words(_given_to(call)) - _words(flatten(call.output, 8000))
-        for later in events[at + 1 :]:
-            if lost and later.type is not EventType.FINAL_ANSWER:
-                lost -= _words(flatten(later.output, limit=4000))
-        if lost:
-            return call, sorted(lost)
+    said = [_words(_data(e)) & named for e in events]
+    later: list[set[str]] = [set() for _ in events]  # what the steps after each said
+    for i in range(len(events) - 2, -1, -1):
+        later[i] = later[i + 1] | said[i + 1]
+    candidates = {c.id for c in calls if len(flatten(c.output, limit=400)) >= _SAYS}
+    held: set[str] = set()
+    for i, event in enumerate(events):
+        if event.id in candidates:
+            lost = (named & held & given[event.id]) - said[i] - later[i]
+            if lost:
+                return event, sorted(lost)
+        held |= said[i]
     return None

@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.rejected import is_interrupt, is_resume
+from agentdebug.detect.rejected import RECORDED_FROM, RESUMES, is_interrupt, is_resume
 from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.schema import EventType, Evidence, Finding, OutcomeStatus
 from agentdebug.text import shorten
@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 RULE = "edit_ignored"
 MIN_TEXT = 20  # characters of a text to follow (a short value may well recur)
 ALIKE = 0.6  # the least similarity of an edit to the text it edits
+COMPARED = 2000  # characters of each text compared
+PAIRS = 16  # texts of the question and of the answer looked at
 _USES = {EventType.AGENT_END: "output", EventType.TOOL_CALL: "input"}
 
 
@@ -46,14 +48,28 @@ def _texts(value: Any) -> list[str]:
     return []
 
 
+def _alike(a: str, b: str) -> float:
+    """How alike two texts are (difflib's ratio), on their first ``COMPARED``
+    characters, the cheap bounds first: texts can be long, and difflib is quadratic."""
+    matcher = difflib.SequenceMatcher(None, a[:COMPARED], b[:COMPARED], autojunk=False)
+    if matcher.real_quick_ratio() < ALIKE or matcher.quick_ratio() < ALIKE:
+        return 0.0
+    return matcher.ratio()
+
+
 def _edit(shown: list[str], answer: Any) -> tuple[str, str] | None:
-    """The (shown, edited) pair: a text of the answer that edits a shown one."""
-    for edited in _texts(answer):
-        for before in shown:
-            if edited.strip() != before.strip() and (
-                difflib.SequenceMatcher(None, before, edited, autojunk=False).ratio() >= ALIKE
-            ):
-                return before, edited
+    """The (shown, edited) pair: a text of the answer that edits a shown one (the
+    most alike of those it edits). An answer text that is one of the shown texts
+    is a choice among them, not an edit."""
+    shown = shown[:PAIRS]
+    plain = {t.strip() for t in shown}
+    for edited in _texts(answer)[:PAIRS]:
+        if edited.strip() in plain:
+            continue
+        scored = [(_alike(before, edited), before) for before in shown]
+        best = max(scored, default=(0.0, ""), key=lambda pair: pair[0])
+        if best[0] >= ALIKE:
+            return best[1], edited
     return None
 
 
@@ -78,7 +94,12 @@ def rule_edit_ignored(ctx: RuleContext) -> Iterator[Finding]:
             if is_interrupt(event):
                 break
             field = _USES.get(event.type)
-            if field is None:
+            if (
+                field is None
+                or event.step_index < resume.step_index  # (filed under an earlier step)
+                or event.metadata.get(RESUMES)  # (a tool's paused call, run again: the
+                or event.metadata.get(RECORDED_FROM) == "node_update"  # model's own args)
+            ):
                 continue
             value = getattr(event, field)
             if not _holds(value, before) or _holds(value, edited):

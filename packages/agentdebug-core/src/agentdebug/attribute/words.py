@@ -300,7 +300,8 @@ def dropped_by(
         return None
     given = {c.id: _words(flatten(c.input, limit=8000)) & named for c in calls}
     if len(calls) > 1:
-        named -= set.intersection(*given.values())  # (every call's instructions)
+        sets = list(given.values())
+        named -= sets[0].intersection(*sets[1:])  # (every call's instructions)
     events = trajectory.events
     said = [_words(_data(e)) & named for e in events]
     later: list[set[str]] = [set() for _ in events]  # what the steps after each said

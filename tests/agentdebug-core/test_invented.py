@@ -130,6 +130,13 @@ def test_a_figure_after_an_outage_is_blamed_on_the_answer(outage: str) -> None:
         ),
         # an argument that is only part of a word of the task is the agent's own
         ("Order A1234 cost $24.00.", "How much did order A1234 cost?", None, OutcomeStatus.FAILURE),
+        # a number a tool returned as the end of a range ("120-180")
+        (
+            "Rooms at the Oslo hotel cost 120 EUR a night.",
+            GOAL,
+            [("B7", "rooms from 120-180 EUR"), ("A123", FAILED)],
+            OutcomeStatus.FAILURE,
+        ),
         # a number a tool returned, restated, rounded or scaled
         (
             "About 1.2 million people live there; order A123 cost about $42.",

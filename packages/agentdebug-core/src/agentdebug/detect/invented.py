@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.misread import QUOTE, numbers
+from agentdebug.detect.misread import QUOTE, held, numbers
 from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, RESULT_TYPES, tool_name
 from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
@@ -171,19 +171,17 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     task = trajectory.goal or ""
     if call is None or not _from_task(call, task):
         return  # (arguments the agent chose: the call is the likelier cause)
-    earlier = set(numbers(task))
+    earlier = held(task)
     for event in before:
-        earlier.update(
-            numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
-        )
-    held = sorted({float(v) for v in earlier}, key=abs)
+        earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
+    values = sorted({float(v) for v in earlier}, key=abs)
     figure = next(
         (
             written
             for value, written in itertools.islice(numbers(text).items(), TRIED)
             if len(value.replace(".", "").lstrip("0")) >= 2
             and value not in earlier
-            and not _derived(value, held)
+            and not _derived(value, values)
         ),
         None,
     )

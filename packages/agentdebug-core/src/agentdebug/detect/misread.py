@@ -25,10 +25,14 @@ if TYPE_CHECKING:
 
 # a number as written: 42, 42.00, 1,240, 3.5 (a sign or a currency before it is not
 # part of it; a comma between digits groups them, one before a space ends a clause);
-# not a part of a date, a time or a code ("2025-03-14", "15:40", "555-0142")
+# not digits joined to others by "-", "/" or ":", a part of a date, a time, a range
+# or a number such as "555-0142" ("2025-03-14", "15:40", "120-180")
 _NUMBER = re.compile(
     r"(?<![\w.])(?<!\d,)(?<!\d[-/:])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|,\d|\.\d|[-/:]\d)"
 )
+# any number as written, also a part of a date, a time or a range ("120-180"): what a
+# run held, which an answer's number may restate
+_ANY_NUMBER = re.compile(r"(?<![\w.])(?<!\d,)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?!\w|,\d|\.\d)")
 QUOTE = 120  # characters of the result quoted around its number
 
 
@@ -42,7 +46,7 @@ def _value(text: str) -> str:
 
 
 def numbers(text: str) -> dict[str, str]:
-    """The numbers in ``text``: value -> as written (the first time)."""
+    """The quantities in ``text``: value -> as written (the first time)."""
     out: dict[str, str] = {}
     for match in _NUMBER.finditer(text):
         written = match.group()
@@ -50,6 +54,12 @@ def numbers(text: str) -> dict[str, str]:
             continue  # (a zero-padded field: "03", "007"; not a quantity)
         out.setdefault(_value(written), written)
     return out
+
+
+def held(text: str) -> set[str]:
+    """The values of every number ``text`` holds, parts of dates and ranges too:
+    what an answer's number may restate without inventing or misreading it."""
+    return {_value(m.group()) for m in _ANY_NUMBER.finditer(text)}
 
 
 def _swapped(a: str, b: str) -> bool:
@@ -78,20 +88,20 @@ def rule_misread_number(ctx: RuleContext) -> Iterator[Finding]:
     said = numbers(flatten(answer.output, limit=4000))
     if not said:
         return
-    earlier: set[str] = set(numbers(trajectory.goal or ""))
+    earlier: set[str] = held(trajectory.goal or "")
     results: list[tuple[AgentEvent, dict[str, str]]] = []
     for event in events[:at]:
         if event.step_index >= answer.step_index:
             continue  # (the answering step's own events: its model reply, its node's end)
-        held = numbers(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
-        earlier.update(held)
+        text = flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000)
+        earlier |= held(text)
         if event.type in RESULT_TYPES and event.error is None:
-            results.append((event, held))
+            results.append((event, numbers(text)))
     for value, written in said.items():
         if value in earlier:
             continue
-        for result, held in results:
-            source = next((held[v] for v in held if _swapped(value, v)), None)
+        for result, quantities in results:
+            source = next((quantities[v] for v in quantities if _swapped(value, v)), None)
             if source is None:
                 continue
             text = flatten(result.output, limit=4000)

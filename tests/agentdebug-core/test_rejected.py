@@ -101,10 +101,29 @@ def test_the_declined_call_run_after_a_no_is_blamed_on_the_node_that_let_it_thro
     assert finding.message.endswith("and the run ran the declined refund call (asked at step 1)")
 
 
+@pytest.mark.parametrize(
+    ("question", "action"),
+    [
+        ("Cancel the subscription for user 881?", "cancel_subscription"),
+        ("Stop server prod-3?", "stop_server"),
+        ("Delete any files older than 30 days?", "delete_files"),
+        ("Skip the payment step and ship now?", "skip_payment"),
+        ("Should I stop the deployment?", "stop_deployment"),
+    ],
+)
+def test_a_no_to_a_destructive_action_is_read(question: str, action: str) -> None:
+    """Before the review, any question holding "cancel", "stop", "skip" or "any"
+    was taken for one whose "no" goes ahead, and not read."""
+    call = ev(6, EventType.TOOL_CALL, "agent", metadata={"tool_name": action})
+    assert len(found(run_of(call, question=question))) == 1
+
+
 def test_a_question_whose_no_goes_ahead_or_a_run_that_succeeded_is_not_read() -> None:
     refund = ev(6, EventType.AGENT_START, "refund")
     assert not found(run_of(refund, question="Any changes before I issue the refund of $42?"))
     assert not found(run_of(refund, question="Should I cancel the refund of $42 instead?"))
+    assert not found(run_of(refund, question="Anything else before I issue the refund?"))
+    assert not found(run_of(refund, question="Should I wait before I issue the refund?"))
     ok = run_of(refund).model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
     assert not found(ok)
 

@@ -69,6 +69,7 @@ _GENERATORS = inspect.CO_GENERATOR | inspect.CO_ASYNC_GENERATOR
 # async generator code -> the offsets where its frame waits at an ``await``
 _AWAITS: dict[CodeType, frozenset[int] | None] = {}
 _AWAITS_KEPT = 1024
+_UNREAD = frozenset({-1})  # (not read yet)
 _unreadable_said = False  # (said once per process)
 
 
@@ -201,9 +202,8 @@ def _at_yield(frame: FrameType) -> bool:
     code = frame.f_code
     if not code.co_flags & inspect.CO_ASYNC_GENERATOR:
         return True
-    if code in _AWAITS:
-        awaits = _AWAITS[code]
-    else:
+    awaits = _AWAITS.get(code, _UNREAD)
+    if awaits is _UNREAD:  # (one read: another thread may clear the cache meanwhile)
         if len(_AWAITS) >= _AWAITS_KEPT:
             _AWAITS.clear()
         awaits = _AWAITS[code] = _await_offsets(code)

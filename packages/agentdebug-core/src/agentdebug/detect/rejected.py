@@ -40,9 +40,10 @@ RECORDED_FROM = "recorded_from"  # a tool call's metadata: "node_update", no too
 _QUESTION_KEYS = ("question", "message", "prompt", "title", "description", "ask", "query")
 # a question whose "no" may mean "go ahead": "Any changes before I issue the refund?"
 _OPEN = re.compile(
-    r"\b(?:any|anything|changes?|edits?|modif\w*|correct\w*|cancel\w*|skip\w*|stop|"
-    r"abort|instead|wrong|mistakes?|problems?|concerns?|objections?|else|wait|hold|"
-    r"undo|revert\w*)\b",
+    r"\b(?:any(?:thing)? (?:changes?|edits?|corrections?|objections?|concerns?|problems?|"
+    r"issues?|else|to (?:change|fix|add))|anything else|(?:changes?|edits?|corrections?) "
+    r"(?:to make|before)|instead|is (?:there )?(?:anything|something) wrong|"
+    r"(?:should|shall) (?:i|we) (?:wait|hold off))\b",
     re.I,
 )
 _NO = re.compile(

@@ -104,6 +104,10 @@ def test_an_observation_quoting_a_single_thought_line_keeps_it_as_its_text() -> 
         "Thought 2: hmm\nThought 3: so\nFinal Answer 3: A\n",
         # after a step with no Observation (the first step)
         "Thought: first\nThought: second\nFinal Answer: A\n",
+        # the model's own second thought: the Observation introduces no quote
+        "Thought: add\nAction: calc\nAction Input: 6*7\nObservation: 42\n"
+        "Thought: The calculator returned 42, but it may be an error.\n"
+        "Thought: I now know the final answer.\nFinal Answer: 42\n",
     ],
 )
 def test_a_thought_alone_that_is_no_quote_stays_a_step(text: str) -> None:

@@ -305,8 +305,11 @@ def _fold_quoted_thoughts(
 ) -> tuple[_Field | None, list[_Draft]]:
     """A tool's output that quotes a single unnumbered ``Thought:`` line breaks no
     order, so it was read as a step of a thought alone. A step is a Thought and an
-    Action or a Final Answer; one of a thought alone, right after an Observation and
-    before the next step, is the Observation's text (its line kept in ``quoted``)."""
+    Action or a Final Answer; one of a thought alone, right after an Observation
+    whose text introduces a quote (ends with ":") and before the next step, is the
+    Observation's text (its line kept in ``quoted``). A model's own second thought
+    after an Observation ("Thought: it may be an error." "Thought: I now know...")
+    stays a step."""
     out: list[_Draft] = []
     for i, step in enumerate(steps):
         before = out[-1] if out else None
@@ -315,7 +318,13 @@ def _fold_quoted_thoughts(
             and step.thought.number is None
             and not (step.action or step.observation or step.final)
         )
-        if alone and before is not None and before.observation is not None and i + 1 < len(steps):
+        if (
+            alone
+            and before is not None
+            and before.observation is not None
+            and before.observation.text.endswith(":")  # (it introduces what it quotes)
+            and i + 1 < len(steps)
+        ):
             assert step.thought is not None
             before.observation.lines += [step.thought.head, *step.thought.lines[1:]]
             before.observation.quoted.append(step.thought.line)

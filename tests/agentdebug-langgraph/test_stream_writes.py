@@ -282,28 +282,28 @@ def test_a_progress_write_that_mentions_an_error_is_no_failed_call(
     assert report.findings == [] and report.root_cause is None
 
 
-def test_a_graph_starting_in_another_thread_waits_for_the_wrap(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Before, the flag was set before the wrap: a second thread's first graph could
-    start in between, with LangGraph's writer, and its writes were lost."""
+def test_a_graph_starting_in_another_thread_waits_for_the_wrap() -> None:
+    """The wraps of LangGraph's loop classes (stream writes, cache hits) are installed
+    by ``Once``. Before, the flag was set before the wrap: a second thread's first
+    graph could start in between, with LangGraph's writer, and its writes were lost."""
     import threading
     import time
 
-    from agentdebug_langgraph import _stream_writes
+    from agentdebug_langgraph import _cache_hits, _stream_writes
+    from agentdebug_langgraph._once import Once
 
+    assert isinstance(_stream_writes.install, Once) and isinstance(_cache_hits.install, Once)
     done: list[bool] = []
 
     def slow_install() -> None:
         time.sleep(0.2)
         done.append(True)
 
-    monkeypatch.setattr(_stream_writes, "_installed", False)
-    monkeypatch.setattr(_stream_writes, "_install", slow_install)
+    install = Once(slow_install)
     seen: list[bool] = []
 
     def start() -> None:
-        _stream_writes.install()
+        install()
         seen.append(bool(done))
 
     threads = [threading.Thread(target=start) for _ in range(3)]

@@ -21,12 +21,13 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 from uuid import UUID
 
 from agentdebug.detect import signals
+
+from agentdebug_langgraph._once import Once
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -34,8 +35,6 @@ CACHED = signals.CACHED  # event metadata: LangGraph served this node's result f
 _WRAPPED = "__agentdebug_wrapped__"
 # LangGraph's channels for a functional-API task's value and for ``Send`` packets
 _RETURN, _TASKS = "__return__", "__pregel_tasks"
-_installed = False
-_install_lock = threading.Lock()
 
 
 @runtime_checkable
@@ -45,21 +44,9 @@ class ServesCache(Protocol):
     def on_cached_task(self, task: Any, parent_run_id: UUID | None) -> None: ...
 
 
-def install() -> None:
+def _install() -> None:
     """Wrap the loops' cache lookups (once per process; a run without a cache pays a
     call and a test of the empty list it finds per step)."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:  # (a graph starting in another thread waits for the wrap)
-        if not _installed:
-            try:
-                _install()
-            finally:
-                _installed = True
-
-
-def _install() -> None:
     try:
         from langgraph.pregel._loop import AsyncPregelLoop, SyncPregelLoop
     except ImportError:
@@ -75,6 +62,9 @@ def _install() -> None:
             continue
         if not getattr(original, _WRAPPED, False):
             setattr(cls, name, wrap(original))
+
+
+install = Once(_install)
 
 
 def _wrap_sync(original: Callable[[Any], Sequence[Any]]) -> Callable[[Any], Sequence[Any]]:

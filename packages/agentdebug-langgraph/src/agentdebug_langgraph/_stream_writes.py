@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import functools
 import logging
-import threading
 from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
@@ -30,6 +29,7 @@ from agentdebug import EventType
 from langchain_core.runnables.config import var_child_runnable_config
 
 from agentdebug_langgraph._base import CaptureBase
+from agentdebug_langgraph._once import Once
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -41,25 +41,11 @@ _CONF, _RUNTIME = "configurable", "__pregel_runtime"  # (checked against LangGra
 # parent task's (perhaps behind LangGraph's guard for a node's timeout, which is not
 # ours to recognise), so one write can pass through two of ours, and is recorded once
 _PASSING: ContextVar[bool] = ContextVar("agentdebug_langgraph_stream_write", default=False)
-_installed = False
-_install_lock = threading.Lock()
 _said = False
 
 
-def install() -> None:
-    """Wrap the loops' ``__init__`` (once per process)."""
-    global _installed
-    if _installed:
-        return
-    with _install_lock:  # (a graph starting in another thread waits for the wrap)
-        if not _installed:
-            try:
-                _install()
-            finally:
-                _installed = True
-
-
 def _install() -> None:
+    """Wrap the loops' ``__init__`` (once per process)."""
     try:
         from langgraph._internal._constants import CONF, CONFIG_KEY_RUNTIME
         from langgraph.pregel._loop import AsyncPregelLoop, SyncPregelLoop
@@ -75,6 +61,9 @@ def _install() -> None:
             _unsupported(f"{cls.__name__}.__init__ is gone")
         elif not getattr(original, _WRAPPED, False):
             cls.__init__ = _wrap_init(original)  # type: ignore[method-assign]
+
+
+install = Once(_install)
 
 
 def _wrap_init(original: Callable[..., None]) -> Callable[..., None]:

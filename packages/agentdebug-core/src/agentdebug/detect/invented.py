@@ -27,10 +27,10 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.misread import QUOTE, held, numbers
+from agentdebug.detect.misread import QUOTE, failed_answer, held, numbers
 from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, RESULT_TYPES, tool_name
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.schema import AgentEvent, EventType, Evidence, Finding
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -143,14 +143,11 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's final answer giving a figure no tool returned, after its last
     lookup (with the task's own arguments) failed and the answer did not say so."""
     trajectory = ctx.trajectory
-    if trajectory.outcome.status is not OutcomeStatus.FAILURE:
+    found = failed_answer(trajectory)
+    if found is None:
         return
+    at, answer = found
     events = trajectory.events
-    answers = [i for i, e in enumerate(events) if e.type is EventType.FINAL_ANSWER]
-    if not answers:
-        return
-    at = answers[-1]
-    answer = events[at]
     text = flatten(answer.output, limit=4000)
     if ERROR_ACK.search(text) or _HONEST.search(text):
         return  # (it says the lookup failed, or that it could not tell)

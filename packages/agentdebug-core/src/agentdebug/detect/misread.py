@@ -17,7 +17,14 @@ from typing import TYPE_CHECKING
 
 from agentdebug.detect.rule_finding import rule_finding
 from agentdebug.detect.signals import RESULT_TYPES
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    EventType,
+    Evidence,
+    Finding,
+    OutcomeStatus,
+)
 from agentdebug.text import flatten
 
 if TYPE_CHECKING:
@@ -73,18 +80,27 @@ def _swapped(a: str, b: str) -> bool:
     return sorted(digits) == sorted(b.replace(".", ""))
 
 
+def failed_answer(trajectory: AgentTrajectory) -> tuple[int, AgentEvent] | None:
+    """A failed run's last final answer, with its position among the events."""
+    if trajectory.outcome.status is not OutcomeStatus.FAILURE:
+        return None
+    events = trajectory.events
+    at = next(
+        (i for i in range(len(events) - 1, -1, -1) if events[i].type is EventType.FINAL_ANSWER),
+        None,
+    )
+    return (at, events[at]) if at is not None else None
+
+
 def rule_misread_number(ctx: RuleContext) -> Iterator[Finding]:
     """A final answer in a failed run whose number swaps the digits of a number a
     tool's result gave, and that nothing earlier in the run held."""
     trajectory = ctx.trajectory
-    if trajectory.outcome.status is not OutcomeStatus.FAILURE:
+    found = failed_answer(trajectory)
+    if found is None:
         return
+    at, answer = found
     events = trajectory.events
-    answers = [i for i, e in enumerate(events) if e.type is EventType.FINAL_ANSWER]
-    if not answers:
-        return
-    at = answers[-1]
-    answer = events[at]
     said = numbers(flatten(answer.output, limit=4000))
     if not said:
         return

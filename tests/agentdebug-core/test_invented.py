@@ -77,10 +77,10 @@ def test_a_figure_after_a_failed_lookup_is_blamed_on_the_answer_with_a_fix() -> 
 
 def test_without_the_rule_the_call_was_blamed(monkeypatch: pytest.MonkeyPatch) -> None:
     # (what the rule changes: the same run, diagnosed by the other rules alone)
-    from agentdebug.detect import rules
+    from agentdebug.detect import pack
 
-    others = [r for r in rules.RULES if r.id != "invented_after_failure"]
-    monkeypatch.setattr(rules, "RULES", others)
+    others = [r for r in pack.RULES if r.id != "invented_after_failure"]
+    monkeypatch.setattr(pack, "RULES", others)
     report = diagnose(order_run("Order A123 cost $24.00."))
     assert report.root_cause is not None and report.root_cause.step_index == 1
 

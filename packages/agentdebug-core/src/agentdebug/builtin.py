@@ -19,7 +19,7 @@ def agentdebug_failure_modes() -> Sequence[FailureMode]:
 @hookimpl
 def agentdebug_detectors() -> Sequence[Detector]:
     from agentdebug.detect.judge import LLMJudge
-    from agentdebug.detect.rules import RulePack
+    from agentdebug.detect.pack import RulePack
 
     return [RulePack(), LLMJudge()]
 

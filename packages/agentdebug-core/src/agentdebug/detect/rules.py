@@ -14,13 +14,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
-from agentdebug.detect.adaptation import rule_reply_unchanged
-from agentdebug.detect.cut_answers import rule_cut_answer
-from agentdebug.detect.edited import rule_edit_ignored
-from agentdebug.detect.invented import rule_invented_after_failure
-from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.recovery import recovered_by_the_agent
-from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rule_finding import rule_finding as _finding
 from agentdebug.detect.signals import (
     ACTION_TYPES,
@@ -544,57 +538,3 @@ def rule_stall_reported(ctx: RuleContext) -> Iterator[Finding]:
             ],
         )
         return
-
-
-RULES: list[Rule] = [
-    Rule("errors", "tool, model and runtime errors, classified", rule_errors),
-    Rule("malformed_tool_call", "tool-call arguments that do not parse", rule_malformed_tool_call),
-    Rule("repeated_action", "the same action repeated without progress", rule_repeated_action),
-    Rule("premature_success", "success declared over an unresolved error", rule_premature_success),
-    Rule("error_ignored", "an error result treated as success", rule_error_ignored),
-    Rule("unknown_handoff", "handoff to an agent the run does not have", rule_unknown_handoff),
-    Rule("invalid_final_output", "an empty or invalid final answer", rule_invalid_final_output),
-    Rule("stall_reported", "the orchestrator's own ledger reports a stall", rule_stall_reported),
-    Rule("cut_answer", "a model answer cut at its output-token limit", rule_cut_answer),
-    Rule(
-        "misread_number",
-        "a final answer's number with a tool result's digits swapped",
-        rule_misread_number,
-    ),
-    Rule(
-        "invented_after_failure",
-        "a final answer's figure no tool gave, after the lookup failed",
-        rule_invented_after_failure,
-    ),
-    Rule(
-        "rejection_overruled",
-        "a reviewer's plain rejection, then the action it declined",
-        rule_rejection_overruled,
-    ),
-    Rule("edit_ignored", "a reviewer's edit, then the text from before it", rule_edit_ignored),
-    Rule(
-        "reply_unchanged", "a model's reply repeated after its input changed", rule_reply_unchanged
-    ),
-]
-
-
-class RulePack:
-    """The built-in detector: every rule above, no model call."""
-
-    name = "rules"
-
-    def __init__(self, rules: list[Rule] | None = None) -> None:
-        self.rules = list(RULES if rules is None else rules)
-
-    def detect(self, trajectory: AgentTrajectory) -> list[Finding]:
-        ctx = RuleContext.build(trajectory)
-        findings: list[Finding] = []
-        seen: set[tuple[str | None, str | None, str]] = set()
-        for rule in self.rules:
-            for finding in rule.check(ctx):
-                key = (finding.rule_id, finding.event_id, finding.mode_id)
-                if key not in seen:
-                    seen.add(key)
-                    findings.append(finding)
-        findings.sort(key=lambda f: f.step_index if f.step_index is not None else -1)
-        return findings

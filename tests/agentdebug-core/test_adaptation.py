@@ -91,6 +91,12 @@ def test_the_writer_that_ignored_the_critique_is_found_and_blamed() -> None:
                 2, "agent", "error", {"content": "", "tool_calls": [{"name": "search", "args": {}}]}
             ),
         ],
+        # new input that is only its own earlier reply and a routing label: nothing to
+        # act on (a supervisor looping a worker; before, the worker was blamed)
+        [
+            reply(1, "researcher", "Find the 2023 revenue", DRAFT),
+            reply(2, "researcher", f"Find the 2023 revenue\n{DRAFT}\nnext: researcher", DRAFT),
+        ],
         # other agents' replies alike are no one's repetition
         [reply(1, "writer", "a", DRAFT), reply(2, "editor", "b", DRAFT)],
     ],

@@ -64,6 +64,18 @@ def test_a_node_that_sends_the_text_from_before_the_edit_is_blamed() -> None:
     )
 
 
+def test_a_heavy_rewrite_is_an_edit_too() -> None:
+    # (0.54 alike the draft: under the 0.6 asked before a probe's rewrite was missed)
+    rewrite = (
+        "Sam, renewal update: $42,000 per year starting June 1 (our agreed discount). Regards, Alex"
+    )
+    run = run_of(
+        ev(5, EventType.AGENT_END, "send", output={"sent": DRAFT}),
+        answer={"action": "edit", "text": rewrite},
+    )
+    assert [f.agent_name for f in found(run)] == ["send"]
+
+
 def test_a_tool_call_given_the_text_from_before_the_edit_is_blamed() -> None:
     call = ev(5, EventType.TOOL_CALL, "mailer", input={"to": "sam", "body": DRAFT})
     (finding,) = found(run_of(call))

@@ -202,3 +202,30 @@ def test_a_figure_after_a_lookup_that_found_nothing_is_blamed_on_the_answer(noth
 )
 def test_a_lookup_that_found_something_is_not_nothing(result: str) -> None:
     assert not invented(order_run("Order A123 cost $24.00.", calls=[("A123", result)]))
+
+
+def test_a_final_state_no_agent_gave_is_blamed_on_the_model_call_that_said_the_figure() -> None:
+    """A graph whose state is a plain dict records its final state, with no agent, as
+    the final answer: the figure is blamed on the node's model call that wrote it
+    (before, on "unknown agent")."""
+    run = order_run("Order A123 cost $24.00.", calls=[("A123", "[]")])
+    said = ev(
+        3,
+        EventType.LLM_RESPONSE,
+        "writer",
+        input=[{"role": "user", "content": GOAL}],
+        output={"content": "Order A123 cost $24.00."},
+    )
+    final = run.events[-1].model_copy(
+        update={
+            "id": "e4",
+            "step_index": 3,
+            "agent_name": None,
+            "output": {"reply": "Order A123 cost $24.00."},
+        }
+    )
+    run = run.model_copy(update={"events": [*run.events[:-1], said, final]})
+    (found,) = invented(run)
+    assert (found.event_id, found.agent_name) == ("e3", "writer")
+    root = diagnose(run).root_cause
+    assert root is not None and root.agent_name == "writer"

@@ -59,6 +59,14 @@ def test_tool_output_that_shows_a_failure_counts_as_an_error() -> None:
     assert "exitcode: 1" in (findings[0].evidence[0].quote or "")
 
 
+def test_a_result_that_opens_with_an_error_and_its_code_is_a_failure() -> None:
+    """A tool that answers "ERROR 402: card declined" as its text (not by raising):
+    before, the answer claiming the booking over it went unremarked."""
+    out = "ERROR 402: payment declined by the card issuer; no seat was held."
+    findings = run(ev(0, EventType.TOOL_RESULT, agent="booker", output=out))
+    assert [m for m, _ in modes(findings)] == ["system.tool_error"]
+
+
 def test_the_word_json_or_error_in_a_prompt_is_not_a_failure() -> None:
     """Rules read only where their signal lives: a user asking for JSON, or talking
     about errors, is not a format error or a tool error."""

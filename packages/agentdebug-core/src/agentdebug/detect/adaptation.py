@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 RULE = "reply_unchanged"
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 MIN_REPLY = 30  # characters: a short label ("approve", "route: search") may well repeat
+MIN_NEW = 24  # characters of new input for it to be something to act on
 
 
 def _text(value: Any) -> str:
@@ -47,12 +48,10 @@ def _reply(event: AgentEvent) -> str | None:
     return _text(out).strip()
 
 
-def _new_in(now: str, before: str) -> str:
-    """The first line of ``now`` that ``before`` does not hold (what changed)."""
-    seen = set(before.splitlines())
-    return next(
-        (line.strip() for line in now.splitlines() if line.strip() and line not in seen), ""
-    )
+def _new_lines(now: str, before: str) -> list[str]:
+    """The lines of ``now`` that ``before`` does not hold (what changed)."""
+    seen = {line.strip() for line in before.splitlines()}
+    return [line.strip() for line in now.splitlines() if line.strip() and line.strip() not in seen]
 
 
 def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
@@ -60,6 +59,7 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
         return
     last: dict[str, AgentEvent] = {}
+    own: dict[str, str] = {}  # agent -> what its model said so far
     for event in ctx.trajectory.events:
         if event.type not in _MODEL or event.error is not None:
             continue
@@ -69,14 +69,23 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
         before = last.get(agent)
         last[agent] = event
         said = _reply(event)
+        earlier = own.get(agent, "")
+        own[agent] = f"{earlier}\n{_text(event.output)}"
         if before is None or said is None or len(said) < MIN_REPLY or said != _reply(before):
             continue
         given, given_before = _text(event.input).strip(), _text(before.input).strip()
         if given == given_before:
             continue  # (the same input answered the same way: consistent)
-        # (what it was not given before, nor had said itself: its reply comes back
-        # in a chat's history)
-        new = _new_in(given, f"{given_before}\n{said}") or shorten(given, 120)
+        # (what it was not given before, nor had said itself, in any earlier reply: its
+        # replies come back in a chat's history)
+        changed = [
+            line  # (a line quoting its own reply, "Previous: <draft>", is no news either)
+            for line in _new_lines(given, f"{given_before}\n{earlier}")
+            if said not in line
+        ]
+        if sum(len(line) for line in changed) < MIN_NEW:
+            continue  # (a routing label, "next: researcher": nothing to act on)
+        new = changed[0]
         yield rule_finding(
             RULE,
             "reflection.no_adaptation",

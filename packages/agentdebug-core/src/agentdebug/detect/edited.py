@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 RULE = "edit_ignored"
 MIN_TEXT = 20  # characters of a text to follow (a short value may well recur)
-ALIKE = 0.6  # the least similarity of an edit to the text it edits
+ALIKE = 0.45  # the least similarity of an edit to the text it edits (a heavy rewrite: 0.54)
 COMPARED = 2000  # characters of each text compared
 PAIRS = 16  # texts of the question and of the answer looked at
 _USES = {EventType.AGENT_END: "output", EventType.TOOL_CALL: "input"}

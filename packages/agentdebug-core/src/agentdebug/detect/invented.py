@@ -118,6 +118,22 @@ def _derived(value: str, held: list[float]) -> bool:
     return False
 
 
+def _said_by(events: list[AgentEvent], at: int, answer: AgentEvent, figure: str) -> AgentEvent:
+    """Where the answer's figure was said: the answer, when an agent gave it; for a
+    final answer no agent gave (a graph's final state), the latest model call up to
+    it whose output holds the figure (the node that wrote it), else the answer."""
+    if answer.agent_name is not None:
+        return answer
+    for event in reversed(events[:at]):
+        if (
+            event.type in (EventType.LLM_RESPONSE, EventType.LLM_CALL)
+            and event.agent_name
+            and figure in flatten(event.output, limit=8000)
+        ):
+            return event
+    return answer
+
+
 def _call_of(ctx: RuleContext, result: AgentEvent) -> AgentEvent | None:
     """The tool call ``result`` answers: its parent, or the latest call of its tool."""
     events = ctx.trajectory.events
@@ -197,6 +213,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         error = ctx.failures[failed.id][1]
         how, what = f"failed ({shorten(error, 80)})", "failed"
         instead = "say that the lookup failed"
+    answer = _said_by(events, at, answer, figure)
     yield rule_finding(
         RULE,
         "reflection.hallucinated_fact",

@@ -143,7 +143,7 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
 
 _OUTPUT_FAILURE = re.compile(
     r"exitcode:\s*[1-9]|execution failed|Traceback \(most recent call last\)|"
-    r"^\s*(?:Error|Exception|\w+Error):",
+    r"^\s*(?:Error|Exception|\w+Error)(?: \d{3})?:",  # ("Error 402: card declined")
     re.I | re.M,
 )
 

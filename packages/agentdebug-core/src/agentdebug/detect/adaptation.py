@@ -10,7 +10,10 @@ critique and answered as before, which is the fault (``reflection.no_adaptation`
 The rule keeps to a failed run, a reply of text (not a tool call: a call repeated
 after a result is the repeated-action rule's) of at least ``MIN_REPLY`` characters,
 equal to the same agent's previous reply, while what the model was given (the
-messages' text) differs from what it was given then. The first such reply is found.
+messages' text) differs from what it was given then by at least ``MIN_NEW``
+characters that are not its own earlier replies (a supervisor's "next: researcher"
+and the worker's own findings coming back are nothing to act on). The first such
+reply is found.
 """
 
 from __future__ import annotations

@@ -8,14 +8,18 @@ string), or a model that called the tool again after being told not to. Without
 this rule the free tier found nothing at all in such a run (no error, no model
 call to blame) or blamed the first decision by default.
 
-The rule keeps to what it can read for certain: an answer that is a rejection and
-nothing more (``False``, "no", "reject", ``{"approved": false}``, a decision of
-type "reject" with no message to act on: "no, refund $40 instead" is an edit, not
-a rejection), and an action named in the question (the tool's or the node's name,
-or each of its words, as words of the question) that starts
-after the resume and before the next interrupt. It blames who overruled: the model
-call that asked for the tool after the resume, else the interrupting node's own
-run after the resume, which read the answer and chose what ran next.
+The rule keeps to what it can read for certain, in a failed run: an answer that is
+a rejection and nothing more (``False``, "no", "reject", ``{"approved": false}``, a
+decision of type "reject" with no message to act on: "no, refund $40 instead" is an
+edit, not a rejection) to a question whose "no" cannot mean "go ahead" ("Any
+changes?", "...instead?" are skipped), and an action the question named (the
+tool's or the node's name, or each of its words of three letters or more, as
+words of the question's own text, not of its data; a middleware's listed calls by
+their exact names) that starts after the resume and before the next interrupt. It
+blames who overruled: the model call that asked for the tool after the resume,
+else the interrupting node's own run after the resume, which read the answer and
+chose what ran next (also when what ran is the declined call itself, let through
+to a ``ToolNode``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ whose answer does not admit the failure ("unavailable", "try again", "sorry"...)
 and gives a number (two digits or more) that nothing before the answering step
 held: not one of those numbers rounded or scaled ("1.2 million" for 1,200,000,
 "about $42" for 41.96), nor the sum, difference, product or quotient of two of
-the first ``PAIRED``.
+the first ``PAIRED``. The finding is the answer's; for a final answer no agent
+gave (a graph's final state), the model call's that wrote the figure.
 """
 
 from __future__ import annotations

@@ -25,6 +25,10 @@ from conftest import ev, traj
         {"approved": False},
         {"type": "reject"},
         {"decisions": [{"type": "reject"}]},
+        # a rejection and its reason, with no alternative to act on
+        "No - policy says repair first, do not refund.",
+        "Rejected: the customer is not eligible.",
+        "no because it is a duplicate request",
     ],
 )
 def test_plain_rejections(answer: Any) -> None:
@@ -38,6 +42,9 @@ def test_plain_rejections(answer: Any) -> None:
         None,
         "yes",
         "no, refund $40 instead",
+        "No - but send the partial refund.",
+        "No, use the store credit.",
+        "Nothing to change, go ahead.",
         "not now, ask me tomorrow",
         {"approved": True},
         {"approved": False, "note": "refund $40 instead"},

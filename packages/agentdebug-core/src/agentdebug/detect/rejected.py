@@ -55,6 +55,15 @@ _NO = re.compile(
     r"cancel(?:led)?|abort|stop|don'?t|do not)\s*[.!]?\s*$",
     re.I,
 )
+# "No - policy says repair first, do not refund.": a rejection and its reason; not
+# "no, refund $40 instead" (an alternative to act on: a figure, "instead", "but"...)
+_NO_BECAUSE = re.compile(
+    r"^\s*(?:no|nope|reject(?:ed)?|denied|declined?)\s*(?:[-–—,:;.!]|because\b)\s*\S", re.I
+)
+_ALTERNATIVE = re.compile(
+    r"\d|\b(?:instead|but|rather|only|except|unless|change|edit|use|try|make it|go with)\b",
+    re.I,
+)
 _VERDICT_KEYS = ("approved", "approve", "accept", "accepted", "ok", "confirmed", "allow")
 _TYPE_KEYS = ("type", "action", "decision")
 _REJECT_TYPES = frozenset({"reject", "rejected", "deny", "denied", "decline", "cancel"})
@@ -79,7 +88,9 @@ def rejection(value: Any) -> bool:
     if value is False:
         return True
     if isinstance(value, str):
-        return bool(_NO.match(value))
+        return bool(_NO.match(value)) or (
+            bool(_NO_BECAUSE.match(value)) and not _ALTERNATIVE.search(value)
+        )
     if isinstance(value, list) and len(value) == 1:
         return rejection(value[0])
     if isinstance(value, dict):

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from agentdebug.capture.current import register_finder
-from agentdebug.schema import CheckpointRef
+from agentdebug.schema import CheckpointRef, EventType
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.callbacks import GraphCallbackHandler
 
@@ -126,30 +126,50 @@ class CaptureBase(GraphCallbackHandler):
         )
 
 
-def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
-    """The graph run a node's own code runs in, and the fields an event recorded
-    there has unless given (the node's agent, step and start event): found from
-    the config LangChain keeps current while a runnable runs, whose callbacks are
-    the node's children (their parent the node's run, or a tool's or a runnable's
-    inside the node) and hold this plugin's handler. None elsewhere."""
+def current_node_runs() -> list[NodeRun]:
+    """The node runs the code running now is in, one for each recording handler:
+    found from the config LangChain keeps current while a runnable runs, whose
+    callbacks are the node's children (their parent the node's run, or a tool's or a
+    runnable's inside the node). Empty outside any recorded node."""
     config = var_child_runnable_config.get()
     if not config:
-        return None
+        return []
     manager = config.get("callbacks")
     parent = getattr(manager, "parent_run_id", None)
     if parent is None:
-        return None
-    found = None
+        return []
+    found = []
     for handler in getattr(manager, "handlers", None) or ():
         if isinstance(handler, CaptureBase):
             rec = handler._node_of(parent, config.get("metadata"))
-            # (a graph given a callback of its own inside a recorded node is recorded
-            # twice, nested in the outer run and as a run of its own: its own is the
-            # innermost run, as a ``dbg.trace()`` begun in a node is)
-            if rec is not None and (
-                found is None or rec.run.session.started_at >= found.run.session.started_at
-            ):
-                found = rec
+            if rec is not None:
+                found.append(rec)
+    return found
+
+
+def record_note(rec: NodeRun, module: str, output: Any, metadata: dict[str, Any]) -> None:
+    """An ``observation`` of the node's own (a custom event, a stream write)."""
+    rec.run.session.record(
+        EventType.OBSERVATION,
+        agent_name=rec.agent,
+        step_index=rec.step,
+        parent_id=rec.event_id,
+        module=module,
+        output=output,
+        metadata=metadata,
+    )
+
+
+def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
+    """The graph run a node's own code runs in, and the fields an event recorded
+    there has unless given (the node's agent, step and start event); None elsewhere.
+    Of several (a graph given a callback of its own inside a recorded node is
+    recorded twice, nested in the outer run and as a run of its own), its own: the
+    innermost run, as a ``dbg.trace()`` begun in a node is."""
+    found = None
+    for rec in current_node_runs():
+        if found is None or rec.run.session.started_at >= found.run.session.started_at:
+            found = rec
     if found is None:
         return None
     return found.run.session, {

@@ -15,7 +15,7 @@ from uuid import UUID
 
 from agentdebug import EventType
 
-from agentdebug_langgraph._base import CaptureBase
+from agentdebug_langgraph._base import CaptureBase, record_note
 from agentdebug_langgraph._state import NodeRun
 
 _RETRIEVER = "langchain.retriever"
@@ -103,15 +103,7 @@ class ProgramEvents(CaptureBase):
             rec = self._node_of(run_id, metadata)
             if rec is None:
                 return
-            rec.run.session.record(
-                EventType.OBSERVATION,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                parent_id=rec.event_id,
-                module=_CUSTOM,
-                output=data,
-                metadata={"custom_event": name},
-            )
+            record_note(rec, _CUSTOM, data, {"custom_event": name})
         except Exception:
             self._failed("on_custom_event")
 

@@ -25,10 +25,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Any
 
-from agentdebug import EventType
-from langchain_core.runnables.config import var_child_runnable_config
-
-from agentdebug_langgraph._base import CaptureBase
+from agentdebug_langgraph._base import CaptureBase, current_node_runs, record_note
 from agentdebug_langgraph._once import Once
 
 log = logging.getLogger("agentdebug.langgraph")
@@ -122,27 +119,8 @@ def recorded(chunk: Any) -> None:
     """Record ``chunk`` into the node whose code wrote it, in each recording
     handler's run (found as ``agentdebug.record`` in a node finds it: from the config
     LangChain keeps current, whose callbacks are the node's children)."""
-    config = var_child_runnable_config.get()
-    if not config:
-        return
-    manager = config.get("callbacks")
-    parent = getattr(manager, "parent_run_id", None)
-    if parent is None:
-        return
-    for handler in getattr(manager, "handlers", None) or ():
-        if isinstance(handler, CaptureBase):
-            rec = handler._node_of(parent, config.get("metadata"))
-            if rec is None:
-                continue
-            rec.run.session.record(
-                EventType.OBSERVATION,
-                agent_name=rec.agent,
-                step_index=rec.step,
-                parent_id=rec.event_id,
-                module=MODULE,
-                output=chunk,
-                metadata={"stream_writer": True},
-            )
+    for rec in current_node_runs():
+        record_note(rec, MODULE, chunk, {"stream_writer": True})
 
 
 def _unsupported(why: str) -> None:

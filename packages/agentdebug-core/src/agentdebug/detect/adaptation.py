@@ -21,8 +21,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.rule_finding import rule_finding
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -98,18 +98,8 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
             f"{shorten(new, 100)!r})",
             confidence=0.75,
             evidence=[
-                Evidence(
-                    event_id=event.id,
-                    step_index=event.step_index,
-                    field="output",
-                    quote=said[:300],
-                ),
-                Evidence(
-                    event_id=event.id,
-                    step_index=event.step_index,
-                    field="input",
-                    quote=new[:300],
-                ),
+                quoted(event, "output", said[:300]),
+                quoted(event, "input", new[:300]),
             ],
             metadata={
                 "fix": (

@@ -22,8 +22,8 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rejected import RECORDED_FROM, RESUMES, is_interrupt, is_resume
-from agentdebug.detect.rule_finding import rule_finding
-from agentdebug.schema import EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.schema import EventType, Finding, OutcomeStatus
 from agentdebug.text import shorten
 
 if TYPE_CHECKING:
@@ -113,18 +113,8 @@ def rule_edit_ignored(ctx: RuleContext) -> Iterator[Finding]:
                 f"it as it was before the edit at step {event.step_index}",
                 confidence=0.8,
                 evidence=[
-                    Evidence(
-                        event_id=event.id,
-                        step_index=event.step_index,
-                        field=field,
-                        quote=before[:300],
-                    ),
-                    Evidence(
-                        event_id=resume.id,
-                        step_index=resume.step_index,
-                        field="input",
-                        quote=edited[:300],
-                    ),
+                    quoted(event, field, before[:300]),
+                    quoted(resume, "input", edited[:300]),
                 ],
                 metadata={
                     "fix": (

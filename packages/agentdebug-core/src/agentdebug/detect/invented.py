@@ -29,9 +29,9 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.misread import QUOTE, failed_answer, held, numbers
-from agentdebug.detect.rule_finding import rule_finding
+from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, RESULT_TYPES, tool_name
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding
+from agentdebug.schema import AgentEvent, EventType, Finding
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -223,18 +223,12 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         f"{failed.step_index} {how} and the answer did not say so",
         confidence=0.8,
         evidence=[
-            Evidence(
-                event_id=answer.id,
-                step_index=answer.step_index,
-                field="output",
-                quote=text[max(0, where - QUOTE // 2) : where + len(figure) + QUOTE // 2].strip(),
+            quoted(
+                answer,
+                "output",
+                text[max(0, where - QUOTE // 2) : where + len(figure) + QUOTE // 2].strip(),
             ),
-            Evidence(
-                event_id=failed.id,
-                step_index=failed.step_index,
-                field="error" if failed.error else "output",
-                quote=error[:300],
-            ),
+            quoted(failed, "error" if failed.error else "output", error[:300]),
         ],
         metadata={
             COVERS: failed.id,

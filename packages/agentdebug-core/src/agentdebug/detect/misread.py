@@ -15,13 +15,12 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from agentdebug.detect.rule_finding import rule_finding
+from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import RESULT_TYPES
 from agentdebug.schema import (
     AgentEvent,
     AgentTrajectory,
     EventType,
-    Evidence,
     Finding,
     OutcomeStatus,
 )
@@ -131,18 +130,8 @@ def rule_misread_number(ctx: RuleContext) -> Iterator[Finding]:
                 f"{result.step_index} says {source}: the same digits, swapped",
                 confidence=0.6,
                 evidence=[
-                    Evidence(
-                        event_id=answer.id,
-                        step_index=answer.step_index,
-                        field="output",
-                        quote=written,
-                    ),
-                    Evidence(
-                        event_id=result.id,
-                        step_index=result.step_index,
-                        field="output",
-                        quote=quote,
-                    ),
+                    quoted(answer, "output", written),
+                    quoted(result, "output", quote),
                 ],
             )
             return

@@ -28,9 +28,9 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.rule_finding import rule_finding
+from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
-from agentdebug.schema import AgentEvent, EventType, Evidence, Finding, OutcomeStatus
+from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -222,18 +222,8 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
             f"and the run {did}",
             confidence=0.8,
             evidence=[
-                Evidence(
-                    event_id=resume.id,
-                    step_index=resume.step_index,
-                    field="input",
-                    quote=flatten(resume.input, limit=300),
-                ),
-                Evidence(
-                    event_id=asked.id,
-                    step_index=asked.step_index,
-                    field="output",
-                    quote=(question_text or flatten(asked.output, limit=300))[:300],
-                ),
+                quoted(resume, "input", flatten(resume.input, limit=300)),
+                quoted(asked, "output", (question_text or flatten(asked.output, limit=300))[:300]),
             ],
             metadata={
                 "fix": (

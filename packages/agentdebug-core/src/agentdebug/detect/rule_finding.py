@@ -31,3 +31,8 @@ def rule_finding(
         evidence=evidence or [],
         metadata=metadata or {},
     )
+
+
+def quoted(event: AgentEvent, field: str, quote: str | None) -> Evidence:
+    """Evidence quoting ``field`` of ``event``."""
+    return Evidence(event_id=event.id, step_index=event.step_index, field=field, quote=quote)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 import orjson
 
 from agentdebug.detect.recovery import recovered_by_the_agent
+from agentdebug.detect.rule_finding import quoted
 from agentdebug.detect.rule_finding import rule_finding as _finding
 from agentdebug.detect.signals import (
     ACTION_TYPES,
@@ -80,12 +81,7 @@ class RuleContext:
 
 def _failure_evidence(ctx: RuleContext, event: AgentEvent) -> Evidence:
     """The evidence of a failing event: its error, or the failure in its output."""
-    return Evidence(
-        event_id=event.id,
-        step_index=event.step_index,
-        field="error" if event.error else "output",
-        quote=ctx.failures[event.id][1][:300],
-    )
+    return quoted(event, "error" if event.error else "output", ctx.failures[event.id][1][:300])
 
 
 @dataclass(frozen=True)
@@ -202,14 +198,7 @@ def rule_malformed_tool_call(ctx: RuleContext) -> Iterator[Finding]:
                 event,
                 f"arguments for {tool_name(event) or 'a tool'} do not parse: {shorten(str(problem), 100)}",
                 confidence=0.9,
-                evidence=[
-                    Evidence(
-                        event_id=event.id,
-                        step_index=event.step_index,
-                        field="input",
-                        quote=quote[:300],
-                    )
-                ],
+                evidence=[quoted(event, "input", quote[:300])],
             )
 
 
@@ -398,12 +387,7 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
             f"{_actor(follower)} treated the failed result at step {event.step_index} as a success",
             confidence=0.7,
             evidence=[
-                Evidence(
-                    event_id=follower.id,
-                    step_index=follower.step_index,
-                    field="output",
-                    quote=quote,
-                ),
+                quoted(follower, "output", quote),
                 _failure_evidence(ctx, event),
             ],
         )
@@ -453,14 +437,7 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
                 if not text
                 else f"the final answer is a placeholder ('{text}')",
                 confidence=0.9,
-                evidence=[
-                    Evidence(
-                        event_id=event.id,
-                        step_index=event.step_index,
-                        field="output",
-                        quote=text or None,
-                    )
-                ],
+                evidence=[quoted(event, "output", text or None)],
             )
         elif _INVALID_ANSWER.match(text):
             yield _finding(
@@ -470,14 +447,7 @@ def rule_invalid_final_output(ctx: RuleContext) -> Iterator[Finding]:
                 f"the final answer is an error or a refusal: {shorten(text, 100)}",
                 confidence=0.7,
                 metadata={"answer": ERROR_OR_REFUSAL},
-                evidence=[
-                    Evidence(
-                        event_id=event.id,
-                        step_index=event.step_index,
-                        field="output",
-                        quote=text[:200],
-                    )
-                ],
+                evidence=[quoted(event, "output", text[:200])],
             )
 
 
@@ -528,13 +498,6 @@ def rule_stall_reported(ctx: RuleContext) -> Iterator[Finding]:
             f"{event.agent_name or 'the orchestrator'} reported "
             f"{'a loop' if looping else 'no progress'} right after this step",
             confidence=0.5,
-            evidence=[
-                Evidence(
-                    event_id=event.id,
-                    step_index=event.step_index,
-                    field="output",
-                    quote=flag.group("reason")[:300],
-                )
-            ],
+            evidence=[quoted(event, "output", flag.group("reason")[:300])],
         )
         return

@@ -1,5 +1,6 @@
 """Diagnosis across nodes: a node that fails on what an earlier node handed it, and
-an answer that covers a failed tool with a figure no tool gave."""
+an answer that covers a failed tool with a figure no tool gave, or confirms what a
+tool failed to do."""
 
 from __future__ import annotations
 
@@ -115,3 +116,49 @@ def test_an_answer_that_invents_the_figure_a_failed_tool_was_to_give_is_blamed(
         "At step 3, agent: the answer gave $24.00, which no tool returned (order_total "
         'failed at step 2: "'
     )
+
+
+def test_a_reply_confirming_a_booking_the_card_issuer_declined_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """`book_flight` returns that the card was declined; the model tells the user the
+    flight is booked. Before: the call was blamed and told to "retry once", though
+    it was right; the fault is the reply that confirmed what did not happen."""
+    declined = "ERROR 402: card ending 4411 was declined by issuer; no seat was held."
+
+    @tool
+    def book_flight(flight: str, passenger: str) -> str:
+        """Book a flight for a passenger."""
+        return declined
+
+    model = scripted(
+        [
+            call("book_flight", {"flight": "LH 401", "passenger": "M. Okafor"}, "c1"),
+            AIMessage("You're all set! LH 401 on 14 March is booked for M. Okafor."),
+        ]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("travel_agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([book_flight]))
+    g.add_edge(START, "travel_agent")
+    g.add_conditional_edges("travel_agent", tools_condition)
+    g.add_edge("tools", "travel_agent")
+    cb = AgentDebugCallback(dbg, success_check=lambda state: "no booking exists")
+    g.compile().invoke(
+        {"messages": [HumanMessage("Book LH 401 for M. Okafor")]}, {"callbacks": [cb]}
+    )
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "travel_agent",
+        3,
+        "observation.error_ignored",
+    )
+    assert report.fix is not None
+    assert report.fix.directive == (
+        'At step 3, travel_agent: the reply says it was done ("LH 401 on 14 March is booked '
+        f'for M. Okafor."), but book_flight failed at step 2 ("{declined}"). Say that it '
+        "failed and why, and what can be done next, instead of confirming it."
+    )
+    assert ("travel_agent", 1) not in [(h.agent_name, h.step_index) for h in report.hypotheses]

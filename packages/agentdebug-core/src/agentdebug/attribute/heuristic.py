@@ -48,6 +48,11 @@ _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 DEFAULT_GUESS = "default_guess"
 FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
 FINAL_ANSWER = "no detector fired; this step produced the final answer"
+# why a failed result a later finding covers is not its call's fault, by rule
+_COVERED_WHY = {
+    INVENTED: "the tool failed on the task's own arguments",
+    "": "the call was refused by what it reached, not for its arguments",
+}
 
 
 @dataclass
@@ -188,10 +193,16 @@ class HeuristicAttributor:
             if cand.fix is None and isinstance(fix, str) and finding.event_id == event.id:
                 cand.fix = fix  # (a rule that knows the concrete fix at its own event)
 
-        # failed results an answer covered with a figure no tool gave, whose call took
-        # the task's own arguments: the call was right, the tool failed (see
-        # detect/invented.py), so the failure is not charged to the decision to call
-        covered = {f.metadata.get(COVERS) for f in findings if f.rule_id == INVENTED}
+        # failed results an answer papered over, whose call was right: a figure no
+        # tool gave, after a call that took the task's own arguments (see
+        # detect/invented.py), or a reply saying done what the world refused (a card
+        # declined, a timeout: see detect/claimed.py). The failure is not charged to
+        # the decision to call
+        covered = {
+            f.metadata[COVERS]: _COVERED_WHY.get(f.rule_id or "", _COVERED_WHY[""])
+            for f in findings
+            if f.metadata.get(COVERS)
+        }
 
         # attempts another attempt followed (a RetryPolicy's): the same failure
         # again, charged once, at the last attempt (else the decision before the
@@ -214,12 +225,7 @@ class HeuristicAttributor:
             elif finding.mode_id in ENVIRONMENT_MODES:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
             elif event.id in covered:
-                charge(
-                    event,
-                    0.5 * conf,
-                    f"the tool failed on the task's own arguments: {finding.message}",
-                    finding,
-                )
+                charge(event, 0.5 * conf, f"{covered[event.id]}: {finding.message}", finding)
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):

@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
+from agentdebug.detect.claimed import REFUSED, claims_done, sentence
+from agentdebug.detect.invented import COVERS
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.rule_finding import quoted
 from agentdebug.detect.rule_finding import rule_finding as _finding
@@ -21,6 +24,7 @@ from agentdebug.detect.signals import (
     ACTION_TYPES,
     BY_THE_RUN,
     DECISION_TYPES,
+    ENVIRONMENT_MODES,
     ERROR_ACK,
     ERROR_OR_REFUSAL,
     HANDLES,
@@ -364,7 +368,12 @@ def rule_premature_success(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
-    """An error result whose next reaction (the next decision) treats it as a success."""
+    """An error result whose next reaction (the next decision) treats it as a success:
+    a success word in its opening, or, anywhere in a reply that admits no failure,
+    the failed tool's action said as done ("booked" after ``book_flight`` failed:
+    see ``claimed.py``). Where the failure is the world's answer to the call (a card
+    declined, a timeout, no such record), the finding covers it: the call was not
+    the fault, the reply was."""
     events = ctx.trajectory.events
     for i, event in enumerate(events):
         if event.id not in ctx.failures or event.type not in RESULT_TYPES | {EventType.ERROR}:
@@ -377,19 +386,48 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
         # Look only at the reply's opening: that is where it reacts to the result.
         head = flatten(follower.output, limit=6000)[:600]
         claim = _claims_success(head)
+        said = head
+        done = None
         if claim is None:
-            continue
-        quote = head[max(0, claim.start() - 60) : claim.end() + 60].strip()
+            said = flatten(follower.output, limit=4000)
+            done = claim = claims_done(said, tool_name(event))
+            if claim is None:
+                continue
+        quote = said[max(0, claim.start() - 60) : claim.end() + 60].strip()
+        if done is not None:
+            quote = sentence(said, done)
+        mode, error = ctx.failures[event.id]
+        world = mode in ENVIRONMENT_MODES or mode == "system.resource_not_found"
+        world = world or bool(REFUSED.search(error))
+        message = (
+            f"{_actor(follower)} treated the failed result at step {event.step_index} as a success"
+        )
+        metadata: dict[str, Any] = {}
+        if done is not None:
+            tool = tool_name(event) or "the tool"
+            message = (
+                f"{_actor(follower)} said {tool}'s action was done ({done.group()!r}) "
+                f"after it failed at step {event.step_index}"
+            )
+            metadata["fix"] = (
+                f"At step {follower.step_index}, {_actor(follower)}: the reply says it was done "
+                f'("{quote}"), but {tool} failed at step {event.step_index} '
+                f'("{shorten(error, 160)}"). Say that it failed and why, and what can be '
+                "done next, instead of confirming it."
+            )
+        if world:
+            metadata[COVERS] = event.id  # the call was right; the world said no
         yield _finding(
             "error_ignored",
             "observation.error_ignored",
             follower,
-            f"{_actor(follower)} treated the failed result at step {event.step_index} as a success",
-            confidence=0.7,
+            message,
+            confidence=0.8 if done is not None else 0.7,
             evidence=[
                 quoted(follower, "output", quote),
                 _failure_evidence(ctx, event),
             ],
+            metadata=metadata,
         )
 
 

@@ -109,3 +109,65 @@ def test_what_is_not_an_unheeded_change(events: list[AgentEvent]) -> None:
 
 def test_a_run_that_succeeded_is_not_read() -> None:
     assert not found(loop(status=OutcomeStatus.SUCCESS))
+
+
+FINDINGS = "Findings: the EU AI Act entered into force on 1 Aug 2024."
+LIMIT = "GraphRecursionError: Recursion limit of 9 reached without hitting a stop condition."
+
+
+def supervised(labels: list[str], *, ended: str = LIMIT) -> AgentTrajectory:
+    """A supervisor's model routing by a label, its researcher answering in between,
+    the run stopped by ``ended`` (an error event at the last step)."""
+    events = [ev(0, EventType.USER_INPUT, None, input="Brief me on the EU AI Act.")]
+    given = "Brief me on the EU AI Act."
+    for n, label in enumerate(labels, 1):
+        events.append(reply(len(events), "supervisor", given, label))
+        if n < len(labels):
+            events.append(reply(len(events), "researcher", label, FINDINGS))
+            given = f"{label}\n{FINDINGS}"
+    events.append(ev(len(events), EventType.ERROR, "supervisor", error=ended))
+    run = traj(*events)
+    return run.model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
+
+
+def test_a_supervisor_routing_back_until_the_limit_is_blamed_at_its_first_repeat() -> None:
+    """Before: the step limit was blamed, at the last step, with a fix to "cut
+    unproductive steps"; the fault is the first time the supervisor sent the work
+    back though the findings were in."""
+    run = supervised(["next: researcher"] * 4)
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index, finding.mode_id) == (
+        "supervisor",
+        3,
+        "coordination.wrong_delegation",
+    )
+    assert finding.message == (
+        "supervisor's model gave the same reply ('next: researcher') at step 3 as at step 1, "
+        "4 times in a row until the run's step limit, though what it was given had changed "
+        f"(now: {FINDINGS!r})"
+    )
+    report = diagnose(run)
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("supervisor", 3)
+    assert report.fix is not None and report.fix.directive == (
+        f"At step 3, supervisor: the reply repeated 'next: researcher' (as at step 1), though "
+        f"{FINDINGS!r} had come in, and the run looped on it until its step limit. Route on "
+        "what came back: to the next step, or to the end, not to the same one again."
+    )
+
+
+@pytest.mark.parametrize(
+    ("labels", "ended"),
+    [
+        # a label given again is by design where the run did not stop at its limit
+        (["next: researcher"] * 4, "ValueError: no briefing"),
+        # twice is not a loop
+        (["next: researcher"] * 2, LIMIT),
+        # the loop was left before the limit: something else used the steps up
+        (["next: researcher"] * 3 + ["next: writer"], LIMIT),
+    ],
+)
+def test_a_label_given_again_is_not_a_loop_unless_it_ran_to_the_limit(
+    labels: list[str], ended: str
+) -> None:
+    assert not found(supervised(labels, ended=ended))

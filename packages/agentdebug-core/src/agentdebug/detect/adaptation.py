@@ -14,10 +14,19 @@ messages' text) differs from what it was given then by at least ``MIN_NEW``
 characters that are not its own earlier replies (a supervisor's "next: researcher"
 and the worker's own findings coming back are nothing to act on). The first such
 reply is found.
+
+A shorter reply, a routing label, repeats by design ("next: researcher" each time
+research is needed), so it counts only in a run stopped by its step limit, given
+``LOOP`` times or more in a row up to it: a supervisor that sends work back to its
+researcher after the findings came in, until the recursion limit. The first repeat
+is blamed (before, the last one, at the limit, was): that is where the findings
+were there to act on. Where the label names another agent of the run, the mode is
+``coordination.wrong_delegation``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +41,8 @@ RULE = "reply_unchanged"
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 MIN_REPLY = 30  # characters: a short label ("approve", "route: search") may well repeat
 MIN_NEW = 24  # characters of new input for it to be something to act on
+LOOP = 3  # a shorter reply given this many times in a row, up to a step limit
+_LIMIT = "planning.step_limit_exhausted"
 
 
 def _text(value: Any) -> str:
@@ -61,7 +72,12 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's model reply equal to its agent's previous one, given new input."""
     if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
         return
-    last: dict[str, AgentEvent] = {}
+    limited = any(mode == _LIMIT for mode, _ in ctx.failures.values())
+    calls: dict[str, list[AgentEvent]] = {}  # agent -> its model's answered calls
+    for event in ctx.trajectory.events:
+        if event.type in _MODEL and event.error is None and event.agent_name:
+            calls.setdefault(event.agent_name, []).append(event)
+    seen: dict[str, int] = {}  # agent -> its calls looked at so far
     own: dict[str, str] = {}  # agent -> what its model said so far
     for event in ctx.trajectory.events:
         if event.type not in _MODEL or event.error is not None:
@@ -69,13 +85,19 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
         agent = event.agent_name
         if not agent:
             continue
-        before = last.get(agent)
-        last[agent] = event
+        index = seen[agent] = seen.get(agent, -1) + 1
+        before = calls[agent][index - 1] if index else None
         said = _reply(event)
         earlier = own.get(agent, "")
         own[agent] = f"{earlier}\n{_text(event.output)}"
-        if before is None or said is None or len(said) < MIN_REPLY or said != _reply(before):
+        if before is None or not said or said != _reply(before):
             continue
+        times = 0  # (a short reply: how often it was given in a row, from ``before`` on)
+        if len(said) < MIN_REPLY:
+            later = calls[agent][index - 1 :]
+            times = next((n for n, e in enumerate(later) if _reply(e) != said), len(later))
+            if not limited or times < LOOP or index - 1 + times < len(calls[agent]):
+                continue  # (a label given again: by design, unless it looped to the limit)
         given, given_before = _text(event.input).strip(), _text(before.input).strip()
         if given == given_before:
             continue  # (the same input answered the same way: consistent)
@@ -89,25 +111,48 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
         if sum(len(line) for line in changed) < MIN_NEW:
             continue  # (a routing label, "next: researcher": nothing to act on)
         new = changed[0]
-        yield rule_finding(
-            RULE,
-            "reflection.no_adaptation",
-            event,
+        mode, message = "reflection.no_adaptation", (
             f"{agent}'s model gave the same reply at step {event.step_index} as at step "
             f"{before.step_index}, though what it was given had changed (now: "
-            f"{shorten(new, 100)!r})",
+            f"{shorten(new, 100)!r})"
+        )
+        fix = (
+            f"At step {event.step_index}, {agent}: the reply repeated the one at step "
+            f"{before.step_index} word for word, though the input had changed "
+            f"({shorten(new, 160)!r}). Act on what changed: revise the reply to "
+            "address it, or say why it cannot be done."
+        )
+        if times:
+            others = [a for a in calls if a != agent and _names(said, a)]
+            if others:
+                mode = "coordination.wrong_delegation"
+            message = (
+                f"{agent}'s model gave the same reply ({said!r}) at step {event.step_index} "
+                f"as at step {before.step_index}, {times} times in a row until the run's "
+                f"step limit, though what it was given had changed (now: {shorten(new, 100)!r})"
+            )
+            fix = (
+                f"At step {event.step_index}, {agent}: the reply repeated {said!r} (as at step "
+                f"{before.step_index}), though {shorten(new, 160)!r} had come in, and the run "
+                "looped on it until its step limit. Route on what came back: to the next "
+                "step, or to the end, not to the same one again."
+            )
+        yield rule_finding(
+            RULE,
+            mode,
+            event,
+            message,
             confidence=0.75,
             evidence=[
                 quoted(event, "output", said[:300]),
                 quoted(event, "input", new[:300]),
             ],
-            metadata={
-                "fix": (
-                    f"At step {event.step_index}, {agent}: the reply repeated the one at step "
-                    f"{before.step_index} word for word, though the input had changed "
-                    f"({shorten(new, 160)!r}). Act on what changed: revise the reply to "
-                    "address it, or say why it cannot be done."
-                )
-            },
+            metadata={"fix": fix},
         )
         return
+
+
+def _names(text: str, agent: str) -> bool:
+    """``text`` names ``agent`` (as a whole word, any case, ``_`` or ``-`` as a space)."""
+    words = re.escape(agent.lower()).replace("_", "[ _-]").replace("\\-", "[ _-]")
+    return re.search(rf"(?<![\w-]){words}(?![\w-])", text.lower()) is not None

@@ -111,10 +111,13 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
         if sum(len(line) for line in changed) < MIN_NEW:
             continue  # (a routing label, "next: researcher": nothing to act on)
         new = changed[0]
-        mode, message = "reflection.no_adaptation", (
-            f"{agent}'s model gave the same reply at step {event.step_index} as at step "
-            f"{before.step_index}, though what it was given had changed (now: "
-            f"{shorten(new, 100)!r})"
+        mode, message = (
+            "reflection.no_adaptation",
+            (
+                f"{agent}'s model gave the same reply at step {event.step_index} as at step "
+                f"{before.step_index}, though what it was given had changed (now: "
+                f"{shorten(new, 100)!r})"
+            ),
         )
         fix = (
             f"At step {event.step_index}, {agent}: the reply repeated the one at step "

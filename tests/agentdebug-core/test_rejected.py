@@ -116,6 +116,9 @@ def test_the_declined_call_run_after_a_no_is_blamed_on_the_node_that_let_it_thro
         ("Delete any files older than 30 days?", "delete_files"),
         ("Skip the payment step and ship now?", "skip_payment"),
         ("Should I stop the deployment?", "stop_deployment"),
+        # the thing done named, its tool's "do it" verb not (a held-out probe's miss)
+        ("Manager: approve the refund proposed above?", "issue_refund"),
+        ("Approve the payment of $90?", "process_payment"),
     ],
 )
 def test_a_no_to_a_destructive_action_is_read(question: str, action: str) -> None:
@@ -169,6 +172,9 @@ def _asked(value: Any, answer: Any, *after: AgentEvent) -> AgentTrajectory:
         # one word of the name in the question is not enough ("issue" of "Issue a
         # refund" in report_issue)
         [ev(6, EventType.AGENT_START, "report_issue")],
+        # a first word that is more than "do it" is still needed ("refund" in
+        # "Issue a refund" is not cancel_refund)
+        [ev(6, EventType.TOOL_CALL, "agent", metadata={"tool_name": "cancel_refund"})],
         # a new question first: what follows answers that one
         [
             ev(

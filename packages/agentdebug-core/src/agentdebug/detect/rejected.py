@@ -13,8 +13,9 @@ a rejection and nothing more (``False``, "no", "reject", ``{"approved": false}``
 decision of type "reject" with no message to act on: "no, refund $40 instead" is an
 edit, not a rejection) to a question whose "no" cannot mean "go ahead" ("Any
 changes?", "...instead?" are skipped), and an action the question named (the
-tool's or the node's name, or each of its words of three letters or more, as
-words of the question's own text, not of its data; a middleware's listed calls by
+tool's or the node's name, or each of its words of three letters or more, a first
+one that only says "do it" left out, "issue" of ``issue_refund``, as words of the
+question's own text, not of its data; a middleware's listed calls by
 their exact names) that starts after the resume and before the next interrupt. It
 blames who overruled: the model call that asked for the tool after the resume,
 else the interrupting node's own run after the resume, which read the answer and
@@ -112,6 +113,13 @@ def rejection(value: Any) -> bool:
     return False
 
 
+# a tool name's first word that says only "do it" (``issue_refund``, ``process_payment``):
+# the question names the thing done
+_DOING = frozenset(
+    ["issue", "make", "run", "perform", "execute", "process", "handle", "trigger", "submit"]
+)
+
+
 def _words(name: str) -> list[str]:
     """A name's words: ``issue_refund`` and ``issueRefund`` are "issue", "refund"."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
@@ -120,11 +128,15 @@ def _words(name: str) -> list[str]:
 
 def _named(name: str | None, question: set[str]) -> bool:
     """The question names ``name``: as one word, or each of its words of three
-    letters or more ("issue_refund" in "Issue a refund of $42?"; not "report_issue")."""
+    letters or more ("issue_refund" in "Issue a refund of $42?"; not "report_issue"),
+    a first word that only says "do it" left out ("Approve the refund proposed
+    above?" names ``issue_refund``, "the payment" ``process_payment``)."""
     if not name:
         return False
     words = _words(name)
     long = [w for w in words if len(w) >= MIN_WORD]
+    if len(long) > 1 and long[0] in _DOING:
+        long = long[1:]
     return "".join(words) in question or (bool(long) and all(w in question for w in long))
 
 

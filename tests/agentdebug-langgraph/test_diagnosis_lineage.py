@@ -1,11 +1,11 @@
 """Diagnosis across nodes: a node that fails on what an earlier node handed it, and
 an answer that covers a failed tool with a figure no tool gave, or confirms what a
-tool failed to do."""
+tool failed to do; a node that drops its subgraph's result."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug
@@ -162,3 +162,53 @@ def test_a_reply_confirming_a_booking_the_card_issuer_declined_is_blamed(
         "failed and why, and what can be done next, instead of confirming it."
     )
     assert ("travel_agent", 1) not in [(h.agent_name, h.step_index) for h in report.hypotheses]
+
+
+def test_a_node_that_drops_its_subgraph_s_result_is_blamed(dbg: AgentDebug) -> None:
+    """`research` runs a compiled subgraph and reads a key it does not write
+    (`summary`, where it wrote `findings`), so `answer` finds nothing. Before: no
+    finding, and the subgraph's model call was guessed."""
+    found = "Measles cases in the US reached 285 in 2024, the highest since 2019."
+    model = scripted([AIMessage(found)])
+
+    class Sub(TypedDict, total=False):
+        topic: str
+        findings: str
+
+    class Parent(TypedDict, total=False):
+        question: str
+        notes: str
+        answer: str
+
+    sub = StateGraph(Sub)
+    sub.add_node("summarize", lambda s: {"findings": str(model.invoke(s["topic"]).content)})
+    sub.add_edge(START, "summarize")
+    inner = sub.compile()
+
+    def research(state: Parent) -> dict[str, Any]:
+        out = inner.invoke({"topic": state["question"]})
+        return {"notes": out.get("summary", "")}
+
+    def answer(state: Parent) -> dict[str, Any]:
+        return {"answer": state.get("notes") or "Sorry, I found nothing."}
+
+    g = StateGraph(Parent)
+    g.add_node("research", research)
+    g.add_node("answer", answer)
+    g.add_edge(START, "research")
+    g.add_edge("research", "answer")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: s["answer"] != "Sorry, I found nothing.")
+    g.compile().invoke({"question": "US measles cases in 2024?"}, {"callbacks": [cb]})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "research",
+        1,
+        "coordination.information_withholding",
+    )
+    assert report.fix is not None
+    assert report.fix.directive.startswith(
+        f"At step 1, research: pass on what research/summarize returned (findings: {found!r}): "
+        'the update wrote "notes":"" instead.'
+    )

@@ -3,7 +3,7 @@
 The rules live in :mod:`agentdebug.detect.rules` (errors, tool calls, repetition,
 success claims, handoffs, final answers, a ledger's stall) and in a module each
 for the rest (cut answers, misread and invented figures, a reviewer's rejection or
-edit overruled, a reply unchanged after new input); their shared context is
+edit overruled, a reply unchanged after new input, a subgraph's result dropped); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.cut_answers import rule_cut_answer
+from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.edited import rule_edit_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.misread import rule_misread_number
@@ -57,6 +58,11 @@ RULES: list[Rule] = [
     Rule("edit_ignored", "a reviewer's edit, then the text from before it", rule_edit_ignored),
     Rule(
         "reply_unchanged", "a model's reply repeated after its input changed", rule_reply_unchanged
+    ),
+    Rule(
+        "result_dropped",
+        "a node that wrote an empty value instead of its subgraph's result",
+        rule_result_dropped,
     ),
 ]
 

@@ -196,6 +196,21 @@ def test_a_figure_after_a_lookup_that_found_nothing_is_blamed_on_the_answer(noth
     )
 
 
+def test_a_lookup_of_the_agent_s_own_making_that_found_nothing_is_read_too() -> None:
+    """A query the agent wrote (SQL, not the task's words) that found nothing: no
+    fault of the call's is in sight, and the answer still invented its figure (a
+    held-out probe's miss: no finding before, and the first step was guessed)."""
+    sql = "SELECT total FROM orders WHERE id = 'A-123'"
+    run = order_run("Order A123 cost $24.00.", calls=[(sql, "[]")])
+    (found,) = invented(run)
+    assert found.step_index == 3
+    root = diagnose(run).root_cause
+    assert root is not None and (root.step_index, root.mode_id) == (
+        3,
+        "reflection.hallucinated_fact",
+    )
+
+
 @pytest.mark.parametrize(
     "result",
     ['[{"order": "A123", "total": 42}]', "no results for A124, but A123 costs 42", "results: 0"],

@@ -11,7 +11,9 @@ number could have come from: the rule keeps to a failed run whose last tool resu
 before the answer found nothing, or failed the way the world fails (a timeout, a
 service down, a refusal, a record not found: not a call's own error, such as an
 argument the tool rejects, where the call is the likelier cause) and was never got
-past; whose call took only values the task gave (each as a whole word of it); and
+past; whose call, where it failed, took only values the task gave (each as a
+whole word of it: a call that found nothing is no fault to cover, whatever its
+arguments, and the answer is the only fault in sight); and
 whose answer does not admit the failure ("unavailable", "try again", "sorry"...)
 and gives a number (two digits or more) that nothing before the answering step
 held: not one of those numbers rounded or scaled ("1.2 million" for 1,200,000,
@@ -183,7 +185,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         return
     call = _call_of(ctx, failed)
     task = trajectory.goal or ""
-    if call is None or not _from_task(call, task):
+    if not empty and (call is None or not _from_task(call, task)):
         return  # (arguments the agent chose: the call is the likelier cause)
     earlier = held(task)
     for event in before:

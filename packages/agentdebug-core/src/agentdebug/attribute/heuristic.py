@@ -374,7 +374,7 @@ class HeuristicAttributor:
                 (
                     event,
                     0.2,
-                    "no detector fired; the failure's reason quotes what this step said "
+                    "no detector fired; the failure's reason names what this step said "
                     f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
                 )
             )

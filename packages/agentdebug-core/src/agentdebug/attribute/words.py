@@ -1,7 +1,8 @@
 """What a failed run's words point at, where no detector fired: the free tier's
 guesses (:meth:`HeuristicAttributor._structural_prior`), each said to be one.
 
-- :func:`quoted_by_reason`: the one step whose output the failure's reason quotes;
+- :func:`quoted_by_reason`: the one step whose output the failure's reason quotes
+  (or, quoting nothing, names a value of: "headline says 2023", "#SeriesA");
 - :func:`dropped_by`: the first step that was given what the reason names and did
   not pass it on (a planner that drops a requirement, a writer that leaves out what
   a researcher found);
@@ -72,6 +73,18 @@ def _given(trajectory: AgentTrajectory) -> set[str]:
     return given
 
 
+def _value_like(text: str, found: re.Match[str]) -> bool:
+    """A word of ``text`` that reads as a value, not prose: with a digit ("2023",
+    "LH401"), a capital after its first letter ("SeriesA", "EUR"), or a tag's or an
+    amount's sign before it ("#launch", "@ana", "$40")."""
+    word = found.group()
+    return (
+        any(c.isdigit() for c in word)
+        or any(c.isupper() for c in word[1:])
+        or (found.start() > 0 and text[found.start() - 1] in "#@$€£")
+    )
+
+
 def _words(text: str) -> set[str]:
     return {w.lower().rstrip(".") for w in _WORD.findall(text)}
 
@@ -93,14 +106,20 @@ def quoted_by_reason(
         if _EXPECTED.search(reason[: found.start()]):
             continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
         quoted |= _words(found.group(1) or found.group(2))
+    if not quoted:  # a value named without quotes: "headline says 2023", "#SeriesA"
+        quoted = {
+            found.group().lower().rstrip(".")
+            for found in _WORD.finditer(reason)
+            if _value_like(reason, found) and not _EXPECTED.search(reason[: found.start()])
+        }
     answered = {  # the wrong value reaches the answer: of a quote, its words there count
         w
         for e in trajectory.events
         if e.type is EventType.FINAL_ANSWER
         for w in _words(flatten(e.output, limit=4000))
     }
+    quoted -= _given(trajectory)  # (first: the task's words in the answer say nothing)
     quoted = (quoted & answered) or quoted
-    quoted -= _given(trajectory)
     if not quoted:
         return None
     said = [

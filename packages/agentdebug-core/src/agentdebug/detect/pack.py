@@ -3,7 +3,8 @@
 The rules live in :mod:`agentdebug.detect.rules` (errors, tool calls, repetition,
 success claims, handoffs, final answers, a ledger's stall) and in a module each
 for the rest (cut answers, misread and invented figures, a reviewer's rejection or
-edit overruled, a reply unchanged after new input, a subgraph's result dropped); their shared context is
+edit overruled, a reply unchanged after new input, a subgraph's result dropped, an
+answer in another language than the user's); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -14,6 +15,7 @@ from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.edited import rule_edit_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
+from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rules import (
@@ -63,6 +65,11 @@ RULES: list[Rule] = [
         "result_dropped",
         "a node that wrote an empty value instead of its subgraph's result",
         rule_result_dropped,
+    ),
+    Rule(
+        "answer_language",
+        "a final answer in another language than the user wrote in",
+        rule_answer_language,
     ),
 ]
 

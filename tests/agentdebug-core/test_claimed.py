@@ -75,19 +75,47 @@ def test_without_the_claim_the_declined_call_was_blamed(monkeypatch: pytest.Monk
     # (what the claim changes: the same run, its reply's claim not read)
     from agentdebug.detect import rules
 
-    monkeypatch.setattr(rules, "claims_done", lambda text, tool: None)
+    monkeypatch.setattr(rules, "claimed", lambda ctx, failed, reply, succeeded: None)
     root = diagnose(booking_run(DECLINED, CLAIM)).root_cause
     assert root is not None
     assert (root.step_index, root.mode_id) == (1, "system.tool_error")
 
 
-def test_a_call_s_own_fault_is_still_charged_to_the_call() -> None:
-    # a validation error is the call's: the reply's claim is found, but covers nothing
-    run = booking_run("ValidationError: invalid arguments: flight must be a flight number", CLAIM)
+@pytest.mark.parametrize(
+    "error",
+    [
+        "ValidationError: invalid arguments: flight must be a flight number",
+        "ValidationError: qty 402 exceeds the per-order maximum",  # (402: no HTTP status)
+    ],
+)
+def test_a_call_s_own_fault_is_still_charged_to_the_call_first(error: str) -> None:
+    # a validation error is the call's: the reply's claim is found, but covers nothing,
+    # and comes after the call (its consequence)
+    run = booking_run(error, CLAIM)
     (found,) = ignored(run)
     assert "covers" not in found.metadata
     hypotheses = diagnose(run).hypotheses
-    assert ("travel_agent", 1) in [(h.agent_name, h.step_index) for h in hypotheses]
+    assert [(h.agent_name, h.step_index) for h in hypotheses][:2] == [
+        ("travel_agent", 1),
+        ("travel_agent", 3),
+    ]
+
+
+def test_a_record_not_found_covers_the_call_only_for_the_task_s_own_record() -> None:
+    # the task's flight not found: the world's; a flight the agent made up: the call's
+    run = booking_run("Error: flight LH 401 not found", CLAIM)
+    events = [
+        e.model_copy(update={"input": {"flight": "LH 401"}}) if e.id == "e1" else e
+        for e in run.events
+    ]
+    (found,) = ignored(run.model_copy(update={"events": events, "goal": "Book LH 401"}))
+    assert found.metadata.get("covers") == "e2"
+    events = [
+        e.model_copy(update={"input": {"flight": "LH 4011"}}) if e.id == "e1" else e
+        for e in run.events
+    ]
+    (found,) = ignored(run.model_copy(update={"events": events, "goal": "Book LH 401"}))
+    assert "covers" not in found.metadata
 
 
 @pytest.mark.parametrize(
@@ -100,18 +128,56 @@ def test_a_call_s_own_fault_is_still_charged_to_the_call() -> None:
         "LH 401 is not booked: the issuer said no.",
         "I could not book LH 401.",
         "Here are the evening flights: LH 401 at 17:40.",
+        # (a review's finds: denied, put off or made a condition before the verb in
+        # its sentence, or "yet" after it; the world's refusal said in the reply)
+        "No flight has been booked yet; please send another card.",
+        "Nothing has been booked. Want me to try the 19:05 instead?",
+        "I'll have it booked as soon as you send a new card.",
+        "Once it's booked, you'll get an email from Lufthansa.",
+        "You'll get an email when the seat is booked.",
+        "The fare may change before it's booked.",
+        "The Adlon is fully booked for those nights.",
+        "Please let me know once you have confirmed the card details.",
     ],
 )
 def test_a_reply_that_admits_the_failure_or_claims_nothing_is_no_claim(reply: str) -> None:
     assert ignored(booking_run(DECLINED, reply)) == []
 
 
-def test_a_tool_that_only_reads_has_nothing_to_claim() -> None:
-    assert claim_patterns("search_flights") == ()
-    assert claims_done("The flights were searched and confirmed.", "get_weather") is None
-    assert (
-        ignored(booking_run("ERROR 503: service unavailable", CLAIM, tool="search_flights")) == []
-    )
+@pytest.mark.parametrize(
+    "tool", ["search_flights", "get_weather", "web_search", "sql_db_query", "wikipedia"]
+)
+def test_a_tool_that_only_reads_has_nothing_to_claim(tool: str) -> None:
+    assert claim_patterns(tool) is None
+    assert claims_done("Historians have confirmed the date: it is done.", tool) is None
+    assert ignored(booking_run("ERROR 503: service unavailable", CLAIM, tool=tool)) == []
+
+
+def test_a_confirmation_counts_only_in_a_sentence_that_names_the_call() -> None:
+    assert claims_done("Sources confirmed the fare. Bye.", "book_flight") is None
+    found = claims_done("Your booking is confirmed.", "book_flight")
+    assert found is not None and found.group() == "confirmed"
+    found = claims_done("LH 401: all set.", "reserve", arguments=["LH 401"])
+    assert found is not None and found.group() == "all set"
+
+
+def test_a_done_form_another_tool_that_worked_says_is_not_the_failed_one_s() -> None:
+    # book_flight worked, book_hotel failed: "is booked" is the flight's
+    reply = "Your flight LH 401 is booked. The Adlon had no rooms for those nights."
+    assert claims_done(reply, "book_hotel", succeeded=["book_flight"]) is None
+    assert claims_done("LH 401 is booked.", "book_hotel") is not None
+
+
+def test_a_node_s_own_error_names_no_tool_to_claim_for() -> None:
+    # (a node's error reads as its module's: "langgraph.node's action was done")
+    run = booking_run(DECLINED, "All set: your langgraph node is confirmed.")
+    events = [
+        e.model_copy(update={"metadata": {}, "module": "langgraph.node"})
+        if e.type is EventType.TOOL_RESULT
+        else e
+        for e in run.events
+    ]
+    assert ignored(run.model_copy(update={"events": events})) == []
 
 
 @pytest.mark.parametrize(
@@ -125,6 +191,12 @@ def test_a_tool_that_only_reads_has_nothing_to_claim() -> None:
         ("apply_coupon", "SAVE10 applied: you pay $36.", "applied"),
         ("transfer_funds", "Done: $500 transferred to savings.", "transferred"),
         ("create_ticket", "Ticket created: #4411.", "created"),
+        ("stop_instance", "Instance i-123 has been stopped.", "stopped"),
+        ("commit_changes", "Your changes were committed to main.", "committed"),
+        ("check_in_guest", "Ms. Okafor is checked in to room 412.", "checked"),
+        ("send_email", "The email has been delivered to Ana.", "delivered"),
+        ("book_flight", "Done! LH 401 is reserved for M. Okafor.", "reserved"),
+        ("book_flight", "No problem! LH 401 is booked for M. Okafor.", "booked"),
     ],
 )
 def test_a_tool_s_own_verb_said_as_done_is_a_claim(tool: str, reply: str, said: str) -> None:

@@ -211,6 +211,13 @@ def test_a_lookup_of_the_agent_s_own_making_that_found_nothing_is_read_too() -> 
     )
 
 
+def test_an_empty_query_of_the_agent_s_own_after_figures_were_found_is_not_read() -> None:
+    # (a review's find: three orders summed, then a query of refunds that found none)
+    sql = "SELECT amount FROM refunds WHERE order_id IN (1, 2, 3)"
+    calls = [("A123", '{"total": 12.5}'), ("A124", '{"total": 20}'), (sql, "[]")]
+    assert not invented(order_run("The total is $62.75; no refunds.", calls=calls))
+
+
 @pytest.mark.parametrize(
     "result",
     ['[{"order": "A123", "total": 42}]', "no results for A124, but A123 costs 42", "results: 0"],

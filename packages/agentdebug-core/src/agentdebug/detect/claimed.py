@@ -10,25 +10,41 @@ fault is the reply that told the user it went through (``observation.error_ignor
 A claim is the failed tool's own verb said as done ("booked" for ``book_flight``,
 "refunded" or "issued" for ``issue_refund``, "sent" for ``send_email``), or a plain
 confirmation ("confirmed", "all set", "went through"), in a reply that admits no
-failure anywhere ("error", "could not", "declined", "unfortunately"...). A tool that
-only reads (``get_``, ``search_``, ``lookup_``...) does nothing to claim; what an
-answer says after a failed lookup is ``invented.py``'s. A verb denied ("not booked"),
-put off ("will be booked", "to be booked", "once booked") or asked about ("Shall I
-get it booked?") is no claim.
+failure anywhere ("error", "could not", "declined", "sold out", "unfortunately"...).
+A plain confirmation counts only in a sentence that names the call (its tool's
+words, "booking", or one of its arguments, "LH 401"). A tool that only reads (a
+read word anywhere in its name: ``get_``, ``web_search``, ``sql_db_query``) does
+nothing to claim; what an answer says after a failed lookup is ``invented.py``'s.
+A verb denied, put off or made a condition anywhere before it in its sentence
+("No flight has been booked", "I'll have it booked", "once it's booked", "when the
+seat is booked"), or followed by "yet", or asked about ("Shall I get it booked?")
+is no claim; nor is a verb that a tool which succeeded in the run also says ("is
+booked" after ``book_flight`` worked and ``book_hotel`` failed).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from agentdebug.detect.signals import ERROR_ACK
+from agentdebug.detect.invented import call_of, from_task, leaves
+from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, tool_name
+from agentdebug.schema import AgentEvent
+from agentdebug.text import flatten
 
-# words a reply uses to say something went wrong (besides ERROR_ACK's)
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+# words a reply uses to say something went wrong (besides ERROR_ACK's), the world's
+# refusals among them
 ADMITS = re.compile(
     r"\b(?:declined|denied|rejected|refused|unfortunately|sorry|apolog\w+|"
     r"insufficient|unavailable|not available|not (?:go|gone) through|did not go|"
-    r"didn't go|no longer|invalid|expired|not (?:been )?(?:completed|processed|placed))\b",
+    r"didn't go|no longer|invalid|expired|not (?:been )?(?:completed|processed|placed)|"
+    r"sold out|fully booked|out of stock|no (?:\w+ )?(?:seats?|rooms?|availability|"
+    r"tables?|slots?|tickets?)(?: \w+)?(?: left| available)?)\b",
     re.I,
 )
 
@@ -36,15 +52,20 @@ ADMITS = re.compile(
 # sold out), not the call's own fault: the decision to call is not what to fix
 REFUSED = re.compile(
     r"\bdeclined\b|\binsufficient (?:funds|balance|credit)\b|\bpayment (?:required|"
-    r"failed|refused|rejected)\b|\b402\b|\bout of stock\b|\bsold out\b|\bfully booked\b|"
+    r"failed|refused|rejected)\b|\b(?:error|http|status|code)\W{0,3}402\b|^\W*402\b|"
+    r"\bout of stock\b|\bsold out\b|\bfully booked\b|"
     r"\bno (?:seats?|rooms?|availability|inventory|slots?) (?:left|available)\b|"
     r"\b(?:card|account) (?:is |was |has )?(?:expired|blocked|frozen|closed|suspended)\b|"
-    r"\blimit (?:exceeded|reached)\b|\bover (?:the|your) (?:credit |spending )?limit\b",
+    r"\b(?:credit|spending|card|daily|withdrawal) limit (?:exceeded|reached)\b|"
+    r"\bover (?:the|your) (?:credit |spending )?limit\b",
     re.I,
 )
 
-# a plain confirmation, whatever the tool was
-_CONFIRMED = r"confirmed|all set|went through|gone through|(?:is|are|has been|have been) done"
+# a plain confirmation, whatever the tool was (in a sentence that names the call)
+_CONFIRMED = re.compile(
+    r"\b(?:confirmed|all set|went through|gone through|(?:is|are|has been|have been) done)\b",
+    re.I,
+)
 
 # a sentence's end: not the dot of an initial ("M. Okafor") or of a number ("17.40")
 _END = re.compile(r"(?<!\b[A-Z])[.!?](?=\s|$)|\n")
@@ -68,7 +89,6 @@ _READS = frozenset(
         "view",
         "describe",
         "count",
-        "lookup",
         "browse",
         "scan",
         "inspect",
@@ -83,12 +103,14 @@ _READS = frozenset(
         "translate",
         "summarize",
         "parse",
+        "wikipedia",
     ]
 )
 _IRREGULAR = {
-    "send": "sent",
-    "pay": "paid",
-    "buy": "bought",
+    "send": "sent|delivered",
+    "pay": "paid|charged",
+    "buy": "bought|purchased",
+    "book": "booked|reserved",
     "make": "made",
     "write": "written|wrote",
     "put": "put",
@@ -100,19 +122,17 @@ _IRREGULAR = {
     "give": "given|gave",
     "take": "taken|took",
     "cancel": "cancell?ed",
-    "transfer": "transferred",
-    "submit": "submitted",
-    "ship": "shipped",
     "wire": "wired",
-    "rebook": "rebooked",
 }
-# a verb said as not done yet, or not at all, just before the done form
+# a verb said as not done, put off or made a condition, before it in its sentence
 _NOT_DONE = re.compile(
-    r"(?:\b(?:not|never|no|nothing|yet|will|would|shall|should|can|could|may|might|must|to be|"
-    r"to get|to have|once|after|before|until|unless|if|when|whether|ready to be|be|get)"
-    r"|n't)\s+(?:\w+\s+){0,1}$",
+    r"\b(?:not|never|no|nothing|none|yet|will|would|shall|should|can|could|may|might|must|"
+    r"once|after|before|until|till|unless|if|when|whenever|whether|soon|being|to be|to get|"
+    r"to have|have it|get it|ready to)\b|n't\b|'ll\b",
     re.I,
 )
+_PUT_OFF = re.compile(r"^\W*(?:\w+\W+)?(?:yet|soon|later|shortly|once)\b", re.I)
+_BENIGN = re.compile(r"\bno problems?\b", re.I)  # ("No problem! It is booked")
 
 
 def _words(tool: str) -> list[str]:
@@ -123,42 +143,90 @@ def _words(tool: str) -> list[str]:
 
 def _done(word: str) -> str:
     """A word's done form(s), as a regex: ``book`` -> ``booked``, ``place`` -> ``placed``,
-    ``apply`` -> ``applied``; a noun gets a form nobody writes, which matches nothing."""
+    ``apply`` -> ``applied``, ``stop`` -> ``stopped``; a noun gets a form nobody
+    writes, which matches nothing."""
     if word in _IRREGULAR:
         return _IRREGULAR[word]
     if word.endswith("e"):
         return word + "d"
     if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
         return word[:-1] + "ied"
+    if (
+        word[-1] not in "aeiouwxy"
+        and word[-2] in "aeiou"
+        and (len(word) < 3 or word[-3] not in "aeiou")
+    ):
+        return f"{word}{word[-1]}?ed"  # (stopped, committed; visited, edited)
     return word + "ed"
 
 
+def _reads(words: list[str]) -> bool:
+    """A tool that only reads: a read word anywhere in its name (``check_in`` and
+    ``check_out`` do something)."""
+    return any(
+        w in _READS and not (w == "check" and words[i + 1 : i + 2] in (["in"], ["out"]))
+        for i, w in enumerate(words)
+    )
+
+
 @lru_cache(maxsize=256)
-def claim_patterns(tool: str) -> tuple[re.Pattern[str], ...]:
-    """What a reply says to claim ``tool``'s action done, its own verb first; none
-    for a tool that only reads (its first word is one of ``_READS``)."""
+def claim_patterns(tool: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
+    """What a reply says to claim ``tool``'s action done (its own verb's done form)
+    and what names the call in a sentence (its words, "booking"); None for a tool
+    that only reads."""
     words = _words(tool)
-    if not words or words[0] in _READS:
-        return ()
-    forms = "|".join(_done(w) for w in words if w not in _READS)
-    return re.compile(rf"\b(?:{forms})\b", re.I), re.compile(rf"\b(?:{_CONFIRMED})\b", re.I)
-
-
-def claims_done(text: str, tool: str | None) -> re.Match[str] | None:
-    """Where ``text`` says ``tool``'s action was done, in a reply that admits no
-    failure; None where it does not (or admits one, or the tool only reads)."""
-    patterns = claim_patterns(tool) if tool else ()
-    if not patterns or ERROR_ACK.search(text) or ADMITS.search(text):
+    if not words or _reads(words):
         return None
-    for pattern in patterns:
-        for match in pattern.finditer(text):
-            sentence_end = _END.search(text, match.end())
-            if sentence_end is not None and sentence_end.group() == "?":
-                continue  # asked about, not said ("Shall I get it booked?")
-            if _NOT_DONE.search(text[max(0, match.start() - 40) : match.start()]):
-                continue
+    forms = "|".join(_done(w) for w in words if len(w) > 2)
+    named = "|".join(re.escape(w) + r"(?:ing|s)?" for w in words if len(w) > 2)
+    if not forms:
+        return None
+    return re.compile(rf"\b(?:{forms})\b", re.I), re.compile(rf"\b(?:{named})\b", re.I)
+
+
+def claims_done(
+    text: str,
+    tool: str | None,
+    *,
+    arguments: Iterable[str] = (),
+    succeeded: Iterable[str] = (),
+) -> re.Match[str] | None:
+    """Where ``text`` says ``tool``'s action was done, in a reply that admits no
+    failure; None where it does not (or admits one, or the tool only reads).
+    ``arguments``: the failed call's values (a sentence naming one names the call);
+    ``succeeded``: the tools that worked in the run (a done form one of them says
+    too may be theirs)."""
+    patterns = claim_patterns(tool) if tool else None
+    if patterns is None:
+        return None
+    verb, named = patterns
+    if ERROR_ACK.search(_BENIGN.sub("", text)) or ADMITS.search(text):
+        return None
+    theirs = [p[0] for p in map(claim_patterns, set(succeeded) - {tool}) if p is not None]
+    values = [a for a in arguments if len(a) >= 3]
+    for match in _claims(text, verb):
+        if not any(p.fullmatch(match.group()) for p in theirs):
+            return match
+    for match in _claims(text, _CONFIRMED):
+        said = sentence(text, match, limit=400)
+        if named.search(said) or any(v.lower() in said.lower() for v in values):
             return match
     return None
+
+
+def _claims(text: str, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+    """The matches of ``pattern`` said as done: not in a question, not put off."""
+    found = []
+    for match in pattern.finditer(text):
+        starts = [m.end() for m in _END.finditer(text, 0, match.start())]
+        opening = text[starts[-1] if starts else 0 : match.start()]
+        ending = _END.search(text, match.end())
+        if ending is not None and ending.group() == "?":
+            continue  # asked about, not said ("Shall I get it booked?")
+        if _NOT_DONE.search(opening) or _PUT_OFF.match(text[match.end() : match.end() + 40]):
+            continue
+        found.append(match)
+    return found
 
 
 def sentence(text: str, match: re.Match[str], limit: int = 160) -> str:
@@ -169,3 +237,35 @@ def sentence(text: str, match: re.Match[str], limit: int = 160) -> str:
     end = after.end() if after is not None else len(text)
     start = max(start, match.start() - limit // 2)
     return text[start : min(end, start + limit)].strip()
+
+
+def claimed(
+    ctx: RuleContext, failed: AgentEvent, reply: AgentEvent, succeeded: set[str]
+) -> tuple[re.Match[str], str] | None:
+    """Where ``reply`` says the action ``failed`` was to do was done, and its text;
+    None where it does not, or ``failed`` names no tool of its own (a node's error
+    reads as its module's). ``succeeded``: the tools whose results did not fail."""
+    name = tool_name(failed)
+    if name is None or (name == failed.module and not failed.metadata.get("tool_name")):
+        return None
+    call = call_of(ctx, failed)
+    text = flatten(reply.output, limit=4000)
+    found = claims_done(
+        text,
+        name,
+        arguments=list(leaves(call.input)) if call is not None else (),
+        succeeded=succeeded,
+    )
+    return (found, text) if found is not None else None
+
+
+def world_refused(ctx: RuleContext, failed: AgentEvent) -> bool:
+    """``failed`` is the world's answer to a right call (a card declined, a timeout,
+    no such record of the task's own), not the call's fault."""
+    mode, error = ctx.failures[failed.id]
+    if mode == "action.malformed_tool_call":
+        return False
+    if mode == "system.resource_not_found":  # (a record of the task's own, or a typo?)
+        call = call_of(ctx, failed)
+        return call is not None and from_task(call, ctx.trajectory.goal or "")
+    return mode in ENVIRONMENT_MODES or REFUSED.search(error) is not None

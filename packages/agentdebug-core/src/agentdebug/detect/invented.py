@@ -12,8 +12,9 @@ before the answer found nothing, or failed the way the world fails (a timeout, a
 service down, a refusal, a record not found: not a call's own error, such as an
 argument the tool rejects, where the call is the likelier cause) and was never got
 past; whose call, where it failed, took only values the task gave (each as a
-whole word of it: a call that found nothing is no fault to cover, whatever its
-arguments, and the answer is the only fault in sight); and
+whole word of it: a call that found nothing, where no tool result before it held
+a number, is no fault to cover, whatever its arguments, and the answer is the
+only fault in sight); and
 whose answer does not admit the failure ("unavailable", "try again", "sorry"...)
 and gives a number (two digits or more) that nothing before the answering step
 held: not one of those numbers rounded or scaled ("1.2 million" for 1,200,000,
@@ -63,14 +64,14 @@ _HONEST = re.compile(
 )
 
 
-def _leaves(value: Any) -> Iterator[str]:
+def leaves(value: Any) -> Iterator[str]:
     """The scalar values of a call's arguments, as text."""
     if isinstance(value, dict):
         for item in value.values():
-            yield from _leaves(item)
+            yield from leaves(item)
     elif isinstance(value, (list, tuple)):
         for item in value:
-            yield from _leaves(item)
+            yield from leaves(item)
     elif value is not None and not isinstance(value, bool):
         yield str(value)
 
@@ -94,12 +95,12 @@ def _empty(output: Any) -> bool:
     return False
 
 
-def _from_task(call: AgentEvent, task: str) -> bool:
+def from_task(call: AgentEvent, task: str) -> bool:
     """Every argument of ``call`` is written in the task, as a whole word or phrase
     ("A123" is not in "A1234", nor "5" in "2025"): nothing the agent made up."""
-    leaves = [leaf.strip() for leaf in _leaves(call.input)]
-    return bool(leaves) and all(
-        leaf and re.search(rf"(?<!\w){re.escape(leaf)}(?!\w)", task, re.I) for leaf in leaves
+    values = [leaf.strip() for leaf in leaves(call.input)]
+    return bool(values) and all(
+        leaf and re.search(rf"(?<!\w){re.escape(leaf)}(?!\w)", task, re.I) for leaf in values
     )
 
 
@@ -137,7 +138,7 @@ def _said_by(events: list[AgentEvent], at: int, answer: AgentEvent, figure: str)
     return answer
 
 
-def _call_of(ctx: RuleContext, result: AgentEvent) -> AgentEvent | None:
+def call_of(ctx: RuleContext, result: AgentEvent) -> AgentEvent | None:
     """The tool call ``result`` answers: its parent, or the latest call of its tool."""
     events = ctx.trajectory.events
     at = ctx.position[result.id]
@@ -183,10 +184,15 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         return  # (a call's own error, an argument the tool rejects: the call's fault)
     if ctx.retried.get(failed.id) or ctx.recovered.get(failed.id):
         return
-    call = _call_of(ctx, failed)
+    call = call_of(ctx, failed)
     task = trajectory.goal or ""
-    if not empty and (call is None or not _from_task(call, task)):
-        return  # (arguments the agent chose: the call is the likelier cause)
+    if (call is None or not from_task(call, task)) and (
+        not empty or any(held(flatten(e.output, limit=4000)) for e in results[:-1])
+    ):
+        # (arguments the agent chose: the call is the likelier cause; a query of its
+        # own that found nothing counts where no tool gave a figure before it, else
+        # the answer's may be made of those)
+        return
     earlier = held(task)
     for event in before:
         earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from agentdebug.detect.claimed import REFUSED, claims_done, sentence
+from agentdebug.detect.claimed import claimed, sentence, world_refused
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.rule_finding import quoted
@@ -24,7 +24,6 @@ from agentdebug.detect.signals import (
     ACTION_TYPES,
     BY_THE_RUN,
     DECISION_TYPES,
-    ENVIRONMENT_MODES,
     ERROR_ACK,
     ERROR_OR_REFUSAL,
     HANDLES,
@@ -375,6 +374,7 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
     declined, a timeout, no such record), the finding covers it: the call was not
     the fault, the reply was."""
     events = ctx.trajectory.events
+    succeeded: set[str] | None = None  # the tools whose results did not fail
     for i, event in enumerate(events):
         if event.id not in ctx.failures or event.type not in RESULT_TYPES | {EventType.ERROR}:
             continue
@@ -389,16 +389,25 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
         said = head
         done = None
         if claim is None:
-            said = flatten(follower.output, limit=4000)
-            done = claim = claims_done(said, tool_name(event))
-            if claim is None:
+            if succeeded is None:
+                succeeded = {
+                    name
+                    for e in events
+                    if e.type in RESULT_TYPES and e.id not in ctx.failures
+                    for name in [tool_name(e)]
+                    if name
+                }
+            found = claimed(ctx, event, follower, succeeded)
+            if found is None:
                 continue
+            claim = done = found[0]
+            said = found[1]
         quote = said[max(0, claim.start() - 60) : claim.end() + 60].strip()
         if done is not None:
             quote = sentence(said, done)
         mode, error = ctx.failures[event.id]
-        world = mode in ENVIRONMENT_MODES or mode == "system.resource_not_found"
-        world = world or bool(REFUSED.search(error))
+        world = world_refused(ctx, event)
+        own_fault = mode == "action.malformed_tool_call"
         message = (
             f"{_actor(follower)} treated the failed result at step {event.step_index} as a success"
         )
@@ -422,7 +431,8 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
             "observation.error_ignored",
             follower,
             message,
-            confidence=0.8 if done is not None else 0.7,
+            # (a claim over the call's own fault is its consequence: the call comes first)
+            confidence=0.6 if own_fault else 0.8 if done is not None else 0.7,
             evidence=[
                 quoted(follower, "output", quote),
                 _failure_evidence(ctx, event),

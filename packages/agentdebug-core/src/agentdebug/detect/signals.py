@@ -40,6 +40,10 @@ SPEECH_TYPES = frozenset(
 )
 DECISION_TYPES = ACTION_TYPES | SPEECH_TYPES
 
+# a quoted text: a quote opens and closes away from a word ("the model's answer 'x'"
+# quotes x alone)
+QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
+
 # words that admit a failure (an answer saying so reports it honestly)
 ERROR_ACK = re.compile(
     r"\b(?:error|errors|fail(?:ed|s|ure)?|exception|traceback|issue|problem|retry|fix|"
@@ -60,6 +64,16 @@ ENVIRONMENT_MODES = frozenset(
         "system.service_unavailable",
     }
 )
+
+
+def _status(codes: str) -> str:
+    """An HTTP status said as one ("Error 401", "HTTP 503", "status: 429", "404 Client
+    Error", a text that opens with it), not any number ("flight LH 401")."""
+    return (
+        rf"(?:\b(?:error|http|status|code|returned|response)\W{{0,3}}|^\W*){codes}\b|"
+        rf"\b{codes} (?:client |server )?error\b"
+    )
+
 
 # Error text -> failure mode, most specific first. Matched against error fields and
 # tool outputs only.
@@ -84,11 +98,15 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
             re.I,
         ),
     ),
-    ("system.rate_limited", re.compile(r"\b429\b|rate[ _-]?limit|too many requests", re.I)),
+    (
+        "system.rate_limited",
+        re.compile(_status("429") + r"|rate[ _-]?limit|too many requests", re.I),
+    ),
     (
         "system.auth_error",
         re.compile(
-            r"\b40[13]\b|unauthori[sz]ed|forbidden|permission denied|invalid api[ _-]?key|"
+            _status("40[13]")
+            + r"|unauthori[sz]ed|forbidden|permission denied|invalid api[ _-]?key|"
             r"authentication (?:failed|error)",
             re.I,
         ),
@@ -97,7 +115,7 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
     (
         "system.service_unavailable",
         re.compile(
-            r"\b50[234]\b|service (?:is )?(?:temporarily )?unavailable|bad gateway|"
+            _status("50[234]") + r"|service (?:is )?(?:temporarily )?unavailable|bad gateway|"
             r"connection (?:refused|reset|aborted)|Connection(?:Refused|Reset|Aborted)?Error|"
             r"(?:server|service|host) (?:is )?(?:down|unreachable)",
             re.I,
@@ -133,7 +151,8 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
     (
         "system.resource_not_found",
         re.compile(
-            r"\b404\b|FileNotFoundError|No such file or directory|does not exist|not found",
+            _status("404")
+            + r"|FileNotFoundError|No such file or directory|does not exist|not found",
             re.I,
         ),
     ),

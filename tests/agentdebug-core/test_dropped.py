@@ -72,6 +72,8 @@ def test_the_node_that_wrote_an_empty_value_over_its_subgraph_s_result_is_blamed
         ({"notes": ""}, FOUND, OutcomeStatus.FAILURE, "research/summarize"),
         # nothing written empty
         ({"notes": "see the sources"}, "none", OutcomeStatus.FAILURE, "research/summarize"),
+        # a status key reset beside what it passed on, transformed (a review's find)
+        ({"data": {"cases": 285}, "error": None}, "none", OutcomeStatus.FAILURE, "research/x"),
         # a run that succeeded
         ({"notes": ""}, "none", OutcomeStatus.SUCCESS, "research/summarize"),
         # the node before it, not one inside it ("researcher" is not under "research")
@@ -82,3 +84,16 @@ def test_what_is_not_a_dropped_result(
     update: Any, answer: str, status: OutcomeStatus, inner: str
 ) -> None:
     assert not found(wrapped(update, answer=answer, status=status, inner=inner))
+
+
+def test_a_message_list_s_contents_are_the_result_dropped() -> None:
+    # (a create_react_agent subgraph: its result is its messages)
+    run = wrapped({"notes": ""})
+    events = [
+        e.model_copy(update={"output": {"messages": [{"role": "assistant", "content": FOUND}]}})
+        if e.id == "e4"
+        else e
+        for e in run.events
+    ]
+    (finding,) = found(run.model_copy(update={"events": events}))
+    assert finding.message.startswith('research wrote "notes":"" after research/summarize found')

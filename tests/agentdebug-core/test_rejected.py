@@ -209,3 +209,26 @@ def test_an_approval_or_an_edit_is_not_overruled() -> None:
     assert not found(
         run_of(ev(6, EventType.AGENT_START, "refund"), answer="no, refund $40 instead")
     )
+
+
+@pytest.mark.parametrize(
+    ("question", "action", "tool"),
+    [
+        # a "no" to undoing or putting off the thing keeps it: doing it is no overrule
+        ("Cancel the payment for order 17?", "process_payment", True),
+        ("Hold the refund until the item is back?", "issue_refund", True),
+        ("Reverse the trade from this morning?", "execute_trade", True),
+        # a node whose first word says "do it" is named in full (an answer's handler)
+        ("Review needed: refund $42 for order 17?", "handle_review", False),
+    ],
+)
+def test_a_do_it_verb_is_left_out_only_for_a_tool_asked_to_be_done(
+    question: str, action: str, tool: bool
+) -> None:
+    """A review's finds: "no" to "Cancel the payment?" then process_payment was read
+    as the reviewer overruled."""
+    if tool:
+        after = ev(6, EventType.TOOL_CALL, "agent", metadata={"tool_name": action})
+    else:
+        after = ev(6, EventType.AGENT_START, action)
+    assert not found(run_of(after, question=question))

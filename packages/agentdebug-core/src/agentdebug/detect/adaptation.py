@@ -26,8 +26,9 @@ were there to act on. Where the label names another agent of the run, the mode i
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
@@ -72,14 +73,19 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's model reply equal to its agent's previous one, given new input."""
     if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
         return
-    limited = any(mode == _LIMIT for mode, _ in ctx.failures.values())
+    events = ctx.trajectory.events
+    limits = [ctx.position[i] for i, (mode, _) in ctx.failures.items() if mode == _LIMIT]
     calls: dict[str, list[AgentEvent]] = {}  # agent -> its model's answered calls
-    for event in ctx.trajectory.events:
+    for event in events:
         if event.type in _MODEL and event.error is None and event.agent_name:
             calls.setdefault(event.agent_name, []).append(event)
+    replies = {agent: [_reply(e) for e in made] for agent, made in calls.items()}
+    # the positions of every model call, to count those between a loop and the limit
+    answered = [ctx.position[e.id] for made in calls.values() for e in made]
+    answered.sort()
     seen: dict[str, int] = {}  # agent -> its calls looked at so far
-    own: dict[str, str] = {}  # agent -> what its model said so far
-    for event in ctx.trajectory.events:
+    own: dict[str, set[str]] = {}  # agent -> the lines its model said so far
+    for event in events:
         if event.type not in _MODEL or event.error is not None:
             continue
         agent = event.agent_name
@@ -87,72 +93,121 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
             continue
         index = seen[agent] = seen.get(agent, -1) + 1
         before = calls[agent][index - 1] if index else None
-        said = _reply(event)
-        earlier = own.get(agent, "")
-        own[agent] = f"{earlier}\n{_text(event.output)}"
-        if before is None or not said or said != _reply(before):
-            continue
-        times = 0  # (a short reply: how often it was given in a row, from ``before`` on)
-        if len(said) < MIN_REPLY:
-            later = calls[agent][index - 1 :]
-            times = next((n for n, e in enumerate(later) if _reply(e) != said), len(later))
-            if not limited or times < LOOP or index - 1 + times < len(calls[agent]):
-                continue  # (a label given again: by design, unless it looped to the limit)
-        given, given_before = _text(event.input).strip(), _text(before.input).strip()
-        if given == given_before:
-            continue  # (the same input answered the same way: consistent)
-        # (what it was not given before, nor had said itself, in any earlier reply: its
-        # replies come back in a chat's history)
-        changed = [
-            line  # (a line quoting its own reply, "Previous: <draft>", is no news either)
-            for line in _new_lines(given, f"{given_before}\n{earlier}")
-            if said not in line
-        ]
-        if sum(len(line) for line in changed) < MIN_NEW:
-            continue  # (a routing label, "next: researcher": nothing to act on)
-        new = changed[0]
-        mode, message = (
-            "reflection.no_adaptation",
-            (
-                f"{agent}'s model gave the same reply at step {event.step_index} as at step "
-                f"{before.step_index}, though what it was given had changed (now: "
-                f"{shorten(new, 100)!r})"
-            ),
+        said = replies[agent][index]
+        earlier = own.setdefault(agent, set())
+        if before is not None and said and said == replies[agent][index - 1]:
+            times = 0  # (a short reply: how often it was given in a row, from ``before``)
+            if len(said) < MIN_REPLY:
+                times = _looped(ctx, calls[agent], replies[agent], index - 1, limits, answered)
+            if len(said) >= MIN_REPLY or times:
+                found = _unheeded(agent, event, before, said, earlier, times, calls.keys())
+                if found is not None:
+                    yield found
+                    return
+        earlier.update(line.strip() for line in _text(event.output).splitlines())
+
+
+def _looped(
+    ctx: RuleContext,
+    made: list[AgentEvent],
+    said: list[str | None],
+    first: int,
+    limits: list[int],
+    answered: list[int],
+) -> int:
+    """How many times in a row the short reply ``said[first]`` was given, where it
+    looped up to the run's step limit (``LOOP`` times or more, its last the agent's
+    last call, at most two model calls between it and the limit), with nothing new
+    coming back between repeats (the same findings each round, not "part 3 of 10");
+    else 0 (a label given again by design)."""
+    if not limits or (first > 0 and said[first - 1] == said[first]):
+        return 0  # (no limit; or not the loop's start, which was looked at)
+    times = 1
+    while first + times < len(made) and said[first + times] == said[first]:
+        times += 1
+    last = first + times - 1
+    if times < LOOP or last != len(made) - 1:
+        return 0
+    at, limit = ctx.position[made[last].id], min(limits)
+    if (
+        not at < limit
+        or bisect.bisect_left(answered, limit) - bisect.bisect_right(answered, at) > 2
+    ):
+        return 0  # (the limit came later: something else used the steps up)
+    news = {
+        frozenset(_new_lines(_text(made[k].input), _text(made[k - 1].input))) - {said[first]}
+        for k in range(first + 2, last + 1)
+    }
+    news.discard(frozenset())
+    return times if len(news) <= 1 else 0
+
+
+def _unheeded(
+    agent: str,
+    event: AgentEvent,
+    before: AgentEvent,
+    said: str,
+    earlier: set[str],
+    times: int,
+    agents: Collection[str],
+) -> Finding | None:
+    """The finding for ``event``'s reply, the same as ``before``'s, where what it was
+    given changed by something to act on; None where it did not."""
+    given, given_before = _text(event.input).strip(), _text(before.input).strip()
+    if given == given_before:
+        return None  # (the same input answered the same way: consistent)
+    # (what it was not given before, nor had said itself, in any earlier reply: its
+    # replies come back in a chat's history)
+    old = {line.strip() for line in given_before.splitlines()}
+    changed = [
+        line  # (a line quoting its own reply, "Previous: <draft>", is no news either)
+        for line in _new_lines(given, "")
+        if line not in old and line not in earlier and said not in line
+    ]
+    if sum(len(line) for line in changed) < MIN_NEW:
+        return None  # (a routing label, "next: researcher": nothing to act on)
+    new = changed[0]
+    mode, message = (
+        "reflection.no_adaptation",
+        (
+            f"{agent}'s model gave the same reply at step {event.step_index} as at step "
+            f"{before.step_index}, though what it was given had changed (now: "
+            f"{shorten(new, 100)!r})"
+        ),
+    )
+    fix = (
+        f"At step {event.step_index}, {agent}: the reply repeated the one at step "
+        f"{before.step_index} word for word, though the input had changed "
+        f"({shorten(new, 160)!r}). Act on what changed: revise the reply to "
+        "address it, or say why it cannot be done."
+    )
+    if times:
+        others = [a for a in agents if a != agent and _names(said, a)]
+        if others:
+            mode = "coordination.wrong_delegation"
+        message = (
+            f"{agent}'s model gave the same reply ({said!r}) at step {event.step_index} "
+            f"as at step {before.step_index}, {times} times in a row until the run's "
+            f"step limit, though what it was given had changed (now: {shorten(new, 100)!r})"
         )
         fix = (
-            f"At step {event.step_index}, {agent}: the reply repeated the one at step "
-            f"{before.step_index} word for word, though the input had changed "
-            f"({shorten(new, 160)!r}). Act on what changed: revise the reply to "
-            "address it, or say why it cannot be done."
+            f"At step {event.step_index}, {agent}: the reply repeated {said!r} (as at step "
+            f"{before.step_index}), though {shorten(new, 160)!r} had come in, and the run "
+            "looped on it until its step limit. Route on what came back: to the next "
+            "step, or to the end, not to the same one again."
         )
-        if times:
-            others = [a for a in calls if a != agent and _names(said, a)]
-            if others:
-                mode = "coordination.wrong_delegation"
-            message = (
-                f"{agent}'s model gave the same reply ({said!r}) at step {event.step_index} "
-                f"as at step {before.step_index}, {times} times in a row until the run's "
-                f"step limit, though what it was given had changed (now: {shorten(new, 100)!r})"
-            )
-            fix = (
-                f"At step {event.step_index}, {agent}: the reply repeated {said!r} (as at step "
-                f"{before.step_index}), though {shorten(new, 160)!r} had come in, and the run "
-                "looped on it until its step limit. Route on what came back: to the next "
-                "step, or to the end, not to the same one again."
-            )
-        yield rule_finding(
-            RULE,
-            mode,
-            event,
-            message,
-            confidence=0.75,
-            evidence=[
-                quoted(event, "output", said[:300]),
-                quoted(event, "input", new[:300]),
-            ],
-            metadata={"fix": fix},
-        )
-        return
+    return rule_finding(
+        RULE,
+        mode,
+        event,
+        message,
+        confidence=0.75,
+        evidence=[
+            quoted(event, "output", said[:300]),
+            quoted(event, "input", new[:300]),
+        ],
+        metadata={"fix": fix},
+    )
 
 
 def _names(text: str, agent: str) -> bool:

@@ -8,10 +8,12 @@ found. The subgraph did its work; the fault is the node that dropped its result
 nothing and guessed the subgraph's own step.
 
 The rule keeps to what it can read for certain, in a failed run: a node's end whose
-update writes a key empty (``""``, ``[]``, ``{}``, ``None``), while a node inside
-it (an agent named under it, ``research/summarize``) ended with a text of at least
-``MIN_TEXT`` characters that neither that update nor anything after it in the run
-holds: the result went nowhere.
+update writes every key it writes empty (``""``, ``[]``, ``{}``, ``None``: it passed
+nothing on; one that resets a status key beside its result passed that on), while
+a node inside it (an agent named under it, ``research/summarize``) ended with a
+text of at least ``MIN_TEXT`` characters (a value's, or a message list's contents)
+that nothing after it in the run holds: the result went nowhere. The first such
+node is found.
 """
 
 from __future__ import annotations
@@ -32,18 +34,23 @@ _HEAD = 40  # the characters of a result looked for later (its opening)
 
 
 def _texts(value: Any) -> Iterator[tuple[str, str]]:
-    """A node's update's text values of ``MIN_TEXT`` characters or more, with their keys."""
+    """A node's update's values of ``MIN_TEXT`` characters or more, as text (a list
+    of messages, a ``create_react_agent``'s, as its messages' contents), with their
+    keys."""
     if isinstance(value, dict):
         for key, item in value.items():
-            if isinstance(item, str) and len(item.strip()) >= MIN_TEXT:
-                yield str(key), item.strip()
+            text = flatten(item, limit=4000).strip() if item else ""
+            if len(text) >= MIN_TEXT:
+                yield str(key), text
 
 
 def _emptied(value: Any) -> list[str]:
-    """The keys an update writes empty."""
-    if not isinstance(value, dict):
+    """The keys an update writes, when it writes every one of them empty: it passed
+    nothing on (a node that resets a status key beside its result passed one on)."""
+    if not isinstance(value, dict) or not value:
         return []
-    return [str(k) for k, v in value.items() if v is None or v in ("", [], {})]
+    empty = [str(k) for k, v in value.items() if v is None or v in ("", [], {})]
+    return empty if len(empty) == len(value) else []
 
 
 def rule_result_dropped(ctx: RuleContext) -> Iterator[Finding]:
@@ -52,6 +59,7 @@ def rule_result_dropped(ctx: RuleContext) -> Iterator[Finding]:
         return
     events = ctx.trajectory.events
     started: dict[str, int] = {}  # agent -> position of its latest start
+    said: list[str] | None = None  # each event's text, read once, if needed
     for i, event in enumerate(events):
         agent = event.agent_name
         if not agent:
@@ -77,14 +85,16 @@ def rule_result_dropped(ctx: RuleContext) -> Iterator[Finding]:
         if result is None:
             continue
         child, key, text = result
+        if said is None:
+            said = [
+                f"{flatten(e.input, limit=8000)}\n{flatten(e.output, limit=8000)}" for e in events
+            ]
         head = text[:_HEAD]
-        if head in flatten(event.output, limit=8000) or any(
-            head in flatten(e.output, limit=8000) or head in flatten(e.input, limit=8000)
-            for e in events[i + 1 :]
-        ):
+        if any(head in later for later in said[i + 1 :]):
             continue  # (it got through, another way)
         wrote = ", ".join(compact_json({k: event.output[k]})[1:-1] for k in empty[:3])
         yield _finding(event, child, key, text, wrote)
+        return
 
 
 def _finding(event: AgentEvent, child: AgentEvent, key: str, text: str, wrote: str) -> Finding:

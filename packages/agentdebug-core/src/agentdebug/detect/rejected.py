@@ -120,22 +120,51 @@ _DOING = frozenset(
 )
 
 
+# a question's verbs that ask to undo or put off the thing, not to do it
+_UNDOING = frozenset(
+    [
+        "cancel",
+        "skip",
+        "hold",
+        "stop",
+        "reverse",
+        "discard",
+        "deny",
+        "undo",
+        "delay",
+        "reject",
+        "block",
+        "void",
+        "revoke",
+        "postpone",
+        "pause",
+        "refuse",
+        "drop",
+        "remove",
+        "delete",
+        "withdraw",
+    ]
+)
+
+
 def _words(name: str) -> list[str]:
     """A name's words: ``issue_refund`` and ``issueRefund`` are "issue", "refund"."""
     spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", name)
     return _WORD.findall(spaced.lower())
 
 
-def _named(name: str | None, question: set[str]) -> bool:
+def _named(name: str | None, question: set[str], *, tool: bool = False) -> bool:
     """The question names ``name``: as one word, or each of its words of three
-    letters or more ("issue_refund" in "Issue a refund of $42?"; not "report_issue"),
-    a first word that only says "do it" left out ("Approve the refund proposed
-    above?" names ``issue_refund``, "the payment" ``process_payment``)."""
+    letters or more ("issue_refund" in "Issue a refund of $42?"; not "report_issue");
+    for a tool, a first word that only says "do it" left out where the question asks
+    for no other action on the thing ("Approve the refund proposed above?" names
+    ``issue_refund``, "the payment" ``process_payment``; "Cancel the payment?" does
+    not: its "no" keeps the payment)."""
     if not name:
         return False
     words = _words(name)
     long = [w for w in words if len(w) >= MIN_WORD]
-    if len(long) > 1 and long[0] in _DOING:
+    if tool and len(long) > 1 and long[0] in _DOING and not question & _UNDOING:
         long = long[1:]
     return "".join(words) in question or (bool(long) and all(w in question for w in long))
 
@@ -193,7 +222,7 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
                 and (
                     tool_name(event) in listed
                     if listed is not None
-                    else _named(tool_name(event), question)
+                    else _named(tool_name(event), question, tool=True)
                 )
             ):
                 action = event

@@ -161,4 +161,4 @@ def test_words_of_any_reason_and_of_every_prompt_name_no_fact() -> None:
     found = HeuristicAttributor().attribute(
         failed_with("answer doesn't match: got 'Lyon'", *events), []
     )
-    assert found[0].step_index == 2 and "quotes what this step said" in found[0].rationale
+    assert found[0].step_index == 2 and "names what this step said" in found[0].rationale

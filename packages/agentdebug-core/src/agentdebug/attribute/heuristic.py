@@ -368,16 +368,17 @@ class HeuristicAttributor:
             return []
         picks: list[tuple[AgentEvent, float, str]] = []
         quoted = quoted_by_reason(trajectory, decisions)
+        said: tuple[AgentEvent, float, str] | None = None
         if quoted is not None:
-            event, words = quoted
-            picks.append(
-                (
-                    event,
-                    0.2,
-                    "no detector fired; the failure's reason names what this step said "
-                    f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
-                )
+            event, words, in_quotes = quoted
+            said = (
+                event,
+                0.2 if in_quotes else 0.16,
+                "no detector fired; the failure's reason names what this step said "
+                f"and no other step did ({', '.join(repr(w) for w in words[:3])})",
             )
+            if in_quotes:  # (a value named without quotes may be the one wanted: below)
+                picks.append(said)
 
         dropped = dropped_by(trajectory, decisions)
         if dropped is not None and all(dropped[0].id != e.id for e, _, _ in picks):
@@ -391,6 +392,9 @@ class HeuristicAttributor:
                     f"({', '.join(repr(w) for w in words[:3])})",
                 )
             )
+
+        if said is not None and all(said[0].id != e.id for e, _, _ in picks):
+            picks.append(said)
 
         origin = answer_origin(trajectory, decisions)
         if origin is not None and all(origin.id != e.id for e, _, _ in picks):

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import re
 
-from agentdebug.detect.signals import DECISION_TYPES
+from agentdebug.detect.signals import DECISION_TYPES, QUOTED
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.text import flatten
-
-# a quote opens and closes away from a word: "the model's answer 'x'" quotes x alone
-QUOTED = re.compile(r"(?<!\w)'([^']+)'(?!\w)|(?<!\w)\"([^\"]+)\"(?!\w)")
 
 
 def writer_of(

@@ -15,9 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from agentdebug.attribute.lineage import QUOTED as _QUOTED
+from agentdebug.detect.signals import QUOTED as _QUOTED
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
-from agentdebug.text import flatten
+from agentdebug.text import compact_json, flatten
 
 # words of three characters or more, and numbers of two digits or more ("'41'")
 _WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
@@ -91,13 +91,14 @@ def _words(text: str) -> set[str]:
 
 def quoted_by_reason(
     trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
-) -> tuple[AgentEvent, list[str]] | None:
+) -> tuple[AgentEvent, list[str], bool] | None:
     """The one decision whose output the failure's reason quotes: a success check's
     reason that quotes a value (``f"bad total {total!r}"``) names what was wrong,
     and a word of that quote that one step's output holds, and no other step's
     (nor the run's input), points at the step that said it (of parallel branches
-    alike, the one that answered differently). None when the reason quotes
-    nothing, or no one step stands out."""
+    alike, the one that answered differently); and whether the reason quoted it
+    (else it named a value without quotes, which may be the one wanted). None when
+    the reason names nothing, or no one step stands out."""
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     if not reason:
         return None
@@ -106,18 +107,20 @@ def quoted_by_reason(
         if _EXPECTED.search(reason[: found.start()]):
             continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
         quoted |= _words(found.group(1) or found.group(2))
-    if not quoted:  # a value named without quotes: "headline says 2023", "#SeriesA"
-        quoted = {
-            found.group().lower().rstrip(".")
-            for found in _WORD.finditer(reason)
-            if _value_like(reason, found) and not _EXPECTED.search(reason[: found.start()])
-        }
     answered = {  # the wrong value reaches the answer: of a quote, its words there count
         w
         for e in trajectory.events
         if e.type is EventType.FINAL_ANSWER
-        for w in _words(flatten(e.output, limit=4000))
+        for w in _words(flatten(e.output, limit=4000) + " " + compact_json(e.output)[:8000])
     }
+    in_quotes = bool(quoted)
+    if not quoted:  # a value named without quotes, "headline says 2023", "#SeriesA": the
+        # wrong one when the answer holds it (else it may be the one wanted, left out)
+        quoted = answered & {
+            found.group().lower().rstrip(".")
+            for found in _WORD.finditer(reason)
+            if _value_like(reason, found) and not _EXPECTED.search(reason[: found.start()])
+        }
     quoted -= _given(trajectory)  # (first: the task's words in the answer say nothing)
     quoted = (quoted & answered) or quoted
     if not quoted:
@@ -142,7 +145,7 @@ def quoted_by_reason(
     ):
         return None
     own, event = ranked[0]
-    return event, own
+    return event, own, in_quotes
 
 
 # words a failure's reason uses about any run, which name no fact of this one

@@ -212,3 +212,47 @@ def test_a_node_that_drops_its_subgraph_s_result_is_blamed(dbg: AgentDebug) -> N
         f"At step 1, research: pass on what research/summarize returned (findings: {found!r}): "
         'the update wrote "notes":"" instead.'
     )
+
+
+def test_a_charge_a_retry_policy_ran_again_after_a_timeout_is_blamed(dbg: AgentDebug) -> None:
+    """The gateway's answer times out; the RetryPolicy runs the node again and charges
+    a second time. Before: the timeout, retried past, was no fault, and the first
+    step was guessed."""
+    from langgraph.types import RetryPolicy
+
+    charges: list[int] = []
+
+    @tool
+    def gateway_charge(order_id: str, amount_cents: int) -> str:
+        """Charge the saved card."""
+        charges.append(amount_cents)
+        if len(charges) == 1:
+            raise TimeoutError("read timeout after 10s waiting for gateway response")
+        return f"charge ch_{len(charges)} ok"
+
+    class Order(TypedDict, total=False):
+        order_id: str
+        charge: str
+
+    def pay(state: Order) -> dict[str, Any]:
+        said = gateway_charge.invoke({"order_id": state["order_id"], "amount_cents": 4999})
+        return {"charge": str(said)}
+
+    g = StateGraph(Order)
+    g.add_node(
+        "pay",
+        pay,
+        retry_policy=RetryPolicy(
+            max_attempts=2, initial_interval=0.01, jitter=False, retry_on=TimeoutError
+        ),
+    )
+    g.add_edge(START, "pay")
+    cb = AgentDebugCallback(dbg, success_check=lambda s: len(charges) == 1 or "charged twice")
+    g.compile().invoke({"order_id": "ord-5510"}, {"callbacks": [cb]})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.mode_id) == ("pay", "action.repeated_action")
+    assert report.fix is not None and "gateway_charge ran again with the same arguments" in (
+        report.fix.directive
+    )

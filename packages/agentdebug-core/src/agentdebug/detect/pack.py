@@ -2,9 +2,9 @@
 
 The rules live in :mod:`agentdebug.detect.rules` (errors, tool calls, repetition,
 success claims, handoffs, final answers, a ledger's stall) and in a module each
-for the rest (cut answers, misread and invented figures, a reviewer's rejection or
-edit overruled, a reply unchanged after new input, a subgraph's result dropped, an
-answer in another language than the user's); their shared context is
+for the rest (cut answers, misread and invented figures, a reviewer's rejection,
+edit or instruction overruled, a reply unchanged after new input, a subgraph's result dropped, an
+answer in another language than the user's, an action run again after a timeout); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -13,7 +13,9 @@ from __future__ import annotations
 from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dropped import rule_result_dropped
+from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
 from agentdebug.detect.edited import rule_edit_ignored
+from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.misread import rule_misread_number
@@ -59,6 +61,11 @@ RULES: list[Rule] = [
     ),
     Rule("edit_ignored", "a reviewer's edit, then the text from before it", rule_edit_ignored),
     Rule(
+        "instruction_ignored",
+        "a reviewer's \"not 'X'\", then X again",
+        rule_instruction_ignored,
+    ),
+    Rule(
         "reply_unchanged", "a model's reply repeated after its input changed", rule_reply_unchanged
     ),
     Rule(
@@ -70,6 +77,11 @@ RULES: list[Rule] = [
         "answer_language",
         "a final answer in another language than the user wrote in",
         rule_answer_language,
+    ),
+    Rule(
+        "action_repeated_after_timeout",
+        "an action run again with the same arguments after a timeout",
+        rule_action_repeated_after_timeout,
     ),
 ]
 

@@ -202,3 +202,20 @@ def test_a_node_s_own_error_names_no_tool_to_claim_for() -> None:
 def test_a_tool_s_own_verb_said_as_done_is_a_claim(tool: str, reply: str, said: str) -> None:
     found = claims_done(reply, tool)
     assert found is not None and found.group() == said
+
+
+def test_over_a_tool_s_own_error_the_claim_comes_first_and_the_call_after_it() -> None:
+    """A held-out probe's miss: the tool raised, saying what to do next (a 2FA code);
+    the reply said it was done. The call may have been right; the claim is not."""
+    error = (
+        "ValueError: account has 2FA enabled: confirmation_code required, call "
+        "get_confirmation_code and retry"
+    )
+    run = booking_run(error, CLAIM)
+    (found,) = ignored(run)
+    assert found.metadata.get("claimed") == "e2" and "covers" not in found.metadata
+    hypotheses = diagnose(run).hypotheses
+    assert [(h.agent_name, h.step_index) for h in hypotheses][:2] == [
+        ("travel_agent", 3),
+        ("travel_agent", 1),
+    ]

@@ -37,6 +37,8 @@ from agentdebug.text import flatten
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
+CLAIMED = "claimed"  # a finding's metadata: the failed result a reply said was done
+
 # words a reply uses to say something went wrong (besides ERROR_ACK's), the world's
 # refusals among them
 ADMITS = re.compile(

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from agentdebug.detect.claimed import claimed, sentence, world_refused
+from agentdebug.detect.claimed import CLAIMED, claimed, sentence, world_refused
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.recovery import recovered_by_the_agent
 from agentdebug.detect.rule_finding import quoted
@@ -426,6 +426,8 @@ def rule_error_ignored(ctx: RuleContext) -> Iterator[Finding]:
             )
         if world:
             metadata[COVERS] = event.id  # the call was right; the world said no
+        elif done is not None and not own_fault:
+            metadata[CLAIMED] = event.id  # (the call may have been right; the claim is not)
         yield _finding(
             "error_ignored",
             "observation.error_ignored",

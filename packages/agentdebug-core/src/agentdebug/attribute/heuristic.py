@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from agentdebug.attribute.lineage import writer_of
 from agentdebug.attribute.words import answer_origin, dropped_by, quoted_by_reason
+from agentdebug.detect.claimed import CLAIMED
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
@@ -63,6 +64,7 @@ class _Candidate:
     evidence: list[Evidence] = field(default_factory=list)
     modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
     fix: str | None = None  # a fix the run itself makes concrete (see _value_written)
+    inferred: bool = False  # the fix was inferred from a value written (a rule's wins)
 
 
 def causing_event(
@@ -190,8 +192,13 @@ class HeuristicAttributor:
             cand.modes[finding.mode_id] = cand.modes.get(finding.mode_id, 0.0) + weight
             cand.evidence.extend(finding.evidence[:2])
             fix = finding.metadata.get("fix")
-            if cand.fix is None and isinstance(fix, str) and finding.event_id == event.id:
+            if (
+                (cand.fix is None or cand.inferred)
+                and isinstance(fix, str)
+                and (finding.event_id == event.id)
+            ):
                 cand.fix = fix  # (a rule that knows the concrete fix at its own event)
+                cand.inferred = False
 
         # failed results an answer papered over, whose call was right: a figure no
         # tool gave, after a call that took the task's own arguments (see
@@ -203,6 +210,9 @@ class HeuristicAttributor:
             for f in findings
             if f.metadata.get(COVERS)
         }
+
+        # failed results a reply then said were done (see detect/claimed.py)
+        overclaimed = {f.metadata.get(CLAIMED) for f in findings if f.metadata.get(CLAIMED)}
 
         # attempts another attempt followed (a RetryPolicy's): the same failure
         # again, charged once, at the last attempt (else the decision before the
@@ -251,12 +261,14 @@ class HeuristicAttributor:
                             f"{event.step_index}: {finding.message}",
                             finding,
                         )
-                        candidates[writer.id].fix = (
-                            f"At step {writer.step_index}, {writer.agent_name}: "
-                            f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
-                            f'at step {event.step_index} ("{shorten(said, 160)}"). '
-                            f"Give that value in the form {by} expects."
-                        )
+                        if candidates[writer.id].fix is None:  # (a rule's own fix wins)
+                            candidates[writer.id].inferred = True
+                            candidates[writer.id].fix = (
+                                f"At step {writer.step_index}, {writer.agent_name}: "
+                                f"the output gave {shorten(wrote, 80)!r}, which {by} could not use "
+                                f'at step {event.step_index} ("{shorten(said, 160)}"). '
+                                f"Give that value in the form {by} expects."
+                            )
                         charge(
                             own, 0.4 * conf, f"raised in its own step: {finding.message}", finding
                         )
@@ -276,9 +288,12 @@ class HeuristicAttributor:
                     elif cause.metadata.get("edited"):  # (arguments a person changed)
                         issued = "ran a call whose arguments were edited after the model asked"
                         issued += ", which failed"
+                    # (a reply that then said the failed action was done is the surer
+                    # fault: the call may have been right, the claim is not)
+                    weight = 0.5 if event.id in overclaimed else 0.8
                     charge(
                         cause,
-                        0.8 * conf,
+                        weight * conf,
                         f"{issued} at step {event.step_index}: {finding.message}",
                         finding,
                     )

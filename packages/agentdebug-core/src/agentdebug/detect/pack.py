@@ -4,7 +4,8 @@ The rules live in :mod:`agentdebug.detect.rules` (errors, tool calls, repetition
 success claims, handoffs, final answers, a ledger's stall) and in a module each
 for the rest (cut answers, misread and invented figures, a reviewer's rejection,
 edit or instruction overruled, a reply unchanged after new input, a subgraph's result dropped, an
-answer in another language than the user's, an action run again after a timeout); their shared context is
+answer in another language than the user's, an action run again after a timeout, a
+call's argument misspelled from the task); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -19,6 +20,7 @@ from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.misread import rule_misread_number
+from agentdebug.detect.misspelled import rule_argument_misspelled
 from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rules import (
     Rule,
@@ -82,6 +84,11 @@ RULES: list[Rule] = [
         "action_repeated_after_timeout",
         "an action run again with the same arguments after a timeout",
         rule_action_repeated_after_timeout,
+    ),
+    Rule(
+        "argument_misspelled",
+        "a call that failed on a misspelling of the task's words",
+        rule_argument_misspelled,
     ),
 ]
 

@@ -8,11 +8,19 @@ from typing import Any
 import pytest
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    ErrorInfo,
+    EventType,
+    Outcome,
+    OutcomeStatus,
+)
 from conftest import ev, traj
 
 ARGS = {"order_id": "ord-5510", "amount_cents": 4999}
 TIMEOUT = "TimeoutError: read timeout after 10s waiting for gateway response"
+TIMEOUT_INFO = ErrorInfo(message=TIMEOUT)
 
 
 def charged_twice(
@@ -79,3 +87,50 @@ def test_what_is_not_an_action_repeated_after_a_timeout(
     first: str, tool: str, again: dict[str, Any] | None, status: OutcomeStatus
 ) -> None:
     assert not found(charged_twice(first, tool=tool, again=again, status=status))
+
+
+@pytest.mark.parametrize(
+    ("first", "tool", "args"),
+    [
+        # (a review's finds) the repeat is the same request: a key says so
+        (TIMEOUT, "gateway_charge", {**ARGS, "idempotency_key": "k-1"}),
+        # an action that sets a value: the same done twice
+        (TIMEOUT, "set_status", ARGS),
+        (TIMEOUT, "upsert_contact", ARGS),
+        # the error says nothing was carried out
+        ("ConnectTimeout: timed out connecting (request not sent)", "gateway_charge", ARGS),
+        ("Timed out acquiring lock; no changes were made, safe to retry", "gateway_charge", ARGS),
+        # "no response" from a person is no transport failure
+        ("Error: recipient gave no response", "gateway_charge", ARGS),
+    ],
+)
+def test_a_repeat_that_cannot_do_it_twice_is_not_read(
+    first: str, tool: str, args: dict[str, Any]
+) -> None:
+    run = charged_twice(first, tool=tool)
+    events = [
+        e.model_copy(update={"input": args}) if e.type is EventType.TOOL_CALL else e
+        for e in run.events
+    ]
+    assert not found(run.model_copy(update={"events": events}))
+
+
+def test_a_repeat_that_failed_again_did_nothing_twice() -> None:
+    run = charged_twice()
+    events = [
+        e.model_copy(update={"output": None, "error": TIMEOUT_INFO}) if e.id == "e4" else e
+        for e in run.events
+    ]
+    assert not found(run.model_copy(update={"events": events}))
+
+
+def test_a_timeout_said_by_the_error_s_type_alone_is_read() -> None:
+    run = charged_twice()
+    events = [
+        e.model_copy(update={"error": ErrorInfo(type="TimeoutError", message="")})
+        if e.id == "e2"
+        else e
+        for e in run.events
+    ]
+    (finding,) = found(run.model_copy(update={"events": events}))
+    assert finding.message.endswith("(TimeoutError)")

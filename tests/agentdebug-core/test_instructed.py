@@ -68,7 +68,33 @@ def test_a_revision_that_keeps_what_the_reviewer_asked_to_drop_is_blamed() -> No
         ("Do not write 'Madam'.", "Dear Sir, Madam, your follow-up is confirmed.", DRAFT),
         # "Sir" inside another word is not the word
         (SAID, "Dear Sirius Okafor, your follow-up is confirmed.", DRAFT),
+        # (a review's finds) inside the phrase asked for
+        ("Write 'Dr. Okafor', not 'Okafor'.", "Dear Dr. Okafor, see you.", "Dear Okafor, hi."),
+        # a "no" that answers, not one before the phrase
+        ("No, 'Tuesday 14 May' is right.", "Dear Dr. Okafor, Tuesday 14 May.", DRAFT),
+        # the reply telling of the change
+        (SAID, "Done, with 'Sir' replaced by 'Dr. Okafor':\n\nDear Dr. Okafor, see you.", DRAFT),
     ],
 )
 def test_what_is_not_an_instruction_ignored(answer: str, revised: str, shown: str) -> None:
     assert not found(review_run(answer, revised, shown=shown))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Replace 'Sir' with 'Dr. Okafor'.",
+        "Change 'Sir' to 'Dr. Okafor'.",
+        "Address her as \u2018Dr. Okafor\u2019, not \u2018Sir\u2019.",
+        "Address her as 'Dr. Okafor', not 'sir'.",
+    ],
+)
+def test_other_ways_to_ask_to_drop_a_phrase_are_read(answer: str) -> None:
+    assert len(found(review_run(answer, "Dear Sir, we are pleased to confirm."))) == 1
+
+
+def test_the_review_node_passing_a_dict_answer_on_is_not_blamed() -> None:
+    answer: Any = {"approved": False, "feedback": SAID}
+    run = review_run(SAID, "Dear Dr. Okafor, we are pleased to confirm.")
+    events = [e.model_copy(update={"input": answer}) if e.id == "e3" else e for e in run.events]
+    assert not found(run.model_copy(update={"events": events}))

@@ -75,9 +75,27 @@ def test_a_call_that_misspelled_it_itself_is_blamed() -> None:
         ("Zürich", "geocoder: no match for city 'Zürich'"),
         # nothing like a word of the task
         ("Lausanne", "geocoder: no match for city 'Lausanne'"),
-        # an error that does not name it, nor says it was not found
+        # an error that does not name it
         ("Zurick", "ConnectionError: geocoder unreachable"),
+        ("Zurick", "404 Not Found"),
+        # (a review's finds) the task's word in another form, or with punctuation
+        ("Zürichs", "geocoder: no match for city 'Zürichs'"),
+        ("Zürich.", "geocoder: no match for city 'Zürich.'"),
+        # a number, a date, an id
+        ("2024-05-15", "no forecast for 2024-05-15"),
     ],
 )
 def test_what_is_not_a_misspelling_the_call_failed_on(city: str, error: str) -> None:
     assert not found(planned(city, error))
+
+
+def test_a_misspelling_a_tool_gave_and_the_agent_copied_is_not_its_own() -> None:
+    run = planned("Zurick", "geocoder: no match for city 'Zurick'")
+    events = [
+        run.events[0],
+        ev(9, EventType.TOOL_RESULT, "plan", output="Places: Geneva, Zurick, Bern").model_copy(
+            update={"step_index": 1}
+        ),
+        *run.events[1:],
+    ]
+    assert not found(run.model_copy(update={"events": events}))

@@ -162,3 +162,36 @@ def test_words_of_any_reason_and_of_every_prompt_name_no_fact() -> None:
         failed_with("answer doesn't match: got 'Lyon'", *events), []
     )
     assert found[0].step_index == 2 and "names what this step said" in found[0].rationale
+
+
+@pytest.mark.parametrize(
+    ("reason", "word"),
+    [
+        ("headline says 2023; the update is about 2025", "'2023'"),  # 2025: the task's
+        ("the post carries the hashtag #SeriesA but it was the Series B", "'seriesa'"),
+    ],
+)
+def test_with_no_finding_a_value_the_reason_names_unquoted_points_at_its_step(
+    reason: str, word: str
+) -> None:
+    """A held-out probe's controls: the reason names the wrong value without quotes,
+    and the answer holds it (before, the first step was guessed)."""
+    t = failed_with(
+        reason,
+        ev(0, EventType.USER_INPUT, "human", input="one line on our 2025 Series B update"),
+        ev(1, EventType.LLM_RESPONSE, "writer", output="Our 2025 Series B update is out."),
+        ev(2, EventType.LLM_RESPONSE, "critic", output="APPROVED"),
+        ev(3, EventType.LLM_RESPONSE, "tagger", output="2023 update #SeriesA"),
+        ev(
+            4,
+            EventType.FINAL_ANSWER,
+            None,
+            output={"text": "Our 2025 Series B update is out.", "tags": "2023 update #SeriesA"},
+        ),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert (hyps[0].agent_name, hyps[0].step_index) == ("tagger", 3)
+    assert hyps[0].rationale == (
+        "no detector fired; the failure's reason names what this step said and no other "
+        f"step did ({word})"
+    )

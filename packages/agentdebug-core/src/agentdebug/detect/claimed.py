@@ -137,7 +137,7 @@ _PUT_OFF = re.compile(r"^\W*(?:\w+\W+)?(?:yet|soon|later|shortly|once)\b", re.I)
 _BENIGN = re.compile(r"\bno problems?\b", re.I)  # ("No problem! It is booked")
 
 
-def _words(tool: str) -> list[str]:
+def tool_words(tool: str) -> list[str]:
     """The words of a tool's name: ``issueRefund``, ``issue_refund``, ``issue-refund``."""
     spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", tool)
     return [w.lower() for w in re.split(r"[^A-Za-z]+", spaced) if len(w) > 1]
@@ -176,7 +176,7 @@ def claim_patterns(tool: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     """What a reply says to claim ``tool``'s action done (its own verb's done form)
     and what names the call in a sentence (its words, "booking"); None for a tool
     that only reads."""
-    words = _words(tool)
+    words = tool_words(tool)
     if not words or _reads(words):
         return None
     forms = "|".join(_done(w) for w in words if len(w) > 2)

@@ -21,7 +21,7 @@ import difflib
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.rejected import RECORDED_FROM, RESUMES, is_interrupt, is_resume
+from agentdebug.detect.rejected import RECORDED_FROM, RESUMES, answers, is_interrupt
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import EventType, Finding, OutcomeStatus
 from agentdebug.text import shorten
@@ -82,12 +82,9 @@ def rule_edit_ignored(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
         return
     events = ctx.trajectory.events
-    for at, resume in enumerate(events):
-        if not is_resume(resume):
-            continue
-        asked = next((e for e in reversed(events[:at]) if is_interrupt(e)), None)
-        pair = _edit(_texts(asked.output), resume.input) if asked is not None else None
-        if asked is None or pair is None:
+    for at, resume, asked in answers(events):
+        pair = _edit(_texts(asked.output), resume.input)
+        if pair is None:
             continue
         before, edited = pair
         for event in events[at + 1 :]:

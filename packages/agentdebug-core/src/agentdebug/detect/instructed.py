@@ -7,20 +7,23 @@ free tier guessed the first step; the fault is the revision that kept what the
 reviewer asked to drop (``coordination.ignored_input``).
 
 The rule keeps to what it can read for certain, in a failed run: a resume whose
-answer quotes a phrase after a word that asks to drop it ("not 'Sir'", "remove
-'per our policy'", "don't mention 'fee'"), a phrase the interrupt showed, and,
-before the next interrupt, a model's reply or a node's output that still holds it
-(as a whole word) and does not repeat the instruction itself (the review node
-passing the answer on).
+answer quotes a phrase (straight or curly quotes) after a word that asks to drop
+it ("not 'Sir'", "remove 'per our policy'", "replace 'Sir' with ...", "don't
+mention 'fee'"), a phrase the interrupt showed, and, before the next interrupt, a
+model's reply or a node's output (not the interrupting node's own) that still
+holds it as a whole word, any case: not inside a phrase the answer asks for
+("'Dr. Okafor', not 'Okafor'"), not quoted, not in a sentence telling of the
+change ("'Sir' replaced by 'Dr. Okafor'"), and not repeating the answer (a node
+passing it on).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.rejected import is_interrupt, is_resume
+from agentdebug.detect.rejected import answers, is_interrupt
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import QUOTED
 from agentdebug.schema import EventType, Finding, OutcomeStatus
@@ -32,30 +35,58 @@ if TYPE_CHECKING:
 RULE = "instruction_ignored"
 # words just before a quoted phrase that ask to drop it
 _DROP = re.compile(
-    r"\b(?:not|no|remove|drop|delete|without|instead of|never|avoid|cut|strike|"
-    r"get rid of|take out|stop (?:using|saying)|do not (?:use|say|write|mention|call)|"
-    r"don't (?:use|say|write|mention|call))\W{0,12}$",
+    r"(?:\b(?:not|remove|drop|delete|without|instead of|never|avoid|cut|strike|replace|"
+    r"change|swap|get rid of|take out|stop (?:using|saying)|do not (?:use|say|write|"
+    r"mention|call)|don't (?:use|say|write|mention|call))\W{0,12}|\bno )$",
     re.I,
 )
+# a quoted text, in straight or curly quotes
+_QUOTE = re.compile(QUOTED.pattern + r"|\u2018([^\u2019]+)\u2019|\u201c([^\u201d]+)\u201d")
+# a sentence that tells of the change rather than keeping the phrase
+_TELLS = re.compile(r"\b(?:replaced|removed|dropped|instead|changed|swapped|no longer)\b", re.I)
 _WRITES = frozenset({EventType.LLM_RESPONSE, EventType.AGENT_END})
 
 
-def _to_drop(answer: str, shown: str) -> list[str]:
-    """The phrases ``answer`` asks to drop that ``shown`` holds."""
-    phrases = []
-    for found in QUOTED.finditer(answer):
-        phrase = (found.group(1) or found.group(2) or "").strip()
-        if (
-            len(phrase) >= 2
-            and _DROP.search(answer[max(0, found.start() - 30) : found.start()])
-            and _word(phrase).search(shown)
-        ):
-            phrases.append(phrase)
-    return phrases
+def _quotes(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    for found in _QUOTE.finditer(text):
+        phrase = next((g for g in found.groups() if g), "").strip()
+        if phrase:
+            yield found, phrase
+
+
+def _asked(answer: str, shown: str) -> tuple[list[str], list[str]]:
+    """The phrases ``answer`` asks to drop that ``shown`` holds, and those it quotes
+    otherwise (to keep, or to write instead)."""
+    drop, keep = [], []
+    for found, phrase in _quotes(answer):
+        before = answer[max(0, found.start() - 30) : found.start()]
+        if len(phrase) >= 2 and _DROP.search(before) and _word(phrase).search(shown):
+            drop.append(phrase)
+        else:
+            keep.append(phrase)
+    return drop, keep
 
 
 def _word(phrase: str) -> re.Pattern[str]:
-    return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)")
+    return re.compile(rf"(?<!\w){re.escape(phrase)}(?!\w)", re.I)
+
+
+def _kept(text: str, phrase: str, keep: list[str]) -> re.Match[str] | None:
+    """Where ``text`` still says ``phrase``: not inside a phrase the reviewer asked
+    for ("Dr. Okafor" for "not 'Okafor'"), nor quoted, nor in a sentence telling of
+    the change ("'Sir' replaced by 'Dr. Okafor'")."""
+    for other in keep:  # (masked, keeping positions)
+        text = _word(other).sub(lambda m: " " * len(m.group()), text)
+    for found in _word(phrase).finditer(text):
+        left, right = text[found.start() - 1 : found.start()], text[found.end() : found.end() + 1]
+        if left in "'\"\u2018\u201c" and left and right in "'\"\u2019\u201d" and right:
+            continue
+        start = max(text.rfind(c, 0, found.start()) for c in ".!?\n") + 1
+        ends = [i for i in (text.find(c, found.end()) for c in ".!?\n") if i >= 0]
+        if _TELLS.search(text[start : min(ends) if ends else len(text)]):
+            continue
+        return found
+    return None
 
 
 def rule_instruction_ignored(ctx: RuleContext) -> Iterator[Finding]:
@@ -63,31 +94,30 @@ def rule_instruction_ignored(ctx: RuleContext) -> Iterator[Finding]:
     if ctx.trajectory.outcome.status is not OutcomeStatus.FAILURE:
         return
     events = ctx.trajectory.events
-    for at, resume in enumerate(events):
-        if not is_resume(resume):
-            continue
-        asked = next((e for e in reversed(events[:at]) if is_interrupt(e)), None)
+    for at, resume, asked in answers(events):
         answer = flatten(resume.input, limit=4000)
-        if asked is None or not answer:
+        if not answer:
             continue
-        phrases = _to_drop(answer, flatten(asked.output, limit=8000))
+        phrases, keep = _asked(answer, flatten(asked.output, limit=8000))
         if not phrases:
             continue
-        echo = answer[:40]
+        echoes = [t.strip()[:40] for t in _strings(resume.input) if len(t.strip()) >= 10]
         for event in events[at + 1 :]:
             if is_interrupt(event):
                 break
             if event.type not in _WRITES or event.step_index < resume.step_index:
                 continue
+            if event.type is EventType.AGENT_END and event.agent_name == asked.agent_name:
+                continue  # (the interrupting node's own update: the answer, passed on)
             text = flatten(event.output, limit=8000)
-            if echo in text:
-                continue  # (the review node passing the answer on)
-            kept = next((p for p in phrases if _word(p).search(text)), None)
-            if kept is None:
+            if any(echo in text for echo in echoes):
+                continue  # (a node passing the answer on)
+            found = next(((p, m) for p in phrases if (m := _kept(text, p, keep)) is not None), None)
+            if found is None:
                 continue
+            kept, where = found
             who = event.agent_name or "the agent"
-            where = _word(kept).search(text)
-            start = max(0, where.start() - 60) if where else 0
+            start = max(0, where.start() - 60)
             yield rule_finding(
                 RULE,
                 "coordination.ignored_input",
@@ -109,3 +139,15 @@ def rule_instruction_ignored(ctx: RuleContext) -> Iterator[Finding]:
                 },
             )
             return
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """The texts a value holds, at any depth."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _strings(item)

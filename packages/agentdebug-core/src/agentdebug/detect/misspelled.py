@@ -8,12 +8,15 @@ fault is the step that first wrote "Zurick" for the task's "Zürich"
 blamed and told to fix its arguments, which it cannot.
 
 The rule keeps to what it can read for certain, in a failed run: a failed call
-whose error names one of its arguments (or says no such record exists), an
-argument of at least ``MIN_CHARS`` characters that the task does not hold but holds
-a near spelling of (alike by ``ALIKE`` or more, case and accents aside: "Zurick"
-for "Zürich"; "Zurich" for "Zürich" is the same word). The finding is the first
-step's before the call whose output holds the misspelling (a planner, a model's
-reply), else the call's own (a model's tool call that misspelled it).
+whose error names one of its arguments, an argument of at least ``MIN_CHARS``
+characters, not mostly digits (a date, an id), that the task does not hold but
+holds a near spelling of (alike by ``ALIKE`` or more, case, accents and
+punctuation aside: "Zurick" for "Zürich"; "Zurich" is the same word, and
+"cancelled" for "cancel" or "orders" for "order" the same word in another form).
+The finding is the first step's before the call whose output holds the
+misspelling (a planner, a model's reply), else the call's own (a model's tool call
+that misspelled it); none where the first to hold it was no agent's (a tool's
+result, a user's later message: the agent copied it).
 """
 
 from __future__ import annotations
@@ -38,26 +41,68 @@ MIN_CHARS = 4  # an argument's characters, for a near spelling to mean a slip
 ALIKE = 0.8  # how alike a misspelling is to the task's word (difflib's ratio)
 _WORD = re.compile(r"[^\W_][\w'-]*")
 _WRITERS = DECISION_TYPES | {EventType.AGENT_END}
+_GIVEN = RESULT_TYPES | {EventType.USER_INPUT}
 
 
 def _fold(text: str) -> str:
-    """Case and accents aside: "Zürich" and "zurich" are one word."""
-    return unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().casefold()
+    """Case, accents and punctuation aside: "Zürich" and "zurich" are one word, and
+    "Acme Corp." and "Acme Corp" one name (letters of any script kept)."""
+    decomposed = unicodedata.normalize("NFKD", text)
+    kept = "".join(c for c in decomposed if not unicodedata.combining(c))
+    return " ".join(re.findall(r"[^\W_]+", kept.casefold()))
 
 
-def _near(value: str, task: str) -> str | None:
-    """The task's words (as many as ``value`` has) that ``value`` misspells, if any."""
-    size = len(value.split())
-    words = _WORD.findall(task)
-    folded = _fold(value)
-    for i in range(len(words) - size + 1):
-        phrase = " ".join(words[i : i + size])
-        other = _fold(phrase)
-        if other == folded:
-            return None  # (the task's own word, accents aside)
-        if difflib.SequenceMatcher(None, folded, other).ratio() >= ALIKE:
-            return phrase
-    return None
+_ENDINGS = ("s", "es", "d", "ed", "ing", "er", "ers")
+
+
+def _variant(a: str, b: str) -> bool:
+    """``a`` and ``b`` are one word in another form: one the other with an ending
+    ("cancel", "cancelled"; "order", "orders"), not a slip."""
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short) or any(
+        long.startswith(short[: len(short) - 2]) and long.endswith(end) for end in _ENDINGS
+    )
+
+
+class _Task:
+    """The task's words, folded once, in windows of each size asked for."""
+
+    def __init__(self, task: str) -> None:
+        self.task = task
+        self.spans = [m.span() for m in _WORD.finditer(task)]
+        self.folded = [_fold(task[a:b]) for a, b in self.spans]
+        self.windows: dict[int, list[tuple[str, str]]] = {}
+        self.seen: dict[str, str | None] = {}
+
+    def near(self, value: str) -> str | None:
+        """The task's words (as many as ``value`` has) that ``value`` misspells."""
+        folded = _fold(value)
+        if folded not in self.seen:
+            self.seen[folded] = self._near(folded)
+        return self.seen[folded]
+
+    def _near(self, folded: str) -> str | None:
+        size = len(folded.split())
+        if size not in self.windows:
+            self.windows[size] = [  # (the task's own text of each window)
+                (
+                    self.task[self.spans[i][0] : self.spans[i + size - 1][1]],
+                    " ".join(self.folded[i : i + size]),
+                )
+                for i in range(len(self.spans) - size + 1)
+            ]
+        windows = self.windows[size]
+        if any(other == folded for _, other in windows):
+            return None  # (the task's own word, accents and case aside)
+        for phrase, other in windows:
+            total = len(folded) + len(other)
+            if not total or 2 * min(len(folded), len(other)) / total < ALIKE:
+                continue  # (lengths too far apart to be alike enough)
+            matcher = difflib.SequenceMatcher(None, folded, other, autojunk=False)
+            alike = matcher.quick_ratio() >= ALIKE and matcher.ratio() >= ALIKE
+            if alike and not _variant(folded, other):
+                return phrase
+        return None
 
 
 def _holds(text: str, value: str) -> bool:
@@ -71,22 +116,26 @@ def rule_argument_misspelled(ctx: RuleContext) -> Iterator[Finding]:
     if trajectory.outcome.status is not OutcomeStatus.FAILURE or not task:
         return
     events = trajectory.events
+    words: _Task | None = None
     for failed in events:
         if failed.type not in RESULT_TYPES or failed.id not in ctx.failures:
             continue
-        mode, error = ctx.failures[failed.id]
+        error = ctx.failures[failed.id][1]
         call = call_of(ctx, failed)
         if call is None:
             continue
-        for value in (leaf.strip() for leaf in leaves(call.input)):
-            if len(value) < MIN_CHARS or _holds(task, value):
-                continue
-            if value not in error and mode != "system.resource_not_found":
-                continue
-            meant = _near(value, task)
+        for value in (str(leaf).strip() for leaf in leaves(call.input)):
+            if len(value) < MIN_CHARS or value not in error or _holds(task, value):
+                continue  # (short; not what the call failed on; or the task's own)
+            if sum(c.isdigit() for c in value) * 2 >= sum(c.isalnum() for c in value):
+                continue  # (a number, a date, an id: no spelling)
+            words = words or _Task(task)
+            meant = words.near(value)
             if meant is None:
                 continue
-            yield _finding(events, ctx.position[call.id], call, failed, value, meant)
+            found = _finding(events, ctx.position[call.id], call, failed, value, meant)
+            if found is not None:
+                yield found
             return
 
 
@@ -97,16 +146,22 @@ def _finding(
     failed: AgentEvent,
     value: str,
     meant: str,
-) -> Finding:
-    """Blames the first step before the call whose output holds ``value``."""
-    writer = next(
+) -> Finding | None:
+    """Blames the first step before the call whose output holds ``value``; None
+    where the first to hold it was no agent's (a user's later message, a tool's
+    result: the agent copied it)."""
+    source = next(
         (
             e
             for e in events[:at]
-            if e.type in _WRITERS and e.agent_name and _holds(flatten(e.output, limit=8000), value)
+            if (e.type in _WRITERS or e.type in _GIVEN)
+            and _holds(flatten(e.input if e.type is EventType.USER_INPUT else e.output), value)
         ),
         call,
     )
+    if source.type in _GIVEN or not source.agent_name:
+        return None
+    writer = source
     who = writer.agent_name or "the agent"
     tool = tool_name(failed) or "the tool"
     field = "input" if writer is call else "output"

@@ -84,6 +84,16 @@ def is_interrupt(event: AgentEvent) -> bool:
     )
 
 
+def answers(events: list[AgentEvent]) -> Iterator[tuple[int, AgentEvent, AgentEvent]]:
+    """Each resume with the interrupt it answers: (its position, it, the interrupt)."""
+    asked: AgentEvent | None = None
+    for at, event in enumerate(events):
+        if is_interrupt(event):
+            asked = event
+        elif asked is not None and is_resume(event):
+            yield at, event, asked
+
+
 def rejection(value: Any) -> bool:
     """A resume answer that declines and says nothing else to act on."""
     if value is False:

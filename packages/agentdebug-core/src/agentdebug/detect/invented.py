@@ -55,7 +55,7 @@ TRIED = 20  # numbers of the answer looked at, first first
 # ENVIRONMENT_MODES: the tool looked and found no such record
 _LOOKED = frozenset({"system.resource_not_found"})
 # an answer that says it could not get the figure, beside ERROR_ACK's words
-_HONEST = re.compile(
+HONEST = re.compile(
     r"\b(?:unavailable|not available|(?:is|are|isn't|aren't|wasn't|weren't) available|"
     r"timed? ?out|try again|sorry|apolog\w+|(?:do not|don't|does not|doesn't|did not|"
     r"didn't) (?:have|know)|no (?:data|information|record)|(?:is|was|are|were) down|"
@@ -108,7 +108,7 @@ def _near(target: float, got: float) -> bool:
     return abs(got - target) <= 0.005 * max(1.0, abs(target))
 
 
-def _derived(value: str, held: list[float]) -> bool:
+def derived(value: str, held: list[float]) -> bool:
     """``value`` is a number held, rounded or scaled, or the sum, difference, product
     or quotient of two of the first ``PAIRED``."""
     target = float(value)
@@ -122,7 +122,7 @@ def _derived(value: str, held: list[float]) -> bool:
     return False
 
 
-def _said_by(events: list[AgentEvent], at: int, answer: AgentEvent, figure: str) -> AgentEvent:
+def said_by(events: list[AgentEvent], at: int, answer: AgentEvent, figure: str) -> AgentEvent:
     """Where the answer's figure was said: the answer, when an agent gave it; for a
     final answer no agent gave (a graph's final state), the latest model call up to
     it whose output holds the figure (the node that wrote it), else the answer."""
@@ -169,7 +169,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     at, answer = found
     events = trajectory.events
     text = flatten(answer.output, limit=4000)
-    if ERROR_ACK.search(text) or _HONEST.search(text):
+    if ERROR_ACK.search(text) or HONEST.search(text):
         return  # (it says the lookup failed, or that it could not tell)
     before = [e for e in events[:at] if e.step_index < answer.step_index]
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
@@ -203,7 +203,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
             for value, written in itertools.islice(numbers(text).items(), TRIED)
             if len(value.replace(".", "").lstrip("0")) >= 2
             and value not in earlier
-            and not _derived(value, values)
+            and not derived(value, values)
         ),
         None,
     )
@@ -222,7 +222,7 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         error = ctx.failures[failed.id][1]
         how, what = f"failed ({shorten(error, 80)})", "failed"
         instead = "say that the lookup failed"
-    answer = _said_by(events, at, answer, figure)
+    answer = said_by(events, at, answer, figure)
     yield rule_finding(
         RULE,
         "reflection.hallucinated_fact",

@@ -42,7 +42,7 @@ _ANY_NUMBER = re.compile(r"(?<![\w.])(?<!\d,)(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)
 QUOTE = 120  # characters of the result quoted around its number
 
 
-def _value(text: str) -> str:
+def value_of(text: str) -> str:
     """A number's digits as a value: commas gone, a decimal part's trailing zeros
     gone ("42.00" is "42", "1,240.50" is "1240.5")."""
     plain = text.replace(",", "")
@@ -58,14 +58,14 @@ def numbers(text: str) -> dict[str, str]:
         written = match.group()
         if written[0] == "0" and written[1:2].isdigit():
             continue  # (a zero-padded field: "03", "007"; not a quantity)
-        out.setdefault(_value(written), written)
+        out.setdefault(value_of(written), written)
     return out
 
 
 def held(text: str) -> set[str]:
     """The values of every number ``text`` holds, parts of dates and ranges too:
     what an answer's number may restate without inventing or misreading it."""
-    return {_value(m.group()) for m in _ANY_NUMBER.finditer(text)}
+    return {value_of(m.group()) for m in _ANY_NUMBER.finditer(text)}
 
 
 def _swapped(a: str, b: str) -> bool:

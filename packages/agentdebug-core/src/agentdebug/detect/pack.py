@@ -5,13 +5,14 @@ success claims, handoffs, final answers, a ledger's stall) and in a module each
 for the rest (cut answers, misread and invented figures, a reviewer's rejection,
 edit or instruction overruled, a reply unchanged after new input, a subgraph's result dropped, an
 answer in another language than the user's, an action run again after a timeout, a
-call's argument misspelled from the task); their shared context is
+call's argument misspelled from the task, a figure a tool's contradicts); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
 from __future__ import annotations
 
 from agentdebug.detect.adaptation import rule_reply_unchanged
+from agentdebug.detect.contradicted import rule_figure_contradicted
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
@@ -89,6 +90,11 @@ RULES: list[Rule] = [
         "argument_misspelled",
         "a call that failed on a misspelling of the task's words",
         rule_argument_misspelled,
+    ),
+    Rule(
+        "figure_contradicted",
+        "a final answer's figure for a thing a tool gave another figure for",
+        rule_figure_contradicted,
     ),
 ]
 

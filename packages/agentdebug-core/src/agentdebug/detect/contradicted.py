@@ -22,10 +22,10 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
-from agentdebug.detect.invented import HONEST, derived, said_by
-from agentdebug.detect.misread import failed_answer, held, value_of
+from agentdebug.detect.invented import figures_before, said_by, unhedged_answer
+from agentdebug.detect.misread import value_of
 from agentdebug.detect.rule_finding import quoted, rule_finding
-from agentdebug.detect.signals import ERROR_ACK, RESULT_TYPES, tool_name
+from agentdebug.detect.signals import RESULT_TYPES, tool_name
 from agentdebug.schema import AgentEvent, Finding
 from agentdebug.text import flatten, shorten
 
@@ -89,30 +89,21 @@ def _labels(text: str, at: int) -> set[str]:
 def rule_figure_contradicted(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's answer whose figure for a thing no tool gave, one having."""
     trajectory = ctx.trajectory
-    found = failed_answer(trajectory)
+    found = unhedged_answer(trajectory)
     if found is None:
         return
-    at, answer = found
+    at, answer, text, before = found
     events = trajectory.events
-    text = flatten(answer.output, limit=4000)
-    if ERROR_ACK.search(text) or HONEST.search(text):
-        return
-    before = [e for e in events[:at] if e.step_index < answer.step_index]
     results = [
         e for e in before if e.type in RESULT_TYPES and tool_name(e) and e.id not in ctx.failures
     ]
     if not results:
         return
-    earlier = held(flatten(trajectory.goal, limit=4000) if trajectory.goal else "")
-    for event in before:
-        earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
-    values = sorted({float(v) for v in earlier}, key=abs)
+    earlier = figures_before(trajectory, before)
     said = [(r, flatten(r.output, limit=4000)) for r in results]
     for figure in itertools.islice(_FIGURE.finditer(text), TRIED):
         value = value_of(figure.group())
-        if len(value.replace(".", "").lstrip("0")) < 2 or value in earlier:
-            continue
-        if derived(value, values):
+        if not earlier.new(value):
             continue
         labels = _labels(text, figure.start())
         for result, got in said:

@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentdebug.detect.claimed import sentence
 from agentdebug.detect.rejected import answers, is_interrupt
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import QUOTED
@@ -81,9 +82,7 @@ def _kept(text: str, phrase: str, keep: list[str]) -> re.Match[str] | None:
         left, right = text[found.start() - 1 : found.start()], text[found.end() : found.end() + 1]
         if left in "'\"\u2018\u201c" and left and right in "'\"\u2019\u201d" and right:
             continue
-        start = max(text.rfind(c, 0, found.start()) for c in ".!?\n") + 1
-        ends = [i for i in (text.find(c, found.end()) for c in ".!?\n") if i >= 0]
-        if _TELLS.search(text[start : min(ends) if ends else len(text)]):
+        if _TELLS.search(sentence(text, found, limit=400)):
             continue
         return found
     return None

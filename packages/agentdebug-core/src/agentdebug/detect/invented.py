@@ -29,12 +29,12 @@ import itertools
 import json
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentdebug.detect.misread import QUOTE, failed_answer, held, numbers
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, RESULT_TYPES, tool_name
-from agentdebug.schema import AgentEvent, EventType, Finding
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -159,19 +159,54 @@ def call_of(ctx: RuleContext, result: AgentEvent) -> AgentEvent | None:
     )
 
 
+def unhedged_answer(
+    trajectory: AgentTrajectory,
+) -> tuple[int, AgentEvent, str, list[AgentEvent]] | None:
+    """A failed run's final answer that does not say it could not tell (``ERROR_ACK``
+    and ``HONEST`` words): its position, it, its text, and the events of the steps
+    before its own."""
+    found = failed_answer(trajectory)
+    if found is None:
+        return None
+    at, answer = found
+    text = flatten(answer.output, limit=4000)
+    if ERROR_ACK.search(text) or HONEST.search(text):
+        return None  # (it says the lookup failed, or that it could not tell)
+    return at, answer, text, [e for e in trajectory.events[:at] if e.step_index < answer.step_index]
+
+
+class FiguresHeld(NamedTuple):
+    """Numbers a run held, as written values and as floats (smallest first)."""
+
+    values: set[str]
+    floats: list[float]
+
+    def new(self, value: str) -> bool:
+        """``value`` (two digits or more) is none of these, nor made of them."""
+        return (
+            len(value.replace(".", "").lstrip("0")) >= 2
+            and value not in self.values
+            and not derived(value, self.floats)
+        )
+
+
+def figures_before(trajectory: AgentTrajectory, before: list[AgentEvent]) -> FiguresHeld:
+    """The numbers the task and the steps ``before`` held."""
+    earlier = held(trajectory.goal or "")
+    for event in before:
+        earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
+    return FiguresHeld(earlier, sorted({float(v) for v in earlier}, key=abs))
+
+
 def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's final answer giving a figure no tool returned, after its last
     lookup (with the task's own arguments) failed and the answer did not say so."""
     trajectory = ctx.trajectory
-    found = failed_answer(trajectory)
+    found = unhedged_answer(trajectory)
     if found is None:
         return
-    at, answer = found
+    at, answer, text, before = found
     events = trajectory.events
-    text = flatten(answer.output, limit=4000)
-    if ERROR_ACK.search(text) or HONEST.search(text):
-        return  # (it says the lookup failed, or that it could not tell)
-    before = [e for e in events[:at] if e.step_index < answer.step_index]
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
     if not results:
         return
@@ -193,17 +228,12 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
         # own that found nothing counts where no tool gave a figure before it, else
         # the answer's may be made of those)
         return
-    earlier = held(task)
-    for event in before:
-        earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
-    values = sorted({float(v) for v in earlier}, key=abs)
+    earlier = figures_before(trajectory, before)
     figure = next(
         (
             written
             for value, written in itertools.islice(numbers(text).items(), TRIED)
-            if len(value.replace(".", "").lstrip("0")) >= 2
-            and value not in earlier
-            and not derived(value, values)
+            if earlier.new(value)
         ),
         None,
     )

@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Developer entry point: isolated environments per package, tests, lint, the CLI.
 
-    python3 dev.py test                 every package's suite in its own venv, ruff, mypy
+    python3 dev.py test                 every package's suite in its own venv, again on
+                                        the lowest versions it supports, ruff, mypy
     python3 dev.py test agentdebug-core  one package (extra args go to pytest after --)
+    python3 dev.py test agentdebug-langgraph@lowest
+                                        one package on the lowest versions it supports
     python3 dev.py lint                 ruff and mypy only
     python3 dev.py agentdebug ARGS...   the agentdebug command, from the core venv
     python3 dev.py python ARGS...       python from the core venv
@@ -12,6 +15,11 @@ Needs only a Python 3.11+ with venv; everything else is installed from the packa
 registry into .venvs/<package>/ on first use, and again when a pyproject changes.
 Plugin packages cannot share one environment (crewai and openai-agents pin
 incompatible openai versions), so each gets its own.
+
+A package's ``lowest.txt`` pins the lowest versions of its dependencies that its
+pyproject says it supports (with what they need at their lowest): its suite runs a
+second time in ``.venvs/<package>@lowest``, built under those pins, so a range in a
+pyproject is one the tests have passed at both ends.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ ROOT = Path(__file__).resolve().parent
 PACKAGES = ROOT / "packages"
 VENVS = ROOT / ".venvs"
 CORE = "agentdebug-core"
+LOWEST = "@lowest"  # a package's suite on the lowest versions it supports (lowest.txt)
 
 
 def say(msg: str) -> None:
@@ -39,25 +48,42 @@ def packages() -> list[str]:
     return [CORE, *names]
 
 
+def suites() -> list[str]:
+    """Every package, then each that has a ``lowest.txt`` on those versions."""
+    names = packages()
+    return names + [f"{n}{LOWEST}" for n in names if (PACKAGES / n / "lowest.txt").exists()]
+
+
 def bin_path(env: Path, name: str) -> Path:
     return env / ("Scripts" if os.name == "nt" else "bin") / name
 
 
-def _fingerprint(package: str) -> str:
+def _fingerprint(suite: str) -> str:
+    package, lowest = _split(suite)
     h = hashlib.sha256()
     for pkg in sorted({CORE, package}):  # (a set's order changes with the hash seed)
         h.update((PACKAGES / pkg / "pyproject.toml").read_bytes())
+    if lowest:
+        h.update((PACKAGES / package / "lowest.txt").read_bytes())
     constraints = ROOT / "constraints.txt"
     if constraints.exists():
         h.update(constraints.read_bytes())
     return h.hexdigest()
 
 
-def ensure_env(package: str) -> Path:
-    """The package's venv, built or refreshed if its pyproject changed."""
-    env = VENVS / package
+def _split(suite: str) -> tuple[str, bool]:
+    """``agentdebug-langgraph@lowest`` -> the package, and whether on its lowest pins."""
+    package = suite.removesuffix(LOWEST)
+    return package, package != suite
+
+
+def ensure_env(suite: str) -> Path:
+    """The venv of a package (``suite``), or of a package on its lowest versions
+    (``<package>@lowest``), built or refreshed if its pyproject or pins changed."""
+    package, lowest = _split(suite)
+    env = VENVS / suite
     stamp = env / ".agentdebug-stamp"
-    want = _fingerprint(package)
+    want = _fingerprint(suite)
     if stamp.exists() and stamp.read_text() == want and bin_path(env, "python").exists():
         return env
     say(f"building {env.relative_to(ROOT)} (first use or changed dependencies)")
@@ -68,6 +94,8 @@ def ensure_env(package: str) -> Path:
     constraints = ROOT / "constraints.txt"
     if constraints.exists():
         args += ["-c", str(constraints)]
+    if lowest:
+        args += ["-c", str(PACKAGES / package / "lowest.txt")]
     extra = "dev" if package == CORE else "test"
     if package != CORE:
         args += ["-e", str(PACKAGES / CORE)]
@@ -87,15 +115,19 @@ def run(args: list[str], **kwargs: object) -> int:
 
 def test(selected: list[str], pytest_args: list[str]) -> int:
     failed: list[str] = []
-    for package in selected or packages():
-        env = ensure_env(package)
-        say(f"pytest tests/{package}")
+    for suite in selected or suites():
+        if suite not in suites():
+            say(f"no package '{suite}' (suites: {', '.join(suites())})")
+            return 2
+        env = ensure_env(suite)
+        package, lowest = _split(suite)
+        say(f"pytest tests/{package}" + (" (lowest supported versions)" if lowest else ""))
         code = run(
             [str(bin_path(env, "python")), "-m", "pytest", f"tests/{package}", *pytest_args],
             check=False,
         )
         if code != 0:
-            failed.append(package)
+            failed.append(suite)
     if not selected and lint() != 0:
         failed.append("lint")
     if failed:

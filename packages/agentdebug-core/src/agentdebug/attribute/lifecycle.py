@@ -32,6 +32,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import NoneType
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -222,8 +223,10 @@ class LifecycleAttributor:
             "Trigger",
             step=(_enum(judged), ...),
             failure_mode=(mode_field(mode_ids()), None),
-            continues=((_enum(ids) | None) if ids else None, None),
-            fixed_at=((_enum(later) | None) if later else None, None),
+            # (NoneType, not None: pydantic before 2.8 reads a field typed None as
+            # one without a type)
+            continues=((_enum(ids) | None) if ids else NoneType, None),
+            fixed_at=((_enum(later) | None) if later else NoneType, None),
             relied_on=(
                 list[later_step],
                 Field(default_factory=list, max_length=8 if later else 0),

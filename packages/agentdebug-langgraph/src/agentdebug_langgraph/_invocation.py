@@ -50,6 +50,20 @@ SECRET_NAME = re.compile(
 MOST_BYTES = 64 * 1024  # a context's JSON beyond this is named, not stored
 
 
+def _plain_default_limit() -> int | None:
+    """The recursion limit LangGraph fills in when none is given, where it is a
+    plain ``int`` (before 1.2.17; since, an ``int`` subclass, told apart by its
+    class, so that a user's limit of the same value is kept)."""
+    try:
+        from langgraph._internal._config import DEFAULT_RECURSION_LIMIT
+    except Exception:  # a LangGraph that keeps it elsewhere: its class tells
+        return None
+    return DEFAULT_RECURSION_LIMIT if DEFAULT_RECURSION_LIMIT.__class__ is int else None
+
+
+_PLAIN_DEFAULT_LIMIT = _plain_default_limit()
+
+
 @dataclass(frozen=True)
 class Invocation:
     """A run's configurable keys (the user's, not LangGraph's), runtime context and
@@ -90,8 +104,11 @@ def read(frame: FrameType | None) -> Invocation | None:
         return Invocation(
             configurable=user,
             context=local.get("context"),
-            # (LangGraph's default is an int subclass it fills in: not the user's)
-            recursion_limit=limit if limit.__class__ is int else None,
+            # (LangGraph's default is an int subclass it fills in: not the user's;
+            # before 1.2.17, a plain int, told apart by its value)
+            recursion_limit=(
+                limit if limit.__class__ is int and limit != _PLAIN_DEFAULT_LIMIT else None
+            ),
         )
     except Exception:  # a LangGraph that keeps them elsewhere: reruns go without
         log.debug("agentdebug: the run's config could not be read", exc_info=True)

@@ -71,6 +71,34 @@ def test_whoever_approves_the_rerun_is_told_which_answers_it_will_give(
     assert quiet.plan_notes(original, plan) == []
 
 
+def test_the_executor_the_cli_finds_tells_the_gate_too(dbg: AgentDebug) -> None:
+    """``agentdebug act RUN --rerun --policy ask --executor-option
+    replay_answers=same-node`` goes through the registered executor: the note of
+    the answers it will give reaches the gate through it as well (it was dropped)."""
+    from agentdebug.plugins import get_registry
+    from agentdebug.rerun.executors import configure_executor, find_executor
+    from agentdebug.schema import RecoveryPlan
+
+    graph = refund_graph(InMemorySaver())
+    original = answered_run(dbg, graph, Command(resume="yes"), thread="t-cli-gate")
+    plan = RecoveryPlan(strategy="t", directive="x", resume_step=1)
+    found: Any = configure_executor(
+        find_executor("langgraph", get_registry()), {"replay_answers": "same-node"}
+    )
+    (note,) = found.plan_notes(original, plan)
+    assert '"yes"' in note and "replay_answers='same-node'" in note
+    seen: list[list[str]] = []
+
+    def person(plan: Any) -> tuple[bool, str]:
+        seen.append(list(plan.notes))
+        return False, "not now"
+
+    closed_loop(
+        original, debugger=dbg, executor=found, report=prepare_blamed(original), policy=person
+    )
+    assert [n for n in seen[0] if "a person gave then" in n]
+
+
 def test_the_gate_hears_of_an_answer_replayed_from_a_fork_before_the_blamed_step(
     dbg: AgentDebug,
 ) -> None:

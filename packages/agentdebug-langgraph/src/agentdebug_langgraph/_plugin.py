@@ -10,7 +10,7 @@ from typing import Any
 
 from agentdebug.errors import AgentDebugError
 from agentdebug.plugins import hookimpl
-from agentdebug.schema import AgentTrajectory, RerunRequest
+from agentdebug.schema import AgentTrajectory, RecoveryPlan, RerunRequest
 
 _TRUE = ("true", "yes", "on", "1")
 _FALSE = ("false", "no", "off", "0")
@@ -104,6 +104,12 @@ class RegisteredExecutor:
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         result: AgentTrajectory = self._built().rerun(request)
         return result
+
+    def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
+        """For the gate: the answers the branch will be given on a person's behalf
+        (see ``LangGraphRerunExecutor.plan_notes``)."""
+        notes: list[str] = self._built().plan_notes(trajectory, plan)
+        return notes
 
     def with_options(self, options: dict[str, str]) -> RegisteredExecutor:
         """An executor built with ``options`` (text, as the CLI takes them): the

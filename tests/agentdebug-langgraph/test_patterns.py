@@ -74,6 +74,52 @@ def test_a_reply_a_node_writes_itself_is_its_answer_not_the_last_model_calls(
     assert answer.parent_id == format_start.id  # not the model call that said "draft: 42"
 
 
+class DictChat(TypedDict):
+    messages: Annotated[list[dict[str, Any]], operator.add]
+
+
+@pytest.mark.parametrize("state", [DictChat, MessagesState], ids=["dicts", "add_messages"])
+def test_a_reply_a_node_writes_as_an_openai_dict_is_its_answer_and_rerun(
+    dbg: AgentDebug, state: Any
+) -> None:
+    """A node that calls a model client itself writes ``{"role": "assistant"}``: a
+    soft failure is blamed on it (before, on no one: nothing to rerun), and the
+    rerun from it, given the directive, is verified."""
+    from agentdebug.rerun import closed_loop
+    from agentdebug_langgraph import LangGraphRerunExecutor
+
+    def answer(s: Any) -> dict[str, Any]:
+        told = any("went wrong" in str(m) for m in s["messages"][1:])
+        return {"messages": [{"role": "assistant", "content": "42" if told else "24"}]}
+
+    def content(m: Any) -> Any:
+        return m["content"] if isinstance(m, dict) else m.content
+
+    def check(s: Any) -> bool | str:
+        return content(s["messages"][-1]) == "42" or "answered 24, expected 42"
+
+    g = StateGraph(state)
+    g.add_node("prep", lambda s: {})
+    g.add_node("agent", answer)
+    g.add_edge(START, "prep")
+    g.add_edge("prep", "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=check)
+    graph.invoke(
+        {"messages": [{"role": "user", "content": "how much?"}]},
+        {"callbacks": [cb], "configurable": {"thread_id": f"t-dict-{state.__name__}"}},
+    )
+    run = cb.trajectory()
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    agent = next(e for e in of_type(run, EventType.AGENT_START) if e.agent_name == "agent")
+    assert (final.output, final.agent_name, final.parent_id) == ("24", "agent", agent.id)
+    root = cb.reports[-1].root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("agent", agent.step_index)
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=check)
+    result = closed_loop(run, debugger=dbg, executor=executor, report=cb.reports[-1])
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+
+
 def test_a_reply_a_node_writes_in_a_command_is_its_answer(dbg: AgentDebug) -> None:
     """Supervisors and error handlers return a ``Command`` whose update holds the reply."""
     g = StateGraph(MessagesState)

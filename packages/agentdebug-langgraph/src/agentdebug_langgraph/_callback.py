@@ -441,7 +441,9 @@ class AgentDebugCallback(RunStarting):
         if rec.run.asked:  # tool answers written without a tool run (see _tool_messages)
             self._tool_messages(rec, said)
         last = said[-1] if said.__class__ is list and said else said
-        if _convert.is_message(last):
+        if _convert.is_message(last) or (  # (or an OpenAI-style dict, as a node that
+            last.__class__ is dict and last.get("role") == "assistant"  # calls a client writes)
+        ):
             run = rec.run
             written = run.last_written
             if written is None or written[0] is not last:  # (not a subgraph handing it up)

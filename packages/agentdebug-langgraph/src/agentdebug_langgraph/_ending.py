@@ -582,8 +582,10 @@ def _content(msg: Any) -> Any:
 def _same_message(written: Any, msg: Any) -> bool:
     """Whether the final message is the one a node's update wrote: the same object,
     or the message ``add_messages`` made of it (a chunk becomes a new message with
-    its id)."""
+    its id; an OpenAI-style dict, an AI message of the same content)."""
     if written is msg:
         return True
+    if written.__class__ is dict:  # (``add_messages`` makes a message of it, ids its own)
+        return getattr(msg, "type", None) == "ai" and _content(msg) == written.get("content")
     given = getattr(msg, "id", None)
     return given is not None and getattr(written, "id", None) == given

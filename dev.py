@@ -2,10 +2,13 @@
 """Developer entry point: isolated environments per package, tests, lint, the CLI.
 
     python3 dev.py test                 every package's suite in its own venv, again on
-                                        the lowest versions it supports, ruff, mypy
+                                        the lowest versions it supports, again on the
+                                        newest Python on the PATH, then ruff and mypy
     python3 dev.py test agentdebug-core  one package (extra args go to pytest after --)
     python3 dev.py test agentdebug-langgraph@lowest
                                         one package on the lowest versions it supports
+    python3 dev.py test agentdebug-core@python3.13
+                                        one package on another Python
     python3 dev.py lint                 ruff and mypy only
     python3 dev.py agentdebug ARGS...   the agentdebug command, from the core venv
     python3 dev.py python ARGS...       python from the core venv
@@ -19,16 +22,21 @@ incompatible openai versions), so each gets its own.
 A package's ``lowest.txt`` pins the lowest versions of its dependencies that its
 pyproject says it supports (with what they need at their lowest): its suite runs a
 second time in ``.venvs/<package>@lowest``, built under those pins, so a range in a
-pyproject is one the tests have passed at both ends.
+pyproject is one the tests have passed at both ends. So for Python: where a newer
+``python3.N`` than the one running this is on the PATH, the newest runs every suite
+again (``.venvs/<package>@python3.N``; 3.13 prints what 3.11 cannot, and suspends
+an async generator at another instruction).
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
 import venv
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -36,6 +44,7 @@ PACKAGES = ROOT / "packages"
 VENVS = ROOT / ".venvs"
 CORE = "agentdebug-core"
 LOWEST = "@lowest"  # a package's suite on the lowest versions it supports (lowest.txt)
+NEWEST_TRIED = 20  # python3.20 down: the newest Python found runs every suite again
 
 
 def say(msg: str) -> None:
@@ -48,10 +57,35 @@ def packages() -> list[str]:
     return [CORE, *names]
 
 
+@cache
+def interpreter(name: str) -> str | None:
+    """A ``python3.N`` that runs: on the PATH, else one pyenv installed (pyenv's
+    shims run only the versions it is set to)."""
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+    installed = sorted(root.glob(f"versions/{name.removeprefix('python')}.*/bin/{name}"))
+    for found in [shutil.which(name), *map(str, reversed(installed))]:
+        if found and subprocess.run([found, "-c", ""], capture_output=True).returncode == 0:
+            return found
+    return None
+
+
+@cache
+def newest_python() -> str | None:
+    """``python3.N``, the newest Python here newer than the one running this (which
+    runs the suites first, and is the oldest the packages support)."""
+    for minor in range(NEWEST_TRIED, sys.version_info.minor, -1):
+        if interpreter(f"python3.{minor}"):
+            return f"python3.{minor}"
+    return None
+
+
 def suites() -> list[str]:
-    """Every package, then each that has a ``lowest.txt`` on those versions."""
+    """Every package, then each that has a ``lowest.txt`` on those versions, then
+    every package on the newest Python found."""
     names = packages()
-    return names + [f"{n}{LOWEST}" for n in names if (PACKAGES / n / "lowest.txt").exists()]
+    out = names + [f"{n}{LOWEST}" for n in names if (PACKAGES / n / "lowest.txt").exists()]
+    newest = newest_python()
+    return out + ([f"{n}@{newest}" for n in names] if newest else [])
 
 
 def bin_path(env: Path, name: str) -> Path:
@@ -60,7 +94,8 @@ def bin_path(env: Path, name: str) -> Path:
 
 def _fingerprint(suite: str) -> str:
     package, lowest = _split(suite)
-    h = hashlib.sha256()
+    python = suite.partition("@")[2]
+    h = hashlib.sha256(str(interpreter(python)).encode() if python.startswith("python") else b"")
     for pkg in sorted({CORE, package}):  # (a set's order changes with the hash seed)
         h.update((PACKAGES / pkg / "pyproject.toml").read_bytes())
     if lowest:
@@ -72,9 +107,10 @@ def _fingerprint(suite: str) -> str:
 
 
 def _split(suite: str) -> tuple[str, bool]:
-    """``agentdebug-langgraph@lowest`` -> the package, and whether on its lowest pins."""
-    package = suite.removesuffix(LOWEST)
-    return package, package != suite
+    """``agentdebug-langgraph@lowest`` -> the package, and whether on its lowest pins
+    (``agentdebug-core@python3.13``: the package, on that Python)."""
+    package = suite.partition("@")[0]
+    return package, suite.endswith(LOWEST)
 
 
 def ensure_env(suite: str) -> Path:
@@ -87,7 +123,11 @@ def ensure_env(suite: str) -> Path:
     if stamp.exists() and stamp.read_text() == want and bin_path(env, "python").exists():
         return env
     say(f"building {env.relative_to(ROOT)} (first use or changed dependencies)")
-    venv.EnvBuilder(with_pip=True, clear=True).create(env)
+    python = suite.partition("@")[2]
+    if python.startswith("python"):  # (another Python's venv: made by that Python)
+        run([str(interpreter(python)), "-m", "venv", "--copies", "--clear", str(env)])
+    else:
+        venv.EnvBuilder(with_pip=True, clear=True).create(env)
     py = str(bin_path(env, "python"))
     run([py, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--upgrade", "pip"])
     args = [py, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
@@ -116,8 +156,11 @@ def run(args: list[str], **kwargs: object) -> int:
 def test(selected: list[str], pytest_args: list[str]) -> int:
     failed: list[str] = []
     for suite in selected or suites():
-        if suite not in suites():
-            say(f"no package '{suite}' (suites: {', '.join(suites())})")
+        package, _, variant = suite.partition("@")
+        if suite not in suites() and not (
+            package in packages() and variant.startswith("python3.") and interpreter(variant)
+        ):
+            say(f"no suite '{suite}' (suites: {', '.join(suites())})")
             return 2
         env = ensure_env(suite)
         package, lowest = _split(suite)

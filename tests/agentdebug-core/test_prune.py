@@ -27,10 +27,9 @@ from agentdebug.schema import (
 )
 from agentdebug.store import JSONLStore, RunQuery, RunSummary, TraceStore, open_store
 from agentdebug.store.retention import Retention, select
-from test_store_read_only import shared  # noqa: F401 - a folder other users can reach
+from test_store_read_only import become_nobody, shared  # noqa: F401 - a folder other users can reach
 
 NOW = datetime.now(UTC)
-NOBODY = 65534
 ROOT = os.geteuid() == 0
 KINDS = ["sqlite", "jsonl"]
 
@@ -40,12 +39,6 @@ def agentdebug(
 ) -> subprocess.CompletedProcess[str]:
     """The real command on ``store``, stdin not a terminal (as in cron, CI), run
     by ``nobody`` when ``user`` is "other" and the tests run as root."""
-
-    def become_nobody() -> None:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
     return subprocess.run(
         [sys.executable, "-m", "agentdebug", "--store", str(store), *args],
         capture_output=True,

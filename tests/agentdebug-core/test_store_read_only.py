@@ -8,6 +8,7 @@ as root (root may write anything), else as this user with the permissions taken 
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
@@ -25,9 +26,36 @@ NOBODY = 65534
 ROOT = os.geteuid() == 0
 
 
+def become_nobody() -> None:
+    os.setgroups([])
+    os.setgid(NOBODY)
+    os.setuid(NOBODY)
+
+
+@functools.cache
+def _nobody_cannot_run_python() -> str | None:
+    """Why ``nobody`` cannot run this Python (a pyenv build whose shared library
+    sits under root's private home, where no system copy stands in), or None."""
+    if not ROOT:
+        return None
+    proc = subprocess.run(
+        [sys.executable, "-c", ""],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        preexec_fn=become_nobody,
+        check=False,
+    )
+    return None if proc.returncode == 0 else (proc.stderr.strip() or f"exit {proc.returncode}")
+
+
 @pytest.fixture
 def shared() -> Iterator[Path]:
-    """A folder other users can reach (pytest's own temporary folders are private)."""
+    """A folder other users can reach (pytest's own temporary folders are private);
+    the test is skipped, saying why, where the other user cannot run this Python."""
+    why = _nobody_cannot_run_python()
+    if why is not None:
+        pytest.skip(f"another user (nobody) cannot run {sys.executable} here: {why}")
     where = Path(tempfile.mkdtemp(prefix="agentdebug-ro-"))
     where.chmod(0o755)
     try:
@@ -49,12 +77,6 @@ def as_reader(
         "AGENTDEBUG_CONFIG": str(home / "no-config.toml"),
         "HOME": str(home),
     }
-
-    def become_nobody() -> None:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-
     return subprocess.run(
         [sys.executable, "-c", code, *args]
         if code

@@ -213,14 +213,18 @@ def _at_yield(frame: FrameType) -> bool:
 def _await_offsets(code: CodeType) -> frozenset[int] | None:
     """The offsets where ``code`` suspends at an ``await``: each ``YIELD_VALUE``
     right after a ``SEND`` (a ``yield`` of an async generator wraps its value
-    first). None for a bytecode this cannot read: every wait is taken for an
-    ``await``, and the run stays current, as before async generators were told
-    apart."""
+    first), and the instruction after it (where a suspended frame's ``f_lasti``
+    points from Python 3.13). None for a bytecode this cannot read: every wait is
+    taken for an ``await``, and the run stays current, as before async generators
+    were told apart."""
     try:
         found: set[int] = set()
-        before = None
+        before = after_await = None
         for ins in dis.get_instructions(code):
-            if ins.opname == "YIELD_VALUE" and before == "SEND":
+            if after_await:
+                found.add(ins.offset)
+            after_await = ins.opname == "YIELD_VALUE" and before == "SEND"
+            if after_await:
                 found.add(ins.offset)
             before = ins.opname
         if not found and "SEND" not in dis.opmap:

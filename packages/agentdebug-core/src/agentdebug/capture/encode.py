@@ -251,12 +251,14 @@ def _field(value: Any, notes: dict[str, Any], key: str) -> Any:
     kept = coerced(value)  # keys and numbers JSON lacks, as text: the structure is kept
     try:
         dumps(kept)
-    except Exception:
+    except Exception as exc:
         acyclic = _acyclic(given, notes, key)
         if acyclic is not None:
             return acyclic
-        text = printed(repr, value)
-        if text is None:  # (nested past Python's recursion limit, say: its repr raises)
+        # nested past orjson's 255 levels: cut, the rest kept (its repr would be one
+        # text; Python 3.12 and later print what 3.11 raises RecursionError for)
+        text = None if "Recursion limit" in str(exc) else printed(repr, value)
+        if text is None:  # (or nested past Python's recursion limit: its repr raises)
             notes[f"{key}_cut"] = why
             return cut(value, Walk(deepest=CUT_DEPTH))
         notes[f"{key}_unserialisable"] = why

@@ -171,6 +171,11 @@ def test(selected: list[str], pytest_args: list[str]) -> int:
         )
         if code != 0:
             failed.append(suite)
+    if not selected and newest_python() is None:
+        say(
+            f"no Python 3 newer than {sys.version_info.major}.{sys.version_info.minor} here "
+            "(on the PATH or installed by pyenv): the suites ran on this one only"
+        )
     if not selected and lint() != 0:
         failed.append("lint")
     if failed:

@@ -3,7 +3,7 @@
 
     python3 dev.py test                 every package's suite in its own venv, again on
                                         the lowest versions it supports, again on the
-                                        newest Python on the PATH, then ruff and mypy
+                                        newest Python found, then ruff and mypy
     python3 dev.py test agentdebug-core  one package (extra args go to pytest after --)
     python3 dev.py test agentdebug-langgraph@lowest
                                         one package on the lowest versions it supports
@@ -23,9 +23,9 @@ A package's ``lowest.txt`` pins the lowest versions of its dependencies that its
 pyproject says it supports (with what they need at their lowest): its suite runs a
 second time in ``.venvs/<package>@lowest``, built under those pins, so a range in a
 pyproject is one the tests have passed at both ends. So for Python: where a newer
-``python3.N`` than the one running this is on the PATH, the newest runs every suite
-again (``.venvs/<package>@python3.N``; 3.13 prints what 3.11 cannot, and suspends
-an async generator at another instruction).
+``python3.N`` than the one running this is on the PATH or installed by pyenv, the
+newest runs every suite again (``.venvs/<package>@python3.N``; 3.13 prints what
+3.11 cannot, and suspends an async generator at another instruction).
 """
 
 from __future__ import annotations

@@ -180,3 +180,12 @@ def test_the_node_that_wrote_the_figure_is_blamed_not_the_one_that_passed_it_on(
     assert finding.metadata["fix"].startswith("At step 3, writer: give revenue as")
     root = diagnose(run).root_cause
     assert root is not None and (root.agent_name, root.step_index) == ("writer", 3)
+
+
+def test_a_deep_result_is_read_to_a_depth_and_no_further() -> None:
+    """JSON nested past 32 levels is not walked (a deep payload costs no stack)."""
+    deep: Any = {"revenue_musd": 4.2}
+    for _ in range(200):
+        deep = [{"inner": deep}]
+    assert not found(told("Northwind's revenue was $5.1M.", deep))
+    assert found(told("Northwind's revenue was $5.1M.", [[{"inner": {"revenue_musd": 4.2}}]]))

@@ -58,6 +58,7 @@ LABEL_SPAN = 40  # characters before a figure its label is read from
 MARK_SPAN = 80  # characters before a figure (in its sentence) its period is read from
 MOST_FIGURES = 2000  # figures of tool results read in a run
 PAIRED = 20  # a label's figures tried in pairs (growth)
+DEEPEST = 32  # levels deep a tool's JSON is read
 _SOURCES = frozenset(
     {EventType.USER_INPUT, EventType.TOOL_CALL, EventType.MEMORY_READ, *RESULT_TYPES}
 )
@@ -242,9 +243,14 @@ def _prose(text: str, start: int, end: int, marks: frozenset[str]) -> Iterator[_
         yield fig
 
 
-def _structured(value: Any, path: tuple[str, ...], marks: frozenset[str]) -> Iterator[_Figure]:
+def _structured(
+    value: Any, path: tuple[str, ...], marks: frozenset[str], depth: int = 0
+) -> Iterator[_Figure]:
     """A tool's JSON: each number labelled by its keys, with the periods its keys
-    and its record's other fields name ({"quarter": "Q3", "revenue": 4.2})."""
+    and its record's other fields name ({"quarter": "Q3", "revenue": 4.2}); none
+    deeper than ``DEEPEST`` levels."""
+    if depth > DEEPEST:
+        return
     if isinstance(value, dict):
         here = marks
         for item in value.values():
@@ -253,10 +259,10 @@ def _structured(value: Any, path: tuple[str, ...], marks: frozenset[str]) -> Ite
             elif isinstance(item, int) and not isinstance(item, bool) and 1900 <= item <= 2100:
                 here = here | {str(item)}
         for key, item in value.items():
-            yield from _structured(item, (*path, str(key)), here)
+            yield from _structured(item, (*path, str(key)), here, depth + 1)
     elif isinstance(value, list):
         for item in value:
-            yield from _structured(item, path, marks)
+            yield from _structured(item, path, marks, depth + 1)
     elif isinstance(value, int | float) and not isinstance(value, bool):
         if not math.isfinite(value) or (isinstance(value, int) and 1900 <= value <= 2100):
             return

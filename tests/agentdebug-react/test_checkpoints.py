@@ -136,3 +136,17 @@ def test_runs_without_checkpoints_are_refused(dbg: AgentDebug) -> None:
     run = parse_transcript("Thought: hi\nFinal Answer: x")
     with pytest.raises(AgentDebugError, match="no ReAct checkpoints"):
         restore_point(run, 1)
+
+
+def test_an_imported_transcript_is_refused_for_its_missing_checkpoints_first(
+    dbg: AgentDebug,
+) -> None:
+    """Before: the executor with no loop said to give it a factory, which could
+    not help; the reason a transcript cannot be rerun comes first."""
+    from agentdebug_react import parse_transcript
+
+    run = parse_transcript("Thought: hi\nFinal Answer: x")
+    with pytest.raises(AgentDebugError, match="no ReAct checkpoints.*imported from a transcript"):
+        ReactExecutor().preflight(run)
+    with pytest.raises(AgentDebugError, match="no ReAct checkpoints"):
+        ReactExecutor().rerun(RerunRequest(trajectory=run, resume_step=1, directive="d"))

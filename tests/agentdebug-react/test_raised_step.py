@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug_react import ReactLoop, Step, StepContext
+from pydantic import BaseModel
 
 
 def get_order(order_id: str) -> str:
@@ -34,6 +35,29 @@ def test_the_reply_appended_before_the_tool_raised_is_recorded(dbg: AgentDebug) 
         {"thought": "Try the order tool.", "tool": "get_order", "args": "#1234"}
     )
     assert error.parent_id == reply.id  # the error follows from that decision
+
+
+class Reply(BaseModel):
+    """As the OpenAI SDK's ``choices[0].message``: a pydantic model, appended as it came."""
+
+    role: str = "assistant"
+    content: str | None = None
+    refusal: str | None = None
+
+
+def test_a_reply_appended_as_a_pydantic_message_is_recorded_too(dbg: AgentDebug) -> None:
+    def sdk_step(ctx: StepContext[Any]) -> Step:
+        ctx.messages.append(Reply(content="Calling get_order with #1234."))
+        return Step(thought="t", action="get_order", observation=get_order("#1234"))
+
+    loop: ReactLoop[Any] = ReactLoop(sdk_step, debugger=dbg, auto_diagnose=False)
+    with loop.capture("Where is order 1234?", state={}) as run, pytest.raises(ValueError):
+        run.step()
+    events = run.session.trajectory().events
+    (reply,) = [e for e in events if e.type is EventType.LLM_RESPONSE]
+    assert reply.output == {"role": "assistant", "content": "Calling get_order with #1234."}
+    (error,) = [e for e in events if e.type is EventType.ERROR]
+    assert error.parent_id == reply.id
 
 
 def test_a_step_that_raised_before_the_model_replied_records_the_error_alone(

@@ -96,7 +96,11 @@ class ReactExecutor:
         the snapshotter could not store when the run was captured); and, given the
         step the plan reruns from, a checkpoint before that step that cannot be
         restored (a run restorable at some steps only). A recorded factory is
-        imported, not called."""
+        imported, not called. A run with no checkpoints (imported from a
+        transcript) is refused for that first: no loop would help it."""
+        checkpoints = react_checkpoints(trajectory)
+        if not checkpoints:
+            restore_point(trajectory, 0)  # (raises, saying why there are none)
         if self.loop is None:
             recorded = trajectory.metadata.get(FRAMEWORK)
             spec = self.factory or (recorded.get("factory") if isinstance(recorded, dict) else None)
@@ -106,9 +110,6 @@ class ReactExecutor:
                     f"{HOW_TO_PROVIDE}"
                 )
             _resolve(spec)
-        checkpoints = react_checkpoints(trajectory)
-        if not checkpoints:
-            restore_point(trajectory, 0)  # (raises, saying why there are none)
         problems = [
             (e.step_index, data.get("problem", "no reason recorded"))
             for e in checkpoints
@@ -128,8 +129,8 @@ class ReactExecutor:
         """Rerun from ``request.resume_step``. Refuses (AgentDebugError) when the run
         cannot be restored; a step function that raises during the rerun is
         recorded in the branch as its failure, never raised here."""
-        loop = self.loop_for(request.trajectory)
         point = restore_point(request.trajectory, request.resume_step)
+        loop = self.loop_for(request.trajectory)
         if loop.is_async:
             return _run_coroutine(lambda: self._arerun(loop, request, point))
         run = self._branch(loop, request, point)

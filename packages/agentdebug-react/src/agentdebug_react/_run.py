@@ -325,8 +325,9 @@ class ReactRun(Generic[S]):
         if not isinstance(messages, list) or len(messages) <= self._messages_at_start:
             return None
         last = None
-        for message in messages[self._messages_at_start :]:
-            if isinstance(message, dict) and message.get("role") == "assistant":
+        for appended in messages[self._messages_at_start :]:
+            message = _as_dict(appended)
+            if message is not None and message.get("role") == "assistant":
                 last = self.session.record(
                     EventType.LLM_RESPONSE,
                     agent_name=self.loop.agent_name,
@@ -573,3 +574,18 @@ def _close(awaitable: Any) -> None:
     close = getattr(awaitable, "close", None)
     if callable(close):
         close()
+
+
+def _as_dict(message: Any) -> dict[str, Any] | None:
+    """A message as a dict: as it is, or a pydantic one's fields (the OpenAI SDK's
+    ``choices[0].message``, appended as it came); None for anything else."""
+    if isinstance(message, dict):
+        return message
+    dump = getattr(message, "model_dump", None)
+    if callable(dump):
+        try:
+            dumped = dump(mode="json", exclude_none=True)
+        except Exception:
+            return None
+        return dumped if isinstance(dumped, dict) else None
+    return None

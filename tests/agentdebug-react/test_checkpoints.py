@@ -146,7 +146,7 @@ def test_an_imported_transcript_is_refused_for_its_missing_checkpoints_first(
     from agentdebug_react import parse_transcript
 
     run = parse_transcript("Thought: hi\nFinal Answer: x")
-    with pytest.raises(AgentDebugError, match="no ReAct checkpoints.*imported from a transcript"):
+    with pytest.raises(AgentDebugError, match=r"no ReAct checkpoints.*imported from a transcript"):
         ReactExecutor().preflight(run)
     with pytest.raises(AgentDebugError, match="no ReAct checkpoints"):
         ReactExecutor().rerun(RerunRequest(trajectory=run, resume_step=1, directive="d"))

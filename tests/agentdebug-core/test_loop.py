@@ -296,6 +296,9 @@ def test_a_run_that_passes_needs_no_loop(dbg: AgentDebug) -> None:
     run = failing_run(dbg).model_copy(update={"reference_answer": "Sydney"})
     result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), scorer="reference")
     assert result.status == "already_ok" and result.attempts == []
+    # nor an executor: none is installed for a run of another framework
+    other = run.model_copy(update={"framework": "hand-written"})
+    assert closed_loop(other, debugger=dbg, scorer="reference").status == "already_ok"
 
 
 def test_the_runs_own_verdict_outweighs_a_matching_reference(dbg: AgentDebug) -> None:
@@ -541,3 +544,20 @@ def test_a_later_rounds_success_is_told_on_the_originals_report(dbg: AgentDebug)
     assert v is not None and v.status == "not_confirmed"  # round 1's test of its blame
     assert f"round 2's branch {second.branch_id}, which corrected researcher at step 1" in v.detail
     assert f"of run {first.branch_id}, succeeded" in v.detail
+
+
+def test_a_diff_names_the_tool_of_a_call_as_show_does() -> None:
+    """A call whose tool is named in its metadata (the shipped example's, the
+    importers') reads ``tool(arguments)`` in a diff too (before: arguments alone)."""
+    from agentdebug.rerun.diff import brief
+    from agentdebug.schema import AgentEvent
+
+    call = AgentEvent(
+        id="e1",
+        type=EventType.TOOL_CALL,
+        step_index=3,
+        agent_name="searcher",
+        input={"date": "14/12/2026"},
+        metadata={"tool_name": "search_fares"},
+    )
+    assert 'searcher: search_fares({"date":"14/12/2026"})' in brief(call)

@@ -129,6 +129,28 @@ def test_cli_act_on_a_run_that_already_passes_stores_no_diagnosis(home: Path) ->
     assert AgentDebug(home).store.load_reports(t.id) == []  # type: ignore[union-attr]
 
 
+def test_cli_act_on_a_passing_run_of_a_framework_with_no_executor_is_already_ok(
+    home: Path,
+) -> None:
+    """No executor installed for its framework: a run that passes needs none (before,
+    the command failed saying which to install); one that fails still says so."""
+    dbg = AgentDebug(home)
+    with dbg.trace("Name the capital of Australia.", framework="hand-written") as t:
+        t.record("final_answer", agent_name="researcher", output="Canberra")
+        t.set_outcome(OutcomeStatus.SUCCESS, final_answer="Canberra", reason="checked")
+    with dbg.trace("Name the capital of Australia.", framework="hand-written") as bad:
+        t2 = bad
+        bad.record("final_answer", agent_name="researcher", output="Sydney")
+        bad.set_outcome(OutcomeStatus.FAILURE, final_answer="Sydney", reason="wrong city")
+    dbg.close()
+    done = run_cli("act", t.id, "--rerun", "--policy", "auto")
+    assert done.returncode == 0, done.stderr
+    assert "Loop already_ok: checked" in done.stdout
+    failed = run_cli("act", t2.id, "--rerun", "--policy", "auto")
+    assert failed.returncode == 1
+    assert "no rerun executor for framework 'hand-written'" in failed.stderr
+
+
 def test_cli_act_plans_for_a_run_no_scorer_can_judge(home: Path) -> None:
     """A run with no verdict and no reference answer: the scorer cannot say it
     passes, so the plan is made (only the rerun needs a verdict)."""

@@ -180,10 +180,13 @@ def act(
             return
         if os.getcwd() not in sys.path:  # as with python -m: a module:function named
             sys.path.insert(0, os.getcwd())  # here (--executor, a recorded factory) resolves
+        ex: Any = None
         if executor:
             ex = load_executor(executor, **options)
-        else:
+        elif options or run.framework in reg.rerun_executors:
             ex = configure_executor(find_executor(run.framework, reg), options)
+        # (else the loop looks for one once it has judged the run: one that already
+        # passes needs none, and one that fails is told which to install)
 
         def say(msg: str) -> None:
             click.echo(shown([msg]), err=out_fmt == "json")

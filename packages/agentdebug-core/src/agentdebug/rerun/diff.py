@@ -58,8 +58,9 @@ def brief(event: AgentEvent, width: int = 100) -> str:
         else (event.output if event.output is not None else event.input)
     )
     text = _text(value)
-    if event.type is EventType.TOOL_CALL and event.module and not event.error:
-        text = f"{event.module}({text})"  # (which tool: a call's arguments alone do not say)
+    tool = event.metadata.get("tool_name") or event.module  # (as `show` names it)
+    if event.type is EventType.TOOL_CALL and isinstance(tool, str) and tool and not event.error:
+        text = f"{tool}({text})"  # (which tool: a call's arguments alone do not say)
     return _head(event) + shorten(text, width)
 
 

@@ -87,7 +87,6 @@ def closed_loop(
     say = progress or (lambda _msg: None)
     rec = reg.recoverer(recoverer) if isinstance(recoverer, str) else recoverer
     judge = make_scorer(scorer)
-    ex = executor or find_executor(trajectory.framework, reg)
     ensure_stored(store, trajectory)
     trajectory = debugger.history(trajectory)  # a continuing run: the cause may be before it
     if report is not None and not made_on(report, trajectory):
@@ -114,6 +113,8 @@ def closed_loop(
             final_run_id=trajectory.id,
             detail=first.reason,
         )
+    # (after: a run that passes needs no executor, installed or not)
+    ex = executor or find_executor(trajectory.framework, reg)
 
     attempts: list[Attempt] = []
     confirmed: bool | None = None  # what round 1's branch said of the blame

@@ -210,6 +210,11 @@ def test_cli_act_with_a_model_recoverer_through_the_server(home: Path) -> None:
         assert doc["strategy"] == "reflexion" and doc["resume_step"] == 1
         assert doc["directive"].endswith("Search city_search for the capital of Australia.")
         assert doc["cost"]["calls"] == 1
+        said = run_cli("act", run_id, "--recover", "reflexion", *model, env=env)
+        assert (  # the command it suggests makes the same plan (the key not printed)
+            f"To rerun: agentdebug act {run_id} --recover reflexion --rerun --model scripted "
+            f"--base-url {server.base_url} --api-key ...\n"
+        ) in said.stdout
         done = run_cli(
             "act",
             run_id,
@@ -229,9 +234,9 @@ def test_cli_act_with_a_model_recoverer_through_the_server(home: Path) -> None:
         assert len(server.requests) == 1
     reports = AgentDebug(home).store.load_reports(run_id)  # type: ignore[union-attr]
     kept = [a for r in reports for a in r.metadata.get("recovery", [])]
-    assert [a["plan"]["strategy"] for a in kept] == ["reflexion", "reflexion"]
-    assert [a["plan"]["cost"]["calls"] for a in kept] == [1, 0]
-    assert kept[1]["plan"]["cost"]["cached_calls"] == 1
+    assert [a["plan"]["strategy"] for a in kept] == ["reflexion"] * 3
+    assert [a["plan"]["cost"]["calls"] for a in kept] == [1, 0, 0]
+    assert kept[2]["plan"]["cost"]["cached_calls"] == 1
 
 
 def test_cli_act_diagnoses_again_when_the_latest_diagnosis_names_no_root_cause(

@@ -86,7 +86,8 @@ def abandoned_view(trajectory: AgentTrajectory) -> tuple[AgentTrajectory, str | 
     "--store",
     envvar="AGENTDEBUG_HOME",
     metavar="PATH",
-    help="Store location: a folder (SQLite inside), a .db file, or a .jsonl file. "
+    help="Store location: a folder (SQLite inside), a .db (.sqlite, .sqlite3) file, or a "
+    ".jsonl file. "
     "Default: $AGENTDEBUG_HOME or ./.agentdebug",
 )
 @click.option("--debug", is_flag=True, help="Verbose logs and full tracebacks.")

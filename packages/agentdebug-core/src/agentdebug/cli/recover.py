@@ -118,6 +118,7 @@ def act(
     from agentdebug.rerun.loop import recover_plan
     from agentdebug.rerun.record import save_attempt
 
+    given = dict(model)  # (settings_from takes them out: the suggested command repeats them)
     settings = settings_from(model)
     options = parse_options(executor_options)
     if options and not rerun:
@@ -174,7 +175,8 @@ def act(
                 f"Directive: {plan.directive}",
                 *([f"Why: {plan.rationale}"] if plan.rationale else []),
                 *(f"Note: {note}" for note in plan.notes),
-                f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun",
+                f"\nSuggest-only. To rerun: agentdebug act {run.id} --recover {strategy} --rerun"
+                + _model_flags(given),
             ]
             click.echo(shown(lines))  # (recorded names and text: control characters escaped)
             return
@@ -271,3 +273,18 @@ def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
         click.echo(orjson.dumps(result.to_dict(), option=orjson.OPT_INDENT_2).decode())
     else:
         click.echo(shown([result.render(limit=limit)]))  # (a recorded \x1b: an escape)
+
+
+def _model_flags(model: dict[str, Any]) -> str:
+    """The model flags this command was given, for the command it suggests (the key
+    left out: it is not printed)."""
+    import shlex
+
+    flags = [
+        f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
+        for name in ("model", "base_url")
+        if (value := model.get(name))
+    ]
+    if model.get("api_key"):
+        flags.append(" --api-key ...")
+    return "".join(flags)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
-from agentdebug.errors import InputError
+from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io import import_file
 from agentdebug_react import (
     TranscriptError,
@@ -159,19 +159,30 @@ def test_a_broken_wrapped_transcript_names_the_file_s_line_and_its_own(tmp_path:
         + json.dumps({"transcript": "Thought: a\nAction Input: x"})
         + "\n"
     )
-    with pytest.raises(InputError) as info:
+    with pytest.raises(RecordsSkipped) as info:
         import_file(path, format="react-transcript")
-    assert str(info.value) == (
+    (error,) = info.value.errors
+    assert str(error) == (
         f"{path}, line 3, field 'transcript': its line 2: 'Action Input' with no 'Action' "
         "before it: "
         "'Action Input: x'"
     )
+    # the good record is kept (before, one bad record cost the file's every run)
+    assert [r.trajectory.id for r in info.value.runs] == ["bad-1"]
     # in a JSON list, the record (its index from 1), as core's importers say it
     listed = tmp_path / "bad.json"
     listed.write_text(json.dumps([{"transcript": LANGCHAIN}, {"transcript": LANGCHAIN, "goal": 7}]))
-    with pytest.raises(InputError) as info:
+    with pytest.raises(RecordsSkipped) as info:
         import_file(listed, format="react-transcript")
-    assert str(info.value) == f"{listed}, record 2, field 'goal': must be a string"
+    assert [str(e) for e in info.value.errors] == [
+        f"{listed}, record 2, field 'goal': must be a string"
+    ]
+    assert len(info.value.runs) == 1
+    # a file of one record that cannot be read is that record's error alone
+    alone = tmp_path / "alone.json"
+    alone.write_text(json.dumps({"transcript": LANGCHAIN, "metadata": 3}))
+    with pytest.raises(InputError, match=r"alone.json, field 'metadata': must be an object"):
+        import_file(alone, format="react-transcript")
 
 
 def test_other_json_is_not_taken_for_a_transcript(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agentdebug.errors import InputError
+from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.stages import ImportedRun, Source
 
 from agentdebug_react._parse import _LABEL, TranscriptError, parse_transcript
@@ -46,18 +46,22 @@ class TranscriptImporter:
         # a JSON Lines file's errors name the line, as an editor counts it; a JSON
         # list's the record (its index from 1)
         lines = getattr(source.records, "line_numbers", None)
+        errors: list[InputError] = []  # (a record that cannot be read costs only its run)
+        read = 0
         for number, item in enumerate(items, start=1):
             record = number if many and lines is None else None
             where: dict[str, Any] = {"record": record}
             if lines is not None:
                 where = {"lineno": lines[number - 1]}
-            meta = item.get("metadata")
-            if meta is not None and not isinstance(meta, Mapping):
-                raise InputError("must be an object", source=source.name, field="metadata", **where)
             stem = source.path.stem
             given = item.get("id")
             run_id = str(given) if given is not None else (f"{stem}-{number}" if many else stem)
             try:
+                meta = item.get("metadata")
+                if meta is not None and not isinstance(meta, Mapping):
+                    raise InputError(
+                        "must be an object", source=source.name, field="metadata", **where
+                    )
                 trajectory = parse_transcript(
                     item["transcript"],
                     goal=_text(item, "goal", source, where),
@@ -70,8 +74,17 @@ class TranscriptImporter:
             except TranscriptError as exc:
                 if source.text is not None:  # a plain-text file: its lines are the file's
                     raise
-                raise exc.located(field="transcript", **where) from None
+                errors.append(exc.located(field="transcript", **where))
+                continue
+            except InputError as exc:
+                errors.append(exc)
+                continue
+            read += 1
             yield ImportedRun(trajectory=trajectory)
+        if len(errors) == 1 and not read:
+            raise errors[0]
+        if errors:  # (after the runs that could be read)
+            raise RecordsSkipped(errors)
 
     @staticmethod
     def _items(source: Source) -> list[Mapping[str, Any]] | None:

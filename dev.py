@@ -93,9 +93,8 @@ def bin_path(env: Path, name: str) -> Path:
 
 
 def _fingerprint(suite: str) -> str:
-    package, lowest = _split(suite)
-    python = suite.partition("@")[2]
-    h = hashlib.sha256(str(interpreter(python)).encode() if python.startswith("python") else b"")
+    package, lowest, python = _split(suite)
+    h = hashlib.sha256(str(interpreter(python)).encode() if python else b"")
     for pkg in sorted({CORE, package}):  # (a set's order changes with the hash seed)
         h.update((PACKAGES / pkg / "pyproject.toml").read_bytes())
     if lowest:
@@ -106,25 +105,24 @@ def _fingerprint(suite: str) -> str:
     return h.hexdigest()
 
 
-def _split(suite: str) -> tuple[str, bool]:
-    """``agentdebug-langgraph@lowest`` -> the package, and whether on its lowest pins
-    (``agentdebug-core@python3.13``: the package, on that Python)."""
-    package = suite.partition("@")[0]
-    return package, suite.endswith(LOWEST)
+def _split(suite: str) -> tuple[str, bool, str | None]:
+    """``agentdebug-langgraph@lowest`` -> the package, whether on its lowest pins, and
+    the other Python it runs on (``agentdebug-core@python3.13``), if any."""
+    package, _, variant = suite.partition("@")
+    return package, suite.endswith(LOWEST), variant if variant.startswith("python") else None
 
 
 def ensure_env(suite: str) -> Path:
     """The venv of a package (``suite``), or of a package on its lowest versions
     (``<package>@lowest``), built or refreshed if its pyproject or pins changed."""
-    package, lowest = _split(suite)
+    package, lowest, python = _split(suite)
     env = VENVS / suite
     stamp = env / ".agentdebug-stamp"
     want = _fingerprint(suite)
     if stamp.exists() and stamp.read_text() == want and bin_path(env, "python").exists():
         return env
     say(f"building {env.relative_to(ROOT)} (first use or changed dependencies)")
-    python = suite.partition("@")[2]
-    if python.startswith("python"):  # (another Python's venv: made by that Python)
+    if python:  # (another Python's venv: made by that Python)
         run([str(interpreter(python)), "-m", "venv", "--copies", "--clear", str(env)])
     else:
         venv.EnvBuilder(with_pip=True, clear=True).create(env)
@@ -156,14 +154,12 @@ def run(args: list[str], **kwargs: object) -> int:
 def test(selected: list[str], pytest_args: list[str]) -> int:
     failed: list[str] = []
     for suite in selected or suites():
-        package, _, variant = suite.partition("@")
-        if suite not in suites() and not (
-            package in packages() and variant.startswith("python3.") and interpreter(variant)
-        ):
+        package, _, python = _split(suite)
+        if suite not in suites() and not (package in packages() and python and interpreter(python)):
             say(f"no suite '{suite}' (suites: {', '.join(suites())})")
             return 2
         env = ensure_env(suite)
-        package, lowest = _split(suite)
+        package, lowest, _ = _split(suite)
         say(f"pytest tests/{package}" + (" (lowest supported versions)" if lowest else ""))
         code = run(
             [str(bin_path(env, "python")), "-m", "pytest", f"tests/{package}", *pytest_args],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import sys
 from typing import Any
 
@@ -278,8 +279,6 @@ def diff(obj: Ctx, run_a: str, run_b: str, out_fmt: str, limit: int) -> None:
 def _model_flags(model: dict[str, Any]) -> str:
     """The model flags this command was given, for the command it suggests (the key
     left out: it is not printed)."""
-    import shlex
-
     flags = [
         f" --{name.replace('_', '-')} {shlex.quote(str(value))}"
         for name in ("model", "base_url")

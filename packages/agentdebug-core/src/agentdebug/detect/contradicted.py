@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agentdebug.detect.invented import figures_before, said_by, unhedged_answer
+from agentdebug.detect.invented import CURRENCY, figures_before, said_by, unhedged_answer
 from agentdebug.detect.misread import value_of
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import RESULT_TYPES, tool_name
@@ -88,9 +88,9 @@ _SCALE = {
 }
 # a figure restated in other units: thousands, millions, percent; seconds, minutes,
 # hours, days; miles and kilometres, pounds and kilograms
-_SCALES = (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9, 100.0, 0.01)
-_CONVERSIONS = (60.0, 1 / 60, 3600.0, 1 / 3600, 24.0, 1 / 24, 1.609344, 1 / 1.609344, 2.20462)
-_CONVERSIONS_BACK = 1 / 2.20462
+_RESTATED: tuple[float, ...] = (1.0, 1e3, 1e6, 1e9, 1e-3, 1e-6, 1e-9, 100.0, 0.01)
+_RESTATED += (60.0, 1 / 60, 3600.0, 1 / 3600, 24.0, 1 / 24)
+_RESTATED += (1.609344, 1 / 1.609344, 2.20462, 1 / 2.20462)
 _NAME = re.compile(r"[A-Za-z][A-Za-z_]{3,}")
 _WORD = re.compile(r"[a-z]{4,}")
 _CAMEL = re.compile(r"([a-z])([A-Z])")
@@ -174,7 +174,7 @@ def _figure(
     if unit:
         scale = _SCALE.get((unit.group(1) or unit.group(3) or "").lower(), 1.0)
         end = unit.end()
-    start = m.start() - 1 if m.start() and text[m.start() - 1] in "$€£¥" else m.start()
+    start = m.start() - 1 if m.start() and text[m.start() - 1] in CURRENCY else m.start()
     decimals = len(digits.partition(".")[2])
     return _Figure(
         float(digits) * scale,
@@ -192,7 +192,7 @@ def _year_or_id(text: str, m: re.Match[str]) -> bool:
     """A year (1900-2100, written plain) or an id ("order 48213", "#1042")."""
     digits = m.group()
     if digits.isdigit() and len(digits) == 4 and 1900 <= int(digits) <= 2100:
-        return not (m.start() and text[m.start() - 1] in "$€£¥")
+        return not (m.start() and text[m.start() - 1] in CURRENCY)
     return bool(_ID_BEFORE.search(text[max(0, m.start() - 16) : m.start()]))
 
 
@@ -239,7 +239,7 @@ def _prose(text: str, start: int, end: int, marks: frozenset[str]) -> Iterator[_
         fig = _figure(text, m, labels, marks | _marks(sentence))
         if names:  # the tool's own words for it: from its label to the figure
             at = max(start, m.start() - LABEL_SPAN) + names[-1].start()
-            fig = fig.but(quote=text[at : m.start()] + fig.written.lstrip("$€£¥"))
+            fig = fig.but(quote=text[at : m.start()] + fig.written.lstrip(CURRENCY))
         yield fig
 
 
@@ -296,7 +296,7 @@ def _agrees(fig: _Figure, value: float, half: float = 0.0) -> bool:
     Fahrenheit too), and rounded to either's last digit."""
     if any(
         abs(fig.value - value * s) <= fig.half + half * abs(s) + 0.005 * abs(value * s)
-        for s in (*_SCALES, *_CONVERSIONS, _CONVERSIONS_BACK)
+        for s in _RESTATED
     ):
         return True
     return any(  # degrees: Celsius to Fahrenheit, and back
@@ -387,7 +387,7 @@ def _held(goal: str, sources: list[AgentEvent]) -> list[_Figure]:
 def _origin(events: list[AgentEvent], at: int, answer: AgentEvent, fig: _Figure) -> AgentEvent:
     """The first model call that wrote the figure (a node passing it on did not),
     else where the answer's figure was said (``said_by``)."""
-    digits = fig.written.strip("$€£¥")
+    digits = fig.written.strip(CURRENCY)
     pattern = re.compile(rf"(?<![\w.]){re.escape(digits)}(?![\w.]\d|\d)")
     for event in events[:at]:
         if (
@@ -440,9 +440,9 @@ def _verbatim(output: Any, fig: _Figure) -> str | None:
     if not isinstance(output, str):
         return None
     key = fig.quote.partition(": ")[0].rpartition(".")[2]
-    digits = re.escape(fig.written.strip("$€£¥"))
+    digits = re.escape(fig.written.strip(CURRENCY))
     if key:
-        found = re.search(rf'{re.escape(key)}"?\s*[:=]\s*"?[$€£¥]?{digits}', output)
+        found = re.search(rf'{re.escape(key)}"?\s*[:=]\s*"?[{CURRENCY}]?{digits}', output)
         if found:
             return found.group()
     return fig.quote if fig.quote in output else None

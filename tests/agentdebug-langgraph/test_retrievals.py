@@ -137,3 +137,64 @@ def test_a_retrieval_a_timeout_cancelled_is_recorded_as_stopped(dbg: AgentDebug)
     (read,) = [e for e in run.events if e.type is EventType.MEMORY_READ]
     assert read.input == {"query": "refunds"} and read.agent_name == "retrieve"
     assert read.metadata["stopped"] == "the run ended before the retriever answered"
+
+
+CONTRACT = [
+    Document(page_content="1. Services. The Supplier provides cloud hosting per Schedule A."),
+    Document(page_content="4. Fees. The Customer pays the monthly fees in Schedule B."),
+    Document(page_content="11. Termination. Either party may end it with 90 days' notice."),
+]
+
+
+class Rag(TypedDict, total=False):
+    question: str
+    docs: list[Document]
+    context: list[Document]
+    answer: str
+
+
+def test_a_reranker_that_dropped_the_chunk_the_answer_needed_is_blamed(dbg: AgentDebug) -> None:
+    """The answering model said, truthfully, that its excerpts lack the notice period:
+    the reranker that kept the two chunks sharing the most words with the question
+    dropped the one that holds it."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from lg_graphs import scripted
+
+    model = scripted([AIMessage(content="The excerpts do not give a notice period.")])
+
+    def retrieve(state: Rag) -> dict[str, Any]:
+        return {"docs": Shelf(docs=CONTRACT).invoke(".")}
+
+    def rerank(state: Rag) -> dict[str, Any]:
+        words = set(state["question"].lower().split())
+        ranked = sorted(
+            state["docs"], key=lambda d: -len(words & set(d.page_content.lower().split()))
+        )
+        return {"context": ranked[:2]}
+
+    def answer(state: Rag) -> dict[str, Any]:
+        context = "\n".join(d.page_content for d in state["context"])
+        reply = model.invoke([HumanMessage(f"{context}\n\n{state['question']}")])
+        return {"answer": reply.content}
+
+    g = StateGraph(Rag)
+    for name, node in (("retrieve", retrieve), ("rerank", rerank), ("answer", answer)):
+        g.add_node(name, node)
+    g.add_edge(START, "retrieve")
+    g.add_edge("retrieve", "rerank")
+    g.add_edge("rerank", "answer")
+    g.add_edge("answer", END)
+    callback = AgentDebugCallback(
+        dbg,
+        success_check=lambda s: "90 days" in s["answer"] or "no 90-day termination notice given",
+    )
+    question = "what are the services and the monthly fees of the contract, and its notice period"
+    g.compile().invoke({"question": question}, {"callbacks": [callback]})
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.mode_id) == ("rerank", "memory.context_loss")
+    assert report.fix is not None and report.fix.directive.startswith(
+        'At step 2, rerank: keep "11. Termination. Either party may end it with 90 days\' notice." '
+        "(what retrieve found at step 1); the selection into 'context' dropped it"
+    )

@@ -17,6 +17,7 @@ from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
 from agentdebug.detect.edited import rule_edit_ignored
+from agentdebug.detect.filtered import rule_needed_item_dropped
 from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
@@ -95,6 +96,11 @@ RULES: list[Rule] = [
         "figure_contradicted",
         "a final answer's figure for a thing a tool gave another figure for",
         rule_figure_contradicted,
+    ),
+    Rule(
+        "needed_item_dropped",
+        "a selection that dropped the found item the run turned out to need",
+        rule_needed_item_dropped,
     ),
 ]
 

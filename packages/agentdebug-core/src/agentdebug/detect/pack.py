@@ -36,6 +36,7 @@ from agentdebug.detect.rules import (
     rule_stall_reported,
     rule_unknown_handoff,
 )
+from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.schema import AgentTrajectory, Finding
 
 RULES: list[Rule] = [
@@ -102,6 +103,7 @@ RULES: list[Rule] = [
         "a selection that dropped the found item the run turned out to need",
         rule_needed_item_dropped,
     ),
+    Rule("unit_swapped", "a tool's figure copied with another unit of its kind", rule_unit_swapped),
 ]
 
 

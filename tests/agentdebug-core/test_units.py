@@ -1,0 +1,94 @@
+"""A tool's figure copied by a model with another unit of its kind ("450 lb" written
+as ``"max_load_kg": 450``): blamed on the model call, with the conversion as the fix."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+SPEC = "Model HX-20 hoist. Lift height 6 m. Max rated load: 450 lb. Voltage 230 V."
+
+
+def hoist(
+    wrote: str,
+    *,
+    spec: str = SPEC,
+    question: str = "Can the HX-20 lift my 300 kg engine?",
+    status: OutcomeStatus = OutcomeStatus.FAILURE,
+) -> AgentTrajectory:
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"question": question}),
+        ev(1, EventType.TOOL_CALL, "fetch", input={"model": "HX-20"}),
+        ev(2, EventType.TOOL_RESULT, "fetch", output=spec),
+        ev(3, EventType.LLM_RESPONSE, "extract", output={"role": "assistant", "content": wrote}),
+        ev(4, EventType.LLM_RESPONSE, "report", output={"content": "Yes, it can lift it."}),
+        ev(5, EventType.FINAL_ANSWER, "report", output="Yes, it can lift it."),
+    )
+    return run.model_copy(update={"outcome": Outcome(status=status, reason="wrong load")})
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "unit_swapped"]
+
+
+def test_a_figure_copied_under_a_key_naming_another_unit_is_blamed_on_its_model_call() -> None:
+    run = hoist('{"max_load_kg": 450}')
+    (finding,) = found(run)
+    assert finding.message == (
+        "extract wrote 'max_load_kg: 450' where fetch gave '450 lb' at step 2: the figure "
+        "copied, the unit swapped (450 lb is 204.1 kg)"
+    )
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "extract",
+        3,
+        "observation.output_misread",
+    )
+    assert report.fix is not None and report.fix.directive == (
+        "At step 3, extract: fetch gave '450 lb', in lb; convert it (450 lb = 204.1 kg) "
+        "instead of writing 'max_load_kg: 450'."
+    )
+
+
+@pytest.mark.parametrize(
+    ("wrote", "spec", "expected"),
+    [
+        ("The max load is 450 kg.", SPEC, "'450 kg' where fetch gave '450 lb'"),
+        ('{"maxLoadKg": 450}', SPEC, "'maxLoadKg: 450' where fetch gave '450 lb'"),
+        ("Range: 120 km.", "Range 120 miles on a charge.", "(120 miles is 193.1 km)"),
+        ("It runs at up to 40 °C.", "Rated to 40 °F.", "(40 °f is 4.444 °c)"),
+    ],
+)
+def test_units_written_after_the_figure_or_named_by_a_key(
+    wrote: str, spec: str, expected: str
+) -> None:
+    (finding,) = found(hoist(wrote, spec=spec))
+    assert finding.agent_name == "extract" and expected in finding.message
+
+
+@pytest.mark.parametrize(
+    ("wrote", "spec", "question", "status"),
+    [
+        # converted, and said in both units
+        ("450 lb (204 kg)", SPEC, "Can it lift 300 kg?", OutcomeStatus.FAILURE),
+        # a source gives the figure in the model's unit too (the user's 450 kg)
+        ("450 kg", SPEC, "Can it lift 450 kg?", OutcomeStatus.FAILURE),
+        # another figure, not the tool's
+        ("204 kg", SPEC, "Can it lift 300 kg?", OutcomeStatus.FAILURE),
+        # another kind of unit ("6 m" of height is not "6 kg")
+        ("6 kg", SPEC, "Can it lift 300 kg?", OutcomeStatus.FAILURE),
+        # a key's own letters name no unit ("total": "tota" + "l")
+        ('{"total": 450}', SPEC, "?", OutcomeStatus.FAILURE),
+        # a run that did not fail
+        ('{"max_load_kg": 450}', SPEC, "?", OutcomeStatus.SUCCESS),
+    ],
+)
+def test_not_a_swapped_unit(wrote: str, spec: str, question: str, status: OutcomeStatus) -> None:
+    assert found(hoist(wrote, spec=spec, question=question, status=status)) == []

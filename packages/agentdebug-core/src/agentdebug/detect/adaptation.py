@@ -55,7 +55,7 @@ def _text(value: Any) -> str:
     return flatten(value, limit=8000)
 
 
-def _reply(event: AgentEvent) -> str | None:
+def text_reply(event: AgentEvent) -> str | None:
     """A model reply's text, when it is text alone (no tool calls)."""
     out = event.output
     if isinstance(out, dict) and (out.get("tool_calls") or out.get("invalid_tool_calls")):
@@ -79,7 +79,7 @@ def rule_reply_unchanged(ctx: RuleContext) -> Iterator[Finding]:
     for event in events:
         if event.type in _MODEL and event.error is None and event.agent_name:
             calls.setdefault(event.agent_name, []).append(event)
-    replies = {agent: [_reply(e) for e in made] for agent, made in calls.items()}
+    replies = {agent: [text_reply(e) for e in made] for agent, made in calls.items()}
     # the positions of every model call, to count those between a loop and the limit
     answered = [ctx.position[e.id] for made in calls.values() for e in made]
     answered.sort()

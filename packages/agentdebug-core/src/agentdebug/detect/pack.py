@@ -37,6 +37,7 @@ from agentdebug.detect.rules import (
     rule_unknown_handoff,
 )
 from agentdebug.detect.units import rule_unit_swapped
+from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.schema import AgentTrajectory, Finding
 
 RULES: list[Rule] = [
@@ -104,6 +105,11 @@ RULES: list[Rule] = [
         rule_needed_item_dropped,
     ),
     Rule("unit_swapped", "a tool's figure copied with another unit of its kind", rule_unit_swapped),
+    Rule(
+        "critic_never_satisfied",
+        "a critic that rejected every revised draft until the step limit",
+        rule_critic_never_satisfied,
+    ),
 ]
 
 

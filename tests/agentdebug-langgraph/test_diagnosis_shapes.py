@@ -1,16 +1,19 @@
-"""A LangGraph pipeline whose extracting model copied a tool's "450 lb" as
-``{"max_load_kg": 450}``: the free tier blames that model's node, not the tool's
-node before it, nor the report that relayed the figure."""
+"""Failure shapes of LangGraph graphs the free tier names: a model that copied a
+tool's "450 lb" as ``{"max_load_kg": 450}`` (not the tool's node before it, nor the
+report that relayed the figure), and a critic that rejected every revised draft
+until the recursion limit (its first rejection, not its last call)."""
 
 from __future__ import annotations
 
 import json
 from typing import Any, TypedDict
 
+import pytest
 from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, StateGraph
 from lg_graphs import scripted
 
@@ -69,3 +72,51 @@ def test_a_figure_copied_with_the_wrong_unit_is_blamed_on_the_model_that_copied_
         "At step 2, extract: fetch gave '450 lb', in lb; convert it (450 lb = 204.1 kg) "
         "instead of writing 'max_load_kg: 450'."
     )
+
+
+class Draft(TypedDict, total=False):
+    brief: str
+    draft: str
+    critique: str
+
+
+def test_a_critic_that_rejected_every_revision_is_blamed_at_its_first_rejection(
+    dbg: AgentDebug,
+) -> None:
+    writer = scripted(
+        [AIMessage(content=f"Cold rain, draft {n}, on the tin roofs") for n in range(9)]
+    )
+    critic = scripted(
+        [AIMessage(content=f"REVISE: line {n} has the wrong word count.") for n in range(9)]
+    )
+
+    def write(state: Draft) -> dict[str, Any]:
+        return {
+            "draft": writer.invoke(
+                [HumanMessage(f"{state['brief']} {state.get('critique')}")]
+            ).content
+        }
+
+    def critique(state: Draft) -> dict[str, Any]:
+        return {"critique": critic.invoke([HumanMessage(state["draft"])]).content}
+
+    g = StateGraph(Draft)
+    g.add_node("write", write)
+    g.add_node("critique", critique)
+    g.add_edge(START, "write")
+    g.add_edge("write", "critique")
+    g.add_conditional_edges(
+        "critique", lambda s: END if s["critique"].startswith("APPROVED") else "write"
+    )
+    callback = AgentDebugCallback(dbg)
+    with pytest.raises(GraphRecursionError):
+        g.compile().invoke({"brief": "a haiku"}, {"callbacks": [callback], "recursion_limit": 8})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "critique",
+        2,
+        "verification.incorrect_verification",
+    )
+    assert root.rationale.startswith("critique rejected all 4 drafts write wrote")

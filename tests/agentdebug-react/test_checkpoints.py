@@ -6,6 +6,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
 import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug.errors import AgentDebugError
@@ -18,6 +19,7 @@ from agentdebug_react import (
     StepContext,
     restore_point,
 )
+from agentdebug_react._snapshot import appended
 
 
 def chatty(ctx: StepContext[Any]) -> Step:
@@ -51,7 +53,9 @@ def test_one_checkpoint_per_step_holding_the_state_before_it(dbg: AgentDebug) ->
         (3, 2),
         (5, 2),
     ]
-    assert [d["state"] for d in data] == [{"n": 0}, {"n": 1}, {"n": 2}, {"n": 3}]
+    # so is the state: whole at first, then the keys that changed
+    assert data[0]["state"] == {"n": 0}
+    assert [d["state_delta"] for d in data[1:]] == [{"set": {"n": n}} for n in (1, 2, 3)]
     # every step's state is rebuilt exactly from the trajectory alone
     for k in (1, 2, 3, 4):
         point = restore_point(run, k)
@@ -150,3 +154,108 @@ def test_an_imported_transcript_is_refused_for_its_missing_checkpoints_first(
         ReactExecutor().preflight(run)
     with pytest.raises(AgentDebugError, match="no ReAct checkpoints"):
         ReactExecutor().rerun(RerunRequest(trajectory=run, resume_step=1, directive="d"))
+
+
+def reader(ctx: StepContext[Any]) -> Step:
+    """Reads a page a step into a growing notebook; answers at step 60."""
+    if ctx.step == 60:
+        return Step.finish("done")
+    ctx.state["pages"].append({"url": f"https://example.org/{ctx.step}", "text": "x" * 400})
+    ctx.state["last"] = ctx.step
+    if ctx.step == 30:
+        ctx.state["pages"] = ctx.state["pages"][10:]  # (not an append: stored whole)
+        del ctx.state["topic"]
+    return Step(thought="read", action="read", action_input=ctx.step, observation="ok")
+
+
+def test_a_growing_state_is_stored_once_and_rebuilt_at_every_step(dbg: AgentDebug) -> None:
+    loop = ReactLoop(reader, debugger=dbg, max_steps=100)
+    run = loop.run("read", state={"pages": [], "topic": "t"})
+    run = run.trajectory()
+    data = [e.metadata[CHECKPOINT_KEY] for e in run.events if e.type is EventType.CHECKPOINT]
+    assert data[1]["state_delta"] == {
+        "set": {"last": 1},
+        "extend": {"pages": [{"url": "https://example.org/1", "text": "x" * 400}]},
+    }
+    assert data[30]["state_delta"]["drop"] == ["topic"]  # the state before step 31
+    assert len(data[30]["state_delta"]["set"]["pages"]) == 20  # cut, so stored whole
+    whole = 0  # what the 60 checkpoints would hold with the state whole in each
+    for k in range(1, 61):
+        state = restore_point(run, k).state_data
+        whole += len(orjson.dumps(state))
+        pages = list(range(1, k)) if k <= 30 else list(range(11, k))
+        assert [p["url"].rpartition("/")[2] for p in state["pages"]] == [str(p) for p in pages]
+        assert ("topic" in state) is (k <= 30)
+        assert state.get("last") == (k - 1 if k > 1 else None)
+    # each page once (and the 20 kept at the cut once more), not a copy a step
+    stored = sum(len(orjson.dumps(d)) for d in data)
+    assert stored < 3 * len(orjson.dumps(state)) and 10 * stored < whole
+
+
+def test_a_list_state_is_stored_as_what_was_appended(dbg: AgentDebug) -> None:
+    def grow(ctx: StepContext[Any]) -> Step:
+        if ctx.step == 4:
+            return Step.finish("ok")
+        ctx.state.append([ctx.step, "seen"])
+        return Step(thought="grow")
+
+    run = ReactLoop(grow, debugger=dbg).run("go", state=[]).trajectory()
+    data = [e.metadata[CHECKPOINT_KEY] for e in run.events if e.type is EventType.CHECKPOINT]
+    assert [d.get("state", d.get("state_append")) for d in data] == [
+        [],
+        [[1, "seen"]],
+        [[2, "seen"]],
+        [[3, "seen"]],
+    ]
+    assert restore_point(run, 4).state_data == [[1, "seen"], [2, "seen"], [3, "seen"]]
+
+
+def test_runs_stored_in_the_first_format_still_restore(dbg: AgentDebug) -> None:
+    run = ReactLoop(chatty, debugger=dbg).run("count", state={"n": 0}).trajectory()
+    for event in run.events:  # as agentdebug-react 0.x stored them: the state whole
+        data = event.metadata.get(CHECKPOINT_KEY)
+        if data is not None:
+            n = restore_point(run, event.step_index).state_data["n"]
+            data.pop("state_delta", None)
+            data.update(format=1, state={"n": n})
+    assert [restore_point(run, k).state_data for k in (1, 4)] == [{"n": 0}, {"n": 3}]
+
+
+@pytest.mark.parametrize(
+    ("before", "now", "added"),
+    [
+        ([], [1, 2], [1, 2]),
+        ([1], [1, 2], [2]),
+        ([[1]], [[1], [2, 3]], [[2, 3]]),
+        ([{"a": "x]"}], [{"a": "x]"}, "y"], ["y"]),
+        ([1], [12], None),  # a figure that grew is not an item appended
+        ([[1]], [[1, 2]], None),  # an inner list grew: not an append to the outer one
+        ([1, 2], [1], None),
+        ([1, 2], [2, 1, 3], None),
+        ("[1]", ["[1]", 2], None),  # a string is not a list
+    ],
+)
+def test_what_was_appended_is_read_from_the_json(before: Any, now: Any, added: Any) -> None:
+    assert appended(orjson.dumps(before), orjson.dumps(now)) == added
+
+
+def test_a_step_whose_state_could_not_be_stored_breaks_no_later_checkpoint(
+    dbg: AgentDebug,
+) -> None:
+    def odd(ctx: StepContext[Any]) -> Step:
+        if ctx.step == 4:
+            return Step.finish("ok")
+        ctx.state["n"] = ctx.step
+        if ctx.step == 2:
+            ctx.state["seen"] = {1, 2}  # a set: not JSON data, so that checkpoint fails
+        else:
+            ctx.state.pop("seen", None)
+        return Step(thought="odd")
+
+    run = ReactLoop(odd, debugger=dbg).run("go", state={"n": 0}).trajectory()
+    data = [e.metadata[CHECKPOINT_KEY] for e in run.events if e.type is EventType.CHECKPOINT]
+    assert [d["restorable"] for d in data] == [True, True, False, True]
+    assert data[3]["state"] == {"n": 3}  # after the gap, whole again
+    with pytest.raises(AgentDebugError, match="before step 3 was not restorable"):
+        restore_point(run, 3)
+    assert restore_point(run, 4).state_data == {"n": 3}

@@ -3,9 +3,15 @@
 A rerun must be able to start from a stored run alone (given the step function),
 so the state before each step travels in the trajectory: a CHECKPOINT event per
 step whose ``metadata['react_checkpoint']`` holds the message list and the
-user's state. Messages are stored as a delta against the previous checkpoint
-(ReAct loops only ever append), so a long run with big observations costs its
-size once, not once per step; a loop that rewrites its history gets a full copy.
+user's state. Both are stored as a delta against the previous checkpoint, so a
+long run with big observations, or a state that grows (every page read), costs its
+size once, not once per step: the messages that were appended (ReAct loops only
+ever append; a loop that rewrites its history gets a full copy), and of a state
+that is a JSON object, the keys that changed, with a list value that grew given
+as what was appended (``state_delta``); of a list state, what was appended
+(``state_append``); any other state whole (``state``), as is the first. What
+changed is found in the JSON form, one encoding per key a step, so a step's
+checkpoint costs time in the size of the state, and space in what changed.
 
 The user's own state goes through a :class:`Snapshotter`: two functions that turn
 the state into JSON data and back. The default keeps JSON-able state as it is.
@@ -27,7 +33,9 @@ from agentdebug_react._step import FRAMEWORK, Message
 #: The key, in a CHECKPOINT event's metadata, that holds the snapshot.
 CHECKPOINT_KEY = "react_checkpoint"
 #: Bumped when the stored shape changes; a reader refuses shapes it does not know.
-CHECKPOINT_FORMAT = 1
+CHECKPOINT_FORMAT = 2
+#: The formats a reader reads: 1 stored the state whole at every step.
+READ_FORMATS = frozenset({1, 2})
 
 S = TypeVar("S")
 
@@ -112,14 +120,31 @@ def copy_json(value: Any) -> Any:
     return orjson.loads(dumps(value))
 
 
+def appended(before: bytes, now: bytes) -> list[Any] | None:
+    """What was appended to the list whose JSON was ``before`` to make the one whose
+    JSON is ``now`` (the same items first, then more); None if that is not how it
+    changed. Read from the bytes: ``before`` without its closing bracket, then a
+    comma at the top level (every item before it closed), is a list grown at its end."""
+    if before[:1] != b"[" or before[-1:] != b"]" or now[:1] != b"[":
+        return None
+    if before == b"[]":
+        return orjson.loads(now)  # type: ignore[no-any-return]
+    cut = len(before) - 1
+    if len(now) > len(before) and now[cut : cut + 1] == b"," and now.startswith(before[:cut]):
+        return orjson.loads(b"[" + now[cut + 1 :])  # type: ignore[no-any-return]
+    return None
+
+
 class Checkpointer:
-    """Takes the checkpoints of one run; remembers the last message list it stored
-    so that the next checkpoint stores only what was appended."""
+    """Takes the checkpoints of one run; remembers the JSON of the last messages and
+    state it stored, so that the next checkpoint stores only what changed."""
 
     def __init__(self, snapshotter: Snapshotter[Any]) -> None:
         self.snapshotter = snapshotter
         self.name = snapshotter_name(snapshotter)
-        self._previous: list[bytes] | None = None
+        self._previous: tuple[bytes, int] | None = None  # the messages' JSON, their count
+        # the state's JSON: per key for an object, whole for anything else
+        self._state: dict[str, bytes] | bytes | None = None
 
     def take(self, step: int, messages: list[Message], state: Any) -> dict[str, Any]:
         """The checkpoint data for the state before ``step``. Never raises: what
@@ -128,26 +153,27 @@ class Checkpointer:
         data: dict[str, Any] = {"format": CHECKPOINT_FORMAT, "step": step, "snapshotter": self.name}
         problems: list[str] = []
         try:
-            encoded = [dumps(m) for m in messages]
+            encoded = dumps(messages)  # (one call: each message again would cost more)
         except Exception as exc:
             problems.append(f"the messages are not JSON data ({exc})")
             self._previous = None  # the chain is broken: the next checkpoint stores all
         else:
             previous = self._previous
-            keep = 0
-            if (
-                previous is not None
-                and len(previous) <= len(encoded)
-                and encoded[: len(previous)] == previous
-            ):
-                keep = len(previous)
-            data["messages_keep"] = keep
-            data["messages_append"] = [orjson.loads(m) for m in encoded[keep:]]
-            data["n_messages"] = len(encoded)
-            self._previous = encoded
+            added = None
+            if previous is not None:
+                added = [] if encoded == previous[0] else appended(previous[0], encoded)
+            if previous is None or added is None:
+                data["messages_keep"] = 0
+                data["messages_append"] = orjson.loads(encoded)
+            else:
+                data["messages_keep"] = previous[1]
+                data["messages_append"] = added
+            data["n_messages"] = len(messages)
+            self._previous = (encoded, len(messages))
         try:
-            data["state"] = orjson.loads(dumps(self.snapshotter.snapshot(state)))
+            data.update(self._state_data(self.snapshotter.snapshot(state)))
         except Exception as exc:
+            self._state = None  # the chain is broken: the next checkpoint stores it whole
             problems.append(
                 f"the state could not be snapshotted by the '{self.name}' snapshotter "
                 f"({type(exc).__name__}: {exc}); give the loop a Snapshotter for it"
@@ -156,6 +182,42 @@ class Checkpointer:
         if problems:
             data["problem"] = "; ".join(problems)
         return data
+
+    def _state_data(self, value: Any) -> dict[str, Any]:
+        """The state as stored: what changed since the previous checkpoint, or whole."""
+        before = self._state
+        if isinstance(value, dict) and all(isinstance(k, str) for k in value):
+            parts = {k: dumps(v) for k, v in value.items()}
+            self._state = parts
+            if not isinstance(before, dict):
+                return {"state": {k: orjson.loads(v) for k, v in parts.items()}}
+            changed: dict[str, Any] = {}
+            grown: dict[str, Any] = {}
+            for key, now in parts.items():
+                was = before.get(key)
+                if was == now:
+                    continue
+                added = appended(was, now) if was is not None else None
+                if added is None:
+                    changed[key] = orjson.loads(now)
+                else:
+                    grown[key] = added
+            delta: dict[str, Any] = {}
+            if changed:
+                delta["set"] = changed
+            if grown:
+                delta["extend"] = grown
+            gone = [k for k in before if k not in parts]
+            if gone:
+                delta["drop"] = gone
+            return {"state_delta": delta}
+        whole = dumps(value)
+        self._state = whole
+        if isinstance(before, bytes) and isinstance(value, list):
+            added = [] if whole == before else appended(before, whole)
+            if added is not None:
+                return {"state_append": added}
+        return {"state": orjson.loads(whole)}
 
 
 @dataclass(frozen=True)
@@ -184,10 +246,11 @@ def _data(event: AgentEvent, run_id: str) -> dict[str, Any]:
             f"run '{run_id}': the checkpoint at step {event.step_index} (event {event.id}) "
             "holds no snapshot (was it truncated by AGENTDEBUG_MAX_EVENT_BYTES?)"
         )
-    if data.get("format") != CHECKPOINT_FORMAT:
+    if data.get("format") not in READ_FORMATS:
         raise AgentDebugError(
             f"run '{run_id}': the checkpoint at step {event.step_index} has format "
-            f"{data.get('format')!r}; this agentdebug-react reads format {CHECKPOINT_FORMAT}"
+            f"{data.get('format')!r}; this agentdebug-react reads formats "
+            f"{', '.join(map(str, sorted(READ_FORMATS)))}"
         )
     return data
 
@@ -213,8 +276,10 @@ def restore_point(trajectory: AgentTrajectory, resume_step: int) -> RestorePoint
         found = earlier[-1] if earlier else checkpoints[0]
     messages: list[Any] | None = None
     broken_at: int | None = None
+    state = _NONE  # the state as of the checkpoint, rebuilt along the chain
     for event in checkpoints:
         data = _data(event, trajectory.id)
+        state = _next_state(state, data)
         keep, append = data.get("messages_keep"), data.get("messages_append")
         linked = isinstance(keep, int) and (
             keep == 0 or (messages is not None and 0 < keep <= len(messages))
@@ -239,11 +304,40 @@ def restore_point(trajectory: AgentTrajectory, resume_step: int) -> RestorePoint
             f"run '{trajectory.id}': the message history before step {found.step_index} "
             f"cannot be rebuilt (the checkpoint at step {broken_at} is incomplete)"
         )
+    if state is _NONE:
+        raise AgentDebugError(
+            f"run '{trajectory.id}': the state before step {found.step_index} cannot be "
+            "rebuilt (a checkpoint before it stored what changed since one that is missing)"
+        )
     snap = data.get("snapshotter")
     return RestorePoint(
         step=found.step_index,
         event=found,
         messages=copy_json(messages),
-        state_data=copy_json(data.get("state")),
+        state_data=copy_json(state),
         snapshotter=snap if isinstance(snap, str) else None,
     )
+
+
+_NONE: Any = object()  # no state known (before the first checkpoint, or a broken chain)
+
+
+def _next_state(state: Any, data: dict[str, Any]) -> Any:
+    """The state a checkpoint holds, given the one before it: new containers only,
+    so the trajectory's own data is never changed."""
+    if "state" in data:
+        return data["state"]
+    delta, grown = data.get("state_delta"), data.get("state_append")
+    if isinstance(delta, dict) and isinstance(state, dict):
+        state = {**state, **(delta.get("set") or {})}
+        for key, items in (delta.get("extend") or {}).items():
+            was = state.get(key)
+            if not isinstance(was, list) or not isinstance(items, list):
+                return _NONE
+            state[key] = was + items
+        for key in delta.get("drop") or ():
+            state.pop(key, None)
+        return state
+    if isinstance(grown, list) and isinstance(state, list):
+        return state + grown
+    return _NONE

@@ -234,6 +234,16 @@ def test_a_scorer_that_raises_is_an_error_attempt_with_the_branch_kept(dbg: Agen
 
     with pytest.raises(AgentDebugError, match=r"cannot judge run .*ValueError: no"):
         closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg), scorer=broken)
+    # with no executor for its framework either, that comes first: a scorer that
+    # worked would only lead to it
+    elsewhere = run.model_copy(update={"id": "elsewhere", "framework": "nowhere"})
+    with pytest.raises(AgentDebugError) as raised:
+        closed_loop(elsewhere, debugger=dbg, scorer=broken)
+    assert str(raised.value).startswith(
+        "run 'elsewhere' cannot be rerun: no rerun executor for framework 'nowhere'"
+    )
+    assert str(raised.value).endswith("scorer cannot judge run 'elsewhere': ValueError: no")
+    assert "; and the " in str(raised.value)
 
 
 def test_a_recoverer_without_a_resume_step_ends_with_no_plan(dbg: AgentDebug) -> None:

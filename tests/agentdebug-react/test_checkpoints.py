@@ -10,6 +10,7 @@ import orjson
 import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug.errors import AgentDebugError
+from agentdebug.rerun import closed_loop
 from agentdebug.schema import RerunRequest
 from agentdebug_react import (
     CHECKPOINT_KEY,
@@ -154,6 +155,15 @@ def test_an_imported_transcript_is_refused_for_its_missing_checkpoints_first(
         ReactExecutor().preflight(run)
     with pytest.raises(AgentDebugError, match="no ReAct checkpoints"):
         ReactExecutor().rerun(RerunRequest(trajectory=run, resume_step=1, directive="d"))
+    # the closed loop, which cannot score it either (no outcome, no reference), says
+    # first that it cannot be rerun at all: a scorer set up for it would only get there
+    with pytest.raises(AgentDebugError) as raised:
+        closed_loop(run, debugger=dbg)
+    assert str(raised.value).startswith(
+        f"run '{run.id}': the 'react' executor cannot rerun it: run '{run.id}' has no ReAct "
+        "checkpoints to restore"
+    )
+    assert "; and the default scorer cannot judge run" in str(raised.value)
 
 
 def reader(ctx: StepContext[Any]) -> Step:

@@ -102,9 +102,11 @@ def closed_loop(
     try:
         first = judge.score(trajectory, trajectory)
     except Exception as exc:
-        raise AgentDebugError(
-            f"the {judge.name} scorer cannot judge run '{trajectory.id}': {_why(exc)}"
-        ) from exc
+        why = f"the {judge.name} scorer cannot judge run '{trajectory.id}': {_why(exc)}"
+        # a run that could not be rerun anyway says so first: a scorer set up for it
+        # would only lead to that
+        unable = _never_rerun(executor, trajectory, reg, judge.name)
+        raise AgentDebugError(f"{unable}; and {why}" if unable else why) from exc
     if first.success:
         say(f"run {trajectory.id} already passes the {judge.name} scorer: {first.reason}")
         return LoopResult(
@@ -279,6 +281,19 @@ def _unrepeated(
         "directive (a model recoverer, reflexion or critic, writes a new one)"
     )
     return plan.model_copy(update={"directive": directive, "notes": [*plan.notes, note]})
+
+
+def _never_rerun(
+    executor: RerunExecutor | None, run: AgentTrajectory, reg: Registry, scorer: str
+) -> str | None:
+    """Why ``run`` cannot be rerun from any step, when that is known beforehand: no
+    executor for its framework, or one whose ``preflight`` refuses it."""
+    try:
+        ex = executor or find_executor(run.framework, reg)
+    except AgentDebugError as exc:
+        return f"run '{run.id}' cannot be rerun: {exc}"
+    unable = _cannot_rerun(ex, run, scorer, None)
+    return f"run '{run.id}': {unable}" if unable else None
 
 
 def _cannot_rerun(

@@ -9,7 +9,7 @@ import os
 import sqlite3
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, TypedDict
 
@@ -63,6 +63,17 @@ def linear_graph(checkpointer: Any = None, coroutines: bool = False) -> Any:
 
 
 # -- the tool-using agent ------------------------------------------------------------------
+
+
+def chain(state: type, *nodes: Callable[[Any], Any]) -> Any:
+    """A compiled graph running ``nodes`` one after another, each named by its function."""
+    g = StateGraph(state)
+    names = [node.__name__ for node in nodes]
+    for name, node in zip(names, nodes, strict=True):
+        g.add_node(name, node)
+    for a, b in zip([START, *names], [*names, END], strict=True):
+        g.add_edge(a, b)
+    return g.compile()
 
 
 @tool

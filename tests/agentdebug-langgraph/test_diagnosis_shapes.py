@@ -15,7 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
 from langgraph.graph import END, START, StateGraph
-from lg_graphs import scripted
+from lg_graphs import chain, scripted
 
 
 @tool
@@ -48,18 +48,12 @@ def test_a_figure_copied_with_the_wrong_unit_is_blamed_on_the_model_that_copied_
         reply = reporter.invoke([HumanMessage(f"Max load (kg): {state['max_load_kg']}")])
         return {"answer": reply.content}
 
-    g = StateGraph(Hoist)
-    for name, node in (("fetch", fetch), ("extract", extract), ("report", report)):
-        g.add_node(name, node)
-    g.add_edge(START, "fetch")
-    g.add_edge("fetch", "extract")
-    g.add_edge("extract", "report")
-    g.add_edge("report", END)
     callback = AgentDebugCallback(
         dbg,
         success_check=lambda s: 200 <= s["max_load_kg"] <= 210 or "the max load is ~204 kg",
     )
-    g.compile().invoke({"question": "Can it lift my 300 kg block?"}, {"callbacks": [callback]})
+    graph = chain(Hoist, fetch, extract, report)
+    graph.invoke({"question": "Can it lift my 300 kg block?"}, {"callbacks": [callback]})
     (found,) = callback.reports
     root = found.root_cause
     assert root is not None

@@ -158,7 +158,7 @@ def test_a_reranker_that_dropped_the_chunk_the_answer_needed_is_blamed(dbg: Agen
     the reranker that kept the two chunks sharing the most words with the question
     dropped the one that holds it."""
     from langchain_core.messages import AIMessage, HumanMessage
-    from lg_graphs import scripted
+    from lg_graphs import chain, scripted
 
     model = scripted([AIMessage(content="The excerpts do not give a notice period.")])
 
@@ -177,19 +177,12 @@ def test_a_reranker_that_dropped_the_chunk_the_answer_needed_is_blamed(dbg: Agen
         reply = model.invoke([HumanMessage(f"{context}\n\n{state['question']}")])
         return {"answer": reply.content}
 
-    g = StateGraph(Rag)
-    for name, node in (("retrieve", retrieve), ("rerank", rerank), ("answer", answer)):
-        g.add_node(name, node)
-    g.add_edge(START, "retrieve")
-    g.add_edge("retrieve", "rerank")
-    g.add_edge("rerank", "answer")
-    g.add_edge("answer", END)
     callback = AgentDebugCallback(
         dbg,
         success_check=lambda s: "90 days" in s["answer"] or "no 90-day termination notice given",
     )
     question = "what are the services and the monthly fees of the contract, and its notice period"
-    g.compile().invoke({"question": question}, {"callbacks": [callback]})
+    chain(Rag, retrieve, rerank, answer).invoke({"question": question}, {"callbacks": [callback]})
     (report,) = callback.reports
     root = report.root_cause
     assert root is not None

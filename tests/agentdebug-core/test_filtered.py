@@ -54,13 +54,13 @@ def pipeline(
     )
 
 
-def found(run: AgentTrajectory) -> list[Any]:
+def found_in(run: AgentTrajectory) -> list[Any]:
     return [f for f in RulePack().detect(run) if f.rule_id == "needed_item_dropped"]
 
 
 def test_the_selection_that_dropped_the_needed_chunk_is_blamed_with_a_fix() -> None:
     run = pipeline([SERVICES, FEES])
-    (finding,) = found(run)
+    (finding,) = found_in(run)
     assert finding.message == (
         "rerank kept 2 of the items retrieve had at step 2 ('context') and dropped "
         f"{NOTICE!r}, the one that holds what the run lacked (90, notice, termination); "
@@ -80,7 +80,7 @@ def test_the_selection_that_dropped_the_needed_chunk_is_blamed_with_a_fix() -> N
 def test_documents_and_a_reference_answer_are_read_as_well() -> None:
     docs = [{"page_content": c, "metadata": {"id": i}} for i, c in enumerate(CHUNKS)]
     run = pipeline(docs[:2], found=docs, reason=None, reference="90 days' written notice")
-    (finding,) = found(run)
+    (finding,) = found_in(run)
     assert finding.agent_name == "rerank" and NOTICE in finding.message
 
 
@@ -108,4 +108,36 @@ def test_documents_and_a_reference_answer_are_read_as_well() -> None:
     ],
 )
 def test_not_a_dropped_needed_item(run: AgentTrajectory) -> None:
-    assert found(run) == []
+    assert found_in(run) == []
+
+
+@pytest.mark.parametrize(
+    ("found", "kept"),
+    [
+        # a heading among the chunks retrieved is no passage, and does not hide the rest
+        ([*CHUNKS, "## Contract"], [SERVICES, FEES]),
+        # (document, score) pairs, as similarity_search_with_score gives them
+        ([[{"page_content": c}, 0.9 - i / 10] for i, c in enumerate(CHUNKS)], [SERVICES, FEES]),
+        # the top passages joined into one context string
+        (CHUNKS, f"{SERVICES}\n\n{FEES}"),
+    ],
+)
+def test_common_rag_shapes_are_read(found: list[Any], kept: Any) -> None:
+    (finding,) = found_in(pipeline(kept, found=found))
+    assert finding.agent_name == "rerank" and NOTICE in finding.message
+
+
+def test_a_node_whose_own_model_was_given_the_passage_lost_nothing() -> None:
+    """A generating node's model saw every chunk, then the node listed the two it
+    cited as sources: the passage reached a model, so nothing was lost."""
+    run = pipeline([SERVICES, FEES])
+    events = list(run.events)
+    prompt = "\n".join(CHUNKS)
+    seen = ev(30, EventType.LLM_RESPONSE, "rerank", input=[{"role": "user", "content": prompt}])
+    events.insert(4, seen)  # after rerank's start, before its end
+    assert found_in(run.model_copy(update={"events": events})) == []
+
+
+def test_a_later_model_given_the_passage_deep_in_a_long_prompt_counts() -> None:
+    run = pipeline([SERVICES, FEES], prompt="x" * 30000 + NOTICE)
+    assert found_in(run) == []

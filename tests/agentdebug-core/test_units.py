@@ -64,6 +64,9 @@ def test_a_figure_copied_under_a_key_naming_another_unit_is_blamed_on_its_model_
         ('{"maxLoadKg": 450}', SPEC, "'maxLoadKg: 450' where fetch gave '450 lb'"),
         ("Range: 120 km.", "Range 120 miles on a charge.", "(120 miles is 193.1 km)"),
         ("It runs at up to 40 °C.", "Rated to 40 °F.", "(40 °f is 4.444 °c)"),
+        ("Down to -10 °C.", "Rated down to -10 °F.", "(-10 °f is -23.33 °c)"),
+        ("Max load: 450 kg.", "A 450-lb hoist.", "where fetch gave '450-lb'"),
+        ("40 degrees Celsius", "Keep under 40 degrees Fahrenheit.", "40 degrees fahrenheit is"),
     ],
 )
 def test_units_written_after_the_figure_or_named_by_a_key(
@@ -88,7 +91,25 @@ def test_units_written_after_the_figure_or_named_by_a_key(
         ('{"total": 450}', SPEC, "?", OutcomeStatus.FAILURE),
         # a run that did not fail
         ('{"max_load_kg": 450}', SPEC, "?", OutcomeStatus.SUCCESS),
+        # a conversion: the model says the source's figure in its unit too
+        ("1 lb is 0.4536 kg, so 1 kg costs $26.46", "$12 per 1 lb bag", "?", OutcomeStatus.FAILURE),
+        # 1 kg and 1 lb meet by chance (a doubled recipe's onions, the carrots' pound)
+        ("Use 1 kg onions.", "500 g onions, 1 lb carrots", "?", OutcomeStatus.FAILURE),
+        # -40 °F is -40 °C
+        ("Down to -40 °C.", "Rated down to -40 °F.", "?", OutcomeStatus.FAILURE),
     ],
 )
 def test_not_a_swapped_unit(wrote: str, spec: str, question: str, status: OutcomeStatus) -> None:
     assert found(hoist(wrote, spec=spec, question=question, status=status)) == []
+
+
+def test_a_structured_output_s_key_is_read() -> None:
+    """The usual structured-output path: the figure is a tool call's argument under a
+    key naming its unit (before, the key was lost, and the node that relayed the
+    figure was blamed)."""
+    run = hoist("")
+    call = {"role": "assistant", "content": "", "tool_calls": [{"name": "Spec", "args": {}}]}
+    call["tool_calls"][0]["args"] = {"max_load_kg": 450}
+    events = [e if e.id != "e3" else e.model_copy(update={"output": call}) for e in run.events]
+    (finding,) = found(run.model_copy(update={"events": events}))
+    assert finding.agent_name == "extract" and "'max_load_kg:450'" in finding.message

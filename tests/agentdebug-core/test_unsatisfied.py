@@ -82,7 +82,49 @@ def test_the_critics_first_rejection_of_drafts_revised_each_time_is_blamed() -> 
         loop(DRAFTS[:2], VERDICTS[:2]),
         # a run that succeeded
         loop(status=OutcomeStatus.SUCCESS),
+        # the critic approves in words the route did not read: the route's fault
+        loop(verdicts=[f"Looks good: no changes needed ({n})." for n in range(4)]),
+        loop(verdicts=[f"Excellent work {n}; this meets the brief. Approved." for n in range(4)]),
+        # the same critique each round: the writer did not act on it
+        loop(verdicts=["REVISE: this haiku is about summer, not autumn rain."] * 4),
+        # a supervisor routing back to its worker: labels, not verdicts
+        loop(verdicts=["next: researcher"] * 4),
+        loop(verdicts=[f"Route to researcher {n}" for n in range(4)]),
     ],
 )
 def test_not_a_critic_never_satisfied(run: AgentTrajectory) -> None:
     assert found(run) == []
+
+
+def test_the_critic_is_told_by_its_verdicts_not_by_who_spoke_last() -> None:
+    """A limit that stops the run after the writer's turn: the critic is the agent
+    whose every reply rejects, not the last to speak (the writer's drafts all open
+    alike, "Here's the revised haiku")."""
+    drafts = [f"Here's the revised haiku: {d}" for d in DRAFTS]
+    run = loop(drafts, VERDICTS)
+    events = [e for e in run.events if e.type is not EventType.ERROR]
+    last = len(events)
+    events.append(ev(last, EventType.LLM_RESPONSE, "write", output={"content": "Here's v5"}))
+    events.append(ev(last + 1, EventType.ERROR, "write", error=LIMIT))
+    run = traj(*events).model_copy(update={"outcome": run.outcome})
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("critique", 2)
+
+
+def test_verdicts_in_any_case_and_a_tool_call_before_each_are_read() -> None:
+    verdicts = [
+        "REVISE: line 2 is short.",
+        "Revise: line 1 is long now.",
+        "revise: line 3 is too short.",
+    ]
+    events: list[AgentEvent] = [ev(0, EventType.USER_INPUT, None, input="a haiku")]
+    for draft, verdict in zip(DRAFTS, [*verdicts, "REVISE: still wrong, line 2."], strict=True):
+        n = len(events)
+        events.append(ev(n, EventType.LLM_RESPONSE, "write", output={"content": draft}))
+        call = {"role": "assistant", "content": "", "tool_calls": [{"name": "count_words"}]}
+        events.append(ev(n + 1, EventType.LLM_RESPONSE, "critique", output=call))
+        events.append(ev(n + 2, EventType.LLM_RESPONSE, "critique", output={"content": verdict}))
+    events.append(ev(len(events), EventType.ERROR, "critique", error=LIMIT))
+    run = traj(*events).model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE)})
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("critique", 3)

@@ -38,7 +38,7 @@ MIN_MATCH = 2  # terms of what was missing a dropped item must hold
 MIN_ITEM = 20  # characters of an item's text: a passage, not a label
 _HEAD = 40  # the characters of an item looked for later
 LOOKBACK = 200  # the latest lists a selection is looked for in
-_READ = 20000  # characters of a later event read for the item
+TEXT_LOOKBACK = 20  # the latest lists a text that joins passages is looked for in
 _TERM = re.compile(r"[a-z]{4,}|\d+(?:[.,]\d+)?")
 _CONTENT = ("page_content", "content", "text", "snippet", "chunk", "body")
 _LATER = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.AGENT_END})
@@ -73,7 +73,8 @@ def _shown(text: str, hits: set[str]) -> str:
 
 
 def _item(value: Any) -> str | None:
-    """An item's text: a string, or a document's or message's contents."""
+    """An item's text: a string, a document's or message's contents, or those of a
+    ``(document, score)`` pair (``similarity_search_with_score``)."""
     if isinstance(value, str):
         return value
     if isinstance(value, dict):
@@ -81,17 +82,40 @@ def _item(value: Any) -> str | None:
             text = value.get(key)
             if isinstance(text, str):
                 return text
+    if (
+        isinstance(value, (list, tuple))
+        and len(value) == 2
+        and isinstance(value[1], (int, float))
+        and not isinstance(value[1], bool)
+    ):
+        return _item(value[0])
     return None
 
 
+def _passages(value: Any) -> list[str]:
+    """A list's items that are passages (a heading, a label among them left out)."""
+    if not isinstance(value, list):
+        return []
+    return [t for t in map(_item, value) if t is not None and len(t) >= MIN_ITEM]
+
+
 def _lists(output: Any) -> Iterator[tuple[str | None, list[str]]]:
-    """The lists of text items a step wrote: its output itself, or its values."""
+    """The lists of passages a step wrote: its output itself, or its values."""
     pairs = output.items() if isinstance(output, dict) else [(None, output)]
     for key, value in pairs:
-        if isinstance(value, list) and value:
-            texts = [_item(v) for v in value]
-            if all(t is not None and len(t) >= MIN_ITEM for t in texts):
-                yield (None if key is None else str(key)), texts  # type: ignore[misc]
+        texts = _passages(value)
+        if texts:
+            yield (None if key is None else str(key)), texts
+
+
+def _selections(output: Any) -> Iterator[tuple[str | None, list[str] | str]]:
+    """What a node's update selected into: its lists of passages, and its texts (the
+    top passages joined into one context string)."""
+    yield from _lists(output)
+    if isinstance(output, dict):
+        for key, value in output.items():
+            if isinstance(value, str) and len(value) >= MIN_ITEM:
+                yield str(key), value
 
 
 def rule_needed_item_dropped(ctx: RuleContext) -> Iterator[Finding]:
@@ -103,35 +127,70 @@ def rule_needed_item_dropped(ctx: RuleContext) -> Iterator[Finding]:
     if len(need) < MIN_MATCH:
         return
     events = run.events
-    found: list[tuple[AgentEvent, list[str], set[str]]] = []  # lists written or read so far
+    found: list[_Found] = []  # lists written or read so far
+    started: dict[str, int] = {}  # agent -> position of its latest start
     for i, event in enumerate(events):
-        if event.type is EventType.AGENT_END and event.agent_name:
-            for key, kept in _lists(event.output):
+        agent = event.agent_name
+        if event.type is EventType.AGENT_START and agent:
+            started[agent] = i
+        if event.type is EventType.AGENT_END and agent:
+            # what the node's own model calls were given counts as reaching it too
+            own = [e for e in events[started.get(agent, i) : i] if e.agent_name == agent]
+            for key, kept in _selections(event.output):
                 hit = _selection(found, kept, need)
-                if hit is not None and not _reached(events[i + 1 :], hit[1]):
-                    yield _finding(event, key, kept, *hit)
+                if hit is not None and not _reached([*own, *events[i + 1 :]], hit[1]):
+                    yield _finding(event, key, hit[3], *hit[:3])
                     return
         if event.type not in (EventType.USER_INPUT, EventType.FINAL_ANSWER):
-            found.extend((event, texts, set(texts)) for _, texts in _lists(event.output))
+            found.extend(_Found(event, texts) for _, texts in _lists(event.output))
             del found[:-LOOKBACK]
 
 
+class _Found:
+    """A list of passages a step wrote or read, its set made when first needed."""
+
+    __slots__ = ("_set", "event", "texts")
+
+    def __init__(self, event: AgentEvent, texts: list[str]) -> None:
+        self.event, self.texts = event, texts
+        self._set: set[str] | None = None
+
+    @property
+    def have(self) -> set[str]:
+        if self._set is None:
+            self._set = set(self.texts)
+        return self._set
+
+
 def _selection(
-    found: list[tuple[AgentEvent, list[str], set[str]]], kept: list[str], need: set[str]
-) -> tuple[AgentEvent, str, set[str]] | None:
-    """The earlier list ``kept`` is a part of, smaller, and its dropped item that
-    holds more of what was needed than any kept one; None if there is none."""
-    keep = set(kept)
-    best_kept = max(len(_terms(t) & need) for t in keep)
-    for source, texts, have in reversed(found):
-        if not keep < have:
-            continue
+    found: list[_Found], kept: list[str] | str, need: set[str]
+) -> tuple[AgentEvent, str, set[str], list[str]] | None:
+    """The earlier list the selection ``kept`` (a list of passages, or a text joining
+    some) is a part of, smaller, its dropped item that holds more of what was needed
+    than any kept one, and the items kept; None if there is none."""
+    whole = set(kept) if isinstance(kept, list) else None
+    for n, source in enumerate(reversed(found)):
+        if whole is None:
+            if n == TEXT_LOOKBACK:  # (a text is searched for every item of a list)
+                break
+            keep = {t for t in source.texts if t[:_HEAD] in kept}
+            if not keep or len(keep) == len(source.have):
+                continue
+        else:
+            # (a list as long as the earlier one is no part of it: a growing list
+            # written whole at every step is passed over without its set)
+            if len(source.texts) <= len(whole) or not whole < source.have:
+                continue
+            keep = whole
         scored = [
-            (len(hits), t, hits) for t in texts if t not in keep for hits in [_terms(t) & need]
+            (len(hits), t, hits)
+            for t in source.texts
+            if t not in keep
+            for hits in [_terms(t) & need]
         ]
         score, text, hits = max(scored, key=lambda s: s[0])
-        if score >= MIN_MATCH and score > best_kept:
-            return source, text, hits
+        if score >= MIN_MATCH and score > max(len(_terms(t) & need) for t in keep):
+            return source.event, text, hits, [t for t in source.texts if t in keep]
     return None
 
 
@@ -139,8 +198,7 @@ def _reached(later: list[AgentEvent], text: str) -> bool:
     """Whether a model call or node after the selection was given, or wrote, the item."""
     head = text[:_HEAD]
     return any(
-        e.type in _LATER and (head in flatten(e.input, _READ) or head in flatten(e.output, _READ))
-        for e in later
+        e.type in _LATER and (head in flatten(e.input) or head in flatten(e.output)) for e in later
     )
 
 

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import RESULT_TYPES
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten
+from agentdebug.text import compact_json, flatten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -33,35 +33,37 @@ _READ = 20000  # characters of an event read
 # unit -> (kind, its size in the kind's base unit; temperatures by name)
 _UNITS: dict[str, tuple[str, float]] = {}
 for _names, _kind, _size in (
-    ("kg kgs kilogram kilograms kilo kilos", "mass", 1.0),
-    ("g gram grams", "mass", 1e-3),
-    ("lb lbs pound pounds", "mass", 0.45359237),
-    ("oz ounce ounces", "mass", 0.028349523),
-    ("km kms kilometre kilometres kilometer kilometers", "length", 1000.0),
-    ("mi mile miles", "length", 1609.344),
-    ("m metre metres meter meters", "length", 1.0),
-    ("ft feet foot", "length", 0.3048),
-    ("cm centimetre centimetres centimeter centimeters", "length", 0.01),
-    ("inch inches", "length", 0.0254),
-    ("l litre litres liter liters", "volume", 1.0),
-    ("gal gallon gallons", "volume", 3.785411784),
-    ("°c celsius", "temperature", 1.0),
-    ("°f fahrenheit", "temperature", 2.0),
-    ("kph km/h kmh", "speed", 1.0),
+    ("kg|kgs|kilogram|kilograms|kilo|kilos", "mass", 1.0),
+    ("g|gram|grams", "mass", 1e-3),
+    ("lb|lbs|pound|pounds", "mass", 0.45359237),
+    ("oz|ounce|ounces", "mass", 0.028349523),
+    ("km|kms|kilometre|kilometres|kilometer|kilometers", "length", 1000.0),
+    ("mi|mile|miles", "length", 1609.344),
+    ("m|metre|metres|meter|meters", "length", 1.0),
+    ("ft|feet|foot", "length", 0.3048),
+    ("cm|centimetre|centimetres|centimeter|centimeters", "length", 0.01),
+    ("inch|inches", "length", 0.0254),
+    ("l|litre|litres|liter|liters", "volume", 1.0),
+    ("gal|gallon|gallons", "volume", 3.785411784),
+    ("°c|° c|℃|celsius|degrees celsius|degree celsius", "temperature", 1.0),
+    ("°f|° f|℉|fahrenheit|degrees fahrenheit|degree fahrenheit", "temperature", 2.0),
+    ("kph|km/h|kmh", "speed", 1.0),
     ("mph", "speed", 1.609344),
 ):
-    for _name in _names.split(" "):
+    for _name in _names.split("|"):
         _UNITS[_name] = (_kind, _size)
 _ALTERNATION = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
-# "450 lb", "450lb", "1,200 kg", "98.6 °F"; not "450 lb" inside "450 lbs-ft" or a word
-_WRITTEN = re.compile(
-    rf"(?<![\w.,])(\d{{1,3}}(?:,\d{{3}})+|\d+)(?:\.\d+)?\s?({_ALTERNATION})(?![\w/-])", re.I
-)
+_NUMBER = r"([-\u2212]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+# "450 lb", "450lb", "a 450-lb hoist", "1,200 kg", "-10 °F", "40 degrees Fahrenheit";
+# not "450 lb" inside "450 lbs-ft" or a word
+_WRITTEN = re.compile(rf"(?<![\w.,]){_NUMBER}[\s-]?({_ALTERNATION})(?![\w/-])", re.I)
 # a key naming its unit: "max_load_kg": 450, maxLoadKg: 450, "weight (lb)": 450 (a
-# key's own letters, "total", name no unit: the unit follows "_", " (" or a capital)
+# key's own letters, "total", name no unit: the unit follows "_", " (" or a capital);
+# a key starts where a word does, and is not longer than keys are
 _KEYED = re.compile(
-    rf"[A-Za-z][A-Za-z0-9]*?(?:_[A-Za-z0-9]+?)*?(?:_|\s\(|(?<=[a-z])(?=[A-Z]))"
-    rf"((?i:{_ALTERNATION}))\)?[\"']?\s*[:=]\s*[\"']?(\d+(?:\.\d+)?)(?![\d.])"
+    r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]{0,30}?(?:_[A-Za-z0-9]{1,20}?){0,6}?"
+    rf"(?:_|\s\(|(?<=[a-z])(?=[A-Z]))((?i:{_ALTERNATION}))\)?[\"']?\s*[:=]\s*[\"']?"
+    rf"{_NUMBER}(?![\d.])"
 )
 _QUOTES = re.compile("[\"']")
 _SOURCES = frozenset(
@@ -73,10 +75,30 @@ _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 def _figures(text: str) -> Iterator[tuple[float, str, str]]:
     """Each figure of ``text`` with a unit: its value, the unit, and as written."""
     for m in _WRITTEN.finditer(text):
-        number = m.group(0)[: m.start(2) - m.start(0)].strip()
-        yield float(number.replace(",", "")), m.group(2).lower(), m.group(0)
+        yield _value(m.group(1), m.group(2)), m.group(3).lower(), m.group(0)
     for m in _KEYED.finditer(text):
-        yield float(m.group(2)), m.group(1).lower(), _QUOTES.sub("", m.group(0))
+        yield _value(m.group(2), m.group(3)), m.group(1).lower(), _QUOTES.sub("", m.group(0))
+
+
+def _value(sign: str, digits: str) -> float:
+    number = float(digits.replace(",", ""))
+    return -number if sign else number
+
+
+def _read(value: Any) -> str:
+    """An event's field as text, and as JSON with its keys (a tool call's arguments,
+    a structured output: ``{"max_load_kg": 450}``)."""
+    if value is None or isinstance(value, str):
+        return value or ""
+    return f"{flatten(value, _READ)}\n{compact_json(value)[:_READ]}"
+
+
+def _converted(value: float, theirs: str, ours: str) -> float:
+    """``value`` in the unit ``theirs``, in the unit ``ours`` (of the same kind)."""
+    kind, size = _UNITS[theirs]
+    if kind == "temperature":
+        return (value - 32) / 1.8 if size == 2.0 else value * 1.8 + 32
+    return value * size / _UNITS[ours][1]
 
 
 def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
@@ -84,30 +106,30 @@ def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    held: dict[tuple[float, str], tuple[AgentEvent, str]] = {}  # (value, unit) -> source
+    # value -> unit -> the first source that gave it so
+    held: dict[float, dict[str, tuple[AgentEvent, str]]] = {}
     for event in run.events:
         if event.type in _SOURCES:
-            text = f"{flatten(event.input, _READ)}\n{flatten(event.output, _READ)}"
-            for value, unit, written in _figures(text):
-                held.setdefault((value, unit), (event, written))
+            for value, unit, written in _figures(f"{_read(event.input)}\n{_read(event.output)}"):
+                held.setdefault(value, {}).setdefault(unit, (event, written))
             continue
         if event.type not in _MODEL or not held:
             continue
-        for value, unit, written in _figures(flatten(event.output, _READ)):
+        said = list(_figures(_read(event.output)))
+        own = {(value, _UNITS[unit]) for value, unit, _ in said}
+        for value, unit, written in said:
+            units = held.get(value)
+            if units is None or abs(value) <= 1:  # (1 kg and 1 lb meet by chance)
+                continue
             kind, size = _UNITS[unit]
-            if any(_UNITS[u] == (kind, size) for v, u in held if v == value):
+            if any(_UNITS[u] == (kind, size) for u in units):
                 continue  # a source gives it in this unit (or a name of it)
-            source = next(
-                (
-                    (held[(v, u)], u)
-                    for v, u in held
-                    if v == value and _UNITS[u][0] == kind and _UNITS[u][1] != size
-                ),
-                None,
-            )
-            if source is not None:
-                (origin, said), theirs = source
-                yield _finding(event, written, origin, said, value, theirs, unit)
+            for theirs, (origin, given) in units.items():
+                if _UNITS[theirs][0] != kind or (value, _UNITS[theirs]) in own:
+                    continue  # another kind; or the model said it in theirs too: converted
+                if abs(_converted(value, theirs, unit) - value) < 1e-9:
+                    continue  # (-40 °F is -40 °C)
+                yield _finding(event, written, origin, given, value, theirs, unit)
                 return
 
 
@@ -122,12 +144,8 @@ def _finding(
 ) -> Finding:
     agent = event.agent_name or "the model"
     by = source.agent_name or source.type.value
-    kind, size = _UNITS[theirs]
     figure = f"{value:g}"
-    if kind == "temperature":
-        converted = (value - 32) / 1.8 if size == 2.0 else value * 1.8 + 32
-    else:
-        converted = value * size / _UNITS[ours][1]
+    converted = _converted(value, theirs, ours)
     return rule_finding(
         RULE,
         "observation.output_misread",

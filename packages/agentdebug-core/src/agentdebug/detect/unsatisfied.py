@@ -11,16 +11,22 @@ critic's last call, at the limit, was blamed as the limit's cause.
 
 The rule keeps to what it can read for certain, in a failed run stopped by its
 step limit: the run's last ``LOOP`` rounds or more (up to the limit) alternate
-between two agents' model calls, a writer's and a critic's; every one of the
-critic's replies opens with the same verdict word ("REVISE", "Rejected"), which
-is not one that approves; and every one of the writer's replies differs from its
-previous one. (A writer that re-sends its draft is the reply-unchanged rule's.)
+between two agents' turns (a turn: an agent's model calls in a row, a tool call
+before its verdict among them; its last text reply is what it said); one agent,
+the critic, opens every reply with the same word that rejects ("REVISE",
+"Rejected", "Needs changes"; any case), none approving anywhere in it ("approved",
+"looks good"), each of at least ``MIN_VERDICT`` characters (not a routing label,
+"next: researcher") and each unlike the one before it (a critic that repeats its
+critique was not heeded: the writer's fault); the other, the writer, gives a
+draft unlike its previous one every time (a writer that re-sends its draft is the
+reply-unchanged rule's).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from agentdebug.detect.adaptation import text_reply
@@ -33,32 +39,40 @@ if TYPE_CHECKING:
 
 RULE = "critic_never_satisfied"
 LOOP = 3  # rounds of writer and critic, at least, up to the limit
+MIN_VERDICT = 20  # characters of a verdict: a routing label is shorter
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _LIMIT = "planning.step_limit_exhausted"
-_VERDICT = re.compile(r"\W*([A-Za-z]{2,})")
-_APPROVING = frozenset(
+_OPENING = re.compile(r"\W*([A-Za-z]{2,})")
+_REJECTING = frozenset(
     [
-        "approved",
-        "approve",
-        "approves",
-        "accept",
-        "accepted",
-        "accepts",
-        "pass",
-        "passed",
-        "passes",
-        "lgtm",
-        "ok",
-        "okay",
-        "yes",
-        "good",
-        "great",
-        "perfect",
-        "done",
-        "final",
-        "publish",
-        "ship",
+        "revise",
+        "revision",
+        "revisions",
+        "rejected",
+        "reject",
+        "rejecting",
+        "fail",
+        "failed",
+        "fails",
+        "no",
+        "not",
+        "needs",
+        "need",
+        "changes",
+        "change",
+        "incorrect",
+        "wrong",
+        "insufficient",
+        "unacceptable",
+        "redo",
+        "rewrite",
+        "retry",
     ]
+)
+_APPROVING = re.compile(
+    r"\b(?:approved?|approves|accept(?:ed|able)?|lgtm|looks good|no changes needed|"
+    r"meets (?:all )?the|passes|publish it|ship it)\b",
+    re.I,
 )
 
 
@@ -69,36 +83,67 @@ def rule_critic_never_satisfied(ctx: RuleContext) -> Iterator[Finding]:
         return
     if not any(mode == _LIMIT for mode, _ in ctx.failures.values()):
         return
-    calls = [e for e in run.events if e.type in _MODEL and e.error is None and e.agent_name]
-    if len(calls) < 2 * LOOP:
+    turns = _turns(run.events)
+    if len(turns) < 2 * LOOP:
         return
-    critic, writer = calls[-1].agent_name, calls[-2].agent_name
-    if critic == writer:
+    pair = {turns[-1][0], turns[-2][0]}
+    if len(pair) != 2:
         return
-    rounds = 0  # the alternating tail, from the end
-    while rounds < len(calls) and calls[-1 - rounds].agent_name == (
-        critic if rounds % 2 == 0 else writer
-    ):
-        rounds += 1
-    tail = calls[len(calls) - rounds :]
-    if tail[0].agent_name == critic:  # (a loop opens with a draft)
-        tail = tail[1:]
-    verdicts = [e for e in tail if e.agent_name == critic]
-    drafts = [text_reply(e) for e in tail if e.agent_name == writer]
-    if len(verdicts) < LOOP or any(not d for d in drafts) or len(set(drafts)) < len(drafts):
+    tail: list[tuple[str, AgentEvent, str]] = []  # the alternating turns up to the end
+    for turn in reversed(turns):
+        if turn[0] not in pair or (tail and turn[0] == tail[-1][0]):
+            break
+        tail.append(turn)
+    tail.reverse()
+    critics = [a for a in pair if all(_rejects(said) for who, _, said in tail if who == a)]
+    if len(critics) != 1:
         return
-    words = {_verdict(e) for e in verdicts}
-    if len(words) != 1:
+    (critic,) = critics
+    verdicts = [(e, said) for who, e, said in tail if who == critic]
+    drafts = [said for who, _, said in tail if who != critic]
+    if tail[0][0] == critic:  # (a loop opens with a draft)
+        verdicts = verdicts[1:]
+    if len(verdicts) < LOOP or len(drafts) < LOOP:
         return
-    (word,) = words
-    if word is None or word.lower() in _APPROVING:
+    if len({_opening(said) for _, said in verdicts}) != 1:
         return
-    yield _finding(verdicts, len(drafts), writer or "the writer")
+    if any(a == b for a, b in pairwise(drafts)) or any(a[1] == b[1] for a, b in pairwise(verdicts)):
+        return  # a draft re-sent, or a critique repeated: the writer did not act on it
+    (writer,) = pair - {critic}
+    yield _finding([e for e, _ in verdicts], len(drafts), writer)
 
 
-def _verdict(event: AgentEvent) -> str | None:
-    m = _VERDICT.match(text_reply(event) or "")
-    return m.group(1) if m else None
+def _turns(events: list[AgentEvent]) -> list[tuple[str, AgentEvent, str]]:
+    """Each agent's model calls in a row as one turn: (agent, the call that said
+    its last text, that text); a turn with no text reply is left out."""
+    turns: list[tuple[str, AgentEvent, str]] = []
+    last: str | None = None
+    for event in events:
+        if event.type not in _MODEL or event.error is not None or not event.agent_name:
+            continue
+        said = text_reply(event)
+        agent = event.agent_name
+        if agent == last:
+            if said and turns and turns[-1][0] == agent:
+                turns[-1] = (agent, event, said)
+            elif said:
+                turns.append((agent, event, said))
+            continue
+        last = agent
+        if said:
+            turns.append((agent, event, said))
+    return turns
+
+
+def _opening(said: str) -> str | None:
+    m = _OPENING.match(said)
+    return m.group(1).lower() if m else None
+
+
+def _rejects(said: str) -> bool:
+    """A verdict that rejects: it opens with a word that does, approves nowhere, and
+    is longer than a label."""
+    return len(said) >= MIN_VERDICT and _opening(said) in _REJECTING and not _APPROVING.search(said)
 
 
 def _finding(verdicts: list[AgentEvent], drafts: int, writer: str) -> Finding:

@@ -11,7 +11,7 @@ from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun import closed_loop
 from agentdebug.schema import RerunRequest
-from agentdebug_react import ReactLoop, Step, StepContext
+from agentdebug_react import JsonSnapshotter, ReactLoop, Step, StepContext
 from conftest import Counter, make_counter_loop
 
 
@@ -59,3 +59,31 @@ def test_ctrl_c_during_a_rerun_keeps_the_branch_stopped_and_the_round(dbg: Agent
     assert stopped.outcome.stopped_by == "KeyboardInterrupt"
     rounds = store.load_reports(original.id)[-1].metadata["recovery"]
     assert [(r["branch_id"], r["decision"]["approved"]) for r in rounds] == [(branch.id, True)]
+
+
+class Label(str):
+    """A subclass of a plain type: plain JSON all the same, as before."""
+
+
+@pytest.mark.parametrize(
+    ("state", "refused"),
+    [
+        ({"pages": [{"n": 1, "text": "x"}], "ok": True, "none": None}, None),
+        ({"label": Label("a"), "rows": [[1, 2.5, "x"]]}, None),
+        ({"pages": [{"n": 1}, {"at": (1, 2)}]}, "state['pages'][1]['at'] is a tuple"),
+        ({"seen": {1, 2}}, "state['seen'] is a set"),
+        ({"scores": [1.0, float("nan")]}, "state['scores'][1] is nan"),
+        ({"by_id": {3: "x"}}, "state['by_id'] has a int key"),
+    ],
+)
+def test_json_state_is_checked_whole_and_named_where_it_is_not(
+    state: Any, refused: str | None
+) -> None:
+    """The JSON snapshotter's check runs on the whole state before every step (a
+    stack walk, not a call a value): what it refuses it names, down to the item."""
+    if refused is None:
+        assert JsonSnapshotter().snapshot(state) is state
+    else:
+        with pytest.raises(TypeError) as raised:
+            JsonSnapshotter().snapshot(state)
+        assert str(raised.value).startswith(refused)

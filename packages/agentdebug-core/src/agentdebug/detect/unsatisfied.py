@@ -43,32 +43,11 @@ MIN_VERDICT = 20  # characters of a verdict: a routing label is shorter
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _LIMIT = "planning.step_limit_exhausted"
 _OPENING = re.compile(r"\W*([A-Za-z]{2,})")
-_REJECTING = frozenset(
-    [
-        "revise",
-        "revision",
-        "revisions",
-        "rejected",
-        "reject",
-        "rejecting",
-        "fail",
-        "failed",
-        "fails",
-        "no",
-        "not",
-        "needs",
-        "need",
-        "changes",
-        "change",
-        "incorrect",
-        "wrong",
-        "insufficient",
-        "unacceptable",
-        "redo",
-        "rewrite",
-        "retry",
-    ]
+_REJECTING_WORDS = (
+    "revise revision revisions rejected reject rejecting fail failed fails no not needs "
+    "need changes change incorrect wrong insufficient unacceptable redo rewrite retry"
 )
+_REJECTING = frozenset(_REJECTING_WORDS.split(" "))
 _APPROVING = re.compile(
     r"\b(?:approved?|approves|accept(?:ed|able)?|lgtm|looks good|no changes needed|"
     r"meets (?:all )?the|passes|publish it|ship it)\b",

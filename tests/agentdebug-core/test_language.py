@@ -1,5 +1,6 @@
-"""A final answer in another language than the user wrote in: blamed on the answer,
-with a fix naming the user's language; not where the user named a language."""
+"""A final answer in another language than the user wrote in: blamed on the model
+call that wrote it (else the answer), with a fix naming the user's language; not
+where the user named a language."""
 
 from __future__ import annotations
 
@@ -60,11 +61,11 @@ def test_an_english_answer_to_a_german_customer_is_blamed_with_a_fix() -> None:
     assert root is not None
     assert (root.agent_name, root.step_index, root.mode_id) == (
         "shop_bot",
-        4,
+        3,
         "planning.instruction_noncompliance",
     )
     assert report.fix is not None and report.fix.directive == (
-        f"At step 4, shop_bot: answer in the language the user wrote in (German: {ASKED!r}); "
+        f"At step 3, shop_bot: answer in the language the user wrote in (German: {ASKED!r}); "
         "the answer was in English."
     )
 
@@ -85,3 +86,21 @@ def test_an_english_answer_to_a_german_customer_is_blamed_with_a_fix() -> None:
 )
 def test_what_is_not_an_answer_in_another_language(asked: str, answer: str, status: str) -> None:
     assert not found(shop_run(asked, answer, status=OutcomeStatus(status)))
+
+
+def test_a_graph_s_final_state_is_blamed_on_the_writer_that_wrote_the_answer() -> None:
+    """A LangGraph run's final answer is its final state, which names no author: the
+    subgraph writer's model call that wrote the answer is blamed, not an unnamed
+    agent (nor the subgraph's node, whose end holds the answer too)."""
+    state = {"question": ASKED, "answer": ANSWER}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"question": ASKED}),
+        ev(1, EventType.AGENT_START, "team"),
+        ev(2, EventType.AGENT_START, "team/writer"),
+        ev(3, EventType.LLM_RESPONSE, "team/writer", output={"content": ANSWER}),
+        ev(4, EventType.AGENT_END, "team/writer", output={"answer": ANSWER}),
+        ev(5, EventType.AGENT_END, "team", output=state),
+        ev(6, EventType.FINAL_ANSWER, None, output=state),
+    ).model_copy(update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="English")})
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("team/writer", 3)

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
-from agentdebug.schema import EventType, Finding, OutcomeStatus
+from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 RULE = "answer_language"
 MIN_HITS = 4  # a language's own words in a text, for the text to be in it
+_HEAD = 30  # characters of a step's output the final answer must hold to be its
 
 _COMMON = {
     "English": "the and is are was were you your we our of to in on at for with have has "
@@ -101,18 +102,39 @@ def rule_answer_language(ctx: RuleContext) -> Iterator[Finding]:
     answered = language(text)
     if answered is None or answered == asked:
         return
-    agent = answer.agent_name or "the agent"
+    at = _author(events[: events.index(answer)], text, answered) or answer
+    agent = at.agent_name or "the agent"
+    wrote = flatten(at.output, limit=4000) if at is not answer else text
     yield rule_finding(
         RULE,
         "planning.instruction_noncompliance",
-        answer,
+        at,
         f"the user wrote in {asked}; the final answer is in {answered}",
         confidence=0.7,
-        evidence=[quoted(answer, "output", text[:200]), quoted(user, "input", said[:200])],
+        evidence=[quoted(at, "output", wrote[:200]), quoted(user, "input", said[:200])],
         metadata={
             "fix": (
-                f"At step {answer.step_index}, {agent}: answer in the language the user "
+                f"At step {at.step_index}, {agent}: answer in the language the user "
                 f"wrote in ({asked}: {shorten(said, 80)!r}); the answer was in {answered}."
             )
         },
     )
+
+
+_MODEL = (EventType.LLM_RESPONSE, EventType.LLM_CALL)
+_NODE = (EventType.AGENT_END,)
+
+
+def _author(before: list[AgentEvent], answer: str, answered: str) -> AgentEvent | None:
+    """The step that wrote the final answer's text in that language: the last model
+    call, else node, whose output is in it and opens a text the answer holds (a
+    graph's final state names no author: a subgraph's writer, say)."""
+    for kinds in (_MODEL, _NODE):  # a model's reply before the node that returned it
+        for event in reversed(before):
+            if event.type not in kinds or not event.agent_name or event.output is None:
+                continue
+            out = flatten(event.output, limit=4000)
+            head = out.strip()[:_HEAD]
+            if len(head) >= _HEAD and head in answer and language(out) == answered:
+                return event
+    return None

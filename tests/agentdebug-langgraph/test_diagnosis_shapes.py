@@ -114,3 +114,43 @@ def test_a_critic_that_rejected_every_revision_is_blamed_at_its_first_rejection(
         "verification.incorrect_verification",
     )
     assert root.rationale.startswith("critique rejected all 4 drafts write wrote")
+
+
+class Trip(TypedDict, total=False):
+    request: str
+    tasks: list[dict[str, Any]]
+    picks: list[dict[str, Any]]
+    itinerary: str
+
+
+def test_a_planner_that_dropped_the_users_budget_is_blamed(dbg: AgentDebug) -> None:
+    """The user's "max 120 EUR per night" went into the planner's prompt and out of
+    nothing it wrote; the search and the reply that came after only followed it."""
+    planner = scripted(
+        [AIMessage(content='[{"city": "Lisbon", "nights": 2, "max_price_eur": null}]')]
+    )
+    writer = scripted([AIMessage(content="Two nights at Memmo Alfama in Lisbon, 245 EUR a night.")])
+
+    def plan(state: Trip) -> dict[str, Any]:
+        reply = planner.invoke([HumanMessage(f"Plan hotel searches as JSON: {state['request']}")])
+        return {"tasks": json.loads(str(reply.content))}
+
+    def search(state: Trip) -> dict[str, Any]:
+        return {"picks": [{"name": "Memmo Alfama", "price_eur": 245}]}
+
+    def compose(state: Trip) -> dict[str, Any]:
+        reply = writer.invoke([HumanMessage(f"Hotels: {state['picks']}. Write the itinerary.")])
+        return {"itinerary": reply.content}
+
+    def within_budget(state: Trip) -> bool | str:
+        over = [p["name"] for p in state["picks"] if p["price_eur"] > 120]
+        return not over or f"hotels over the 120 EUR/night budget were chosen: {over}"
+
+    callback = AgentDebugCallback(dbg, success_check=within_budget)
+    request = "Hotels in Lisbon for 2 nights, max 120 EUR per night, free cancellation."
+    chain(Trip, plan, search, compose).invoke({"request": request}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == ("plan", 1, "memory.context_loss")
+    assert found.fix is not None and found.fix.directive.startswith("At step 1, plan: carry '120'")

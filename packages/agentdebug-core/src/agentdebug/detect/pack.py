@@ -21,6 +21,7 @@ from agentdebug.detect.filtered import rule_needed_item_dropped
 from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
+from agentdebug.detect.lost import rule_needed_value_lost
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
 from agentdebug.detect.rejected import rule_rejection_overruled
@@ -103,6 +104,11 @@ RULES: list[Rule] = [
         "needed_item_dropped",
         "a selection that dropped the found item the run turned out to need",
         rule_needed_item_dropped,
+    ),
+    Rule(
+        "needed_value_lost",
+        "a value the failure wanted, given to a step that did not pass it on",
+        rule_needed_value_lost,
     ),
     Rule("unit_swapped", "a tool's figure copied with another unit of its kind", rule_unit_swapped),
     Rule(

@@ -1,0 +1,125 @@
+"""A value the failure says was wanted (a budget, a total, an id), given to a step
+that wrote nothing holding it: blamed on that step, not on the answer that came
+out without it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+ASK = "Hotels in Lisbon for 2 nights, max 120 EUR per night."
+PLAN = '[{"city": "Lisbon", "nights": 2, "max_price_eur": null, "cancel": "free"}]'
+REPLY = "Here is your trip: 2 nights at Memmo Alfama in Lisbon, 245 EUR a night."
+
+
+def trip(
+    plan: str = PLAN,
+    reply: str = REPLY,
+    *,
+    reason: str | None = "a hotel over the 120 EUR/night budget was chosen",
+    status: OutcomeStatus = OutcomeStatus.FAILURE,
+    route: str | None = None,
+) -> AgentTrajectory:
+    events: list[AgentEvent] = [ev(0, EventType.USER_INPUT, None, input={"request": ASK})]
+    if route is not None:  # a router's label: not expected to carry the budget
+        events.append(ev(1, EventType.LLM_RESPONSE, "router", input=ASK, output=route))
+    n = len(events)
+    events += [
+        ev(n, EventType.LLM_RESPONSE, "plan", input=[{"content": f"Plan: {ASK}"}], output=plan),
+        ev(n + 1, EventType.AGENT_END, "plan", output={"tasks": plan}),
+        ev(n + 2, EventType.TOOL_RESULT, "search", output='[{"name": "Memmo", "price": 245}]'),
+        ev(
+            n + 3,
+            EventType.LLM_RESPONSE,
+            "compose",
+            input=[{"content": f"{ASK} {plan}"}],
+            output={"content": reply},
+        ),
+        ev(n + 4, EventType.FINAL_ANSWER, None, output={"request": ASK, "itinerary": reply}),
+    ]
+    return traj(*events).model_copy(update={"outcome": Outcome(status=status, reason=reason)})
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "needed_value_lost"]
+
+
+def test_the_first_model_given_the_wanted_value_that_dropped_it_is_blamed() -> None:
+    run = trip(route="search")
+    (finding,) = found(run)
+    assert finding.message == (
+        "'120', which the failure says was wanted, was last held by its prompt at its own "
+        "call; plan went on without it"
+    )
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == ("plan", 2, "memory.context_loss")
+    assert report.fix is not None and report.fix.directive == (
+        "At step 2, plan: carry '120' forward (it was given it, at step 2, and wrote nothing "
+        "that holds it); the run needed it."
+    )
+
+
+def test_a_value_a_code_node_dropped_is_blamed_on_the_node_after_its_last_holder() -> None:
+    """No model was given it: the first step after the last that held it."""
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"package": "left-pad-ng 2.1.0"}),
+        ev(1, EventType.AGENT_END, "sec_scan", output={"issues": ["CVE-2024-38371 critical"]}),
+        ev(2, EventType.AGENT_END, "license_scan", output={"issues": []}),
+        ev(3, EventType.AGENT_END, "merge", output={"issues": [], "verdict": "approved"}),
+        ev(4, EventType.AGENT_END, "report", output={"text": "left-pad-ng 2.1.0: approved"}),
+    ).model_copy(
+        update={
+            "outcome": Outcome(
+                status=OutcomeStatus.FAILURE, reason="critical CVE-2024-38371 but approved"
+            )
+        }
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("license_scan", 2)
+
+
+def test_a_total_written_with_groups_and_decimals_is_the_same_value() -> None:
+    quote = "Delivery 1,850.00 USD. TOTAL DUE: 43,914.00 USD."
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="all-in cost of 40 chairs?"),
+        ev(1, EventType.TOOL_RESULT, "fetch", output=quote),
+        ev(
+            2,
+            EventType.LLM_RESPONSE,
+            "summarize",
+            input=[{"content": quote}],
+            output="Q-311: 40 chairs, 12% discount, total 42,064.00 USD, valid 30 days.",
+        ),
+        ev(3, EventType.LLM_RESPONSE, "reply", input="...", output="It costs 42,064 USD in all."),
+    ).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="real total is 43914")}
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("summarize", 2)
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        # carried to the end: the last reply holds it
+        trip(reply="Memmo Alfama is over your 120 EUR budget; here is one under it."),
+        # the value is nowhere in the run (the check computed it)
+        trip(reason="the budget was 135 EUR/night"),
+        # a year is not a value of the thing
+        trip(reason="hotels for 2024 were wanted"),
+        # no reason, or a run that did not fail
+        trip(reason=None),
+        trip(status=OutcomeStatus.SUCCESS),
+        # only the final state holds it (the graph's whole state, echoed)
+        trip(reason="the Q-311 quote was wanted"),
+    ],
+)
+def test_not_a_lost_value(run: AgentTrajectory) -> None:
+    assert found(run) == []

@@ -96,7 +96,8 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     decisions = [i for i, e in enumerate(events) if e.type in _DECISIONS and e.agent_name]
     models = [i for i in decisions if events[i].type in _MODEL]
     # the run's last word: its last model reply, or with no model, its last node update
-    end = (models or decisions or [None])[-1]
+    ends = models or decisions
+    end = ends[-1] if ends else None
     best: tuple[int, str, int] | None = None  # (blamed position, value, where it was)
     for value in values:
         if end is not None and _holds(texts[end][1], value):

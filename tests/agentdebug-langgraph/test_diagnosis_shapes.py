@@ -1,7 +1,8 @@
 """Failure shapes of LangGraph graphs the free tier names: a model that copied a
 tool's "450 lb" as ``{"max_load_kg": 450}`` (not the tool's node before it, nor the
-report that relayed the figure), and a critic that rejected every revised draft
-until the recursion limit (its first rejection, not its last call)."""
+report that relayed the figure), a critic that rejected every revised draft until
+the recursion limit (its first rejection, not its last call), a planner that dropped
+the user's budget, and an agent that acted on the first page of a paginated result."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
-from langgraph.graph import END, START, StateGraph
-from lg_graphs import chain, scripted
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from lg_graphs import call, chain, scripted
 
 
 @tool
@@ -154,3 +156,55 @@ def test_a_planner_that_dropped_the_users_budget_is_blamed(dbg: AgentDebug) -> N
     assert root is not None
     assert (root.agent_name, root.step_index, root.mode_id) == ("plan", 1, "memory.context_loss")
     assert found.fix is not None and found.fix.directive.startswith("At step 1, plan: carry '120'")
+
+
+STALE = ["T-4410", "T-4417", "T-4431", "T-4436", "T-4502", "T-4519", "T-4523"]
+
+
+def test_an_agent_that_acted_on_the_first_page_of_a_result_is_blamed(dbg: AgentDebug) -> None:
+    closed: set[str] = set()
+
+    @tool
+    def list_stale(page: int = 1) -> str:
+        """Stale tickets, four a page."""
+        more = page * 4 < len(STALE)
+        return json.dumps(
+            {"tickets": STALE[(page - 1) * 4 : page * 4], "next_page": page + 1 if more else None}
+        )
+
+    @tool
+    def close(ids: list[str]) -> str:
+        """Close tickets."""
+        closed.update(ids)
+        return f"closed {len(ids)}"
+
+    model = scripted(
+        [
+            call("list_stale", {"page": 1}, "c1"),
+            call("close", {"ids": STALE[:4]}, "c2"),
+            AIMessage(content="Done: I closed all the stale tickets."),
+        ]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([list_stale, close]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+
+    def all_closed(state: Any) -> bool | str:
+        left = [t for t in STALE if t not in closed]
+        return not left or f"still open: {', '.join(left)}"
+
+    callback = AgentDebugCallback(dbg, success_check=all_closed)
+    g.compile().invoke(
+        {"messages": [("user", "Close every stale ticket.")]}, {"callbacks": [callback]}
+    )
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "agent",
+        3,
+        "observation.poor_retrieval",
+    )

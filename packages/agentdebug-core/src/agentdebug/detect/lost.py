@@ -37,10 +37,10 @@ RULE = "needed_value_lost"
 MOST_VALUES = 8  # values of a failure's reason looked for
 MIN_REPLY = 40  # characters of a model's reply expected to carry what it was given
 _READ = 100_000  # characters of an event read
-# an identifier with digits ("INV-1042", "CVE-2024-38371", "SKU_100"), or a number of
+# an identifier with digits ("INV-1042", "CVE-2024-38371", "T-4502", "A320neo"), or a number of
 # two digits or more ("43,914", "505.50"); not a part of a longer word or number
 _VALUE = re.compile(
-    r"(?<![\w.,-])(?:[A-Za-z]{2,}[-_]?\d[\w-]*\d|[A-Za-z]{2,}[-_]?\d"
+    r"(?<![\w.,-])(?:[A-Za-z]+[-_]?\d{2,}(?:[-_]?\w)*"
     r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{2,}(?:\.\d+)?)(?![\w-]|[.,]\d)"
 )
 _GROUPS = re.compile(r"(?<=\d),(?=\d{3})")

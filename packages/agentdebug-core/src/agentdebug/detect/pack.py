@@ -24,6 +24,7 @@ from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.lost import rule_needed_value_lost
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
+from agentdebug.detect.paged import rule_more_pages_unread
 from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rules import (
     Rule,
@@ -109,6 +110,11 @@ RULES: list[Rule] = [
         "needed_value_lost",
         "a value the failure wanted, given to a step that did not pass it on",
         rule_needed_value_lost,
+    ),
+    Rule(
+        "more_pages_unread",
+        "a model that acted on the first page of a result that said more followed",
+        rule_more_pages_unread,
     ),
     Rule("unit_swapped", "a tool's figure copied with another unit of its kind", rule_unit_swapped),
     Rule(

@@ -9,15 +9,17 @@ where it was lost (``memory.context_loss``); without this rule the free tier gue
 
 The rule keeps to what it can read for certain, in a failed run that says what was
 wanted (the success check's reason, or the reference answer): a value of it (a
-number of two digits or more, "43,914" and "43914" alike, not a year; or an
-identifier with digits, "INV-1042", "CVE-2024-38371") that some step before the end
-held (the user's input, a tool's result, a node's update, a model's prompt or
-reply) and that neither the run's last model reply nor its last node update holds.
-The step blamed is the one that was given it and did not pass it on: the model call
-whose prompt held it last while its reply did not, else the first model call or node
-update after the last step that held it. Of several such values, the earliest step
-is blamed. It is a weaker signal than the other rules' (a value may be left out on
-purpose), so its confidence is lower than theirs.
+number of three digits or more, "43,914", "43914.00" and "120EUR" alike, not a year
+unless a currency or unit goes with it; or an identifier with digits, "INV-1042",
+"CVE-2024-38371", "T-4502") that some step held (the user's input, a tool's result,
+a node's update, a model's prompt or reply) and that the run's last word (its last
+model reply or node update, whichever came last) does not hold. The step blamed is
+the one that lost it: the first model call given it (in its prompt) whose reply's
+text, of ``MIN_REPLY`` characters or more (not a route's label, nor a tool call
+alone), does not hold it, and after which nothing wrote it again; else the first
+model reply or node update after the last step that wrote it. Of several such
+values, the earliest step is blamed. It is a weaker signal than the other rules'
+(a value may be left out on purpose), so its confidence is lower than theirs.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+from agentdebug.detect.adaptation import text_reply
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten
@@ -37,50 +40,62 @@ RULE = "needed_value_lost"
 MOST_VALUES = 8  # values of a failure's reason looked for
 MIN_REPLY = 40  # characters of a model's reply expected to carry what it was given
 _READ = 100_000  # characters of an event read
-# an identifier with digits ("INV-1042", "CVE-2024-38371", "T-4502", "A320neo"), or a number of
-# two digits or more ("43,914", "505.50"); not a part of a longer word or number
+# an identifier with digits ("INV-1042", "CVE-2024-38371", "T-4502", "A320neo"), or a
+# number of three digits or more ("43,914", "505.50", "120EUR"); not a part of a
+# longer word or number (possessive: a long run of digits or parts is read once)
 _VALUE = re.compile(
-    r"(?<![\w.,-])(?:[A-Za-z]+[-_]?\d{2,}(?:[-_]?\w)*"
-    r"|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d{2,}(?:\.\d+)?)(?![\w-]|[.,]\d)"
+    r"(?<![\w.,-])(?:(?P<id>[A-Za-z]+[-_]?\d{2,}+(?:[-_]?[^\W_])*+)(?![\w-])"
+    r"|(?P<number>\d{1,3}(?:,\d{3})++(?:\.\d+)?|\d{3,}+(?:\.\d+)?)(?!\d|[.,]\d))"
 )
-_GROUPS = re.compile(r"(?<=\d),(?=\d{3})")
-_ZEROS = re.compile(r"(?<=\d)\.0+(?!\d)")  # "43,914.00" is "43914"
-
-
-def _norm(text: str) -> str:
-    return _ZEROS.sub("", _GROUPS.sub("", text))
-
-
+# a currency or unit beside a number: "$2000", "2000 EUR", "2000€", "2000 kg"
+_MONEY_BEFORE = re.compile(r"[€$£]\s?$")
+_UNIT_AFTER = re.compile(r"\s?(?:[%€$£]|(?i:eur|usd|gbp|chf|jpy|kg|km|mi|lbs?|ms|kb|mb|gb|tb)\b)")
 # a model's reply: a call, or an agent's message in an imported log (Who&When's)
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.MESSAGE})
 _DECISIONS = frozenset({*_MODEL, EventType.AGENT_END})
 
 
-def _values(text: str) -> list[str]:
-    """The values of a failure's reason, as written, without their digit groups."""
-    found: list[str] = []
+def wanted_values(text: str) -> list[tuple[str, re.Pattern[str]]]:
+    """The values of a failure's reason, each as written and as a pattern that finds
+    it in any of its forms ("43,914" as "43914" and "43,914.00" too)."""
+    found: dict[str, re.Pattern[str]] = {}
     for m in _VALUE.finditer(text):
-        value = _norm(m.group())
-        if value.isdigit() and len(value) == 4 and 1900 <= int(value) <= 2100:
-            continue  # a year
+        if m.group("id"):
+            value = m.group("id")
+            pattern = rf"(?<![\w.-]){re.escape(value)}(?![\w]|-\w)"
+        else:
+            value = m.group("number").replace(",", "")
+            whole, _, decimals = value.partition(".")
+            year = not decimals and len(whole) == 4 and 1900 <= int(whole) <= 2100
+            if year and not _priced(text, m):
+                continue  # a year (not "2000 EUR", "$2000")
+            decimals = decimals.rstrip("0")
+            grouped = ",?".join(_groups(whole))
+            tail = rf"\.{decimals}0*" if decimals else r"(?:\.0+)?"
+            pattern = rf"(?<![\w.,]){grouped}{tail}(?!\d|[.,]\d)"
         if value not in found:
-            found.append(value)
-    return found[:MOST_VALUES]
+            found[value] = re.compile(pattern)
+    return list(found.items())[:MOST_VALUES]
 
 
-def _holds(text: str, value: str) -> bool:
-    """Whether ``text`` (its digit groups taken out) holds ``value`` as a whole."""
-    at = text.find(value)
-    while at >= 0:
-        before = text[at - 1] if at else " "
-        after = text[at + len(value)] if at + len(value) < len(text) else " "
-        if not (before.isalnum() or before in "._-") and not (
-            after.isalnum()
-            or (after in "._-" and text[at + len(value) + 1 : at + len(value) + 2].isalnum())
-        ):
-            return True
-        at = text.find(value, at + 1)
-    return False
+def _priced(text: str, m: re.Match[str]) -> bool:
+    """Whether a currency or a unit goes with the number ``m`` found in ``text``."""
+    return bool(_MONEY_BEFORE.search(text[: m.start()]) or _UNIT_AFTER.match(text, m.end()))
+
+
+def _groups(digits: str) -> list[str]:
+    """``digits`` in groups of three from the right ("43914" -> ["43", "914"])."""
+    head = len(digits) % 3 or 3
+    return [digits[:head]] + [digits[i : i + 3] for i in range(head, len(digits), 3)]
+
+
+def _reply_text(event: AgentEvent) -> str:
+    """A model's reply as text, without a tool call's ids and names."""
+    said = text_reply(event)
+    if said is not None:
+        return said
+    out = event.output
+    return str(out.get("content") or "") if isinstance(out, dict) else ""
 
 
 def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
@@ -88,48 +103,65 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    values = _values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+    values = wanted_values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
     if not values:
         return
-    events = [e for e in run.events if e.type is not EventType.FINAL_ANSWER]
-    texts = [(_norm(flatten(e.input, _READ)), _norm(flatten(e.output, _READ))) for e in events]
+    # the end of a node that ran a subgraph echoes the subgraph's state: not a step
+    # that wrote anything, nor the run's last word (nor is the final state)
+    inner = {e.agent_name for e in run.events if e.agent_name and "/" in e.agent_name}
+    outer = {name.rsplit("/", k)[0] for name in inner for k in range(1, name.count("/") + 1)}
+    events = [
+        e
+        for e in run.events
+        if e.type is not EventType.FINAL_ANSWER
+        and not (e.type is EventType.AGENT_END and e.agent_name in outer)
+    ]
+    texts = [(flatten(e.input, _READ), flatten(e.output, _READ)) for e in events]
     decisions = [i for i, e in enumerate(events) if e.type in _DECISIONS and e.agent_name]
+    if not decisions:
+        return
+    end = decisions[-1]  # the run's last word
     models = [i for i in decisions if events[i].type in _MODEL]
-    # the run's last word: its last model reply, or with no model, its last node update
-    ends = models or decisions
-    end = ends[-1] if ends else None
-    best: tuple[int, str, int] | None = None  # (blamed position, value, where it was)
-    for value in values:
-        if end is not None and _holds(texts[end][1], value):
+    best: tuple[int, str, AgentEvent, str] | None = None  # (blamed, value, holder, field)
+    for value, pattern in values:
+        if pattern.search(texts[end][1]):
             continue  # carried to the end
-        seen = [i for i, (given, said) in enumerate(texts) if _holds(f"{given}\n{said}", value)]
-        if not seen:
+        given = [bool(pattern.search(g)) for g, _ in texts]
+        wrote = [  # (what the user asked is written by the user)
+            bool(pattern.search(g if e.type is EventType.USER_INPUT else w))
+            for e, (g, w) in zip(events, texts, strict=True)
+        ]
+        if not any(given) and not any(wrote):
             continue
-        # the first model given it that wrote a reply of substance without it (a
-        # route's label is not expected to carry it); else the first decision after
-        # the last step that held it
+        last_wrote = max((i for i, w in enumerate(wrote) if w), default=-1)
+        first = min(i for i in range(len(events)) if given[i] or wrote[i])
         blamed = next(
             (
                 i
                 for i in models
-                if i >= seen[0]
-                and _holds(texts[i][0], value)
-                and not _holds(texts[i][1], value)
-                and len(texts[i][1].strip()) >= MIN_REPLY
+                if i >= first
+                and i > last_wrote  # (after it, nothing wrote it again: lost here)
+                and given[i]
+                and len(_reply_text(events[i]).strip()) >= MIN_REPLY
             ),
             None,
         )
-        last = blamed if blamed is not None else seen[-1]
-        if blamed is None:
-            blamed = next((i for i in decisions if i > last), None)
+        if blamed is not None:
+            holder, field = events[blamed], "input"
+        elif last_wrote >= 0:
+            blamed = next((i for i in decisions if i > last_wrote), None)
+            holder = events[last_wrote]
+            field = "input" if holder.type is EventType.USER_INPUT else "output"
         if blamed is not None and (best is None or blamed < best[0]):
-            best = (blamed, value, last)
+            at = events.index(holder)
+            quote = pattern.search(texts[at][0 if field == "input" else 1])
+            best = (blamed, quote.group() if quote else value, holder, field)
     if best is not None:
-        blamed, value, last = best
-        yield _finding(events[blamed], events[last], value)
+        blamed, value, holder, field = best
+        yield _finding(events[blamed], holder, value, field)
 
 
-def _finding(event: AgentEvent, seen: AgentEvent, value: str) -> Finding:
+def _finding(event: AgentEvent, seen: AgentEvent, value: str, field: str) -> Finding:
     agent = event.agent_name
     where = "its prompt" if seen is event else f"{seen.agent_name or seen.type.value}"
     at = f"step {seen.step_index}" if seen is not event else "its own call"
@@ -140,7 +172,7 @@ def _finding(event: AgentEvent, seen: AgentEvent, value: str) -> Finding:
         f"{value!r}, which the failure says was wanted, was last held by {where} at {at}; "
         f"{agent} went on without it",
         confidence=0.45,
-        evidence=[quoted(seen, "input" if seen is event else "output", value)],
+        evidence=[quoted(seen, field, value)],
         metadata={
             "fix": (
                 f"At step {event.step_index}, {agent}: carry {value!r} forward (it was given "

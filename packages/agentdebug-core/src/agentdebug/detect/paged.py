@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agentdebug.detect.lost import _holds, _norm, _values
+from agentdebug.detect.lost import wanted_values
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import compact_json, flatten
@@ -82,14 +82,12 @@ def rule_more_pages_unread(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    wanted = _values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+    wanted = wanted_values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
     if not wanted:
         return
     events = [e for e in run.events if e.type is not EventType.FINAL_ANSWER]
-    held = "\n".join(
-        _norm(f"{flatten(e.input, _READ)}\n{flatten(e.output, _READ)}") for e in events
-    )
-    unseen = [v for v in wanted if not _holds(held, v)]
+    held = "\n".join(f"{flatten(e.input, _READ)}\n{flatten(e.output, _READ)}" for e in events)
+    unseen = [value for value, pattern in wanted if not pattern.search(held)]
     if not unseen:
         return  # what failed was read: not a page left unread
     for i, event in enumerate(events):

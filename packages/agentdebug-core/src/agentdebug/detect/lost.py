@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 
 from agentdebug.detect.adaptation import text_reply
 from agentdebug.detect.rule_finding import quoted, rule_finding
-from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten
 
 if TYPE_CHECKING:
@@ -98,12 +98,18 @@ def _reply_text(event: AgentEvent) -> str:
     return str(out.get("content") or "") if isinstance(out, dict) else ""
 
 
+def failure_values(run: AgentTrajectory) -> list[tuple[str, re.Pattern[str]]]:
+    """The values a failed run's reason and reference answer name (none for a run
+    that did not fail)."""
+    if run.outcome.status is not OutcomeStatus.FAILURE:
+        return []
+    return wanted_values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+
+
 def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's wanted value that a step was given and did not pass on."""
     run = ctx.trajectory
-    if run.outcome.status is not OutcomeStatus.FAILURE:
-        return
-    values = wanted_values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+    values = failure_values(run)
     if not values:
         return
     # the end of a node that ran a subgraph echoes the subgraph's state: not a step

@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from agentdebug.detect.lost import wanted_values
+from agentdebug.detect.lost import failure_values
 from agentdebug.detect.rule_finding import quoted, rule_finding
-from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.schema import AgentEvent, EventType, Finding
 from agentdebug.text import compact_json, flatten
 
 if TYPE_CHECKING:
@@ -80,9 +80,7 @@ def _records(data: Any) -> Iterator[dict[str, Any]]:
 def rule_more_pages_unread(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's model that acted on the first page of a result that had more."""
     run = ctx.trajectory
-    if run.outcome.status is not OutcomeStatus.FAILURE:
-        return
-    wanted = wanted_values(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+    wanted = failure_values(run)
     if not wanted:
         return
     events = [e for e in run.events if e.type is not EventType.FINAL_ANSWER]

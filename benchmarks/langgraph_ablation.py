@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import gc
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -231,6 +232,7 @@ def main() -> None:
         ci = f"{lo * 100:.1f}-{hi * 100:.1f}%"
         print(f"{name:10} {med / args.steps * 1e6:>14.1f} {over * 100:>8.1f}% {ci:>13}")
     dbg.close()
+    shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

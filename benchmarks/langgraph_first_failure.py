@@ -19,6 +19,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import tempfile
 import time
 from typing import Any, TypedDict
@@ -45,7 +46,8 @@ async def main(idle: float) -> None:
     g.add_node("step", step)
     g.add_edge(START, "step")
     app = g.compile()
-    dbg = AgentDebug(tempfile.mkdtemp(prefix="lg-first-failure-"))
+    home = tempfile.mkdtemp(prefix="lg-first-failure-")
+    dbg = AgentDebug(home)
     longest = [0.0]
     stop = False
 
@@ -75,6 +77,7 @@ async def main(idle: float) -> None:
     stop = True
     await task
     dbg.close()
+    shutil.rmtree(home, ignore_errors=True)
 
 
 if __name__ == "__main__":

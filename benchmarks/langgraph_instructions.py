@@ -40,7 +40,8 @@ sys.path.insert(0, sys.argv[3])
 import langgraph_ablation as ab
 from agentdebug import AgentDebug
 variant, steps = sys.argv[1], int(sys.argv[2])
-dbg = AgentDebug(tempfile.mkdtemp(prefix="lg-instructions-"))
+home = tempfile.mkdtemp(prefix="lg-instructions-")
+dbg = AgentDebug(home)
 make = {
     "none": lambda: None,
     "empty": lambda: ab.Empty(dbg),
@@ -56,6 +57,8 @@ for n in (20, steps):
         config["callbacks"] = [handler]
     build(n).invoke({"n": 0, "last": ""}, config)
 dbg.close()
+import shutil
+shutil.rmtree(home, ignore_errors=True)
 """
 
 

@@ -49,7 +49,7 @@ _GENERIC_WORDS = (
     "include includes included mention mentions mentioned contain contains final state "
     "says said reply response output result results expected correct wrong incorrect "
     "value values have been were will would could also only than then them they none "
-    "provide provided provides tell tells told state request requested question"
+    "provide provided provides tell tells told request requested question"
 )
 _GENERIC = frozenset(_GENERIC_WORDS.split(" "))
 
@@ -134,11 +134,13 @@ def rule_needed_item_dropped(ctx: RuleContext) -> Iterator[Finding]:
         if event.type is EventType.AGENT_START and agent:
             started[agent] = i
         if event.type is EventType.AGENT_END and agent:
-            # what the node's own model calls were given counts as reaching it too
-            own = [e for e in events[started.get(agent, i) : i] if e.agent_name == agent]
             for key, kept in _selections(event.output):
                 hit = _selection(found, kept, need)
-                if hit is not None and not _reached([*own, *events[i + 1 :]], hit[1]):
+                if hit is None:
+                    continue
+                # what the node's own model calls were given counts as reaching it too
+                own = [e for e in events[started.get(agent, i) : i] if e.agent_name == agent]
+                if not _reached([*own, *events[i + 1 :]], hit[1]):
                     yield _finding(event, key, hit[3], *hit[:3])
                     return
         if event.type not in (EventType.USER_INPUT, EventType.FINAL_ANSWER):

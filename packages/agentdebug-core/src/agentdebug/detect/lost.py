@@ -153,15 +153,14 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             None,
         )
         if blamed is not None:
-            holder, field = events[blamed], "input"
-        elif last_wrote >= 0:
-            blamed = next((i for i in decisions if i > last_wrote), None)
-            holder = events[last_wrote]
-            field = "input" if holder.type is EventType.USER_INPUT else "output"
+            at, field = blamed, "input"
+        else:
+            at = last_wrote
+            blamed = next((i for i in decisions if i > at), None) if at >= 0 else None
+            field = "input" if events[at].type is EventType.USER_INPUT else "output"
         if blamed is not None and (best is None or blamed < best[0]):
-            at = events.index(holder)
             quote = pattern.search(texts[at][0 if field == "input" else 1])
-            best = (blamed, quote.group() if quote else value, holder, field)
+            best = (blamed, quote.group() if quote else value, events[at], field)
     if best is not None:
         blamed, value, holder, field = best
         yield _finding(events[blamed], holder, value, field)

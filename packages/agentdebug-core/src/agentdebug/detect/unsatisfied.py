@@ -102,15 +102,12 @@ def _turns(events: list[AgentEvent]) -> list[tuple[str, AgentEvent, str]]:
             continue
         said = text_reply(event)
         agent = event.agent_name
-        if agent == last:
-            if said and turns and turns[-1][0] == agent:
-                turns[-1] = (agent, event, said)
-            elif said:
-                turns.append((agent, event, said))
-            continue
-        last = agent
         if said:
-            turns.append((agent, event, said))
+            if agent == last and turns and turns[-1][0] == agent:
+                turns[-1] = (agent, event, said)  # (a later text of the same turn)
+            else:
+                turns.append((agent, event, said))
+        last = agent
     return turns
 
 

@@ -471,3 +471,56 @@ def test_a_declared_sub_run_failure_is_the_sub_agents_failed_task(message: str) 
     )
     assert finding.mode_id == "coordination.delegated_task_failed"
     assert finding.message == "writer's run r1 failed: the outline was not found"
+
+
+def _date_calls(first: dict[str, Any], error: str, second: dict[str, Any]) -> list[AgentEvent]:
+    return [
+        ev(0, EventType.TOOL_CALL, agent="a", module="find_slots", input=first),
+        ev(1, EventType.TOOL_RESULT, agent="a", module="find_slots", parent_id="e0", error=error),
+        ev(2, EventType.TOOL_CALL, agent="a", module="find_slots", input=second),
+        ev(3, EventType.TOOL_RESULT, agent="a", module="find_slots", parent_id="e2", output="ok"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("first", "error", "second", "resolved"),
+    [
+        # the tool refused the value it was given, quoting it; called again without it
+        (
+            "next Tuesday",
+            "ValueError: Invalid isoformat string: 'next Tuesday'",
+            "2024-06-11",
+            True,
+        ),
+        ("tmrw", 'cannot parse "tmrw" as a date', "2024-06-11", True),
+        # called again with the very value it refused: nothing was corrected
+        (
+            "next Tuesday",
+            "ValueError: Invalid isoformat string: 'next Tuesday'",
+            "next Tuesday",
+            False,
+        ),
+        # an error quoting a value the call did not give: not the call's own fault
+        (
+            "2024-06-11",
+            "ValueError: invalid literal for int() with base 10: 'N/A'",
+            "2024-06-12",
+            False,
+        ),
+        # an error quoting its value without refusing it: a failure of another kind
+        ("next Tuesday", "RuntimeError: calendar 'next Tuesday' is locked", "2024-06-11", False),
+    ],
+)
+def test_an_error_refusing_the_calls_own_value_is_got_past_by_a_corrected_call(
+    first: str, error: str, second: str, resolved: bool
+) -> None:
+    """A tool whose error, of no known kind, refuses a value of the call's own
+    arguments (``date.fromisoformat("next Tuesday")``): the model read it and called
+    again with an ISO date, which worked. Before, the error stayed a candidate and a
+    later mistake (a 30-minute booking for a one-hour meeting) was blamed on it."""
+    events = _date_calls({"day": first}, error, {"day": second})
+    done = ev(4, EventType.FINAL_ANSWER, agent="a", output="Booked for Tuesday.")
+    (failed,) = [f for f in run(*events, done) if f.step_index == 1]
+    assert (failed.severity.value == "info") is resolved
+    if resolved:
+        assert "(resolved: the agent's call of find_slots at step 3 succeeded)" in failed.message

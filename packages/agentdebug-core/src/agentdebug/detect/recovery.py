@@ -6,13 +6,24 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping, Sequence
 
+from agentdebug.detect.invented import leaves
 from agentdebug.detect.signals import SUB_RUN, tool_name
 from agentdebug.schema import AgentEvent, EventType
+from agentdebug.text import flatten
 
 NO_SUCH_TOOL = re.compile(
     r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
 )
 _TRANSIENT = frozenset({"system.timeout", "system.rate_limited", "system.service_unavailable"})
+# an error that refuses a value ("Invalid isoformat string", "cannot parse", "unknown
+# unit", "unsupported currency", "bad value"), and a value it quotes
+_REFUSES = re.compile(
+    r"\b(?:invalid|malformed|unparsable|unrecogni[sz]ed|unsupported|unknown|bad|illegal|"
+    r"(?:could ?not|cannot|can't|unable to|failed to) (?:parse|convert|interpret|understand)|"
+    r"not (?:a )?(?:valid|recogni[sz]ed|supported|understood))\b",
+    re.I,
+)
+_QUOTED_VALUE = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"")
 
 # (the failed result, a later result, the calls by id) -> whether the later one fixed it
 _Fits = Callable[[AgentEvent, AgentEvent, Mapping[str, AgentEvent]], bool]
@@ -27,7 +38,10 @@ def recovered_by_the_agent(
     fix (failure id -> the later result that did): a call whose arguments were
     malformed, after which the agent's later call of the same tool succeeded (a
     ReAct agent that read the validation error and corrected them), or, for a tool
-    that does not exist, its later call of any tool (the name corrected); an outage
+    that does not exist, its later call of any tool (the name corrected); an error
+    of no known kind that refuses a value of the call's own arguments, quoting it
+    ("Invalid isoformat string: 'next Tuesday'"), after which the agent's later call
+    of the same tool without that value succeeded; an outage
     or a rate limit, after which the very same call succeeded (a retry); a sub-run
     that failed, after which a sub-run of the same agent succeeded (the sub-agent
     called again).
@@ -58,6 +72,8 @@ def recovered_by_the_agent(
             fits = _any_tool if NO_SUCH_TOOL.search(quote) else _same_tool
         elif mode in _TRANSIENT:
             fits = _same_call
+        elif mode == "system.tool_error" and _refused_own_value(failed, quote, calls):
+            fits = _corrected_call
         else:
             continue
         for later in events[position[event_id] + 1 :]:
@@ -100,9 +116,39 @@ def _same_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentE
     """The same tool with the same arguments (the results' parent calls compared)."""
     if not _same_tool(failed, later, calls):
         return False
-    before = calls.get(failed.parent_id or "") or calls.get(f"before:{failed.id}")
-    again = calls.get(later.parent_id or "") or calls.get(f"before:{later.id}")
+    before, again = _call_of(failed, calls), _call_of(later, calls)
     return before is not None and again is not None and before.input == again.input
+
+
+def _call_of(result: AgentEvent, calls: Mapping[str, AgentEvent]) -> AgentEvent | None:
+    return calls.get(result.parent_id or "") or calls.get(f"before:{result.id}")
+
+
+def _quoted_values(text: str) -> set[str]:
+    return {a or b for a, b in _QUOTED_VALUE.findall(text)}
+
+
+def _refused_own_value(failed: AgentEvent, quote: str, calls: Mapping[str, AgentEvent]) -> bool:
+    """A tool's error, of no known kind, that refuses a value of its call's own
+    arguments, quoting it ("Invalid isoformat string: 'next Tuesday'", "cannot
+    parse 'tmrw'"): the argument's fault, as a validation error is, which the
+    agent's later call with that value changed gets past."""
+    call = _call_of(failed, calls)
+    if call is None or not _REFUSES.search(quote):
+        return False
+    return bool(_quoted_values(quote) & {v for v in leaves(call.input) if len(v) >= 2})
+
+
+def _corrected_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:
+    """The same tool, called without the value its error refused."""
+    if not _same_tool(failed, later, calls):
+        return False
+    before, again = _call_of(failed, calls), _call_of(later, calls)
+    if before is None or again is None:
+        return False
+    refused = _quoted_values(failed.error.message if failed.error else flatten(failed.output))
+    refused &= set(leaves(before.input))
+    return bool(refused) and not refused & set(leaves(again.input))
 
 
 def _call_before(earlier: Sequence[AgentEvent], result: AgentEvent) -> AgentEvent | None:

@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import add_messages
+from langgraph.types import Send
 from lg_graphs import Heeding
 from rerun_support import verified_branch
 
@@ -203,6 +204,59 @@ def test_a_branch_the_directive_fixed_downstream_does_not_verify_the_blamed_step
     stored = store.load_reports(original.id)[-1]
     assert stored.verification is not None and stored.verification.status == "not_confirmed"
     assert "planner at step 1 decided as before" in stored.verification.detail
+
+
+class Fanned(TypedDict):
+    items: list[int]
+    results: Annotated[list[int], operator.add]
+
+
+@pytest.mark.parametrize("items", [[1, 2, 3], [2, 1, 3]])
+def test_a_send_branch_corrected_is_verified_whichever_packet_it_was(
+    dbg: AgentDebug, items: list[int]
+) -> None:
+    """Three ``Send`` branches of one super-step, the one for item 2 raising: the fork
+    reruns the whole super-step from the checkpoint before it, so a sibling that ran
+    before the blamed one runs again as it did. Its unchanged result is no sign that
+    the directive missed the blamed branch (before, with the bad item second, a fix
+    that worked was reported "work at step 2 decided as before", not confirmed)."""
+    from agentdebug.rerun import closed_loop
+
+    def fan(state: Fanned) -> list[Send]:
+        return [Send("work", {"item": i}) for i in state["items"]]
+
+    def work(state: dict[str, int]) -> dict[str, list[int]]:
+        if state["item"] == 2:
+            raise ValueError("item 2 is bad")
+        return {"results": [state["item"] * 10]}
+
+    g = StateGraph(Fanned)
+    g.add_node("work", work)
+    g.add_conditional_edges(START, fan, ["work"])
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(ValueError, match="item 2 is bad"):
+        graph.invoke(
+            {"items": items, "results": []},
+            {"configurable": {"thread_id": f"t-fan-{items[0]}"}, "callbacks": [cb]},
+        )
+    report = cb.reports[0]
+    root = report.root_cause
+    assert root is not None and root.agent_name == "work"
+    assert root.step_index == 2 + items.index(2)  # (the input's step, __start__'s, then each)
+
+    def fixed(request: RerunRequest, snapshot: Any) -> dict[str, Any]:
+        return {"items": [20 if i == 2 else i for i in snapshot.values["items"]]}
+
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, directive_update=fixed)
+    result = closed_loop(
+        cb.trajectory(), debugger=dbg, executor=executor, report=report, max_rounds=1
+    )
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail
+    store = dbg.store
+    assert store is not None
+    stored = store.load_reports(cb.trajectory().id)[-1]
+    assert stored.verification is not None and stored.verification.status == "verified_by_rerun"
 
 
 class Kept(TypedDict):

@@ -127,13 +127,18 @@ def record_verification(
     step = resumed if isinstance(resumed, int) else request.resume_step
     detail = f"{score.scorer} scorer: {score.reason or 'no reason given'}"
     confirmed = score.success
-    if confirmed and step is not None:
+    # the blamed step, which the branch must have decided otherwise: the one asked for,
+    # not an earlier one the fork had to start from (a LangGraph fork reruns the whole
+    # super-step: of three Send branches the second blamed, the first runs again as it
+    # did, and is no sign that the directive missed the blamed one)
+    blamed = request.resume_step if request.resume_step is not None else step
+    if confirmed and blamed is not None:
         agent = request.plan.target_agent if request.plan is not None else None
-        same = decided_as_before(request.trajectory, branch, step, agent)
+        same = decided_as_before(request.trajectory, branch, blamed, agent)
         if same is not None:
             confirmed = False
             detail = (
-                f"{same} at step {step} decided as before: the directive changed a later "
+                f"{same} at step {blamed} decided as before: the directive changed a later "
                 f"step, so the pass ({detail}) does not confirm this blame"
             )
     verification = Verification(

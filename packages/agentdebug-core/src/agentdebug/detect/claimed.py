@@ -162,7 +162,7 @@ def _done(word: str) -> str:
     return word + "ed"
 
 
-def _reads(words: list[str]) -> bool:
+def only_reads(words: list[str]) -> bool:
     """A tool that only reads: a read word anywhere in its name (``check_in`` and
     ``check_out`` do something)."""
     return any(
@@ -177,7 +177,7 @@ def claim_patterns(tool: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     and what names the call in a sentence (its words, "booking"); None for a tool
     that only reads."""
     words = tool_words(tool)
-    if not words or _reads(words):
+    if not words or only_reads(words):
         return None
     forms = "|".join(_done(w) for w in words if len(w) > 2)
     named = "|".join(re.escape(w) + r"(?:ing|s)?" for w in words if len(w) > 2)

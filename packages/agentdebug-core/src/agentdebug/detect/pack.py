@@ -40,6 +40,7 @@ from agentdebug.detect.rules import (
 )
 from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
+from agentdebug.detect.unsourced import rule_unsourced_argument
 from agentdebug.schema import AgentTrajectory, Finding
 
 RULES: list[Rule] = [
@@ -121,6 +122,11 @@ RULES: list[Rule] = [
         "critic_never_satisfied",
         "a critic that rejected every revised draft until the step limit",
         rule_critic_never_satisfied,
+    ),
+    Rule(
+        "unsourced_argument",
+        "a tool call given an identifier that nothing in the run had given",
+        rule_unsourced_argument,
     ),
 ]
 

@@ -113,3 +113,61 @@ def test_a_structured_output_s_key_is_read() -> None:
     events = [e if e.id != "e3" else e.model_copy(update={"output": call}) for e in run.events]
     (finding,) = found(run.model_copy(update={"events": events}))
     assert finding.agent_name == "extract" and "'max_load_kg:450'" in finding.message
+
+
+RECEIPT = "HOTEL GRACERY SHINJUKU, Tokyo. 1 night. Total JPY 18,400 (paid by Visa)"
+
+
+def test_a_currency_named_by_a_sibling_key_is_read() -> None:
+    """A receipt in yen extracted as ``{"amount": 18400, "currency": "USD"}``: the
+    claim was then converted from dollars and rejected. The currency is what the
+    model misread; no rate converts it, so the fix says to keep it (before, the
+    node that relayed the rejection was blamed)."""
+    wrote = '{"merchant": "Hotel Gracery", "amount": 18400, "currency": "USD"}'
+    run = hoist(wrote, spec=RECEIPT)
+    (finding,) = found(run)
+    assert finding.message == (
+        "extract wrote 'amount: 18400, currency: USD' where fetch gave 'JPY 18,400' at "
+        "step 2: the figure copied, the currency swapped (18400 JPY is not 18400 USD)"
+    )
+    assert finding.evidence[1].quote == '"currency": "USD"'
+    report = diagnose(run)
+    assert report.root_cause is not None and report.root_cause.step_index == 3
+    assert all(e.grounded for e in report.root_cause.evidence)
+    assert report.fix is not None and report.fix.directive == (
+        "At step 3, extract: fetch gave 'JPY 18,400', in JPY; keep its currency, or "
+        "convert it at the day's rate, instead of writing 'amount: 18400, currency: USD'."
+    )
+
+
+@pytest.mark.parametrize(
+    ("wrote", "spec", "expected"),
+    [
+        (
+            '{"weight": 450, "unit": "kg"}',
+            SPEC,
+            "'weight: 450, unit: kg' where fetch gave '450 lb'",
+        ),
+        ("It costs 180 EUR.", "Nightly rate: $180.", "(180 USD is not 180 EUR)"),
+        ("Total: €180", "Total 180 GBP", "(180 GBP is not 180 EUR)"),
+        ('{"price_usd": 18400}', RECEIPT, "'price_usd: 18400' where fetch gave 'JPY 18,400'"),
+        ("That is 18,400 USD.", "Invoice total: 18,400 CHF", "(18400 CHF is not 18400 USD)"),
+    ],
+)
+def test_currencies_and_units_a_sibling_key_names(wrote: str, spec: str, expected: str) -> None:
+    (finding,) = found(hoist(wrote, spec=spec))
+    assert finding.agent_name == "extract" and expected in finding.message
+
+
+@pytest.mark.parametrize(
+    ("wrote", "spec"),
+    [
+        ('{"amount": 18400, "currency": "JPY"}', RECEIPT),  # the same currency
+        ("18400 JPY", "Total ¥18,400"),  # "¥" names no one currency (yen or yuan)
+        ("It took 250 USD.", "Give it 250 try."),  # "try" in lower case is a word
+        ('{"amount": 18400, "currency": "dollars"}', RECEIPT),  # no code: not read
+        ("USD 18,400 (JPY 18,400 at par)", RECEIPT),  # said in the source's too
+    ],
+)
+def test_not_a_swapped_currency(wrote: str, spec: str) -> None:
+    assert found(hoist(wrote, spec=spec)) == []

@@ -5,20 +5,29 @@ A spec sheet says "Max rated load: 450 lb"; the extracting model writes
 Nothing contradicts the figure (it is the tool's), so the figure rules pass it; the
 unit is what was misread (``observation.output_misread``).
 
+A receipt says "Total JPY 18,400"; the extracting model writes ``{"amount": 18400,
+"currency": "USD"}``, and the claim is rejected as 16,928 EUR. The currency is what
+was misread, the same way.
+
 The rule keeps to what it can read for certain, in a failed run: a model's output
-gives a figure with a unit (written after it, "450 kg", or named by the key it is
-under, ``max_load_kg``) while a source before it (the user's input, a tool's call
-or result, a retrieval) gives the very same figure with another unit of the same
-kind (mass, length, distance, volume, temperature, speed) that does not convert to
-it one to one, and no source gives that figure in the model's unit. The first
-model call that wrote it is blamed.
+gives a figure with a unit (written after it, "450 kg"; named by the key it is
+under, ``max_load_kg``; or by a sibling key of its object, ``{"weight": 450, "unit":
+"kg"}``, ``{"amount": 18400, "currency": "USD"}``) while a source before it (the
+user's input, a tool's call or result, a retrieval) gives the very same figure with
+another unit of the same kind (mass, length, distance, volume, temperature, speed,
+currency: an ISO code in capitals, "JPY 18,400", "18,400 JPY", or "$", "€", "£"
+before the figure; "¥" says no one currency) that does not convert to it one to
+one, and no source gives that figure in the model's unit. The first model call
+that wrote it is blamed.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+import orjson
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import RESULT_TYPES
@@ -53,6 +62,39 @@ for _names, _kind, _size in (
     for _name in _names.split("|"):
         _UNITS[_name] = (_kind, _size)
 _ALTERNATION = "|".join(sorted((re.escape(u) for u in _UNITS), key=len, reverse=True))
+# currencies: a kind whose units do not convert by a fixed size (each its own "size")
+_CODES = [
+    "USD",
+    "EUR",
+    "GBP",
+    "JPY",
+    "CHF",
+    "CAD",
+    "AUD",
+    "NZD",
+    "CNY",
+    "HKD",
+    "SGD",
+    "INR",
+    "KRW",
+    "SEK",
+    "NOK",
+    "DKK",
+    "PLN",
+    "CZK",
+    "HUF",
+    "MXN",
+    "BRL",
+    "ZAR",
+    "TRY",
+    "ILS",
+    "AED",
+    "THB",
+]
+for _i, _code in enumerate(_CODES):
+    _UNITS[_code.lower()] = ("currency", float(_i + 1))
+_SIGNS = {"$": "usd", "€": "eur", "£": "gbp"}
+_CODE = "|".join(_CODES)
 _NUMBER = r"([-\u2212]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 # "450 lb", "450lb", "a 450-lb hoist", "1,200 kg", "-10 °F", "40 degrees Fahrenheit";
 # not "450 lb" inside "450 lbs-ft" or a word
@@ -65,6 +107,17 @@ _KEYED = re.compile(
     rf"(?:_|\s\(|(?<=[a-z])(?=[A-Z]))((?i:{_ALTERNATION}))\)?[\"']?\s*[:=]\s*[\"']?"
     rf"{_NUMBER}(?![\d.])"
 )
+# money: "JPY 18,400", "$180", "18,400 JPY", "250 €" (codes in capitals: "try" is a word)
+_MONEY = re.compile(
+    rf"(?<![\w.,])(?:({_CODE})\s?|([$€£])\s?){_NUMBER}(?!\d|[.,]\d)"
+    rf"|(?<![\w.,]){_NUMBER}\s?({_CODE}|€)(?![\w])"
+)
+# money in a key's name: "price_usd": 180, "totalEur": 180
+_MONEY_KEYED = re.compile(
+    r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]{0,30}?(?:_[A-Za-z0-9]{1,20}?){0,6}?"
+    rf"(?:_|(?<=[a-z])(?=[A-Z]))((?i:{_CODE}))[\"']?\s*[:=]\s*[\"']?{_NUMBER}(?!\d|[.,]\d)"
+)
+_UNIT_KEYS = frozenset({"unit", "units", "uom", "currency", "currency_code", "currencycode"})
 _QUOTES = re.compile("[\"']")
 _SOURCES = frozenset(
     {EventType.USER_INPUT, EventType.TOOL_CALL, EventType.MEMORY_READ, *RESULT_TYPES}
@@ -72,12 +125,70 @@ _SOURCES = frozenset(
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 
 
-def _figures(text: str) -> Iterator[tuple[float, str, str]]:
-    """Each figure of ``text`` with a unit: its value, the unit, and as written."""
+class _Figure(NamedTuple):
+    value: float
+    unit: str
+    written: str  # as said in a message
+    quote: str = ""  # as the text holds it, for the evidence (``written`` when empty)
+
+
+def _figures(text: str) -> Iterator[_Figure]:
+    """Each figure of ``text`` with a unit: its value, the unit, and as written (twice:
+    as said and as quoted)."""
     for m in _WRITTEN.finditer(text):
-        yield _value(m.group(1), m.group(2)), m.group(3).lower(), m.group(0)
+        yield _Figure(_value(m.group(1), m.group(2)), m.group(3).lower(), m.group(0))
     for m in _KEYED.finditer(text):
-        yield _value(m.group(2), m.group(3)), m.group(1).lower(), _QUOTES.sub("", m.group(0))
+        yield _Figure(_value(m.group(2), m.group(3)), m.group(1).lower(), _unquoted(m))
+    for m in _MONEY.finditer(text):
+        if m.group(3) is not None:  # (the currency before the figure)
+            unit = m.group(1).lower() if m.group(1) else _SIGNS[m.group(2)]
+            yield _Figure(_value(m.group(3), m.group(4)), unit, m.group(0))
+        else:
+            unit = "eur" if m.group(7) == "€" else m.group(7).lower()
+            yield _Figure(_value(m.group(5), m.group(6)), unit, m.group(0))
+    for m in _MONEY_KEYED.finditer(text):
+        yield _Figure(_value(m.group(2), m.group(3)), m.group(1).lower(), _unquoted(m))
+
+
+def _unquoted(m: re.Match[str]) -> str:
+    return _QUOTES.sub("", m.group(0))
+
+
+def _sibling_figures(value: Any, depth: int = 0) -> Iterator[_Figure]:
+    """Figures whose unit a sibling key names: ``{"amount": 18400, "currency": "USD"}``
+    (in an object, or in a JSON text of one, as a model's reply gives it)."""
+    if depth > 6:
+        return
+    if isinstance(value, str):
+        text = value.strip()
+        if text[:1] in ("{", "[") and len(text) <= _READ:
+            try:
+                yield from _sibling_figures(orjson.loads(text), depth + 1)
+            except orjson.JSONDecodeError:
+                return
+        return
+    if isinstance(value, list):
+        for item in value[:200]:
+            yield from _sibling_figures(item, depth + 1)
+        return
+    if not isinstance(value, dict):
+        return
+    named = next(
+        (
+            (k, v.strip())
+            for k, v in value.items()
+            if isinstance(k, str) and k.lower() in _UNIT_KEYS and isinstance(v, str)
+        ),
+        None,
+    )
+    unit = named[1].lower() if named else None
+    for key, item in value.items():
+        if unit in _UNITS and isinstance(item, (int, float)) and not isinstance(item, bool):
+            assert named is not None  # (the pair as JSON writes it: the evidence's quote)
+            quote = f"{orjson.dumps(named[0]).decode()}: {orjson.dumps(named[1]).decode()}"
+            yield _Figure(float(item), unit, f"{key}: {item:g}, {named[0]}: {named[1]}", quote)
+        elif isinstance(item, (dict, list, str)):
+            yield from _sibling_figures(item, depth + 1)
 
 
 def _value(sign: str, digits: str) -> float:
@@ -93,9 +204,17 @@ def _read(value: Any) -> str:
     return f"{flatten(value, _READ)}\n{compact_json(value)[:_READ]}"
 
 
+def _all_figures(*fields: Any) -> Iterator[_Figure]:
+    for field in fields:
+        yield from _figures(_read(field))
+        yield from _sibling_figures(field)
+
+
 def _converted(value: float, theirs: str, ours: str) -> float:
     """``value`` in the unit ``theirs``, in the unit ``ours`` (of the same kind)."""
     kind, size = _UNITS[theirs]
+    if kind == "currency":  # (no fixed rate: no figure is its conversion)
+        return float("nan")
     if kind == "temperature":
         return (value - 32) / 1.8 if size == 2.0 else value * 1.8 + 32
     return value * size / _UNITS[ours][1]
@@ -110,14 +229,15 @@ def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
     held: dict[float, dict[str, tuple[AgentEvent, str]]] = {}
     for event in run.events:
         if event.type in _SOURCES:
-            for value, unit, written in _figures(f"{_read(event.input)}\n{_read(event.output)}"):
+            for value, unit, written, _ in _all_figures(event.input, event.output):
                 held.setdefault(value, {}).setdefault(unit, (event, written))
             continue
         if event.type not in _MODEL or not held:
             continue
-        said = list(_figures(_read(event.output)))
-        own = {(value, _UNITS[unit]) for value, unit, _ in said}
-        for value, unit, written in said:
+        said = list(_all_figures(event.output))
+        own = {(value, _UNITS[unit]) for value, unit, _, _ in said}
+        for value, unit, written, quote in said:
+            quote = quote or written
             units = held.get(value)
             if units is None or abs(value) <= 1:  # (1 kg and 1 lb meet by chance)
                 continue
@@ -127,15 +247,15 @@ def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
             for theirs, (origin, given) in units.items():
                 if _UNITS[theirs][0] != kind or (value, _UNITS[theirs]) in own:
                     continue  # another kind; or the model said it in theirs too: converted
-                if abs(_converted(value, theirs, unit) - value) < 1e-9:
+                if abs(_converted(value, theirs, unit) - value) < 1e-9:  # (nan: never)
                     continue  # (-40 °F is -40 °C)
-                yield _finding(event, written, origin, given, value, theirs, unit)
+                yield _finding(event, (written, quote), origin, given, value, theirs, unit)
                 return
 
 
 def _finding(
     event: AgentEvent,
-    written: str,
+    wrote: tuple[str, str],
     source: AgentEvent,
     said: str,
     value: float,
@@ -143,22 +263,26 @@ def _finding(
     ours: str,
 ) -> Finding:
     agent = event.agent_name or "the model"
+    written, quote = wrote
     by = source.agent_name or source.type.value
     figure = f"{value:g}"
-    converted = _converted(value, theirs, ours)
+    if _UNITS[theirs][0] == "currency":  # (no fixed rate to convert by)
+        theirs, ours = theirs.upper(), ours.upper()
+        swapped = f"the currency swapped ({figure} {theirs} is not {figure} {ours})"
+        fix = f"keep its currency, or convert it at the day's rate, instead of writing {written!r}"
+    else:
+        converted = _converted(value, theirs, ours)
+        swapped = f"the unit swapped ({figure} {theirs} is {converted:.4g} {ours})"
+        fix = f"convert it ({figure} {theirs} = {converted:.4g} {ours}) instead of writing {written!r}"
     return rule_finding(
         RULE,
         "observation.output_misread",
         event,
         f"{agent} wrote {written!r} where {by} gave {said!r} at step {source.step_index}: "
-        f"the figure copied, the unit swapped ({figure} {theirs} is {converted:.4g} {ours})",
+        f"the figure copied, {swapped}",
         confidence=0.7,
-        evidence=[quoted(source, "output", said), quoted(event, "output", written)],
+        evidence=[quoted(source, "output", said), quoted(event, "output", quote)],
         metadata={
-            "fix": (
-                f"At step {event.step_index}, {agent}: {by} gave {said!r}, in {theirs}; "
-                f"convert it ({figure} {theirs} = {converted:.4g} {ours}) instead of "
-                f"writing {written!r}."
-            )
+            "fix": f"At step {event.step_index}, {agent}: {by} gave {said!r}, in {theirs}; {fix}."
         },
     )

@@ -25,6 +25,7 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.runtime import Runtime
@@ -60,6 +61,12 @@ def linear_graph(checkpointer: Any = None, coroutines: bool = False) -> Any:
     g.add_edge("act", "report")
     g.add_edge("report", END)
     return g.compile(checkpointer=checkpointer)
+
+
+def coroutine_graph() -> Any:
+    """A recorded factory: :func:`linear_graph` of ``async`` nodes, with an empty
+    in-memory checkpointer (what a rerun's checks before the gate need)."""
+    return linear_graph(InMemorySaver(), coroutines=True)
 
 
 # -- the tool-using agent ------------------------------------------------------------------

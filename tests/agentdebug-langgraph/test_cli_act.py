@@ -107,7 +107,7 @@ def test_act_passes_executor_options_to_the_installed_langgraph_executor(
     ("option", "said"),
     [
         ("replay_answers=always", "replay_answers='always': expected one of"),
-        ("isolate=maybe", "isolate='maybe': expected true or false"),
+        ("isolate=maybe", "isolate='maybe': expected true or false (yes, on, 1; no, off, 0"),
         ("asynchronous=maybe", "asynchronous='maybe': expected true, false or auto"),
         ("recursion_limit=0", "recursion_limit='0': expected a whole number >= 1"),
         ("nope=1", "takes no option nope (it takes: replay_answers, isolate"),
@@ -237,3 +237,34 @@ def test_a_scorer_that_does_not_read_the_outcome_needs_no_check(
             executor.preflight(run, scorer=scorer)
     executor.preflight(run, scorer="llm")
     executor.preflight(run.model_copy(update={"reference_answer": "refund 24"}), scorer="default")
+
+
+def test_a_secret_configurable_key_is_refused_before_the_gate_saying_how_to_give_it(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run invoked with ``configurable={"api_key": ...}`` (a secret's name: not
+    stored) cannot be rerun in another process as it was: the preflight says so
+    before anyone is asked (before, after the gate's approval), and how to give it
+    from the command line, not only in code."""
+    db = tmp_path / "checkpoints.db"
+    monkeypatch.setenv("LG_TEST_DB", str(db))
+    graph = approved_refund_from_env()
+    cb = AgentDebugCallback(
+        dbg,
+        success_check=refunded_24,
+        diagnose=False,
+        graph_factory="lg_graphs:approved_refund_from_env",
+    )
+    configurable = {"thread_id": "t-secret", "api_key": "sk-test-0042"}
+    config: Any = {"configurable": configurable, "callbacks": [cb]}
+    graph.invoke({"messages": [], "amount": 0, "out": []}, config)
+    graph.invoke(Command(resume="yes"), config)
+    run = cb.trajectory()
+    blame_prepare(dbg, run)
+    graph.checkpointer.conn.close()
+    dbg.close()
+    refused = cli("act", run.id, "--rerun", "--policy", "ask", db=db)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "configurable key api_key (not stored" in refused.stdout, refused.stdout
+    assert "on the command line: --executor module:function" in refused.stdout
+    assert "gate ask" not in refused.stdout and "sk-test-0042" not in refused.stdout

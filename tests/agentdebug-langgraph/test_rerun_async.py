@@ -374,3 +374,43 @@ def test_a_refused_rerun_leaves_no_branch_thread_and_keeps_its_reason(
         LangGraphRerunExecutor(graph, debugger=dbg, directive_key="n").rerun(request)
     if saver == "InMemorySaver":
         assert branch_threads(graph) == []
+
+
+def test_a_recorded_factorys_coroutine_graph_is_refused_asynchronous_false_before_the_gate(
+    dbg: AgentDebug, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In another process (``agentdebug act --rerun --executor-option
+    asynchronous=false``) the graph comes from the run's recorded factory: the
+    preflight calls it and refuses as for a graph given in code (before, it only
+    imported the factory, so the user was asked at the gate and refused after),
+    and the rerun uses the graph it made, the factory called once."""
+    import asyncio
+    from collections import OrderedDict
+
+    import lg_graphs
+    from agentdebug.errors import AgentDebugError
+    from agentdebug_langgraph import _live
+
+    made: list[Any] = []
+
+    def counted() -> Any:
+        made.append(lg_graphs.linear_graph(InMemorySaver(), coroutines=True))
+        return made[-1]
+
+    monkeypatch.setattr(lg_graphs, "coroutine_graph", counted)
+    graph = lg_graphs.linear_graph(InMemorySaver(), coroutines=True)
+    cb = AgentDebugCallback(dbg, diagnose=False, graph_factory="lg_graphs:coroutine_graph")
+    config = {"configurable": {"thread_id": "t-factory-async"}, "callbacks": [cb]}
+    asyncio.run(graph.ainvoke({"n": 0, "trail": []}, config))
+    run = cb.trajectory()
+    monkeypatch.setattr(_live, "_LIVE_GRAPHS", OrderedDict())  # (as in another process)
+    refusing = LangGraphRerunExecutor(debugger=dbg, asynchronous=False)
+    with pytest.raises(AgentDebugError, match=r"with invoke \(asynchronous=False\)"):
+        refusing.preflight(run, scorer="llm")
+    assert len(made) == 1
+    executor = LangGraphRerunExecutor(debugger=dbg)
+    executor.preflight(run, scorer="llm")
+    assert len(made) == 2
+    assert executor._graph_for(run) == (made[-1], "lg_graphs:coroutine_graph")
+    executor._graph_for(run)  # (a later round's rerun: the factory again)
+    assert len(made) == 3

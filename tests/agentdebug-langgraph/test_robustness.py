@@ -4,6 +4,7 @@ process does; and a callback that lives as long as a service stays bounded."""
 from __future__ import annotations
 
 import operator
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -168,6 +169,27 @@ def test_a_success_check_result_counts_as_python_reads_it(
 def test_a_success_check_that_is_not_a_function_is_refused_at_once() -> None:
     with pytest.raises(TypeError, match="takes a function of the final state, not int"):
         AgentDebugCallback(success_check=42)  # type: ignore[arg-type]
+    # nor an on_report (before, each failed run logged "'int' object is not callable")
+    with pytest.raises(TypeError, match=r"on_report=...\) takes a function of the report"):
+        AgentDebugCallback(on_report=5)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ({"isolate": "false"}, "isolate=...) takes True or False, not 'false'"),
+        ({"asynchronous": "maybe"}, "(or None: as the run was made), not 'maybe'"),
+    ],
+)
+def test_an_executor_flag_that_is_not_one_is_refused_at_once(
+    option: dict[str, Any], said: str
+) -> None:
+    """``isolate="false"`` is a string, which is true: before, the branch was
+    isolated all the same, without a word."""
+    from agentdebug_langgraph import LangGraphRerunExecutor
+
+    with pytest.raises(TypeError, match=re.escape(said)):
+        LangGraphRerunExecutor(**option)
 
 
 def test_a_stream_the_node_stops_reading_is_not_a_model_error(dbg: AgentDebug) -> None:

@@ -120,6 +120,11 @@ class AgentDebugCallback(RunStarting):
         self.reference_answer = reference_answer
         self.success_check = success_check
         self.diagnose = check_mode(diagnose, "AgentDebugCallback")
+        if on_report is not None and not callable(on_report):
+            raise TypeError(
+                "AgentDebugCallback(on_report=...) takes a function of the report, "
+                f"not a {type(on_report).__name__}"
+            )
         self.on_report = on_report
         self.graph_factory = graph_factory
         self.metadata = dict(metadata or {})

@@ -39,7 +39,6 @@ from agentdebug.capture.encode import safe_str
 from agentdebug.errors import AgentDebugError
 from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, RerunRequest
-from langchain_core.messages import HumanMessage
 
 from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
@@ -61,11 +60,14 @@ from agentdebug_langgraph._ending import (
     checked_success_check,
 )
 from agentdebug_langgraph._fork import (
+    as_held,
     directive_text,
     fork,
     over_budget,
     remaining_budget,
+    replaced_by_updates,
     require_delivered,
+    require_state_keys,
     require_subgraph_reads,
 )
 from agentdebug_langgraph._live import (
@@ -162,9 +164,21 @@ class LangGraphRerunExecutor:
         )
         self.directive_key = directive_key
         self.directive_update = directive_update
+        if asynchronous not in (None, True, False) or not isinstance(isolate, bool):
+            name, value = (
+                ("asynchronous", asynchronous)
+                if asynchronous not in (None, True, False)
+                else ("isolate", isolate)
+            )
+            raise TypeError(
+                f"LangGraphRerunExecutor({name}=...) takes True or False"
+                + (" (or None: as the run was made)" if name == "asynchronous" else "")
+                + f", not {value!r}"
+            )
         self.asynchronous = asynchronous
         self.isolate = isolate
         self.replay_answers = check_policy(replay_answers)
+        self._made: dict[str, Any] = {}  # factory -> the graph a preflight made with it
 
     # -- the protocol ---------------------------------------------------------------------
 
@@ -313,14 +327,17 @@ class LangGraphRerunExecutor:
 
     def preflight(self, trajectory: AgentTrajectory, *, scorer: str | None = None) -> None:
         """What :meth:`rerun` would refuse that is known without running anything:
-        no graph and no recorded factory, a factory that cannot be imported, a run
-        recorded with no checkpointer, a graph that is not a ``StateGraph`` or has no
-        checkpointer, ``asynchronous=False`` for nodes that only run as coroutines;
-        and, for a branch the ``scorer`` judges by its recorded outcome (the
-        default one, when the run has no reference answer), a success check that
-        cannot be had here (the branch would run, tools and all, to no verdict).
-        The closed loop asks before its gate, so no one approves a rerun that
-        cannot run. (A recorded factory or check is imported, not called.)"""
+        no graph and no recorded factory, a factory that cannot be imported or that
+        raises, a run recorded with no checkpointer, a graph that is not a
+        ``StateGraph`` or has no checkpointer, ``asynchronous=False`` for nodes that
+        only run as coroutines, what the run was invoked with that this process
+        cannot give (a secret's configurable key, a runtime context); and, for a
+        branch the ``scorer`` judges by its recorded outcome (the default one, when
+        the run has no reference answer), a success check that cannot be had here
+        (the branch would run, tools and all, to no verdict). The closed loop asks
+        before its gate, so no one approves a rerun that cannot run. A recorded
+        factory is called here (its graph is the one the rerun then uses); a
+        recorded check is imported, not called."""
         check = self._success_check(trajectory)
         if isinstance(check, UnavailableCheck) and (
             scorer in ("outcome", None) or (scorer == "default" and not trajectory.reference_answer)
@@ -332,10 +349,18 @@ class LangGraphRerunExecutor:
             load_spec(str(spec), "graph factory")
             if not saved:
                 require_checkpointer(None, trajectory.id, spec, saved=False)
-            return
-        require_state_graph(graph, trajectory.id)
-        require_checkpointer(graph, trajectory.id, saved=saved)
+            graph, spec = self._graph_for(trajectory)
+            self._made[str(spec)] = graph  # (for the rerun: the factory is called once)
+        require_state_graph(graph, trajectory.id, spec)
+        require_checkpointer(graph, trajectory.id, spec, saved=saved)
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
+        given = self.config.get("configurable")
+        _invocation.for_branch(
+            trajectory,
+            graph,
+            configurable=dict(given) if isinstance(given, dict) else {},
+            context=self.context,
+        )
 
     def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
         """For the gate: the original's answers the branch, forked where it will be
@@ -354,6 +379,9 @@ class LangGraphRerunExecutor:
         graph, spec = self._found(trajectory)
         if graph is not None:
             return graph, None
+        made = self._made.pop(str(spec), None)  # (made by the preflight)
+        if made is not None:
+            return made, spec
         factory = load_spec(str(spec), "graph factory")
         try:
             made = factory()
@@ -448,7 +476,7 @@ class LangGraphRerunExecutor:
         added to the messages (to those the state holds, for a key without a reducer,
         which an update replaces)."""
         if request.state_patch:
-            _require_state_keys(graph, request.state_patch, request.trajectory.id)
+            require_state_keys(graph, request.state_patch, request.trajectory.id)
             return dict(request.state_patch)
         if self.directive_update is not None:
             return self.directive_update(request, snap)
@@ -474,8 +502,8 @@ class LangGraphRerunExecutor:
                 "without replacing what it holds; name a key that holds the messages, or "
                 "give a state_patch or LangGraphRerunExecutor(directive_update=...)"
             )
-        said = [_as_held(held, directive_text(request))]
-        if _replaced_by_updates(graph, key):
+        said = [as_held(held, directive_text(request))]
+        if replaced_by_updates(graph, key):
             said = [*held, *said] if isinstance(held, list | tuple) else said
         return {key: said}
 
@@ -500,7 +528,8 @@ class LangGraphRerunExecutor:
         used = 0
         while (held := callback.held) is not None:
             answer = answers[used] if used < len(answers) else None
-            plan = replay_for(answer, waiting(graph.get_state(config)), self.replay_answers)
+            pending = waiting(graph.get_state(config))
+            plan = replay_for(answer, pending, self.replay_answers, given=used)
             if plan.refused is not None:
                 callback.release_held(branch_paused(str(held.thread_id), plan.refused))
                 return
@@ -558,43 +587,3 @@ def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
         and e.type is EventType.USER_INPUT
         and e.metadata.get("langgraph_event") == "fork"
     ]
-
-
-def _require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
-    """Refuse a state patch that names keys the graph's state does not have:
-    ``update_state`` drops them without a word, and the branch would run as the
-    run did, discrediting a diagnosis that may be right."""
-    declared = getattr(getattr(graph, "builder", None), "channels", None)
-    if not isinstance(declared, dict) or not declared or "__root__" in declared:
-        return  # (a graph that does not say, or whose state is one value: as it is)
-    unknown = sorted(str(k) for k in patch if k not in declared)
-    if unknown:
-        raise AgentDebugError(
-            f"cannot rerun run '{run_id}' with the state patch: the graph's state has no "
-            f"{', '.join(repr(k) for k in unknown)} (its keys: {', '.join(sorted(declared))}); "
-            "LangGraph would drop them and run the branch unchanged"
-        )
-
-
-def _replaced_by_updates(graph: Any, key: str) -> bool:
-    """Whether an update to state ``key`` replaces its value (a key declared without
-    a reducer, ``messages: list``, whose nodes return the whole list) rather than
-    adding to it."""
-    from langgraph.channels import LastValue
-
-    channel = getattr(graph, "channels", {}).get(key)
-    return isinstance(channel, LastValue)
-
-
-def _as_held(held: Any, text: str) -> Any:
-    """The directive as one more of the messages the state holds, in their form: a
-    ``{"role": "user", "content": ...}`` dict among OpenAI-style dicts, a string
-    among strings, else a ``HumanMessage`` (what add_messages makes of any of them).
-    A node that reads ``m["content"]`` must not be handed a message object it
-    cannot read: the branch would fail on the correction itself."""
-    last = held[-1] if isinstance(held, list | tuple) and held else None
-    if isinstance(last, dict) and "role" in last and "content" in last:
-        return {"role": "user", "content": text}
-    if isinstance(last, str):
-        return text
-    return HumanMessage(content=text)

@@ -12,7 +12,7 @@ from typing import Any
 from agentdebug import EventType
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, RerunRequest
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from agentdebug_langgraph._checkpoints import ResumePoint, writers_of
 from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
@@ -336,3 +336,43 @@ def over_budget(branch: AgentTrajectory, left: int) -> str | None:
         f"it finished only after {ran} super-step{'' if ran == 1 else 's'}, and the run had "
         f"{left} left under its recursion limit"
     )
+
+
+def require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
+    """Refuse a state patch that names keys the graph's state does not have:
+    ``update_state`` drops them without a word, and the branch would run as the
+    run did, discrediting a diagnosis that may be right."""
+    declared = getattr(getattr(graph, "builder", None), "channels", None)
+    if not isinstance(declared, dict) or not declared or "__root__" in declared:
+        return  # (a graph that does not say, or whose state is one value: as it is)
+    unknown = sorted(str(k) for k in patch if k not in declared)
+    if unknown:
+        raise AgentDebugError(
+            f"cannot rerun run '{run_id}' with the state patch: the graph's state has no "
+            f"{', '.join(repr(k) for k in unknown)} (its keys: {', '.join(sorted(declared))}); "
+            "LangGraph would drop them and run the branch unchanged"
+        )
+
+
+def replaced_by_updates(graph: Any, key: str) -> bool:
+    """Whether an update to state ``key`` replaces its value (a key declared without
+    a reducer, ``messages: list``, whose nodes return the whole list) rather than
+    adding to it."""
+    from langgraph.channels import LastValue
+
+    channel = getattr(graph, "channels", {}).get(key)
+    return isinstance(channel, LastValue)
+
+
+def as_held(held: Any, text: str) -> Any:
+    """The directive as one more of the messages the state holds, in their form: a
+    ``{"role": "user", "content": ...}`` dict among OpenAI-style dicts, a string
+    among strings, else a ``HumanMessage`` (what add_messages makes of any of them).
+    A node that reads ``m["content"]`` must not be handed a message object it
+    cannot read: the branch would fail on the correction itself."""
+    last = held[-1] if isinstance(held, list | tuple) and held else None
+    if isinstance(last, dict) and "role" in last and "content" in last:
+        return {"role": "user", "content": text}
+    if isinstance(last, str):
+        return text
+    return HumanMessage(content=text)

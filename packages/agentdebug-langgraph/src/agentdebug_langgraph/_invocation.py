@@ -331,7 +331,9 @@ def for_branch(
         problems.append(
             f"configurable key {keys} (not stored: a secret's name, or a value without a "
             f"JSON form); give it as LangGraphRerunExecutor(config={{'configurable': "
-            f"{{'{missing[0]}': ...}}}})"
+            f"{{'{missing[0]}': ...}}}}) (on the command line: --executor module:function, "
+            "a function of yours that returns that executor, reading the value from where "
+            "your app keeps it)"
         )
     ctx = context
     if ctx is None and got.get("context_type"):
@@ -342,7 +344,8 @@ def for_branch(
         if why is not None:
             problems.append(
                 f"its runtime context, a {kind} ({why}); give it as "
-                "LangGraphRerunExecutor(context=...)"
+                "LangGraphRerunExecutor(context=...) (on the command line: --executor "
+                "module:function, a function of yours that returns that executor)"
             )
     if problems:
         raise AgentDebugError(

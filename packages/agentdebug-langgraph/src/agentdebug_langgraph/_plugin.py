@@ -20,7 +20,10 @@ def _flag(key: str, value: str) -> bool:
     word = value.strip().lower()
     if word in _TRUE or word in _FALSE:
         return word in _TRUE
-    raise AgentDebugError(f"executor option {key}={value!r}: expected true or false")
+    raise AgentDebugError(
+        f"executor option {key}={value!r}: expected true or false "
+        f"({', '.join(_TRUE[1:])}; {', '.join(_FALSE[1:])} read so too)"
+    )
 
 
 def _asynchronous(key: str, value: str) -> bool | None:

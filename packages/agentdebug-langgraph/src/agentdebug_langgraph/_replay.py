@@ -184,10 +184,18 @@ class Replay:
     refused: str | None = None
 
 
-def replay_for(answer: Answer | None, pending: Sequence[tuple[str, Any]], policy: str) -> Replay:
+def replay_for(
+    answer: Answer | None, pending: Sequence[tuple[str, Any]], policy: str, given: int = 0
+) -> Replay:
     """How to give the branch, waiting at ``pending`` (empty at a static
-    interrupt), the original's next ``answer``; ``refused`` completes "the branch
-    stopped at an interrupt"."""
+    interrupt), the original's next ``answer`` (None: none left, of the ``given``
+    the branch has had); ``refused`` completes "the branch stopped at an interrupt"."""
+    if answer is None and given:
+        times = "once" if given == 1 else f"{given} times"
+        return Replay(
+            refused=f", one more than the original run's human answered after the fork "
+            f"({times}, each answer replayed), so none was left to give"
+        )
     if answer is None:
         return Replay(refused=NEVER_REACHED)
     if policy == "never":

@@ -509,6 +509,17 @@ def _date_calls(first: dict[str, Any], error: str, second: dict[str, Any]) -> li
         ),
         # an error quoting its value without refusing it: a failure of another kind
         ("next Tuesday", "RuntimeError: calendar 'next Tuesday' is locked", "2024-06-11", False),
+        # LangGraph ToolNode's own text, the error's repr; an apostrophe before the quote
+        (
+            "next Tuesday",
+            "Error: ValueError(\"Invalid isoformat string: 'next Tuesday'\")\n Please fix",
+            "2024-06-11",
+            True,
+        ),
+        ("tmrw", "Can't parse 'tmrw' as a date", "2024-06-11", True),
+        # no such thing found, not a value's form: the substitute may be the mistake
+        ("Springfeld", "ValueError: Unknown city 'Springfeld'", "Springfield, MA", False),
+        ("ACC-1042", "Invalid account 'ACC-1042'", "ACC-1043", False),
     ],
 )
 def test_an_error_refusing_the_calls_own_value_is_got_past_by_a_corrected_call(

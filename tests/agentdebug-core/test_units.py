@@ -167,7 +167,51 @@ def test_currencies_and_units_a_sibling_key_names(wrote: str, spec: str, expecte
         ("It took 250 USD.", "Give it 250 try."),  # "try" in lower case is a word
         ('{"amount": 18400, "currency": "dollars"}', RECEIPT),  # no code: not read
         ("USD 18,400 (JPY 18,400 at par)", RECEIPT),  # said in the source's too
+        # a count or an id beside the currency is no money (a quote converted right)
+        (
+            '{"nights": 3, "total": 498, "currency": "EUR"}',
+            '{"nights": 3, "total": 540, "currency": "USD"}',
+        ),
+        (
+            '{"order_id": 20931, "refund": 121.5, "currency": "USD"}',
+            '{"order_id": 20931, "currency": "JPY"}',
+        ),
+        # two currencies in one object: which figure is in which is not said by a sibling
+        (
+            '{"base_amount": 100, "base_currency": "USD", "amount": 92.3, "currency": "EUR"}',
+            "100 USD",
+        ),
+        ("The room is $180 CAD per night.", "Rate: 180 CAD/night"),  # "$" with its code after
+        ('{"qty": 450, "unit": "pcs"}', SPEC),  # no unit of a kind
     ],
 )
 def test_not_a_swapped_currency(wrote: str, spec: str) -> None:
     assert found(hoist(wrote, spec=spec)) == []
+
+
+@pytest.mark.parametrize(
+    "wrote",
+    [
+        'Here it is:\n```json\n{"amount": 18400, "currency": "USD"}\n```',  # a fence
+        '{"amount": "18,400.00", "currency": "USD"}',  # an amount as text
+        '{"amount": 18400, "currencyCode": "USD"}',
+    ],
+)
+def test_a_replys_json_is_read_in_a_fence_and_with_amounts_as_text(wrote: str) -> None:
+    (finding,) = found(hoist(wrote, spec=RECEIPT))
+    assert "(18400 JPY is not 18400 USD)" in finding.message
+
+
+def test_a_source_s_sibling_currency_is_quoted_as_its_json_holds_it() -> None:
+    """A source given as JSON text: the evidence quotes what is there, not the
+    message's rendering of it; a dict's values read one a line are not one figure."""
+    run = hoist('{"amount": 18400, "currency": "USD"}', spec='{"total": 18400, "currency": "JPY"}')
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None and [e.quote for e in root.evidence] == [
+        '"currency": "JPY"',
+        '"currency": "USD"',
+    ]
+    assert all(e.grounded for e in root.evidence)
+    lines = hoist("It is 18400 USD.", spec={"total": 18400, "note": "JPY"})  # type: ignore[arg-type]
+    assert found(lines) == []

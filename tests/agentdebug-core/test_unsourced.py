@@ -3,11 +3,14 @@ made it up is blamed, not the answer that reported what the call did."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
+from agentdebug.io import import_file
 from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
 from conftest import ev, traj
 
@@ -89,6 +92,26 @@ def test_the_model_that_made_up_an_id_is_blamed() -> None:
         ),
         ({"args": {"order_id": "the kettle"}}, "no identifier"),
         ({"args": {"amount": 18400}}, "a figure, not under an id's key"),
+        ({"args": {"amount_paid": 1250, "max_bid": 1500}}, "keys ending in 'id' letters"),
+        ({"args": {"path": "img20240611screenshotdesktop01.png"}}, "a file name, read at once"),
+        (
+            {"profile": '{"message": "Found 1 open order", "order_id": "ORD-20931"}'},
+            "a tool's result gave it beside its message",
+        ),
+        ({"profile": PROFILE + " " + "x" * 150_000 + " ORD-20931"}, "far into a long result"),
+        (
+            {
+                "ask": ASK + " Restore the 2024-06-11 snapshot.",
+                "tool": "restore_snapshot",
+                "args": {"snapshot_id": "SNAP-20240611"},
+            },
+            "built of a date the user gave",
+        ),
+        ({"args": {"client_order_id": "bot-20931"}}, "a client's own order id"),
+        (
+            {"tool": "schedule_meeting", "args": {"meeting_id": "MTG-20931"}},
+            "the new meeting's own id",
+        ),
     ],
 )
 def test_an_id_the_run_gave_or_that_matters_to_nothing_is_no_finding(
@@ -124,3 +147,64 @@ def test_the_reply_that_first_said_the_id_is_blamed() -> None:
     events = [*run.events[:4], said, *run.events[4:]]
     (finding,) = found(run.model_copy(update={"events": events}))
     assert finding.event_id == "e35"
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("add_note", {"order_id": "ORD-20931"}),  # a maker tool, given another thing's id
+        ("create_refund", {"order_id": "ORD-20931"}),
+        ("close_account", {"accountNumber": "7734102"}),  # camelCase keys
+        ("close_ticket", {"ticket_id": "TKT-2024-0042"}),  # a year elsewhere is not its source
+    ],
+)
+def test_ids_of_things_the_call_acts_on_are_read(tool: str, args: dict[str, Any]) -> None:
+    profile = PROFILE[:-1] + ', "since": "2024-03-14"}'
+    (finding,) = found(support(args=args, tool=tool, profile=profile))
+    assert finding.step_index == 4, (tool, args)
+
+
+def test_an_id_first_said_in_the_models_reasoning_is_blamed_there() -> None:
+    run = support()
+    thought = ev(
+        36,
+        EventType.REASONING,
+        "agent",
+        output="The kettle is probably ORD-20931; I will cancel that.",
+    )
+    events = [*run.events[:4], thought, *run.events[4:]]
+    (finding,) = found(run.model_copy(update={"events": events}))
+    assert finding.event_id == "e36"
+
+
+def _chat(system: str, tmp_path: Path) -> AgentTrajectory:
+    """An OpenAI chat transcript, as imported: no reply event beside a tool call."""
+    doc = {
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": ASK},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c1", "type": "function", "function": {
+                    "name": "get_customer", "arguments": '{"email": "sam.ortiz@example.com"}'}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": PROFILE},
+            {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "c2", "type": "function", "function": {
+                    "name": "cancel_order", "arguments": '{"order_id": "ORD-20931"}'}}]},
+            {"role": "tool", "tool_call_id": "c2", "content": "cancelled"},
+            {"role": "assistant", "content": "Done! Your kettle order is cancelled."},
+        ],
+    }  # fmt: skip
+    path = tmp_path / "chat.json"
+    path.write_text(json.dumps(doc))
+    (imported,) = import_file(path)
+    failed = Outcome(status=OutcomeStatus.FAILURE, reason=REASON)  # (as a check would say)
+    return imported.trajectory.model_copy(update={"outcome": failed})
+
+
+def test_a_chat_transcript_s_made_up_id_is_blamed_on_the_call(tmp_path: Path) -> None:
+    """An imported transcript records an assistant turn of tool calls alone as the
+    calls: the call that first says the id is the model's decision."""
+    (finding,) = found(_chat("You are the Brewhaus support agent.", tmp_path))
+    assert finding.agent_name == "assistant" and "order_id='ORD-20931'" in finding.message
+    # an id the run's own instructions gave is no made-up one
+    assert found(_chat("You act for order ORD-20931 only.", tmp_path)) == []

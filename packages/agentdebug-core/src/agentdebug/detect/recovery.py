@@ -15,15 +15,19 @@ NO_SUCH_TOOL = re.compile(
     r"unknown tool|not a valid tool|tool .{0,40} (?:does not exist|not found)", re.I
 )
 _TRANSIENT = frozenset({"system.timeout", "system.rate_limited", "system.service_unavailable"})
-# an error that refuses a value ("Invalid isoformat string", "cannot parse", "unknown
-# unit", "unsupported currency", "bad value"), and a value it quotes
+# an error that refuses a value for its form ("Invalid isoformat string", "cannot parse",
+# "invalid literal for int()", "not a valid date"), not one that found no such thing
+# ("Unknown city 'Springfeld'", "Invalid account 'ACC-1042'": the substitute the agent
+# asked for next may be the mistake)
 _REFUSES = re.compile(
-    r"\b(?:invalid|malformed|unparsable|unrecogni[sz]ed|unsupported|unknown|bad|illegal|"
-    r"(?:could ?not|cannot|can't|unable to|failed to) (?:parse|convert|interpret|understand)|"
-    r"not (?:a )?(?:valid|recogni[sz]ed|supported|understood))\b",
+    r"pars(?:e|ing|able)\b|\bformat|isoformat|\bconvert|\bliteral\b|\bsyntax|malformed|"
+    r"\bdecod|not (?:a )?(?:valid|recogni[sz]ed) (?:date|time|datetime|timestamp|duration|"
+    r"number|integer|int|float|decimal|email|url|uri|uuid|json|boolean|iso)|invalid (?:date|"
+    r"time|datetime|timestamp|duration|number|integer|int|float|decimal|email|url|uri|uuid|"
+    r"json|boolean|iso|value for)",
     re.I,
 )
-_QUOTED_VALUE = re.compile(r"'([^'\n]{1,200})'|\"([^\"\n]{1,200})\"")
+_QUOTES = ("'{}'", '"{}"', "‘{}’", "“{}”", "`{}`")
 
 # (the failed result, a later result, the calls by id) -> whether the later one fixed it
 _Fits = Callable[[AgentEvent, AgentEvent, Mapping[str, AgentEvent]], bool]
@@ -124,19 +128,24 @@ def _call_of(result: AgentEvent, calls: Mapping[str, AgentEvent]) -> AgentEvent 
     return calls.get(result.parent_id or "") or calls.get(f"before:{result.id}")
 
 
-def _quoted_values(text: str) -> set[str]:
-    return {a or b for a, b in _QUOTED_VALUE.findall(text)}
+def _quoted(text: str, values: set[str]) -> set[str]:
+    """Those of ``values`` that ``text`` quotes ('x', "x", ‘x’, “x”, `x`)."""
+    return {v for v in values if any(q.format(v) in text for q in _QUOTES)}
+
+
+def _own_values(call: AgentEvent) -> set[str]:
+    return {v for v in leaves(call.input) if 2 <= len(v) <= 200}
 
 
 def _refused_own_value(failed: AgentEvent, quote: str, calls: Mapping[str, AgentEvent]) -> bool:
     """A tool's error, of no known kind, that refuses a value of its call's own
-    arguments, quoting it ("Invalid isoformat string: 'next Tuesday'", "cannot
-    parse 'tmrw'"): the argument's fault, as a validation error is, which the
-    agent's later call with that value changed gets past."""
+    arguments for its form, quoting it ("Invalid isoformat string: 'next
+    Tuesday'", "can't parse 'tmrw'"): the argument's fault, as a validation error
+    is, which the agent's later call without that value gets past."""
     call = _call_of(failed, calls)
     if call is None or not _REFUSES.search(quote):
         return False
-    return bool(_quoted_values(quote) & {v for v in leaves(call.input) if len(v) >= 2})
+    return bool(_quoted(quote, _own_values(call)))
 
 
 def _corrected_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, AgentEvent]) -> bool:
@@ -146,8 +155,8 @@ def _corrected_call(failed: AgentEvent, later: AgentEvent, calls: Mapping[str, A
     before, again = _call_of(failed, calls), _call_of(later, calls)
     if before is None or again is None:
         return False
-    refused = _quoted_values(failed.error.message if failed.error else flatten(failed.output))
-    refused &= set(leaves(before.input))
+    said = failed.error.message if failed.error else flatten(failed.output)
+    refused = _quoted(said, _own_values(before))
     return bool(refused) and not refused & set(leaves(again.input))
 
 

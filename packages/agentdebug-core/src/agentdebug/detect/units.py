@@ -23,6 +23,7 @@ that wrote it is blamed.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -98,7 +99,9 @@ _CODE = "|".join(_CODES)
 _NUMBER = r"([-\u2212]?)(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
 # "450 lb", "450lb", "a 450-lb hoist", "1,200 kg", "-10 °F", "40 degrees Fahrenheit";
 # not "450 lb" inside "450 lbs-ft" or a word
-_WRITTEN = re.compile(rf"(?<![\w.,]){_NUMBER}[\s-]?({_ALTERNATION})(?![\w/-])", re.I)
+_WRITTEN = re.compile(
+    rf"(?<![\w.,]){_NUMBER}[ \u00a0-]?({_ALTERNATION})(?![\w/-])", re.I
+)  # (one space: a dict's values, read one a line, are not "450\nkg")
 # a key naming its unit: "max_load_kg": 450, maxLoadKg: 450, "weight (lb)": 450 (a
 # key's own letters, "total", name no unit: the unit follows "_", " (" or a capital);
 # a key starts where a word does, and is not longer than keys are
@@ -109,15 +112,29 @@ _KEYED = re.compile(
 )
 # money: "JPY 18,400", "$180", "18,400 JPY", "250 €" (codes in capitals: "try" is a word)
 _MONEY = re.compile(
-    rf"(?<![\w.,])(?:({_CODE})\s?|([$€£])\s?){_NUMBER}(?!\d|[.,]\d)"
-    rf"|(?<![\w.,]){_NUMBER}\s?({_CODE}|€)(?![\w])"
+    rf"(?<![\w.,])(?:({_CODE})[ \u00a0]?|([$€£])[ \u00a0]?){_NUMBER}"
+    rf"(?!\d|[.,]\d|[ \u00a0]?(?:{_CODE})\b)"  # ("$180 CAD": its code says, below)
+    rf"|(?<![\w.,]){_NUMBER}[ \u00a0]?({_CODE}|€)(?![\w])"
 )
 # money in a key's name: "price_usd": 180, "totalEur": 180
 _MONEY_KEYED = re.compile(
     r"(?<![A-Za-z0-9_])[A-Za-z][A-Za-z0-9]{0,30}?(?:_[A-Za-z0-9]{1,20}?){0,6}?"
     rf"(?:_|(?<=[a-z])(?=[A-Z]))((?i:{_CODE}))[\"']?\s*[:=]\s*[\"']?{_NUMBER}(?!\d|[.,]\d)"
 )
-_UNIT_KEYS = frozenset({"unit", "units", "uom", "currency", "currency_code", "currencycode"})
+# a key naming its object's unit, and the keys a unit is said of beside it
+_UNIT_KEY = re.compile(r"^(?:unit|units|uom|currency|currency_?code|ccy)$", re.I)
+_UNIT_ANY = re.compile(r"(?:unit|units|uom|currency|ccy)(?:_?code)?$", re.I)  # (base_currency)
+_MONEY_KEYS = re.compile(
+    r"amount|total|price|cost|fee|sum|tax|balance|charge|paid|due|refund|net|gross|"
+    r"salary|budget|fare|rate|value|spend|payment|deposit|discount",
+    re.I,
+)
+_MEASURE_KEYS = re.compile(
+    r"weight|mass|load|length|height|width|depth|distance|range|volume|capacity|"
+    r"temp|speed|size|value|amount|reading|limit|max|min",
+    re.I,
+)
+_NUMBER_TEXT = re.compile(_NUMBER)
 _QUOTES = re.compile("[\"']")
 _SOURCES = frozenset(
     {EventType.USER_INPUT, EventType.TOOL_CALL, EventType.MEMORY_READ, *RESULT_TYPES}
@@ -156,16 +173,17 @@ def _unquoted(m: re.Match[str]) -> str:
 
 def _sibling_figures(value: Any, depth: int = 0) -> Iterator[_Figure]:
     """Figures whose unit a sibling key names: ``{"amount": 18400, "currency": "USD"}``
-    (in an object, or in a JSON text of one, as a model's reply gives it)."""
+    (in an object, or in a JSON text of one, as a model's reply gives it, also in a
+    ```json fence or after a sentence). Only the keys a unit is said of (money:
+    ``amount``, ``total``, ``price``...; a measure: ``weight``, ``length``...), not a
+    count or an id beside them (``nights``, ``order_id``); an object naming more
+    than one unit (``base_currency`` and ``currency``) is not read."""
     if depth > 6:
         return
     if isinstance(value, str):
-        text = value.strip()
-        if text[:1] in ("{", "[") and len(text) <= _READ:
-            try:
-                yield from _sibling_figures(orjson.loads(text), depth + 1)
-            except orjson.JSONDecodeError:
-                return
+        data = _json_in(value)
+        if data is not None:
+            yield from _sibling_figures(data, depth + 1)
         return
     if isinstance(value, list):
         for item in value[:200]:
@@ -173,22 +191,54 @@ def _sibling_figures(value: Any, depth: int = 0) -> Iterator[_Figure]:
         return
     if not isinstance(value, dict):
         return
-    named = next(
-        (
-            (k, v.strip())
-            for k, v in value.items()
-            if isinstance(k, str) and k.lower() in _UNIT_KEYS and isinstance(v, str)
-        ),
-        None,
-    )
-    unit = named[1].lower() if named else None
+    named = [
+        (k, v.strip())
+        for k, v in value.items()
+        if isinstance(k, str) and _UNIT_KEY.search(k) and isinstance(v, str)
+    ]
+    units_named = sum(1 for k in value if isinstance(k, str) and _UNIT_ANY.search(k))
+    unit = named[0][1].lower() if len(named) == 1 and units_named == 1 else None
+    said = _MONEY_KEYS if unit in _UNITS and _UNITS[unit][0] == "currency" else _MEASURE_KEYS
     for key, item in value.items():
-        if unit in _UNITS and isinstance(item, (int, float)) and not isinstance(item, bool):
-            assert named is not None  # (the pair as JSON writes it: the evidence's quote)
-            quote = f"{orjson.dumps(named[0]).decode()}: {orjson.dumps(named[1]).decode()}"
-            yield _Figure(float(item), unit, f"{key}: {item:g}, {named[0]}: {named[1]}", quote)
+        figure = _number(item) if unit in _UNITS and isinstance(key, str) else None
+        if figure is not None and said.search(key):
+            k, v = named[0]  # (the pair as JSON writes it: the evidence's quote)
+            quote = f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}"
+            yield _Figure(figure, str(unit), f"{key}: {figure:g}, {k}: {v}", quote)
         elif isinstance(item, (dict, list, str)):
             yield from _sibling_figures(item, depth + 1)
+
+
+def _json_in(text: str) -> Any:
+    """The JSON object or list a text holds: the whole of it, or from its first "{"
+    (or "[") to its last "}" (a reply's ```json fence, a sentence before it)."""
+    text = text.strip()
+    if len(text) > _READ:
+        return None
+    start = next((i for i, c in enumerate(text[:2000]) if c in "{["), None)
+    if start is None:
+        return None
+    end = text.rfind("}" if text[start] == "{" else "]")
+    if end < start:
+        return None
+    try:
+        return orjson.loads(text[start : end + 1])
+    except orjson.JSONDecodeError:
+        return None
+
+
+def _number(item: Any) -> float | None:
+    """A figure: a finite number, or a text that is one ("18400", "18,400.00")."""
+    if isinstance(item, bool):
+        return None
+    if isinstance(item, str):
+        found = _NUMBER_TEXT.fullmatch(item.strip())
+        return _value(found.group(1), found.group(2)) if found else None
+    if isinstance(item, int) and abs(item) < 10**15:
+        return float(item)
+    if isinstance(item, float) and math.isfinite(item):
+        return item
+    return None
 
 
 def _value(sign: str, digits: str) -> float:
@@ -226,11 +276,11 @@ def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
     # value -> unit -> the first source that gave it so
-    held: dict[float, dict[str, tuple[AgentEvent, str]]] = {}
+    held: dict[float, dict[str, tuple[AgentEvent, str, str]]] = {}
     for event in run.events:
         if event.type in _SOURCES:
-            for value, unit, written, _ in _all_figures(event.input, event.output):
-                held.setdefault(value, {}).setdefault(unit, (event, written))
+            for value, unit, written, quote in _all_figures(event.input, event.output):
+                held.setdefault(value, {}).setdefault(unit, (event, written, quote or written))
             continue
         if event.type not in _MODEL or not held:
             continue
@@ -244,12 +294,14 @@ def rule_unit_swapped(ctx: RuleContext) -> Iterator[Finding]:
             kind, size = _UNITS[unit]
             if any(_UNITS[u] == (kind, size) for u in units):
                 continue  # a source gives it in this unit (or a name of it)
-            for theirs, (origin, given) in units.items():
+            for theirs, (origin, given, given_quote) in units.items():
                 if _UNITS[theirs][0] != kind or (value, _UNITS[theirs]) in own:
                     continue  # another kind; or the model said it in theirs too: converted
                 if abs(_converted(value, theirs, unit) - value) < 1e-9:  # (nan: never)
                     continue  # (-40 °F is -40 °C)
-                yield _finding(event, (written, quote), origin, given, value, theirs, unit)
+                yield _finding(
+                    event, (written, quote), origin, (given, given_quote), value, theirs, unit
+                )
                 return
 
 
@@ -257,13 +309,14 @@ def _finding(
     event: AgentEvent,
     wrote: tuple[str, str],
     source: AgentEvent,
-    said: str,
+    source_said: tuple[str, str],
     value: float,
     theirs: str,
     ours: str,
 ) -> Finding:
     agent = event.agent_name or "the model"
     written, quote = wrote
+    said, said_quote = source_said
     by = source.agent_name or source.type.value
     figure = f"{value:g}"
     if _UNITS[theirs][0] == "currency":  # (no fixed rate to convert by)
@@ -281,7 +334,7 @@ def _finding(
         f"{agent} wrote {written!r} where {by} gave {said!r} at step {source.step_index}: "
         f"the figure copied, {swapped}",
         confidence=0.7,
-        evidence=[quoted(source, "output", said), quoted(event, "output", quote)],
+        evidence=[quoted(source, "output", said_quote), quoted(event, "output", quote)],
         metadata={
             "fix": f"At step {event.step_index}, {agent}: {by} gave {said!r}, in {theirs}; {fix}."
         },

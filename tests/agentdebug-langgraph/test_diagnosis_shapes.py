@@ -208,3 +208,137 @@ def test_an_agent_that_acted_on_the_first_page_of_a_result_is_blamed(dbg: AgentD
         3,
         "observation.poor_retrieval",
     )
+
+
+ORDERS = {
+    "ORD-58213": {"customer": "C-4410", "item": "kettle", "status": "processing"},
+    "ORD-20931": {"customer": "C-1187", "item": "garden hose", "status": "processing"},
+}
+
+
+def test_a_model_that_made_up_an_order_id_is_blamed_not_the_answer(dbg: AgentDebug) -> None:
+    """The agent looked the customer up (no orders in the profile) and cancelled an
+    id nothing had given: another customer's order. Before, the answer that reported
+    the cancellation was blamed for losing the id."""
+    orders = {k: dict(v) for k, v in ORDERS.items()}
+
+    @tool
+    def get_customer(email: str) -> str:
+        """A customer's profile, by e-mail."""
+        return '{"customer_id": "C-4410", "name": "Sam Ortiz", "tier": "gold"}'
+
+    @tool
+    def cancel_order(order_id: str) -> str:
+        """Cancel an order that has not shipped."""
+        orders[order_id]["status"] = "cancelled"
+        return f"{order_id} cancelled"
+
+    model = scripted(
+        [
+            call("get_customer", {"email": "sam@example.com"}, "c1"),
+            call("cancel_order", {"order_id": "ORD-20931"}, "c2"),
+            AIMessage(content="Done! Your order is cancelled and refunded."),
+        ]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([get_customer, cancel_order]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+
+    def kettle_cancelled(state: Any) -> bool | str:
+        status = orders["ORD-58213"]["status"]
+        return status == "cancelled" or f"Sam's kettle order is still {status}"
+
+    callback = AgentDebugCallback(dbg, success_check=kettle_cancelled)
+    ask = "Cancel the kettle I ordered yesterday, please. I'm sam@example.com"
+    g.compile().invoke({"messages": [("user", ask)]}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "agent",
+        3,
+        "reflection.hallucinated_fact",
+    )
+    assert "order_id='ORD-20931', which nothing in the run had given" in (root.rationale or "")
+
+
+class Incident(TypedDict, total=False):
+    inc: dict[str, Any]
+    text: str
+    posted: str
+
+
+def test_a_node_that_posted_to_another_channel_than_it_was_given_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """A plain node posts the model's update to a default channel though its state
+    held the incident's. Before, the model whose prompt had held the channel was
+    blamed for losing it."""
+    writer = scripted([AIMessage(content="SEV2 mitigated: checkout latency is back to normal.")])
+
+    @tool
+    def post_message(channel: str, text: str) -> str:
+        """Post to a chat channel."""
+        return f"posted to {channel}"
+
+    def fetch(state: Incident) -> dict[str, Any]:
+        return {"inc": {"id": "INC-4411", "severity": "SEV2", "channel": "#inc-4411"}}
+
+    def summarize(state: Incident) -> dict[str, Any]:
+        return {"text": writer.invoke([HumanMessage(f"Status update for {state['inc']}")]).content}
+
+    def post(state: Incident) -> dict[str, Any]:
+        return {"posted": post_message.invoke({"channel": "#general", "text": state["text"]})}
+
+    def to_the_incident(state: Incident) -> bool | str:
+        where = state["posted"].removeprefix("posted to ")
+        return where == "#inc-4411" or f"posted to {where}, not the incident channel #inc-4411"
+
+    callback = AgentDebugCallback(dbg, success_check=to_the_incident)
+    chain(Incident, fetch, summarize, post).invoke({}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == ("post", 3, "memory.context_loss")
+    assert found.fix is not None and found.fix.directive == (
+        "At step 3, post: call post_message with the channel the step was given "
+        "('#inc-4411'), not '#general'."
+    )
+
+
+class Receipt(TypedDict, total=False):
+    text: str
+    fields: dict[str, Any]
+    eur: float
+
+
+def test_a_receipt_in_yen_extracted_as_dollars_is_blamed_on_the_extraction(
+    dbg: AgentDebug,
+) -> None:
+    extractor = scripted([AIMessage(content='```json\n{"amount": 18400, "currency": "USD"}\n```')])
+    rates = {"USD": 0.92, "JPY": 0.0059}
+
+    def read(state: Receipt) -> dict[str, Any]:
+        return {"text": "HOTEL GRACERY, Tokyo. 1 night. Total JPY 18,400"}
+
+    def extract(state: Receipt) -> dict[str, Any]:
+        reply = str(
+            extractor.invoke([HumanMessage(f"Amount and currency:\n{state['text']}")]).content
+        )
+        return {"fields": json.loads(reply.strip("`").removeprefix("json"))}
+
+    def convert(state: Receipt) -> dict[str, Any]:
+        return {"eur": state["fields"]["amount"] * rates[state["fields"]["currency"]]}
+
+    callback = AgentDebugCallback(
+        dbg, success_check=lambda s: s["eur"] < 250 or f"claim of {s['eur']:.0f} EUR rejected"
+    )
+    chain(Receipt, read, extract, convert).invoke({}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index) == ("extract", 2)
+    assert "(18400 JPY is not 18400 USD)" in (root.rationale or "")

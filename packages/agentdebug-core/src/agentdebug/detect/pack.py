@@ -24,6 +24,7 @@ from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.lost import rule_needed_value_lost
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
+from agentdebug.detect.overridden import rule_given_value_overridden
 from agentdebug.detect.paged import rule_more_pages_unread
 from agentdebug.detect.rejected import rule_rejection_overruled
 from agentdebug.detect.rules import (
@@ -127,6 +128,11 @@ RULES: list[Rule] = [
         "unsourced_argument",
         "a tool call given an identifier that nothing in the run had given",
         rule_unsourced_argument,
+    ),
+    Rule(
+        "given_value_overridden",
+        "a call given another value for a key than its step was given, which the failure names",
+        rule_given_value_overridden,
     ),
 ]
 

@@ -138,6 +138,7 @@ _NUMBER_TEXT = re.compile(_NUMBER)
 _QUOTES = re.compile("[\"']")
 _SOURCES = frozenset(
     {EventType.USER_INPUT, EventType.TOOL_CALL, EventType.MEMORY_READ, *RESULT_TYPES}
+    | {EventType.AGENT_START, EventType.AGENT_END}  # (a node that read it, in its update)
 )
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 

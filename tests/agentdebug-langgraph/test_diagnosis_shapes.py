@@ -15,9 +15,9 @@ from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.errors import GraphRecursionError
-from langgraph.graph import END, START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
-from lg_graphs import call, chain, scripted
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import ToolNode
+from lg_graphs import agent_loop, call, chain, scripted
 
 
 @tool
@@ -185,21 +185,14 @@ def test_an_agent_that_acted_on_the_first_page_of_a_result_is_blamed(dbg: AgentD
             AIMessage(content="Done: I closed all the stale tickets."),
         ]
     )
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([list_stale, close]))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
+    graph = agent_loop(model, ToolNode([list_stale, close]))
 
     def all_closed(state: Any) -> bool | str:
         left = [t for t in STALE if t not in closed]
         return not left or f"still open: {', '.join(left)}"
 
     callback = AgentDebugCallback(dbg, success_check=all_closed)
-    g.compile().invoke(
-        {"messages": [("user", "Close every stale ticket.")]}, {"callbacks": [callback]}
-    )
+    graph.invoke({"messages": [("user", "Close every stale ticket.")]}, {"callbacks": [callback]})
     (found,) = callback.reports
     root = found.root_cause
     assert root is not None
@@ -240,12 +233,7 @@ def test_a_model_that_made_up_an_order_id_is_blamed_not_the_answer(dbg: AgentDeb
             AIMessage(content="Done! Your order is cancelled and refunded."),
         ]
     )
-    g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
-    g.add_node("tools", ToolNode([get_customer, cancel_order]))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
+    graph = agent_loop(model, ToolNode([get_customer, cancel_order]))
 
     def kettle_cancelled(state: Any) -> bool | str:
         status = orders["ORD-58213"]["status"]
@@ -253,7 +241,7 @@ def test_a_model_that_made_up_an_order_id_is_blamed_not_the_answer(dbg: AgentDeb
 
     callback = AgentDebugCallback(dbg, success_check=kettle_cancelled)
     ask = "Cancel the kettle I ordered yesterday, please. I'm sam@example.com"
-    g.compile().invoke({"messages": [("user", ask)]}, {"callbacks": [callback]})
+    graph.invoke({"messages": [("user", ask)]}, {"callbacks": [callback]})
     (found,) = callback.reports
     root = found.root_cause
     assert root is not None

@@ -217,3 +217,25 @@ def test_a_subgraph_node_s_end_echoing_its_state_writes_nothing_again() -> None:
     )
     (finding,) = found(run)
     assert (finding.agent_name, finding.step_index) == ("research/summarize", 3)
+
+
+def test_a_value_the_run_first_acted_with_is_the_wrong_one_not_a_wanted_one() -> None:
+    """ "The gateway recorded 12,800,000 JPY; finance approved 128,000": the first is
+    the charge node's own argument (a yen amount sent in minor units it does not
+    have), which the receipt after it rightly did not repeat. Before, it was read as
+    wanted and the receipt blamed for losing it."""
+    charge = {"tool_name": "charge"}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="Pay quote Q-77 once approved."),
+        ev(1, EventType.TOOL_RESULT, "quote", output="Quote Q-77: 128,000 JPY"),
+        ev(2, EventType.TOOL_CALL, "charge", input={"amount_minor": 12800000, "currency": "JPY"},
+           metadata=charge),
+        ev(3, EventType.TOOL_RESULT, "charge", output="charged", metadata=charge),
+        ev(35, EventType.AGENT_END, "charge", output={"charged": [["JPY", 12800000]]}),
+        ev(4, EventType.LLM_RESPONSE, "receipt", input=[{"content": "Quote Q-77: 128,000 JPY"}],
+           output={"content": "Receipt: 128,000 JPY paid for quote Q-77. Thank you!"}),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE,
+        reason="the gateway recorded charges [('JPY', 12800000)]; finance approved 128,000 JPY",
+    )})  # fmt: skip
+    assert found(run) == []

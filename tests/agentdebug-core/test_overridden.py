@@ -137,3 +137,23 @@ def test_a_call_for_one_item_of_a_list_it_was_given_is_no_finding() -> None:
     reason = "outreach went to sunny@cafe.example and office@bluefin.example, the worst leads"
     failed = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
     assert found(run.model_copy(update={"events": events, "outcome": failed})) == []
+
+
+def test_values_parallel_branches_wrote_to_one_key_are_all_given() -> None:
+    """Three ``Send`` branches each wrote their market's locale; a reducer kept them
+    all, so the node that queues a push for each was given each (before, only the
+    last writer's, and its first call was said to override it)."""
+    push = {"tool_name": "queue_push"}
+    events = [ev(0, EventType.USER_INPUT, None, input="campaign")]
+    events += [
+        ev(i, EventType.AGENT_END, "localize", output={"pushes": [{"locale": loc}]})
+        for i, loc in ((1, "de-DE"), (2, "ja-JP"), (3, "pt-BR"))
+    ]
+    events += [
+        ev(4, EventType.AGENT_START, "schedule"),
+        ev(5, EventType.TOOL_CALL, "schedule", input={"locale": "de-DE"}, metadata=push),
+    ]
+    events[4:] = [e.model_copy(update={"step_index": 4}) for e in events[4:]]
+    reason = "the push goes out at de-DE 11:00, pt-BR 06:00 local; it was to be 09:00 local"
+    failed = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
+    assert found(traj(*events).model_copy(update={"outcome": failed})) == []

@@ -141,6 +141,8 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             continue
         last_wrote = max((i for i, w in enumerate(wrote) if w), default=-1)
         first = min(i for i in range(len(events)) if given[i] or wrote[i])
+        if _made_here(events[first], given[first]):
+            continue  # (the run made it: the wrong value the failure quotes, not one wanted)
         blamed = next(
             (
                 i
@@ -164,6 +166,16 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     if best is not None:
         blamed, value, holder, field = best
         yield _finding(events[blamed], holder, value, field)
+
+
+def _made_here(first: AgentEvent, given: bool) -> bool:
+    """Whether the run itself made a value where it first holds it: a tool call's
+    argument (``charge(amount_minor=12800000)``). A value the failure names that the
+    run first acted with is what went wrong ("the gateway recorded 12,800,000 JPY;
+    finance approved 128,000"), not one a step was given and lost. (A model's reply
+    that first says a value may have worked it out right, a total of payouts the
+    next step then dropped.)"""
+    return first.type is EventType.TOOL_CALL and given
 
 
 def _finding(event: AgentEvent, seen: AgentEvent, value: str, field: str) -> Finding:

@@ -14,7 +14,8 @@ argument (a value of 100 characters or fewer under a key that names something of
 its own, not ``id``, ``name``, ``text``, ``query``...) whose key the step's own input
 (its node's input, or its model's prompt, the step's other calls' arguments in it
 included; for a graph node whose start records no input, the state the nodes
-before it wrote, the latest value of each key) holds with another value, one that the failure's reason or
+before it wrote, every value each key was given, since a reducer may have added
+them up: parallel branches' results) holds with other values only, one that the failure's reason or
 reference names and that the call's arguments do not hold anywhere. The step that
 made the call is blamed: the model call that asked for it, else the call itself
 (a node's own code).
@@ -99,8 +100,9 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
 def _given(events: list[AgentEvent], at: int) -> dict[str, dict[str, AgentEvent]]:
     """What the step of ``events[at]`` was given, by key: its agent's start's input
     and its model calls' prompts at that step, before the call. A graph node's start
-    that records no input read the state: what the nodes before it wrote there (their
-    updates, the latest for each key)."""
+    that records no input read the state: what the nodes before it wrote there (every
+    value of each key, the latest writer's named for it: a reducer may have kept
+    them all, as it keeps parallel branches' results)."""
     call = events[at]
     out: dict[str, dict[str, AgentEvent]] = {}
     start: AgentEvent | None = None
@@ -114,16 +116,10 @@ def _given(events: list[AgentEvent], at: int) -> dict[str, dict[str, AgentEvent]
             start = event
             break
     if start is not None and start.input is None:
-        latest: dict[str, dict[str, AgentEvent]] = {}  # key -> the values of its last writer
-        for event in events[max(0, at - _STATE) : at]:
+        for event in reversed(events[max(0, at - _STATE) : at]):  # (the latest writer first)
             if event.type is EventType.AGENT_END and event.step_index < call.step_index:
-                wrote: dict[str, dict[str, AgentEvent]] = {}
                 for key, value in _pairs(event.output):
-                    wrote.setdefault(key, {})[value] = event
-                latest.update(wrote)
-        for key, values in latest.items():
-            for value, event in values.items():
-                out.setdefault(key, {}).setdefault(value, event)
+                    out.setdefault(key, {}).setdefault(value, event)
     return out
 
 

@@ -23,6 +23,7 @@ made the call is blamed: the model call that asked for it, else the call itself
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -74,6 +75,7 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
         return
     events = run.events
     calls = [i for i, e in enumerate(events) if e.type is EventType.TOOL_CALL][:MOST_CALLS]
+    state = _State(events)
     for at in calls:
         call = events[at]
         args = call.input
@@ -83,7 +85,7 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
         if not asked:
             continue
         said = compact_json(args).lower()
-        given = _given(events, at)
+        given = _given(events, at, {key for key, _ in asked}, state)
         for key, value in asked:
             values = given.get(key, {})
             if value.lower() in {v.lower() for v in values}:
@@ -97,12 +99,14 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
                 return
 
 
-def _given(events: list[AgentEvent], at: int) -> dict[str, dict[str, AgentEvent]]:
-    """What the step of ``events[at]`` was given, by key: its agent's start's input
-    and its model calls' prompts at that step, before the call. A graph node's start
-    that records no input read the state: what the nodes before it wrote there (every
-    value of each key, the latest writer's named for it: a reducer may have kept
-    them all, as it keeps parallel branches' results)."""
+def _given(
+    events: list[AgentEvent], at: int, keys: set[str], state: _State
+) -> dict[str, dict[str, AgentEvent]]:
+    """What the step of ``events[at]`` was given under ``keys``: its agent's start's
+    input and its model calls' prompts at that step, before the call. A graph node's
+    start that records no input read the state: what the nodes before it wrote there
+    (every value of each key, the latest writer's named for it: a reducer may have
+    kept them all, as it keeps parallel branches' results)."""
     call = events[at]
     out: dict[str, dict[str, AgentEvent]] = {}
     start: AgentEvent | None = None
@@ -111,16 +115,41 @@ def _given(events: list[AgentEvent], at: int) -> dict[str, dict[str, AgentEvent]
             continue
         if event.type in _GIVERS:
             for key, value in _pairs(event.input):
-                out.setdefault(key, {}).setdefault(value, event)
+                if key in keys:
+                    out.setdefault(key, {}).setdefault(value, event)
         if event.type is EventType.AGENT_START:
             start = event
             break
     if start is not None and start.input is None:
-        for event in reversed(events[max(0, at - _STATE) : at]):  # (the latest writer first)
-            if event.type is EventType.AGENT_END and event.step_index < call.step_index:
-                for key, value in _pairs(event.output):
-                    out.setdefault(key, {}).setdefault(value, event)
+        for key in keys:
+            for value, event in state.before(key, at, call.step_index):
+                out.setdefault(key, {}).setdefault(value, event)
     return out
+
+
+class _State:
+    """What the nodes' updates wrote, by key, in the order written; read once, when
+    first asked."""
+
+    def __init__(self, events: list[AgentEvent]) -> None:
+        self.events = events
+        self._by_key: dict[str, list[tuple[int, str, AgentEvent]]] | None = None
+
+    def before(self, key: str, at: int, step: int) -> Iterator[tuple[str, AgentEvent]]:
+        """(value, the update that wrote it) of ``key``, written before position
+        ``at`` (at most ``_STATE`` events before) by an earlier step, latest first."""
+        if self._by_key is None:
+            self._by_key = {}
+            for i, event in enumerate(self.events):
+                if event.type is EventType.AGENT_END:
+                    for k, value in _pairs(event.output):
+                        self._by_key.setdefault(k, []).append((i, value, event))
+        written = self._by_key.get(key, [])
+        for i, value, event in reversed(written[: bisect.bisect_left(written, (at,))]):
+            if i < at - _STATE:
+                break
+            if event.step_index < step:
+                yield value, event
 
 
 def _decider(events: list[AgentEvent], at: int) -> AgentEvent:

@@ -239,3 +239,23 @@ def test_a_value_the_run_first_acted_with_is_the_wrong_one_not_a_wanted_one() ->
         reason="the gateway recorded charges [('JPY', 12800000)]; finance approved 128,000 JPY",
     )})  # fmt: skip
     assert found(run) == []
+
+
+def test_a_wanted_value_a_node_first_passed_to_a_tool_is_still_wanted() -> None:
+    """A budget from the run's configuration, which a node passes straight to the
+    search tool: the reason says it in words, not as a value the run printed, so it
+    is wanted, and the planner given it and dropping it is blamed."""
+    search = {"tool_name": "search_hotels"}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="Hotels in Lisbon for 2 nights."),
+        ev(1, EventType.TOOL_CALL, "search", input={"city": "Lisbon", "max_eur": 120},
+           metadata=search),
+        ev(2, EventType.TOOL_RESULT, "search", output="Memmo 180 EUR; Lumiares 115 EUR",
+           metadata=search),
+        ev(3, EventType.LLM_RESPONSE, "plan", input=[{"content": "Budget 120 EUR. Memmo 180 EUR; Lumiares 115 EUR"}],
+           output={"content": "Book Memmo Alfama: great views, central, and a rooftop pool."}),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="booked a hotel over the 120 EUR a night budget"
+    )})  # fmt: skip
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("plan", 3)

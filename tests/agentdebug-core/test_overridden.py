@@ -66,8 +66,8 @@ def test_a_node_that_posted_elsewhere_than_its_input_said_is_blamed() -> None:
     assert [e.quote for e in root.evidence] == ["#inc-4411", "#general"]
     assert all(e.grounded for e in root.evidence)
     assert report.fix is not None and report.fix.directive == (
-        "At step 3, post: call post_message with the channel the step was given "
-        "('#inc-4411'), not '#general'."
+        "At step 3, post: call post_message with channel='#inc-4411', the value the step "
+        "was given, not '#general'."
     )
 
 
@@ -157,3 +157,100 @@ def test_values_parallel_branches_wrote_to_one_key_are_all_given() -> None:
     reason = "the push goes out at de-DE 11:00, pt-BR 06:00 local; it was to be 09:00 local"
     failed = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
     assert found(traj(*events).model_copy(update={"outcome": failed})) == []
+
+
+def _loop(
+    calls: list[dict[str, Any]], reason: str, *, tool: str = "get_weather", state: Any = None
+) -> AgentTrajectory:
+    """A tool-loop agent: a model step per call, each call at its model's step; the
+    prompt holds the earlier calls (as a message list does), and ``state`` (the
+    agent's earlier update) if given."""
+    events = [ev(0, EventType.USER_INPUT, None, input="go")]
+    meta = {"tool_name": tool}
+    asked: list[Any] = []
+    if state is not None:
+        events.append(ev(1, EventType.AGENT_END, "agent", output=state))
+    for i, args in enumerate(calls):
+        n = 10 * (i + 1)
+        prompt = [{"role": "user", "content": "go"}, *asked]
+        events += [
+            ev(n, EventType.AGENT_START, "agent"),
+            ev(n + 1, EventType.LLM_RESPONSE, "agent", input=prompt,
+               output={"tool_calls": [{"name": tool, "args": args}]}),
+            ev(n + 2, EventType.TOOL_CALL, "agent", input=args, metadata=meta),
+            ev(n + 3, EventType.TOOL_RESULT, "tools", output="ok", metadata=meta),
+        ]  # fmt: skip
+        events[-4:-1] = [e.model_copy(update={"step_index": n}) for e in events[-4:-1]]
+        asked.append({"role": "assistant", "tool_calls": [{"name": tool, "args": args}]})
+    failed = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
+    return traj(*events).model_copy(update={"outcome": failed})
+
+
+@pytest.mark.parametrize(
+    ("calls", "reason", "state"),
+    [
+        # an earlier city asked about, then another: decisions, not data given
+        ([{"city": "Paris"}, {"city": "Lyon"}], "the Paris answer was in Fahrenheit", None),
+        # recipients one at a time
+        (
+            [{"to": "ana@acme.example"}, {"to": "raj@acme.example"}],
+            "the invoice sent to ana@acme.example had no attachment",
+            None,
+        ),
+        # pages: "500" is no word of "1500"
+        ([{"offset": 0}, {"offset": 1000}], "exported 1500 rows of 2000", {"offset": 500}),
+        # a turn the user has since changed, held in the state's earlier tool calls
+        (
+            [{"city": "Munich"}],
+            "the Berlin booking's deposit was not refunded",
+            {"messages": [{"role": "assistant", "tool_calls": [{"args": {"city": "Berlin"}}]}]},
+        ),
+    ],
+)
+def test_earlier_calls_arguments_are_decisions_not_values_given(
+    calls: list[dict[str, Any]], reason: str, state: Any
+) -> None:
+    assert found(_loop(calls, reason, state=state)) == []
+
+
+def test_a_value_written_with_thousands_groups_is_named_and_huge_numbers_are_skipped() -> None:
+    """The failure says "128,000"; the node's input held 128000 (a number), and the
+    call sent 12800000, which holds "128000" but is another number."""
+    charge = {"tool_name": "charge"}
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="pay Q-77"),
+        ev(1, EventType.AGENT_START, "charge", input={"quote": {"amount_minor": 128000}}),
+        ev(2, EventType.TOOL_CALL, "charge", input={"amount_minor": 12800000, "n": 10**50},
+           metadata=charge),
+    ]  # fmt: skip
+    events[1:] = [e.model_copy(update={"step_index": 1}) for e in events[1:]]
+    reason = "charged 12,800,000 JPY; finance approved 128,000 JPY"
+    failed = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
+    (finding,) = found(traj(*events).model_copy(update={"outcome": failed}))
+    assert finding.message == (
+        "charge called charge with amount_minor=12800000, though its input at step 1 gave "
+        "amount_minor=128000, which the failure names"
+    )
+
+
+def test_a_node_s_start_far_before_its_call_is_still_read() -> None:
+    """A node that made 35 lookups before it posted: its start is still read."""
+    post = {"tool_name": "post_message"}
+    events = [ev(0, EventType.USER_INPUT, None, input="INC-4411")]
+    events.append(ev(1, EventType.AGENT_START, "post", input={"inc": INCIDENT}))
+    for i in range(35):
+        events += [
+            ev(
+                2 + 2 * i,
+                EventType.TOOL_CALL,
+                "post",
+                input={"k": i},
+                metadata={"tool_name": "get"},
+            ),
+            ev(3 + 2 * i, EventType.TOOL_RESULT, "post", output="x", metadata={"tool_name": "get"}),
+        ]
+    events.append(ev(80, EventType.TOOL_CALL, "post", input={"channel": "#general"}, metadata=post))
+    events[1:] = [e.model_copy(update={"step_index": 1}) for e in events[1:]]
+    failed = Outcome(status=OutcomeStatus.FAILURE, reason=REASON)
+    (finding,) = found(traj(*events).model_copy(update={"outcome": failed}))
+    assert finding.event_id == "e80"

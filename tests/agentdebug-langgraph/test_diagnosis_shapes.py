@@ -292,8 +292,8 @@ def test_a_node_that_posted_to_another_channel_than_it_was_given_is_blamed(
     assert root is not None
     assert (root.agent_name, root.step_index, root.mode_id) == ("post", 3, "memory.context_loss")
     assert found.fix is not None and found.fix.directive == (
-        "At step 3, post: call post_message with the channel the step was given "
-        "('#inc-4411'), not '#general'."
+        "At step 3, post: call post_message with channel='#inc-4411', the value the step "
+        "was given, not '#general'."
     )
 
 

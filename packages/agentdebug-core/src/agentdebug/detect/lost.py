@@ -112,6 +112,7 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     values = failure_values(run)
     if not values:
         return
+    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
     # the end of a node that ran a subgraph echoes the subgraph's state: not a step
     # that wrote anything, nor the run's last word (nor is the final state)
     inner = {e.agent_name for e in run.events if e.agent_name and "/" in e.agent_name}
@@ -141,7 +142,7 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             continue
         last_wrote = max((i for i, w in enumerate(wrote) if w), default=-1)
         first = min(i for i in range(len(events)) if given[i] or wrote[i])
-        if _made_here(events[first], given[first]):
+        if _made_here(events[first], given[first], reason, pattern):
             continue  # (the run made it: the wrong value the failure quotes, not one wanted)
         blamed = next(
             (
@@ -168,14 +169,26 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
         yield _finding(events[blamed], holder, value, field)
 
 
-def _made_here(first: AgentEvent, given: bool) -> bool:
-    """Whether the run itself made a value where it first holds it: a tool call's
-    argument (``charge(amount_minor=12800000)``). A value the failure names that the
-    run first acted with is what went wrong ("the gateway recorded 12,800,000 JPY;
-    finance approved 128,000"), not one a step was given and lost. (A model's reply
-    that first says a value may have worked it out right, a total of payouts the
-    next step then dropped.)"""
-    return first.type is EventType.TOOL_CALL and given
+def _made_here(first: AgentEvent, given: bool, reason: str, pattern: re.Pattern[str]) -> bool:
+    """Whether the value is one the run made and the failure prints as the run's:
+    first held as a tool call's argument (``charge(amount_minor=12800000)``), and
+    written in the reason as a check writes what it found, in a list, a tuple or
+    quotes (``[('JPY', 12800000)]``). That is what went wrong ("the gateway recorded
+    ...; finance approved 128,000"), not a value a step was given and lost. (A value
+    a node passes straight on to a tool, a budget from the run's configuration, is
+    said in words: "over the 120 EUR budget"; and a model's reply that first says a
+    value may have worked it out right, a total of payouts the next step dropped.)"""
+    if first.type is not EventType.TOOL_CALL or not given:
+        return False
+    found = pattern.search(reason)
+    if found is None:
+        return False
+    before = reason[: found.start()]
+    return (
+        before.count("[") > before.count("]")
+        or before.count("(") > before.count(")")
+        or before[-1:] in ("'", '"')
+    )
 
 
 def _finding(event: AgentEvent, seen: AgentEvent, value: str, field: str) -> Finding:

@@ -10,27 +10,31 @@ contradicted later); before, the model that wrote the text was guessed, its prom
 having held the channel.
 
 The rule keeps to what it can read for certain, in a failed run: a tool call's
-argument (a value of 100 characters or fewer under a key that names something of
-its own, not ``id``, ``name``, ``text``, ``query``...) whose key the step's own input
-(its node's input, or its model's prompt, the step's other calls' arguments in it
-included; for a graph node whose start records no input, the state the nodes
-before it wrote, every value each key was given, since a reducer may have added
-them up: parallel branches' results) holds with other values only, one that the failure's reason or
-reference names and that the call's arguments do not hold anywhere. The step that
-made the call is blamed: the model call that asked for it, else the call itself
-(a node's own code).
+argument (a text or a number of 100 characters or fewer, under a key that names
+something of its own, not ``id``, ``name``, ``text``, ``query``...) whose key the
+step's own input holds with other values only (its node's input, or its model's
+prompt; for a graph node whose start records no input, the state the nodes before
+it wrote, every value each key was given, since a reducer may keep them all, as it
+keeps parallel branches' results), one of them named by the failure's reason or
+reference as a word of its own ("500" is not named by "1500"; "128,000" names
+128000) and held by none of the call's arguments. Data given, not decisions made:
+a value that was an earlier tool call's argument (in this run, or in a tool call a
+message of the input holds: an earlier city asked about, an earlier page, an earlier
+recipient, a turn the user has since changed) is not one. The step that made the
+call is blamed: the model call that asked for it, else the call itself (a node's
+own code).
 """
 
 from __future__ import annotations
 
 import bisect
+import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import compact_json
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -39,29 +43,85 @@ RULE = "given_value_overridden"
 MOST_CALLS = 200  # tool calls looked at in a run
 _LONGEST = 100  # characters of a value compared
 _STATE = 2000  # events before a call read for the state its node was given
+_STEP = 1000  # events before a call read for the rest of its step
+_VISITS = 20_000  # parts of one payload read
 # keys every object has, whose values name no one thing the step was to keep
 _GENERIC = frozenset(
     {"id", "name", "type", "kind", "text", "content", "message", "role", "title"}
     | {"description", "status", "value", "data", "result", "output", "input", "query"}
-    | {"q", "prompt", "args", "arguments", "tool_call_id", "tool", "function"}
+    | {"q", "prompt", "tool_call_id", "tool", "index"}
+)
+# where a payload holds tool calls, whose arguments are decisions, not data given
+_CALLS = frozenset(
+    {"tool_calls", "invalid_tool_calls", "tool_call_chunks", "function_call", "function"}
+    | {"args", "arguments", "additional_kwargs"}
 )
 _GIVERS = frozenset({EventType.AGENT_START, EventType.LLM_RESPONSE, EventType.LLM_CALL})
+_MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
+_GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "128,000" -> "128000"
 
 
-def _pairs(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, str]]:
-    """(key, value as text) of the scalars of a payload, at any depth."""
+def _pairs(value: Any) -> Iterator[tuple[str, str]]:
+    """(key, value as text) of the texts and numbers of a payload, at any depth, not
+    inside its tool calls; at most ``_VISITS`` parts of it read."""
+    stack: list[tuple[str, Any, int]] = [("", value, 0)]
+    visits = 0
+    while stack and visits < _VISITS:
+        key, item, depth = stack.pop()
+        visits += 1
+        if isinstance(item, dict):
+            if depth < 12:
+                stack.extend(
+                    (str(k), v, depth + 1)
+                    for k, v in reversed(list(item.items())[:500])
+                    if str(k) not in _CALLS
+                )
+        elif isinstance(item, (list, tuple)):
+            if depth < 12:
+                stack.extend((key, v, depth + 1) for v in reversed(item[:500]))
+        elif key and key.lower() not in _GENERIC:
+            text = _text(item)
+            if text is not None:
+                yield key, text
+
+
+def _text(value: Any) -> str | None:
+    """A text or a number as text, when short enough to compare."""
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return None
+    if isinstance(value, int) and abs(value) >= 10**40:
+        return None
+    text = str(value).strip()
+    return text if 0 < len(text) <= _LONGEST else None
+
+
+def _scalars(value: Any, depth: int = 0) -> Iterator[str]:
+    """Every text and number of a call's arguments, lowercased."""
     if depth > 12:
         return
     if isinstance(value, dict):
-        for k, v in list(value.items())[:500]:
-            yield from _pairs(v, str(k), depth + 1)
+        for item in list(value.values())[:500]:
+            yield from _scalars(item, depth + 1)
     elif isinstance(value, (list, tuple)):
         for item in value[:500]:
-            yield from _pairs(item, key, depth + 1)
-    elif key and value is not None and not isinstance(value, bool):
-        text = str(value) if not isinstance(value, int) or abs(value) < 10**40 else ""
-        if text and len(text) <= _LONGEST and key.lower() not in _GENERIC:
-            yield key, text
+            yield from _scalars(item, depth + 1)
+    else:
+        text = _text(value)
+        if text is not None:
+            yield text.lower()
+
+
+def _named(text: str, value: str) -> bool:
+    """Whether ``text`` (lowercased, its digit groups joined) names ``value`` as a word
+    of its own: "500" is not in "1500", nor "#inc-44" in "#inc-4411"."""
+    low = _GROUPED.sub("", value.lower())
+    at = text.find(low)
+    while at >= 0:
+        end = at + len(low)
+        if not (at and text[at - 1].isalnum()) and not (end < len(text) and text[end].isalnum()):
+            return True
+        at = text.find(low, at + 1)
+    return False
 
 
 def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
@@ -70,52 +130,76 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    failure = f"{run.outcome.reason or ''} {run.reference_answer or ''}".lower()
+    failure = _GROUPED.sub("", f"{run.outcome.reason or ''} {run.reference_answer or ''}".lower())
     if not failure.strip():
         return
     events = run.events
-    calls = [i for i, e in enumerate(events) if e.type is EventType.TOOL_CALL][:MOST_CALLS]
-    state = _State(events)
-    for at in calls:
-        call = events[at]
+    state = _State(events, failure)
+    asked_before: dict[str, set[str]] = {}  # key -> the values earlier calls were given
+    calls = 0
+    for at, call in enumerate(events):
+        if call.type is not EventType.TOOL_CALL:
+            continue
+        calls += 1
+        if calls > MOST_CALLS:
+            return
         args = call.input
-        if not isinstance(args, dict):
-            continue
-        asked = list(_pairs(args))
-        if not asked:
-            continue
-        said = compact_json(args).lower()
-        given = _given(events, at, {key for key, _ in asked}, state)
+        asked = list(_pairs(args)) if isinstance(args, dict) else []
+        found = _overridden(events, at, asked, failure, asked_before, state) if asked else None
+        if found is not None:
+            key, value, other, given_by = found
+            yield _finding(_decider(events, at), call, key, value, other, given_by)
+            return
         for key, value in asked:
-            values = given.get(key, {})
-            if value.lower() in {v.lower() for v in values}:
-                continue  # (one of those given: a list's item, each in its call)
-            for other in values:
-                low = other.lower()
-                if len(low) < 3 or low in said or low not in failure:
-                    continue
-                blamed = _decider(events, at)
-                yield _finding(blamed, call, key, value, other, given_by=given[key][other])
-                return
+            asked_before.setdefault(key, set()).add(value.lower())
+
+
+def _overridden(
+    events: list[AgentEvent],
+    at: int,
+    asked: list[tuple[str, str]],
+    failure: str,
+    asked_before: dict[str, set[str]],
+    state: _State,
+) -> tuple[str, str, str, AgentEvent] | None:
+    """(key, the call's value, the value given, the event that gave it) of the call
+    at ``at``, when it took another value than its step was given; else None."""
+    held = set(_scalars(events[at].input))
+    given = _given(events, at, {key for key, _ in asked}, state, failure)
+    for key, value in asked:
+        values = given.get(key, {})
+        if value.lower() in {v.lower() for v in values}:
+            continue  # (one of those given: a list's item, each in its call)
+        for other, by in values.items():
+            low = other.lower()
+            if (
+                len(low) >= 3
+                and low not in held
+                and low not in asked_before.get(key, ())
+                and _named(failure, other)
+            ):
+                return key, value, other, by
+    return None
 
 
 def _given(
-    events: list[AgentEvent], at: int, keys: set[str], state: _State
+    events: list[AgentEvent], at: int, keys: set[str], state: _State, failure: str
 ) -> dict[str, dict[str, AgentEvent]]:
-    """What the step of ``events[at]`` was given under ``keys``: its agent's start's
-    input and its model calls' prompts at that step, before the call. A graph node's
-    start that records no input read the state: what the nodes before it wrote there
-    (every value of each key, the latest writer's named for it: a reducer may have
-    kept them all, as it keeps parallel branches' results)."""
+    """What the step of ``events[at]`` was given under ``keys`` (of the values the
+    failure names): its agent's start's input and its model calls' prompts at that
+    step, before the call. A graph node's start that records no input read the
+    state: what the nodes before it wrote there (every value of each key, the latest
+    writer's named for it: a reducer may have kept them all, as it keeps parallel
+    branches' results)."""
     call = events[at]
     out: dict[str, dict[str, AgentEvent]] = {}
     start: AgentEvent | None = None
-    for event in reversed(events[max(0, at - 64) : at]):
+    for event in reversed(events[max(0, at - _STEP) : at]):
         if event.agent_name != call.agent_name or event.step_index != call.step_index:
             continue
         if event.type in _GIVERS:
             for key, value in _pairs(event.input):
-                if key in keys:
+                if key in keys and _named(failure, value):
                     out.setdefault(key, {}).setdefault(value, event)
         if event.type is EventType.AGENT_START:
             start = event
@@ -128,11 +212,12 @@ def _given(
 
 
 class _State:
-    """What the nodes' updates wrote, by key, in the order written; read once, when
-    first asked."""
+    """What the nodes' updates wrote, by key, in the order written, of the values the
+    failure names; read once, when first asked."""
 
-    def __init__(self, events: list[AgentEvent]) -> None:
+    def __init__(self, events: list[AgentEvent], failure: str) -> None:
         self.events = events
+        self.failure = failure
         self._by_key: dict[str, list[tuple[int, str, AgentEvent]]] | None = None
 
     def before(self, key: str, at: int, step: int) -> Iterator[tuple[str, AgentEvent]]:
@@ -143,7 +228,8 @@ class _State:
             for i, event in enumerate(self.events):
                 if event.type is EventType.AGENT_END:
                     for k, value in _pairs(event.output):
-                        self._by_key.setdefault(k, []).append((i, value, event))
+                        if _named(self.failure, value):
+                            self._by_key.setdefault(k, []).append((i, value, event))
         written = self._by_key.get(key, [])
         for i, value, event in reversed(written[: bisect.bisect_left(written, (at,))]):
             if i < at - _STATE:
@@ -155,19 +241,25 @@ class _State:
 def _decider(events: list[AgentEvent], at: int) -> AgentEvent:
     """The model call of the step that asked for the call; else the call (code)."""
     call = events[at]
-    parent = next((e for e in reversed(events[:at]) if e.id == call.parent_id), None)
-    if parent is not None and parent.type in (EventType.LLM_RESPONSE, EventType.LLM_CALL):
-        return parent
-    for event in reversed(events[max(0, at - 64) : at]):
-        if event.agent_name != call.agent_name or event.step_index != call.step_index:
-            break
-        if event.type in (EventType.LLM_RESPONSE, EventType.LLM_CALL) and event.error is None:
+    for event in reversed(events[max(0, at - _STEP) : at]):
+        if event.id == call.parent_id and event.type in _MODEL:
             return event
+        if event.agent_name != call.agent_name or event.step_index != call.step_index:
+            continue
+        if event.type in _MODEL and event.error is None:
+            return event
+        if event.type is EventType.AGENT_START:
+            break
     return call
 
 
+def _shown(value: str) -> str:
+    """A value as the message says it: a number bare, a text quoted."""
+    return value if re.fullmatch(r"-?\d+(?:\.\d+)?", value) else repr(value)
+
+
 def _finding(
-    blamed: AgentEvent, call: AgentEvent, key: str, value: str, other: str, *, given_by: AgentEvent
+    blamed: AgentEvent, call: AgentEvent, key: str, value: str, other: str, given_by: AgentEvent
 ) -> Finding:
     agent = blamed.agent_name or call.agent_name or "the step"
     tool = tool_name(call) or "a tool"
@@ -183,14 +275,14 @@ def _finding(
         RULE,
         "memory.context_loss",
         blamed,
-        f"{agent} called {tool} with {key}={value!r}, though {where} gave "
-        f"{key}={other!r}, which the failure names",
+        f"{agent} called {tool} with {key}={_shown(value)}, though {where} gave "
+        f"{key}={_shown(other)}, which the failure names",
         confidence=0.55,
         evidence=[quoted(given_by, field, other), quoted(call, "input", value)],
         metadata={
             "fix": (
-                f"At step {blamed.step_index}, {agent}: call {tool} with the {key} the step "
-                f"was given ({other!r}), not {value!r}."
+                f"At step {blamed.step_index}, {agent}: call {tool} with {key}={_shown(other)}, "
+                f"the value the step was given, not {_shown(value)}."
             )
         },
     )

@@ -5,7 +5,10 @@ success claims, handoffs, final answers, a ledger's stall) and in a module each
 for the rest (cut answers, misread and invented figures, a reviewer's rejection,
 edit or instruction overruled, a reply unchanged after new input, a subgraph's result dropped, an
 answer in another language than the user's, an action run again after a timeout, a
-call's argument misspelled from the task, a figure a tool's contradicts); their shared context is
+call's argument misspelled from the task, a figure a tool's contradicts, an item or a
+value the run needed dropped, pages left unread, a unit or currency swapped, a critic
+never satisfied, an identifier no step had given, a value given that a call
+overrode); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 

@@ -62,9 +62,14 @@ def blame_prepare(dbg: AgentDebug, run: AgentTrajectory) -> None:
 
 
 def approved_run(
-    dbg: AgentDebug, db: Path, monkeypatch: pytest.MonkeyPatch, check: Any = refunded_24
+    dbg: AgentDebug,
+    db: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    check: Any = refunded_24,
+    **configurable: Any,
 ) -> str:
-    """The refund run, its human's "yes" given to the wrong amount; stored and blamed."""
+    """The refund run, its human's "yes" given to the wrong amount; stored and blamed
+    (invoked with ``configurable`` keys besides its thread id, if given)."""
     monkeypatch.setenv("LG_TEST_DB", str(db))
     graph = approved_refund_from_env()
     cb = AgentDebugCallback(
@@ -73,7 +78,7 @@ def approved_run(
         diagnose=False,
         graph_factory="lg_graphs:approved_refund_from_env",
     )
-    config: Any = {"configurable": {"thread_id": "t-cli"}, "callbacks": [cb]}
+    config: Any = {"configurable": {"thread_id": "t-cli", **configurable}, "callbacks": [cb]}
     graph.invoke({"messages": [], "amount": 0, "out": []}, config)
     graph.invoke(Command(resume="yes"), config)
     run = cb.trajectory()
@@ -247,23 +252,9 @@ def test_a_secret_configurable_key_is_refused_before_the_gate_saying_how_to_give
     before anyone is asked (before, after the gate's approval), and how to give it
     from the command line, not only in code."""
     db = tmp_path / "checkpoints.db"
-    monkeypatch.setenv("LG_TEST_DB", str(db))
-    graph = approved_refund_from_env()
-    cb = AgentDebugCallback(
-        dbg,
-        success_check=refunded_24,
-        diagnose=False,
-        graph_factory="lg_graphs:approved_refund_from_env",
-    )
-    configurable = {"thread_id": "t-secret", "api_key": "sk-test-0042"}
-    config: Any = {"configurable": configurable, "callbacks": [cb]}
-    graph.invoke({"messages": [], "amount": 0, "out": []}, config)
-    graph.invoke(Command(resume="yes"), config)
-    run = cb.trajectory()
-    blame_prepare(dbg, run)
-    graph.checkpointer.conn.close()
+    run_id = approved_run(dbg, db, monkeypatch, api_key="sk-test-0042")
     dbg.close()
-    refused = cli("act", run.id, "--rerun", "--policy", "ask", db=db)
+    refused = cli("act", run_id, "--rerun", "--policy", "ask", db=db)
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "configurable key api_key (not stored" in refused.stdout, refused.stdout
     assert "on the command line: --executor module:function" in refused.stdout

@@ -61,9 +61,10 @@ _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "128,000" -> "128000"
 
 
-def _pairs(value: Any) -> Iterator[tuple[str, str]]:
-    """(key, value as text) of the texts and numbers of a payload, at any depth, not
-    inside its tool calls; at most ``_VISITS`` parts of it read."""
+def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
+    """(key, value as text) of the texts and numbers of a payload, at any depth (the
+    key a value is under, an item of a list under the list's), not inside keys in
+    ``skip``; at most ``_VISITS`` parts of it read."""
     stack: list[tuple[str, Any, int]] = [("", value, 0)]
     visits = 0
     while stack and visits < _VISITS:
@@ -74,15 +75,21 @@ def _pairs(value: Any) -> Iterator[tuple[str, str]]:
                 stack.extend(
                     (str(k), v, depth + 1)
                     for k, v in reversed(list(item.items())[:500])
-                    if str(k) not in _CALLS
+                    if str(k) not in skip
                 )
         elif isinstance(item, (list, tuple)):
             if depth < 12:
                 stack.extend((key, v, depth + 1) for v in reversed(item[:500]))
-        elif key and key.lower() not in _GENERIC:
+        else:
             text = _text(item)
             if text is not None:
                 yield key, text
+
+
+def _pairs(value: Any) -> Iterator[tuple[str, str]]:
+    """The leaves of a payload under keys that name something of their own, not
+    inside its tool calls."""
+    return ((k, v) for k, v in _leaves(value, skip=_CALLS) if k and k.lower() not in _GENERIC)
 
 
 def _text(value: Any) -> str | None:
@@ -93,22 +100,6 @@ def _text(value: Any) -> str | None:
         return None
     text = str(value).strip()
     return text if 0 < len(text) <= _LONGEST else None
-
-
-def _scalars(value: Any, depth: int = 0) -> Iterator[str]:
-    """Every text and number of a call's arguments, lowercased."""
-    if depth > 12:
-        return
-    if isinstance(value, dict):
-        for item in list(value.values())[:500]:
-            yield from _scalars(item, depth + 1)
-    elif isinstance(value, (list, tuple)):
-        for item in value[:500]:
-            yield from _scalars(item, depth + 1)
-    else:
-        text = _text(value)
-        if text is not None:
-            yield text.lower()
 
 
 def _named(text: str, value: str) -> bool:
@@ -164,7 +155,7 @@ def _overridden(
 ) -> tuple[str, str, str, AgentEvent] | None:
     """(key, the call's value, the value given, the event that gave it) of the call
     at ``at``, when it took another value than its step was given; else None."""
-    held = set(_scalars(events[at].input))
+    held = {text.lower() for _, text in _leaves(events[at].input)}
     given = _given(events, at, {key for key, _ in asked}, state, failure)
     for key, value in asked:
         values = given.get(key, {})

@@ -330,3 +330,63 @@ def test_a_receipt_in_yen_extracted_as_dollars_is_blamed_on_the_extraction(
     assert root is not None
     assert (root.agent_name, root.step_index) == ("extract", 2)
     assert "(18400 JPY is not 18400 USD)" in (root.rationale or "")
+
+
+@tool
+def get_quote(sku: str, qty: int) -> dict[str, Any]:
+    """The price of an order."""
+    return {"sku": sku, "qty": qty, "unit_price": 3200, "currency": "JPY", "total": 3200 * qty}
+
+
+@tool
+def gateway_charge(amount_minor: int, currency: str) -> str:
+    """Charge the card on file, in the currency's minor units."""
+    return f"ch_3PZ0001 succeeded: {amount_minor:,} {currency} minor units"
+
+
+class Order(TypedDict, total=False):
+    sku: str
+    qty: int
+    quote: dict[str, Any]
+    charge: str
+    receipt: str
+
+
+def test_an_amount_a_plain_node_computed_wrong_is_blamed_on_that_node(dbg: AgentDebug) -> None:
+    """Yen has no minor unit: ``round(total * 100)`` charges a hundred times the quote.
+    The node that computed it called no model and was given nothing holding it; the
+    receipt's model, which wrote the quote's total faithfully, is not blamed."""
+    writer = scripted([AIMessage(content="Receipt: 40 x NITRILE-M-200, total 128,000 JPY.")])
+
+    def price(state: Order) -> dict[str, Any]:
+        return {"quote": get_quote.invoke({"sku": state["sku"], "qty": state["qty"]})}
+
+    def charge(state: Order) -> dict[str, Any]:
+        amount = round(state["quote"]["total"] * 100)  # (right for cents, not for yen)
+        return {"charge": gateway_charge.invoke({"amount_minor": amount, "currency": "JPY"})}
+
+    def receipt(state: Order) -> dict[str, Any]:
+        return {"receipt": writer.invoke([HumanMessage(f"A receipt for {state['quote']}")]).content}
+
+    def charged_once(state: Order) -> bool | str:
+        wanted = state["quote"]["total"]
+        return f"{wanted:,}" in state["charge"] or (
+            f"the gateway recorded {state['charge'].split(': ')[1]}; the quote was {wanted:,} JPY"
+        )
+
+    callback = AgentDebugCallback(dbg, success_check=charged_once)
+    chain(Order, price, charge, receipt).invoke(
+        {"sku": "NITRILE-M-200", "qty": 40}, {"callbacks": [callback]}
+    )
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == (
+        "charge",
+        2,
+        "reflection.flawed_reasoning",
+    )
+    assert [e.quote for e in root.evidence] == ["12800000"]
+    assert found.fix is not None and found.fix.directive.startswith(
+        "At step 2, charge: the step's code made '12800000', which the failure names"
+    )

@@ -8,13 +8,14 @@ answer in another language than the user's, an action run again after a timeout,
 call's argument misspelled from the task, a figure a tool's contradicts, an item or a
 value the run needed dropped, pages left unread, a unit or currency swapped, a critic
 never satisfied, an identifier no step had given, a value given that a call
-overrode); their shared context is
+overrode, a wrong value a step's own code made); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
 from __future__ import annotations
 
 from agentdebug.detect.adaptation import rule_reply_unchanged
+from agentdebug.detect.coded import rule_value_made_in_code
 from agentdebug.detect.contradicted import rule_figure_contradicted
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dropped import rule_result_dropped
@@ -136,6 +137,11 @@ RULES: list[Rule] = [
         "given_value_overridden",
         "a call given another value for a key than its step was given, which the failure names",
         rule_given_value_overridden,
+    ),
+    Rule(
+        "value_made_in_code",
+        "a wrong value the failure names, first made by a step that called no model",
+        rule_value_made_in_code,
     ),
 ]
 

@@ -8,11 +8,17 @@ from typing import Any
 import pytest
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
 from conftest import ev, traj
 
 QUOTE = {"sku": "NITRILE-M-200", "qty": 40, "unit_price": 3200, "currency": "JPY", "total": 128000}
 CHARGED = "the gateway recorded charges [('JPY', 12800000)]; finance approved 128,000 JPY"
+
+
+def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
+    """A node run at step ``i``: its start (``s<i>``) and its end (``e<i>``) with ``output``."""
+    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
+    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def failed(run: AgentTrajectory, reason: str) -> AgentTrajectory:
@@ -80,7 +86,7 @@ def test_an_average_a_node_wrote_that_a_model_then_reported_is_the_node_s() -> N
     run = traj(
         ev(0, EventType.USER_INPUT, None, input={"week": "2024-W23"}),
         ev(1, EventType.TOOL_RESULT, "stats", output=stats, metadata={"tool_name": "stats"}),
-        ev(2, EventType.AGENT_END, "aggregate", output={"overall_pct": 3.83}),
+        *node(2, "aggregate", {"overall_pct": 3.83}),
         ev(3, EventType.LLM_RESPONSE, "note", input=[{"role": "user", "content": "3.83"}],
            output={"content": "Refund rate 3.83%, within target."}),
         ev(4, EventType.TOOL_CALL, "note", input={"text": "Refund rate 3.83%"}, metadata=post),
@@ -100,7 +106,7 @@ def test_an_address_of_another_run_a_node_added_is_a_wrong_recall() -> None:
     run = traj(
         ev(0, EventType.USER_INPUT, None, input={"ticket_id": "T-5521"}),
         ev(1, EventType.TOOL_RESULT, "load", output=ticket, metadata={"tool_name": "get_ticket"}),
-        ev(2, EventType.AGENT_END, "recipients", output={"to": to}),
+        *node(2, "recipients", {"to": to}),
         ev(3, EventType.TOOL_CALL, "send", input={"to": to}, metadata=mail),
     )
     run = failed(run, "T-5521 was also emailed to ['jane.doe@acme.example'], not on the ticket")
@@ -143,11 +149,11 @@ def test_a_value_made_in_code_and_never_used_is_not_blamed() -> None:
     (another rule's), the node that made it did nothing wrong."""
     run = traj(
         ev(0, EventType.USER_INPUT, None, input={"items": [["boots", 90.5], ["socks", 30.5]]}),
-        ev(1, EventType.AGENT_END, "price_cart", output={"total": 121.0}),
+        *node(1, "price_cart", {"total": 121.0}),
         ev(2, EventType.LLM_RESPONSE, "confirm", input=[{"role": "user", "content": "121.0"}],
            output={"content": "Thanks for your order!"}),
     )  # fmt: skip
-    assert found(failed(run, "the confirmation does not give the total, 121.0 EUR")) == []
+    assert found(failed(run, "the confirmation left out the total, 121.0 EUR")) == []
 
 
 def test_a_stale_value_used_while_the_wanted_one_was_at_hand_is_the_use_s() -> None:
@@ -156,21 +162,121 @@ def test_a_stale_value_used_while_the_wanted_one_was_at_hand_is_the_use_s() -> N
     pay = {"tool_name": "charge_card"}
     run = traj(
         ev(0, EventType.USER_INPUT, None, input={"items": [["boots", 95.0], ["socks", 30.0]]}),
-        ev(1, EventType.AGENT_END, "price_cart", output={"total": 125.0}),
-        ev(2, EventType.AGENT_END, "apply_coupon", output={"discounted_total": 93.75}),
+        *node(1, "price_cart", {"total": 125.0}),
+        *node(2, "apply_coupon", {"discounted_total": 93.75}),
         ev(3, EventType.TOOL_CALL, "charge", input={"amount": 125.0}, metadata=pay),
     )
     assert found(failed(run, "charged [125.0] but the discounted total is 93.75")) == []
+    whole = [*run.events[:3], *node(2, "apply_coupon", {"discounted_total": 90.0}), run.events[5]]
+    assert found(failed(traj(*whole), "charged [125.0] but the discounted total is 90.0")) == []
 
 
 def test_of_two_values_made_in_code_the_later_one_is_blamed() -> None:
     mail = {"tool_name": "send"}
     run = traj(
         ev(0, EventType.USER_INPUT, None, input="weekly"),
-        ev(1, EventType.AGENT_END, "total", output={"orders": 21550}),
+        *node(1, "total", {"orders": 21550}),
         ev(2, EventType.TOOL_CALL, "log", input={"orders": 21550}, metadata=mail),
-        ev(3, EventType.AGENT_END, "aggregate", output={"pct": 3.83}),
+        *node(3, "aggregate", {"pct": 3.83}),
         ev(4, EventType.TOOL_CALL, "note", input={"text": "3.83%"}, metadata=mail),
     )
     (finding,) = found(failed(run, "21,550 orders were logged; the note reports 3.83%"))
     assert (finding.agent_name, finding.step_index) == ("aggregate", 3)
+
+
+def test_expected_but_got_names_the_second_value_as_the_wrong_one() -> None:
+    (finding,) = found(charge_run(reason="expected 128,000 JPY but got 12,800,000 JPY"))
+    assert finding.metadata["value"] == "12800000"
+
+
+def test_a_call_a_model_asked_for_or_one_outside_a_recorded_node_run_is_not_the_code_s() -> None:
+    """An imported transcript's tool call (no node run recorded around it), or one filed
+    under a model's reply, is the model's decision: its arguments were not code's."""
+    pay = {"tool_name": "refund"}
+    reason = "refunded 4,520.00 EUR; the order was paid 45.20 EUR"
+    bare = traj(
+        ev(0, EventType.USER_INPUT, None, input="refund order 7"),
+        ev(1, EventType.TOOL_RESULT, "agent", output={"paid": 45.2}, metadata=pay),
+        ev(2, EventType.TOOL_CALL, "agent", input={"amount": 4520.0}, metadata=pay),
+    )
+    assert found(failed(bare, reason)) == []
+    asked = traj(
+        ev(0, EventType.USER_INPUT, None, input="refund order 7"),
+        ev(1, EventType.AGENT_START, "agent"),
+        ev(2, EventType.LLM_RESPONSE, "agent", output={"content": ""}),
+        ev(3, EventType.TOOL_CALL, "agent", input={"amount": 4520.0}, metadata=pay, parent_id="e2"),
+    )
+    asked.events[2:] = [e.model_copy(update={"step_index": 1}) for e in asked.events[2:]]
+    assert found(failed(asked, reason)) == []
+
+
+def test_a_call_made_before_the_node_asked_a_model_is_still_the_code_s() -> None:
+    run = charge_run()
+    after = ev(9, EventType.LLM_RESPONSE, "charge", output={"content": "Charged."})
+    run.events.insert(5, after.model_copy(update={"step_index": 3}))
+    (finding,) = found(run)
+    assert finding.event_id == "e4"
+
+
+def test_the_final_state_is_not_the_run_s_last_word() -> None:
+    """A graph's final state holds every value of the run: a total a node computed
+    right and a model then left out was not acted on for being there."""
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"items": [["boots", 90.5], ["socks", 30.5]]}),
+        *node(1, "price_cart", {"total": 121.0}),
+        ev(2, EventType.LLM_RESPONSE, "confirm", output={"content": "Thanks for your order!"}),
+        ev(3, EventType.FINAL_ANSWER, None, output={"total": 121.0, "message": "Thanks!"}),
+    )
+    assert found(failed(run, "the confirmation left out the total, 121.0 EUR")) == []
+
+
+def test_a_value_the_thread_s_earlier_turn_left_in_the_state_is_not_this_run_s() -> None:
+    """A run on a checkpointed thread starts from state it did not record: the final
+    state's keys that nothing in the run wrote."""
+    run = charge_run()
+    final = ev(9, EventType.FINAL_ANSWER, None, output={"total": 12800000, "charge": "ok"})
+    run.events.append(final)
+    assert found(run) == []
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "order #12800000 was never confirmed",  # (an id, not an amount)
+        "gave up after 12800000 attempts",  # (a count)
+    ],
+)
+def test_bare_integers_are_ids_or_counts_not_amounts(reason: str) -> None:
+    assert found(charge_run(reason=reason)) == []
+
+
+def test_the_reference_answer_s_values_are_the_right_ones() -> None:
+    run = charge_run(reason="the charge was wrong")
+    run = run.model_copy(update={"reference_answer": "charge 12,800,000 JPY"})
+    assert found(run) == []
+
+
+def test_an_address_built_from_the_name_the_run_was_given_is_computed_not_recalled() -> None:
+    mail = {"tool_name": "send_mail"}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"name": "Jane Doe"}),
+        *node(1, "address", {"to": "jane.doe@acme.example"}),
+        ev(2, EventType.TOOL_CALL, "send", input={"to": "jane.doe@acme.example"}, metadata=mail),
+    )
+    (finding,) = found(failed(run, "mail went to jane.doe@acme.example, who left in May"))
+    assert finding.mode_id == "reflection.flawed_reasoning"
+
+
+def test_a_decimal_is_held_only_by_a_number_that_rounds_to_it() -> None:
+    """A tool's 12.57 is not the node's 12.5 (which it would round to 12.6)."""
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="invoice 7"),
+        ev(1, EventType.TOOL_RESULT, "rates", output={"tax": 12.57}, metadata={"tool_name": "t"}),
+        *node(2, "calc", {"tax": 12.5}),
+        ev(3, EventType.TOOL_CALL, "bill", input={"tax": 12.5}, metadata={"tool_name": "bill"}),
+    )
+    (finding,) = found(failed(run, "the invoice says 12.5 EUR tax"))
+    assert finding.agent_name == "calc"
+    held = traj(*run.events[:1], run.events[1].model_copy(update={"output": {"tax": 12.498}}),
+                *run.events[2:])  # fmt: skip
+    assert found(failed(held, "the invoice says 12.5 EUR tax")) == []

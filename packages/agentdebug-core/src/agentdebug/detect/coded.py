@@ -12,79 +12,218 @@ the step was given did not hold it, so its own code made it. Without this rule t
 free tier blamed the model that later reported the value (it reported it
 faithfully), or guessed.
 
-The rule keeps to what it can read for certain, in a failed run that says what
-went wrong (the success check's reason, or the reference answer): a value the
-reason names (a number of three digits or more, or with a decimal part, "3.83",
-"12,800,000", not a year; or an e-mail address), not one the reason gives as the
-expected one ("expected 6.6", "should be", "instead of"), whose first holder in the
-run is a node's update or a tool call's arguments made by a node run in which no
-model was called (so neither a model's reply, a tool's result, the run's input or
-configuration, nor anything else before it held the value, in any of its forms:
-"12,800,000" is "12800000", and "3.83" is held by "3.8333"), and that the run then
-acted on or ended with (the step's own tool call, a later tool call, or the run's
-last word holds it). A number is ``reflection.flawed_reasoning`` (code that
-computed it wrong: a unit, an average, a rounding); an address is
-``memory.wrong_recall`` (a value of another task: a default or a cache that kept
-it). Of several such values, the one made last is blamed (a right value is given
-or made before the step that went wrong with it).
+The rule keeps to what it can read for certain, in a failed run whose reason says
+what went wrong: a value the reason names (a figure: a number with a decimal part,
+thousands separators, a currency or a unit beside it, "3.83 %", "12,800,000",
+"('JPY', 12800000)", not a bare count, id or date; or an e-mail address), not one
+it gives as the wanted one ("expected", "should be", "instead of", "approved"...,
+in the same clause: "expected X but got Y" names Y as wrong), nor one of the
+reference answer (the right one); whose first holder in the run, in any of its
+forms ("12,800,000" is "12800000"; "3.83" is held by "3.8333" and "3.830", not by
+"3.85"), is the update or a tool call's arguments of a node run the run recorded
+(its start and its end) that had called no model by then, the call its own (not
+one a model asked for); that the run then acted on or ended with (that call, a
+later tool call, the run's last word: not the graph's final state, which holds
+everything); with no other figure (or address) the failure names at hand between
+its making and that use (else the use chose the wrong one: a charge of the cart's
+total while the discounted total was in the state); and not held by the state the
+run started from (a thread's earlier turn: the final state's keys that nothing in
+the run wrote). A figure is ``reflection.flawed_reasoning`` (code that computed it
+wrong: a unit, an average, a rounding); an address is ``memory.wrong_recall`` (a
+value of another task: a default or a cache that kept it), or
+``reflection.flawed_reasoning`` when the words of its name are the run's (an
+address the code built from a name). Of several such values, the one made last is
+blamed (a right value is given or made before the step that went wrong with it).
 """
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from decimal import ROUND_HALF_UP, Decimal
+from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.lost import wanted_values
 from agentdebug.detect.rule_finding import quoted, rule_finding
-from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
+from agentdebug.text import compact_json, flatten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "value_made_in_code"
 MOST_VALUES = 12  # values of a failure's reason looked for
-_READ = 100_000  # characters of an event read
+_READ = 1_000_000  # characters of an event read
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
 _MADE = frozenset({EventType.AGENT_END, EventType.TOOL_CALL})
-_LAST_WORD = frozenset({EventType.AGENT_END, EventType.FINAL_ANSWER, *_MODEL, EventType.MESSAGE})
+_WORDS = frozenset({EventType.AGENT_END, EventType.FINAL_ANSWER, EventType.MESSAGE, *_MODEL})
 # a number with a decimal part (the lost-value reader takes three digits or more)
 _DECIMAL = re.compile(r"(?<![\w.,])(\d{1,2})\.(\d+)(?![\d.,]\d|\w)")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+")
-# the reason giving the value that was wanted, just before it
-_EXPECTED = re.compile(
-    r"(?i:\b(?:expected|should(?: have)?(?: be| been)?|instead of|rather than|correct|"
-    r"actual(?:ly)?|real|true|approved|wanted|not)\b[^.;,]{0,24})$"
+# the reason giving the value that was wanted, before it in its clause
+_WANTED = re.compile(
+    r"(?i)\b(?:expected|should(?: have)?(?: be| been)?|instead of|rather than|correct|"
+    r"approved|wanted|ought to be)\b"
+)
+_CLAUSE = re.compile(r"(?i)\b(?:but|got|yet|while|whereas|however)\b|;")
+_CURRENCY_BEFORE = re.compile(
+    r"(?i)(?:[€$£¥]|\b(?:eur|usd|gbp|jpy|chf|cad|aud|cny|inr|sek|nok|dkk)\b)\W{0,4}$"
+)
+_UNIT_AFTER = re.compile(
+    r"\s?(?:[%€$£¥]|(?i:eur|usd|gbp|jpy|chf|cad|aud|cny|inr|cents?|percent|kg|km|mi|lbs?|"
+    r"ms|kb|mb|gb|tb|kwh|units)\b)"
 )
 
 
-def _expected(reason: str, at: int) -> bool:
-    """Whether the words just before ``at`` give the value there as the wanted one."""
-    return bool(_EXPECTED.search(reason[max(0, at - 40) : at]))
+class _Value:
+    """A value the failure names: as written, how to find it, what kind it is."""
+
+    def __init__(self, text: str, pattern: re.Pattern[str], figure: bool, wrong: bool) -> None:
+        self.text, self.pattern, self.figure, self.wrong = text, pattern, figure, wrong
+        whole, _, decimals = text.partition(".")
+        self._places = len(decimals) if figure and decimals and len(whole) <= 2 else 0
+
+    def held(self, text: str, lowered: bool = False) -> Iterator[re.Match[str]]:
+        """Where ``text`` holds it (a longer decimal only when it rounds to it; an
+        address in any case, in ``text`` lowercased unless it is ``lowered``)."""
+        if not self.figure and not lowered:
+            text = text.lower()
+        for m in self.pattern.finditer(text):
+            if not self._places or _rounds_to(m.group(), self.text, self._places):
+                yield m
 
 
-def _named(reason: str) -> list[tuple[str, re.Pattern[str], bool, bool]]:
-    """The values ``reason`` names: (as written, a pattern finding any of its forms,
-    whether it is a number, whether it may be a wrong one the run made: not one the
-    reason gives as the wanted one, nor a number of two digits, "90.0", which is
-    looked for only as a wanted one)."""
-    found: list[tuple[str, re.Pattern[str], bool, bool]] = []
-    for m in _DECIMAL.finditer(reason):
-        whole, decimals = m.group(1), m.group(2).rstrip("0")
-        value = f"{whole}.{decimals}" if decimals else whole
-        tail = rf"\.{decimals}\d*" if decimals else r"(?:\.0+)?"
-        pattern = re.compile(rf"(?<![\w.,]){whole}{tail}(?![\d.,]\d)")
-        found.append((value, pattern, True, bool(decimals) and not _expected(reason, m.start())))
-    for value, pattern in wanted_values(reason):
-        at = pattern.search(reason)
-        if value[:1].isdigit():
-            found.append((value, pattern, True, not (at and _expected(reason, at.start()))))
-    for m in _EMAIL.finditer(reason):
-        value = m.group().rstrip(".")
-        pattern = re.compile(rf"(?i)(?<![\w.+-]){re.escape(value)}(?![\w-]|\.\w)")
-        found.append((value, pattern, False, not _expected(reason, m.start())))
+def _rounds_to(held: str, value: str, places: int) -> bool:
+    try:
+        near = Decimal(held).quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP)
+    except ArithmeticError:
+        return False
+    return near == Decimal(value)
+
+
+def _wanted_here(reason: str, at: int) -> bool:
+    """Whether the clause before ``at`` gives the value there as the wanted one."""
+    before = reason[max(0, at - 60) : at]
+    return bool(_WANTED.search(_CLAUSE.split(before)[-1]))
+
+
+def _is_figure(reason: str, start: int, end: int) -> bool:
+    """Whether the number at ``reason[start:end]`` is written as an amount: thousands
+    separators, a decimal part, a currency or a unit beside it (not a count or an id)."""
+    written = reason[start:end]
+    return (
+        "," in written
+        or "." in written
+        or bool(_CURRENCY_BEFORE.search(reason[max(0, start - 12) : start]))
+        or bool(_UNIT_AFTER.match(reason, end))
+    )
+
+
+def _number_pattern(value: str) -> re.Pattern[str]:
+    """A number in any of its forms ("12800000" as "12,800,000" and "12800000.00"),
+    its first digits first (a pattern that opens with a look-behind is tried at
+    every character of a run's text; one that opens with a literal is searched for)."""
+    whole, _, decimals = value.partition(".")
+    head = len(whole) % 3 or 3
+    groups = [whole[:head]] + [whole[i : i + 3] for i in range(head, len(whole), 3)]
+    decimals = decimals.rstrip("0")
+    tail = rf"\.{decimals}0*" if decimals else r"(?:\.0+)?"
+    first = groups[0]
+    rest = "".join(f",?{g}" for g in groups[1:])
+    return re.compile(rf"{first}(?<![\w.,]{first}){rest}{tail}(?!\d|[.,]\d)")
+
+
+def _named(reason: str, reference: str) -> list[_Value]:
+    """The figures and addresses the failure names: those of its reason that are not
+    given as wanted may be wrong ones; the reference answer's are the right ones."""
+    found: list[_Value] = []
+    for text, wrong_ok in ((reason, True), (reference, False)):
+        for m in _DECIMAL.finditer(text):
+            whole, decimals = m.group(1), m.group(2).rstrip("0")
+            if not decimals:  # ("90.0": a whole number of two digits, looked for as
+                found.append(_Value(whole, _number_pattern(whole), True, False))  # a wanted one)
+                continue
+            pattern = re.compile(rf"{whole}\.(?<![\w.,]{whole}\.)\d+(?!\d|[.,]\d)")
+            wrong = wrong_ok and not _wanted_here(text, m.start())
+            found.append(_Value(f"{whole}.{decimals}", pattern, True, wrong))
+        for value, written in wanted_values(text):
+            at = written.search(text)
+            if at is None or not value[:1].isdigit() or not _is_figure(text, *at.span()):
+                continue
+            wrong = wrong_ok and not _wanted_here(text, at.start())
+            found.append(_Value(value, _number_pattern(value), True, wrong))
+        for m in _EMAIL.finditer(text):
+            value = m.group().rstrip(".").lower()  # (looked for in the run's text lowercased)
+            at = re.escape(value[0])
+            pattern = re.compile(rf"{at}(?<![\w.+-]{at}){re.escape(value[1:])}(?![\w-]|\.\w)")
+            wrong = wrong_ok and not _wanted_here(text, m.start())
+            found.append(_Value(value, pattern, False, wrong))
     return found[:MOST_VALUES]
+
+
+class _Texts:
+    """The run's events' text (readable and as JSON), joined, with where each starts."""
+
+    def __init__(self, events: list[AgentEvent]) -> None:
+        parts = [
+            " ".join(
+                (
+                    flatten(e.input, _READ),
+                    flatten(e.output, _READ),
+                    compact_json(e.input)[:_READ],
+                    compact_json(e.output)[:_READ],
+                )
+            )
+            for e in events
+        ]
+        self.parts = parts
+        self.starts: list[int] = []
+        at = 0
+        for part in parts:
+            self.starts.append(at)
+            at += len(part) + 1
+        self.text = "\n".join(parts)
+        self._lower: str | None = None
+
+    def holders(self, value: _Value) -> list[int]:
+        """The events that hold ``value``, in order."""
+        if value.figure:
+            text = self.text
+        else:  # (an address: any case)
+            if self._lower is None:
+                self._lower = self.text.lower()
+            text = self._lower
+        found = {bisect.bisect_right(self.starts, m.start()) - 1 for m in value.held(text, True)}
+        return sorted(found)
+
+
+def _carried(run: AgentTrajectory) -> str:
+    """The text of the state the run started from and did not write itself: the final
+    state's keys that neither its input nor any node's update wrote (a thread's earlier
+    turn); empty when the run records no final state."""
+    final = next(
+        (e for e in reversed(run.events) if e.type is EventType.FINAL_ANSWER and not e.agent_name),
+        None,
+    )
+    if final is None or not isinstance(final.output, dict):
+        return ""
+    written: set[Any] = set()
+    for e in run.events:
+        payload = e.input if e.type is EventType.USER_INPUT else e.output
+        if e.type in (EventType.USER_INPUT, EventType.AGENT_END) and isinstance(payload, dict):
+            written.update(payload)
+    carried = {k: v for k, v in final.output.items() if k not in written}
+    return f"{flatten(carried, _READ)} {compact_json(carried)[:_READ]}" if carried else ""
+
+
+def _own_call(call: AgentEvent, by_id: dict[str, AgentEvent]) -> bool:
+    """Whether a tool call is its node's own (code that called a tool), not one a
+    model asked for (filed under the model's reply, or carrying its call id)."""
+    if call.metadata.get("tool_call_id") or call.metadata.get("role") == "assistant":
+        return False
+    parent = by_id.get(call.parent_id) if call.parent_id else None
+    return parent is None or parent.type is EventType.AGENT_START
 
 
 def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
@@ -92,63 +231,85 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
-    named = _named(reason)
-    if not named:
+    named = _named(run.outcome.reason or "", run.reference_answer or "")
+    if not any(v.wrong for v in named):
         return
     events = run.events
-    texts = [f"{flatten(e.input, _READ)}\n{flatten(e.output, _READ)}" for e in events]
-    own = f"{flatten(run.metadata, _READ)} {run.goal or ''}"
-    # node runs (an agent at a step) that called a model: their values may be its
-    modelled = {(e.agent_name, e.step_index) for e in events if e.type in _MODEL}
-    last_word = max((i for i, e in enumerate(events) if e.type in _LAST_WORD), default=-1)
-    best: tuple[int, str, bool] | None = None  # (where made, value as held, a number)
-    for value, pattern, number, wrong in named:
-        if not wrong or pattern.search(own):
-            continue  # (a wanted value; or the run's own input or configuration)
-        first = next((i for i, text in enumerate(texts) if pattern.search(text)), None)
-        if first is None:
-            continue  # (the run never held it: the value wanted, not the one made)
+    by_id = {e.id: e for e in events}
+    own = f"{flatten(run.metadata, _READ)} {run.goal or ''} {_carried(run)}"
+    starts: dict[tuple[str | None, int], int] = {}  # node runs recorded: their starts
+    asked: dict[tuple[str | None, int], int] = {}  # node runs' first model calls
+    for i, e in enumerate(events):
+        key = (e.agent_name, e.step_index)
+        if e.type is EventType.AGENT_START:
+            starts.setdefault(key, i)
+        elif e.type in _MODEL:
+            asked.setdefault(key, i)
+    last_word = max(
+        (i for i, e in enumerate(events) if e.type in _WORDS and (e.agent_name or e.type
+         is not EventType.FINAL_ANSWER)),
+        default=-1,
+    )  # fmt: skip
+    texts = _Texts(events)
+    holders = {v.text: texts.holders(v) for v in named}
+    best: tuple[int, _Value, str] | None = None  # (where made, the value, as held there)
+    for value in named:
+        held = holders[value.text]
+        if not value.wrong or not held or any(value.held(own)):
+            continue  # (a wanted value; never held; or the run's input, configuration)
+        first = held[0]
         made = events[first]
+        key = (made.agent_name, made.step_index)
         if (
             made.type not in _MADE
             or not made.agent_name
-            or (made.agent_name, made.step_index) in modelled
-            or not pattern.search(flatten(made.input if made.type is EventType.TOOL_CALL
-                                          else made.output, _READ))
-        ):  # fmt: skip
+            or starts.get(key, first) >= first  # (a node run the run recorded)
+            or asked.get(key, first) < first  # (a model of the node run said it first)
+            or (made.type is EventType.TOOL_CALL and not _own_call(made, by_id))
+        ):
             continue
+        said = made.input if made.type is EventType.TOOL_CALL else made.output
+        where = next(value.held(f"{flatten(said, _READ)} {compact_json(said)[:_READ]}"), None)
+        if where is None:
+            continue  # (in what it was given, not in what it made)
         # where the run acted on it (the step's own call, a later one) or ended with it
         acted = first if made.type is EventType.TOOL_CALL else next(
             (
                 i
-                for i in range(first + 1, len(events))
-                if (events[i].type is EventType.TOOL_CALL and pattern.search(texts[i]))
-                or (i == last_word and pattern.search(flatten(events[i].output, _READ)))
+                for i in held[1:]
+                if events[i].type is EventType.TOOL_CALL
+                or (i == last_word and any(value.held(flatten(events[i].output, _READ))))
             ),
             None,
         )  # fmt: skip
         if acted is None:
             continue
-        if any(  # another value the failure names was at hand when this one was used:
-            other.search(texts[i])  # the use chose the wrong one, not its maker
-            for v, other, _, _ in named
-            if v != value
-            for i in range(first + 1, acted)
+        if any(  # another value the failure names, of its kind, at hand when this one
+            first < i < acted  # was used: the use chose the wrong one, not its maker
+            for other in named
+            if other is not value and other.figure == value.figure
+            for i in holders[other.text]
         ):
             continue
         if best is None or first > best[0]:
-            held = pattern.search(texts[first])
-            best = (first, held.group() if held else value, number)
+            best = (first, value, where.group())
     if best is not None:
-        at, value, number = best
-        yield _finding(events[at], value, number)
+        at, value, shown = best
+        built = not value.figure and _built_from(value.text, texts.text[: texts.starts[at]])
+        yield _finding(events[at], shown, value.figure or built)
 
 
-def _finding(event: AgentEvent, value: str, number: bool) -> Finding:
+def _built_from(address: str, before: str) -> bool:
+    """Whether an address's name is made of words the run held before (a name given)."""
+    words = [w for w in re.split(r"[^a-z]+", address.split("@")[0].lower()) if len(w) >= 3]
+    low = before.lower()
+    return bool(words) and all(re.search(rf"\b{w}\b", low) for w in words)
+
+
+def _finding(event: AgentEvent, value: str, computed: bool) -> Finding:
     agent = event.agent_name
     what = "its update" if event.type is EventType.AGENT_END else "the arguments of its call"
-    if number:
+    if computed:
         mode = "reflection.flawed_reasoning"
         how = "made it from what it was given (which may itself be wrong)"
         fix = (

@@ -390,3 +390,64 @@ def test_an_amount_a_plain_node_computed_wrong_is_blamed_on_that_node(dbg: Agent
     assert found.fix is not None and found.fix.directive.startswith(
         "At step 2, charge: the step's code made '12800000', which the failure names"
     )
+
+
+@tool
+def wms_counts(warehouse: str) -> dict[str, int]:
+    """The warehouse's stock by SKU."""
+    return {"TR2-44": 0, "TR2-43": 5, "HK-JKT-M": 9, "SOCK-3P": 40}
+
+
+@tool
+def update_storefront(updates: dict[str, int]) -> str:
+    """Set the storefront's stock of these SKUs."""
+    return f"updated {len(updates)} SKUs"
+
+
+class Stock(TypedDict, total=False):
+    listed: dict[str, int]
+    counts: dict[str, int]
+    updates: dict[str, int]
+    pushed: str
+
+
+def test_a_selection_whose_condition_dropped_a_zero_is_blamed_on_that_node(
+    dbg: AgentDebug,
+) -> None:
+    """``if qty and ...`` reads the sold-out SKU's 0 as false: the selection left it
+    out, the push and the report after it worked faithfully on what they were given."""
+
+    def fetch(state: Stock) -> dict[str, Any]:
+        return {"counts": wms_counts.invoke({"warehouse": "LDS-1"})}
+
+    def diff(state: Stock) -> dict[str, Any]:
+        listed = state["listed"]
+        return {
+            "updates": {
+                sku: qty
+                for sku, qty in state["counts"].items()
+                if qty and qty != listed.get(sku)  # (0 is falsy: the sold-out SKU is skipped)
+            }
+        }
+
+    def push(state: Stock) -> dict[str, Any]:
+        return {"pushed": update_storefront.invoke({"updates": state["updates"]})}
+
+    def in_sync(state: Stock) -> bool | str:
+        stale = [
+            sku for sku, qty in state["counts"].items() if qty == 0 and sku not in state["updates"]
+        ]
+        return not stale or f"{stale[0]} shows {state['listed'][stale[0]]} in stock but has 0"
+
+    callback = AgentDebugCallback(dbg, success_check=in_sync)
+    chain(Stock, fetch, diff, push).invoke(
+        {"listed": {"TR2-44": 6, "TR2-43": 2, "HK-JKT-M": 11, "SOCK-3P": 40}},
+        {"callbacks": [callback]},
+    )
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == ("diff", 2, "memory.context_loss")
+    assert found.fix is not None and found.fix.directive.startswith(
+        "At step 2, diff: 'TR2-44' was among the items fetch gave"
+    )

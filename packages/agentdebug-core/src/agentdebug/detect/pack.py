@@ -8,7 +8,8 @@ answer in another language than the user's, an action run again after a timeout,
 call's argument misspelled from the task, a figure a tool's contradicts, an item or a
 value the run needed dropped, pages left unread, a unit or currency swapped, a critic
 never satisfied, an identifier no step had given, a value given that a call
-overrode, a wrong value a step's own code made); their shared context is
+overrode, a wrong value a step's own code made, an item its selection left
+out); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -28,6 +29,7 @@ from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.lost import rule_needed_value_lost
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
+from agentdebug.detect.narrowed import rule_named_item_filtered_out
 from agentdebug.detect.overridden import rule_given_value_overridden
 from agentdebug.detect.paged import rule_more_pages_unread
 from agentdebug.detect.rejected import rule_rejection_overruled
@@ -142,6 +144,11 @@ RULES: list[Rule] = [
         "value_made_in_code",
         "a wrong value the failure names, first made by a step that called no model",
         rule_value_made_in_code,
+    ),
+    Rule(
+        "named_item_filtered_out",
+        "a step's code that kept part of a collection and left out the item the failure names",
+        rule_named_item_filtered_out,
     ),
 ]
 

@@ -155,8 +155,8 @@ def _named(reason: str, reference: str) -> list[_Value]:
             found.append(_Value(value, _number_pattern(value), True, wrong))
         for m in _EMAIL.finditer(text):
             value = m.group().rstrip(".").lower()  # (looked for in the run's text lowercased)
-            at = re.escape(value[0])
-            pattern = re.compile(rf"{at}(?<![\w.+-]{at}){re.escape(value[1:])}(?![\w-]|\.\w)")
+            head = re.escape(value[0])
+            pattern = re.compile(rf"{head}(?<![\w.+-]{head}){re.escape(value[1:])}(?![\w-]|\.\w)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
             found.append(_Value(value, pattern, False, wrong))
     return found[:MOST_VALUES]

@@ -58,11 +58,9 @@ def _names(items: list[Any]) -> frozenset[str] | None:
     if len(items) < 2 or not all(isinstance(i, dict) for i in items):
         return None
     for key in items[0]:
-        values = [i.get(key) for i in items]
-        if all(isinstance(v, str) and 0 < len(v) <= MOST_NAME for v in values) and len(
-            set(values)
-        ) == len(values):
-            return frozenset(values)  # type: ignore[arg-type]
+        values = [v for i in items if isinstance(v := i.get(key), str) and 0 < len(v) <= MOST_NAME]
+        if len(values) == len(items) and len(set(values)) == len(values):
+            return frozenset(values)
     return None
 
 
@@ -80,15 +78,15 @@ def _collections(value: Any, depth: int = 0, keys: bool = True) -> Iterator[froz
         else:
             return
     if isinstance(value, dict):
-        names = [k for k in list(value)[:MOST_ITEMS] if isinstance(k, str)]
-        if (depth or keys) and names and all(len(k) <= MOST_NAME for k in names):
-            yield frozenset(names)
+        keyed = [k for k in list(value)[:MOST_ITEMS] if isinstance(k, str)]
+        if (depth or keys) and keyed and all(len(k) <= MOST_NAME for k in keyed):
+            yield frozenset(keyed)
         for item in list(value.values())[:MOST_ITEMS]:
             yield from _collections(item, depth + 1)
     elif isinstance(value, list) and value:
-        names = _names(value)
-        if names:
-            yield names
+        listed = _names(value)
+        if listed:
+            yield listed
         for item in value[:MOST_ITEMS]:
             if isinstance(item, (dict, list)):
                 yield from _collections(item, depth + 1)

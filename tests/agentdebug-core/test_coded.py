@@ -280,3 +280,12 @@ def test_a_decimal_is_held_only_by_a_number_that_rounds_to_it() -> None:
     held = traj(*run.events[:1], run.events[1].model_copy(update={"output": {"tax": 12.498}}),
                 *run.events[2:])  # fmt: skip
     assert found(failed(held, "the invoice says 12.5 EUR tax")) == []
+
+
+def test_a_node_whose_inner_graph_asked_a_model_did_not_make_the_value_in_code() -> None:
+    """A node that invoked a graph of its own, whose model (``charge/decide``, at a
+    step of its own) said nothing the run records holding the value."""
+    run = charge_run()
+    inner = ev(9, EventType.LLM_RESPONSE, "charge/decide", output={"content": "charge it"})
+    run.events.insert(4, inner.model_copy(update={"step_index": 4}))
+    assert found(run) == []

@@ -45,6 +45,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.lost import wanted_values
+from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 from agentdebug.text import compact_json, flatten
@@ -55,9 +56,8 @@ if TYPE_CHECKING:
 RULE = "value_made_in_code"
 MOST_VALUES = 12  # values of a failure's reason looked for
 _READ = 1_000_000  # characters of an event read
-_MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
 _MADE = frozenset({EventType.AGENT_END, EventType.TOOL_CALL})
-_WORDS = frozenset({EventType.AGENT_END, EventType.FINAL_ANSWER, EventType.MESSAGE, *_MODEL})
+_WORDS = frozenset({EventType.AGENT_END, EventType.FINAL_ANSWER, EventType.MESSAGE, *MODEL_TYPES})
 # a number with a decimal part (the lost-value reader takes three digits or more)
 _DECIMAL = re.compile(r"(?<![\w.,])(\d{1,2})\.(\d+)(?![\d.,]\d|\w)")
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+")
@@ -237,14 +237,7 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     events = run.events
     by_id = {e.id: e for e in events}
     own = f"{flatten(run.metadata, _READ)} {run.goal or ''} {_carried(run)}"
-    starts: dict[tuple[str | None, int], int] = {}  # node runs recorded: their starts
-    asked: dict[tuple[str | None, int], int] = {}  # node runs' first model calls
-    for i, e in enumerate(events):
-        key = (e.agent_name, e.step_index)
-        if e.type is EventType.AGENT_START:
-            starts.setdefault(key, i)
-        elif e.type in _MODEL:
-            asked.setdefault(key, i)
+    runs = NodeRuns(events)
     last_word = max(
         (i for i, e in enumerate(events) if e.type in _WORDS and (e.agent_name or e.type
          is not EventType.FINAL_ANSWER)),
@@ -259,12 +252,10 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
             continue  # (a wanted value; never held; or the run's input, configuration)
         first = held[0]
         made = events[first]
-        key = (made.agent_name, made.step_index)
         if (
             made.type not in _MADE
-            or not made.agent_name
-            or starts.get(key, first) >= first  # (a node run the run recorded)
-            or asked.get(key, first) < first  # (a model of the node run said it first)
+            or (made.type is EventType.AGENT_END and made.agent_name in runs.outer)
+            or not runs.plain_until(made, first)  # (recorded, and no model spoke by then)
             or (made.type is EventType.TOOL_CALL and not _own_call(made, by_id))
         ):
             continue

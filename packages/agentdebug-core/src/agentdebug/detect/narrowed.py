@@ -12,15 +12,20 @@ is the selection's condition (``memory.context_loss``: what the run had, lost on
 the way); without this rule the free tier guessed.
 
 The rule keeps to what it can read for certain, in a failed run whose reason (or
-reference answer) names an item: a node run that called no model (its own code
+reference answer) names an item: a node run in which no model spoke (its own code
 selected; its start recorded, as a graph's node runs are, not an imported
-transcript's agent turn) whose update writes a collection of items (a list of names, the keys of
-a mapping, or the names of a list of records: the first field whose values are
-texts that differ from record to record, ``host``, ``sku``) that is a part, smaller
-by at least one, of a collection an earlier step wrote or read (the run's input, a
-tool's result, also as JSON text, a node's update), where an item left out is
-named by the failure as a word of its own and reads as an identifier (it holds a
-digit, a dash, an underscore or a dot: ``TR2-44``, ``pg-prod-01``, not ``summary``).
+transcript's agent turn; nor a model of a subgraph or a graph run under it) whose
+update writes a collection of items (a list of names, the keys of a mapping whose
+values are all of one kind, or a list of records known by a field whose texts
+differ from record to record, ``host``, ``sku``) that is a part, smaller by at
+least one, of a collection of the same items an earlier step wrote or read in the
+``LOOKBACK`` events before (the run's input, a tool's result, also as JSON text, a
+node's update), where an item left out reads as an identifier (a letter and a
+digit, or a digit beside a dash, an underscore or a dot: ``TR2-44``,
+``pg-prod-01``; not ``follow-up``, not ``2``), is named by the failure as a word
+of its own, and went nowhere after: neither the update itself (a work queue's
+``done``) nor anything after the source (a tool call, a node's update or input, a
+``Send`` branch's; not the graph's final state, which holds everything) holds it.
 The first such selection is blamed.
 """
 
@@ -32,69 +37,84 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.text import compact_json
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "named_item_filtered_out"
-LOOKBACK = 200  # the latest collections a selection is looked for in
-MOST_ITEMS = 500  # items of a collection read
+LOOKBACK = 200  # events before a selection its source is looked for in
+MOST_ITEMS = 5000  # items of a collection read (a larger one is not compared)
 MOST_NAME = 60  # characters of an item's name
+BUDGET = 50_000  # values of one event's payload looked at
 _DEPTH = 4  # levels of a payload looked into
 _JSON_TEXT = 1_000_000  # the longest text read as JSON
-_MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
 _SOURCES = frozenset({EventType.TOOL_RESULT, EventType.AGENT_END, EventType.USER_INPUT})
-_ID_LIKE = re.compile(r"[\d\-_.]")
+# where an item dropped may have gone after its source: data a step was given or wrote
+_CARRIED = frozenset({EventType.TOOL_CALL, EventType.AGENT_END, EventType.AGENT_START})
+_ID_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*\d)|\d[-_.]|[-_.]\d")
+
+# A collection: the field its items are known by (None: names themselves), its names
+_Collection = tuple[str | None, frozenset[str]]
 
 
-def _names(items: list[Any]) -> frozenset[str] | None:
-    """The names of a list's items: the items themselves, when texts; or, for records,
-    the first field whose values are texts that differ from record to record."""
-    items = items[:MOST_ITEMS]
-    if all(isinstance(i, str) and 0 < len(i) <= MOST_NAME for i in items):
-        return frozenset(items)
-    if len(items) < 2 or not all(isinstance(i, dict) for i in items):
-        return None
-    for key in items[0]:
-        values = [v for i in items if isinstance(v := i.get(key), str) and 0 < len(v) <= MOST_NAME]
-        if len(values) == len(items) and len(set(values)) == len(values):
-            return frozenset(values)
-    return None
+def _name(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MOST_NAME
 
 
-def _collections(value: Any, depth: int = 0, keys: bool = True) -> Iterator[frozenset[str]]:
-    """Every collection of named items in a payload: lists, mappings' keys, nested
-    (with ``keys`` False, not the payload's own keys: a state update's channels)."""
-    if depth > _DEPTH:
+def _records(items: list[Any]) -> Iterator[_Collection]:
+    """A list of records' collections: one per field whose texts differ from record
+    to record (a single record: each of its text fields)."""
+    first = items[0]
+    for key in first:
+        values = [i.get(key) for i in items]
+        if all(_name(v) for v in values) and len(set(values)) == len(values):
+            yield str(key), frozenset(values)
+
+
+def _collections(
+    value: Any, budget: list[int], depth: int = 0, keys: bool = True
+) -> Iterator[_Collection]:
+    """Every collection of named items in a payload, nested (with ``keys`` False,
+    not the payload's own keys: a state update's channels)."""
+    budget[0] -= 1
+    if depth > _DEPTH or budget[0] < 0:
         return
     if isinstance(value, str):
-        if depth == 0 and value[:1] in ("{", "[") and len(value) <= _JSON_TEXT:
-            try:
-                value = orjson.loads(value)
-            except orjson.JSONDecodeError:
-                return
-        else:
+        text = value.lstrip()
+        if depth > 1 or text[:1] not in ("{", "[") or len(text) > _JSON_TEXT:
+            return
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
             return
     if isinstance(value, dict):
-        keyed = [k for k in list(value)[:MOST_ITEMS] if isinstance(k, str)]
-        if (depth or keys) and keyed and all(len(k) <= MOST_NAME for k in keyed):
-            yield frozenset(keyed)
-        for item in list(value.values())[:MOST_ITEMS]:
-            yield from _collections(item, depth + 1)
-    elif isinstance(value, list) and value:
-        listed = _names(value)
-        if listed:
-            yield listed
-        for item in value[:MOST_ITEMS]:
-            if isinstance(item, (dict, list)):
-                yield from _collections(item, depth + 1)
+        if len(value) > MOST_ITEMS:
+            return
+        kinds = {type(v) for v in value.values()}
+        if (depth or keys) and value and len(kinds) == 1 and all(map(_name, value)):
+            yield None, frozenset(value)  # (a mapping of items: all its values of one kind)
+        for item in value.values():
+            yield from _collections(item, budget, depth + 1)
+    elif isinstance(value, list) and value and len(value) <= MOST_ITEMS:
+        if all(map(_name, value)):
+            yield None, frozenset(value)
+        elif all(isinstance(i, dict) for i in value):
+            yield from _records(value)
+            for item in value:  # (their values; not their field names)
+                for inner in item.values():
+                    yield from _collections(inner, budget, depth + 2)
+        else:
+            for item in value:
+                yield from _collections(item, budget, depth + 1)
 
 
 def _named_by(reason: str, name: str) -> bool:
     return bool(_ID_LIKE.search(name)) and bool(
-        re.search(rf"(?<![\w-]){re.escape(name.lower())}(?![\w-])", reason)
+        re.search(rf"(?<![\w.-]){re.escape(name.lower())}(?![\w-]|\.\w)", reason)
     )
 
 
@@ -107,29 +127,101 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
     if not _ID_LIKE.search(reason):
         return
     events = run.events
-    # node runs (an agent at a step) the run recorded the start of; those that called a model
-    started = {(e.agent_name, e.step_index) for e in events if e.type is EventType.AGENT_START}
-    modelled = {(e.agent_name, e.step_index) for e in events if e.type in _MODEL}
-    seen: list[tuple[AgentEvent, frozenset[str]]] = []  # collections written or read so far
-    for event in events:
+    runs = NodeRuns(events)
+    texts: dict[int, str] = {}
+
+    def text(i: int) -> str:
+        if i not in texts:
+            e = events[i]
+            texts[i] = compact_json(e.input if e.type is not EventType.AGENT_END else e.output)
+        return texts[i]
+
+    final = next(  # the graph's final state: what the state's reducers made of updates
+        (
+            e.output
+            for e in reversed(events)
+            if e.type is EventType.FINAL_ANSWER and not e.agent_name
+        ),
+        None,
+    )
+    seen: list[tuple[int, str | None, frozenset[str]]] = []  # (where, field, names) so far
+    for at, event in enumerate(events):
         if event.type not in _SOURCES:
             continue
         payload = event.input if event.type is EventType.USER_INPUT else event.output
-        found = list(_collections(payload, keys=event.type is EventType.TOOL_RESULT))
+        found = list(_collections(payload, [BUDGET], keys=event.type is EventType.TOOL_RESULT))
         if (
             event.type is EventType.AGENT_END
-            and event.agent_name
-            and (event.agent_name, event.step_index) in started
-            and (event.agent_name, event.step_index) not in modelled
+            and event.agent_name not in runs.outer
+            and runs.plain_until(event, at)
+            and isinstance(payload, dict)
         ):
-            for kept in found:
-                for source, had in reversed(seen[-LOOKBACK:]):
-                    if kept < had:
-                        dropped = sorted(n for n in had - kept if _named_by(reason, n))
-                        if dropped:
-                            yield _finding(event, source, sorted(kept), dropped)
-                            return
-        seen.extend((event, names) for names in found if len(names) >= 2)
+            for field, kept, channel in _channels(payload):
+                for source, had_field, had in reversed(seen):
+                    if source < at - LOOKBACK:
+                        break
+                    if (field is not None and field != had_field) or not kept < had:
+                        continue
+                    folded = {k.lower() for k in kept}
+                    dropped = sorted(
+                        n
+                        for n in had - kept
+                        if n.lower() not in folded  # (not a case a dedup folded)
+                        and _named_by(reason, n)
+                        and not _went_on(n, at, source, events, text, runs.outer)
+                        and not _merged(n, channel, final)
+                    )
+                    if dropped:
+                        yield _finding(event, events[source], sorted(kept), dropped)
+                        return
+        seen.extend((at, field, names) for field, names in found if len(names) >= 2)
+
+
+def _channels(update: dict[Any, Any]) -> Iterator[tuple[str | None, frozenset[str], Any]]:
+    """The collections a node's update writes, each with the state key it is under."""
+    budget = [BUDGET]
+    for channel, value in update.items():
+        for field, names in _collections(value, budget, depth=1):
+            yield field, names, channel
+
+
+def _merged(name: str, channel: Any, final: Any) -> bool:
+    """Whether the final state holds the item under the key the update wrote: the
+    update was a part merged into the state (a reducer's delta), not a selection."""
+    if not isinstance(final, dict) or channel not in final:
+        return False
+    held = compact_json(final[channel])
+    return bool(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", held))
+
+
+def _went_on(
+    name: str, at: int, source: int, events: list[AgentEvent], text: Any, outer: set[str]
+) -> bool:
+    """Whether an item went on: the selection's own update holds it (a work queue's
+    ``done``), or a tool call or a node's input after the source (a ``Send``
+    branch's), or a node's update after the selection (not the end of a node that
+    ran a subgraph, which echoes its state)."""
+    pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)")
+    if pattern.search(text(at)):
+        return True
+    for i in range(source + 1, len(events)):
+        e = events[i]
+        if (
+            e.type not in _CARRIED
+            or i == at
+            or (e.type is EventType.AGENT_END and e.agent_name in outer)
+        ):
+            continue
+        if not pattern.search(text(i)):
+            continue
+        if i > at or e.type is not EventType.AGENT_END:
+            return True
+        # between the source and the selection, a node's update that holds it in a text
+        # echoes the source (ToolNode's message of a tool's result); one that holds it
+        # as an item of a collection used it (a work queue's ``done``)
+        if any(name in names for _, names in _collections(e.output, [BUDGET], keys=False)):
+            return True
+    return False
 
 
 def _finding(event: AgentEvent, source: AgentEvent, kept: list[str], dropped: list[str]) -> Finding:

@@ -149,14 +149,14 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
         if event.type not in _SOURCES:
             continue
         payload = event.input if event.type is EventType.USER_INPUT else event.output
-        found = list(_collections(payload, [BUDGET], keys=event.type is EventType.TOOL_RESULT))
-        if (
-            event.type is EventType.AGENT_END
-            and event.agent_name not in runs.outer
-            and runs.plain_until(event, at)
-            and isinstance(payload, dict)
-        ):
-            for field, kept, channel in _channels(payload):
+        if event.type is EventType.AGENT_END and isinstance(payload, dict):
+            written = list(_channels(payload))  # (a state update: by the keys it writes)
+            found = [(field, names) for field, names, _ in written]
+        else:
+            written = []
+            found = list(_collections(payload, [BUDGET], keys=event.type is EventType.TOOL_RESULT))
+        if written and event.agent_name not in runs.outer and runs.plain_until(event, at):
+            for field, kept, channel in written:
                 for source, had_field, had in reversed(seen):
                     if source < at - LOOKBACK:
                         break

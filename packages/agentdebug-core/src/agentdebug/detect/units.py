@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 RULE = "unit_swapped"
 _READ = 20000  # characters of an event read
+SIBLING_KEYS = 20_000  # keys of a payload read for a unit named beside a figure
 # unit -> (kind, its size in the kind's base unit; temperatures by name)
 _UNITS: dict[str, tuple[str, float]] = {}
 for _names, _kind, _size in (
@@ -172,26 +173,35 @@ def _unquoted(m: re.Match[str]) -> str:
     return _QUOTES.sub("", m.group(0))
 
 
-def _sibling_figures(value: Any, depth: int = 0) -> Iterator[_Figure]:
+def _sibling_figures(
+    value: Any, depth: int = 0, budget: list[int] | None = None
+) -> Iterator[_Figure]:
     """Figures whose unit a sibling key names: ``{"amount": 18400, "currency": "USD"}``
     (in an object, or in a JSON text of one, as a model's reply gives it, also in a
     ```json fence or after a sentence). Only the keys a unit is said of (money:
     ``amount``, ``total``, ``price``...; a measure: ``weight``, ``length``...), not a
     count or an id beside them (``nights``, ``order_id``); an object naming more
-    than one unit (``base_currency`` and ``currency``) is not read."""
-    if depth > 6:
+    than one unit (``base_currency`` and ``currency``) is not read. At most
+    ``SIBLING_KEYS`` keys of a payload are read (a 500 x 500 mapping is 250,000)."""
+    if budget is None:
+        budget = [SIBLING_KEYS]
+    if depth > 6 or budget[0] <= 0:
         return
     if isinstance(value, str):
         data = _json_in(value)
         if data is not None:
-            yield from _sibling_figures(data, depth + 1)
+            yield from _sibling_figures(data, depth + 1, budget)
         return
     if isinstance(value, list):
         for item in value[:200]:
-            yield from _sibling_figures(item, depth + 1)
+            yield from _sibling_figures(item, depth + 1, budget)
         return
     if not isinstance(value, dict):
         return
+    if len(value) > budget[0]:
+        budget[0] = 0
+        return
+    budget[0] -= len(value)
     named = [
         (k, v.strip())
         for k, v in value.items()
@@ -207,7 +217,7 @@ def _sibling_figures(value: Any, depth: int = 0) -> Iterator[_Figure]:
             quote = f"{orjson.dumps(k).decode()}: {orjson.dumps(v).decode()}"
             yield _Figure(figure, str(unit), f"{key}: {figure:g}, {k}: {v}", quote)
         elif isinstance(item, (dict, list, str)):
-            yield from _sibling_figures(item, depth + 1)
+            yield from _sibling_figures(item, depth + 1, budget)
 
 
 def _json_in(text: str) -> Any:

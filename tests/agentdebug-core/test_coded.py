@@ -289,3 +289,33 @@ def test_a_node_whose_inner_graph_asked_a_model_did_not_make_the_value_in_code()
     inner = ev(9, EventType.LLM_RESPONSE, "charge/decide", output={"content": "charge it"})
     run.events.insert(4, inner.model_copy(update={"step_index": 4}))
     assert found(run) == []
+
+
+def test_values_made_together_do_not_hide_each_other() -> None:
+    """An aggregate that wrote two regions' totals, both reported: neither is a
+    value at hand that the report should have used instead of the other."""
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"source": "orders.csv"}),
+        *node(1, "aggregate", {"totals": {"EMEA": 2050.0, "NA": 2940.0}}),
+        ev(2, EventType.LLM_RESPONSE, "report", output={"content": "EMEA $2,050.00, NA $2,940.00"}),
+        *node(3, "report", {"report": "EMEA $2,050.00, NA $2,940.00"}),
+    )
+    reason = "EMEA reported as 2,050.00 but the ledger shows 6,150.00; NA as 2,940.00"
+    (finding,) = found(failed(run, reason))
+    assert (finding.agent_name, finding.step_index) == ("aggregate", 1)
+
+
+def test_a_value_the_last_step_s_code_made_is_blamed_there() -> None:
+    """The run's last word is the node's own update: the run ended with the value."""
+    lines = [
+        {"sku": "PAPER-A4-5", "qty": 12, "unit": 23.5},
+        {"sku": "TONER", "qty": 3, "unit": 141.0},
+    ]
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="12 boxes of paper at 23.50, 3 toners at 141.00"),
+        ev(1, EventType.LLM_RESPONSE, "extract", output={"content": "lines"}),
+        *node(2, "extract", {"lines": lines}),
+        *node(3, "render", {"total": 164.5, "invoice": "12 x paper 23.50; 3 x toner 141.00"}),
+    )
+    (finding,) = found(failed(run, "invoice total is EUR 164.50; it should be EUR 705.00"))
+    assert (finding.agent_name, finding.step_index) == ("render", 3)

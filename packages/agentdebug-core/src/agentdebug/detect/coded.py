@@ -66,7 +66,9 @@ _WANTED = re.compile(
     r"(?i)\b(?:expected|should(?: have)?(?: be| been)?|instead of|rather than|correct|"
     r"approved|wanted|ought to be)\b"
 )
-_CLAUSE = re.compile(r"(?i)\b(?:but|got|yet|while|whereas|however)\b|;")
+_CLAUSE = re.compile(r"(?i)\b(but|got|yet|while|whereas|however)\b|;")
+_CONTRASTS = frozenset({"but", "yet", "while", "whereas", "however"})
+_STATES = re.compile(r"(?i)\b(?:is|are|was|were|shows?|says?|has|have|lists?|holds?|reads?)\b")
 _CURRENCY_BEFORE = re.compile(
     r"(?i)(?:[€$£¥]|\b(?:eur|usd|gbp|jpy|chf|cad|aud|cny|inr|sek|nok|dkk)\b)\W{0,4}$"
 )
@@ -103,9 +105,16 @@ def _rounds_to(held: str, value: str, places: int) -> bool:
 
 
 def _wanted_here(reason: str, at: int) -> bool:
-    """Whether the clause before ``at`` gives the value there as the wanted one."""
-    before = reason[max(0, at - 60) : at]
-    return bool(_WANTED.search(_CLAUSE.split(before)[-1]))
+    """Whether the clause before ``at`` gives the value there as the wanted one: it
+    says so ("expected", "should be"), or it is the second half of a contrast that
+    states what is ("charged 120.0 but the discounted total is 90.0", "... but the
+    ledger shows 6,150.00"; not "expected X but got Y", whose Y is the wrong one)."""
+    parts = _CLAUSE.split(reason[max(0, at - 60) : at])
+    clause = parts[-1]
+    if _WANTED.search(clause):
+        return True
+    marker = (parts[-2] or "").lower() if len(parts) > 1 else ""
+    return marker in _CONTRASTS and bool(_STATES.search(clause))
 
 
 def _is_figure(reason: str, start: int, end: int) -> bool:
@@ -264,7 +273,7 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
         if where is None:
             continue  # (in what it was given, not in what it made)
         # where the run acted on it (the step's own call, a later one) or ended with it
-        acted = first if made.type is EventType.TOOL_CALL else next(
+        acted = first if made.type is EventType.TOOL_CALL or first == last_word else next(
             (
                 i
                 for i in held[1:]
@@ -278,7 +287,9 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
         if any(  # another value the failure names, of its kind, at hand when this one
             first < i < acted  # was used: the use chose the wrong one, not its maker
             for other in named
-            if other is not value and other.figure == value.figure
+            if other is not value
+            and other.figure == value.figure
+            and holders[other.text][:1] != [first]  # (not one made with it: a sibling)
             for i in holders[other.text]
         ):
             continue

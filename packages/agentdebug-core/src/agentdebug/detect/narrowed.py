@@ -20,10 +20,11 @@ values are all of one kind, or a list of records known by a field whose texts
 differ from record to record, ``host``, ``sku``) that is a part, smaller by at
 least one, of a collection of the same items an earlier step wrote or read in the
 ``LOOKBACK`` events before (the run's input, a tool's result, also as JSON text, a
-node's update), where an item left out reads as an identifier (a letter and a
-digit, or a digit beside a dash, an underscore or a dot: ``TR2-44``,
-``pg-prod-01``; not ``follow-up``, not ``2``), is named by the failure as a word
-of its own, and went nowhere after: neither the update itself (a work queue's
+node's update), where an item left out is named by the failure as a word of its own,
+reading as an identifier (a letter and a digit, or a digit beside a dash, an
+underscore or a dot: ``TR2-44``, ``pg-prod-01``; not ``follow-up``, not ``2``),
+or, for records, as their name written as the failure writes it, with a capital
+("Northwind Logistics", a ``vendor``; not "open"), and went nowhere after: neither the update itself (a work queue's
 ``done``) nor anything after the source (a tool call, a node's update or input, a
 ``Send`` branch's; not the graph's final state, which holds everything) holds it.
 The first such selection is blamed.
@@ -112,9 +113,17 @@ def _collections(
                 yield from _collections(item, budget, depth + 1)
 
 
-def _named_by(reason: str, name: str) -> bool:
-    return bool(_ID_LIKE.search(name)) and bool(
-        re.search(rf"(?<![\w.-]){re.escape(name.lower())}(?![\w-]|\.\w)", reason)
+def _named_by(reason: str, name: str, field: str | None) -> bool:
+    """Whether the failure names the item as a word of its own: an identifier in any
+    case; a record's name (its ``vendor``, ``host``), as written, when it has a
+    capital letter or a digit ("Northwind Logistics", not "open")."""
+    if _ID_LIKE.search(name):
+        return bool(re.search(rf"(?i)(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", reason))
+    return (
+        field is not None
+        and len(name) >= 3
+        and any(c.isupper() for c in name)
+        and bool(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", reason))
     )
 
 
@@ -123,8 +132,8 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}".lower()
-    if not _ID_LIKE.search(reason):
+    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
+    if not reason.strip():
         return
     events = run.events
     runs = NodeRuns(events)
@@ -167,7 +176,7 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
                         n
                         for n in had - kept
                         if n.lower() not in folded  # (not a case a dedup folded)
-                        and _named_by(reason, n)
+                        and _named_by(reason, n, had_field)
                         and not _went_on(n, at, source, events, text, runs.outer)
                         and not _merged(n, channel, final)
                     )

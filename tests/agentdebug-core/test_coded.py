@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 from agentdebug.detect import RulePack
+from agentdebug.detect.coded import _named
 from agentdebug.diagnose import diagnose
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
 from conftest import ev, traj
@@ -319,3 +320,37 @@ def test_a_value_the_last_step_s_code_made_is_blamed_there() -> None:
     )
     (finding,) = found(failed(run, "invoice total is EUR 164.50; it should be EUR 705.00"))
     assert (finding.agent_name, finding.step_index) == ("render", 3)
+
+
+def test_a_wanted_value_made_with_the_wrong_one_was_at_hand_when_it_was_used() -> None:
+    """One node wrote the total and the discounted total; the charge used the
+    first: the choice was wrong, not the node that made both."""
+    pay = {"tool_name": "charge_card"}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"coupon": "SPRING25"}),
+        *node(1, "price_cart", {"total": 125.0, "discounted_total": 93.75}),
+        ev(2, EventType.AGENT_START, "charge"),
+        ev(3, EventType.TOOL_CALL, "charge", input={"amount": 125.0}, metadata=pay),
+    )
+    run.events[3:] = [e.model_copy(update={"step_index": 2}) for e in run.events[3:]]
+    for reason in ("charged [125.0] but the discounted total is 93.75", "expected 93.75 EUR"):
+        assert found(failed(run, f"charged 125.00 EUR; {reason}")) == [], reason
+
+
+@pytest.mark.parametrize(
+    ("reason", "wrong"),
+    [
+        ("approved at 128,000 JPY but was charged 12,800,000 JPY", ["12800000"]),
+        ("expected 128,000 JPY but the gateway shows 12,800,000 JPY", ["12800000"]),
+        ("should be 128,000 JPY but is 12,800,000 JPY", ["12800000"]),
+        ("charged 125.00 EUR but the discounted total is 93.75", ["125.00"]),
+        ("reported as 2,050.00 but the ledger shows 6,150.00", ["2050.00"]),
+        ("the refund was fine but the charge was 12,800,000 JPY", ["12800000"]),
+        ("while it was processing the gateway recorded 12,800,000 JPY", ["12800000"]),
+        ("the total is 203.40 EUR while it should be 743.90 EUR", ["203.40"]),
+    ],
+)
+def test_the_reason_s_wrong_values_are_told_from_the_wanted_ones(
+    reason: str, wrong: list[str]
+) -> None:
+    assert [v.text for v in _named(reason, "") if v.wrong] == wrong

@@ -248,3 +248,32 @@ def test_names_that_are_not_identifiers_or_not_the_one_named_are_not_read(
         reason=reason,
     )
     assert found(run) == []
+
+
+def _vendors(reason: str, names: list[str], kept: int) -> AgentTrajectory:
+    records = [{"vendor": n, "text": f"contract {i}"} for i, n in enumerate(names)]
+    return _failed(
+        ev(0, EventType.USER_INPUT, None, input={"contracts": records}),
+        *_node(1, "plan", {"batches": [records[:kept]]}),
+        reason=reason,
+    )
+
+
+def test_a_record_dropped_by_its_name_is_read_when_the_failure_says_it_is_missing() -> None:
+    names = ["Acme Cloud", "Cedar Payroll", "Northwind Logistics"]
+    (finding,) = found(_vendors("the memo does not flag Northwind Logistics", names, 2))
+    assert (finding.agent_name, finding.metadata["dropped"]) == ("plan", ["Northwind Logistics"])
+
+
+@pytest.mark.parametrize(
+    ("reason", "names"),
+    [
+        ("the page went out without the runbook link that Alice Chen wrote",
+         ["Bob Ortiz", "Eve Stone", "Alice Chen"]),  # (not said to be missing)
+        ("Booked United though Delta was not cheaper", ["United", "JetBlue", "Delta"]),
+        ("the memo does not flag northwind logistics", ["Acme Cloud", "Cedar Payroll",
+                                                        "Northwind Logistics"]),
+    ],
+)  # fmt: skip
+def test_record_names_are_read_only_as_a_missing_proper_name(reason: str, names: list[str]) -> None:
+    assert found(_vendors(reason, names, 2)) == []

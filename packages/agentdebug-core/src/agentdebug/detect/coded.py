@@ -67,8 +67,8 @@ _WANTED = re.compile(
     r"approved|wanted|ought to be)\b"
 )
 _CLAUSE = re.compile(r"(?i)\b(but|got|yet|while|whereas|however)\b|;")
-_CONTRASTS = frozenset({"but", "yet", "while", "whereas", "however"})
-_STATES = re.compile(r"(?i)\b(?:is|are|was|were|shows?|says?|has|have|lists?|holds?|reads?)\b")
+_CONTRASTS = frozenset({"but", "yet", "whereas", "however"})  # ("while": also of time)
+_STATES = re.compile(r"(?i)\b(?:is|are|shows?|says?|lists?|holds?|reads?)\b")
 _CURRENCY_BEFORE = re.compile(
     r"(?i)(?:[€$£¥]|\b(?:eur|usd|gbp|jpy|chf|cad|aud|cny|inr|sek|nok|dkk)\b)\W{0,4}$"
 )
@@ -108,13 +108,16 @@ def _wanted_here(reason: str, at: int) -> bool:
     """Whether the clause before ``at`` gives the value there as the wanted one: it
     says so ("expected", "should be"), or it is the second half of a contrast that
     states what is ("charged 120.0 but the discounted total is 90.0", "... but the
-    ledger shows 6,150.00"; not "expected X but got Y", whose Y is the wrong one)."""
-    parts = _CLAUSE.split(reason[max(0, at - 60) : at])
+    ledger shows 6,150.00") after a first half that did not say what was wanted
+    ("expected X but the gateway shows Y": Y is the wrong one; so is Y in "expected
+    X but got Y", and in "... but was charged Y", which says what was done)."""
+    parts = _CLAUSE.split(reason[max(0, at - 80) : at])
     clause = parts[-1]
     if _WANTED.search(clause):
         return True
     marker = (parts[-2] or "").lower() if len(parts) > 1 else ""
-    return marker in _CONTRASTS and bool(_STATES.search(clause))
+    first_half = parts[-3] if len(parts) > 2 else ""
+    return marker in _CONTRASTS and not _WANTED.search(first_half) and bool(_STATES.search(clause))
 
 
 def _is_figure(reason: str, start: int, end: int) -> bool:
@@ -286,10 +289,13 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if any(  # another value the failure names, of its kind, at hand when this one
             first < i < acted  # was used: the use chose the wrong one, not its maker
+            # (one made with it, a sibling, only when the failure gives it as wanted;
+            # then from where both were made)
+            or (i == first and not other.wrong)
             for other in named
             if other is not value
             and other.figure == value.figure
-            and holders[other.text][:1] != [first]  # (not one made with it: a sibling)
+            and (not other.wrong or holders[other.text][:1] != [first])
             for i in holders[other.text]
         ):
             continue

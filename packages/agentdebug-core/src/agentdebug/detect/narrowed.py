@@ -23,8 +23,10 @@ least one, of a collection of the same items an earlier step wrote or read in th
 node's update), where an item left out is named by the failure as a word of its own,
 reading as an identifier (a letter and a digit, or a digit beside a dash, an
 underscore or a dot: ``TR2-44``, ``pg-prod-01``; not ``follow-up``, not ``2``),
-or, for records, as their name written as the failure writes it, with a capital
-("Northwind Logistics", a ``vendor``; not "open"), and went nowhere after: neither the update itself (a work queue's
+or, for records, as their name of two capitalised words or more, written as the
+failure writes it, which says near it that something is missing ("does not flag
+Northwind Logistics", a ``vendor``; not "Delta", "High", "Open"), and went nowhere
+after: neither the update itself (a work queue's
 ``done``) nor anything after the source (a tool call, a node's update or input, a
 ``Send`` branch's; not the graph's final state, which holds everything) holds it.
 The first such selection is blamed.
@@ -32,6 +34,7 @@ The first such selection is blamed.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -57,6 +60,11 @@ _SOURCES = frozenset({EventType.TOOL_RESULT, EventType.AGENT_END, EventType.USER
 # where an item dropped may have gone after its source: data a step was given or wrote
 _CARRIED = frozenset({EventType.TOOL_CALL, EventType.AGENT_END, EventType.AGENT_START})
 _ID_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*\d)|\d[-_.]|[-_.]\d")
+_PROPER = re.compile(r"[A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)+")  # two capitalised words or more
+_MISSING = re.compile(
+    r"(?i)\b(?:not|never|no|missing|left out|omit\w*|without|dropped|skipped|excluded|"
+    r"lacks?|absent)\b"
+)
 
 # A collection: the field its items are known by (None: names themselves), its names
 _Collection = tuple[str | None, frozenset[str]]
@@ -113,18 +121,27 @@ def _collections(
                 yield from _collections(item, budget, depth + 1)
 
 
-def _named_by(reason: str, name: str, field: str | None) -> bool:
-    """Whether the failure names the item as a word of its own: an identifier in any
-    case; a record's name (its ``vendor``, ``host``), as written, when it has a
-    capital letter or a digit ("Northwind Logistics", not "open")."""
+def _named_by(reason: str, low: str, name: str, field: str | None) -> bool:
+    """Whether the failure names the item as a word of its own: an identifier, in any
+    case; or a record's name (its ``vendor``, ``owner``) of two words or more, each
+    with a capital, as written ("Northwind Logistics"; not "Delta", "High", "Open"),
+    where the failure says something is missing near it ("does not flag Northwind
+    Logistics", "X was left out")."""
     if _ID_LIKE.search(name):
-        return bool(re.search(rf"(?i)(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", reason))
-    return (
-        field is not None
-        and len(name) >= 3
-        and any(c.isupper() for c in name)
-        and bool(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", reason))
-    )
+        return name.lower() in low and bool(_word(name.lower()).search(low))
+    if field is None or name not in reason or not _PROPER.fullmatch(name):
+        return False
+    for m in _word(name).finditer(reason):  # (said of it: just before it, or after)
+        if _MISSING.search(reason[max(0, m.start() - 20) : m.start()]) or _MISSING.search(
+            reason[m.end() : m.end() + 25]
+        ):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
+def _word(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)")
 
 
 def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
@@ -133,8 +150,9 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
     reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
-    if not reason.strip():
+    if not (_ID_LIKE.search(reason) or _PROPER.search(reason)):
         return
+    low = reason.lower()
     events = run.events
     runs = NodeRuns(events)
     texts: dict[int, str] = {}
@@ -176,7 +194,7 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
                         n
                         for n in had - kept
                         if n.lower() not in folded  # (not a case a dedup folded)
-                        and _named_by(reason, n, had_field)
+                        and _named_by(reason, low, n, had_field)
                         and not _went_on(n, at, source, events, text, runs.outer)
                         and not _merged(n, channel, final)
                     )
@@ -199,8 +217,7 @@ def _merged(name: str, channel: Any, final: Any) -> bool:
     update was a part merged into the state (a reducer's delta), not a selection."""
     if not isinstance(final, dict) or channel not in final:
         return False
-    held = compact_json(final[channel])
-    return bool(re.search(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)", held))
+    return bool(_word(name).search(compact_json(final[channel])))
 
 
 def _went_on(
@@ -210,7 +227,7 @@ def _went_on(
     ``done``), or a tool call or a node's input after the source (a ``Send``
     branch's), or a node's update after the selection (not the end of a node that
     ran a subgraph, which echoes its state)."""
-    pattern = re.compile(rf"(?<![\w.-]){re.escape(name)}(?![\w-]|\.\w)")
+    pattern = _word(name)
     if pattern.search(text(at)):
         return True
     for i in range(source + 1, len(events)):

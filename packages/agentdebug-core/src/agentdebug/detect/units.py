@@ -136,6 +136,8 @@ _MEASURE_KEYS = re.compile(
     re.I,
 )
 _NUMBER_TEXT = re.compile(_NUMBER)
+_DIGITS = re.compile(r"\d[\d,.]*")  # (where a figure may be: a number's digits)
+_KEY_NUMBER = re.compile(r"[:=]\s*[\"']?[-\u2212]?\d")  # (a key's value that is a number)
 _QUOTES = re.compile("[\"']")
 _SOURCES = frozenset(
     {EventType.USER_INPUT, EventType.TOOL_CALL, EventType.MEMORY_READ, *RESULT_TYPES}
@@ -151,21 +153,43 @@ class _Figure(NamedTuple):
     quote: str = ""  # as the text holds it, for the evidence (``written`` when empty)
 
 
+def _segments(text: str, anchor: re.Pattern[str], before: int, after: int) -> list[list[int]]:
+    """The stretches of ``text`` around each match of ``anchor`` (``before`` and
+    ``after`` characters more), merged: the figure patterns open with a look-behind,
+    which the regex engine tries at every character, so they are run only where a
+    number (or a key's number) is."""
+    spans: list[list[int]] = []
+    for m in anchor.finditer(text):
+        start, end = max(0, m.start() - before), m.end() + after
+        if spans and start <= spans[-1][1]:
+            spans[-1][1] = end
+        else:
+            spans.append([start, end])
+    return spans
+
+
+def _found(pattern: re.Pattern[str], text: str, spans: list[list[int]]) -> Iterator[re.Match[str]]:
+    for start, end in spans:  # (a look-behind sees before ``start``)
+        yield from pattern.finditer(text, start, min(end, len(text)))
+
+
 def _figures(text: str) -> Iterator[_Figure]:
     """Each figure of ``text`` with a unit: its value, the unit, and as written (twice:
     as said and as quoted)."""
-    for m in _WRITTEN.finditer(text):
+    near = _segments(text, _DIGITS, 8, 48)  # (a code or a sign before; a unit after)
+    keyed = _segments(text, _KEY_NUMBER, 220, 48)  # (a key's name before, up to 220)
+    for m in _found(_WRITTEN, text, near):
         yield _Figure(_value(m.group(1), m.group(2)), m.group(3).lower(), m.group(0))
-    for m in _KEYED.finditer(text):
+    for m in _found(_KEYED, text, keyed):
         yield _Figure(_value(m.group(2), m.group(3)), m.group(1).lower(), _unquoted(m))
-    for m in _MONEY.finditer(text):
+    for m in _found(_MONEY, text, near):
         if m.group(3) is not None:  # (the currency before the figure)
             unit = m.group(1).lower() if m.group(1) else _SIGNS[m.group(2)]
             yield _Figure(_value(m.group(3), m.group(4)), unit, m.group(0))
         else:
             unit = "eur" if m.group(7) == "€" else m.group(7).lower()
             yield _Figure(_value(m.group(5), m.group(6)), unit, m.group(0))
-    for m in _MONEY_KEYED.finditer(text):
+    for m in _found(_MONEY_KEYED, text, keyed):
         yield _Figure(_value(m.group(2), m.group(3)), m.group(1).lower(), _unquoted(m))
 
 

@@ -215,3 +215,15 @@ def test_a_source_s_sibling_currency_is_quoted_as_its_json_holds_it() -> None:
     assert all(e.grounded for e in root.evidence)
     lines = hoist("It is 18400 USD.", spec={"total": 18400, "note": "JPY"})  # type: ignore[arg-type]
     assert found(lines) == []
+
+
+def test_figures_are_read_around_numbers_only_with_their_whole_context() -> None:
+    """The figure patterns run only near a text's numbers: a figure at the text's
+    start, a unit after a long gap of prose, and a key whose name is long still read
+    as they would in the whole text."""
+    from agentdebug.detect.units import _figures
+
+    key = "_".join(["part"] * 6) + "_kg"  # (a key of 32 characters before its value)
+    text = f'450 lb {"prose " * 40} {{"{key}": 12, "price_usd": 180}} and -10 °F, JPY 18,400'
+    found = [(f.value, f.unit) for f in _figures(text)]
+    assert found == [(450.0, "lb"), (-10.0, "°f"), (12.0, "kg"), (18400.0, "jpy"), (180.0, "usd")]

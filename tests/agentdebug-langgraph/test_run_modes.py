@@ -110,7 +110,10 @@ def test_a_deferred_node_is_one_step_after_the_branches_and_reruns_from_its_chec
         graph.invoke({"parts": []}, {"configurable": {"thread_id": "d"}, "callbacks": [cb]})
     run = cb.trajectory()
     started = [(e.agent_name, e.step_index) for e in of_type(run, EventType.AGENT_START)]
-    assert started == [("a", 1), ("b", 2), ("c", 3), ("b2", 4), ("merge", 5)]
+    # (b and c run in one super-step, on threads that start in either order: on
+    # Python 3.13 c is at times recorded first)
+    assert started[0] == ("a", 1) and started[3:] == [("b2", 4), ("merge", 5)]
+    assert sorted(started[1:3]) in ([("b", 2), ("c", 3)], [("b", 3), ("c", 2)])
     merge = of_type(run, EventType.AGENT_START)[-1]
     assert merge.parent_id == run.events[0].id and merge.checkpoint is not None
     snapshot = graph.get_state({"configurable": {"thread_id": "d", **_at(merge)}})

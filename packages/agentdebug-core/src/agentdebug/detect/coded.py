@@ -44,9 +44,10 @@ from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.lost import wanted_values
+from agentdebug.detect.lost import digit_groups, wanted_values
 from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.unsourced import joined_parts
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 from agentdebug.text import compact_json, flatten
 
@@ -137,8 +138,7 @@ def _number_pattern(value: str) -> re.Pattern[str]:
     its first digits first (a pattern that opens with a look-behind is tried at
     every character of a run's text; one that opens with a literal is searched for)."""
     whole, _, decimals = value.partition(".")
-    head = len(whole) % 3 or 3
-    groups = [whole[:head]] + [whole[i : i + 3] for i in range(head, len(whole), 3)]
+    groups = digit_groups(whole)
     decimals = decimals.rstrip("0")
     tail = rf"\.{decimals}0*" if decimals else r"(?:\.0+)?"
     first = groups[0]
@@ -189,13 +189,7 @@ class _Texts:
             )
             for e in events
         ]
-        self.parts = parts
-        self.starts: list[int] = []
-        at = 0
-        for part in parts:
-            self.starts.append(at)
-            at += len(part) + 1
-        self.text = "\n".join(parts)
+        self.text, self.starts = joined_parts(parts)
         self._lower: str | None = None
 
     def holders(self, value: _Value) -> list[int]:

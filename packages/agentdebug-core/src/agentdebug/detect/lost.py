@@ -70,7 +70,7 @@ def wanted_values(text: str) -> list[tuple[str, re.Pattern[str]]]:
             if year and not _priced(text, m):
                 continue  # a year (not "2000 EUR", "$2000")
             decimals = decimals.rstrip("0")
-            grouped = ",?".join(_groups(whole))
+            grouped = ",?".join(digit_groups(whole))
             tail = rf"\.{decimals}0*" if decimals else r"(?:\.0+)?"
             pattern = rf"(?<![\w.,]){grouped}{tail}(?!\d|[.,]\d)"
         if value not in found:
@@ -83,7 +83,7 @@ def _priced(text: str, m: re.Match[str]) -> bool:
     return bool(_MONEY_BEFORE.search(text[: m.start()]) or _UNIT_AFTER.match(text, m.end()))
 
 
-def _groups(digits: str) -> list[str]:
+def digit_groups(digits: str) -> list[str]:
     """``digits`` in groups of three from the right ("43914" -> ["43", "914"])."""
     head = len(digits) % 3 or 3
     return [digits[:head]] + [digits[i : i + 3] for i in range(head, len(digits), 3)]

@@ -16,8 +16,6 @@ import bisect
 from agentdebug.schema import AgentEvent, EventType
 
 MODEL_TYPES = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
-# the end of a node that ran a subgraph echoes the subgraph's state: not its own work
-OUTER = "outer"
 
 
 class NodeRuns:
@@ -35,7 +33,8 @@ class NodeRuns:
                 self._asked.setdefault(name, []).append(i)
             if name and "/" in name:
                 inner.add(name)
-        # agents that ran others under them (``sub`` of ``sub/pick``)
+        # agents that ran others under them (``sub`` of ``sub/pick``): their ends echo
+        # the inner graph's state, not their own work
         self.outer = {n.rsplit("/", k)[0] for n in inner for k in range(1, n.count("/") + 1)}
 
     def plain_until(self, event: AgentEvent, at: int) -> bool:

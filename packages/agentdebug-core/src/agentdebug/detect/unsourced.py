@@ -117,7 +117,7 @@ class _Run:
             said = (flatten(event.input, _READ), flatten(event.output, _READ))
             raw = (compact_json(event.input)[:_READ], compact_json(event.output)[:_READ])
             self.parts.append(" ".join((*said, *raw)).lower())
-        self.text, self.starts = _joined(self.parts)
+        self.text, self.starts = joined_parts(self.parts)
         self._squeezed: tuple[str, list[int]] | None = None
         self._inputs: dict[int, str] = {}
 
@@ -132,7 +132,7 @@ class _Run:
         groups = _GROUPS.findall(value)
         if groups:
             if self._squeezed is None:
-                self._squeezed = _joined([_SQUEEZE.sub("", p) for p in self.parts])
+                self._squeezed = joined_parts([_SQUEEZE.sub("", p) for p in self.parts])
             squeezed, starts = self._squeezed
             found = [_digits_at(squeezed, g) for g in groups]
             if all(f >= 0 for f in found):
@@ -148,7 +148,7 @@ class _Run:
         return value.lower() in self._inputs[index]
 
 
-def _joined(parts: list[str]) -> tuple[str, list[int]]:
+def joined_parts(parts: list[str]) -> tuple[str, list[int]]:
     """``parts`` joined by newlines, and where each starts."""
     starts, at = [], 0
     for part in parts:

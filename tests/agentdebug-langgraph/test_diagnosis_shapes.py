@@ -451,3 +451,64 @@ def test_a_selection_whose_condition_dropped_a_zero_is_blamed_on_that_node(
     assert found.fix is not None and found.fix.directive.startswith(
         "At step 2, diff: 'TR2-44' was among the items fetch gave"
     )
+
+
+class Sales(TypedDict, total=False):
+    rows: list[dict[str, Any]]
+    clean: list[dict[str, Any]]
+    totals: dict[str, float]
+    report: str
+
+
+def test_a_total_summed_right_from_rows_a_dedupe_dropped_is_blamed_on_the_dedupe(
+    dbg: AgentDebug,
+) -> None:
+    export = [
+        ("SO-1001", "Acme GmbH", "EMEA", 1200.0),
+        ("SO-1002", "Borealis AB", "EMEA", 850.0),
+        ("SO-1003", "Acme GmbH", "EMEA", 1840.0),
+        ("SO-1004", "Cobalt Inc", "NA", 2300.0),
+        ("SO-1002", "Borealis AB", "EMEA", 850.0),  # (a page fetched twice)
+        ("SO-1006", "Borealis AB", "EMEA", 2260.0),
+    ]
+    ledger = {"EMEA": 6150.0, "NA": 2300.0}
+    writer = scripted([AIMessage(content="Q2: EMEA $2,050.00, NA $2,300.00. EMEA is down.")])
+
+    def extract(state: Sales) -> dict[str, Any]:
+        keys = ("order_id", "customer", "region", "amount")
+        return {"rows": [dict(zip(keys, row, strict=True)) for row in export]}
+
+    def dedupe(state: Sales) -> dict[str, Any]:
+        seen, out = set(), []
+        for r in state["rows"]:
+            if (r["customer"], r["region"]) not in seen:  # (not the order id)
+                seen.add((r["customer"], r["region"]))
+                out.append(r)
+        return {"clean": out}
+
+    def aggregate(state: Sales) -> dict[str, Any]:
+        totals: dict[str, float] = {}
+        for r in state["clean"]:
+            totals[r["region"]] = totals.get(r["region"], 0.0) + r["amount"]
+        return {"totals": totals}
+
+    def report(state: Sales) -> dict[str, Any]:
+        return {"report": writer.invoke([HumanMessage(f"Summarise {state['totals']}")]).content}
+
+    def matches_ledger(state: Sales) -> bool | str:
+        wrong = [
+            f"{region} revenue reported as {state['totals'][region]:,.2f} but the ledger "
+            f"shows {want:,.2f}"
+            for region, want in ledger.items()
+            if state["totals"].get(region) != want
+        ]
+        return "; ".join(wrong) or True
+
+    callback = AgentDebugCallback(dbg, success_check=matches_ledger)
+    chain(Sales, extract, dedupe, aggregate, report).invoke({}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None
+    assert (root.agent_name, root.step_index, root.mode_id) == ("dedupe", 2, "memory.context_loss")
+    assert found.fix is not None and "SO-1003" in found.fix.directive
+    assert "SO-1006" in found.fix.directive and "SO-1002" not in found.fix.directive

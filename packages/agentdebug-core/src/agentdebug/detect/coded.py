@@ -232,14 +232,43 @@ def _own_call(call: AgentEvent, by_id: dict[str, AgentEvent]) -> bool:
     return parent is None or parent.type is EventType.AGENT_START
 
 
+class Made:
+    """A wrong value the failure names, made by a step's own code: where (its index in
+    the run's events), the value, as the step's output holds it, the run's text."""
+
+    def __init__(self, at: int, value: _Value, shown: str, texts: _Texts) -> None:
+        self.at, self.value, self.shown, self.texts = at, value, shown, texts
+
+
+def made_in_code(ctx: RuleContext) -> Made | None:
+    """The wrong value this rule blames, read once per run (:mod:`.tallied` reads
+    whether rows dropped before it explain it)."""
+    if RULE not in ctx.shared:
+        ctx.shared[RULE] = _made_in_code(ctx.trajectory)
+    made: Made | None = ctx.shared[RULE]
+    return made
+
+
 def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's wrong value whose first holder is a step with no model in it."""
-    run = ctx.trajectory
+    from agentdebug.detect.tallied import dropped_rows  # (it reads this rule's value)
+
+    made = made_in_code(ctx)
+    if made is None or dropped_rows(ctx) is not None:
+        return  # (none; or a total right for rows an earlier step dropped: tallied's)
+    value, events = made.value, ctx.trajectory.events
+    built = not value.figure and _built_from(
+        value.text, made.texts.text[: made.texts.starts[made.at]]
+    )
+    yield _finding(events[made.at], made.shown, value.figure or built)
+
+
+def _made_in_code(run: AgentTrajectory) -> Made | None:
     if run.outcome.status is not OutcomeStatus.FAILURE:
-        return
+        return None
     named = _named(run.outcome.reason or "", run.reference_answer or "")
     if not any(v.wrong for v in named):
-        return
+        return None
     events = run.events
     by_id = {e.id: e for e in events}
     own = f"{flatten(run.metadata, _READ)} {run.goal or ''} {_carried(run)}"
@@ -295,10 +324,9 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
             continue
         if best is None or first > best[0]:
             best = (first, value, where.group())
-    if best is not None:
-        at, value, shown = best
-        built = not value.figure and _built_from(value.text, texts.text[: texts.starts[at]])
-        yield _finding(events[at], shown, value.figure or built)
+    if best is None:
+        return None
+    return Made(best[0], best[1], best[2], texts)
 
 
 def _built_from(address: str, before: str) -> bool:

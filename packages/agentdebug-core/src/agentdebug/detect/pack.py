@@ -9,7 +9,7 @@ call's argument misspelled from the task, a figure a tool's contradicts, an item
 value the run needed dropped, pages left unread, a unit or currency swapped, a critic
 never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
-out); their shared context is
+out, a total of records an earlier step dropped); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -45,6 +45,7 @@ from agentdebug.detect.rules import (
     rule_stall_reported,
     rule_unknown_handoff,
 )
+from agentdebug.detect.tallied import rule_total_of_dropped_rows
 from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.detect.unsourced import rule_unsourced_argument
@@ -149,6 +150,11 @@ RULES: list[Rule] = [
         "named_item_filtered_out",
         "a step's code that kept part of a collection and left out the item the failure names",
         rule_named_item_filtered_out,
+    ),
+    Rule(
+        "total_of_dropped_rows",
+        "a total a step added up right from records an earlier step wrongly dropped",
+        rule_total_of_dropped_rows,
     ),
 ]
 

@@ -68,6 +68,8 @@ class RuleContext:
     retried: dict[str, AgentEvent] = field(default_factory=dict)
     # failed tool result id -> the agent's own later call that succeeded in its place
     recovered: dict[str, AgentEvent] = field(default_factory=dict)
+    # what one rule read that another uses too (by the reading's name)
+    shared: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
     def build(cls, trajectory: AgentTrajectory) -> RuleContext:

@@ -1,0 +1,332 @@
+"""A total a step's code added up right, from rows an earlier step had wrongly dropped.
+
+An ETL graph extracts ten order rows, a ``dedupe`` node keys them on (customer,
+region) instead of the order id and keeps seven, an ``aggregate`` node sums each
+region's amounts, and a model writes the report. The run fails: "EMEA revenue
+reported as 2,050.00 but the ledger shows 6,150.00". The first place the run holds
+2,050.00 is ``aggregate``'s update, a step with no model in it, so
+:mod:`.coded` would blame its code; but 2,050.00 is exactly the sum of the EMEA
+rows ``aggregate`` was given. Its code was right; its rows were not. The step that
+dropped the EMEA orders is the fault (``memory.context_loss``: what the run had,
+lost on the way).
+
+The rule keeps to what it can check, for the wrong figure :mod:`.coded` found made
+by a step's code (and any other wrong figure that step's update holds):
+
+- the failure gives the wanted figure with it, in the same clause or sentence ("...
+  reported as 2,050.00 but the ledger shows 6,150.00"), or the run's reference
+  answer holds one figure;
+- the wrong figure is, to its last written place, the sum of a numeric field of a
+  list of records the step had at hand (the latest update of a state key, or the
+  run's input, before it), over all of them or over those whose text field is a
+  word of the failure's clause ("EMEA");
+- the step (``LOOKBACK`` events at most) that wrote that list kept part of a longer
+  list of the very same records, an earlier step's update, the run's input or a
+  tool's result: every record it kept is one of those, and it kept fewer;
+- some of the records it dropped (of the failure's group) add up, to the last
+  written place, to what the total lacks of the wanted figure (a dedupe that also
+  dropped a true duplicate: two of its three EMEA records make the 4,100.00 short).
+
+A list the dropper itself was given whole but that an earlier step had narrowed
+too is looked through, back to ``HOPS`` steps: the step blamed is the one whose
+dropped records make up the difference. Not read: a total of records a step changed
+rather than dropped (a date parsed wrong, an amount rounded), an average or a
+count, lists of more than ``MOST_ROWS`` records.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from agentdebug.detect.coded import _named, made_in_code
+from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.schema import AgentEvent, EventType, Finding
+from agentdebug.text import shorten
+
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+RULE = "total_of_dropped_rows"
+LOOKBACK = 200  # events before a list its longer source is looked for in
+MOST_ROWS = 5000  # records of a list read (a longer one is not summed)
+MOST_SUMS = 20_000  # sums of dropped records tried
+HOPS = 4  # narrowings looked through, back from the list the total was made from
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_SEGMENT = re.compile(r";|\n|(?<=[^\d\s])\.\s|\.\s(?=[A-Z])")  # clauses: not "2,050.00"
+_Rows = list[dict[str, Any]]
+
+
+def rule_total_of_dropped_rows(ctx: RuleContext) -> Iterator[Finding]:
+    """A total right for the records a step was given, wrong because an earlier step
+    dropped some."""
+    finding = dropped_rows(ctx)
+    if finding is not None:
+        yield finding
+
+
+def dropped_rows(ctx: RuleContext) -> Finding | None:
+    """The finding, read once per run (:mod:`.coded` leaves the total to it)."""
+    if RULE not in ctx.shared:
+        ctx.shared[RULE] = _dropped_rows(ctx)
+    found: Finding | None = ctx.shared[RULE]
+    return found
+
+
+def _dropped_rows(ctx: RuleContext) -> Finding | None:
+    made = made_in_code(ctx)
+    if made is None or not made.value.figure:
+        return None
+    run = ctx.trajectory
+    events = run.events
+    maker = events[made.at]
+    if maker.type is not EventType.AGENT_END:
+        return None
+    held = orjson.dumps(maker.output, default=str).decode()
+    at_hand = _lists_before(events, made.at)
+    if not at_hand:
+        return None
+    for got, wanted, clause in _pairs(run.outcome.reason or "", run.reference_answer or ""):
+        shown = _holds(held, got)
+        if shown is None:
+            continue
+        for key, (rows, w) in at_hand.items():
+            for field, group in _sums_to(rows, got, clause):
+                found = _dropper(events, w, rows, field, group, got, wanted)
+                if found is not None:
+                    return _finding(maker, shown, key, field, group, got, wanted, *found)
+    return None
+
+
+def _pairs(reason: str, reference: str) -> Iterator[tuple[Decimal, Decimal, str]]:
+    """(wrong figure, wanted figure, its clause) pairs the failure gives."""
+    clauses = [c for c in _SEGMENT.split(reason) if c.strip()]
+    wrongs = 0
+    for clause in clauses:
+        values = [v for v in _named(clause, "") if v.figure]
+        bad = [v for v in values if v.wrong]
+        good = [v for v in values if not v.wrong]
+        wrongs += len(bad)
+        if len(bad) == 1 and good:
+            got, wanted = _decimal(bad[0].text), _decimal(good[0].text)
+            if got is not None and wanted is not None and got != wanted:
+                yield got, wanted, clause
+    answer = [v for v in _named(reference, "") if v.figure]
+    wanted = _decimal(answer[0].text) if len(answer) == 1 else None
+    if wrongs == 1 and wanted is not None:  # (the reference answer's one figure)
+        for clause in clauses:
+            for v in _named(clause, ""):
+                got = _decimal(v.text)
+                if v.figure and v.wrong and got is not None and got != wanted:
+                    yield got, wanted, clause
+
+
+def _decimal(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+
+
+def _holds(text: str, value: Decimal) -> str | None:
+    """Where a JSON text holds ``value`` as a number (any trailing zeros): as written."""
+    for m in _NUMBER.finditer(text):
+        if _decimal(m.group()) == value:
+            return m.group()
+    return None
+
+
+def _rows(value: Any) -> _Rows | None:
+    if (
+        isinstance(value, list)
+        and 1 < len(value) <= MOST_ROWS
+        and all(isinstance(r, dict) for r in value)
+    ):
+        return value
+    return None
+
+
+def _lists_before(events: list[AgentEvent], at: int) -> dict[str, tuple[_Rows, int]]:
+    """The lists of records the step at ``at`` had at hand: each state key's latest
+    value before it (a node's update, the run's input), with where it was written."""
+    latest: dict[str, tuple[Any, int]] = {}
+    for i, e in enumerate(events[:at]):
+        payload = e.input if e.type is EventType.USER_INPUT else e.output
+        if e.type in (EventType.USER_INPUT, EventType.AGENT_END) and isinstance(payload, dict):
+            for key, value in payload.items():
+                latest[str(key)] = (value, i)
+    return {k: (rows, i) for k, (v, i) in latest.items() if (rows := _rows(v)) is not None}
+
+
+def _amount(value: Any) -> Decimal | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value))
+    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
+        return Decimal(value.strip())
+    return None
+
+
+def _close(total: Decimal, value: Decimal) -> bool:
+    """Whether ``total`` written to ``value``'s places is ``value``."""
+    exponent = value.as_tuple().exponent
+    places = -exponent if isinstance(exponent, int) and exponent < 0 else 0
+    return abs(total - value) <= Decimal(5).scaleb(-places - 1)
+
+
+def _sums_to(
+    rows: _Rows, got: Decimal, clause: str
+) -> Iterator[tuple[str, tuple[str, str] | None]]:
+    """The (numeric field, group) whose sum over ``rows`` is ``got``: a group is a
+    text field and its value, a word of the failure's clause."""
+    numeric = [k for k in rows[0] if all(k in r and _amount(r[k]) is not None for r in rows)]
+    if not numeric:
+        return
+    words = {w.lower() for w in re.findall(r"[\w-]{2,}", clause)}
+    groups = sorted(
+        {
+            (k, v)
+            for r in rows
+            for k, v in r.items()
+            if isinstance(v, str) and k not in numeric and v.lower() in words
+        }
+    )
+    for field in numeric:
+        for group in [*groups, None]:
+            picked = rows if group is None else [r for r in rows if r.get(group[0]) == group[1]]
+            total = sum((_amount(r[field]) or Decimal(0) for r in picked), Decimal(0))
+            if picked and _close(total, got):
+                yield field, group
+
+
+def _key(row: dict[str, Any]) -> bytes:
+    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str)
+
+
+def _dropper(
+    events: list[AgentEvent],
+    w: int,
+    rows: _Rows,
+    field: str,
+    group: tuple[str, str] | None,
+    got: Decimal,
+    wanted: Decimal,
+) -> tuple[AgentEvent, _Rows, _Rows] | None:
+    """The step that dropped records making up what the total lacks: its update, the
+    longer list it kept ``rows`` of, and those records."""
+    for _ in range(HOPS):
+        writer = events[w]
+        if writer.type is not EventType.AGENT_END:
+            return None
+        kept = Counter(_key(r) for r in rows)
+        source = _source(events, w, kept)
+        if source is None:
+            return None
+        longer, s = source
+        if len(longer) > len(rows):  # (the same records again: a sort, a copy, looked past)
+            left = kept.copy()
+            dropped: _Rows = []
+            for r in longer:
+                k = _key(r)
+                if left[k] > 0:
+                    left[k] -= 1
+                elif group is None or r.get(group[0]) == group[1]:
+                    dropped.append(r)
+            needed = _making(dropped, field, wanted - got)
+            if needed:
+                return writer, longer, needed
+        rows, w = longer, s
+    return None
+
+
+def _making(rows: _Rows, field: str, short: Decimal) -> _Rows:
+    """Records of ``rows`` whose ``field`` adds up to ``short`` (to its last written
+    place): the fewest found first; none when no set of them does (or, of many
+    records, when the sums to try grow past ``MOST_SUMS``)."""
+    reach: dict[Decimal, tuple[int, ...]] = {Decimal(0): ()}
+    for i, r in enumerate(rows):
+        amount = _amount(r.get(field))
+        if not amount:
+            continue
+        for total, picked in list(reach.items()):
+            reach.setdefault(total + amount, (*picked, i))
+        if len(reach) > MOST_SUMS:
+            return []
+    for total, picked in sorted(reach.items(), key=lambda kv: len(kv[1])):
+        if picked and _close(total, short):
+            return [rows[i] for i in picked]
+    return []
+
+
+def _source(events: list[AgentEvent], w: int, kept: Counter[bytes]) -> tuple[_Rows, int] | None:
+    """The latest list before ``w`` holding every record of ``kept``, and where."""
+    size = sum(kept.values())
+    for i in range(w - 1, max(-1, w - 1 - LOOKBACK), -1):
+        e = events[i]
+        if e.type is EventType.USER_INPUT:
+            payloads: Any = e.input
+        elif e.type in (EventType.AGENT_END, EventType.TOOL_RESULT):
+            payloads = e.output
+        else:
+            continue
+        for value in payloads.values() if isinstance(payloads, dict) else [payloads]:
+            rows = _rows(value)
+            if rows is None or len(rows) < size:
+                continue
+            have = Counter(_key(r) for r in rows)
+            if all(have[k] >= n for k, n in kept.items()):
+                return rows, i
+    return None
+
+
+def _finding(
+    maker: AgentEvent,
+    shown: str,
+    key: str,
+    field: str,
+    group: tuple[str, str] | None,
+    got: Decimal,
+    wanted: Decimal,
+    dropper: AgentEvent,
+    longer: _Rows,
+    needed: _Rows,
+) -> Finding:
+    agent, step = dropper.agent_name, dropper.step_index
+    of = f"the {group[1]} records" if group else "the records"
+    listed = "; ".join(shorten(orjson.dumps(r, default=str).decode(), 120) for r in needed[:3])
+    if len(needed) > 3:
+        listed += f" and {len(needed) - 3} more"
+    short = _plain(wanted - got)
+    fix = (
+        f"At step {step}, {agent}: its code dropped records the total needed ({listed}); "
+        "check the condition it keeps records by (the key it deduplicates on, the filter) "
+        "against them."
+    )
+    message = (
+        f"{shown}, which the failure names, is the sum of {field!r} over {of} of {key!r} "
+        f"that {maker.agent_name} was given at step {maker.step_index}: right for what it "
+        f"was given. {agent} at step {step} had kept {key!r} from a longer list of the same "
+        f"records ({len(longer)}) and dropped some of {of}: {listed}, whose {field!r} "
+        f"add up to {short}, what the total lacks of the {_plain(wanted)} wanted"
+    )
+    return rule_finding(
+        RULE,
+        "memory.context_loss",
+        dropper,
+        message,
+        confidence=0.55,
+        evidence=[quoted(dropper, "output", key), quoted(maker, "output", shown)],
+        metadata={"fix": fix, "value": shown, "dropped": len(needed)},
+    )
+
+
+def _plain(value: Decimal) -> str:
+    return format(value, "f")

@@ -451,6 +451,28 @@ def messages_key(graph: Any) -> str:
     return MESSAGES
 
 
+def state_schema(graph: Any) -> dict[str, Any] | None:
+    """A graph's state, as ``agentdebug``'s ``state_schema`` metadata holds it: the
+    keys a node's update can write (its channels, private ones too: a key of none
+    LangGraph drops without an error) and, of those merged by a reducer, the
+    reducer's name (``add_messages``, ``add``, ``merge_prefs``); None for a graph
+    whose nodes write no keys (the functional API's entrypoint) or one not known."""
+    try:
+        keys = graph.stream_channels if graph is not None else None
+        if not isinstance(keys, list) or not keys:
+            return None
+        channels = graph.channels
+        reducers: dict[str, str] = {}
+        for key in keys:
+            merge = getattr(channels.get(key), "operator", None)
+            if merge is not None:
+                name = str(getattr(merge, "__qualname__", None) or type(merge).__name__)
+                reducers[str(key)] = "add_messages" if "add_messages" in name else name
+        return {"keys": [str(k) for k in keys], "reducers": reducers}
+    except Exception:  # (a graph-like object of another kind)
+        return None
+
+
 def node_names(graph: Any) -> list[str]:
     """A compiled graph's own nodes (not ``__start__`` and the like)."""
     try:

@@ -21,6 +21,7 @@ from uuid import UUID
 
 from agentdebug import AgentInfo, EventType, TraceSession
 from agentdebug.capture.current import framework_runs_ignored
+from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.store.base import CONTINUES_BEFORE
 from langgraph.types import Command
 
@@ -381,13 +382,19 @@ class RunStarting(RunEnding):
             invoked = _invocation.inherited(invoked, continues.invoked_with, continues.run_id)
         if invoked:
             lg[_invocation.KEY] = invoked
+        state = _convert.state_schema(graph)  # (what an update may write: see _convert)
         with framework_runs_ignored():  # (a graph in a recorded node is recorded there)
             session = self._debugger().trace(
                 goal,
                 framework=FRAMEWORK,
                 agents=[AgentInfo(name=n, role="node") for n in nodes],
                 reference_answer=self.reference_answer,
-                metadata={**self.metadata, "langgraph": lg, **_cut(fork)},
+                metadata={
+                    **self.metadata,
+                    "langgraph": lg,
+                    **({STATE_SCHEMA: state} if state else {}),
+                    **_cut(fork),
+                },
                 continues=continues.mark if continues is not None else None,
             )
         session._stands_for = lg["graph"]  # (in a run it is a sub-run of: the graph)

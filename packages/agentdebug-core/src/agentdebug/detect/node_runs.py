@@ -37,6 +37,12 @@ class NodeRuns:
         # the inner graph's state, not their own work
         self.outer = {n.rsplit("/", k)[0] for n in inner for k in range(1, n.count("/") + 1)}
 
+    def started(self, event: AgentEvent, at: int) -> bool:
+        """Whether the event at ``at`` belongs to a node run the run recorded the start
+        of (before it)."""
+        start = self._starts.get((event.agent_name, event.step_index))
+        return start is not None and start < at
+
     def plain_until(self, event: AgentEvent, at: int) -> bool:
         """Whether the event at ``at`` belongs to a node run the run recorded the start
         of, in which no model had spoken by then (its own, or one run under it)."""

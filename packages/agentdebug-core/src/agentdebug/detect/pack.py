@@ -9,7 +9,7 @@ call's argument misspelled from the task, a figure a tool's contradicts, an item
 value the run needed dropped, pages left unread, a unit or currency swapped, a critic
 never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
-out, a total of records an earlier step dropped); their shared context is
+out, a total of records an earlier step dropped, an update the state never took); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -47,6 +47,7 @@ from agentdebug.detect.rules import (
 )
 from agentdebug.detect.tallied import rule_total_of_dropped_rows
 from agentdebug.detect.units import rule_unit_swapped
+from agentdebug.detect.unmerged import rule_update_not_merged
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.detect.unsourced import rule_unsourced_argument
 from agentdebug.schema import AgentTrajectory, Finding
@@ -155,6 +156,11 @@ RULES: list[Rule] = [
         "total_of_dropped_rows",
         "a total a step added up right from records an earlier step wrongly dropped",
         rule_total_of_dropped_rows,
+    ),
+    Rule(
+        "update_not_merged",
+        "a step's update its state dropped (a key it lacks) or merged away (a reducer)",
+        rule_update_not_merged,
     ),
 ]
 

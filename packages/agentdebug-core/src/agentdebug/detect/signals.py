@@ -379,6 +379,12 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
     return None
 
 
+# a run's metadata: the shared state its steps' updates write to, as the framework
+# declares it (a LangGraph StateGraph's channels): {"keys": [...], "reducers": {key:
+# the name of the function that merges an update into the key}}; an update to a key
+# that is not one the framework drops without an error (see detect/unmerged.py)
+STATE_SCHEMA = "state_schema"
+
 RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attempt it retries
 # metadata of an event filed under another step's decision (a tool's result under the
 # model call that asked for it): the start of the node run (attempt) it ran in

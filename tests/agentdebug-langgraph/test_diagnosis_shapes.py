@@ -512,3 +512,35 @@ def test_a_total_summed_right_from_rows_a_dedupe_dropped_is_blamed_on_the_dedupe
     assert (root.agent_name, root.step_index, root.mode_id) == ("dedupe", 2, "memory.context_loss")
     assert found.fix is not None and "SO-1003" in found.fix.directive
     assert "SO-1006" in found.fix.directive and "SO-1002" not in found.fix.directive
+
+
+class Renewal(TypedDict, total=False):
+    account: dict[str, Any]
+    template: str
+    body: str
+
+
+def test_cents_a_render_node_wrote_as_dollars_are_blamed_on_it(dbg: AgentDebug) -> None:
+    drafter = scripted([AIMessage(content="Your {plan} plan renews at {price} a year.")])
+
+    def load_account(state: Renewal) -> dict[str, Any]:
+        return {"account": {"plan": "Business", "price_cents": 129900, "currency": "USD"}}
+
+    def draft(state: Renewal) -> dict[str, Any]:
+        said = drafter.invoke([HumanMessage(f"A renewal notice for {state['account']}")])
+        return {"template": said.content}
+
+    def render(state: Renewal) -> dict[str, Any]:
+        account = state["account"]
+        price = f"${account['price_cents']:,.2f}"  # (cents, written as dollars)
+        return {"body": state["template"].format(plan=account["plan"], price=price)}
+
+    def sane_price(state: Renewal) -> bool | str:
+        return "$1,299.00" in state["body"] or f"the customer asked: {state['body']}?"
+
+    callback = AgentDebugCallback(dbg, success_check=sane_price)
+    chain(Renewal, load_account, draft, render).invoke({}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("render", 3)
+    assert found.fix is not None and "divide by 100" in found.fix.directive

@@ -9,7 +9,8 @@ call's argument misspelled from the task, a figure a tool's contradicts, an item
 value the run needed dropped, pages left unread, a unit or currency swapped, a critic
 never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
-out, a total of records an earlier step dropped, an update the state never took); their shared context is
+out, a total of records an earlier step dropped, an update the state never took,
+an amount in cents written as dollars); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -27,6 +28,7 @@ from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.lost import rule_needed_value_lost
+from agentdebug.detect.minor_units import rule_minor_units_as_major
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
 from agentdebug.detect.narrowed import rule_named_item_filtered_out
@@ -161,6 +163,11 @@ RULES: list[Rule] = [
         "update_not_merged",
         "a step's update its state dropped (a key it lacks) or merged away (a reducer)",
         rule_update_not_merged,
+    ),
+    Rule(
+        "minor_units_as_major",
+        "an amount kept in cents that a step wrote out as whole currency",
+        rule_minor_units_as_major,
     ),
 ]
 

@@ -252,12 +252,14 @@ def made_in_code(ctx: RuleContext) -> Made | None:
 def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's wrong value whose first holder is a step with no model in it."""
     from agentdebug.detect.minor_units import minor_units
-    from agentdebug.detect.tallied import dropped_rows  # (they read this rule's value)
+    from agentdebug.detect.tallied import dropped_rows, explains  # (they read this rule's)
 
     made = made_in_code(ctx)
-    if made is None or dropped_rows(ctx) is not None or minor_units(ctx) is not None:
-        return  # (none; a total right for rows an earlier step dropped: tallied's; an
-        # amount in cents written as dollars: minor_units')
+    if made is None:
+        return
+    if explains(dropped_rows(ctx), made.value.text) or explains(minor_units(ctx), made.value.text):
+        return  # (a total right for rows an earlier step dropped: tallied's; an amount
+        # in cents written as dollars: minor_units')
     value, events = made.value, ctx.trajectory.events
     built = not value.figure and _built_from(
         value.text, made.texts.text[: made.texts.starts[made.at]]

@@ -16,6 +16,8 @@ an amount in cents written as dollars); their shared context is
 
 from __future__ import annotations
 
+import logging
+
 from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.coded import rule_value_made_in_code
 from agentdebug.detect.contradicted import rule_figure_contradicted
@@ -53,6 +55,8 @@ from agentdebug.detect.unmerged import rule_update_not_merged
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.detect.unsourced import rule_unsourced_argument
 from agentdebug.schema import AgentTrajectory, Finding
+
+log = logging.getLogger("agentdebug.detect")
 
 RULES: list[Rule] = [
     Rule("errors", "tool, model and runtime errors, classified", rule_errors),
@@ -185,10 +189,17 @@ class RulePack:
         findings: list[Finding] = []
         seen: set[tuple[str | None, str | None, str]] = set()
         for rule in self.rules:
-            for finding in rule.check(ctx):
-                key = (finding.rule_id, finding.event_id, finding.mode_id)
-                if key not in seen:
-                    seen.add(key)
-                    findings.append(finding)
+            try:
+                for finding in rule.check(ctx):
+                    key = (finding.rule_id, finding.event_id, finding.mode_id)
+                    if key not in seen:
+                        seen.add(key)
+                        findings.append(finding)
+            except Exception:  # (one rule's fault on an odd payload costs only its findings)
+                log.exception(
+                    "agentdebug: rule %s failed on run %s; the other rules' findings stand",
+                    rule.id,
+                    trajectory.id,
+                )
         findings.sort(key=lambda f: f.step_index if f.step_index is not None else -1)
         return findings

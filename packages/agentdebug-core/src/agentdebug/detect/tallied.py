@@ -23,31 +23,35 @@ by a step's code (and any other wrong figure that step's update holds):
 - the step (``LOOKBACK`` events at most) that wrote that list kept part of a longer
   list of the very same records, an earlier step's update, the run's input or a
   tool's result: every record it kept is one of those, and it kept fewer;
-- some of the records it dropped (of the failure's group) add up, to the last
-  written place, to what the total lacks of the wanted figure (a dedupe that also
-  dropped a true duplicate: two of its three EMEA records make the 4,100.00 short).
+- the records it dropped (of the failure's group; not copies of records it kept,
+  which were true duplicates) add up, to the last written place, to the difference
+  between the total and the wanted figure (a dedupe that dropped two real EMEA
+  orders and a page fetched twice: the two make the 4,100.00 short).
 
 A list the dropper itself was given whole but that an earlier step had narrowed
 too is looked through, back to ``HOPS`` steps: the step blamed is the one whose
-dropped records make up the difference. Not read: a total of records a step changed
+dropped records make up the difference. A key a reducer merges (the run's
+``state_schema``) is not read: its updates are parts (``Send`` branches'), not the
+list a step was given. A filter that rightly dropped records whose amounts happen
+to make up the difference exactly would be blamed; all of them must, not some. Not read: a total of records a step changed
 rather than dropped (a date parsed wrong, an amount rounded), an average or a
 count, lists of more than ``MOST_ROWS`` records.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from agentdebug.detect.coded import _named, made_in_code
+from agentdebug.detect.coded import _STATES, _WANTED, _named, made_in_code
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.schema import AgentEvent, EventType, Finding
-from agentdebug.text import shorten
+from agentdebug.text import compact_json, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -55,9 +59,10 @@ if TYPE_CHECKING:
 RULE = "total_of_dropped_rows"
 LOOKBACK = 200  # events before a list its longer source is looked for in
 MOST_ROWS = 5000  # records of a list read (a longer one is not summed)
-MOST_SUMS = 20_000  # sums of dropped records tried
+MOST_GROUPS = 200  # distinct texts of a field tried as the failure's group
 HOPS = 4  # narrowings looked through, back from the list the total was made from
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_AMOUNT_TEXT = re.compile(r"(?:Decimal\(')?\s*[$€£]?\s*(-?[\d,]*\d(?:\.\d+)?)\s*(?:'\))?")
 _SEGMENT = re.compile(r";|\n|(?<=[^\d\s])\.\s|\.\s(?=[A-Z])")  # clauses: not "2,050.00"
 _Rows = list[dict[str, Any]]
 
@@ -78,6 +83,16 @@ def dropped_rows(ctx: RuleContext) -> Finding | None:
     return found
 
 
+def explains(finding: Finding | None, value: str) -> bool:
+    """Whether a finding of this rule (or :mod:`.minor_units`') is about ``value``, a
+    figure as :mod:`.coded` reads it ("2050", "2050.5")."""
+    if finding is None:
+        return False
+    words = str(finding.metadata.get("value", "")).lstrip("$€£").split()
+    said = _decimal(words[0]) if words else None
+    return said is not None and said == _decimal(value)
+
+
 def _dropped_rows(ctx: RuleContext) -> Finding | None:
     made = made_in_code(ctx)
     if made is None or not made.value.figure:
@@ -87,8 +102,10 @@ def _dropped_rows(ctx: RuleContext) -> Finding | None:
     maker = events[made.at]
     if maker.type is not EventType.AGENT_END:
         return None
-    held = orjson.dumps(maker.output, default=str).decode()
-    at_hand = _lists_before(events, made.at)
+    held = compact_json(maker.output)
+    schema = run.metadata.get(STATE_SCHEMA)
+    merged = schema.get("reducers") if isinstance(schema, dict) else None
+    at_hand = _lists_before(events, made.at, merged if isinstance(merged, dict) else {})
     if not at_hand:
         return None
     for got, wanted, clause in _pairs(run.outcome.reason or "", run.reference_answer or ""):
@@ -97,7 +114,7 @@ def _dropped_rows(ctx: RuleContext) -> Finding | None:
             continue
         for key, (rows, w) in at_hand.items():
             for field, group in _sums_to(rows, got, clause):
-                found = _dropper(events, w, rows, field, group, got, wanted)
+                found = _dropper(events, w, key, rows, field, group, got, wanted)
                 if found is not None:
                     return _finding(maker, shown, key, field, group, got, wanted, *found)
     return None
@@ -107,11 +124,17 @@ def _pairs(reason: str, reference: str) -> Iterator[tuple[Decimal, Decimal, str]
     """(wrong figure, wanted figure, its clause) pairs the failure gives."""
     clauses = [c for c in _SEGMENT.split(reason) if c.strip()]
     wrongs = 0
-    for clause in clauses:
-        values = [v for v in _named(clause, "") if v.figure]
+    read = [[v for v in _named(clause, "") if v.figure] for clause in clauses]
+    for n, (clause, values) in enumerate(zip(clauses, read, strict=True)):
         bad = [v for v in values if v.wrong]
         good = [v for v in values if not v.wrong]
         wrongs += len(bad)
+        if len(bad) == 1 and not good and n + 1 < len(read):  # ("... (2,050.00); the
+            after = read[n + 1]  # ledger shows 6,150.00": the wanted one in the next)
+            if len(after) == 1 and (
+                _WANTED.search(clauses[n + 1]) or _STATES.search(clauses[n + 1])
+            ):
+                good, clause = after, f"{clause} {clauses[n + 1]}"
         if len(bad) == 1 and good:
             got, wanted = _decimal(bad[0].text), _decimal(good[0].text)
             if got is not None and wanted is not None and got != wanted:
@@ -151,16 +174,24 @@ def _rows(value: Any) -> _Rows | None:
     return None
 
 
-def _lists_before(events: list[AgentEvent], at: int) -> dict[str, tuple[_Rows, int]]:
+def _lists_before(
+    events: list[AgentEvent], at: int, merged: dict[str, Any]
+) -> dict[str, tuple[_Rows, int]]:
     """The lists of records the step at ``at`` had at hand: each state key's latest
-    value before it (a node's update, the run's input), with where it was written."""
+    value before it (a node's update, the run's input), with where it was written;
+    not a key a reducer merges (``merged``: an update of it is a part, a ``Send``
+    branch's, not what the step read)."""
     latest: dict[str, tuple[Any, int]] = {}
     for i, e in enumerate(events[:at]):
         payload = e.input if e.type is EventType.USER_INPUT else e.output
         if e.type in (EventType.USER_INPUT, EventType.AGENT_END) and isinstance(payload, dict):
             for key, value in payload.items():
                 latest[str(key)] = (value, i)
-    return {k: (rows, i) for k, (v, i) in latest.items() if (rows := _rows(v)) is not None}
+    return {
+        k: (rows, i)
+        for k, (v, i) in latest.items()
+        if k not in merged and (rows := _rows(v)) is not None
+    }
 
 
 def _amount(value: Any) -> Decimal | None:
@@ -169,9 +200,11 @@ def _amount(value: Any) -> Decimal | None:
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
-        return Decimal(repr(value))
-    if isinstance(value, str) and _NUMBER.fullmatch(value.strip()):
-        return Decimal(value.strip())
+        return Decimal(repr(value)) if math.isfinite(value) else None
+    if isinstance(value, str) and len(value) <= 40:  # ("1,200.00", "$1200", "Decimal('8.5')")
+        m = _AMOUNT_TEXT.fullmatch(value.strip())
+        if m is not None:
+            return _decimal(m.group(1))
     return None
 
 
@@ -186,42 +219,63 @@ def _sums_to(
     rows: _Rows, got: Decimal, clause: str
 ) -> Iterator[tuple[str, tuple[str, str] | None]]:
     """The (numeric field, group) whose sum over ``rows`` is ``got``: a group is a
-    text field and its value, a word of the failure's clause."""
-    numeric = [k for k in rows[0] if all(k in r and _amount(r[k]) is not None for r in rows)]
+    text field and its value, a word or words of the failure's clause ("EMEA",
+    "North America"). A field is numeric when every record's value of it is a
+    number or missing (null), and one is a number."""
+    numeric = [
+        k
+        for k in rows[0]
+        if all(r.get(k) is None or _amount(r[k]) is not None for r in rows)
+        and any(r.get(k) is not None for r in rows)
+    ]
     if not numeric:
         return
-    words = {w.lower() for w in re.findall(r"[\w-]{2,}", clause)}
+    said = f" {_words(clause)} "
+    texts: dict[str, set[str]] = {}
+    for r in rows:
+        for k, v in r.items():
+            if (
+                isinstance(v, str)
+                and k not in numeric
+                and len(texts.setdefault(k, set())) < MOST_GROUPS
+            ):
+                texts[k].add(v)
     groups = sorted(
-        {
-            (k, v)
-            for r in rows
-            for k, v in r.items()
-            if isinstance(v, str) and k not in numeric and v.lower() in words
-        }
+        (k, v)
+        for k, values in texts.items()
+        for v in values
+        if (words := _words(v)) and f" {words} " in said
     )
     for field in numeric:
         for group in [*groups, None]:
             picked = rows if group is None else [r for r in rows if r.get(group[0]) == group[1]]
-            total = sum((_amount(r[field]) or Decimal(0) for r in picked), Decimal(0))
+            total = sum((_amount(r.get(field)) or Decimal(0) for r in picked), Decimal(0))
             if picked and _close(total, got):
                 yield field, group
 
 
-def _key(row: dict[str, Any]) -> bytes:
-    return orjson.dumps(row, option=orjson.OPT_SORT_KEYS, default=str)
+def _words(text: str) -> str:
+    """A text's words, lowered, one space apart."""
+    return " ".join(re.findall(r"[\w-]+", text.lower()))
+
+
+def _key(row: dict[str, Any]) -> str:
+    """A record as a comparable text (any keys, any values)."""
+    return compact_json(row)
 
 
 def _dropper(
     events: list[AgentEvent],
     w: int,
+    key: str,
     rows: _Rows,
     field: str,
     group: tuple[str, str] | None,
     got: Decimal,
     wanted: Decimal,
-) -> tuple[AgentEvent, _Rows, _Rows] | None:
-    """The step that dropped records making up what the total lacks: its update, the
-    longer list it kept ``rows`` of, and those records."""
+) -> tuple[AgentEvent, str, _Rows, _Rows] | None:
+    """The step that dropped the records making up the difference: its update, the
+    key it wrote, the longer list it kept ``rows`` of, and the records it dropped."""
     for _ in range(HOPS):
         writer = events[w]
         if writer.type is not EventType.AGENT_END:
@@ -230,44 +284,24 @@ def _dropper(
         source = _source(events, w, kept)
         if source is None:
             return None
-        longer, s = source
+        longer, s, longer_key = source
         if len(longer) > len(rows):  # (the same records again: a sort, a copy, looked past)
-            left = kept.copy()
-            dropped: _Rows = []
-            for r in longer:
-                k = _key(r)
-                if left[k] > 0:
-                    left[k] -= 1
-                elif group is None or r.get(group[0]) == group[1]:
-                    dropped.append(r)
-            needed = _making(dropped, field, wanted - got)
-            if needed:
-                return writer, longer, needed
-        rows, w = longer, s
+            dropped = [
+                r
+                for r in longer
+                if _key(r) not in kept  # (not a copy of one it kept: a true duplicate)
+                and (group is None or r.get(group[0]) == group[1])
+            ]
+            gone = sum((_amount(r.get(field)) or Decimal(0) for r in dropped), Decimal(0))
+            if dropped and gone and _close(gone, wanted - got):
+                return writer, key, longer, dropped
+        rows, w, key = longer, s, longer_key
     return None
 
 
-def _making(rows: _Rows, field: str, short: Decimal) -> _Rows:
-    """Records of ``rows`` whose ``field`` adds up to ``short`` (to its last written
-    place): the fewest found first; none when no set of them does (or, of many
-    records, when the sums to try grow past ``MOST_SUMS``)."""
-    reach: dict[Decimal, tuple[int, ...]] = {Decimal(0): ()}
-    for i, r in enumerate(rows):
-        amount = _amount(r.get(field))
-        if not amount:
-            continue
-        for total, picked in list(reach.items()):
-            reach.setdefault(total + amount, (*picked, i))
-        if len(reach) > MOST_SUMS:
-            return []
-    for total, picked in sorted(reach.items(), key=lambda kv: len(kv[1])):
-        if picked and _close(total, short):
-            return [rows[i] for i in picked]
-    return []
-
-
-def _source(events: list[AgentEvent], w: int, kept: Counter[bytes]) -> tuple[_Rows, int] | None:
-    """The latest list before ``w`` holding every record of ``kept``, and where."""
+def _source(events: list[AgentEvent], w: int, kept: Counter[str]) -> tuple[_Rows, int, str] | None:
+    """The latest list before ``w`` holding every record of ``kept``, where, and the
+    key it is under (empty for a tool's result that is the list itself)."""
     size = sum(kept.values())
     for i in range(w - 1, max(-1, w - 1 - LOOKBACK), -1):
         e = events[i]
@@ -277,13 +311,14 @@ def _source(events: list[AgentEvent], w: int, kept: Counter[bytes]) -> tuple[_Ro
             payloads = e.output
         else:
             continue
-        for value in payloads.values() if isinstance(payloads, dict) else [payloads]:
+        pairs = payloads.items() if isinstance(payloads, dict) else [("", payloads)]
+        for key, value in pairs:
             rows = _rows(value)
             if rows is None or len(rows) < size:
                 continue
             have = Counter(_key(r) for r in rows)
             if all(have[k] >= n for k, n in kept.items()):
-                return rows, i
+                return rows, i, str(key)
     return None
 
 
@@ -296,15 +331,15 @@ def _finding(
     got: Decimal,
     wanted: Decimal,
     dropper: AgentEvent,
+    wrote: str,
     longer: _Rows,
-    needed: _Rows,
+    dropped: _Rows,
 ) -> Finding:
     agent, step = dropper.agent_name, dropper.step_index
     of = f"the {group[1]} records" if group else "the records"
-    listed = "; ".join(shorten(orjson.dumps(r, default=str).decode(), 120) for r in needed[:3])
-    if len(needed) > 3:
-        listed += f" and {len(needed) - 3} more"
-    short = _plain(wanted - got)
+    listed = "; ".join(shorten(compact_json(r), 120) for r in dropped[:3])
+    if len(dropped) > 3:
+        listed += f" and {len(dropped) - 3} more"
     fix = (
         f"At step {step}, {agent}: its code dropped records the total needed ({listed}); "
         "check the condition it keeps records by (the key it deduplicates on, the filter) "
@@ -313,9 +348,10 @@ def _finding(
     message = (
         f"{shown}, which the failure names, is the sum of {field!r} over {of} of {key!r} "
         f"that {maker.agent_name} was given at step {maker.step_index}: right for what it "
-        f"was given. {agent} at step {step} had kept {key!r} from a longer list of the same "
-        f"records ({len(longer)}) and dropped some of {of}: {listed}, whose {field!r} "
-        f"add up to {short}, what the total lacks of the {_plain(wanted)} wanted"
+        f"was given. {agent} at step {step} had kept {wrote!r} from a longer list of the "
+        f"same records ({len(longer)}) and dropped {of}: {listed}, whose {field!r} add up "
+        f"to {_plain(wanted - got)}, the difference between the total and the "
+        f"{_plain(wanted)} wanted"
     )
     return rule_finding(
         RULE,
@@ -323,8 +359,8 @@ def _finding(
         dropper,
         message,
         confidence=0.55,
-        evidence=[quoted(dropper, "output", key), quoted(maker, "output", shown)],
-        metadata={"fix": fix, "value": shown, "dropped": len(needed)},
+        evidence=[quoted(dropper, "output", wrote), quoted(maker, "output", shown)],
+        metadata={"fix": fix, "value": shown, "dropped": len(dropped)},
     )
 
 

@@ -82,3 +82,11 @@ def test_other_keys_and_figures_are_left_alone() -> None:
     # a key that only contains "cent" in a longer word
     percent = renewal(account={"id": "acc_3391", "percentage": 129900, "currency": "USD"})
     assert by(percent, "minor_units_as_major") == []
+
+
+def test_a_record_that_only_carries_the_cents_beside_a_currency_is_not_blamed() -> None:
+    # a step echoing {"price_cents": 129900, "currency": "USD"} writes no "129900 USD"
+    run = renewal()
+    echo = {"account": {**ACCOUNT, "eligible": True}}
+    run.events[4:4] = [ev(2, EventType.AGENT_END, "check", output=echo)]
+    assert [f.agent_name for f in by(run, "minor_units_as_major")] == ["render"]

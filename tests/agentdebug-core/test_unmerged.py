@@ -57,10 +57,10 @@ def test_an_update_a_reducer_merged_away_is_blamed() -> None:
     (finding,) = found(run)
     assert (finding.agent_name, finding.step_index) == ("apply_change", 2)
     assert finding.message == (
-        'apply_change\'s update at step 2 wrote \'prefs\': {"diet":"vegan","exclude":'
-        '["shellfish"]}, but the state the run ended with holds \'prefs\': {"diet":'
-        '"omnivore","exclude":[],"servings":2}, and no step after it wrote \'prefs\': the '
-        "key's reducer, merge_prefs, merged the update away"
+        'apply_change\'s update at step 2 of \'prefs\' held {"diet":"vegan","exclude":'
+        "[\"shellfish\"]}, which the state the run ended with does not: it holds 'prefs' as "
+        'before the update, {"diet":"omnivore","exclude":[],"servings":2}, and '
+        "nothing after the step wrote 'prefs': the key's reducer, merge_prefs, kept the old value"
     )
     root = diagnose(run).root_cause
     assert root is not None and (root.agent_name, root.step_index) == ("apply_change", 2)
@@ -115,3 +115,62 @@ def test_nothing_without_the_state_s_schema_in_a_passing_run_or_for_outer_nodes(
     no_start = box()
     no_start.events.insert(2, ev(9, EventType.AGENT_END, "apply_change", output={"pref": NEW}))
     assert found(no_start) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_a_command_s_update_is_read_inside_it() -> None:
+    wrapped = {"command": True, "update": {"pref": NEW}, "goto": "plan_menu"}
+    (finding,) = found(box(("apply_change", wrapped), reason="the box ignored the change"))
+    assert finding.metadata["key"] == "pref"  # (not "update", the record's own field)
+    schema = {**SCHEMA, "keys": [*SCHEMA["keys"], "updates"]}
+    routed = {"command": True, "update": {"plan": "x"}, "goto": "plan_menu"}
+    assert found(box(("route", routed), schema=schema, reason="the update was ignored")) == []
+    # a later Command writing the key is a later write
+    reset = {"command": True, "update": {"prefs": OLD}, "goto": "plan_menu"}
+    assert found(box(("apply_change", {"prefs": NEW}), ("reset", reset))) == []
+
+
+def test_reducers_that_add_concatenate_or_merge_deeply_did_their_work() -> None:
+    reducers = {"n": "add", "notes": "add", "prefs": "deep_merge"}
+    counting = {"keys": ["n", "notes", "prefs"], "reducers": reducers}
+    seed = ("seed", {"n": 1, "notes": "Vegan. ", "prefs": {"diet": {"strict": True}}})
+    cases = [
+        (("count", {"n": 1}), {"n": 2}, "the answer cites 1 source, the run had 2 sources"),
+        (
+            ("note", {"notes": "Guest dislikes chicken. "}),
+            {"notes": "Vegan. Guest dislikes chicken. "},
+            "served chicken to a guest who dislikes chicken",
+        ),
+        (
+            ("apply", {"prefs": {"diet": {"kind": "vegan"}}}),
+            {"prefs": {"diet": {"kind": "vegan", "strict": True}}},
+            "a vegan got chicken",
+        ),
+    ]
+    for update, final, reason in cases:
+        run = box(seed, update, schema=counting, final=final, reason=reason)
+        assert found(run) == [], update
+
+
+def test_an_edit_of_the_state_after_the_update_is_not_the_reducer_s_doing() -> None:
+    run = box(("apply_change", {"prefs": NEW}))
+    edit = ev(3, EventType.USER_INPUT, None, input={"prefs": OLD})
+    run.events.insert(len(run.events) - 2, edit)
+    assert found(run) == []
+
+
+def test_a_near_miss_nobody_named_is_a_weak_sign_another_rule_outweighs() -> None:
+    run = box(("start", {"note": "order received"}), reason="charged 144.00 instead of 120.00")
+    run = run.model_copy(update={"metadata": {"state_schema": {"keys": ["notes", "total"]}}})
+    (typo,) = found(run)
+    assert typo.confidence < 0.5
+    plural = box(("search", {"query": "tea"}), reason="the answer says nothing was found")
+    plural = plural.model_copy(update={"metadata": {"state_schema": {"keys": ["queries"]}}})
+    assert [f.metadata["key"] for f in found(plural)] == ["query"]
+
+
+def test_a_final_state_cut_for_size_is_not_read_as_a_merge() -> None:
+    cut = {"change": NEW, "prefs": {"truncated": True, "head": '{"diet": "omni'}}
+    assert found(box(("apply_change", {"prefs": NEW}), final=cut)) == []

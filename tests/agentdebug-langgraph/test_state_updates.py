@@ -77,7 +77,7 @@ def test_an_update_a_backwards_reducer_merged_away_is_blamed_on_its_node(
     assert report.fix is not None and report.fix.directive == (
         "At step 2, apply_change: its update of 'prefs' "
         '({"diet":"vegan","exclude":["shellfish"]}) did not reach the state; check the '
-        "reducer of 'prefs', merge_prefs: it keeps the state's old value over the update."
+        "reducer of 'prefs', merge_prefs: it kept the state's old value over the update."
     )
 
 

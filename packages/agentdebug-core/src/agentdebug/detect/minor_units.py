@@ -77,10 +77,9 @@ def _minor_units(ctx: RuleContext) -> Finding | None:
         if source is None:
             continue
         at, key = source
-        written = re.compile(
-            rf"{_CURRENCY}\s?{_number_pattern(number).pattern}|"
-            rf"{_number_pattern(number).pattern}\s?{_CURRENCY}"
-        )
+        figure = _number_pattern(number).pattern
+        # (beside it in one text: a record's fields, joined by new lines, are not)
+        written = re.compile(rf"{_CURRENCY}[ \u00a0]?{figure}|{figure}[ \u00a0]?{_CURRENCY}")
         for e in events[at + 1 :]:
             if e.type not in _WRITERS:
                 continue

@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 RULE = "update_not_merged"
 MOST_WORDS = 2_000  # words of a lost value compared with the failure's reason
-_WORD = re.compile(r"[A-Za-z][\w'-]{2,}|\d[\d,.]*\d|\d")
+_WORD = re.compile(r"[A-Za-z][\w'-]{2,}|\d[\d,.]*\d")
 _TRIVIAL = frozenset({"the", "and", "for", "with", "true", "false", "none", "null"})
 
 
@@ -66,8 +66,7 @@ def rule_update_not_merged(ctx: RuleContext) -> Iterator[Finding]:
     reducers = schema.get("reducers")
     if not isinstance(reducers, dict):
         reducers = {}
-    reason = run.outcome.reason or ""
-    named = _words(reason)
+    named = _words(run.outcome.reason or "")
     events = run.events
     runs = NodeRuns(events)
     final = next(
@@ -78,33 +77,92 @@ def rule_update_not_merged(ctx: RuleContext) -> Iterator[Finding]:
         ),
         None,
     )
+    # the state as the steps left it: each key's value before the update at hand
+    state: dict[str, Any] = {}
+    typo: Finding | None = None  # (a near miss the failure does not name: a weak sign)
     for i, e in enumerate(events):
+        update = _update(e)
+        if e.type is EventType.USER_INPUT:
+            if isinstance(e.input, dict):
+                state.update((str(k), v) for k, v in e.input.items())
+            continue
         if (
-            e.type is not EventType.AGENT_END
+            update is None
             or not e.agent_name
             or "/" in e.agent_name
             or e.agent_name in runs.outer
-            or not isinstance(e.output, dict)
             or not runs.started(e, i)
         ):
             continue
-        for key, value in e.output.items():
+        for key, value in update.items():
             key = str(key)
+            before = state.get(key, _NONE)
+            state[key] = value
             if key not in keys:
                 near = _near(key, keys)
-                if near or key.lower() in named:
-                    yield _dropped(e, key, near)
+                if key.lower() in named or (near and named & _words(" ".join(_texts(value)))):
+                    yield _dropped(e, key, near, 0.6)
                     return
+                if near and typo is None:
+                    typo = _dropped(e, key, near, 0.3)
                 continue
             reducer = reducers.get(key)
             if not reducer or reducer == "add_messages" or final is None or key not in final:
                 continue
-            if _written_after(events, i, key):
+            if before is _NONE or _changed_after(events, i, key):
                 continue
-            lost = _lost(value, final[key])
+            lost = _kept_old(value, before, final[key])
             if lost is not None and named & _words(" ".join(_texts(lost))):
                 yield _merged_away(e, key, str(reducer), lost, final[key])
                 return
+    if typo is not None:
+        yield typo
+
+
+_NONE = object()
+
+
+def _update(event: AgentEvent) -> dict[str, Any] | None:
+    """A step's update of the state: its end's output, or the update of the
+    ``Command`` it returned (recorded as ``{"command": true, "update": ...}``)."""
+    if event.type is not EventType.AGENT_END or not isinstance(event.output, dict):
+        return None
+    out = event.output
+    if out.get("command") is True and "update" in out:
+        inner = out.get("update")
+        return inner if isinstance(inner, dict) else None
+    return out
+
+
+def _changed_after(events: list[AgentEvent], at: int, key: str) -> bool:
+    """Whether anything after ``at`` wrote ``key``: a step's update, or the run's own
+    input (a person's edit of the state, a fork, a resume: any of them)."""
+    for e in events[at + 1 :]:
+        if e.type is EventType.USER_INPUT:
+            return True
+        update = _update(e)
+        if update is not None and key in update:
+            return True
+    return False
+
+
+def _kept_old(written: Any, before: Any, held: Any) -> Any:
+    """The part of ``written`` the state did not take, where it kept what it held
+    ``before`` the update (None when it took all of it, or changed otherwise: a
+    reducer that adds, concatenates or merges deeply did its work): a mapping's
+    entries whose value the state kept as before, a list or a value the state holds
+    exactly as before."""
+    if isinstance(written, dict) and isinstance(held, dict):
+        old = before if isinstance(before, dict) else {}
+        lost = {
+            k: v
+            for k, v in written.items()
+            if (k not in held or held[k] != v) and held.get(k, _NONE) == old.get(k, _NONE)
+        }
+        return lost or None
+    if written != held and held == before:
+        return written
+    return None
 
 
 def _words(text: str) -> set[str]:
@@ -135,38 +193,23 @@ def _texts(value: Any, depth: int = 0) -> Iterator[str]:
 
 def _near(key: str, keys: set[str]) -> str | None:
     """The state's key that ``key`` misses by a letter or two, or by case."""
-    lowered = {k.lower().replace("_", ""): k for k in keys}
-    same = lowered.get(key.lower().replace("_", ""))
+    lowered = {_plain(k): k for k in keys}
+    same = lowered.get(_plain(key))
     if same is not None:
         return same
     close = difflib.get_close_matches(key, sorted(keys), n=1, cutoff=0.8)
     return close[0] if close else None
 
 
-def _written_after(events: list[AgentEvent], at: int, key: str) -> bool:
-    return any(
-        e.type is EventType.AGENT_END and isinstance(e.output, dict) and key in e.output
-        for e in events[at + 1 :]
-    )
+def _plain(key: str) -> str:
+    """A key without case, separators or a plural's ending ("query" and "queries")."""
+    word = re.sub(r"[\W_]", "", key.lower())
+    if word.endswith("ies"):
+        return word[:-3] + "y"
+    return word[:-1] if word.endswith("s") and not word.endswith("ss") else word
 
 
-def _lost(written: Any, held: Any) -> Any:
-    """The part of ``written`` that ``held`` does not hold (None when it holds all of
-    it): a mapping's entries, a list's items, or the value itself."""
-    if isinstance(written, dict):
-        if not isinstance(held, dict):
-            return written
-        lost = {k: v for k, v in written.items() if k not in held or held[k] != v}
-        return lost or None
-    if isinstance(written, list):
-        if not isinstance(held, list):
-            return written
-        missing = [v for v in written if v not in held]
-        return missing or None
-    return None if written == held else written
-
-
-def _dropped(event: AgentEvent, key: str, near: str | None) -> Finding:
+def _dropped(event: AgentEvent, key: str, near: str | None, confidence: float) -> Finding:
     agent, step = event.agent_name, event.step_index
     which = f" (the state's key is {near!r})" if near else ""
     fix = (
@@ -182,7 +225,7 @@ def _dropped(event: AgentEvent, key: str, near: str | None) -> Finding:
         f"{agent}'s update at step {step} wrote {key!r}, which is not a key of the run's "
         f"state{which}: the framework dropped it without an error, and the steps after "
         "it never had it",
-        confidence=0.6,
+        confidence=confidence,
         evidence=[quoted(event, "output", key)],
         metadata={"fix": fix, "key": key},
     )
@@ -193,15 +236,17 @@ def _merged_away(event: AgentEvent, key: str, reducer: str, lost: Any, held: Any
     wrote = shorten(compact_json(lost), 120)
     fix = (
         f"At step {step}, {agent}: its update of {key!r} ({wrote}) did not reach the state; "
-        f"check the reducer of {key!r}, {reducer}: it keeps the state's old value over the update."
+        f"check the reducer of {key!r}, {reducer}: it kept the state's old value over the "
+        "update."
     )
     return rule_finding(
         RULE,
         "memory.context_loss",
         event,
-        f"{agent}'s update at step {step} wrote {key!r}: {wrote}, but the state the run "
-        f"ended with holds {key!r}: {shorten(compact_json(held), 120)}, and no step after "
-        f"it wrote {key!r}: the key's reducer, {reducer}, merged the update away",
+        f"{agent}'s update at step {step} of {key!r} held {wrote}, which the state the run "
+        f"ended with does not: it holds {key!r} as before the update, "
+        f"{shorten(compact_json(held), 120)}, and nothing after the step wrote {key!r}: "
+        f"the key's reducer, {reducer}, kept the old value",
         confidence=0.6,
         evidence=[quoted(event, "output", key)],
         metadata={"fix": fix, "key": key},

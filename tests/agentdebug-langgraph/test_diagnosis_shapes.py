@@ -544,3 +544,42 @@ def test_cents_a_render_node_wrote_as_dollars_are_blamed_on_it(dbg: AgentDebug) 
     root = found.root_cause
     assert root is not None and (root.agent_name, root.step_index) == ("render", 3)
     assert found.fix is not None and "divide by 100" in found.fix.directive
+
+
+class Expenses(TypedDict, total=False):
+    lines: list[dict[str, str]]
+    items: list[dict[str, Any]]
+    total: float
+
+
+def test_a_parse_that_stopped_at_the_thousands_separator_is_blamed(dbg: AgentDebug) -> None:
+    import re
+
+    def extract(state: Expenses) -> dict[str, Any]:
+        return {
+            "lines": [{"id": "EXP-1", "amount": "$86.40"}, {"id": "EXP-2", "amount": "$1,250.00"}]
+        }
+
+    def parse(state: Expenses) -> dict[str, Any]:
+        read = [re.search(r"\$?(\d+(?:\.\d{1,2})?)", ln["amount"]) for ln in state["lines"]]
+        return {
+            "items": [
+                {**ln, "amount_usd": float(m.group(1)) if m else 0.0}
+                for ln, m in zip(state["lines"], read, strict=True)
+            ]
+        }
+
+    def total(state: Expenses) -> dict[str, Any]:
+        return {"total": round(sum(i["amount_usd"] for i in state["items"]), 2)}
+
+    def paid_in_full(state: Expenses) -> bool | str:
+        return state["total"] == 1336.4 or (
+            f"reimbursed ${state['total']:,.2f}; the hotel folio alone was $1,250"
+        )
+
+    callback = AgentDebugCallback(dbg, success_check=paid_in_full)
+    chain(Expenses, extract, parse, total).invoke({}, {"callbacks": [callback]})
+    (found,) = callback.reports
+    root = found.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("parse", 2)
+    assert "'amount_usd' 1.0, a misreading of the 1,250.00" in (root.rationale or "")

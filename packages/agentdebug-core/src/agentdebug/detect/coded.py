@@ -252,11 +252,15 @@ def made_in_code(ctx: RuleContext) -> Made | None:
 def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's wrong value whose first holder is a step with no model in it."""
     from agentdebug.detect.minor_units import minor_units
+    from agentdebug.detect.misparsed import misparsed
     from agentdebug.detect.tallied import dropped_rows, explains  # (they read this rule's)
 
     made = made_in_code(ctx)
     if made is None:
         return
+    misread = misparsed(ctx)
+    if misread is not None and ctx.position.get(misread.event_id or "", made.at) < made.at:
+        return  # (made from a number an earlier step misread: number_misparsed's)
     if explains(dropped_rows(ctx), made.value.text) or explains(minor_units(ctx), made.value.text):
         return  # (a total right for rows an earlier step dropped: tallied's; an amount
         # in cents written as dollars: minor_units')

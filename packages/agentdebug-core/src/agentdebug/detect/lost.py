@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
 from agentdebug.detect.adaptation import text_reply
@@ -112,6 +113,12 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     values = failure_values(run)
     if not values:
         return
+    from agentdebug.detect.misparsed import misparsed  # (it reads failure_values)
+
+    misread = misparsed(ctx)
+    if misread is not None:  # (the amount a step misread is not one a later step lost)
+        meant = str(misread.metadata.get("means", ""))
+        values = [(v, p) for v, p in values if not _same_number(v, meant)]
     reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
     # the end of a node that ran a subgraph echoes the subgraph's state: not a step
     # that wrote anything, nor the run's last word (nor is the final state)
@@ -167,6 +174,13 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     if best is not None:
         blamed, value, holder, field = best
         yield _finding(events[blamed], holder, value, field)
+
+
+def _same_number(value: str, other: str) -> bool:
+    try:
+        return bool(value[:1].isdigit() and Decimal(value) == Decimal(other))
+    except ArithmeticError:
+        return False
 
 
 def _made_here(first: AgentEvent, given: bool, reason: str, pattern: re.Pattern[str]) -> bool:

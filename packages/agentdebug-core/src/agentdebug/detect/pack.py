@@ -10,7 +10,7 @@ value the run needed dropped, pages left unread, a unit or currency swapped, a c
 never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
 out, a total of records an earlier step dropped, an update the state never took,
-an amount in cents written as dollars); their shared context is
+an amount in cents written as dollars, a number read out of a text wrongly); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -31,6 +31,7 @@ from agentdebug.detect.invented import rule_invented_after_failure
 from agentdebug.detect.language import rule_answer_language
 from agentdebug.detect.lost import rule_needed_value_lost
 from agentdebug.detect.minor_units import rule_minor_units_as_major
+from agentdebug.detect.misparsed import rule_number_misparsed
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
 from agentdebug.detect.narrowed import rule_named_item_filtered_out
@@ -172,6 +173,11 @@ RULES: list[Rule] = [
         "minor_units_as_major",
         "an amount kept in cents that a step wrote out as whole currency",
         rule_minor_units_as_major,
+    ),
+    Rule(
+        "number_misparsed",
+        'a number a step read out of a text wrongly ("$1,250.00" as 1.0)',
+        rule_number_misparsed,
     ),
 ]
 

@@ -1,0 +1,175 @@
+"""A number a step read out of a text wrongly: "$1,250.00" parsed as 1.0.
+
+An expense pipeline's ``parse_amounts`` node reads each line's printed amount with
+a regex that stops at the thousands separator: the hotel's "$1,250.00" becomes
+``amount_usd: 1.0``, the claim falls under the approval threshold, no manager
+sees it, and the employee is paid a dollar. The run fails far from the parse ("the
+folio alone was $1,250"), and every step after it worked faithfully on 1.0.
+
+The rule keeps to what it can read for certain, in a failed run: a record (a
+mapping) of a step's update that holds a text field with one number written with
+separators ("$1,250.00", "1.250,00 €", "12 500") and, under a key that shares a
+word with it (``amount`` and ``amount_usd``, ``price`` and ``price_value``), a
+number that is a misreading of it (the digits before its first separator, 1; or
+that separator read as a decimal point, 1.25), not its value; where the failure
+names the value the text means (1,250) or an identifier of the record (its id).
+The first such step is blamed: its code (``reflection.flawed_reasoning``), or its
+model (``observation.output_misread``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterator
+from decimal import Decimal, InvalidOperation
+from typing import TYPE_CHECKING, Any
+
+from agentdebug.detect.lost import failure_values
+from agentdebug.detect.node_runs import NodeRuns
+from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.schema import AgentEvent, EventType, Finding
+from agentdebug.text import compact_json
+
+if TYPE_CHECKING:
+    from agentdebug.detect.rules import RuleContext
+
+RULE = "number_misparsed"
+BUDGET = 20_000  # values of an update looked at
+# a number written with separators: "1,250.00", "1.250,00", "12 500", "1'250"
+_WRITTEN = re.compile(r"(?<![\d.,])(\d{1,3})((?:[,. '\u00a0]\d{3})+)([.,]\d{1,2})?(?![\d])")
+_WORD = re.compile(r"[a-z]+")
+
+
+def rule_number_misparsed(ctx: RuleContext) -> Iterator[Finding]:
+    """A failed run's number a step read out of a text wrongly."""
+    finding = misparsed(ctx)
+    if finding is not None:
+        yield finding
+
+
+def misparsed(ctx: RuleContext) -> Finding | None:
+    """The finding, read once per run: :mod:`.coded` and :mod:`.lost` leave to it
+    what followed from the misreading (a total of the misread amounts, the amount
+    the text meant, which no step after it held)."""
+    if RULE not in ctx.shared:
+        ctx.shared[RULE] = next(_misparsed(ctx), None)
+    found: Finding | None = ctx.shared[RULE]
+    return found
+
+
+def _misparsed(ctx: RuleContext) -> Iterator[Finding]:
+    run = ctx.trajectory
+    values = failure_values(run)  # (empty unless the run failed)
+    if not values:
+        return
+    named_numbers = {_decimal(v) for v, _ in values if v[:1].isdigit()} - {None}
+    named_ids = {v for v, _ in values if not v[:1].isdigit()}
+    runs = NodeRuns(run.events)
+    for i, e in enumerate(run.events):
+        if e.type is not EventType.AGENT_END or not runs.started(e, i):
+            continue
+        for record in _records(e.output, [BUDGET]):
+            found = _misread(record, named_numbers, named_ids)
+            if found is not None:
+                model = not runs.plain_until(e, i)
+                yield _finding(e, model, *found)
+                return
+
+
+def _records(value: Any, budget: list[int], depth: int = 0) -> Iterator[dict[str, Any]]:
+    """The mappings a payload holds, itself included."""
+    if budget[0] <= 0 or depth > 5:
+        return
+    if isinstance(value, dict):
+        budget[0] -= len(value)
+        yield value
+        for v in value.values():
+            if isinstance(v, dict | list):
+                yield from _records(v, budget, depth + 1)
+    elif isinstance(value, list):
+        budget[0] -= len(value)
+        for v in value:
+            if isinstance(v, dict | list):
+                yield from _records(v, budget, depth + 1)
+
+
+def _decimal(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+
+
+def _readings(m: re.Match[str]) -> tuple[set[Decimal], set[Decimal]]:
+    """(what the written number means, its misreadings): "1,250.00" means 1250 and
+    is misread as 1 or 1.25; "1.250,00" means 1250 (or, read as written in English,
+    1.25)."""
+    head, groups, tail = m.group(1), m.group(2), m.group(3) or ""
+    digits = head + re.sub(r"\D", "", groups)
+    decimals = tail[1:]
+    sep = groups[0]
+    means = {Decimal(f"{digits}.{decimals}" if decimals else digits)}
+    if sep in ",." and len(groups) == 4 and not tail:  # ("1,250": also 1.25 in Europe)
+        means.add(Decimal(f"{head}.{groups[1:]}"))
+    misread = {Decimal(head), Decimal(f"{head}.{groups[1:4]}")}
+    return means, misread - means
+
+
+def _misread(
+    record: dict[str, Any], named: set[Decimal | None], ids: set[str]
+) -> tuple[str, str, str, Any, Decimal] | None:
+    """(text key, the text, number key, the number, what the text means) of a
+    misreading in a record."""
+    texts = [(k, v) for k, v in record.items() if isinstance(k, str) and isinstance(v, str)]
+    numbers = [
+        (k, v)
+        for k, v in record.items()
+        if isinstance(k, str)
+        and isinstance(v, int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+    ]
+    if not texts or not numbers:
+        return None
+    about = ids and any(v in ids for _, v in texts)
+    for tk, text in texts:
+        if len(text) > 200:
+            continue
+        written = list(_WRITTEN.finditer(text))
+        if len(written) != 1:
+            continue
+        means, misread = _readings(written[0])
+        if not (about or means & named):
+            continue
+        words = set(_WORD.findall(tk.lower()))
+        for nk, number in numbers:
+            if not words & set(_WORD.findall(nk.lower())):
+                continue
+            value = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
+            if value in misread and value not in means:
+                return tk, text, nk, number, min(means)
+    return None
+
+
+def _finding(
+    event: AgentEvent, model: bool, tk: str, text: str, nk: str, number: Any, means: Decimal
+) -> Finding:
+    agent, step = event.agent_name, event.step_index
+    shown = compact_json(number)
+    fix = (
+        f"At step {step}, {agent}: {tk!r} {text!r} was read as {nk!r} {shown}; read the "
+        "whole number, separators included (strip the thousands separators before "
+        "converting it), and check the other records it read."
+    )
+    return rule_finding(
+        RULE,
+        "observation.output_misread" if model else "reflection.flawed_reasoning",
+        event,
+        f"{agent}'s update at step {step} holds {tk!r} {text!r} and, beside it, {nk!r} "
+        f"{shown}, a misreading of the {format(means, ',f')} written there (the digits "
+        f"before a separator): {'its model' if model else 'its code'} read it wrong",
+        confidence=0.6,
+        evidence=[quoted(event, "output", text)],
+        metadata={"fix": fix, "value": shown, "means": str(means)},
+    )

@@ -1,0 +1,83 @@
+"""A number a step read out of a text wrongly ("$1,250.00" as 1.0) is blamed on that
+step, not on the steps that then worked faithfully on the wrong number."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+LINES = [
+    {"id": "EXP-2290", "merchant": "Trattoria Lucca", "amount": "$86.40"},
+    {"id": "EXP-2291", "merchant": "Marriott Marquis", "amount": "$1,250.00"},
+]
+REASON = "paid out at $87.40; the Marriott folio alone was $1,250"
+
+
+def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
+    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
+    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
+
+
+def expenses(parsed: list[float], *, reason: str = REASON, model: bool = False) -> AgentTrajectory:
+    """extract (a model) -> parse (code, or a model) -> policy -> submit."""
+    items = [{**line, "amount_usd": p} for line, p in zip(LINES, parsed, strict=True)]
+    parse = node(2, "parse", {"items": items})
+    if model:
+        parse.insert(1, ev(2, EventType.LLM_RESPONSE, "parse", output={"content": "parsed"}))
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"receipts": "..."}),
+        ev(1, EventType.LLM_RESPONSE, "extract", output={"content": str(LINES)}),
+        *node(1, "extract", {"lines": LINES}),
+        *parse,
+        *node(3, "policy", {"needs_approval": []}),
+        *node(4, "submit", {"total_usd": round(sum(parsed), 2)}),
+    )
+    outcome = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
+    return run.model_copy(update={"outcome": outcome})
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "number_misparsed"]
+
+
+def test_a_thousands_separator_read_as_the_end_of_the_number_is_blamed() -> None:
+    run = expenses([86.4, 1.0])
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("parse", 2)
+    assert finding.mode_id == "reflection.flawed_reasoning"
+    assert finding.message == (
+        "parse's update at step 2 holds 'amount' '$1,250.00' and, beside it, 'amount_usd' "
+        "1.0, a misreading of the 1,250.00 written there (the digits before a separator): "
+        "its code read it wrong"
+    )
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("parse", 2)
+    assert report.fix is not None and report.fix.directive.startswith(
+        "At step 2, parse: 'amount' '$1,250.00' was read as 'amount_usd' 1.0;"
+    )
+
+
+def test_the_separator_read_as_a_decimal_point_or_a_model_s_misreading() -> None:
+    (finding,) = found(expenses([86.4, 1.25]))
+    assert finding.agent_name == "parse"
+    (by_model,) = found(expenses([86.4, 1.0], model=True))
+    assert by_model.mode_id == "observation.output_misread"
+    # the failure naming the record (its id) rather than the amount
+    (by_id,) = found(expenses([86.4, 1.0], reason="EXP-2291 was paid at $1.00"))
+    assert by_id.agent_name == "parse"
+
+
+def test_right_readings_and_unrelated_failures_are_left_alone() -> None:
+    assert found(expenses([86.4, 1250.0])) == []
+    assert found(expenses([86.4, 1.0], reason="the report went out late")) == []
+    ok = expenses([86.4, 1.0]).model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
+    assert found(ok) == []
+    # a number under a key that shares no word with the text's is not its reading
+    other = expenses([86.4, 1250.0])
+    other.events[5].output["items"][1]["nights"] = 1
+    assert found(other) == []

@@ -52,5 +52,12 @@ def ev(i: int, type_: EventType, agent: str | None, **kw: Any) -> AgentEvent:
     return AgentEvent(id=f"e{i}", type=type_, step_index=i, agent_name=agent, **kw)
 
 
+def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
+    """A graph node's run at step ``i``: its start (``s<i>``) and its end (``e<i>``,
+    the update ``output``)."""
+    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
+    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
+
+
 def traj(*events: AgentEvent) -> AgentTrajectory:
     return AgentTrajectory(id="t", goal="g", events=list(events))

@@ -9,17 +9,11 @@ import pytest
 from agentdebug.detect import RulePack
 from agentdebug.detect.coded import _named
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
 
 QUOTE = {"sku": "NITRILE-M-200", "qty": 40, "unit_price": 3200, "currency": "JPY", "total": 128000}
 CHARGED = "the gateway recorded charges [('JPY', 12800000)]; finance approved 128,000 JPY"
-
-
-def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
-    """A node run at step ``i``: its start (``s<i>``) and its end (``e<i>``) with ``output``."""
-    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
-    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def failed(run: AgentTrajectory, reason: str) -> AgentTrajectory:

@@ -7,16 +7,11 @@ from typing import Any
 
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
 
 ACCOUNT = {"id": "acc_3391", "plan": "Business", "price_cents": 129900, "currency": "USD"}
 REASON = "Customer replied: 'Is this a typo?? $129,900.00 a year?'"
-
-
-def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
-    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
-    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def renewal(price: str = "$129,900.00", *, reason: str = REASON, model: bool = False,

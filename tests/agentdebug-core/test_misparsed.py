@@ -7,19 +7,14 @@ from typing import Any
 
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
 
 LINES = [
     {"id": "EXP-2290", "merchant": "Trattoria Lucca", "amount": "$86.40"},
     {"id": "EXP-2291", "merchant": "Marriott Marquis", "amount": "$1,250.00"},
 ]
 REASON = "paid out at $87.40; the Marriott folio alone was $1,250"
-
-
-def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
-    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
-    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def expenses(parsed: list[float], *, reason: str = REASON, model: bool = False) -> AgentTrajectory:

@@ -10,7 +10,7 @@ from agentdebug.detect import RULES, RulePack
 from agentdebug.detect.rules import Rule
 from agentdebug.diagnose import diagnose
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from conftest import ev, node, traj
 
 ROWS = [
     {"order_id": "SO-1001", "customer": "Acme GmbH", "region": "EMEA", "amount": 1200.0},
@@ -23,11 +23,6 @@ ROWS = [
 # keyed on (customer, region): SO-1003 and SO-1006 (real orders) and the duplicate go
 DEDUPED = [ROWS[0], ROWS[1], ROWS[3]]
 REASON = "EMEA revenue reported as 2,050.00 but the ledger shows 6,150.00"
-
-
-def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
-    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
-    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def failed(run: AgentTrajectory, reason: str, reference: str | None = None) -> AgentTrajectory:

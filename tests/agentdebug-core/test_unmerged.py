@@ -8,18 +8,13 @@ from typing import Any
 
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
 
 SCHEMA = {"keys": ["change", "prefs", "plan"], "reducers": {"prefs": "merge_prefs"}}
 OLD = {"diet": "omnivore", "exclude": [], "servings": 2}
 NEW = {"diet": "vegan", "exclude": ["shellfish"]}
 REASON = "changed to vegan with no shellfish and got chicken and shrimp"
-
-
-def node(i: int, agent: str, output: Any) -> list[AgentEvent]:
-    start = ev(i, EventType.AGENT_START, agent).model_copy(update={"id": f"s{i}"})
-    return [start, ev(i, EventType.AGENT_END, agent, output=output, parent_id=f"s{i}")]
 
 
 def box(

@@ -582,4 +582,4 @@ def test_a_parse_that_stopped_at_the_thousands_separator_is_blamed(dbg: AgentDeb
     (found,) = callback.reports
     root = found.root_cause
     assert root is not None and (root.agent_name, root.step_index) == ("parse", 2)
-    assert "'amount_usd' 1.0, a misreading of the 1,250.00" in (root.rationale or "")
+    assert "'amount_usd' 1.0: the 1,250.00 written there, misread" in (root.rationale or "")

@@ -258,7 +258,7 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     made = made_in_code(ctx)
     if made is None:
         return
-    misread = misparsed(ctx)
+    misread = misparsed(ctx)  # (the failure names the misread amount or its right value)
     if misread is not None and ctx.position.get(misread.event_id or "", made.at) < made.at:
         return  # (made from a number an earlier step misread: number_misparsed's)
     if explains(dropped_rows(ctx), made.value.text) or explains(minor_units(ctx), made.value.text):

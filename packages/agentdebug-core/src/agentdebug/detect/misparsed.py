@@ -35,9 +35,18 @@ if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "number_misparsed"
-BUDGET = 20_000  # values of an update looked at
+BUDGET = 20_000  # records of a run read
+_DEPTH = 8  # levels of a payload looked into
+# words a key adds for the form a quantity is in, not for another quantity
+_MARKERS = frozenset(
+    {"usd", "eur", "gbp", "jpy", "chf", "cad", "aud", "value", "num", "number", "parsed",
+     "float", "decimal", "text", "raw", "str", "string", "display", "printed", "formatted",
+     "as", "in"}
+)  # fmt: skip
 # a number written with separators: "1,250.00", "1.250,00", "12 500", "1'250"
-_WRITTEN = re.compile(r"(?<![\d.,])(\d{1,3})((?:[,. '\u00a0]\d{3})+)([.,]\d{1,2})?(?![\d])")
+_WRITTEN = re.compile(
+    r"(?<![\d.,])(\d{1,3})((?:[,. '\u00a0\u202f]\d{3})+)([.,]\d{1,2})?(?![\d]|[.,]\d)"
+)
 _WORD = re.compile(r"[a-z]+")
 
 
@@ -61,16 +70,16 @@ def misparsed(ctx: RuleContext) -> Finding | None:
 def _misparsed(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     values = failure_values(run)  # (empty unless the run failed)
-    if not values:
+    named = {d for v, _ in values if v[:1].isdigit() and (d := _decimal(v)) is not None}
+    if not named:
         return
-    named_numbers = {_decimal(v) for v, _ in values if v[:1].isdigit()} - {None}
-    named_ids = {v for v, _ in values if not v[:1].isdigit()}
     runs = NodeRuns(run.events)
+    budget = [BUDGET]  # (records read in the whole run)
     for i, e in enumerate(run.events):
         if e.type is not EventType.AGENT_END or not runs.started(e, i):
             continue
-        for record in _records(e.output, [BUDGET]):
-            found = _misread(record, named_numbers, named_ids)
+        for record in _records(e.output, budget):
+            found = _misread(record, named)
             if found is not None:
                 model = not runs.plain_until(e, i)
                 yield _finding(e, model, *found)
@@ -78,18 +87,21 @@ def _misparsed(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def _records(value: Any, budget: list[int], depth: int = 0) -> Iterator[dict[str, Any]]:
-    """The mappings a payload holds, itself included."""
-    if budget[0] <= 0 or depth > 5:
+    """The mappings a payload holds, itself included (``budget``: how many more)."""
+    if depth > _DEPTH:
         return
     if isinstance(value, dict):
-        budget[0] -= len(value)
+        budget[0] -= 1
+        if budget[0] < 0:
+            return
         yield value
         for v in value.values():
             if isinstance(v, dict | list):
                 yield from _records(v, budget, depth + 1)
     elif isinstance(value, list):
-        budget[0] -= len(value)
         for v in value:
+            if budget[0] <= 0:
+                return
             if isinstance(v, dict | list):
                 yield from _records(v, budget, depth + 1)
 
@@ -101,26 +113,42 @@ def _decimal(text: str) -> Decimal | None:
         return None
 
 
-def _readings(m: re.Match[str]) -> tuple[set[Decimal], set[Decimal]]:
-    """(what the written number means, its misreadings): "1,250.00" means 1250 and
-    is misread as 1 or 1.25; "1.250,00" means 1250 (or, read as written in English,
-    1.25)."""
+def _readings(m: re.Match[str]) -> tuple[Decimal, set[Decimal], set[Decimal]]:
+    """(what the written number means, read as English writes it; all it may mean;
+    its misreadings): "1,250.00" means 1250 and is misread as 1 or 1.25; "1,250"
+    may mean 1.25 too (in Europe); "1.250,00" means 1250."""
     head, groups, tail = m.group(1), m.group(2), m.group(3) or ""
     digits = head + re.sub(r"\D", "", groups)
     decimals = tail[1:]
     sep = groups[0]
-    means = {Decimal(f"{digits}.{decimals}" if decimals else digits)}
-    if sep in ",." and len(groups) == 4 and not tail:  # ("1,250": also 1.25 in Europe)
-        means.add(Decimal(f"{head}.{groups[1:]}"))
+    means = Decimal(f"{digits}.{decimals}" if decimals else digits)
+    may = {means}
+    if sep in ",." and len(groups) == 4 and not tail:
+        may.add(Decimal(f"{head}.{groups[1:]}"))
     misread = {Decimal(head), Decimal(f"{head}.{groups[1:4]}")}
-    return means, misread - means
+    return means, may, misread - may
+
+
+def _words(key: str) -> set[str]:
+    """A key's words: ``amount_usd``, ``amountUsd`` and ``Amount USD`` alike."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", key)
+    return set(_WORD.findall(spaced.lower()))
+
+
+def _same_quantity(text_key: str, number_key: str) -> bool:
+    """Whether two keys name one quantity, the text as printed and the number read
+    from it (``amount`` and ``amount_usd``, ``total_text`` and ``total``), not two
+    (``room_rate`` and ``room_nights``, ``amount`` and ``amount_k``, ``amount_tax``)."""
+    text, number = _words(text_key) - _MARKERS, _words(number_key) - _MARKERS
+    return bool(text) and text == number
 
 
 def _misread(
-    record: dict[str, Any], named: set[Decimal | None], ids: set[str]
-) -> tuple[str, str, str, Any, Decimal] | None:
-    """(text key, the text, number key, the number, what the text means) of a
-    misreading in a record."""
+    record: dict[str, Any], named: set[Decimal]
+) -> tuple[str, str, str, Any, Decimal, bool] | None:
+    """(text key, the text, number key, the number, what the text means, whether the
+    number is its digits before a separator) of a misreading in a record the
+    failure is about: it names what the text means or the misread number."""
     texts = [(k, v) for k, v in record.items() if isinstance(k, str) and isinstance(v, str)]
     numbers = [
         (k, v)
@@ -128,47 +156,55 @@ def _misread(
         if isinstance(k, str)
         and isinstance(v, int | float)
         and not isinstance(v, bool)
-        and math.isfinite(v)
+        and (isinstance(v, int) or math.isfinite(v))
     ]
     if not texts or not numbers:
         return None
-    about = ids and any(v in ids for _, v in texts)
     for tk, text in texts:
         if len(text) > 200:
             continue
         written = list(_WRITTEN.finditer(text))
         if len(written) != 1:
             continue
-        means, misread = _readings(written[0])
-        if not (about or means & named):
-            continue
-        words = set(_WORD.findall(tk.lower()))
-        for nk, number in numbers:
-            if not words & set(_WORD.findall(nk.lower())):
-                continue
-            value = Decimal(repr(number)) if isinstance(number, float) else Decimal(number)
-            if value in misread and value not in means:
-                return tk, text, nk, number, min(means)
+        means, may, misread = _readings(written[0])
+        pairs = [(nk, n, _number(n)) for nk, n in numbers if _same_quantity(tk, nk)]
+        if not pairs or any(value in may for _, _, value in pairs):
+            continue  # (none of it; or the record holds the right reading too)
+        for nk, number, value in pairs:
+            if value in misread and (may & named or value in named):
+                meant = next((m for m in sorted(may) if m in named), means)
+                return tk, text, nk, number, meant, value == Decimal(written[0].group(1))
     return None
 
 
+def _number(value: int | float) -> Decimal:
+    return Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+
+
 def _finding(
-    event: AgentEvent, model: bool, tk: str, text: str, nk: str, number: Any, means: Decimal
+    event: AgentEvent,
+    model: bool,
+    tk: str,
+    text: str,
+    nk: str,
+    number: Any,
+    means: Decimal,
+    head: bool,
 ) -> Finding:
     agent, step = event.agent_name, event.step_index
     shown = compact_json(number)
+    how = "the digits before its first separator" if head else "a separator read as a decimal point"
     fix = (
         f"At step {step}, {agent}: {tk!r} {text!r} was read as {nk!r} {shown}; read the "
-        "whole number, separators included (strip the thousands separators before "
-        "converting it), and check the other records it read."
+        f"whole number ({format(means, ',f')}): its separators are neither its end nor a "
+        "decimal point. Check the other records read the same way."
     )
     return rule_finding(
         RULE,
         "observation.output_misread" if model else "reflection.flawed_reasoning",
         event,
         f"{agent}'s update at step {step} holds {tk!r} {text!r} and, beside it, {nk!r} "
-        f"{shown}, a misreading of the {format(means, ',f')} written there (the digits "
-        f"before a separator): {'its model' if model else 'its code'} read it wrong",
+        f"{shown}: the {format(means, ',f')} written there, misread ({how})",
         confidence=0.6,
         evidence=[quoted(event, "output", text)],
         metadata={"fix": fix, "value": shown, "means": str(means)},

@@ -10,7 +10,8 @@ value the run needed dropped, pages left unread, a unit or currency swapped, a c
 never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
 out, a total of records an earlier step dropped, an update the state never took,
-an amount in cents written as dollars, a number read out of a text wrongly); their shared context is
+an amount in cents written as dollars, a number read out of a text wrongly, a
+namesake's record fetched); their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -34,6 +35,7 @@ from agentdebug.detect.minor_units import rule_minor_units_as_major
 from agentdebug.detect.misparsed import rule_number_misparsed
 from agentdebug.detect.misread import rule_misread_number
 from agentdebug.detect.misspelled import rule_argument_misspelled
+from agentdebug.detect.namesake import rule_namesake_fetched
 from agentdebug.detect.narrowed import rule_named_item_filtered_out
 from agentdebug.detect.overridden import rule_given_value_overridden
 from agentdebug.detect.paged import rule_more_pages_unread
@@ -178,6 +180,11 @@ RULES: list[Rule] = [
         "number_misparsed",
         'a number a step read out of a text wrongly ("$1,250.00" as 1.0)',
         rule_number_misparsed,
+    ),
+    Rule(
+        "namesake_fetched",
+        "a step that returned the record of a namesake (X20's for an X200)",
+        rule_namesake_fetched,
     ),
 ]
 

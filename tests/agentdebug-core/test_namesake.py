@@ -1,0 +1,74 @@
+"""A step that fetched a namesake's record (X20's manual for an X200) is blamed, not
+the answer that quoted it faithfully."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
+
+X20 = {"doc_id": "man-x20", "title": "X20 Push Mower manual", "text": "Torque to 18 N·m."}
+REASON = "the bot told an X200 owner to torque the blade bolt to 18 N·m"
+
+
+def support(doc: Any = X20, *, reason: str = REASON, asked: str = "X200") -> AgentTrajectory:
+    """rewrite (a model) -> retrieve (a lookup) -> answer (a model)."""
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input={"question": f"My {asked}: blade torque?"}),
+        ev(1, EventType.LLM_RESPONSE, "rewrite", output={"content": f'{{"model": "{asked}"}}'}),
+        *node(1, "rewrite", {"query": {"model": asked}}),
+        *node(2, "retrieve", {"doc": doc}),
+        ev(3, EventType.LLM_RESPONSE, "answer",
+           output={"role": "assistant", "content": f"For your {asked}, torque to 18 N·m."}),
+    )  # fmt: skip
+    outcome = Outcome(status=OutcomeStatus.FAILURE, reason=reason)
+    return run.model_copy(update={"outcome": outcome})
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "namesake_fetched"]
+
+
+def test_the_lookup_that_returned_a_namesake_s_record_is_blamed() -> None:
+    run = support()
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("retrieve", 2)
+    assert finding.mode_id == "observation.poor_retrieval"
+    assert finding.message == (
+        "'X200', which the failure names, was asked for before step 2, and its update there "
+        "holds 'X20' and not 'X200': it fetched a namesake's record, which the steps after "
+        "it used"
+    )
+    report = diagnose(run)
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("retrieve", 2)
+    assert report.fix is not None and report.fix.directive == (
+        "At step 2, retrieve: it returned the record of 'X20' for 'X200'; match the "
+        "identifier exactly (a lookup by prefix, or a number cut short, finds 'X20' first)."
+    )
+
+
+def test_a_longer_namesake_or_one_with_a_dash_is_found_too() -> None:
+    x2000 = {"title": "X2000 Zero-Turn manual", "text": "Torque to 102 N·m."}
+    assert [f.agent_name for f in found(support(x2000))] == ["retrieve"]
+    sku = {"sku": "SKU-104", "name": "Desk lamp"}
+    run = support(sku, asked="SKU-1042", reason="the customer ordered SKU-1042 and got a lamp")
+    assert [f.metadata["value"] for f in found(run)] == ["SKU-104"]
+
+
+def test_the_right_record_another_model_or_an_unasked_id_is_left_alone() -> None:
+    both = {"title": "X200 manual", "text": "Unlike the X20, torque to 45 N·m."}
+    assert found(support(both)) == []
+    assert found(support({"title": "X300 manual", "text": "18 N·m."})) == []
+    # the named id first appears in the step's own output: nothing asked for it
+    run = support(reason="the bot quoted the X20 manual for the X200, which nobody asked about")
+    run.events[0] = ev(0, EventType.USER_INPUT, None, input={"question": "blade torque?"})
+    run.events[1] = ev(1, EventType.LLM_RESPONSE, "rewrite", output={"content": "{}"})
+    run.events[3] = run.events[3].model_copy(update={"output": {"query": {}}})
+    run.events[-1] = run.events[-1].model_copy(update={"output": {"content": "18 N·m."}})
+    assert found(run) == []
+    ok = support().model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
+    assert found(ok) == []

@@ -38,9 +38,9 @@ def test_the_lookup_that_returned_a_namesake_s_record_is_blamed() -> None:
     assert (finding.agent_name, finding.step_index) == ("retrieve", 2)
     assert finding.mode_id == "observation.poor_retrieval"
     assert finding.message == (
-        "'X200', which the failure names, was asked for before step 2, and its update there "
-        "holds 'X20' and not 'X200': it fetched a namesake's record, which the steps after "
-        "it used"
+        "'X200', which the failure names, was in the run before step 2, and its update there "
+        "holds 'X20', its only identifier of the kind, not 'X200': it fetched a namesake's "
+        "record, and no step after it fetched the right one"
     )
     report = diagnose(run)
     root = report.root_cause
@@ -72,3 +72,39 @@ def test_the_right_record_another_model_or_an_unasked_id_is_left_alone() -> None
     assert found(run) == []
     ok = support().model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
     assert found(ok) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_the_right_record_written_another_way_is_the_right_record() -> None:
+    for written in ("X-200", "X 200", "x200"):
+        doc = [{"model": "X20", "text": "18 N·m"}, {"model": written, "text": "45 N·m"}]
+        assert found(support(doc)) == [], written
+
+
+def test_a_right_fetch_after_the_wrong_one_or_a_list_of_many_ids_is_no_namesake() -> None:
+    run = support()
+    run.events.insert(6, ev(2, EventType.TOOL_RESULT, "retrieve", output={"title": "X200 manual"}))
+    assert found(run) == []
+    years = {"FY20": 1.2, "FY21": 1.4, "FY22": 1.5}
+    fy = support(years, asked="FY2026", reason="the FY2026 forecast was wrong")
+    assert found(fy) == []
+    page = {"invoices": [f"INV-{n}" for n in range(10, 60)], "next": "page=2"}
+    inv = support(page, asked="INV-1042", reason="the agent said INV-1042 does not exist")
+    assert found(inv) == []
+
+
+def test_case_and_separators_do_not_hide_a_namesake() -> None:
+    run = support(asked="x200")  # (the user wrote it lower case; the failure does not)
+    assert [f.metadata["value"] for f in found(run)] == ["X20"]
+    sku = support({"sku": "SKU104"}, asked="SKU-1042", reason="ordered SKU-1042, got a lamp")
+    assert [f.metadata["value"] for f in found(sku)] == ["SKU104"]
+
+
+def test_a_tool_s_result_is_named_by_its_tool() -> None:
+    run = support()
+    result = ev(2, EventType.TOOL_RESULT, None, output=X20, metadata={"tool_name": "get_manual"})
+    run.events[4:6] = [result]
+    (finding,) = found(run)
+    assert finding.metadata["fix"].startswith("At step 2, get_manual: it returned the record")

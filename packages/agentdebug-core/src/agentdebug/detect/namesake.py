@@ -27,68 +27,91 @@ from agentdebug.detect.lost import failure_values
 from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding
-from agentdebug.text import compact_json, flatten
+from agentdebug.text import compact_json
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "namesake_fetched"
-_READ = 200_000  # characters of an event read
-_ID = re.compile(r"(?<![\w-])([A-Za-z]{1,8}[-_]?)(\d{2,12})(?![\w-])")
+_READ = 200_000  # characters of an event read (a longer one is not read: the rest may hold it)
+# an identifier: letters, maybe a separator, digits ("X200", "SKU-1042", "x 200")
+_ID = re.compile(r"(?<![\w-])([A-Za-z]{1,8})[-_ ]?(\d{2,12})(?![\w-])")
 _FETCHED = frozenset({EventType.AGENT_END, EventType.TOOL_RESULT, EventType.MEMORY_READ})
+
+_Id = tuple[str, str]  # (letters lowered, digits)
 
 
 def rule_namesake_fetched(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's step that returned the record of an identifier's namesake."""
     run = ctx.trajectory
-    named = [m for v, _ in failure_values(run) if not v[:1].isdigit() and (m := _ID.fullmatch(v))]
+    named = {
+        (m.group(1).lower(), m.group(2))
+        for v, _ in failure_values(run)
+        if not v[:1].isdigit() and (m := _ID.fullmatch(v))
+    }
     if not named:
         return
     events = run.events
     runs = NodeRuns(events)
-    patterns = {m.group(): re.compile(rf"(?<![\w-]){re.escape(m.group())}(?![\w-])") for m in named}
-    first: dict[str, int] = {}  # identifier -> the first event holding it
-    for i, e in enumerate(events):
-        out = _text(e.output)
-        if e.type in _FETCHED and (e.type is not EventType.AGENT_END or runs.started(e, i)):
-            for m in named:
-                wanted = m.group()
-                if wanted not in first or patterns[wanted].search(out):
-                    continue  # (not asked for before this step; or it has the very record)
-                other = _namesake(m, out)
-                if other is not None:
-                    yield _finding(e, wanted, other)
-                    return
-        given = f"{_text(e.input)} {out}"
-        for wanted, pattern in patterns.items():
-            if wanted not in first and pattern.search(given):
-                first[wanted] = i
+    held: list[dict[_Id, str]] = []  # each event's identifiers (as written)
+    for e in events:
+        held.append({**_ids(e.input), **_ids(e.output)})
+    fetched = [
+        i
+        for i, e in enumerate(events)
+        if e.type in _FETCHED and (e.type is not EventType.AGENT_END or runs.started(e, i))
+    ]
+    # the steps that look up: a tool, a retrieval, a node whose own code ran (not a
+    # model's reply, which may name the id without having fetched anything)
+    looked_up = [
+        i
+        for i in fetched
+        if events[i].type is not EventType.AGENT_END or runs.plain_until(events[i], i)
+    ]
+    for i in fetched:
+        e = events[i]
+        out = _ids(e.output)
+        if out is None:
+            continue  # (too long to read whole)
+        for wanted in sorted(named):
+            if wanted in out or not any(wanted in h for h in held[:i]):
+                continue  # (it has the very record; or nothing held the id before it)
+            kin = [k for k in out if k[0] == wanted[0]]
+            if len(kin) != 1 or not _namesakes(kin[0][1], wanted[1]):
+                continue  # (no namesake; or a list, a table, a page of many ids)
+            if any(wanted in _ids(events[j].output) for j in looked_up if j > i):
+                continue  # (the run fetched the right record after)
+            yield _finding(e, f"{wanted[0]}{wanted[1]}", out[kin[0]], _said(wanted, held[:i]))
+            return
 
 
-def _text(payload: object) -> str:
-    """A payload's text, readable and as JSON (a record's every field)."""
+def _ids(payload: object) -> dict[_Id, str]:
+    """The identifiers a payload's text holds, by their letters (lowered) and digits,
+    as written; an empty one for none, and for a text too long to read whole."""
     if payload is None:
-        return ""
-    return f"{flatten(payload, _READ)} {compact_json(payload)[:_READ]}"
+        return {}
+    text = compact_json(payload)
+    if len(text) > _READ:
+        return {}
+    return {(m.group(1).lower(), m.group(2)): m.group() for m in _ID.finditer(text)}
 
 
-def _namesake(wanted: re.Match[str], text: str) -> str | None:
-    """An identifier of ``text`` that is ``wanted`` with digits left off or added."""
-    letters, digits = wanted.group(1), wanted.group(2)
-    for m in _ID.finditer(text):
-        if m.group(1).lower() != letters.lower() or m.group(2) == digits:
-            continue
-        mine = m.group(2)
-        if mine.startswith(digits) or digits.startswith(mine):
-            return m.group()
-    return None
+def _namesakes(mine: str, digits: str) -> bool:
+    """Whether two identifiers' digits differ by digits left off or added."""
+    return mine != digits and (mine.startswith(digits) or digits.startswith(mine))
 
 
-def _finding(event: AgentEvent, wanted: str, other: str) -> Finding:
-    agent, step = event.agent_name or event.type.value, event.step_index
+def _said(wanted: _Id, before: list[dict[_Id, str]]) -> str:
+    """The named identifier as the run first wrote it."""
+    return next((h[wanted] for h in before if wanted in h), f"{wanted[0]}{wanted[1]}")
+
+
+def _finding(event: AgentEvent, named: str, other: str, written: str) -> Finding:
+    step = event.step_index
+    who = event.agent_name or str(event.metadata.get("tool_name") or event.module or "the tool")
     what = "its update" if event.type is EventType.AGENT_END else "its result"
     fix = (
-        f"At step {step}, {agent}: it returned the record of {other!r} for {wanted!r}; match "
+        f"At step {step}, {who}: it returned the record of {other!r} for {written!r}; match "
         f"the identifier exactly (a lookup by prefix, or a number cut short, finds "
         f"{other!r} first)."
     )
@@ -96,9 +119,9 @@ def _finding(event: AgentEvent, wanted: str, other: str) -> Finding:
         RULE,
         "observation.poor_retrieval",
         event,
-        f"{wanted!r}, which the failure names, was asked for before step {step}, and "
-        f"{what} there holds {other!r} and not {wanted!r}: it fetched a namesake's record, "
-        "which the steps after it used",
+        f"{written!r}, which the failure names, was in the run before step {step}, and "
+        f"{what} there holds {other!r}, its only identifier of the kind, not {written!r}: "
+        "it fetched a namesake's record, and no step after it fetched the right one",
         confidence=0.55,
         evidence=[quoted(event, "output", other)],
         metadata={"fix": fix, "value": other},

@@ -243,10 +243,7 @@ class Made:
 def made_in_code(ctx: RuleContext) -> Made | None:
     """The wrong value this rule blames, read once per run (:mod:`.tallied` reads
     whether rows dropped before it explain it)."""
-    if RULE not in ctx.shared:
-        ctx.shared[RULE] = _made_in_code(ctx.trajectory)
-    made: Made | None = ctx.shared[RULE]
-    return made
+    return ctx.once(RULE, lambda: _made_in_code(ctx.trajectory))
 
 
 def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:

@@ -51,10 +51,7 @@ def rule_minor_units_as_major(ctx: RuleContext) -> Iterator[Finding]:
 
 def minor_units(ctx: RuleContext) -> Finding | None:
     """The finding, read once per run (:mod:`.coded` leaves such a figure to it)."""
-    if RULE not in ctx.shared:
-        ctx.shared[RULE] = _minor_units(ctx)
-    found: Finding | None = ctx.shared[RULE]
-    return found
+    return ctx.once(RULE, lambda: _minor_units(ctx))
 
 
 def _minor_units(ctx: RuleContext) -> Finding | None:

@@ -61,10 +61,7 @@ def misparsed(ctx: RuleContext) -> Finding | None:
     """The finding, read once per run: :mod:`.coded` and :mod:`.lost` leave to it
     what followed from the misreading (a total of the misread amounts, the amount
     the text meant, which no step after it held)."""
-    if RULE not in ctx.shared:
-        ctx.shared[RULE] = next(_misparsed(ctx), None)
-    found: Finding | None = ctx.shared[RULE]
-    return found
+    return ctx.once(RULE, lambda: next(_misparsed(ctx), None))
 
 
 def _misparsed(ctx: RuleContext) -> Iterator[Finding]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -57,6 +57,9 @@ def _norm_agent(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 
+_T = TypeVar("_T")
+
+
 @dataclass
 class RuleContext:
     """What several rules need, computed once per trajectory."""
@@ -68,8 +71,17 @@ class RuleContext:
     retried: dict[str, AgentEvent] = field(default_factory=dict)
     # failed tool result id -> the agent's own later call that succeeded in its place
     recovered: dict[str, AgentEvent] = field(default_factory=dict)
-    # what one rule read that another uses too (by the reading's name)
+    # what one rule read that another uses too (by the reading's name): see ``once``
     shared: dict[str, Any] = field(default_factory=dict)
+
+    def once(self, name: str, read: Callable[[], _T]) -> _T:
+        """``read()``, computed once per trajectory under ``name``: a reading one rule
+        makes and another rule defers to (``value_made_in_code`` leaves a total to
+        ``total_of_dropped_rows`` when that rule explains it)."""
+        if name not in self.shared:
+            self.shared[name] = read()
+        found: _T = self.shared[name]
+        return found
 
     @classmethod
     def build(cls, trajectory: AgentTrajectory) -> RuleContext:

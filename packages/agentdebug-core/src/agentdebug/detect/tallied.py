@@ -77,10 +77,7 @@ def rule_total_of_dropped_rows(ctx: RuleContext) -> Iterator[Finding]:
 
 def dropped_rows(ctx: RuleContext) -> Finding | None:
     """The finding, read once per run (:mod:`.coded` leaves the total to it)."""
-    if RULE not in ctx.shared:
-        ctx.shared[RULE] = _dropped_rows(ctx)
-    found: Finding | None = ctx.shared[RULE]
-    return found
+    return ctx.once(RULE, lambda: _dropped_rows(ctx))
 
 
 def explains(finding: Finding | None, value: str) -> bool:

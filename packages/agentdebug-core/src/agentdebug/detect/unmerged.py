@@ -19,16 +19,21 @@ graph) and, in a failed run, blames the update (``memory.context_loss``: what th
 run had, lost on the way):
 
 - an update of a top-level step (its start recorded; not a step that ran other
-  steps under it, whose end echoes their state) with a key that is none of the
-  state's, when the key is a near miss of one (``result`` for ``results``,
-  ``Summary`` for ``summary``) or the failure's reason names the key;
+  steps under it, whose end echoes their state; a ``Command``'s update read inside
+  it) with a key that is none of the state's, when the failure's reason names the
+  key, or names a word of its value and the key is a near miss of one (``result``
+  for ``results``, ``Summary`` for ``summary``, ``query`` for ``queries``); a near
+  miss alone is a weak sign (confidence 0.3: a typo'd key nobody reads is harmless,
+  and another rule's finding outweighs it);
 - an update with a key merged by a reducer of the app's (not ``add_messages``),
-  that no later step wrote, when the state the run ended with (a final answer of no
-  agent holding the key) does not hold part of what the update wrote and the
-  failure's reason names a word or a figure of that part (a value it wrote, not a
-  key).
+  that nothing after it wrote (no later update, and no input: a person's edit, a
+  fork, a resume), where the state the run ended with (a final answer of no agent
+  holding the key) holds, in place of part of what the update wrote, exactly what
+  the key held before it (a reducer that adds, concatenates or merges deeply did
+  its work), and the failure's reason names a word or a figure of that part (a
+  value it wrote, not a key).
 
-The earliest such update is blamed.
+The earliest such update is blamed (a near miss alone, only when nothing else is).
 """
 
 from __future__ import annotations

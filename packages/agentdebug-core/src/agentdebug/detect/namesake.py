@@ -12,9 +12,14 @@ failure names (a letter and digits, "X200", "SKU-1042"), held by the run before 
 step (the user's input, a model's extraction, a tool call's arguments), where the
 step (a node's update, a tool's result, a retrieval) returns a record holding an
 identifier that is the named one with digits left off or added ("X20", "X2000";
-not "X300") and does not hold the named one. The first such step is blamed
+not "X300"), its only identifier of those letters (not a table of years, FY20 to
+FY25, nor a page of invoices), and does not hold the named one in any case or with
+any separator ("x200", "X-200"); and no later lookup (a tool, a retrieval, a node's
+own code; not a model's reply) fetched the named one. The first such step is blamed
 (``observation.poor_retrieval``: it fetched the wrong record; a lookup matching by
-prefix, or a number cut).
+prefix, or a number cut). A result longer than ``_READ`` characters is not read (the
+named record may be past what is read); one that echoes the query ("Results for
+X200: ...") reads as holding the named record.
 """
 
 from __future__ import annotations

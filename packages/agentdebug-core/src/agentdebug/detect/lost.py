@@ -176,11 +176,17 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
         yield _finding(events[blamed], holder, value, field)
 
 
-def _same_number(value: str, other: str) -> bool:
+def decimal_of(text: str) -> Decimal | None:
+    """A number as a failure or a record writes it ("1,250.00", "-3.5"), or None."""
     try:
-        return bool(value[:1].isdigit() and Decimal(value) == Decimal(other))
+        return Decimal(text.replace(",", ""))
     except ArithmeticError:
-        return False
+        return None
+
+
+def _same_number(value: str, other: str) -> bool:
+    mine = decimal_of(value) if value[:1].isdigit() else None
+    return mine is not None and mine == decimal_of(other)
 
 
 def _made_here(first: AgentEvent, given: bool, reason: str, pattern: re.Pattern[str]) -> bool:

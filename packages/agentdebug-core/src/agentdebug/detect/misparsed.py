@@ -22,10 +22,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.lost import failure_values
+from agentdebug.detect.lost import decimal_of, failure_values
 from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding
@@ -67,7 +67,7 @@ def misparsed(ctx: RuleContext) -> Finding | None:
 def _misparsed(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     values = failure_values(run)  # (empty unless the run failed)
-    named = {d for v, _ in values if v[:1].isdigit() and (d := _decimal(v)) is not None}
+    named = {d for v, _ in values if v[:1].isdigit() and (d := decimal_of(v)) is not None}
     if not named:
         return
     runs = NodeRuns(run.events)
@@ -101,13 +101,6 @@ def _records(value: Any, budget: list[int], depth: int = 0) -> Iterator[dict[str
                 return
             if isinstance(v, dict | list):
                 yield from _records(v, budget, depth + 1)
-
-
-def _decimal(text: str) -> Decimal | None:
-    try:
-        return Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        return None
 
 
 def _readings(m: re.Match[str]) -> tuple[Decimal, set[Decimal], set[Decimal]]:

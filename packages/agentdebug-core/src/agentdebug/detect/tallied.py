@@ -44,10 +44,11 @@ import math
 import re
 from collections import Counter
 from collections.abc import Iterator
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.coded import _STATES, _WANTED, _named, made_in_code
+from agentdebug.detect.lost import decimal_of
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.schema import AgentEvent, EventType, Finding
@@ -86,8 +87,8 @@ def explains(finding: Finding | None, value: str) -> bool:
     if finding is None:
         return False
     words = str(finding.metadata.get("value", "")).lstrip("$€£").split()
-    said = _decimal(words[0]) if words else None
-    return said is not None and said == _decimal(value)
+    said = decimal_of(words[0]) if words else None
+    return said is not None and said == decimal_of(value)
 
 
 def _dropped_rows(ctx: RuleContext) -> Finding | None:
@@ -133,30 +134,23 @@ def _pairs(reason: str, reference: str) -> Iterator[tuple[Decimal, Decimal, str]
             ):
                 good, clause = after, f"{clause} {clauses[n + 1]}"
         if len(bad) == 1 and good:
-            got, wanted = _decimal(bad[0].text), _decimal(good[0].text)
+            got, wanted = decimal_of(bad[0].text), decimal_of(good[0].text)
             if got is not None and wanted is not None and got != wanted:
                 yield got, wanted, clause
     answer = [v for v in _named(reference, "") if v.figure]
-    wanted = _decimal(answer[0].text) if len(answer) == 1 else None
+    wanted = decimal_of(answer[0].text) if len(answer) == 1 else None
     if wrongs == 1 and wanted is not None:  # (the reference answer's one figure)
         for clause in clauses:
             for v in _named(clause, ""):
-                got = _decimal(v.text)
+                got = decimal_of(v.text)
                 if v.figure and v.wrong and got is not None and got != wanted:
                     yield got, wanted, clause
-
-
-def _decimal(text: str) -> Decimal | None:
-    try:
-        return Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        return None
 
 
 def _holds(text: str, value: Decimal) -> str | None:
     """Where a JSON text holds ``value`` as a number (any trailing zeros): as written."""
     for m in _NUMBER.finditer(text):
-        if _decimal(m.group()) == value:
+        if decimal_of(m.group()) == value:
             return m.group()
     return None
 
@@ -201,7 +195,7 @@ def _amount(value: Any) -> Decimal | None:
     if isinstance(value, str) and len(value) <= 40:  # ("1,200.00", "$1200", "Decimal('8.5')")
         m = _AMOUNT_TEXT.fullmatch(value.strip())
         if m is not None:
-            return _decimal(m.group(1))
+            return decimal_of(m.group(1))
     return None
 
 

@@ -250,6 +250,7 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's wrong value whose first holder is a step with no model in it."""
     from agentdebug.detect.minor_units import minor_units
     from agentdebug.detect.misparsed import misparsed
+    from agentdebug.detect.picked import picked
     from agentdebug.detect.tallied import dropped_rows, explains  # (they read this rule's)
 
     made = made_in_code(ctx)
@@ -261,6 +262,9 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     if explains(dropped_rows(ctx), made.value.text) or explains(minor_units(ctx), made.value.text):
         return  # (a total right for rows an earlier step dropped: tallied's; an amount
         # in cents written as dollars: minor_units')
+    pick = picked(ctx)
+    if pick is not None and pick.explains(made.value.text):
+        return  # (a value of a record a later step took in the wanted one's place: picked's)
     value, events = made.value, ctx.trajectory.events
     built = not value.figure and _built_from(
         value.text, made.texts.text[: made.texts.starts[made.at]]

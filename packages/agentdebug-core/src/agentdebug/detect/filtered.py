@@ -54,7 +54,7 @@ _GENERIC_WORDS = (
 _GENERIC = frozenset(_GENERIC_WORDS.split(" "))
 
 
-def _terms(text: str) -> set[str]:
+def terms(text: str) -> set[str]:
     """Words of four letters or more, known by their first six ("termination" and
     "terminate" alike), and numbers; not the words that only say something failed."""
     return {
@@ -64,7 +64,7 @@ def _terms(text: str) -> set[str]:
     }
 
 
-def _shown(text: str, hits: set[str]) -> str:
+def shown(text: str, hits: set[str]) -> str:
     """The words of ``text`` that hold the terms ``hits``, as written there."""
     words: dict[str, str] = {}
     for word in _TERM.findall(text.lower()):
@@ -123,7 +123,7 @@ def rule_needed_item_dropped(ctx: RuleContext) -> Iterator[Finding]:
     run = ctx.trajectory
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
-    need = _terms(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
+    need = terms(f"{run.outcome.reason or ''} {run.reference_answer or ''}")
     if len(need) < MIN_MATCH:
         return
     events = run.events
@@ -188,10 +188,10 @@ def _selection(
             (len(hits), t, hits)
             for t in source.texts
             if t not in keep
-            for hits in [_terms(t) & need]
+            for hits in [terms(t) & need]
         ]
         score, text, hits = max(scored, key=lambda s: s[0])
-        if score >= MIN_MATCH and score > max(len(_terms(t) & need) for t in keep):
+        if score >= MIN_MATCH and score > max(len(terms(t) & need) for t in keep):
             return source.event, text, hits, [t for t in source.texts if t in keep]
     return None
 
@@ -216,7 +216,7 @@ def _finding(
     by = source.agent_name or source.type.value
     where = f"{key!r}" if key else "its output"
     item = shorten(dropped, 100)
-    said = _shown(dropped, hits)
+    said = shown(dropped, hits)
     return rule_finding(
         RULE,
         "memory.context_loss",

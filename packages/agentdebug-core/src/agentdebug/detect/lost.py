@@ -119,6 +119,14 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
     if misread is not None:  # (the amount a step misread is not one a later step lost)
         meant = str(misread.metadata.get("means", ""))
         values = [(v, p) for v, p in values if not _same_number(v, meant)]
+    from agentdebug.detect.picked import picked
+    from agentdebug.detect.returned import explains, returned
+
+    pick = picked(ctx)
+    if pick is not None:  # (the values of the record taken and the one wanted: picked's)
+        values = [(v, p) for v, p in values if not pick.explains(v)]
+    other = returned(ctx)  # (the identifier a lookup was asked for and did not return)
+    values = [(v, p) for v, p in values if not explains(other, v)]
     reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
     # the end of a node that ran a subgraph echoes the subgraph's state: not a step
     # that wrote anything, nor the run's last word (nor is the final state)

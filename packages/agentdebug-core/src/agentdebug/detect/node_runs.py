@@ -43,6 +43,10 @@ class NodeRuns:
         start = self._starts.get((event.agent_name, event.step_index))
         return start is not None and start < at
 
+    def start_of(self, event: AgentEvent) -> int | None:
+        """Where the start of the node run ``event`` belongs to is, if recorded."""
+        return self._starts.get((event.agent_name, event.step_index))
+
     def plain_until(self, event: AgentEvent, at: int) -> bool:
         """Whether the event at ``at`` belongs to a node run the run recorded the start
         of, in which no model had spoken by then (its own, or one run under it)."""

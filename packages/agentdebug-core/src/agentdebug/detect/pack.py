@@ -11,7 +11,10 @@ never satisfied, an identifier no step had given, a value given that a call
 overrode, a wrong value a step's own code made, an item its selection left
 out, a total of records an earlier step dropped, an update the state never took,
 an amount in cents written as dollars, a number read out of a text wrongly, a
-namesake's record fetched); their shared context is
+namesake's record fetched, a record of a list taken where the failure names another, a lookup's record of
+another identifier than asked, a date read day for month, a listing that left out
+the record named, instructions a trim cut from an answer's prompt);
+their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
 
@@ -23,6 +26,7 @@ from agentdebug.detect.adaptation import rule_reply_unchanged
 from agentdebug.detect.coded import rule_value_made_in_code
 from agentdebug.detect.contradicted import rule_figure_contradicted
 from agentdebug.detect.cut_answers import rule_cut_answer
+from agentdebug.detect.dated import rule_day_month_swapped
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
 from agentdebug.detect.edited import rule_edit_ignored
@@ -39,7 +43,9 @@ from agentdebug.detect.namesake import rule_namesake_fetched
 from agentdebug.detect.narrowed import rule_named_item_filtered_out
 from agentdebug.detect.overridden import rule_given_value_overridden
 from agentdebug.detect.paged import rule_more_pages_unread
+from agentdebug.detect.picked import rule_wrong_record_picked
 from agentdebug.detect.rejected import rule_rejection_overruled
+from agentdebug.detect.returned import rule_other_record_returned
 from agentdebug.detect.rules import (
     Rule,
     RuleContext,
@@ -53,7 +59,9 @@ from agentdebug.detect.rules import (
     rule_unknown_handoff,
 )
 from agentdebug.detect.tallied import rule_total_of_dropped_rows
+from agentdebug.detect.trimmed import rule_instruction_trimmed
 from agentdebug.detect.units import rule_unit_swapped
+from agentdebug.detect.unlisted import rule_named_record_unlisted
 from agentdebug.detect.unmerged import rule_update_not_merged
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.detect.unsourced import rule_unsourced_argument
@@ -185,6 +193,31 @@ RULES: list[Rule] = [
         "namesake_fetched",
         "a step that returned the record of a namesake (X20's for an X200)",
         rule_namesake_fetched,
+    ),
+    Rule(
+        "wrong_record_picked",
+        "a step that took one record of a list where the failure names another of it",
+        rule_wrong_record_picked,
+    ),
+    Rule(
+        "other_record_returned",
+        "a lookup asked for one identifier's record that returned another's",
+        rule_other_record_returned,
+    ),
+    Rule(
+        "day_month_swapped",
+        'a step that read a slashed date day for month ("07/04/2025" as 4 July)',
+        rule_day_month_swapped,
+    ),
+    Rule(
+        "named_record_unlisted",
+        "a listing that left out the record the failure names, which the run never saw",
+        rule_named_record_unlisted,
+    ),
+    Rule(
+        "instruction_trimmed",
+        "an answer whose prompt no longer held the conversation's instructions (a trim)",
+        rule_instruction_trimmed,
     ),
 ]
 

@@ -384,6 +384,11 @@ def failure_of(event: AgentEvent) -> tuple[str, str] | None:
 # the name of the function that merges an update into the key}}; an update to a key
 # that is not one the framework drops without an error (see detect/unmerged.py)
 STATE_SCHEMA = "state_schema"
+# metadata of a run's first step's start a framework integration may give: the system
+# instructions its agent's conversation held as that step began (LangGraph: the system
+# messages of the state's message list, an earlier turn's on a thread too), as texts;
+# an answer whose prompt no longer holds them was given without them (detect/trimmed.py)
+INSTRUCTIONS = "instructions"
 
 RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attempt it retries
 # metadata of an event filed under another step's decision (a tool's result under the

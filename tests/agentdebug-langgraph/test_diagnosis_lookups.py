@@ -68,3 +68,58 @@ def test_a_retriever_that_matched_a_namesake_s_manual_is_blamed(dbg: AgentDebug)
     assert root is not None and (root.agent_name, root.step_index) == ("retrieve", 2)
     assert root.mode_id == "observation.poor_retrieval"
     assert report.fix is not None and "the record of 'X20' for 'X200'" in report.fix.directive
+
+
+def test_a_task_whose_cache_served_another_employee_s_account_is_blamed(dbg: AgentDebug) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+
+    provider = {
+        "E-1182": {"election": 3200.0, "used": 1320.0},
+        "E-2075": {"election": 1500.0, "used": 1260.0},
+    }
+    cache: dict[Any, dict[str, Any]] = {}
+    replier = scripted([
+        AIMessage(content="Your $210.00 claim is approved; $1,670.00 left."),
+        AIMessage(content="Your $650.00 claim is approved; $1,230.00 left."),
+    ])  # fmt: skip
+
+    @task
+    def get_account(employee_id: str, plan_year: int) -> dict[str, Any]:
+        if plan_year not in cache:  # (keyed by the year alone: the bug)
+            row = provider[employee_id]
+            cache[plan_year] = {
+                "employee_id": employee_id, "available": row["election"] - row["used"]
+            }  # fmt: skip
+        return cache[plan_year]
+
+    @task
+    def reply(amount: float, account: dict[str, Any]) -> str:
+        left = account["available"] - amount
+        said = replier.invoke([HumanMessage(f"claim ${amount:.2f} approved, ${left:.2f} left")])
+        return str(said.content)
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def claim(request: dict[str, Any]) -> dict[str, Any]:
+        account = get_account(request["employee_id"], 2025).result()
+        return {"message": reply(request["amount"], account).result(), **request}
+
+    def within_balance(state: dict[str, Any]) -> bool | str:
+        row = provider[state["employee_id"]]
+        return state["amount"] <= row["election"] - row["used"] or (
+            f"{state['employee_id']} was told the claim is approved, but only "
+            f"${row['election'] - row['used']:.2f} was available"
+        )
+
+    callback = AgentDebugCallback(dbg, success_check=within_balance)
+    for n, (who, amount) in enumerate((("E-1182", 210.0), ("E-2075", 650.0))):
+        config = {"configurable": {"thread_id": f"claim-{n}"}, "callbacks": [callback]}
+        claim.invoke({"employee_id": who, "amount": amount}, config)
+    (report,) = callback.reports  # (the first claim was within its balance)
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("claim/get_account", 2)
+    assert root.mode_id == "observation.poor_retrieval"
+    assert report.fix is not None and report.fix.directive.startswith(
+        "At step 2, claim/get_account: it returned the record of employee_id 'E-1182' when "
+        "asked for 'E-2075'"
+    )

@@ -91,6 +91,10 @@ class CaptureBase(GraphCallbackHandler):
             run.frame = None  # do not keep the graph's frame alive
             if run.loop is not None:
                 run.persists = _pregel.persists_steps(run.loop)
+                # the instructions the conversation holds (an earlier turn's on a
+                # thread too): an answer given without them is a rule's to find
+                # (recorded with this first step's start)
+                run.instructions = _pregel.system_messages(run.loop, run.messages_key) or None
         if not run.persists:
             return None
         found = _pregel.current_checkpoint(run.loop)

@@ -27,7 +27,7 @@ from uuid import UUID, uuid4
 
 from agentdebug import AgentDebug, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback, check_mode
-from agentdebug.detect.signals import FAILURE_MODE
+from agentdebug.detect.signals import FAILURE_MODE, INSTRUCTIONS
 from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -269,6 +269,9 @@ class AgentDebugCallback(RunStarting):
                 run.last_task = meta["task_id"]
                 if run.persists or not run.loop_checked:
                     checkpoint = self._checkpoint(run, lg_step)
+                    if run.instructions:  # (the first step's: see _checkpoint)
+                        meta[INSTRUCTIONS] = run.instructions
+                        run.instructions = None
             elif run.persists:
                 checkpoint = self._subgraph_checkpoint(run, parent.ns, lg_step)
             if checkpoint is not None:

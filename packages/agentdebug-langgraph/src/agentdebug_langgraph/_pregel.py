@@ -95,6 +95,37 @@ def loop_of(frame: FrameType | None) -> Any:
     return loop
 
 
+INSTRUCTIONS_KEPT = 5  # system messages of the state recorded (the first ones)
+INSTRUCTION_CHARS = 4_000  # characters of each kept
+
+
+def system_messages(loop: Any, key: str) -> list[str]:
+    """The texts of the system messages the state's conversation (channel ``key``)
+    holds as the run's first step starts: the first ``INSTRUCTIONS_KEPT``, each cut to
+    ``INSTRUCTION_CHARS``; none when the channel is empty or not a list of messages."""
+    try:
+        channel = loop.channels.get(key)
+        messages = channel.get() if channel is not None else None
+    except Exception:  # (an empty channel raises EmptyChannelError)
+        return []
+    if not isinstance(messages, list):
+        return []
+    found: list[str] = []
+    for message in messages:
+        if getattr(message, "type", None) != "system":
+            continue
+        content = message.content
+        if isinstance(content, list):  # (content blocks: their texts)
+            content = " ".join(
+                str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
+            )
+        if isinstance(content, str) and content.strip():
+            found.append(content[:INSTRUCTION_CHARS])
+            if len(found) >= INSTRUCTIONS_KEPT:
+                break
+    return found
+
+
 def persists_steps(loop: Any) -> bool:
     """Whether the loop saves a checkpoint at every step (a checkpointer, and a
     durability other than ``exit``, which saves only the last one)."""

@@ -53,6 +53,7 @@ class GraphRun:
     lost_route: str | None = None  # a node's goto LangGraph ignored (no such node): why
     loop: Any = None
     loop_checked: bool = False
+    instructions: list[str] | None = None  # for the first step's start (signals.INSTRUCTIONS)
     persists: bool = False
     last_checkpoint: tuple[str, CheckpointRef] | None = None
     last_task: str | None = None  # the task id of its latest top-level node start

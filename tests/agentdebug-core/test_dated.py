@@ -97,3 +97,30 @@ def test_a_date_the_run_wrote_before_the_slashed_one_is_not_read_from_it() -> No
     run.events[0] = ev(0, EventType.USER_INPUT, None, input={"note": "cut-off 2025-07-04"})
     run.events.insert(1, ev(0, EventType.TOOL_RESULT, "fetch", output=INVOICE))
     assert found(run) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_a_run_that_wrote_the_wanted_reading_too_is_left_alone() -> None:
+    # a net-30 due date the run computed rightly is the other reading of the invoice date
+    run = payables(reason="we paid after 2025-04-07, the due date")
+    run.events.append(
+        ev(5, EventType.AGENT_END, "terms", output={"net30_due": "2025-04-07"}),
+    )
+    assert found(run) == []
+
+
+def test_a_tool_that_parsed_the_date_is_blamed_not_the_model_that_copied_it() -> None:
+    run = payables()
+    run.events.insert(4, ev(1, EventType.TOOL_RESULT, "extract", output={"due": "2025-07-04"}))
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.mode_id) == ("extract", "reflection.flawed_reasoning")
+
+
+def test_other_forms_of_a_date_are_read() -> None:
+    # the swapped date as Oracle writes it, the slashed one at a sentence's end, the
+    # failure's in lower case
+    text = "INVOICE HM-2231. Payment due: 07/04/2025."
+    run = payables(parsed="04-JUL-2025", reason="HM-2231 was due on 7 april", text=text)
+    assert [f.agent_name for f in found(run)] == ["parse"]

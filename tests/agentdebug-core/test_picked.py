@@ -326,3 +326,52 @@ def test_a_step_that_took_a_few_records_and_not_the_one_named_is_blamed() -> Non
         update={"output": {"sent": [x["contact"] for x in fine]}}
     )
     assert found(run) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_a_record_named_by_a_word_of_the_failure_in_another_sense_is_not_named() -> None:
+    hotels = [
+        {"hotel": "Airport Inn", "rate": 189.0},
+        {"hotel": "Central Suites", "rate": 215.0},
+    ]
+    run = failed(
+        traj(*node(1, "search", {"hotels": hotels}), *node(2, "book", {"booked": hotels[1]})),
+        "the guest found no shuttle waiting at the airport",
+    )
+    assert found(run) == []
+
+
+def test_a_small_number_held_by_chance_is_not_a_record_taken() -> None:
+    items = [{"item": "desk lamp", "price": 30}, {"item": "office chair", "price": 245}]
+    run = failed(
+        traj(
+            *node(1, "search", {"items": items}),
+            *node(2, "order", {"ordered": "office chair"}),
+            *node(3, "policy", {"return_window_days": 30}),
+        ),
+        "the office chair arrived broken",
+    )
+    assert found(run) == []
+
+
+def test_a_step_after_one_that_took_the_wanted_record_is_not_blamed() -> None:
+    run = sourcing(award=BIDS[0], reason="Nordmann Guss GmbH got no PO; Kessler Castings did")
+    run.events[5:5] = node(5, "notify", {"letter": "Dear Kessler Castings"})
+    assert found(run) == []  # (rank took Nordmann: the letter after it is another matter)
+
+
+def test_steps_that_take_one_record_each_in_turn_are_a_loop_not_a_pick() -> None:
+    events = [*node(1, "load", {"bids": BIDS})]
+    for n, bid in enumerate(BIDS[1:], start=2):  # (the loop skipped the first bid)
+        events += node(n, "notify", {"letter": f"Dear {bid['supplier']}"})
+    run = failed(traj(*events), "Nordmann Guss GmbH never got a letter")
+    assert found(run) == []
+
+
+def test_a_number_orjson_cannot_write_costs_no_rule_its_findings() -> None:
+    records = [{"name": "alpha", "wei": 25 * 10**18 * 10**3}, {"name": "beta", "wei": 7}]
+    run = sourcing()
+    run.events.insert(1, ev(0, EventType.TOOL_RESULT, "tools", output={"rows": records}))
+    assert [f.agent_name for f in found(run)] == ["rank"]

@@ -98,3 +98,28 @@ def test_a_lookup_after_it_that_returned_the_asked_record_clears_it() -> None:
         ev(2, EventType.AGENT_END, "get_account", output=raj),
     ]
     assert found(run) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_the_asked_id_written_with_a_prefix_or_zeros_or_as_a_number_is_the_same() -> None:
+    assert found(claim({**HANA, "employee_id": "EMP-2075"})) == []  # (the same digits)
+    numbered = claim({"employee_id": 2075, "available": 240.0})
+    assert found(numbered) == []
+    other = claim({"employee_id": 1182, "available": 1880.0})  # (an int for a text id)
+    assert [f.metadata["value"] for f in found(other)] == ["1182"]
+
+
+def test_a_lookup_whose_name_says_it_returns_another_record_is_left_alone() -> None:
+    run = claim({"employee_id": "E-0101", "name": "Dana Ruiz"})
+    for i in (1, 2):
+        run.events[i] = run.events[i].model_copy(update={"agent_name": "get_manager"})
+    assert found(run) == []
+
+
+def test_a_failure_naming_neither_id_makes_a_weak_finding() -> None:
+    (weak,) = found(claim())
+    assert weak.confidence == 0.3
+    (strong,) = found(claim(reason="E-2075 was told the claim is approved; only $240 left"))
+    assert strong.confidence == 0.5

@@ -94,3 +94,39 @@ def test_a_call_that_recorded_only_its_new_messages_is_read_whole() -> None:
         output={"role": "assistant", "content": "Yes, EUR 400 compensation."},
         metadata={"prompt_new_from": 4, "prompt_messages": 5}))  # fmt: skip
     assert found(run) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_a_node_that_added_one_message_is_not_the_trim() -> None:
+    # the answer's own node cut the history (messages[-4:]); a tools node before it
+    # added a tool's answer: the answer's step is blamed, not the tools node
+    run = chat()
+    run.events[2] = run.events[2].model_copy(
+        update={"output": {"messages": [{"role": "tool", "content": "SB214: 19:40"}]}}
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("assistant", 2)
+
+
+def test_instructions_restated_or_a_later_call_of_its_own_are_not_cut() -> None:
+    restated = [{"role": "system", "content": "Today is 2025-07-02. " + RULES}, *HISTORY]
+    assert found(chat(restated)) == []
+    # the answer had the rules; a title the model wrote after, with a prompt of its own
+    run = chat([{"role": "system", "content": RULES}, *HISTORY])
+    run.events.append(
+        ev(3, EventType.LLM_RESPONSE, "title",
+           input=[{"role": "system", "content": "Title this chat."}, HISTORY[-1]],
+           output={"role": "assistant", "content": "EU261 question"}),
+    )  # fmt: skip
+    assert found(run) == []
+
+
+def test_an_answer_written_in_content_blocks_is_read() -> None:
+    run = chat()
+    blocks = [{"type": "text", "text": "Yes: EUR 400, paid within 7 days."}]
+    run.events[4] = run.events[4].model_copy(
+        update={"output": {"role": "assistant", "content": blocks}}
+    )
+    assert [(f.agent_name, f.step_index) for f in found(run)] == [("window", 1)]

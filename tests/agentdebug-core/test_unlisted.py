@@ -85,3 +85,16 @@ def test_a_record_the_run_held_a_list_the_user_gave_or_one_id_is_left_alone() ->
     assert found(dunning(reason="the statement was late")) == []  # (nothing named)
     ok = dunning().model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
     assert found(ok) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_an_id_the_run_was_to_make_a_period_or_one_held_another_way_is_left_alone() -> None:
+    assert found(dunning(reason="no ticket was opened: expected the new ticket INV-24251")) == []
+    fiscal = [{"invoice": f"FY{y}", "amount_due": 1.0} for y in (2022, 2023, 2024)]
+    assert found(dunning(fiscal, reason="the user asked for the FY2025 projection")) == []
+    for written in ("invoice #24251", "INV.24251", "inv/24251"):
+        run = dunning()
+        run.events[0] = ev(0, EventType.USER_INPUT, None, input=f"Chase {written} first")
+        assert found(run) == [], written

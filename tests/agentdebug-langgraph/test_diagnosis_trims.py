@@ -70,3 +70,28 @@ def test_a_window_that_cut_the_system_prompt_in_turn_two_is_blamed(dbg: AgentDeb
     run = callback.trajectory()
     first = next(e for e in run.events if e.type.value == "agent.start")
     assert first.metadata["instructions"] == [RULES]  # (the state's, from turn 1)
+
+
+def test_a_state_holding_an_odd_system_object_records_every_step(dbg: AgentDebug) -> None:
+    from dataclasses import dataclass
+
+    @dataclass
+    class Note:  # (an app's own object, typed "system", with no content)
+        text: str
+        type: str = "system"
+
+    class Plain(TypedDict):
+        messages: list[Any]
+        n: int
+
+    g = StateGraph(Plain)
+    g.add_node("first", lambda s: {"n": s["n"] + 1})
+    g.add_node("second", lambda s: {"n": s["n"] + 1})
+    g.add_edge(START, "first")
+    g.add_edge("first", "second")
+    g.add_edge("second", END)
+    callback = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [Note("hi")], "n": 0}, {"callbacks": [callback]})
+    run = callback.trajectory()
+    starts = [e.agent_name for e in run.events if e.type.value == "agent.start"]
+    assert starts == ["first", "second"]

@@ -111,18 +111,22 @@ def system_messages(loop: Any, key: str) -> list[str]:
     if not isinstance(messages, list):
         return []
     found: list[str] = []
-    for message in messages:
-        if getattr(message, "type", None) != "system":
-            continue
-        content = message.content
-        if isinstance(content, list):  # (content blocks: their texts)
-            content = " ".join(
-                str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
-            )
-        if isinstance(content, str) and content.strip():
-            found.append(content[:INSTRUCTION_CHARS])
-            if len(found) >= INSTRUCTIONS_KEPT:
-                break
+    try:
+        for message in messages:
+            if getattr(message, "type", None) != "system":
+                continue
+            content = getattr(message, "content", None)  # (an app's own object may lack it)
+            if isinstance(content, list):  # (content blocks: their texts)
+                content = " ".join(
+                    str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
+                )
+            if isinstance(content, str) and content.strip():
+                found.append(content[:INSTRUCTION_CHARS])
+                if len(found) >= INSTRUCTIONS_KEPT:
+                    break
+    except Exception:  # (whatever the state holds, the step is recorded)
+        log.debug("agentdebug: the state's system messages could not be read", exc_info=True)
+        return found
     return found
 
 

@@ -10,14 +10,17 @@ without this rule the free tier blamed one of them, or guessed.
 
 The rule keeps to what it can read for certain, in a failed run: a date the run
 held written with slashes, dots or dashes whose day and month can be read either way
-(both 12 or under, and not equal: "07/04/2025"), and a later step (a model's reply,
-a tool call's arguments, a node's update made by its own code) that first wrote one
-reading of it unambiguously (``2025-07-04``, "4 July 2025", "July 4"), where the
-failure (its reason, or the reference answer) names the other reading in a form that
-is not ambiguous either ("7 April", "2025-04-07"), and the run had not written the
-first reading before the slashed date appeared. That step is blamed: a model
-(``observation.output_misread``) or a node's code (``reflection.flawed_reasoning``)
-that read the date in the wrong order (``%m/%d`` for ``%d/%m``, or the reverse).
+(both 12 or under, and not equal: "07/04/2025"; the first ``MOST_DATES`` of them),
+and a later step (a model's reply, a tool call's arguments, a tool's result, a
+node's update made by its own code) that first wrote one reading of it so that it
+reads one way only (``2025-07-04``, ``2025/07/04``, "4 July 2025", "July 4th",
+"04-JUL-2025"), where the failure (its reason, or the reference answer) names the
+other reading so too ("7 April", "7 april", "2025-04-07"), the run had not written
+the first reading before the slashed date appeared, and no step after the slashed
+date wrote the other reading (a date the run computed rightly, a net-30 due date, or
+another row's). That step is blamed: a model (``observation.output_misread``), or a
+node's or a tool's code (``reflection.flawed_reasoning``) that read the date in the
+wrong order (``%m/%d`` for ``%d/%m``, or the reverse).
 """
 
 from __future__ import annotations
@@ -57,22 +60,33 @@ _MONTHS = {
     )
     for name in names
 }
-# a month's name as a date writes it, capitalised ("April", "APR"; not "may" the verb)
+# a month's name as a date writes it: capitalised ("April", "APR"), or a whole name
+# in lower case ("april"; not "may", the verb, nor a short one, "mar")
 _MONTH = (
     "("
-    + "|".join(f"{n.capitalize()}|{n.upper()}" for n in sorted(_MONTHS, key=len, reverse=True))
+    + "|".join(
+        f"{n.capitalize()}|{n.upper()}" + (f"|{n}" if len(n) > 4 else "")
+        for n in sorted(_MONTHS, key=len, reverse=True)
+    )
     + r")\.?"
 )
 _ORD = r"(?:st|nd|rd|th)?"
-_ISO = re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?!\d)")
+# 2025-07-04, 2025/07/04 (a year first reads one way only)
+_ISO = re.compile(r"(?<![\d/.-])(\d{4})([-/])(\d{1,2})\2(\d{1,2})(?!\d)")
+# 04-JUL-2025, 4-Jul-25 (Oracle's, a spreadsheet's)
+_DAY_MON_YEAR = re.compile(rf"(?<![\w-])(\d{{1,2}})-{_MONTH}-(\d{{4}}|\d{{2}})(?![\w-])")
 _DAY_MONTH = re.compile(
     rf"(?<![\w.])(\d{{1,2}}){_ORD}(?:\s+of)?\s+{_MONTH}(?:,?\s+(\d{{4}}))?(?![a-z])"
 )
 _MONTH_DAY = re.compile(
     rf"(?<![\w.])(?<!\d\s){_MONTH}\s+(\d{{1,2}}){_ORD}(?:,?\s+(\d{{4}}))?(?![\w])"
 )
-_SLASHED = re.compile(r"(?<![\d/.-])(\d{1,2})([/.-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/.-])")
-_WRITERS = frozenset({*MODEL_TYPES, EventType.AGENT_END, EventType.TOOL_CALL})
+_SLASHED = re.compile(r"(?<![\d/.-])(\d{1,2})([/.-])(\d{1,2})\2(\d{4}|\d{2})(?![\d/-])(?!\.\d)")
+# steps that write what they read (a tool that parses: its result)
+_WRITERS = frozenset(
+    {*MODEL_TYPES, EventType.AGENT_END, EventType.TOOL_CALL, EventType.TOOL_RESULT}
+)
+MOST_DATES = 100  # slashed dates of a run read (the first ones)
 
 Date = tuple[int, int, int | None]  # (month, day, year or None)
 
@@ -93,23 +107,30 @@ def rule_day_month_swapped(ctx: RuleContext) -> Iterator[Finding]:
         for e, (given, out) in zip(events, texts, strict=True)
     ]
     seen: set[str] = set()
+    before: list[Date] = []  # what the run wrote before the event read
     for i, (given, out) in enumerate(texts):
         for m in (*_SLASHED.finditer(given), *_SLASHED.finditer(out)):
             if m.group() in seen:
                 continue
             seen.add(m.group())
+            if len(seen) > MOST_DATES:
+                return
             readings = _readings(m)
             if readings is None:
                 continue
             for read, other in (readings, readings[::-1]):
                 if not any(_same(n, other) for n in named):
                     continue  # (the failure does not name the other reading)
-                if any(_same(w, read) for w in _before(written, i)):
+                if any(_same(w, read) for w in before):
                     continue  # (the run wrote that date before the slashed one: not read from it)
                 at = _first_writer(events, runs, written, read, other, i)
-                if at is not None:
-                    yield _finding(events, at, i, m.group(), read, other)
-                    return
+                if at is None or any(
+                    _same(d, other) for k in range(i + 1, len(events)) for d in written[k]
+                ):
+                    continue  # (no step wrote it; or one wrote the wanted reading too)
+                yield _finding(events, at, i, m.group(), read, other)
+                return
+        before.extend(written[i])
 
 
 def _readings(m: re.Match[str]) -> tuple[Date, Date] | None:
@@ -123,11 +144,16 @@ def _readings(m: re.Match[str]) -> tuple[Date, Date] | None:
 
 
 def _plain_dates(text: str) -> list[Date]:
-    """The dates a text writes so that they read only one way: ISO, or with the
-    month's name."""
+    """The dates a text writes so that they read only one way: year first (ISO's,
+    "2025/07/04"), or with the month's name ("4 July", "July 4th, 2025", "04-JUL-2025")."""
     found: list[Date] = []
     for m in _ISO.finditer(text):
-        found.append((int(m.group(2)), int(m.group(3)), int(m.group(1))))
+        found.append((int(m.group(3)), int(m.group(4)), int(m.group(1))))
+    for m in _DAY_MON_YEAR.finditer(text):
+        short = int(m.group(3))
+        found.append(
+            (_MONTHS[m.group(2).lower()], int(m.group(1)), short + 2000 if short < 100 else short)
+        )
     for m in _DAY_MONTH.finditer(text):
         year = int(m.group(3)) if m.group(3) else None
         found.append((_MONTHS[m.group(2).lower()], int(m.group(1)), year))
@@ -140,11 +166,6 @@ def _plain_dates(text: str) -> list[Date]:
 def _same(one: Date, other: Date) -> bool:
     """Whether two dates are one (a date without a year matches any year)."""
     return one[:2] == other[:2] and (one[2] is None or other[2] is None or one[2] == other[2])
-
-
-def _before(written: list[list[Date]], at: int) -> Iterator[Date]:
-    for dates in written[:at]:
-        yield from dates
 
 
 def _first_writer(

@@ -17,17 +17,24 @@ a step held (the run's input, a tool's result, a node's update, a prompt), and i
 one field the records' *marks*: values no other record of the list holds in any
 field (a text of three characters or more with a letter, compared without case and
 as a whole word; a number other than 0 to 9). The failure (its reason, or the
-reference answer) names a mark of a record ``wanted``. A later step (a model's
-reply whose prompt held the marks of two records or more in that field; or a node's
-update made by its own code, not a model, whose recorded input, if any, held them)
-is the pick when its output holds the mark of exactly one record in the field,
-``took``, not ``wanted``'s, and either the failure names ``wanted``'s very mark in
-that field, or the output holds no mark of ``wanted`` at all (a model that wrote
-the city's name with the state's rate picked the wrong row's rate). No step after
-the pick took ``wanted`` instead. The first such pick is blamed: a node's code
-(``reflection.flawed_reasoning``: a sort's order, a key, a match), a model's reply
-on a tool's result (``observation.output_misread``) or on anything else
-(``reflection.flawed_reasoning``).
+reference answer) names a mark of a record ``wanted`` (a number, or a text as the
+record writes it, its case too: "at the airport" does not name the "Airport Inn").
+A later step (a model's reply whose prompt held the marks of more records in that
+field than it wrote; or a node's update made by its own code, not a model, whose
+recorded input, if any, held more) is the pick when its output (its first
+``PICK_READ`` characters) holds the marks of one record or a few in the field,
+``took``, each a text, a number of three significant digits or more, or held with
+another of its record's marks (not a 30 held by chance), and not ``wanted``'s; and
+either the failure names ``wanted``'s very mark in that field, or the output holds
+no mark of ``wanted`` at all (a model that wrote the city's name with the state's
+rate picked the wrong row's rate). No step between the list and the pick, nor after
+it, took ``wanted``; and no step after it took another single record (steps that
+take one record each in turn are a loop over the list, not a pick). The first such
+pick is blamed: a node's code (``reflection.flawed_reasoning``: a sort's order, a
+key, a match), a model's reply on a tool's result (``observation.output_misread``)
+or on anything else (``reflection.flawed_reasoning``); with confidence 0.55, or 0.45
+when the failure names a record it took too (it may say that one was right: "the
+award to Nordmann was right, but Kessler was never told", which reads the same).
 
 :func:`picked` is the reading, once per run: :mod:`.coded` and :mod:`.lost` leave
 the picked record's values, and the wanted one's, to this rule.
@@ -35,6 +42,7 @@ the picked record's values, and the wanted one's, to this rule.
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -50,11 +58,14 @@ from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, O
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
+log = logging.getLogger("agentdebug.detect")
+
 RULE = "wrong_record_picked"
 MOST_RECORDS = 200  # records of a list read (a longer list is not read)
 MOST_LISTS = 40  # lists a run's events are read for
 LOOKAHEAD = 400  # events after a list that a pick is looked for in
 BUDGET = 400_000  # marks looked for in a run's events, in all (then the rule gives up)
+PICK_READ = 20_000  # characters of a step's output read for a pick
 _READ = 200_000  # characters of a payload read
 _DEPTH = 8  # levels of a payload walked for lists
 _NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?!\w)")
@@ -80,6 +91,7 @@ class Pick:
     records: int
     others: tuple[str, ...]  # the other records it took, if it took several
     marked: frozenset[Mark]  # the marks of every record it took, and the wanted one's
+    also_named: bool  # the failure names a record it took too (what went wrong, or not)
 
     def explains(self, value: str) -> bool:
         """Whether ``value``, as a failure writes it, is a mark of a record taken or
@@ -96,16 +108,44 @@ def rule_wrong_record_picked(ctx: RuleContext) -> Iterator[Finding]:
 
 
 def picked(ctx: RuleContext) -> Pick | None:
-    """The pick, read once per run (:mod:`.coded` and :mod:`.lost` defer to it)."""
-    return ctx.once(RULE, lambda: _picked(ctx.trajectory))
+    """The pick, read once per run (:mod:`.coded` and :mod:`.lost` defer to it; a
+    fault of this reading costs them nothing: it is logged, and there is no pick)."""
+    return ctx.once(RULE, lambda: _safely(ctx.trajectory))
+
+
+def _safely(run: AgentTrajectory) -> Pick | None:
+    try:
+        return _picked(run)
+    except Exception:
+        log.exception("agentdebug: rule %s failed on run %s", RULE, run.id)
+        return None
+
+
+class _Text:
+    """A text lowered, and the numbers it writes (read when first asked)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self._numbers: frozenset[Decimal] | None = None
+
+    @property
+    def numbers(self) -> frozenset[Decimal]:
+        if self._numbers is None:
+            self._numbers = _numbers(self.text)
+        return self._numbers
+
+
+_NOTHING = _Text("")
 
 
 class _Held:
-    """What an event's input and output hold, read when first asked."""
+    """What an event's input and output hold, read when first asked: an output
+    longer than ``PICK_READ`` characters is read as holding nothing (a pick writes
+    a record or a few, not a document)."""
 
     def __init__(self, events: list[AgentEvent]) -> None:
         self._events = events
-        self._read: dict[tuple[int, bool], tuple[str, frozenset[Decimal]]] = {}
+        self._read: dict[tuple[int, bool], _Text] = {}
         self.budget = BUDGET  # marks left to look for
 
     def spend(self, marks: int) -> bool:
@@ -113,21 +153,22 @@ class _Held:
         self.budget -= marks
         return self.budget >= 0
 
-    def get(self, at: int, output: bool = True) -> tuple[str, frozenset[Decimal]]:
+    def get(self, at: int, output: bool = True) -> _Text:
         key = (at, output)
         found = self._read.get(key)
         if found is None:
             event = self._events[at]
-            text = _leaves(event.output if output else event.input).casefold()
-            found = self._read[key] = (text, _numbers(text))
+            text = _leaves(event.output if output else event.input)
+            found = _NOTHING if output and len(text) > PICK_READ else _Text(text.casefold())
+            self._read[key] = found
         return found
 
 
 def _picked(run: AgentTrajectory) -> Pick | None:
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return None
-    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}".casefold()
-    said = (reason, _numbers(reason))
+    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
+    said = _Text(reason)  # (as written: a record's text is named with its case)
     events = run.events
     runs = NodeRuns(events)
     held = _Held(events)
@@ -136,7 +177,7 @@ def _picked(run: AgentTrajectory) -> Pick | None:
     for i, event in enumerate(events):
         for output, payload in ((False, event.input), (True, event.output)):
             for records in _lists(payload):
-                key = orjson.dumps(records, option=orjson.OPT_SORT_KEYS, default=str)
+                key = _key(records)
                 if key in seen:
                     continue
                 seen.add(key)
@@ -144,28 +185,26 @@ def _picked(run: AgentTrajectory) -> Pick | None:
                 if lists > MOST_LISTS:
                     return None
                 marks = _marks(records)
+                shown = [{f: " ".join(str(v).split()) for f, v in rec.items()} for rec in records]
+                # (the failure names a record by a mark of it, a text as the record writes it)
                 named = [
-                    r for r, own in enumerate(marks) if any(_holds(said, m) for m in own.values())
+                    {f for f, m in own.items() if _says(said, m, shown[r][f])}
+                    for r, own in enumerate(marks)
                 ]
-                if not named:
+                if not any(named):
                     continue
                 # (a model's prompt holds a list its reply then picks from)
                 start = i + 1 if output or event.type not in MODEL_TYPES else i
-                pick = _first_pick(events, runs, held, said, marks, named, start)
+                pick = _first_pick(events, runs, held, marks, named, start)
                 if pick is not None:
                     at, field, took, wanted = pick
-                    mine = marks[wanted]
-                    by = (
-                        field
-                        if _holds(said, mine[field])
-                        else next(f for f, m in mine.items() if _holds(said, m))
-                    )
-                    shown = [{f: str(v) for f, v in rec.items()} for rec in records]
+                    by = field if field in named[wanted] else sorted(named[wanted])[0]
                     first, *rest = took
                     return Pick(
-                        at, i, field, marks[first], mine, shown[first], shown[wanted], by,
-                        len(records), tuple(_label(marks[r], shown[r], field) for r in rest),
+                        at, i, field, marks[first], marks[wanted], shown[first], shown[wanted],
+                        by, len(records), tuple(_label(marks[r], shown[r], field) for r in rest),
                         frozenset(m for r in (*took, wanted) for m in marks[r].values()),
+                        any(named[r] for r in took),
                     )  # fmt: skip
     return None
 
@@ -174,9 +213,8 @@ def _first_pick(
     events: list[AgentEvent],
     runs: NodeRuns,
     held: _Held,
-    said: tuple[str, frozenset[Decimal]],
     marks: list[dict[str, Mark]],
-    named: list[int],
+    named: list[set[str]],
     start: int,
 ) -> tuple[int, str, list[int], int] | None:
     """The first step from ``start`` that took some of the records (one, or a few),
@@ -201,16 +239,45 @@ def _first_pick(
                 1 for own in marks if field in own and _holds(held.get(given, False), own[field])
             ) <= len(took):
                 continue  # (it was given what it wrote, a branch its record: not a choice)
-            for wanted in named:
-                if wanted in took or field not in marks[wanted]:
+            if not all(_strong(marks[r][field]) or _held_twice(out, marks[r]) for r in took):
+                continue  # (a small number, 30, held by chance: not a record taken)
+            for wanted, by in enumerate(named):  # (``field``: where it took ``took``)
+                if not by or wanted in took or field not in marks[wanted]:
                     continue
                 mine = marks[wanted]
-                if not _holds(said, mine[field]) and any(_holds(out, m) for m in mine.values()):
+                if field not in by and any(_holds(out, m) for m in mine.values()):
                     continue  # (it wrote the wanted one's values too: not a pick in this field)
-                if _taken_later(events, runs, held, marks, field, wanted, j + 1, end):
-                    continue
+                if _taken(events, runs, held, marks, wanted, start, j):
+                    continue  # (a step before it took the wanted one: handled there)
+                if _taken(events, runs, held, marks, wanted, j + 1, end):
+                    continue  # (a step after it took the wanted one)
+                if len(took) == 1 and _iterated(
+                    events, runs, held, marks, field, took[0], j + 1, end
+                ):
+                    return None  # (steps that took one record each in turn: a loop, not a pick)
                 return j, field, took, wanted
     return None
+
+
+def _strong(mark: Mark) -> bool:
+    """A mark that tells a record by itself: a text, or a number of three significant
+    digits or more (16.66, 2,400.5; not 30, 0.7)."""
+    if isinstance(mark, str):
+        return True
+    digits = mark.normalize().as_tuple().digits
+    return len(digits) >= 3
+
+
+def _held_twice(held: _Text, marks: dict[str, Mark]) -> bool:
+    return sum(1 for m in marks.values() if _holds(held, m)) >= 2
+
+
+def _says(said: _Text, mark: Mark, written: str) -> bool:
+    """Whether the failure names a mark: a number among its numbers, a text as the
+    record writes it (its case too: "Airport Inn" is not "at the airport")."""
+    if isinstance(mark, Decimal):
+        return mark in said.numbers
+    return _has(said.text, written)
 
 
 def _naming(marks: list[dict[str, Mark]], field: str) -> tuple[bool, float, str]:
@@ -237,29 +304,63 @@ def _given(events: list[AgentEvent], runs: NodeRuns, at: int) -> int | None:
     return None
 
 
-def _taken_later(
+def _taken(
+    events: list[AgentEvent],
+    runs: NodeRuns,
+    held: _Held,
+    marks: list[dict[str, Mark]],
+    wanted: int,
+    start: int,
+    end: int,
+) -> bool:
+    """Whether a step from ``start`` to ``end`` took the wanted record: its mark in a
+    field (this one, or another: a letter naming the supplier), not every record's
+    there, and a strong one (see :func:`_strong`)."""
+    mine = [(f, m) for f, m in marks[wanted].items() if _strong(m)]
+    having = {f: [own[f] for own in marks if f in own] for f, _ in mine}
+    for j in range(start, end):
+        if _given(events, runs, j) is None:
+            continue
+        if not held.spend(len(marks) * max(1, len(mine))):
+            return True  # (unread: not blamed)
+        out = held.get(j)
+        for f, mark in mine:
+            if _holds(out, mark) and not all(_holds(out, m) for m in having[f]):
+                return True
+    return False
+
+
+def _iterated(
     events: list[AgentEvent],
     runs: NodeRuns,
     held: _Held,
     marks: list[dict[str, Mark]],
     field: str,
-    wanted: int,
+    took: int,
     start: int,
     end: int,
 ) -> bool:
-    """Whether a step after the pick took the wanted record (its mark in the field,
-    and not every record's)."""
-    mark = marks[wanted][field]
-    having = [own[field] for own in marks if field in own]
+    """Whether a step after the pick took another single record in the field: steps
+    that each take the next record (a loop over the list, a turn per item)."""
     for j in range(start, end):
         if _given(events, runs, j) is None:
             continue
         if not held.spend(len(marks)):
             return True  # (unread: not blamed)
         out = held.get(j)
-        if _holds(out, mark) and not all(_holds(out, m) for m in having):
+        got = [r for r, own in enumerate(marks) if field in own and _holds(out, own[field])]
+        if len(got) == 1 and got[0] != took:
             return True
     return False
+
+
+def _key(records: list[dict[str, Any]]) -> bytes:
+    """A list's identity, to read each list once (a number orjson cannot write, over
+    64 bits, is written as Python does)."""
+    try:
+        return orjson.dumps(records, option=orjson.OPT_SORT_KEYS, default=str)
+    except (TypeError, orjson.JSONEncodeError):
+        return repr(records).encode()
 
 
 # -- reading lists of records -----------------------------------------------------
@@ -428,9 +529,8 @@ def _numbers(text: str) -> frozenset[Decimal]:
     return frozenset(found)
 
 
-def _holds(held: tuple[str, frozenset[Decimal]], mark: Mark) -> bool:
-    text, numbers = held
-    return mark in numbers if isinstance(mark, Decimal) else _has(text, mark)
+def _holds(held: _Text, mark: Mark) -> bool:
+    return mark in held.numbers if isinstance(mark, Decimal) else _has(held.text, mark)
 
 
 def _has(text: str, word: str) -> bool:
@@ -488,7 +588,9 @@ def _finding(run: AgentTrajectory, pick: Pick) -> Finding:
         f"The failure names {named!r}{about}, one of {pick.records} records listed at step "
         f"{source.step_index}; {who} at step {event.step_index} took {other}, and no "
         f"step after it took the record of {wanted!r}",
-        confidence=0.55,
+        # (weaker when the failure names a record it took too: it may say that one
+        # was right, "the award to Nordmann was right, but Kessler was never told")
+        confidence=0.45 if pick.also_named else 0.55,
         evidence=[quoted(event, "output", value), quoted(source, "output", right)],
         metadata={"fix": fix, "value": value, "wanted": right, "field": field},
     )

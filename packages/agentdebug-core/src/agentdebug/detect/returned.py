@@ -10,18 +10,25 @@ after the lookup worked faithfully, and without this rule the free tier guessed.
 The rule keeps to what it can read for certain, in a failed run: a lookup whose
 request and result are both recorded (a tool's call and its result; a node run
 given an input, a functional API task's arguments or a ``Send``'s packet, and its
-update), where the request gives an identifier under a key that names one (``id``,
-``employee_id``, ``orderId``, ``sku``, ``account_number``; not a cursor, a page, a
-request's, a session's or a parent's id) and the result is one record (a mapping,
-also as JSON text, or the one mapping under a single key) holding the same key with
-another identifier, not the asked one written another way ("E2075", "e-2075"). A
-result listing several records (a search's) is not read. No lookup after it returned
-the asked one. The first such lookup is blamed (``observation.poor_retrieval``: a
-cache keyed without the identifier, a stale index, a wrong join).
+update), whose name does not say it returns another record (``get_manager``,
+``find_substitute``, ``clone_ticket``: ``_RELATED``), where the request gives an
+identifier under a key that names one (its last word ``id``, ``sku``, ``number``,
+``no``, ``code``: ``employee_id``, ``orderId``; not a key with a word of a request's,
+a page's, a trace's or a parent's, ``next_page_id``, ``request_id``) and the result
+is one record (a mapping, also as JSON text, or the one mapping under a single key)
+holding the same key with another identifier, not the asked one written another
+way ("E2075", "e-2075", 88124 for "ORD-88124", "000123" for 123: the same digits).
+A result listing several records (a search's) is not read. No lookup after it
+returned the asked one. The first such lookup is blamed
+(``observation.poor_retrieval``: a cache keyed without the identifier, a stale
+index, a wrong join), with confidence 0.5 when the failure names either identifier,
+else 0.3 (a weak sign: a lookup may return another record under the key by design,
+which its name does not say).
 """
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -31,10 +38,13 @@ import orjson
 from agentdebug.detect.invented import call_of
 from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
+
+log = logging.getLogger("agentdebug.detect")
 
 RULE = "other_record_returned"
 _READ = 200_000  # characters of a result's JSON text read
@@ -42,12 +52,75 @@ _READ = 200_000  # characters of a result's JSON text read
 # "sku", "account_number"), its words split at separators and at a capital
 _WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
 _ID_WORDS = frozenset({"id", "sku", "number", "no", "num", "code"})
-# keys of an identifier that is not the record's own (a request's, a page's, a parent's)
-_NOT_OWN = re.compile(
-    r"(?i)request|trace|span|session|cursor|token|page|version|etag|idempot|correlat|"
-    r"parent|next|prev|thread|run|batch|job|message|call|event|checkpoint|zip|postal|phone|status"
+# words of a key whose identifier is not the record's own: a request's, a page's, a
+# trace's, a parent's (its words split as _WORDS splits them)
+_NOT_OWN = frozenset(
+    [
+        "request",
+        "trace",
+        "span",
+        "session",
+        "cursor",
+        "token",
+        "page",
+        "next",
+        "prev",
+        "previous",
+        "version",
+        "etag",
+        "idempotency",
+        "correlation",
+        "parent",
+        "zip",
+        "postal",
+        "phone",
+        "status",
+    ]
 )
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_\-./:]{0,63}")
+
+
+# words of a lookup's name that say it returns another record than the one it is given
+_RELATED = frozenset(
+    [
+        "manager",
+        "managers",
+        "parent",
+        "parents",
+        "child",
+        "children",
+        "substitute",
+        "substitutes",
+        "alternative",
+        "alternatives",
+        "similar",
+        "related",
+        "replacement",
+        "replacements",
+        "clone",
+        "copy",
+        "duplicate",
+        "create",
+        "new",
+        "next",
+        "previous",
+        "successor",
+        "predecessor",
+        "follow",
+        "followup",
+        "recommend",
+        "recommendations",
+        "owner",
+        "owners",
+        "reports",
+        "sibling",
+        "siblings",
+        "variant",
+        "variants",
+        "merge",
+        "split",
+    ]
+)
 
 
 def rule_other_record_returned(ctx: RuleContext) -> Iterator[Finding]:
@@ -59,8 +132,17 @@ def rule_other_record_returned(ctx: RuleContext) -> Iterator[Finding]:
 
 def returned(ctx: RuleContext) -> Finding | None:
     """The finding, read once per run (:mod:`.lost` leaves the identifier asked, and
-    the one returned, to it)."""
-    return ctx.once(RULE, lambda: _returned(ctx))
+    the one returned, to it; a fault of this reading costs it nothing: it is logged,
+    and there is no finding)."""
+    return ctx.once(RULE, lambda: _safely(ctx))
+
+
+def _safely(ctx: RuleContext) -> Finding | None:
+    try:
+        return _returned(ctx)
+    except Exception:
+        log.exception("agentdebug: rule %s failed on run %s", RULE, ctx.trajectory.id)
+        return None
 
 
 def explains(finding: Finding | None, value: str) -> bool:
@@ -77,21 +159,27 @@ def _returned(ctx: RuleContext) -> Finding | None:
         return None
     events = run.events
     runs = NodeRuns(events)
-    lookups = [(i, asked, got) for i, asked, got in _lookups(ctx, runs)]
+    lookups = list(_lookups(ctx, runs))
+    # (key, identifier) -> the last lookup that returned it when asked for it
+    right: dict[tuple[str, str], int] = {}
+    for n, (_, asked, got) in enumerate(lookups):
+        for key, wanted in asked.items():
+            value = got.get(key)
+            if value is not None and _same(value, wanted):
+                right[(key, _bare(wanted))] = n
+    reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
+    said = _bare_words(reason)
     for n, (i, asked, got) in enumerate(lookups):
         for key, wanted in asked.items():
             value = got.get(key)
-            if value is None or _same(value, wanted):
+            if value is None or _same(value, wanted) or not _identifier(value):
                 continue
-            if not (_identifier(value) and isinstance(value, type(wanted))):
-                continue
-            if any(
-                later.get(key) is not None and _same(later.get(key), wanted)
-                for _, again, later in lookups[n + 1 :]
-                if again.get(key) is not None and _same(again[key], wanted)
-            ):
+            if right.get((key, _bare(wanted)), -1) > n:
                 continue  # (a lookup after it returned the asked record)
-            return _finding(events[i], key, wanted, value)
+            # (a lookup may rightly return another id under the key, a manager's, a
+            # substitute's: without the failure naming either, a weak sign)
+            named = _bare(wanted) in said or _bare(value) in said
+            return _finding(events[i], key, wanted, value, 0.5 if named else 0.3)
     return None
 
 
@@ -110,6 +198,9 @@ def _lookups(
             given = events[start].input if start is not None else None
         else:
             continue
+        name = tool_name(event) or event.agent_name or ""
+        if any(w.casefold() in _RELATED for w in _WORDS.findall(name)):
+            continue  # (a lookup that returns another record by design: a manager's)
         asked = _asked(given)
         if not asked:
             continue
@@ -125,7 +216,10 @@ def _asked(given: Any) -> dict[str, Any]:
     return {
         k: v
         for k, v in given.items()
-        if isinstance(k, str) and _names_id(k) and not _NOT_OWN.search(k) and _identifier(v)
+        if isinstance(k, str)
+        and _names_id(k)
+        and not any(w.casefold() in _NOT_OWN for w in _WORDS.findall(k))
+        and _identifier(v)
     }
 
 
@@ -171,15 +265,28 @@ def _identifier(value: Any) -> bool:
 
 
 def _same(one: Any, other: Any) -> bool:
-    """Whether two identifiers are one, written alike or not ("E-2075", "e2075")."""
-    return _bare(one) == _bare(other)
+    """Whether two identifiers are one, written alike or not ("E-2075", "e2075",
+    88124 and "ORD-88124", "000123" and 123: the same digits)."""
+    if _bare(one) == _bare(other):
+        return True
+    digits = _digits(one)
+    return bool(digits) and digits == _digits(other)
 
 
 def _bare(value: Any) -> str:
     return re.sub(r"[\W_]", "", str(value)).casefold()
 
 
-def _finding(event: AgentEvent, key: str, wanted: Any, got: Any) -> Finding:
+def _digits(value: Any) -> str:
+    return "".join(c for c in str(value) if c.isdigit()).lstrip("0")
+
+
+def _bare_words(text: str) -> set[str]:
+    """A text's words, each as :func:`_bare` writes an identifier ("E-2075": "e2075")."""
+    return {_bare(w) for w in re.findall(r"[\w][\w\-./:]*", text)}
+
+
+def _finding(event: AgentEvent, key: str, wanted: Any, got: Any, confidence: float) -> Finding:
     step = event.step_index
     who = event.agent_name or str(event.metadata.get("tool_name") or "the lookup")
     what = "its update" if event.type is EventType.AGENT_END else "its result"
@@ -194,7 +301,7 @@ def _finding(event: AgentEvent, key: str, wanted: Any, got: Any) -> Finding:
         event,
         f"{who} at step {step} was asked for {key} {wanted!r}, and {what} is the record "
         f"of {key} {got!r}: another's, which no lookup after it replaced",
-        confidence=0.5,
+        confidence=confidence,
         evidence=[quoted(event, "output", f"{key}: {got}")],
         metadata={"fix": fix, "value": str(got), "wanted": str(wanted)},
     )

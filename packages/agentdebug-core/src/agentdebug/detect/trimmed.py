@@ -56,14 +56,25 @@ def rule_instruction_trimmed(ctx: RuleContext) -> Iterator[Finding]:
     held = [(t, at) for t, at in _instructions(events) if len(terms(t) & need) >= MIN_SHARED]
     if not held:
         return
-    answer = next((i for i in range(len(events) - 1, -1, -1) if _wrote_text(events[i])), None)
-    if answer is None:
+    replies = [i for i, e in enumerate(events) if _wrote_text(e)]
+    if not replies:
         return
+    # the answer the failure is about: the last reply sharing its terms (not a title a
+    # model wrote after it), else the last reply
+    answer = next(
+        (i for i in reversed(replies) if len(terms(flatten(events[i].output, _READ)) & need) >= 2),
+        replies[-1],
+    )
     prompt = _prompt(events, answer)
     if prompt is None or len(prompt) < 2:
         return
     said = _norm(flatten(prompt, _READ))
-    missing = [(t, at) for t, at in held if at <= answer and _norm(t)[:_HEAD] not in said]
+    systems = [terms(str(m.get("content"))) for m in prompt if _role(m) == "system"]
+    missing = [
+        (t, at)
+        for t, at in held
+        if at <= answer and _norm(t)[:_HEAD] not in said and not _restated(terms(t), systems)
+    ]
     if not missing:
         return
     text, at = missing[0]
@@ -106,12 +117,25 @@ def _system_texts(payload: Any, depth: int = 0) -> Iterator[str]:
 
 
 def _wrote_text(event: AgentEvent) -> bool:
-    """A model call whose reply says something (not only tool calls)."""
+    """A model call whose reply says something (not only tool calls; its content a
+    text, or blocks of text)."""
     if event.type not in MODEL_TYPES or event.type is EventType.REASONING:
         return False
     out = event.output
     content = out.get("content") if isinstance(out, dict) else out
-    return isinstance(content, str) and bool(content.strip())
+    return bool(flatten(content, 2_000).strip())
+
+
+def _role(message: Any) -> str | None:
+    role = message.get("role") if isinstance(message, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def _restated(wanted: set[str], systems: list[set[str]]) -> bool:
+    """Whether a system message of the prompt holds at least half of an instruction's
+    terms: the instructions, restated (a date-stamped copy put back each turn, a
+    summary replaced by a newer one)."""
+    return bool(wanted) and any(len(wanted & have) * 2 >= len(wanted) for have in systems)
 
 
 def _prompt(events: list[AgentEvent], at: int) -> list[Any] | None:
@@ -143,18 +167,21 @@ def _trimmer(
     events: list[AgentEvent], runs: NodeRuns, answer: int, prompt: list[Any], head: str
 ) -> int | None:
     """The last node update before the answer, made by the node's own code, that is
-    a list of messages the prompt holds every one of, without the instruction."""
-    contents = {_norm(str(m.get("content"))) for m in prompt if isinstance(m, dict)}
+    the list of messages the prompt was made of: two or more, and the same messages
+    as the prompt's others than its system messages, without the instruction (not a
+    node that added one message, a tool's answer, to the conversation)."""
+    contents = {
+        _norm(str(m.get("content"))) for m in prompt if isinstance(m, dict) and _role(m) != "system"
+    }
     for i in range(answer - 1, -1, -1):
         event = events[i]
         if event.type is not EventType.AGENT_END or event.agent_name in runs.outer:
             continue
         kept = _messages(event.output)
-        if not kept or not runs.plain_until(event, i):
+        if len(kept) < 2 or not runs.plain_until(event, i):
             continue
-        if all(_norm(str(m.get("content"))) in contents for m in kept) and not any(
-            head in _norm(str(m.get("content"))) for m in kept
-        ):
+        mine = {_norm(str(m.get("content"))) for m in kept if _role(m) != "system"}
+        if mine == contents and not any(head in _norm(str(m.get("content"))) for m in kept):
             return i
     return None
 

@@ -195,7 +195,7 @@ def _picked(run: AgentTrajectory) -> Pick | None:
                     continue
                 # (a model's prompt holds a list its reply then picks from)
                 start = i + 1 if output or event.type not in MODEL_TYPES else i
-                pick = _first_pick(events, runs, held, marks, named, start)
+                pick = _Scan(events, runs, held, marks).first_pick(named, start)
                 if pick is not None:
                     at, field, took, wanted = pick
                     by = field if field in named[wanted] else sorted(named[wanted])[0]
@@ -209,54 +209,96 @@ def _picked(run: AgentTrajectory) -> Pick | None:
     return None
 
 
-def _first_pick(
-    events: list[AgentEvent],
-    runs: NodeRuns,
-    held: _Held,
-    marks: list[dict[str, Mark]],
-    named: list[set[str]],
-    start: int,
-) -> tuple[int, str, list[int], int] | None:
-    """The first step from ``start`` that took some of the records (one, or a few),
-    not one the failure names: (where, the field, the records taken, the one wanted)."""
-    # (the fields that name a record first, the shortest texts: its id and its
-    # supplier before its description, and these before its price)
-    fields = sorted({f for own in marks for f in own}, key=lambda f: _naming(marks, f))
-    end = min(len(events), start + LOOKAHEAD)
-    for j in range(start, end):
-        given = _given(events, runs, j)
-        if given is None:
-            continue
-        if not held.spend(len(marks) * len(fields)):
-            return None
-        out = held.get(j)
-        for field in fields:
-            having = sum(1 for own in marks if field in own)
-            took = [r for r, own in enumerate(marks) if field in own and _holds(out, own[field])]
-            if not 0 < len(took) < having:
-                continue  # (none of them, or the list carried on)
-            if given >= 0 and sum(
-                1 for own in marks if field in own and _holds(held.get(given, False), own[field])
-            ) <= len(took):
-                continue  # (it was given what it wrote, a branch its record: not a choice)
-            if not all(_strong(marks[r][field]) or _held_twice(out, marks[r]) for r in took):
-                continue  # (a small number, 30, held by chance: not a record taken)
-            for wanted, by in enumerate(named):  # (``field``: where it took ``took``)
-                if not by or wanted in took or field not in marks[wanted]:
-                    continue
-                mine = marks[wanted]
-                if field not in by and any(_holds(out, m) for m in mine.values()):
-                    continue  # (it wrote the wanted one's values too: not a pick in this field)
-                if _taken(events, runs, held, marks, wanted, start, j):
-                    continue  # (a step before it took the wanted one: handled there)
-                if _taken(events, runs, held, marks, wanted, j + 1, end):
-                    continue  # (a step after it took the wanted one)
-                if len(took) == 1 and _iterated(
-                    events, runs, held, marks, field, took[0], j + 1, end
-                ):
-                    return None  # (steps that took one record each in turn: a loop, not a pick)
-                return j, field, took, wanted
-    return None
+@dataclass
+class _Scan:
+    """One list's records, read against the run's steps from where it was held."""
+
+    events: list[AgentEvent]
+    runs: NodeRuns
+    held: _Held
+    marks: list[dict[str, Mark]]  # each record's marks, by field
+
+    def first_pick(
+        self, named: list[set[str]], start: int
+    ) -> tuple[int, str, list[int], int] | None:
+        """The first step from ``start`` that took some of the records (one, or a
+        few), not one the failure names (``named``: the fields of each record's marks
+        it names): (where, the field, the records taken, the one wanted)."""
+        marks, held = self.marks, self.held
+        # (the fields that name a record first, the shortest texts: its id and its
+        # supplier before its description, and these before its price)
+        fields = sorted({f for own in marks for f in own}, key=lambda f: _naming(marks, f))
+        end = min(len(self.events), start + LOOKAHEAD)
+        for j in range(start, end):
+            given = _given(self.events, self.runs, j)
+            if given is None:
+                continue
+            if not held.spend(len(marks) * len(fields)):
+                return None
+            out = held.get(j)
+            for field in fields:
+                having = sum(1 for own in marks if field in own)
+                took = self.holders(out, field)
+                if not 0 < len(took) < having:
+                    continue  # (none of them, or the list carried on)
+                if given >= 0 and len(self.holders(held.get(given, False), field)) <= len(took):
+                    continue  # (it was given what it wrote, a branch its record: not a choice)
+                if not all(_strong(marks[r][field]) or _held_twice(out, marks[r]) for r in took):
+                    continue  # (a small number, 30, held by chance: not a record taken)
+                for wanted, by in enumerate(named):  # (``field``: where it took ``took``)
+                    if not by or wanted in took or field not in marks[wanted]:
+                        continue
+                    mine = marks[wanted]
+                    if field not in by and any(_holds(out, m) for m in mine.values()):
+                        continue  # (it wrote the wanted one's values too: no pick in this field)
+                    if self.taken(wanted, start, j):
+                        continue  # (a step before it took the wanted one: handled there)
+                    if self.taken(wanted, j + 1, end):
+                        continue  # (a step after it took the wanted one)
+                    if len(took) == 1 and self.iterated(field, took[0], j + 1, end):
+                        return None  # (steps that took one record each in turn: a loop)
+                    return j, field, took, wanted
+        return None
+
+    def holders(self, text: _Text, field: str) -> list[int]:
+        """The records whose mark in ``field`` the text holds."""
+        return [r for r, own in enumerate(self.marks) if field in own and _holds(text, own[field])]
+
+    def steps(self, start: int, end: int, marks: int) -> Iterator[_Text | None]:
+        """The outputs of the steps from ``start`` to ``end`` that may pick; None once
+        the run's budget is spent (``marks`` looked for in each)."""
+        for j in range(start, end):
+            if _given(self.events, self.runs, j) is None:
+                continue
+            if not self.held.spend(marks):
+                yield None
+                return
+            yield self.held.get(j)
+
+    def taken(self, wanted: int, start: int, end: int) -> bool:
+        """Whether a step from ``start`` to ``end`` took the wanted record: its mark in
+        a field (the pick's, or another: a letter naming the supplier), not every
+        record's there, and a strong one (see :func:`_strong`)."""
+        mine = [(f, m) for f, m in self.marks[wanted].items() if _strong(m)]
+        having = {f: [own[f] for own in self.marks if f in own] for f, _ in mine}
+        for out in self.steps(start, end, len(self.marks) * max(1, len(mine))):
+            if out is None:
+                return True  # (unread: not blamed)
+            for f, mark in mine:
+                if _holds(out, mark) and not all(_holds(out, m) for m in having[f]):
+                    return True
+        return False
+
+    def iterated(self, field: str, took: int, start: int, end: int) -> bool:
+        """Whether a step after the pick took another single record in the field:
+        steps that each take the next record (a loop over the list, a turn per item)."""
+        for out in self.steps(start, end, len(self.marks)):
+            if out is None:
+                return True  # (unread: not blamed)
+            got = self.holders(out, field)
+            if len(got) == 1 and got[0] != took:
+                return True
+        return False
 
 
 def _strong(mark: Mark) -> bool:
@@ -302,56 +344,6 @@ def _given(events: list[AgentEvent], runs: NodeRuns, at: int) -> int | None:
             return start
         return -1
     return None
-
-
-def _taken(
-    events: list[AgentEvent],
-    runs: NodeRuns,
-    held: _Held,
-    marks: list[dict[str, Mark]],
-    wanted: int,
-    start: int,
-    end: int,
-) -> bool:
-    """Whether a step from ``start`` to ``end`` took the wanted record: its mark in a
-    field (this one, or another: a letter naming the supplier), not every record's
-    there, and a strong one (see :func:`_strong`)."""
-    mine = [(f, m) for f, m in marks[wanted].items() if _strong(m)]
-    having = {f: [own[f] for own in marks if f in own] for f, _ in mine}
-    for j in range(start, end):
-        if _given(events, runs, j) is None:
-            continue
-        if not held.spend(len(marks) * max(1, len(mine))):
-            return True  # (unread: not blamed)
-        out = held.get(j)
-        for f, mark in mine:
-            if _holds(out, mark) and not all(_holds(out, m) for m in having[f]):
-                return True
-    return False
-
-
-def _iterated(
-    events: list[AgentEvent],
-    runs: NodeRuns,
-    held: _Held,
-    marks: list[dict[str, Mark]],
-    field: str,
-    took: int,
-    start: int,
-    end: int,
-) -> bool:
-    """Whether a step after the pick took another single record in the field: steps
-    that each take the next record (a loop over the list, a turn per item)."""
-    for j in range(start, end):
-        if _given(events, runs, j) is None:
-            continue
-        if not held.spend(len(marks)):
-            return True  # (unread: not blamed)
-        out = held.get(j)
-        got = [r for r, own in enumerate(marks) if field in own and _holds(out, own[field])]
-        if len(got) == 1 and got[0] != took:
-            return True
-    return False
 
 
 def _key(records: list[dict[str, Any]]) -> bytes:

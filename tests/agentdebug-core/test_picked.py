@@ -375,3 +375,41 @@ def test_a_number_orjson_cannot_write_costs_no_rule_its_findings() -> None:
     run = sourcing()
     run.events.insert(1, ev(0, EventType.TOOL_RESULT, "tools", output={"rows": records}))
     assert [f.agent_name for f in found(run)] == ["rank"]
+
+
+def test_a_mapping_of_records_of_one_shape_is_a_list_to_pick_from() -> None:
+    hire = {
+        "name": "Ben Okafor",
+        "manager": {"employee_id": "E-10233", "name": "Tom Alvarez", "group": "eng-sre"},
+        "hr_partner": {"employee_id": "E-20871", "name": "Grace Liu", "group": "people-ops"},
+    }
+    run = failed(
+        traj(
+            *node(1, "fetch_hire", {"hris": hire}),
+            *node(
+                2, "normalize", {"profile": {"manager_name": "Grace Liu", "group": "people-ops"}}
+            ),
+            *node(3, "welcome", {"email": "Your manager, Grace Liu, will meet you."}),
+        ),
+        "Tom Alvarez: Ben's welcome email names Grace Liu from HR as his manager",
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("normalize", 2)
+    assert finding.confidence == 0.45  # (the failure names the record taken too)
+
+
+def test_a_step_that_holds_every_record_by_name_carries_the_list_on() -> None:
+    lines = [
+        {"sku": "OAT-1L-CS", "qty": 12, "unit": 31.2},
+        {"sku": "CBR-CAN-CS", "qty": 8, "unit": 44.0},
+        {"sku": "CUP-12-SL", "qty": 20, "unit": 6.75},
+    ]
+    # every sku, the first with its own quantity (a pick of it, by its qty alone)
+    picklist = [
+        {"sku": r["sku"], "qty": r["qty"] * (1 if i == 0 else 2)} for i, r in enumerate(lines)
+    ]
+    run = failed(
+        traj(*node(1, "load", {"lines": lines}), *node(2, "picklist", {"picklist": picklist})),
+        "we ordered 12, 8 and 20 and got twice as many",
+    )
+    assert found(run) == []

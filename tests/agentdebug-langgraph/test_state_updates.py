@@ -10,7 +10,7 @@ from typing import Annotated, Any, TypedDict
 from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
-from langgraph.graph import MessagesState
+from langgraph.graph import END, START, MessagesState, StateGraph
 from lg_graphs import chain, functional_workflow, scripted
 
 
@@ -110,4 +110,38 @@ def test_an_update_under_a_key_the_state_lacks_is_blamed_on_its_node(dbg: AgentD
     )
     assert report.fix is not None and report.fix.directive == (
         "At step 1, search: return the update under 'results', the state's key, not 'result'."
+    )
+
+
+def test_a_node_that_returned_the_whole_list_to_an_add_key_is_blamed(dbg: AgentDebug) -> None:
+    class Order(TypedDict, total=False):
+        lines: Annotated[list[dict[str, Any]], operator.add]
+        cases: int
+
+    def load_order(state: Order) -> dict[str, Any]:
+        return {"lines": [{"sku": "OAT-1L-CS", "qty": 12}, {"sku": "CBR-CAN-CS", "qty": 8}]}
+
+    def apply_promos(state: Order) -> dict[str, Any]:  # (the whole list and the promo)
+        return {"lines": [*state["lines"], {"sku": "TMB-LOGO", "qty": 1}]}
+
+    def pick(state: Order) -> dict[str, Any]:
+        return {"cases": sum(line["qty"] for line in state["lines"] if line["sku"] != "TMB-LOGO")}
+
+    def as_ordered(state: Order) -> bool | str:
+        return state["cases"] == 20 or f"the truck dropped {state['cases']} cases; we ordered 20"
+
+    callback = AgentDebugCallback(dbg, success_check=as_ordered)
+    g = StateGraph(Order)
+    for name, fn in (("load_order", load_order), ("apply_promos", apply_promos), ("pick", pick)):
+        g.add_node(name, fn)
+    g.add_edge(START, "load_order")
+    g.add_edge("load_order", "apply_promos")
+    g.add_edge("apply_promos", "pick")
+    g.add_edge("pick", END)
+    g.compile().invoke({}, {"callbacks": [callback]})
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("apply_promos", 2)
+    assert report.fix is not None and "return only the new items under 'lines'" in (
+        report.fix.directive
     )

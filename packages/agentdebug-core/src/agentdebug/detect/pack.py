@@ -13,7 +13,8 @@ out, a total of records an earlier step dropped, an update the state never took,
 an amount in cents written as dollars, a number read out of a text wrongly, a
 namesake's record fetched, a record of a list taken where the failure names another, a lookup's record of
 another identifier than asked, a date read day for month, a listing that left out
-the record named, instructions a trim cut from an answer's prompt);
+the record named, instructions a trim cut from an answer's prompt, an update that gave an appending
+reducer the state's items again);
 their shared context is
 :class:`agentdebug.detect.rules.RuleContext`.
 """
@@ -27,6 +28,7 @@ from agentdebug.detect.coded import rule_value_made_in_code
 from agentdebug.detect.contradicted import rule_figure_contradicted
 from agentdebug.detect.cut_answers import rule_cut_answer
 from agentdebug.detect.dated import rule_day_month_swapped
+from agentdebug.detect.doubled import rule_update_readded
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
 from agentdebug.detect.edited import rule_edit_ignored
@@ -218,6 +220,11 @@ RULES: list[Rule] = [
         "instruction_trimmed",
         "an answer whose prompt no longer held the conversation's instructions (a trim)",
         rule_instruction_trimmed,
+    ),
+    Rule(
+        "update_readded",
+        "a node's update that gave an appending reducer the items the state held",
+        rule_update_readded,
     ),
 ]
 

@@ -12,7 +12,8 @@ without this rule the free tier blamed the last of them.
 
 The rule keeps to what it can read for certain, in a failed run: a list of records
 (two to ``MOST_RECORDS`` mappings sharing at least two plain fields, also as JSON
-text, or the rows of a Markdown table in a text; not a list of chat messages) that
+text, the mappings of one shape a mapping holds, a manager's and an HR partner's,
+or the rows of a Markdown table in a text; not a list of chat messages) that
 a step held (the run's input, a tool's result, a node's update, a prompt), and in
 one field the records' *marks*: values no other record of the list holds in any
 field (a text of three characters or more with a letter, compared without case and
@@ -68,7 +69,10 @@ BUDGET = 400_000  # marks looked for in a run's events, in all (then the rule gi
 PICK_READ = 20_000  # characters of a step's output read for a pick
 _READ = 200_000  # characters of a payload read
 _DEPTH = 8  # levels of a payload walked for lists
-_NUMBER = re.compile(r"(?<![\w.])-?\d[\d,]*(?:\.\d+)?(?!\w)")
+# (not the digits inside an identifier: "CUP-12-SL" holds no 12)
+_NUMBER = re.compile(
+    r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?![\w-])|(?<=\s)-\d[\d,]*(?:\.\d+)?(?![\w-])"
+)
 _CELL_NUMBER = re.compile(r"[$€£]?\s?(-?\d[\d,]*(?:\.\d+)?)\s?%?")
 _RULER = re.compile(r"[\s|:-]+")  # a Markdown table's line under its header
 _FROM_TOOLS = frozenset({EventType.TOOL_RESULT, EventType.MEMORY_READ})
@@ -236,6 +240,12 @@ class _Scan:
             if not held.spend(len(marks) * len(fields)):
                 return None
             out = held.get(j)
+            if any(
+                len(self.holders(out, f)) == sum(1 for own in marks if f in own)
+                for f in fields
+                if all(isinstance(own.get(f, ""), str) for own in marks)
+            ):
+                continue  # (it holds every record by a name: the list carried on)
             for field in fields:
                 having = sum(1 for own in marks if field in own)
                 took = self.holders(out, field)
@@ -392,7 +402,13 @@ def _lists(payload: Any) -> list[list[dict[str, Any]]]:
             for item in value[:MOST_RECORDS]:
                 walk(item, depth + 1)
         elif isinstance(value, dict):
-            for item in list(value.values())[:MOST_RECORDS]:
+            items = list(value.values())[:MOST_RECORDS]
+            # (a mapping of records of one shape: {"manager": {...}, "hr_partner": {...}},
+            # a billing and a shipping address)
+            records = _records([v for v in items if isinstance(v, dict)])
+            if records is not None:
+                found.append(records)
+            for item in items:
                 walk(item, depth + 1)
 
     walk(payload, 0)

@@ -68,3 +68,42 @@ def test_new_items_only_a_replacing_key_or_a_command_s_update_read_right() -> No
         update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)}
     )
     assert found(ok) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_the_input_passed_on_labels_repeated_or_items_reordered_are_left_alone() -> None:
+    # LangGraph's __start__ node passes the input on: not an update that re-adds it
+    run = order([PROMO])
+    run.events[0] = ev(0, EventType.USER_INPUT, None, input={"lines": LINES})
+    run.events.insert(1, ev(0, EventType.AGENT_START, "__start__").model_copy(update={"id": "s0"}))
+    run.events.insert(
+        2, ev(0, EventType.AGENT_END, "__start__", output={"lines": LINES}, parent_id="s0")
+    )
+    run.events[4] = run.events[4].model_copy(update={"output": {"order_id": "WO-55120"}})
+    assert found(run) == []
+    # Send workers' labels repeat by nature
+    labels = order(["positive", "negative", "positive"])
+    labels.events[2] = labels.events[2].model_copy(
+        update={"output": {"lines": ["positive", "negative"]}}
+    )
+    assert found(labels) == []
+    assert found(order([PROMO, *LINES])) == []  # (not the state's list, in its order)
+
+
+def test_a_subgraph_node_whose_state_holds_the_list_again_is_blamed() -> None:
+    run = order([PROMO])
+    run.events[3:5] = [
+        ev(2, EventType.AGENT_START, "sub").model_copy(update={"id": "s2"}),
+        ev(2, EventType.AGENT_START, "sub/promo").model_copy(update={"id": "s2a"}),
+        ev(2, EventType.AGENT_END, "sub/promo", output={"lines": [PROMO]}, parent_id="s2a"),
+        ev(2, EventType.AGENT_END, "sub", output={"lines": [*LINES, PROMO]}, parent_id="s2"),
+    ]
+    assert [f.agent_name for f in found(run)] == ["sub"]
+
+
+def test_an_odd_state_schema_is_read_without_an_error() -> None:
+    run = order([*LINES, PROMO])
+    run.metadata["state_schema"] = {"keys": ["lines"], "reducers": {"lines": ["add"]}}
+    assert found(run) == []

@@ -377,25 +377,18 @@ def test_a_number_orjson_cannot_write_costs_no_rule_its_findings() -> None:
     assert [f.agent_name for f in found(run)] == ["rank"]
 
 
-def test_a_mapping_of_records_of_one_shape_is_a_list_to_pick_from() -> None:
-    hire = {
-        "name": "Ben Okafor",
-        "manager": {"employee_id": "E-10233", "name": "Tom Alvarez", "group": "eng-sre"},
-        "hr_partner": {"employee_id": "E-20871", "name": "Grace Liu", "group": "people-ops"},
+def test_a_mapping_s_values_of_one_shape_are_not_read_as_records() -> None:
+    # a staging and a production config share their fields; the step that took
+    # production, as asked, is not blamed for the failure naming staging's host
+    envs = {
+        "staging": {"host": "stg.db.internal", "pool": 5, "region": "eu-west-1"},
+        "production": {"host": "prod.db.internal", "pool": 50, "region": "eu-central-1"},
     }
     run = failed(
-        traj(
-            *node(1, "fetch_hire", {"hris": hire}),
-            *node(
-                2, "normalize", {"profile": {"manager_name": "Grace Liu", "group": "people-ops"}}
-            ),
-            *node(3, "welcome", {"email": "Your manager, Grace Liu, will meet you."}),
-        ),
-        "Tom Alvarez: Ben's welcome email names Grace Liu from HR as his manager",
+        traj(*node(1, "load", {"envs": envs}), *node(2, "select_env", {"env": envs["production"]})),
+        "the migration ran against prod.db.internal but the runbook said stg.db.internal first",
     )
-    (finding,) = found(run)
-    assert (finding.agent_name, finding.step_index) == ("normalize", 2)
-    assert finding.confidence == 0.45  # (the failure names the record taken too)
+    assert found(run) == []
 
 
 def test_a_step_that_holds_every_record_by_name_carries_the_list_on() -> None:
@@ -413,3 +406,13 @@ def test_a_step_that_holds_every_record_by_name_carries_the_list_on() -> None:
         "we ordered 12, 8 and 20 and got twice as many",
     )
     assert found(run) == []
+
+
+def test_a_field_only_one_record_marks_does_not_make_a_pick_a_carrier() -> None:
+    # only Kessler's note tells it apart; the pick that wrote it is still a pick
+    noted = [
+        {**bid, "note": "late twice in 2025" if i == 1 else "ok"} for i, bid in enumerate(BIDS)
+    ]
+    run = sourcing(award=noted[1])
+    run.events[2] = run.events[2].model_copy(update={"output": {"scored": noted}})
+    assert [f.agent_name for f in found(run)] == ["rank"]

@@ -11,20 +11,21 @@ invoice or guessed.
 The rule keeps to what it can read for certain, in a failed run whose state schema
 (``signals.STATE_SCHEMA``, which the LangGraph capture records) names a key merged
 by an appending reducer (``operator.add`` and its kin, ``_APPENDING``; not
-``add_messages``, which replaces a message by its id): a node's update (a top-level
-node's, its own or a ``Command``'s) that writes under the key a list holding every
-item (two or more) that the run's input and the updates before it wrote there, the
-list as the state held it. That node is blamed (``reflection.flawed_reasoning``:
-return only the new items to an appending key).
+``add_messages``, which replaces a message by its id): a top-level node's update
+(its own, a ``Command``'s, or the state of the subgraph it ran; not ``__start__``,
+which passes the input on) that writes under the key a list beginning with every
+item, two or more, that the run's input and the updates before it wrote there, in
+their order (``state["lines"] + [promo]``), those items records or lists (not
+labels or flags, which repeat by nature: a Send worker's "positive"). That node is
+blamed (``reflection.flawed_reasoning``: return only the new items to an appending
+key). A list an earlier turn on the thread wrote is not in the run, and not read.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "update_readded"
+_START = "__start__"  # LangGraph's node that writes the input
 # reducers that append an update to what the key holds (operator.add's name is "add")
 _APPENDING = frozenset({"add", "iadd", "concat", "iconcat", "extend", "append_items"})
 MOST_ITEMS = 10_000  # items of a key followed (then the key is not read on)
@@ -48,11 +50,14 @@ def rule_update_readded(ctx: RuleContext) -> Iterator[Finding]:
     reducers = schema.get("reducers") if isinstance(schema, dict) else None
     if not isinstance(reducers, dict):
         return
-    keys = {k for k, name in reducers.items() if isinstance(k, str) and name in _APPENDING}
+    keys = {
+        k
+        for k, name in reducers.items()
+        if isinstance(k, str) and isinstance(name, str) and name in _APPENDING
+    }
     if not keys:
         return
     events = run.events
-    runs = NodeRuns(events)
     held: dict[str, list[str]] = {k: [] for k in keys}  # each key's items, as JSON
     for event in events:
         if event.type is EventType.USER_INPUT:
@@ -60,10 +65,10 @@ def rule_update_readded(ctx: RuleContext) -> Iterator[Finding]:
         elif (
             event.type is EventType.AGENT_END
             and event.agent_name
-            and "/" not in event.agent_name
-            and event.agent_name not in runs.outer
+            and "/" not in event.agent_name  # (a subgraph's own node: its state's)
+            and event.agent_name != _START  # (it passes the input on)
         ):
-            written = _update(event.output)
+            written = _update(event.output)  # (a node that ran a subgraph: its state, the update)
         else:
             continue
         if not isinstance(written, dict):
@@ -77,7 +82,9 @@ def rule_update_readded(ctx: RuleContext) -> Iterator[Finding]:
             if (
                 event.type is EventType.AGENT_END
                 and len(before) >= 2
-                and not Counter(before) - Counter(new)
+                and len(new) >= len(before)
+                and new[: len(before)] == before
+                and all(isinstance(item, (dict, list)) for item in items[: len(before)])
             ):
                 yield _finding(event, key, len(before), len(new))
                 return

@@ -12,8 +12,7 @@ without this rule the free tier blamed the last of them.
 
 The rule keeps to what it can read for certain, in a failed run: a list of records
 (two to ``MOST_RECORDS`` mappings sharing at least two plain fields, also as JSON
-text, the mappings of one shape a mapping holds, a manager's and an HR partner's,
-or the rows of a Markdown table in a text; not a list of chat messages) that
+text, or the rows of a Markdown table in a text; not a list of chat messages) that
 a step held (the run's input, a tool's result, a node's update, a prompt), and in
 one field the records' *marks*: values no other record of the list holds in any
 field (a text of three characters or more with a letter, compared without case and
@@ -241,9 +240,10 @@ class _Scan:
                 return None
             out = held.get(j)
             if any(
-                len(self.holders(out, f)) == sum(1 for own in marks if f in own)
+                len(self.holders(out, f)) == n >= 2
                 for f in fields
                 if all(isinstance(own.get(f, ""), str) for own in marks)
+                for n in [sum(1 for own in marks if f in own)]
             ):
                 continue  # (it holds every record by a name: the list carried on)
             for field in fields:
@@ -402,13 +402,9 @@ def _lists(payload: Any) -> list[list[dict[str, Any]]]:
             for item in value[:MOST_RECORDS]:
                 walk(item, depth + 1)
         elif isinstance(value, dict):
-            items = list(value.values())[:MOST_RECORDS]
-            # (a mapping of records of one shape: {"manager": {...}, "hr_partner": {...}},
-            # a billing and a shipping address)
-            records = _records([v for v in items if isinstance(v, dict)])
-            if records is not None:
-                found.append(records)
-            for item in items:
+            # (a mapping's values of one shape are not read as records: a user's and an
+            # order's, a staging and a production config, share fields by chance)
+            for item in list(value.values())[:MOST_RECORDS]:
                 walk(item, depth + 1)
 
     walk(payload, 0)

@@ -21,10 +21,13 @@ reference answer) names a mark of a record ``wanted`` (a number, or a text as th
 record writes it, its case too: "at the airport" does not name the "Airport Inn").
 A later step (a model's reply whose prompt held the marks of more records in that
 field than it wrote; or a node's update made by its own code, not a model, whose
-recorded input, if any, held more) is the pick when its output (its first
-``PICK_READ`` characters) holds the marks of one record or a few in the field,
-``took``, each a text, a number of three significant digits or more, or held with
-another of its record's marks (not a 30 held by chance), and not ``wanted``'s; and
+recorded input, if any, held more) is the pick when its output (of
+``PICK_READ`` characters at most: a pick writes a record or a few, not a document;
+numbers read as whole words, not the 12 of "CUP-12-SL") holds the marks of one
+record or a few in the field, ``took``, each a text, a number of three significant
+digits or more, or held with another of its record's marks (not a 30 held by
+chance), and not ``wanted``'s, and does not hold every record by a text field two
+or more of them are marked in (the list carried on); and
 either the failure names ``wanted``'s very mark in that field, or the output holds
 no mark of ``wanted`` at all (a model that wrote the city's name with the state's
 rate picked the wrong row's rate). No step between the list and the pick, nor after

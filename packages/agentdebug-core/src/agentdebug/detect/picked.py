@@ -46,15 +46,25 @@ the picked record's values, and the wanted one's, to this rule.
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterator
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
-from typing import TYPE_CHECKING, Any
+from decimal import Decimal
+from typing import TYPE_CHECKING
 
-import orjson
-
+from agentdebug.detect import records as rec
 from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
+from agentdebug.detect.records import (
+    MOST_LISTS,
+    NOTHING,
+    Mark,
+    Text,
+    cell,
+    has,
+    holds,
+    label,
+    leaves,
+    strong,
+)
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 
@@ -64,22 +74,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("agentdebug.detect")
 
 RULE = "wrong_record_picked"
-MOST_RECORDS = 200  # records of a list read (a longer list is not read)
-MOST_LISTS = 40  # lists a run's events are read for
 LOOKAHEAD = 400  # events after a list that a pick is looked for in
 BUDGET = 400_000  # marks looked for in a run's events, in all (then the rule gives up)
 PICK_READ = 20_000  # characters of a step's output read for a pick
-_READ = 200_000  # characters of a payload read
-_DEPTH = 8  # levels of a payload walked for lists
-# (not the digits inside an identifier: "CUP-12-SL" holds no 12)
-_NUMBER = re.compile(
-    r"(?<![\w.-])-?\d[\d,]*(?:\.\d+)?(?![\w-])|(?<=\s)-\d[\d,]*(?:\.\d+)?(?![\w-])"
-)
-_CELL_NUMBER = re.compile(r"[$€£]?\s?(-?\d[\d,]*(?:\.\d+)?)\s?%?")
-_RULER = re.compile(r"[\s|:-]+")  # a Markdown table's line under its header
 _FROM_TOOLS = frozenset({EventType.TOOL_RESULT, EventType.MEMORY_READ})
-
-Mark = Decimal | str  # a number, or a text as lowered
 
 
 @dataclass(frozen=True)
@@ -102,7 +100,7 @@ class Pick:
     def explains(self, value: str) -> bool:
         """Whether ``value``, as a failure writes it, is a mark of a record taken or
         of the wanted one."""
-        return _cell(value) in self.marked
+        return cell(value) in self.marked
 
 
 def rule_wrong_record_picked(ctx: RuleContext) -> Iterator[Finding]:
@@ -127,23 +125,6 @@ def _safely(run: AgentTrajectory) -> Pick | None:
         return None
 
 
-class _Text:
-    """A text lowered, and the numbers it writes (read when first asked)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self._numbers: frozenset[Decimal] | None = None
-
-    @property
-    def numbers(self) -> frozenset[Decimal]:
-        if self._numbers is None:
-            self._numbers = _numbers(self.text)
-        return self._numbers
-
-
-_NOTHING = _Text("")
-
-
 class _Held:
     """What an event's input and output hold, read when first asked: an output
     longer than ``PICK_READ`` characters is read as holding nothing (a pick writes
@@ -151,7 +132,7 @@ class _Held:
 
     def __init__(self, events: list[AgentEvent]) -> None:
         self._events = events
-        self._read: dict[tuple[int, bool], _Text] = {}
+        self._read: dict[tuple[int, bool], Text] = {}
         self.budget = BUDGET  # marks left to look for
 
     def spend(self, marks: int) -> bool:
@@ -159,13 +140,13 @@ class _Held:
         self.budget -= marks
         return self.budget >= 0
 
-    def get(self, at: int, output: bool = True) -> _Text:
+    def get(self, at: int, output: bool = True) -> Text:
         key = (at, output)
         found = self._read.get(key)
         if found is None:
             event = self._events[at]
-            text = _leaves(event.output if output else event.input)
-            found = _NOTHING if output and len(text) > PICK_READ else _Text(text.casefold())
+            text = leaves(event.output if output else event.input)
+            found = NOTHING if output and len(text) > PICK_READ else Text(text.casefold())
             self._read[key] = found
         return found
 
@@ -174,23 +155,23 @@ def _picked(run: AgentTrajectory) -> Pick | None:
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return None
     reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
-    said = _Text(reason)  # (as written: a record's text is named with its case)
+    said = Text(reason)  # (as written: a record's text is named with its case)
     events = run.events
     runs = NodeRuns(events)
     held = _Held(events)
     seen: set[bytes] = set()
-    lists = 0
+    read = 0
     for i, event in enumerate(events):
         for output, payload in ((False, event.input), (True, event.output)):
-            for records in _lists(payload):
-                key = _key(records)
+            for records in rec.lists(payload):
+                key = rec.key(records)
                 if key in seen:
                     continue
                 seen.add(key)
-                lists += 1
-                if lists > MOST_LISTS:
+                read += 1
+                if read > MOST_LISTS:
                     return None
-                marks = _marks(records)
+                marks = rec.marks(records)
                 shown = [{f: " ".join(str(v).split()) for f, v in rec.items()} for rec in records]
                 # (the failure names a record by a mark of it, a text as the record writes it)
                 named = [
@@ -208,7 +189,7 @@ def _picked(run: AgentTrajectory) -> Pick | None:
                     first, *rest = took
                     return Pick(
                         at, i, field, marks[first], marks[wanted], shown[first], shown[wanted],
-                        by, len(records), tuple(_label(marks[r], shown[r], field) for r in rest),
+                        by, len(records), tuple(label(marks[r], shown[r], field) for r in rest),
                         frozenset(m for r in (*took, wanted) for m in marks[r].values()),
                         any(named[r] for r in took),
                     )  # fmt: skip
@@ -256,13 +237,13 @@ class _Scan:
                     continue  # (none of them, or the list carried on)
                 if given >= 0 and len(self.holders(held.get(given, False), field)) <= len(took):
                     continue  # (it was given what it wrote, a branch its record: not a choice)
-                if not all(_strong(marks[r][field]) or _held_twice(out, marks[r]) for r in took):
+                if not all(strong(marks[r][field]) or _held_twice(out, marks[r]) for r in took):
                     continue  # (a small number, 30, held by chance: not a record taken)
                 for wanted, by in enumerate(named):  # (``field``: where it took ``took``)
                     if not by or wanted in took or field not in marks[wanted]:
                         continue
                     mine = marks[wanted]
-                    if field not in by and any(_holds(out, m) for m in mine.values()):
+                    if field not in by and any(holds(out, m) for m in mine.values()):
                         continue  # (it wrote the wanted one's values too: no pick in this field)
                     if self.taken(wanted, start, j):
                         continue  # (a step before it took the wanted one: handled there)
@@ -273,11 +254,11 @@ class _Scan:
                     return j, field, took, wanted
         return None
 
-    def holders(self, text: _Text, field: str) -> list[int]:
+    def holders(self, text: Text, field: str) -> list[int]:
         """The records whose mark in ``field`` the text holds."""
-        return [r for r, own in enumerate(self.marks) if field in own and _holds(text, own[field])]
+        return [r for r, own in enumerate(self.marks) if field in own and holds(text, own[field])]
 
-    def steps(self, start: int, end: int, marks: int) -> Iterator[_Text | None]:
+    def steps(self, start: int, end: int, marks: int) -> Iterator[Text | None]:
         """The outputs of the steps from ``start`` to ``end`` that may pick; None once
         the run's budget is spent (``marks`` looked for in each)."""
         for j in range(start, end):
@@ -291,14 +272,14 @@ class _Scan:
     def taken(self, wanted: int, start: int, end: int) -> bool:
         """Whether a step from ``start`` to ``end`` took the wanted record: its mark in
         a field (the pick's, or another: a letter naming the supplier), not every
-        record's there, and a strong one (see :func:`_strong`)."""
-        mine = [(f, m) for f, m in self.marks[wanted].items() if _strong(m)]
+        record's there, and a strong one (see :func:`strong`)."""
+        mine = [(f, m) for f, m in self.marks[wanted].items() if strong(m)]
         having = {f: [own[f] for own in self.marks if f in own] for f, _ in mine}
         for out in self.steps(start, end, len(self.marks) * max(1, len(mine))):
             if out is None:
                 return True  # (unread: not blamed)
             for f, mark in mine:
-                if _holds(out, mark) and not all(_holds(out, m) for m in having[f]):
+                if holds(out, mark) and not all(holds(out, m) for m in having[f]):
                     return True
         return False
 
@@ -314,25 +295,16 @@ class _Scan:
         return False
 
 
-def _strong(mark: Mark) -> bool:
-    """A mark that tells a record by itself: a text, or a number of three significant
-    digits or more (16.66, 2,400.5; not 30, 0.7)."""
-    if isinstance(mark, str):
-        return True
-    digits = mark.normalize().as_tuple().digits
-    return len(digits) >= 3
+def _held_twice(held: Text, marks: dict[str, Mark]) -> bool:
+    return sum(1 for m in marks.values() if holds(held, m)) >= 2
 
 
-def _held_twice(held: _Text, marks: dict[str, Mark]) -> bool:
-    return sum(1 for m in marks.values() if _holds(held, m)) >= 2
-
-
-def _says(said: _Text, mark: Mark, written: str) -> bool:
+def _says(said: Text, mark: Mark, written: str) -> bool:
     """Whether the failure names a mark: a number among its numbers, a text as the
     record writes it (its case too: "Airport Inn" is not "at the airport")."""
     if isinstance(mark, Decimal):
         return mark in said.numbers
-    return _has(said.text, written)
+    return has(said.text, written)
 
 
 def _naming(marks: list[dict[str, Mark]], field: str) -> tuple[bool, float, str]:
@@ -359,207 +331,13 @@ def _given(events: list[AgentEvent], runs: NodeRuns, at: int) -> int | None:
     return None
 
 
-def _key(records: list[dict[str, Any]]) -> bytes:
-    """A list's identity, to read each list once (a number orjson cannot write, over
-    64 bits, is written as Python does)."""
-    try:
-        return orjson.dumps(records, option=orjson.OPT_SORT_KEYS, default=str)
-    except (TypeError, orjson.JSONEncodeError):
-        return repr(records).encode()
-
-
-# -- reading lists of records -----------------------------------------------------
-
-
-def _lists(payload: Any) -> list[list[dict[str, Any]]]:
-    """The lists of records a payload holds (also in JSON text, or as a Markdown
-    table's rows)."""
-    found: list[list[dict[str, Any]]] = []
-    budget = [20_000]  # values walked
-
-    def walk(value: Any, depth: int) -> None:
-        budget[0] -= 1
-        if depth > _DEPTH or budget[0] < 0 or len(found) >= MOST_LISTS:
-            return
-        if isinstance(value, str):
-            text = value.strip()
-            if len(text) > _READ or len(text) < 8:
-                return
-            if text[0] in "[{":
-                try:
-                    parsed = orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    parsed = None
-                if isinstance(parsed, (list, dict)):
-                    walk(parsed, depth + 1)
-                    return
-            if "|" in text:
-                rows = _table(text)
-                if rows is not None:
-                    found.append(rows)
-        elif isinstance(value, list):
-            records = _records(value)
-            if records is not None:
-                found.append(records)
-                return
-            for item in value[:MOST_RECORDS]:
-                walk(item, depth + 1)
-        elif isinstance(value, dict):
-            # (a mapping's values of one shape are not read as records: a user's and an
-            # order's, a staging and a production config, share fields by chance)
-            for item in list(value.values())[:MOST_RECORDS]:
-                walk(item, depth + 1)
-
-    walk(payload, 0)
-    return found
-
-
-def _plain(value: Any) -> bool:
-    return isinstance(value, (str, int, float)) and not isinstance(value, bool)
-
-
-def _records(items: list[Any]) -> list[dict[str, Any]] | None:
-    """A list's records, in the plain fields they all have (two at least); None for
-    a list that is not one of records (nor one of chat messages)."""
-    if not 2 <= len(items) <= MOST_RECORDS or not all(isinstance(it, dict) for it in items):
-        return None
-    shared = [k for k, v in items[0].items() if isinstance(k, str) and _plain(v)]
-    shared = [k for k in shared if all(_plain(it.get(k)) for it in items[1:])]
-    if len(shared) < 2 or ("role" in shared and "content" in shared):
-        return None
-    return [{k: it[k] for k in shared} for it in items]
-
-
-def _table(text: str) -> list[dict[str, Any]] | None:
-    """A Markdown table's rows as records (its header's names), two at least."""
-    lines = [line.strip() for line in text.splitlines() if line.strip().startswith("|")]
-    if len(lines) < 4 or not _RULER.fullmatch(lines[1]):
-        return None
-    header = [c.strip() for c in lines[0].strip("|").split("|")]
-    rows = []
-    for line in lines[2 : 2 + MOST_RECORDS]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == len(header):
-            rows.append(dict(zip(header, cells, strict=True)))
-    return rows if len(rows) >= 2 and len(header) >= 2 else None
-
-
-def _cell(value: Any) -> Mark | None:
-    """A value as a mark: a number (also written "$16.66", "1,200", "97%"), or a
-    text lowered; None for what cannot mark a record (a digit, a short word)."""
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        number: Decimal | None = _decimal(str(value))
-    elif isinstance(value, str):
-        m = _CELL_NUMBER.fullmatch(value.strip())
-        number = _decimal(m.group(1)) if m else None
-        if number is None:
-            text = " ".join(value.split()).casefold()
-            return text if 3 <= len(text) <= 200 and any(c.isalpha() for c in text) else None
-    else:
-        return None
-    if number is None or (number == number.to_integral_value() and abs(number) < 10):
-        return None
-    return number
-
-
-def _decimal(text: str) -> Decimal | None:
-    try:
-        number = Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        return None
-    return number if number.is_finite() else None
-
-
-def _marks(records: list[dict[str, Any]]) -> list[dict[str, Mark]]:
-    """Each record's marks by field: its values no other record holds in any field."""
-    cells = [{f: _cell(v) for f, v in rec.items()} for rec in records]
-    texts = [" | ".join(str(v) for v in rec.values()).casefold() for rec in records]
-    numbers = [frozenset(m for m in own.values() if isinstance(m, Decimal)) for own in cells]
-    out: list[dict[str, Mark]] = []
-    for r, own in enumerate(cells):
-        mine: dict[str, Mark] = {}
-        for field, mark in own.items():
-            if mark is None:
-                continue
-            if isinstance(mark, Decimal):
-                if any(mark in nums for k, nums in enumerate(numbers) if k != r):
-                    continue
-            elif any(_has(text, mark) for k, text in enumerate(texts) if k != r):
-                continue
-            mine[field] = mark
-        out.append(mine)
-    return out
-
-
-def _label(marks: dict[str, Mark], shown: dict[str, str], field: str) -> str:
-    """A record as the finding names it: its shortest text mark as written, else its
-    value in ``field``."""
-    texts = [f for f, mark in marks.items() if isinstance(mark, str)]
-    if texts:
-        return shown[min(texts, key=lambda f: len(shown[f]))]
-    return f"{field} {shown[field]}"
-
-
-# -- holding marks ---------------------------------------------------------------
-
-
-def _leaves(payload: Any) -> str:
-    """Every text and number a payload holds, one a line (a tool call's arguments
-    too, which :func:`agentdebug.text.flatten` leaves out of a message), up to
-    ``_READ`` characters."""
-    parts: list[str] = []
-    size = 0
-    stack = [payload]
-    budget = 200_000  # values walked
-    while stack and size < _READ and budget > 0:
-        budget -= 1
-        value = stack.pop()
-        if isinstance(value, str):
-            parts.append(value)
-            size += len(value)
-        elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-        elif isinstance(value, (list, tuple)):
-            stack.extend(reversed(value))
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            parts.append(str(value))
-            size += 8
-    return "\n".join(parts)[:_READ]
-
-
-def _numbers(text: str) -> frozenset[Decimal]:
-    found = set()
-    for m in _NUMBER.finditer(text):
-        number = _decimal(m.group())
-        if number is not None:
-            found.add(number)
-    return frozenset(found)
-
-
-def _holds(held: _Text, mark: Mark) -> bool:
-    return mark in held.numbers if isinstance(mark, Decimal) else _has(held.text, mark)
-
-
-def _has(text: str, word: str) -> bool:
-    """Whether ``text`` holds ``word`` as a whole word (both lowered)."""
-    at = text.find(word)
-    while at >= 0:
-        end = at + len(word)
-        if (at == 0 or not text[at - 1].isalnum()) and (
-            end == len(text) or not text[end].isalnum()
-        ):
-            return True
-        at = text.find(word, at + 1)
-    return False
-
-
 def _finding(run: AgentTrajectory, pick: Pick) -> Finding:
     events = run.events
     event, source = events[pick.at], events[pick.source]
     who = event.agent_name or f"step {event.step_index}"
     field = pick.field
-    took = _label(pick.took, pick.took_shown, field)
-    wanted = _label(pick.wanted, pick.wanted_shown, field)
+    took = label(pick.took, pick.took_shown, field)
+    wanted = label(pick.wanted, pick.wanted_shown, field)
     value, right = pick.took_shown[field], pick.wanted_shown[field]
     if event.type in MODEL_TYPES:
         mode = (

@@ -103,19 +103,14 @@ def system_messages(loop: Any, key: str) -> list[str]:
     """The texts of the system messages the state's conversation (channel ``key``)
     holds as the run's first step starts: the first ``INSTRUCTIONS_KEPT``, each cut to
     ``INSTRUCTION_CHARS``; none when the channel is empty or not a list of messages."""
-    try:
+    found: list[str] = []
+    try:  # (an empty channel raises EmptyChannelError; an app's object may be anything)
         channel = loop.channels.get(key)
         messages = channel.get() if channel is not None else None
-    except Exception:  # (an empty channel raises EmptyChannelError)
-        return []
-    if not isinstance(messages, list):
-        return []
-    found: list[str] = []
-    try:
-        for message in messages:
+        for message in messages if isinstance(messages, list) else ():
             if getattr(message, "type", None) != "system":
                 continue
-            content = getattr(message, "content", None)  # (an app's own object may lack it)
+            content = getattr(message, "content", None)
             if isinstance(content, list):  # (content blocks: their texts)
                 content = " ".join(
                     str(b.get("text", "")) if isinstance(b, dict) else str(b) for b in content
@@ -126,7 +121,6 @@ def system_messages(loop: Any, key: str) -> list[str]:
                     break
     except Exception:  # (whatever the state holds, the step is recorded)
         log.debug("agentdebug: the state's system messages could not be read", exc_info=True)
-        return found
     return found
 
 

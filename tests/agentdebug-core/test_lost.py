@@ -10,7 +10,7 @@ import pytest
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from conftest import ev, node, traj
 
 ASK = "Hotels in Lisbon for 2 nights, max 120 EUR per night."
 PLAN = '[{"city": "Lisbon", "nights": 2, "max_price_eur": null, "cancel": "free"}]'
@@ -259,3 +259,74 @@ def test_a_wanted_value_a_node_first_passed_to_a_tool_is_still_wanted() -> None:
     )})  # fmt: skip
     (finding,) = found(run)
     assert (finding.agent_name, finding.step_index) == ("plan", 3)
+
+
+def _pipeline(*updates: tuple[str, Any]) -> AgentTrajectory:
+    """A pipeline of code nodes, each writing its update; the failure names IT-4471."""
+    events = [ev(0, EventType.USER_INPUT, None, input={"ticket_id": "IT-4471"})]
+    for i, (name, update) in enumerate(updates, start=1):
+        events += node(i, name, update)
+    reason = "IT closed ticket IT-4471 as resolved, but 2 sign-ins are still live"
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def test_a_node_that_wrote_only_keys_of_its_own_lost_nothing() -> None:
+    """A state graph keeps every key an update leaves out: an audit node writing its
+    own key, and a check writing nothing, went on with the ticket id still in the
+    state. Before, the audit was blamed for losing it."""
+    run = _pipeline(
+        ("close_ticket", {"ticket": {"id": "IT-4471", "status": "resolved"}}),
+        ("policy_check", {}),
+        ("security_audit", {"audit": {"live_sessions": 2}}),
+    )
+    assert found(run) == []
+
+
+def test_a_node_that_wrote_over_the_key_holding_it_lost_it() -> None:
+    run = _pipeline(
+        ("close_ticket", {"ticket": {"id": "IT-4471", "status": "resolved"}}),
+        ("security_audit", {"audit": {"live_sessions": 2}}),
+        ("archive", {"ticket": {"status": "archived"}}),
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("archive", 3)
+
+
+def _migration(*updates: tuple[str, Any], reason: str) -> AgentTrajectory:
+    events = [ev(0, EventType.USER_INPUT, None, input={"table": "users", "batch": 5000})]
+    for i, (name, update) in enumerate(updates, start=1):
+        events += node(i, name, update)
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def test_a_figure_the_next_node_made_something_else_from_is_lost_there() -> None:
+    """A row count no step carried on, and the batch plan made after it: the plan is
+    where it went (floor division dropped the last partial batch)."""
+    batches = [{"offset": n * 5000, "size": 5000} for n in range(9)]
+    run = _migration(
+        ("count_source", {"source_rows": 48730}),
+        ("plan_batches", {"batches": batches}),
+        ("copy", {"copied": 45000}),
+        ("cutover", {"reads_from": "users_v2"}),
+        reason="users_v2 has 45,000 rows while the legacy users table has 48,730",
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("plan_batches", 2)
+
+
+def test_a_closing_summary_did_not_lose_a_figure_a_check_found_or_steps_carried() -> None:
+    """The variance a reconcile found, and an amount every step carried, are not lost
+    by the closing report that sums them up."""
+    rows = [{"vendor": "Hydro-Quebec", "amount": 12480.0, "accrued": 1248.0}]
+    run = _migration(
+        ("load", {"notes": "Hydro-Quebec CAD 12,480.00"}),
+        ("draft", {"draft": {"amount": 1248.0}}),
+        ("reconcile", {"reconciliation": [{**rows[0], "variance": 11232.0}]}),
+        ("close_report", {"close_report": {"accrued": 2163.4, "status": "closed"}}),
+        reason="the bill came in at 12,480.00; the books carried 1,248.00: understated by 11,232.00",
+    )
+    assert found(run) == []

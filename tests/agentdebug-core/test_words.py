@@ -10,7 +10,7 @@ import pytest
 from agentdebug.attribute import HeuristicAttributor
 from agentdebug.attribute.heuristic import DEFAULT_GUESS
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from conftest import ev, node, traj
 
 REQUEST = "Compare the Kettle Pro and Kettle Max: price AND shipping time for each."
 
@@ -195,3 +195,19 @@ def test_with_no_finding_a_value_the_reason_names_unquoted_points_at_its_step(
         "no detector fired; the failure's reason names what this step said and no other "
         f"step did ({word})"
     )
+
+
+def test_a_failed_pipeline_of_code_nodes_still_gets_a_place_to_look() -> None:
+    """No model, no tool call, the graph's state as the answer (no agent gave it):
+    the nodes' updates are the run's decisions, so the report has a guess, said to be
+    one, instead of no root cause at all. A node that wrote nothing decided nothing."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input={"week": "2024-04-08"}),
+        *node(1, "check", {}),
+        *node(2, "localize", {"shifts": [{"start": "2024-04-15T00:00:00-05:00"}]}),
+        *node(3, "pay", {"gross": 528.0}),
+        ev(3, EventType.FINAL_ANSWER, None, output={"gross": 528.0}),
+    ]
+    hypotheses = HeuristicAttributor().attribute(failed_with("paid $54.00 short", *events), [])
+    assert [(h.agent_name, h.step_index) for h in hypotheses] == [("localize", 2), ("pay", 3)]
+    assert all(h.metadata.get(DEFAULT_GUESS) for h in hypotheses)

@@ -372,12 +372,19 @@ class HeuristicAttributor:
         """No finding to go on, in a run known to have failed (in one whose outcome is
         unknown, none: nothing says it failed): errors propagate forward, so the first
         step that commits to an approach is the likeliest decisive one, then the step
-        that gave the answer.
+        that gave the answer. In a run of code nodes alone (no model, no tool call, an
+        answer that is the graph's state), the nodes' updates are its decisions.
         A call that failed (a model call that timed out, tried again), or that was
         stopped before it said anything, decided nothing."""
         if trajectory.outcome.status is not OutcomeStatus.FAILURE:
             return []  # (nothing found, and no failure known: a guess would invent one)
         decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
+        if not decisions:  # (a pipeline of code nodes: what each node's update decided)
+            decisions = [
+                e
+                for e in trajectory.events
+                if e.type is EventType.AGENT_END and e.agent_name and e.output not in (None, {})
+            ]
         decisions = [e for e in decisions if not _decided_nothing(e)] or decisions
         if not decisions:
             return []

@@ -25,7 +25,7 @@ values, the earliest step is blamed. It is a weaker signal than the other rules'
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
@@ -174,14 +174,61 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             at, field = blamed, "input"
         else:
             at = last_wrote
-            blamed = next((i for i in decisions if i > at), None) if at >= 0 else None
             field = "input" if events[at].type is EventType.USER_INPUT else "output"
+            carried = sum(wrote) > 1
+            blamed = (
+                next(
+                    (
+                        i
+                        for i in decisions
+                        if i > at
+                        and _wrote_over(
+                            events[i], events[at], field, value, pattern, carried or i == end
+                        )
+                    ),
+                    None,
+                )
+                if at >= 0
+                else None
+            )
         if blamed is not None and (best is None or blamed < best[0]):
             quote = pattern.search(texts[at][0 if field == "input" else 1])
             best = (blamed, quote.group() if quote else value, events[at], field)
     if best is not None:
         blamed, value, holder, field = best
         yield _finding(events[blamed], holder, value, field)
+
+
+def _wrote_over(
+    step: AgentEvent,
+    holder: AgentEvent,
+    field: str,
+    value: str,
+    held: re.Pattern[str],
+    carried: bool,
+) -> bool:
+    """Whether a step after the value's last holder went on without it: a model's
+    reply; a node's update that wrote over a key the holder's mapping held it under
+    (``license_scan``'s ``"issues": []`` over ``sec_scan``'s CVE); or, of a figure no
+    step had carried on, an update that wrote something and is not the run's last
+    word (``carried``: else; a batch plan made from the row count it dropped). A state
+    graph keeps every key an update leaves out: a node that wrote nothing, or keys of
+    its own, did not drop the ticket id the run is about, nor did a closing summary
+    drop a figure the steps before it had carried, or a variance a check found."""
+    if step.type is not EventType.AGENT_END:
+        return True
+    update = step.output
+    if not isinstance(update, Mapping):
+        return update is not None
+    given = holder.input if field == "input" else holder.output
+    if isinstance(given, Mapping) and any(
+        key in update for key, part in given.items() if held.search(flatten(part, _READ))
+    ):
+        return True  # (wrote over where it was)
+    wrote = any(v not in (None, "", [], {}) for v in update.values())
+    if not isinstance(given, Mapping):
+        return wrote
+    return wrote and value[:1].isdigit() and not carried
 
 
 def decimal_of(text: str) -> Decimal | None:

@@ -254,3 +254,76 @@ def test_a_node_s_start_far_before_its_call_is_still_read() -> None:
     failed = Outcome(status=OutcomeStatus.FAILURE, reason=REASON)
     (finding,) = found(traj(*events).model_copy(update={"outcome": failed}))
     assert finding.event_id == "e80"
+
+
+def _paid(hours: Any = 0.0, *, result: str = '{"gross_pay": 2496.0}') -> AgentTrajectory:
+    """A payroll agent reads a timesheet (a tool's result as JSON text, as a ToolNode's
+    message holds it) and calls ``compute_gross_pay`` with ``overtime_hours=hours``."""
+    sheet = '{"employee_id": "EMP-204", "regular_hours": 80.0, "overtime_hours": 6.5}'
+    pay = {"tool_name": "compute_gross_pay"}
+    args = {"employee_id": "EMP-204", "regular_hours": 80.0, "overtime_hours": hours}
+    prompt = [
+        {"role": "user", "content": "Pay Dana Ortiz (EMP-204) for 2024-03-01/2024-03-15."},
+        {"role": "tool", "content": sheet},
+    ]
+    events = [
+        ev(0, EventType.USER_INPUT, None, input="Pay Dana Ortiz (EMP-204)."),
+        ev(1, EventType.TOOL_RESULT, "tools", output=sheet, metadata={"tool_name": "get"}),
+        ev(2, EventType.LLM_RESPONSE, "payroll", input=prompt, output={"tool_calls": [args]}),
+        ev(3, EventType.TOOL_CALL, "payroll", input=args, metadata=pay),
+        ev(4, EventType.TOOL_RESULT, "tools", output=result, metadata=pay, parent_id="e3"),
+    ]
+    events[3] = events[3].model_copy(update={"step_index": 2})
+    reason = "her paycheck came to $2,496.00, but her timesheet works out to $2,800.20"
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def test_a_call_whose_result_the_failure_names_contradicting_a_read_figure_is_blamed() -> None:
+    """The timesheet said 6.5 overtime hours, the model passed 0.0, and the tool's
+    correct result on that input is the figure the failure names: the call's
+    argument, read from a JSON text of the prompt, is where it went wrong."""
+    (finding,) = found(_paid())
+    assert (finding.agent_name, finding.step_index) == ("payroll", 2)
+    assert finding.confidence == 0.45
+    assert finding.message == (
+        "payroll called compute_gross_pay with overtime_hours=0.0, though its prompt at "
+        "step 2 gave overtime_hours=6.5, and the failure names what the call made"
+    )
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        _paid(6.5),  # the figure the timesheet gave
+        _paid(result='{"gross_pay": 2701.5}'),  # a result the failure does not name
+        _paid("six"),  # not a figure
+    ],
+)
+def test_a_call_is_not_blamed_without_a_read_figure_it_contradicts(run: AgentTrajectory) -> None:
+    assert found(run) == []
+
+
+def test_a_refund_over_the_charges_a_json_result_listed_is_blamed() -> None:
+    """The charges come as a tool's JSON text; the failure names the charge's 89.99
+    and the model refunded 179.98: before, the JSON text was one long string and
+    its fields were not read."""
+    charges = (
+        '{"order_total": 89.99, "charges": [{"charge_id": "ch_1", "amount": 89.99}, '
+        '{"charge_id": "ch_2", "amount": 89.99}]}'
+    )
+    refund = {"tool_name": "refund_order"}
+    args = {"order_id": "A-7781", "amount": 179.98}
+    prompt = [{"role": "user", "content": "Refund the duplicate charge."}, {"content": charges}]
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input="I was charged twice for A-7781."),
+        ev(1, EventType.TOOL_RESULT, "tools", output=charges, metadata={"tool_name": "list"}),
+        ev(2, EventType.LLM_RESPONSE, "billing", input=prompt, output={"tool_calls": [args]}),
+        ev(2, EventType.TOOL_CALL, "billing", input=args, metadata=refund),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="order A-7781 (89.99): we collected 0.00 on it"
+    )})  # fmt: skip
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index, finding.confidence) == ("billing", 2, 0.55)
+    assert "amount=179.98, though its prompt at step 2 gave amount=89.99" in finding.message

@@ -22,7 +22,14 @@ a value that was an earlier tool call's argument (in this run, or in a tool call
 message of the input holds: an earlier city asked about, an earlier page, an earlier
 recipient, a turn the user has since changed) is not one. The step that made the
 call is blamed: the model call that asked for it, else the call itself (a node's
-own code).
+own code). A text holding a JSON object or array (a tool's result, as a ToolNode's
+message holds it) is read as its fields: a refund of 179.98 where the charges listed
+``"amount": 89.99``, which the failure names, is this. And when the failure names
+none of the values given but names a figure the call's own result holds (what the
+call made went wrong: a paycheck of $2,496.00 the pay tool computed right from the
+hours it was passed), a number the step was given as the key's one number (the
+timesheet's ``"overtime_hours": 6.5``) where the call passed another (0) is this
+too, with confidence 0.45 instead of 0.55.
 """
 
 from __future__ import annotations
@@ -32,9 +39,13 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
+from agentdebug.detect.lost import wanted_values
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.text import flatten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -45,6 +56,7 @@ _LONGEST = 100  # characters of a value compared
 _STATE = 2000  # events before a call read for the state its node was given
 _STEP = 1000  # events before a call read for the rest of its step
 _VISITS = 20_000  # parts of one payload read
+_PARSED = 100_000  # characters of a text read as JSON
 # keys every object has, whose values name no one thing the step was to keep
 _GENERIC = frozenset(
     {"id", "name", "type", "kind", "text", "content", "message", "role", "title"}
@@ -59,11 +71,13 @@ _CALLS = frozenset(
 _GIVERS = frozenset({EventType.AGENT_START, EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "128,000" -> "128000"
+_FIGURE = re.compile(r"-?\d+(?:\.\d+)?")
 
 
 def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
     """(key, value as text) of the texts and numbers of a payload, at any depth (the
-    key a value is under, an item of a list under the list's), not inside keys in
+    key a value is under, an item of a list under the list's; a text holding a JSON
+    object or array, a tool's result, read as what it holds), not inside keys in
     ``skip``; at most ``_VISITS`` parts of it read."""
     stack: list[tuple[str, Any, int]] = [("", value, 0)]
     visits = 0
@@ -80,10 +94,27 @@ def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple
         elif isinstance(item, (list, tuple)):
             if depth < 12:
                 stack.extend((key, v, depth + 1) for v in reversed(item[:500]))
+        elif isinstance(item, str) and item[:1] in "[{" and depth < 12:
+            parsed = _json(item)  # (a tool's result as a ToolMessage's content: its fields)
+            if parsed is not None:
+                stack.append((key, parsed, depth + 1))
+            elif (text := _text(item)) is not None:
+                yield key, text
         else:
             text = _text(item)
             if text is not None:
                 yield key, text
+
+
+def _json(text: str) -> dict[str, Any] | list[Any] | None:
+    """A JSON object or array written as text (of ``_PARSED`` characters or fewer)."""
+    if len(text) > _PARSED or text.rstrip()[-1:] not in ("]", "}"):
+        return None
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
 
 
 def _pairs(value: Any) -> Iterator[tuple[str, str]]:
@@ -125,7 +156,8 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
     if not failure.strip():
         return
     events = run.events
-    state = _State(events, failure)
+    state = _State(events)
+    made = [p for v, p in wanted_values(f"{run.outcome.reason or ''}") if v[:1].isdigit()]
     asked_before: dict[str, set[str]] = {}  # key -> the values earlier calls were given
     calls = 0
     for at, call in enumerate(events):
@@ -137,9 +169,12 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
         args = call.input
         asked = list(_pairs(args)) if isinstance(args, dict) else []
         found = _overridden(events, at, asked, failure, asked_before, state) if asked else None
+        named = found is not None
+        if found is None and asked and _made_named(events, at, made):
+            found = _overridden(events, at, asked, None, asked_before, state)
         if found is not None:
             key, value, other, given_by = found
-            yield _finding(_decider(events, at), call, key, value, other, given_by)
+            yield _finding(_decider(events, at), call, key, value, other, given_by, named)
             return
         for key, value in asked:
             asked_before.setdefault(key, set()).add(value.lower())
@@ -149,35 +184,63 @@ def _overridden(
     events: list[AgentEvent],
     at: int,
     asked: list[tuple[str, str]],
-    failure: str,
+    failure: str | None,
     asked_before: dict[str, set[str]],
     state: _State,
 ) -> tuple[str, str, str, AgentEvent] | None:
     """(key, the call's value, the value given, the event that gave it) of the call
-    at ``at``, when it took another value than its step was given; else None."""
+    at ``at``, when it took another value than its step was given, one the failure
+    names; else None. Without ``failure`` (a call whose result the failure names):
+    a number where the step was given one other number under its key."""
     held = {text.lower() for _, text in _leaves(events[at].input)}
-    given = _given(events, at, {key for key, _ in asked}, state, failure)
+    given = _given(events, at, {key for key, _ in asked}, state)
     for key, value in asked:
         values = given.get(key, {})
         if value.lower() in {v.lower() for v in values}:
             continue  # (one of those given: a list's item, each in its call)
+        if failure is None:  # (one number given, and the call's another)
+            figures = [v for v in values if _number(v)]
+            if len(figures) != 1 or not _number(value):
+                continue
+            values = {figures[0]: values[figures[0]]}
         for other, by in values.items():
             low = other.lower()
             if (
-                len(low) >= 3
+                (len(low) >= 3 or failure is None)
                 and low not in held
                 and low not in asked_before.get(key, ())
-                and _named(failure, other)
+                and (failure is None or _named(failure, other))
             ):
                 return key, value, other, by
     return None
 
 
+def _number(value: str) -> bool:
+    return _FIGURE.fullmatch(value) is not None
+
+
+def _made_named(events: list[AgentEvent], at: int, made: list[re.Pattern[str]]) -> bool:
+    """Whether the result of the call ``events[at]`` holds a figure the failure names
+    (what the call made is what went wrong: a paycheck computed from the hours the
+    model passed)."""
+    if not made:
+        return False
+    call = events[at]
+    link = call.metadata.get("tool_call_id")
+    for event in events[at + 1 : at + _STEP]:
+        if event.type is EventType.TOOL_RESULT and (
+            event.parent_id == call.id or (link and event.metadata.get("tool_call_id") == link)
+        ):
+            said = flatten(event.output, _PARSED)
+            return any(p.search(said) for p in made)
+    return False
+
+
 def _given(
-    events: list[AgentEvent], at: int, keys: set[str], state: _State, failure: str
+    events: list[AgentEvent], at: int, keys: set[str], state: _State
 ) -> dict[str, dict[str, AgentEvent]]:
-    """What the step of ``events[at]`` was given under ``keys`` (of the values the
-    failure names): its agent's start's input and its model calls' prompts at that
+    """What the step of ``events[at]`` was given under ``keys``: its agent's start's
+    input and its model calls' prompts at that
     step, before the call. A graph node's start that records no input read the
     state: what the nodes before it wrote there (every value of each key, the latest
     writer's named for it: a reducer may have kept them all, as it keeps parallel
@@ -190,7 +253,7 @@ def _given(
             continue
         if event.type in _GIVERS:
             for key, value in _pairs(event.input):
-                if key in keys and _named(failure, value):
+                if key in keys:
                     out.setdefault(key, {}).setdefault(value, event)
         if event.type is EventType.AGENT_START:
             start = event
@@ -203,12 +266,11 @@ def _given(
 
 
 class _State:
-    """What the nodes' updates wrote, by key, in the order written, of the values the
-    failure names; read once, when first asked."""
+    """What the nodes' updates wrote, by key, in the order written; read once, when
+    first asked."""
 
-    def __init__(self, events: list[AgentEvent], failure: str) -> None:
+    def __init__(self, events: list[AgentEvent]) -> None:
         self.events = events
-        self.failure = failure
         self._by_key: dict[str, list[tuple[int, str, AgentEvent]]] | None = None
 
     def before(self, key: str, at: int, step: int) -> Iterator[tuple[str, AgentEvent]]:
@@ -219,8 +281,7 @@ class _State:
             for i, event in enumerate(self.events):
                 if event.type is EventType.AGENT_END:
                     for k, value in _pairs(event.output):
-                        if _named(self.failure, value):
-                            self._by_key.setdefault(k, []).append((i, value, event))
+                        self._by_key.setdefault(k, []).append((i, value, event))
         written = self._by_key.get(key, [])
         for i, value, event in reversed(written[: bisect.bisect_left(written, (at,))]):
             if i < at - _STATE:
@@ -246,11 +307,17 @@ def _decider(events: list[AgentEvent], at: int) -> AgentEvent:
 
 def _shown(value: str) -> str:
     """A value as the message says it: a number bare, a text quoted."""
-    return value if re.fullmatch(r"-?\d+(?:\.\d+)?", value) else repr(value)
+    return value if _number(value) else repr(value)
 
 
 def _finding(
-    blamed: AgentEvent, call: AgentEvent, key: str, value: str, other: str, given_by: AgentEvent
+    blamed: AgentEvent,
+    call: AgentEvent,
+    key: str,
+    value: str,
+    other: str,
+    given_by: AgentEvent,
+    named: bool,
 ) -> Finding:
     agent = blamed.agent_name or call.agent_name or "the step"
     tool = tool_name(call) or "a tool"
@@ -267,8 +334,9 @@ def _finding(
         "memory.context_loss",
         blamed,
         f"{agent} called {tool} with {key}={_shown(value)}, though {where} gave "
-        f"{key}={_shown(other)}, which the failure names",
-        confidence=0.55,
+        f"{key}={_shown(other)}, "
+        + ("which the failure names" if named else "and the failure names what the call made"),
+        confidence=0.55 if named else 0.45,
         evidence=[quoted(given_by, field, other), quoted(call, "input", value)],
         metadata={
             "fix": (

@@ -207,7 +207,11 @@ def test_retried_attempts_are_linked_and_an_error_a_retry_got_past_is_not_blamed
     assert run.outcome.status is OutcomeStatus.FAILURE
     (report,) = cb.reports
     assert "timed out" not in report.summary
-    assert report.root_cause is None  # nothing else to go on: no model call, no other error
+    # the quote's code wrote the price ten times over: it is blamed, not the timeouts
+    root = report.root_cause
+    assert root is not None and not root.metadata.get("default_guess")
+    assert (root.agent_name, root.mode_id) == ("quote", "reflection.flawed_reasoning")
+    assert root.step_index == third.step_index + 1
     resolved = [f for f in report.findings if f.mode_id == "system.timeout"]
     assert len(resolved) == 2 and all(f.severity.value == "info" for f in resolved)
 

@@ -60,13 +60,16 @@ from agentdebug.detect.rules import (
     rule_stall_reported,
     rule_unknown_handoff,
 )
+from agentdebug.detect.shifted import rule_figure_scaled
 from agentdebug.detect.tallied import rule_total_of_dropped_rows
+from agentdebug.detect.textsorted import rule_sorted_as_text
 from agentdebug.detect.trimmed import rule_instruction_trimmed
 from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.detect.unlisted import rule_named_record_unlisted
 from agentdebug.detect.unmerged import rule_update_not_merged
 from agentdebug.detect.unsatisfied import rule_critic_never_satisfied
 from agentdebug.detect.unsourced import rule_unsourced_argument
+from agentdebug.detect.zoned import rule_time_zone_relabelled
 from agentdebug.schema import AgentTrajectory, Finding
 
 log = logging.getLogger("agentdebug.detect")
@@ -225,6 +228,21 @@ RULES: list[Rule] = [
         "update_readded",
         "a node's update that gave an appending reducer the items the state held",
         rule_update_readded,
+    ),
+    Rule(
+        "time_zone_relabelled",
+        "a step that relabelled a timestamp with another zone instead of converting it",
+        rule_time_zone_relabelled,
+    ),
+    Rule(
+        "figure_scaled",
+        "a figure a step wrote with its decimal point moved (12,480.00 as 1,248.00)",
+        rule_figure_scaled,
+    ),
+    Rule(
+        "sorted_as_text",
+        'a step that sorted records by a number written as text ("9.8" before "10.0")',
+        rule_sorted_as_text,
     ),
 ]
 

@@ -1,0 +1,103 @@
+"""A figure a step wrote with its decimal point moved (12,480.00 as 1,248.00, 0.027 as
+0.27 %, 860 ms as 0.86 ms): blamed at the step that wrote it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, node, traj
+
+NOTE = "Hydro-Quebec electricity, March, per meter read: CAD 12,480.00"
+REASON = "the Hydro-Quebec bill came in at 12,480.00 but the books carried 1,248.00"
+
+
+def failed(*events: AgentEvent, reason: str = REASON) -> AgentTrajectory:
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def accrual(drafted: str, *, reason: str = REASON) -> AgentTrajectory:
+    """load (code) -> draft (a model reading the note) -> post (code)."""
+    return failed(
+        ev(0, EventType.USER_INPUT, None, input={"period": "2024-03"}),
+        *node(1, "load", {"notes": [NOTE]}),
+        ev(2, EventType.AGENT_START, "draft"),
+        ev(2, EventType.LLM_RESPONSE, "draft", input=[{"content": NOTE}],
+           output={"content": drafted}),
+        ev(2, EventType.AGENT_END, "draft", output={"draft": drafted}),
+        *node(3, "post", {"journal": [{"account": "6100", "entry": drafted}]}),
+        reason=reason,
+    )  # fmt: skip
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "figure_scaled"]
+
+
+def test_a_model_that_drafted_a_tenth_of_the_amount_it_read_is_blamed() -> None:
+    run = accrual('{"vendor": "Hydro-Quebec", "amount": 1248.00}')
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("draft", 2)
+    assert finding.mode_id == "observation.output_misread"
+    assert finding.message == (
+        "draft at step 2: the run held 12,480.00, which the failure names, and it wrote "
+        "1248.0: the same digits, its decimal point moved"
+    )
+    report = diagnose(run)
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("draft", 2)
+
+
+def test_a_fraction_read_as_a_percentage_is_blamed() -> None:
+    rates = '{"services": [{"service": "payments", "error_rate": 0.027}]}'
+    run = failed(
+        ev(0, EventType.USER_INPUT, None, input="Page for every service over 2% 5xx."),
+        ev(1, EventType.TOOL_RESULT, "tools", output=rates),
+        ev(2, EventType.LLM_RESPONSE, "agent", input=[{"content": rates}],
+           output={"content": "payments is at 0.27%, under the threshold."}),
+        reason="payments failed 2.7% of requests and nobody was paged",
+    )  # fmt: skip
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("agent", 2)
+
+
+def test_a_tool_that_reported_microseconds_as_seconds_under_ms_is_blamed() -> None:
+    """The run never held 860: the tool's own conversion wrote 0.86 as ``p95_ms``."""
+    run = failed(
+        ev(0, EventType.USER_INPUT, None, input="Check the SLOs."),
+        ev(1, EventType.TOOL_RESULT, "tools", output='{"service": "checkout", "p95_ms": 0.86}'),
+        ev(2, EventType.LLM_RESPONSE, "agent", input="...", output={"content": "All green."}),
+        reason="checkout p95 has been around 860 ms against a 500 ms SLO; nobody was paged",
+    )  # fmt: skip
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.mode_id) == ("tools", "reflection.flawed_reasoning")
+    assert "which the run never held, and it wrote 0.86 under the same unit" in finding.message
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        accrual('{"vendor": "Hydro-Quebec", "amount": 12480.00}'),  # read right
+        # the figure written too (a line's tenth beside it: a split, not a misread)
+        accrual('{"amount": 12480.00, "tax_share": 1248.00}'),
+        # a two-digit number without a decimal point: too common by chance
+        accrual("12 lines", reason="the bill was 1.2 thousand short"),
+        accrual('{"amount": 1248.00}').model_copy(
+            update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)}
+        ),
+        # kept in minor units on purpose
+        accrual('{"amount_cents": 1248000}', reason="the bill came in at 12,480.00"),
+        # a unit slip the run's data does not label as the figure's unit
+        failed(
+            ev(1, EventType.TOOL_RESULT, "tools", output='{"p95_s": 0.86}'),
+            reason="checkout p95 has been around 860 ms",
+        ),
+    ],
+)
+def test_not_a_scaled_figure(run: AgentTrajectory) -> None:
+    assert found(run) == []

@@ -416,3 +416,26 @@ def test_a_field_only_one_record_marks_does_not_make_a_pick_a_carrier() -> None:
     run = sourcing(award=noted[1])
     run.events[2] = run.events[2].model_copy(update={"output": {"scored": noted}})
     assert [f.agent_name for f in found(run)] == ["rank"]
+
+
+def test_a_merge_keyed_by_name_that_kept_one_record_is_the_pick() -> None:
+    """A merge writes the offers keyed by vendor (``{"Copier paper": {"OfficeHub":
+    3.1}}``) and each later vendor's bid overwrote the earlier's: the merge took
+    OfficeHub's record, not the award after it that read the merged offers. Before,
+    a mapping's keys were not read, and the award was blamed."""
+    quotes = [
+        {"vendor": "PaperCo", "item": "Copier paper", "price": 2.45, "valid": "2024-06-30"},
+        {"vendor": "TonerDirect", "item": "Toner 59A", "price": 96.0, "valid": "2024-06-15"},
+        {"vendor": "OfficeHub", "item": "Copier paper", "price": 3.1, "valid": "2024-07-01"},
+    ]
+    run = failed(
+        traj(
+            ev(0, EventType.USER_INPUT, None, input={"rfq": "RFQ-2024-117"}),
+            *node(1, "collect_quotes", {"quotes": quotes}),
+            *node(2, "merge_offers", {"offers": {"Copier paper": {"OfficeHub": 3.1}}}),
+            *node(3, "award_lines", {"awards": [{"vendor": "OfficeHub", "unit": 3.1}]}),
+        ),
+        "PO-24600 buys copier paper from OfficeHub at $3.10, but PaperCo quoted $2.45",
+    )
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("merge_offers", 2)

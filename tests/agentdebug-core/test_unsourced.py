@@ -208,3 +208,49 @@ def test_a_chat_transcript_s_made_up_id_is_blamed_on_the_call(tmp_path: Path) ->
     assert finding.agent_name == "assistant" and "order_id='ORD-20931'" in finding.message
     # an id the run's own instructions gave is no made-up one
     assert found(_chat("You act for order ORD-20931 only.", tmp_path)) == []
+
+
+def _deploy(uri: str, *, given: str | None) -> AgentTrajectory:
+    """A model reads a model's evaluation (with its registered artifact, when
+    ``given``) and deploys ``uri``."""
+    evaluation = {"model": "fraud-detector", "candidate": "8", "gate": "passed"}
+    if given is not None:
+        evaluation["artifact_uri"] = given
+    result = json.dumps(evaluation)
+    args = {"model_name": "fraud-detector", "version": "8", "artifact_uri": uri}
+    deploy = {"tool_name": "deploy_model"}
+    return traj(
+        ev(0, EventType.USER_INPUT, None, input="Ship fraud-detector v8 as a canary."),
+        ev(1, EventType.TOOL_RESULT, "tools", output=result, metadata={"tool_name": "get_eval"}),
+        ev(2, EventType.LLM_RESPONSE, "agent", input=[{"content": result}],
+           output={"tool_calls": [{"name": "deploy_model", "args": args}]}),
+        ev(2, EventType.TOOL_CALL, "agent", input=args, metadata=deploy),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="v8 never went live: the canary is crash-looping"
+    )})  # fmt: skip
+
+
+REGISTERED = "s3://ml-artifacts-prod/fraud-detector/8/model.onnx"
+
+
+def test_a_made_up_artifact_address_where_one_was_given_is_blamed() -> None:
+    (finding,) = found(_deploy("s3://ml-models/fraud-detector/v8/model.pkl", given=REGISTERED))
+    assert (finding.agent_name, finding.step_index) == ("agent", 2)
+    assert finding.message.startswith(
+        "agent called deploy_model with artifact_uri='s3://ml-models/fraud-detector/v8/"
+        "model.pkl', which nothing in the run had given"
+    )
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        _deploy(REGISTERED, given=REGISTERED),  # the address given
+        # no address given under the key: one the model built (a base and a path)
+        _deploy("s3://ml-models/fraud-detector/v8/model.pkl", given=None),
+    ],
+)
+def test_an_address_given_or_built_where_none_was_given_is_no_finding(
+    run: AgentTrajectory,
+) -> None:
+    assert found(run) == []

@@ -43,6 +43,7 @@ import orjson
 
 from agentdebug.detect.node_runs import NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.textsorted import sorted_before
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import compact_json
 
@@ -199,7 +200,8 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
                         and not _merged(n, channel, final)
                     )
                     if dropped:
-                        yield _finding(event, events[source], sorted(kept), dropped)
+                        if not sorted_before(ctx, at):  # (kept a mis-sorted list's top)
+                            yield _finding(event, events[source], sorted(kept), dropped)
                         return
         seen.extend((at, field, names) for field, names in found if len(names) >= 2)
 

@@ -23,7 +23,8 @@ A later step (a model's reply whose prompt held the marks of more records in tha
 field than it wrote; or a node's update made by its own code, not a model, whose
 recorded input, if any, held more) is the pick when its output (of
 ``PICK_READ`` characters at most: a pick writes a record or a few, not a document;
-numbers read as whole words, not the 12 of "CUP-12-SL") holds the marks of one
+numbers read as whole words, not the 12 of "CUP-12-SL"; a mapping's keys read too: a
+merge keyed by vendor, ``{"OfficeHub": 3.1}``, took OfficeHub) holds the marks of one
 record or a few in the field, ``took``, each a text, a number of three significant
 digits or more, or held with another of its record's marks (not a 30 held by
 chance), and not ``wanted``'s, and does not hold every record by a text field two
@@ -66,6 +67,7 @@ from agentdebug.detect.records import (
     strong,
 )
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.textsorted import sorted_before
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 
 if TYPE_CHECKING:
@@ -107,7 +109,7 @@ def rule_wrong_record_picked(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's step that took one record of a list, where the failure names
     another of the same list."""
     pick = picked(ctx)
-    if pick is not None:
+    if pick is not None and not sorted_before(ctx, pick.at):  # (took a mis-sorted list's top)
         yield _finding(ctx.trajectory, pick)
 
 
@@ -145,7 +147,7 @@ class _Held:
         found = self._read.get(key)
         if found is None:
             event = self._events[at]
-            text = leaves(event.output if output else event.input)
+            text = leaves(event.output if output else event.input, keys=True)
             found = NOTHING if output and len(text) > PICK_READ else Text(text.casefold())
             self._read[key] = found
         return found

@@ -200,10 +200,11 @@ def label(marks: dict[str, Mark], shown: dict[str, str], field: str) -> str:
 # -- holding marks ---------------------------------------------------------------
 
 
-def leaves(payload: Any) -> str:
+def leaves(payload: Any, keys: bool = False) -> str:
     """Every text and number a payload holds, one a line (a tool call's arguments
     too, which :func:`agentdebug.text.flatten` leaves out of a message), up to
-    ``_READ`` characters."""
+    ``_READ`` characters; with ``keys``, a mapping's keys too (a mapping keyed by
+    name, ``{"OfficeHub": 3.1}``, holds the name)."""
     parts: list[str] = []
     size = 0
     stack = [payload]
@@ -216,6 +217,8 @@ def leaves(payload: Any) -> str:
             size += len(value)
         elif isinstance(value, dict):
             stack.extend(reversed(list(value.values())))
+            if keys:
+                stack.extend(str(k) for k in reversed(list(value)))
         elif isinstance(value, (list, tuple)):
             stack.extend(reversed(value))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):

@@ -12,9 +12,11 @@ The rule keeps to what it can read for certain, in a failed run: an argument of 
 tool call that reads as an identifier (letters and three digits or more joined,
 "ORD-20931", "INV_1042", "C4410", "TKT-2024-0042"; or, under a key that names one,
 ``order_id``, ``orderId``, ``account_number``, ``accountNumber``, ``sku``, ``ref``,
-a value with three digits or more), first said by a model (its reply's tool calls or
-text, its reasoning; or, in a transcript that records no reply beside its calls, the
-call itself), with nothing before it holding it (the run's input, a tool's result,
+a value with three digits or more; or a resource's address, ``s3://...``,
+``https://...``, where an event before held one under the same key: the registered
+artifact a model deployed another of), first said by a model (its reply's tool
+calls or text, its reasoning; or, in a transcript that records no reply beside its
+calls, the call itself), with nothing before it holding it (the run's input, a tool's result,
 a node's update, a prompt, the run's own instructions), neither as written (any
 case) nor by its digits (each group of four digits or more, "20931" for
 "ORD-20931", "2024-06-11" for "20240611"); and that matters to the failure: the
@@ -67,6 +69,8 @@ _MAKES = frozenset(
 )
 _SAYS = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
 _GROUPS = re.compile(r"\d{4,}")
+# a resource's address: "s3://bucket/key", "https://host/path" (300 characters at most)
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,9}://[^\s\"'<>]{3,300}")
 _SQUEEZE = re.compile(r"(?<=\d)[-/.:_ ](?=\d)")  # "2024-06-11" read as "20240611" too
 
 
@@ -82,6 +86,9 @@ def _ids(args: Any, key: str = "") -> Iterator[tuple[str, str]]:
         return
     elif isinstance(args, str) or (isinstance(args, int) and abs(args) < 10**40):
         value = str(args).strip()
+        if _URI.fullmatch(value):
+            yield key, value
+            return
         if len(value) > 40:
             return
         if _ID.fullmatch(value) or (_ID_KEY.search(key) and re.search(r"\d{3}", value)):
@@ -138,6 +145,12 @@ class _Run:
             if all(f >= 0 for f in found):
                 hits.append(bisect.bisect_right(starts, max(found)) - 1)
         return min(hits) - 1 if hits else None
+
+    def keyed_before(self, index: int, key: str) -> bool:
+        """Whether an event before ``index`` held a value under ``key`` (as JSON)."""
+        before = self.text[: self.starts[index + 1]] if index + 1 < len(self.starts) else self.text
+        low = key.lower()
+        return f'"{low}": "' in before or f'"{low}":"' in before
 
     def given_to(self, index: int, value: str) -> bool:
         """Whether event ``index`` was given ``value`` in its own input (its prompt)."""
@@ -198,6 +211,8 @@ def rule_unsourced_argument(ctx: RuleContext) -> Iterator[Finding]:
         if first.type in _SAYS and text.given_to(at, value):
             continue  # (given in its own prompt)
         said = first.type in _SAYS or (first.type is EventType.TOOL_CALL and first is call)
+        if _URI.fullmatch(value) and not text.keyed_before(at, key):
+            continue  # (an address the model built; unsourced only where one was given)
         if said and first.agent_name:
             yield _finding(first, call, key, value)
             return

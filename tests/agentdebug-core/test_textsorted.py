@@ -1,0 +1,84 @@
+"""A step that sorted records by a number written as text ("9.8" before "10.0"):
+blamed at the sort, not at the step that took its top items."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentTrajectory, Outcome, OutcomeStatus
+from conftest import node, traj
+
+FINDINGS = [
+    {"package": "urllib3", "cve": "CVE-2023-43804", "cvss": "8.1"},
+    {"package": "log4j-core", "cve": "CVE-2021-44228", "cvss": "10.0"},
+    {"package": "pyyaml", "cve": "CVE-2020-14343", "cvss": "9.8"},
+    {"package": "requests", "cve": "CVE-2023-32681", "cvss": "6.1"},
+]
+REASON = "log4j-core (CVSS 10.0) didn't get a ticket this sprint, while a CVSS 8.1 finding did"
+
+
+def triage(
+    ranked: list[dict[str, Any]],
+    *,
+    reason: str = REASON,
+    status: OutcomeStatus = OutcomeStatus.FAILURE,
+) -> AgentTrajectory:
+    """scan (code) -> prioritize (code: the order) -> open_tickets (the top two)."""
+    tickets = [{"ticket": f"SEC-{n}", "package": f["package"]} for n, f in enumerate(ranked[:2])]
+    return traj(
+        *node(1, "scan", {"findings": FINDINGS}),
+        *node(2, "prioritize", {"ranked": ranked}),
+        *node(3, "open_tickets", {"tickets": tickets}),
+    ).model_copy(update={"outcome": Outcome(status=status, reason=reason)})
+
+
+AS_TEXT = sorted(FINDINGS, key=lambda f: f["cvss"], reverse=True)
+AS_NUMBERS = sorted(FINDINGS, key=lambda f: float(f["cvss"]), reverse=True)
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "sorted_as_text"]
+
+
+def test_scores_sorted_as_text_are_blamed_on_the_sort() -> None:
+    run = triage(AS_TEXT)
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("prioritize", 2)
+    assert finding.message == (
+        "prioritize at step 2 ordered the records by 'cvss' as text ('9.8', '8.1', '6.1', "
+        "'10.0'), not as numbers: the record of 'log4j-core' is out of its place"
+    )
+    report = diagnose(run)
+    assert report.root_cause is not None
+    assert (report.root_cause.agent_name, report.root_cause.step_index) == ("prioritize", 2)
+    assert report.fix is not None and "sort by 'cvss' as a number" in report.fix.directive
+    # (the step that took the top two took them faithfully: not read as a pick)
+    assert [f.rule_id for f in report.findings] == ["sorted_as_text"]
+
+
+def test_numbers_as_numbers_ascending_as_text_are_blamed_too() -> None:
+    bids = [{"vendor": v, "price": p} for v, p in (("Acme", 95), ("Bolt", 120), ("Crux", 101))]
+    ranked = sorted(bids, key=lambda b: str(b["price"]))
+    run = traj(*node(1, "load", {"bids": bids}), *node(2, "rank", {"bids": ranked})).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="Acme at 95 was cheapest")}
+    )
+    (finding,) = found(run)
+    assert finding.agent_name == "rank"
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        triage(AS_NUMBERS),  # sorted right
+        triage(FINDINGS),  # not sorted at all
+        triage(AS_TEXT, status=OutcomeStatus.SUCCESS),
+        triage(AS_TEXT, reason="the sprint board was late"),  # names no record moved
+        # a list the step made itself (no record came from before)
+        triage([{**f, "rank": n} for n, f in enumerate(AS_TEXT)]),
+    ],
+)
+def test_not_sorted_as_text(run: AgentTrajectory) -> None:
+    assert found(run) == []

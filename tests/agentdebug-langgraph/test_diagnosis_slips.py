@@ -199,3 +199,42 @@ def test_a_model_that_read_a_fraction_as_a_percentage_is_blamed(dbg: AgentDebug)
         "At step 3, agent: it wrote 0.27 where the figure is 2.7%; read the figure again, "
         "with its decimal point (a fraction is not a percentage)."
     )
+
+
+@tool
+def run_dq_suite(table: str) -> str:
+    """Run the data-quality suite on a table."""
+    CHECKED.append(table)
+    return json.dumps({"table": table, "passed": True})
+
+
+CHECKED: list[str] = []
+
+
+def test_a_model_that_cleared_a_publish_after_two_of_three_tables_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    CHECKED.clear()
+    model = scripted([
+        call("run_dq_suite", {"table": "customers"}, "d1"),
+        call("run_dq_suite", {"table": "payments"}, "d2"),
+        AIMessage(content="All checks passed: revenue-daily is cleared to publish."),
+        AIMessage(content="unused"),
+    ])  # fmt: skip
+
+    def checked(state: dict[str, Any]) -> bool | str:
+        return "orders" in CHECKED or (
+            "finance found 1,212 orders with no customer_id; the sign-off lists customers, payments"
+        )
+
+    callback = AgentDebugCallback(dbg, success_check=checked)
+    graph = agent_loop(model, ToolNode([run_dq_suite]))
+    ask = "Before we publish revenue-daily, run the DQ suite on orders, customers and payments."
+    graph.invoke({"messages": [HumanMessage(ask)]}, {"callbacks": [callback]})
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("agent", 5)
+    assert root.mode_id == "verification.premature_success"
+    assert report.fix is not None and report.fix.directive.startswith(
+        "At step 5, agent: call run_dq_suite for 'orders' too (the request listed it)"
+    )

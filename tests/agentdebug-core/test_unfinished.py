@@ -1,0 +1,81 @@
+"""A model that answered after acting on some of the items the request listed, and
+not on the one the failure names: blamed at the answer that stopped."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.detect import RulePack
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+ASK = "Before we publish revenue-daily, run the DQ suite on orders, customers and payments."
+REASON = "finance found 1,212 orders with no customer_id; the sign-off lists customers, payments"
+
+
+def dq(
+    tables: list[str],
+    *,
+    ask: Any = ASK,
+    reason: str = REASON,
+    answer: dict[str, Any] | None = None,
+) -> AgentTrajectory:
+    """An agent runs ``run_dq_suite`` on ``tables`` one after another, then answers."""
+    events: list[AgentEvent] = [ev(0, EventType.USER_INPUT, None, input=ask)]
+    for n, table in enumerate(tables):
+        step = 2 * n + 1
+        call = {"name": "run_dq_suite", "args": {"table": table}}
+        events += [
+            ev(step, EventType.LLM_RESPONSE, "agent", input="...", output={"tool_calls": [call]}),
+            ev(step, EventType.TOOL_CALL, "agent", input={"table": table},
+               metadata={"tool_name": "run_dq_suite"}),
+            ev(step + 1, EventType.TOOL_RESULT, "tools", output={"table": table, "passed": True}),
+        ]  # fmt: skip
+    said = answer or {"content": "All checks passed; revenue-daily is cleared to publish."}
+    events.append(
+        ev(2 * len(tables) + 1, EventType.LLM_RESPONSE, "agent", input="...", output=said)
+    )
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def found(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "asked_item_skipped"]
+
+
+def test_the_answer_after_two_of_three_tables_is_blamed() -> None:
+    (finding,) = found(dq(["customers", "payments"]))
+    assert (finding.agent_name, finding.step_index) == ("agent", 5)
+    assert finding.mode_id == "verification.premature_success"
+    assert finding.message == (
+        "agent answered at step 5 after calling run_dq_suite for 'customers', 'payments' of "
+        "the items the request listed ('orders', 'customers', 'payments'); no call was given "
+        "'orders', which the failure names"
+    )
+
+
+def test_a_list_in_the_input_payload_is_read_too() -> None:
+    ask = {
+        "request": "Run the DQ suite before publishing.",
+        "tables": ["Orders", "customers", "payments"],
+    }
+    (finding,) = found(dq(["customers", "payments"], ask=ask))
+    assert finding.metadata["value"] == "orders"
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        dq(["customers", "payments", "orders"]),  # every table done
+        dq(["customers"]),  # one item done: not a walk through the list
+        dq(["customers", "payments"], reason="the dashboard went out late"),  # names no item
+        # the last reply asked for another tool: it did not stop there
+        dq(["customers", "payments"], answer={"tool_calls": [{"name": "publish", "args": {}}]}),
+        # a request that lists no items
+        dq(["customers", "payments"], ask="Run the DQ suite on the usual tables."),
+    ],
+)
+def test_not_an_item_skipped(run: AgentTrajectory) -> None:
+    assert found(run) == []

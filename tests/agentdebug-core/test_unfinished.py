@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 from agentdebug.detect import RulePack
-from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from agentdebug.schema import (
+    AgentEvent,
+    AgentInfo,
+    AgentTrajectory,
+    EventType,
+    Outcome,
+    OutcomeStatus,
+)
 from conftest import ev, traj
 
 ASK = "Before we publish revenue-daily, run the DQ suite on orders, customers and payments."
@@ -79,3 +86,59 @@ def test_a_list_in_the_input_payload_is_read_too() -> None:
 )
 def test_not_an_item_skipped(run: AgentTrajectory) -> None:
     assert found(run) == []
+
+
+def ticket(
+    called: list[str],
+    *,
+    ask: str = "Ticket IT-4471: reset his password, revoke all of his active sessions, "
+    "and disable the laptop.",
+    offered: tuple[str, ...] = ("reset_password", "revoke_sessions", "disable_device"),
+) -> AgentTrajectory:
+    """A service-desk model offered ``offered`` calls ``called`` and says it is done."""
+    events: list[AgentEvent] = [ev(0, EventType.USER_INPUT, None, input=ask)]
+    for n, tool in enumerate(called):
+        step = 2 * n + 1
+        events += [
+            ev(step, EventType.LLM_RESPONSE, "desk", input="...",
+               output={"tool_calls": [{"name": tool, "args": {"user": "jlee"}}]}),
+            ev(step, EventType.TOOL_CALL, "desk", input={"user": "jlee"},
+               metadata={"tool_name": tool}),
+            ev(step + 1, EventType.TOOL_RESULT, "tools", output="done"),
+        ]  # fmt: skip
+    end = 2 * len(called) + 1
+    events.append(
+        ev(end, EventType.LLM_RESPONSE, "desk", input="...", output={"content": "Ticket done."})
+    )
+    agents = [AgentInfo(name="desk", role="node"), AgentInfo(name="tools", tools=list(offered))]
+    failure = Outcome(status=OutcomeStatus.FAILURE, reason="his account still has 2 live sign-ins")
+    return traj(*events).model_copy(update={"outcome": failure, "agents": agents})
+
+
+def actions(run: AgentTrajectory) -> list[Any]:
+    return [f for f in RulePack().detect(run) if f.rule_id == "asked_action_skipped"]
+
+
+def test_the_answer_without_an_action_the_request_asked_for_is_blamed() -> None:
+    (finding,) = actions(ticket(["reset_password", "disable_device"]))
+    assert (finding.agent_name, finding.step_index) == ("desk", 5)
+    assert finding.message.startswith(
+        "desk answered at step 5 without calling revoke_sessions, a tool it was offered that "
+        "the request asked for ('ticket it-4471: reset his password, revoke all of his"
+    )
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        ticket(["reset_password", "revoke_sessions", "disable_device"]),  # all done
+        ticket(["reset_password"], ask="Reset his password; do not revoke his sessions."),
+        ticket(["reset_password"], ask="Reset his password."),  # not asked for
+        ticket([]),  # no tool called at all: not a run that stopped part way
+        # a read the request names is not an action left undone
+        ticket(["reset_password"], ask="Reset his password and list his sessions.",
+               offered=("reset_password", "list_sessions")),
+    ],
+)  # fmt: skip
+def test_not_an_action_skipped(run: AgentTrajectory) -> None:
+    assert actions(run) == []

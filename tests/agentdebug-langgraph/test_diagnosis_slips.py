@@ -238,3 +238,50 @@ def test_a_model_that_cleared_a_publish_after_two_of_three_tables_is_blamed(
     assert report.fix is not None and report.fix.directive.startswith(
         "At step 5, agent: call run_dq_suite for 'orders' too (the request listed it)"
     )
+
+
+@tool
+def reset_password(user: str) -> str:
+    """Reset a user's password."""
+    return json.dumps({"user": user, "status": "reset"})
+
+
+@tool
+def revoke_sessions(user: str) -> str:
+    """Sign a user out of every active session."""
+    REVOKED.append(user)
+    return json.dumps({"user": user, "revoked": 2})
+
+
+REVOKED: list[str] = []
+
+
+def test_a_model_that_closed_a_ticket_without_an_action_it_was_asked_for_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """The run records the tools the ToolNode runs, so the one never called is known."""
+    REVOKED.clear()
+    model = scripted([
+        call("reset_password", {"user": "jlee"}, "r1"),
+        AIMessage(content="Jordan's password is reset; the ticket can be closed."),
+    ])  # fmt: skip
+
+    def signed_out(state: dict[str, Any]) -> bool | str:
+        return "jlee" in REVOKED or "his account still has 2 live sign-ins from the stolen laptop"
+
+    callback = AgentDebugCallback(dbg, success_check=signed_out)
+    graph = agent_loop(model, ToolNode([reset_password, revoke_sessions]))
+    ask = "Jordan's laptop was stolen: reset his password and revoke all of his active sessions."
+    graph.invoke({"messages": [HumanMessage(ask)]}, {"callbacks": [callback]})
+    run = callback.trajectory()
+    assert {a.name: a.tools for a in run.agents} == {
+        "agent": [],
+        "tools": ["reset_password", "revoke_sessions"],
+    }
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("agent", 3)
+    assert root.mode_id == "verification.premature_success"
+    assert report.fix is not None and report.fix.directive.startswith(
+        "At step 3, agent: call revoke_sessions (the request asked for it) before answering"
+    )

@@ -479,3 +479,18 @@ def node_names(graph: Any) -> list[str]:
         return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
     except Exception:
         return []
+
+
+def node_tools(graph: Any) -> dict[str, list[str]]:
+    """The tools each of a compiled graph's tool-running nodes runs (a ``ToolNode``'s
+    ``tools_by_name``, in a prebuilt agent's graph too): what its model was offered,
+    which a call names only when it is used. Read once a run, at its start."""
+    found: dict[str, list[str]] = {}
+    try:
+        for name, node in graph.nodes.items() if graph is not None else ():
+            tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
+            if isinstance(tools, dict) and not name.startswith("__"):
+                found[str(name)] = [str(t) for t in list(tools)[:200]]
+    except Exception:  # (a graph-like object of another kind)
+        return {}
+    return found

@@ -383,11 +383,12 @@ class RunStarting(RunEnding):
         if invoked:
             lg[_invocation.KEY] = invoked
         state = _convert.state_schema(graph)  # (what an update may write: see _convert)
+        tools = _convert.node_tools(graph)  # (what a model was offered: see _convert)
         with framework_runs_ignored():  # (a graph in a recorded node is recorded there)
             session = self._debugger().trace(
                 goal,
                 framework=FRAMEWORK,
-                agents=[AgentInfo(name=n, role="node") for n in nodes],
+                agents=[AgentInfo(name=n, role="node", tools=tools.get(n, [])) for n in nodes],
                 reference_answer=self.reference_answer,
                 metadata={
                     **self.metadata,

@@ -64,7 +64,7 @@ from agentdebug.detect.shifted import rule_figure_scaled
 from agentdebug.detect.tallied import rule_total_of_dropped_rows
 from agentdebug.detect.textsorted import rule_sorted_as_text
 from agentdebug.detect.trimmed import rule_instruction_trimmed
-from agentdebug.detect.unfinished import rule_asked_item_skipped
+from agentdebug.detect.unfinished import rule_asked_action_skipped, rule_asked_item_skipped
 from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.detect.unlisted import rule_named_record_unlisted
 from agentdebug.detect.unmerged import rule_update_not_merged
@@ -249,6 +249,11 @@ RULES: list[Rule] = [
         "asked_item_skipped",
         "a model that answered after acting on some of the items the request listed",
         rule_asked_item_skipped,
+    ),
+    Rule(
+        "asked_action_skipped",
+        "a model that answered without calling a tool it was offered that the request named",
+        rule_asked_action_skipped,
     ),
 ]
 

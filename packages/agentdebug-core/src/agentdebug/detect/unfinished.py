@@ -16,6 +16,18 @@ with two of them or more (as a whole argument, any case), an item of the list th
 no tool call was given and that the failure (its reason, or the reference answer)
 names as a word of its own, and the first reply of that model after its last call
 of the tool that called no tool (the answer that stopped). That reply is blamed.
+
+And the same of actions (``asked_action_skipped``): "reset his password, revoke all
+of his active sessions, and disable the laptop", a model that called
+``reset_password`` and ``disable_device`` and said the ticket could be closed, and
+the ``revoke_sessions`` tool it was offered (a graph's ``ToolNode`` records its
+tools with the run) never called. In a failed run: a tool an agent of the run has,
+not a read (``get_``, ``list_``, ``search_``...), never called, whose name's words
+(two or more, of three letters or more) the run's input says in one sentence, not
+after a "don't", "no need" or "without"; another tool called; and the model's first
+reply after its last call that called none. That reply is blamed, with confidence
+0.45 (the failure need not name the action: "his account still has 2 live
+sign-ins").
 """
 
 from __future__ import annotations
@@ -24,15 +36,18 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentdebug.detect.claimed import only_reads, tool_words
 from agentdebug.detect.records import has
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "asked_item_skipped"
+ACTION_RULE = "asked_action_skipped"
 MOST_CALLS = 500  # tool calls read
 _ITEM = r"[\w][\w.-]{1,40}"
 # "orders, customers and payments", "EU, US or APAC", "a/b and c": three items or more
@@ -40,6 +55,10 @@ _ENUMERATION = re.compile(
     rf"(?<![\w.-])({_ITEM}(?:\s*,\s*{_ITEM})+\s*,?\s+(?:and|or|&)\s+{_ITEM})(?![\w-])"
 )
 _SPLIT = re.compile(r"\s*,\s*(?:(?:and|or|&)\s+)?|\s+(?:and|or|&)\s+")
+_SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
+_NOT = re.compile(r"\b(?:don'?t|do not|no need|without|never|not|skip|except)\b")
+# words of a tool's name that say nothing of what it does
+_PLAIN = frozenset({"tool", "run", "do", "the", "for", "api", "v1", "v2", "all", "and"})
 
 
 def rule_asked_item_skipped(ctx: RuleContext) -> Iterator[Finding]:
@@ -79,6 +98,69 @@ def rule_asked_item_skipped(ctx: RuleContext) -> Iterator[Finding]:
             if stop is not None:
                 yield _finding(stop, tool, items, done, left[0])
                 return
+
+
+def rule_asked_action_skipped(ctx: RuleContext) -> Iterator[Finding]:
+    """A failed run's model that answered without calling a tool the request named."""
+    run = ctx.trajectory
+    if run.outcome.status is not OutcomeStatus.FAILURE:
+        return
+    offered = [t for agent in run.agents for t in agent.tools]
+    events = run.events
+    called = {tool_name(e) for e in events if e.type is EventType.TOOL_CALL}
+    if not offered or not called:
+        return
+    asked = " ".join(
+        flatten(e.input, 100_000) for e in events if e.type is EventType.USER_INPUT
+    ).casefold()
+    sentences = [s for s in _SENTENCE.split(asked) if s.strip()]
+    last = max(i for i, e in enumerate(events) if e.type is EventType.TOOL_CALL)
+    for tool in dict.fromkeys(offered):
+        if tool in called:
+            continue
+        words = [w for w in tool_words(tool) if len(w) >= 3 and w not in _PLAIN]
+        if len(words) < 2 or only_reads(words):
+            continue
+        said = next((x for x in sentences if all(_says(x, w) for w in words)), None)
+        if said is None or _NOT.search(said[: min(_at(said, w) for w in words)]):
+            continue
+        stop = _stop(events, last)
+        if stop is not None:
+            yield _skipped(stop, tool, said.strip())
+            return
+
+
+def _says(text: str, word: str) -> bool:
+    """Whether ``text`` holds ``word`` or its plural or singular as a word of its own."""
+    return _at(text, word) >= 0
+
+
+def _at(text: str, word: str) -> int:
+    for form in (word, f"{word}s", word.removesuffix("s")):
+        m = re.search(rf"(?<![a-z]){re.escape(form)}(?![a-z])", text)
+        if m is not None and len(form) >= 3:
+            return m.start()
+    return -1
+
+
+def _skipped(stop: AgentEvent, tool: str, said: str) -> Finding:
+    agent = stop.agent_name or f"step {stop.step_index}"
+    return rule_finding(
+        ACTION_RULE,
+        "verification.premature_success",
+        stop,
+        f"{agent} answered at step {stop.step_index} without calling {tool}, a tool it "
+        f"was offered that the request asked for ({shorten(said, 160)!r})",
+        confidence=0.45,
+        evidence=[quoted(stop, "output", None)],
+        metadata={
+            "fix": (
+                f"At step {stop.step_index}, {agent}: call {tool} (the request asked for it) "
+                "before answering; check every action the request lists is done."
+            ),
+            "value": tool,
+        },
+    )
 
 
 def _lists(payload: Any) -> Iterator[list[str]]:

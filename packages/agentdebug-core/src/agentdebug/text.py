@@ -64,6 +64,27 @@ def compact_json(value: Any) -> str:
         return repr(value)
 
 
+def json_of(text: str, limit: int = 200_000) -> dict[str, Any] | list[Any] | None:
+    """The JSON object or array a text holds whole (a tool's result as a ToolNode's
+    message writes it), of ``limit`` characters or fewer; None for any other text."""
+    stripped = text.strip()
+    if (
+        not stripped
+        or len(stripped) > limit
+        or (stripped[0], stripped[-1])
+        not in (
+            ("{", "}"),
+            ("[", "]"),
+        )
+    ):
+        return None
+    try:
+        parsed = orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
+    return parsed if isinstance(parsed, (dict, list)) else None
+
+
 def shorten(text: str, width: int) -> str:
     """One line of at most ``width`` characters."""
     line = " ".join(text.split())

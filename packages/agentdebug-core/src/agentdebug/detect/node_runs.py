@@ -47,6 +47,14 @@ class NodeRuns:
         """Where the start of the node run ``event`` belongs to is, if recorded."""
         return self._starts.get((event.agent_name, event.step_index))
 
+    def wrote(self, event: AgentEvent, at: int) -> bool:
+        """Whether the event at ``at`` is a step's own writing: anything but a node's
+        end that echoes what others wrote (a node that ran a subgraph, or one whose
+        model spoke before it ended: the model wrote it)."""
+        if event.type is not EventType.AGENT_END:
+            return True
+        return event.agent_name not in self.outer and self.plain_until(event, at)
+
     def plain_until(self, event: AgentEvent, at: int) -> bool:
         """Whether the event at ``at`` belongs to a node run the run recorded the start
         of, in which no model had spoken by then (its own, or one run under it)."""

@@ -39,13 +39,11 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from agentdebug.detect.lost import wanted_values
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten
+from agentdebug.text import flatten, json_of
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -95,7 +93,7 @@ def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple
             if depth < 12:
                 stack.extend((key, v, depth + 1) for v in reversed(item[:500]))
         elif isinstance(item, str) and item[:1] in "[{" and depth < 12:
-            parsed = _json(item)  # (a tool's result as a ToolMessage's content: its fields)
+            parsed = json_of(item, _PARSED)  # (a tool's result as a ToolMessage's content)
             if parsed is not None:
                 stack.append((key, parsed, depth + 1))
             elif (text := _text(item)) is not None:
@@ -104,17 +102,6 @@ def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple
             text = _text(item)
             if text is not None:
                 yield key, text
-
-
-def _json(text: str) -> dict[str, Any] | list[Any] | None:
-    """A JSON object or array written as text (of ``_PARSED`` characters or fewer)."""
-    if len(text) > _PARSED or text.rstrip()[-1:] not in ("]", "}"):
-        return None
-    try:
-        parsed = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, (dict, list)) else None
 
 
 def _pairs(value: Any) -> Iterator[tuple[str, str]]:

@@ -32,11 +32,10 @@ from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
+from agentdebug.text import json_of
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -95,7 +94,7 @@ def _numbers(payload: Any) -> Iterator[_Number]:
             if value is not None:
                 yield _Number(repr(item), value, key, "")
         elif isinstance(item, str):
-            parsed = _json(item) if item[:1] in "[{" else None
+            parsed = json_of(item)
             if parsed is not None:  # (a tool's result as JSON text: its keys too)
                 stack.append((key, parsed))
                 continue
@@ -103,16 +102,6 @@ def _numbers(payload: Any) -> Iterator[_Number]:
                 value = _decimal(m.group(1))
                 if value is not None:
                     yield _Number(m.group(1), value, key, (m.group(2) or "").lower())
-
-
-def _json(text: str) -> Any:
-    if len(text) > 200_000 or text.rstrip()[-1:] not in ("]", "}"):
-        return None
-    try:
-        parsed = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return None
-    return parsed if isinstance(parsed, (dict, list)) else None
 
 
 def _digits(value: Decimal) -> tuple[tuple[int, ...], int]:
@@ -160,18 +149,12 @@ def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:
     held: set[Decimal] = set()  # what the run held before the event read
     for i, event in enumerate(events):
         numbers = read[i]
-        if event.type in _WRITERS and _own(event, runs, i):
+        if event.type in _WRITERS and runs.wrote(event, i):
             slip = _slip(numbers, figures, held, ever)
             if slip is not None:
                 yield _finding(event, *slip)
                 return
         held.update(n.value for n in numbers)
-
-
-def _own(event: AgentEvent, runs: NodeRuns, at: int) -> bool:
-    if event.type is not EventType.AGENT_END:
-        return True
-    return event.agent_name not in runs.outer and runs.plain_until(event, at)
 
 
 def _slip(

@@ -73,7 +73,7 @@ def _text_sorted_run(ctx: RuleContext) -> tuple[int, Finding] | None:
     for i, event in enumerate(events):
         payload = event.input if event.type is EventType.USER_INPUT else event.output
         lists = rec.lists(payload)
-        if event.type in _SORTERS and _own(event, runs, i):
+        if event.type in _SORTERS and runs.wrote(event, i):
             for records in lists:
                 found = _text_sorted(records, seen, failure)
                 if found is not None:
@@ -81,12 +81,6 @@ def _text_sorted_run(ctx: RuleContext) -> tuple[int, Finding] | None:
         if len(seen) < MOST_RECORDS_SEEN:
             seen.update(compact_json(r) for records in lists for r in records)
     return None
-
-
-def _own(event: AgentEvent, runs: NodeRuns, at: int) -> bool:
-    if event.type is not EventType.AGENT_END:
-        return True
-    return event.agent_name not in runs.outer and runs.plain_until(event, at)
 
 
 def _text_sorted(

@@ -93,7 +93,7 @@ def rule_time_zone_relabelled(ctx: RuleContext) -> Iterator[Finding]:
         if count > MOST_TIMES:
             return
         new = [(text, when) for text, when in stamps if text not in held]
-        if new and event.type in _WRITERS and _own(event, runs, i):
+        if new and event.type in _WRITERS and runs.wrote(event, i):
             slip = _slipped(new, list(held.items()))
             if slip is not None:
                 yield _finding(events, i, slip)
@@ -108,14 +108,6 @@ def _field(event: AgentEvent) -> str:
 
 def _written(event: AgentEvent) -> object:
     return event.input if _field(event) == "input" else event.output
-
-
-def _own(event: AgentEvent, runs: NodeRuns, at: int) -> bool:
-    """Whether the event is a step's own writing: not the end of a node that ran a
-    subgraph (it echoes it), nor of one whose model spoke first (the model wrote it)."""
-    if event.type is not EventType.AGENT_END:
-        return True
-    return event.agent_name not in runs.outer and runs.plain_until(event, at)
 
 
 def _slipped(

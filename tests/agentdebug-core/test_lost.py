@@ -330,3 +330,20 @@ def test_a_closing_summary_did_not_lose_a_figure_a_check_found_or_steps_carried(
         reason="the bill came in at 12,480.00; the books carried 1,248.00: understated by 11,232.00",
     )
     assert found(run) == []
+
+
+def test_a_node_that_appended_to_the_conversation_did_not_write_over_it() -> None:
+    """Appending a message to ``messages`` (a reducer merges it, as the graph's state
+    schema records, or by custom without one) keeps the ticket id in the state."""
+
+    def said(text: str) -> dict[str, Any]:
+        return {"messages": [{"role": "assistant", "content": text}]}
+
+    run = _pipeline(
+        ("close_ticket", said("Closed ticket IT-4471 as resolved.")),
+        ("security_audit", said("Audit: 2 sign-in sessions are still live.")),
+        ("notify", said("Offboarding done; manager notified.")),
+    )
+    assert found(run) == []
+    schema = {"keys": ["messages"], "reducers": {"messages": "add_messages"}}
+    assert found(run.model_copy(update={"metadata": {"state_schema": schema}})) == []

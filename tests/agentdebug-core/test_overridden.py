@@ -327,3 +327,33 @@ def test_a_refund_over_the_charges_a_json_result_listed_is_blamed() -> None:
     (finding,) = found(run)
     assert (finding.agent_name, finding.step_index, finding.confidence) == ("billing", 2, 0.55)
     assert "amount=179.98, though its prompt at step 2 gave amount=89.99" in finding.message
+
+
+def test_a_number_written_another_way_is_the_same_value() -> None:
+    """``amount=120.0`` where the JSON result said ``"amount": 120`` is the value given
+    (a review found it blamed as overridden)."""
+    order = '{"order_id": "A-1", "amount": 120}'
+    refund = {"tool_name": "refund_order"}
+    args = {"order_id": "A-1", "amount": 120.0}
+    run = traj(
+        ev(1, EventType.TOOL_RESULT, "tools", output=order, metadata={"tool_name": "get"}),
+        ev(2, EventType.LLM_RESPONSE, "support", input=[{"content": order}],
+           output={"tool_calls": [args]}),
+        ev(2, EventType.TOOL_CALL, "support", input=args, metadata=refund),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="the refund of 120 for A-1 never arrived"
+    )})  # fmt: skip
+    assert found(run) == []
+
+
+def test_a_number_the_user_gave_in_words_is_not_overridden() -> None:
+    """The account says 25 seats; the user asks for 40; the quote tool's result is
+    what the failure names: the 40 was the user's, not a slip."""
+    run = _paid(40.0)
+    events = [
+        e.model_copy(update={"input": "Pay Dana Ortiz (EMP-204): 40 overtime hours, approved."})
+        if e.type is EventType.USER_INPUT
+        else e
+        for e in run.events
+    ]
+    assert found(run.model_copy(update={"events": events})) == []

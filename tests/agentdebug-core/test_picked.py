@@ -439,3 +439,25 @@ def test_a_merge_keyed_by_name_that_kept_one_record_is_the_pick() -> None:
     )
     (finding,) = found(run)
     assert (finding.agent_name, finding.step_index) == ("merge_offers", 2)
+
+
+def test_a_mapping_of_names_to_reasons_or_of_the_rejected_is_no_pick() -> None:
+    """A validator's ``{"rejected": {"Bolt": ...}}`` (reasons, or figures under a key
+    that says they were left out) took nothing; the award after it did (a review found
+    the validator read as a pick of Bolt, and the award then as a loop)."""
+    bids = [
+        {"vendor": "Acme", "price": 9120.0, "tax_id": "DE811"},
+        {"vendor": "Bolt", "price": 8790.0, "tax_id": ""},
+        {"vendor": "Crux", "price": 8450.0, "tax_id": "FR402"},
+    ]
+    for rejected in ({"Bolt": "missing tax id"}, {"Bolt": 2}):  # (2: its count of faults)
+        run = failed(
+            traj(
+                *node(1, "collect_bids", {"bids": bids}),
+                *node(2, "validate", {"rejected": rejected}),
+                *node(3, "award", {"po": {"vendor": "Acme", "amount": 9120.0}}),
+            ),
+            "Crux bid lowest (8,450.00) with a valid tax id, but the PO went elsewhere",
+        )
+        (finding,) = found(run)
+        assert (finding.agent_name, finding.step_index) == ("award", 3)

@@ -101,3 +101,28 @@ def test_a_tool_that_reported_microseconds_as_seconds_under_ms_is_blamed() -> No
 )
 def test_not_a_scaled_figure(run: AgentTrajectory) -> None:
     assert found(run) == []
+
+
+def test_a_figure_made_from_another_or_converted_is_no_slip() -> None:
+    """A 10 % tax of a 1,248.00 subtotal (another quantity, under its own key), a p95
+    of 860 ms written as 0.86 seconds, and a CPU share of 0.27 and 27 pods beside a
+    2.7 % error rate (two digits by chance): none is a decimal point moved (a review
+    found each blamed)."""
+    taxed = failed(
+        *node(1, "load", {"subtotal": 1248.00}),
+        *node(2, "compute_tax", {"tax": 124.80}),
+        reason="the invoice total of 1,248.00 left out the freight",
+    )
+    seconds = failed(
+        ev(1, EventType.TOOL_RESULT, "tools", output='{"p95_ms": 860}'),
+        *node(2, "normalize", {"p95_seconds": 0.86}),
+        reason="checkout p95 has been around 860 ms and nobody was paged",
+    )
+    chance = failed(
+        ev(
+            1, EventType.TOOL_RESULT, "tools", output='{"service": "payments", "error_rate": 0.027}'
+        ),
+        ev(2, EventType.TOOL_RESULT, "tools", output='{"cpu": 0.27, "pods": 27.0}'),
+        reason="payments failed 2.7% of requests and nobody was paged",
+    )
+    assert found(taxed) == found(seconds) == found(chance) == []

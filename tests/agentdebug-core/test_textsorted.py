@@ -82,3 +82,36 @@ def test_numbers_as_numbers_ascending_as_text_are_blamed_too() -> None:
 )
 def test_not_sorted_as_text(run: AgentTrajectory) -> None:
     assert found(run) == []
+
+
+def test_prices_sorted_right_the_other_way_are_no_text_sort() -> None:
+    """Cheapest first, 8.5, 45, 120, is descending as text too: sorted as numbers, it
+    is not this fault, and the pick after it stays blamed (a review found it read as
+    a text sort that hid the pick)."""
+    quotes = [
+        {"vendor": v, "price": p} for v, p in (("Acme", "120"), ("Bolt", "45"), ("Crux", "8.5"))
+    ]
+    ranked = sorted(quotes, key=lambda q: float(q["price"]))
+    run = traj(
+        *node(1, "fetch", {"quotes": quotes}),
+        *node(2, "rank", {"ranked": ranked}),
+        *node(3, "choose", {"chosen": quotes[0]}),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="ordered from Acme at 120 although Crux quoted 8.5"
+    )})  # fmt: skip
+    assert found(run) == []
+    assert [f.agent_name for f in RulePack().detect(run) if f.rule_id == "wrong_record_picked"] == [
+        "choose"
+    ]
+
+
+def test_a_step_that_kept_the_order_it_was_given_did_not_sort() -> None:
+    """A filter that passed the scanner's list on in its order (which happens to sort
+    the scores as text) is not the sort."""
+    run = triage(AS_TEXT)
+    events = [
+        *node(1, "scan", {"findings": AS_TEXT}),
+        *node(2, "drop_suppressed", {"ranked": AS_TEXT}),
+        *run.events[4:],
+    ]
+    assert found(run.model_copy(update={"events": events})) == []

@@ -254,3 +254,16 @@ def test_an_address_given_or_built_where_none_was_given_is_no_finding(
     run: AgentTrajectory,
 ) -> None:
     assert found(run) == []
+
+
+def test_a_new_object_s_address_a_write_is_given_is_no_made_up_one() -> None:
+    """A summary written next to last month's (``write_file(uri=".../june/...")``
+    after a listing's ``"uri"``): a destination, which nothing before holds."""
+    run = _deploy("s3://team-reports/june/summary.csv", given="s3://team-reports/may/summary.csv")
+    events = [
+        e.model_copy(update={"metadata": {"tool_name": "write_file"}})
+        if e.type is EventType.TOOL_CALL
+        else e
+        for e in run.events
+    ]
+    assert found(run.model_copy(update={"events": events})) == []

@@ -211,3 +211,19 @@ def test_a_failed_pipeline_of_code_nodes_still_gets_a_place_to_look() -> None:
     hypotheses = HeuristicAttributor().attribute(failed_with("paid $54.00 short", *events), [])
     assert [(h.agent_name, h.step_index) for h in hypotheses] == [("localize", 2), ("pay", 3)]
     assert all(h.metadata.get(DEFAULT_GUESS) for h in hypotheses)
+
+
+def test_in_a_pipeline_of_three_code_nodes_the_guess_is_the_first_after_the_load() -> None:
+    """A loader reads the run's input from outside; the step after it is the first
+    that worked on what it was given (a review found the loader guessed every time)."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input={"file": "sales.csv"}),
+        *node(1, "load_csv", {"rows": [{"region": "EU", "amount": 391000}]}),
+        *node(2, "aggregate", {"total": 39100}),
+        *node(3, "report", {"text": "Sales: 39,100"}),
+        ev(3, EventType.FINAL_ANSWER, None, output={"text": "Sales: 39,100"}),
+    ]
+    (first, last) = HeuristicAttributor().attribute(failed_with("the total is wrong", *events), [])
+    assert (first.agent_name, first.step_index) == ("aggregate", 2)
+    assert first.rationale.startswith("no detector fired; in a pipeline of code nodes")
+    assert (last.agent_name, last.step_index) == ("report", 3)

@@ -106,17 +106,44 @@ def test_a_step_that_converted_one_time_right_converts() -> None:
     assert found(payroll(mixed)) == []
 
 
-def test_a_model_that_relabelled_a_time_misread_it() -> None:
-    """A model given a UTC time that wrote it as Chicago time in its tool call."""
-    book = {"tool_name": "book_call"}
+def test_a_model_that_relabelled_two_times_misread_them() -> None:
+    """A model given two UTC times that wrote both as Chicago time in its tool call."""
+    book = {"tool_name": "book_calls"}
+    times = {"first": "2024-05-02T15:00:00-05:00", "second": "2024-05-03T16:30:00-05:00"}
     run = traj(
-        ev(0, EventType.USER_INPUT, None, input="Book the partner's 2024-05-02T15:00:00Z call."),
+        ev(0, EventType.USER_INPUT, None,
+           input="Book the partner's calls: 2024-05-02T15:00:00Z and 2024-05-03T16:30:00Z."),
         ev(1, EventType.LLM_RESPONSE, "assistant", input="...", output={"tool_calls": [
-            {"name": "book_call", "args": {"at": "2024-05-02T15:00:00-05:00"}}]}),
-        ev(1, EventType.TOOL_CALL, "assistant", input={"at": "2024-05-02T15:00:00-05:00"},
-           metadata=book),
+            {"name": "book_calls", "args": times}]}),
+        ev(1, EventType.TOOL_CALL, "assistant", input=times, metadata=book),
     ).model_copy(update={"outcome": Outcome(
-        status=OutcomeStatus.FAILURE, reason="the partner waited: the call was booked 5 hours late"
+        status=OutcomeStatus.FAILURE, reason="the partner waited: both calls were booked 5 hours late"
     )})  # fmt: skip
     (finding,) = found(run)
     assert (finding.agent_name, finding.mode_id) == ("assistant", "observation.output_misread")
+
+
+def test_one_time_that_shows_another_zone_s_clock_digits_is_no_relabel() -> None:
+    """A calendar's own 15:00 local meeting beside the request's 15:00Z, and a local
+    day's midnight beside a UTC trigger's: one time each, by chance, not a step's way
+    of converting (a review found both blamed)."""
+    calendar = payroll(shifts(("2024-04-13T14:00:00-05:00", "2024-04-13T18:00:00-05:00")))
+    assert found(calendar) == []
+
+
+def test_sentinel_times_and_a_long_week_of_punches_are_read() -> None:
+    """Go's zero time and a "never expires" 9999 sentinel beside the punches do not
+    stop the rule (an overflow did), nor does a week of 402 punches (it gave up past
+    400 timestamps)."""
+    week = [{"emp": f"E-{n}", "in": f"2024-04-{8 + n % 7:02d}T14:00:00Z"} for n in range(401)] + [
+        {"emp": "E-0", "since": "0001-01-01T00:00:00Z", "until": "9999-12-31T23:59:59Z"}
+    ]
+    relabelled = shifts(
+        ("2024-04-08T14:00:00-05:00", "2024-04-09T14:00:00-05:00"),
+        ("0001-01-01T00:00:00+05:30", "9999-12-31T23:59:59-05:00"),
+    )
+    run = payroll(relabelled)
+    events = [e.model_copy(update={"output": {"punches": week}}) if e.id == "e1" else e
+              for e in run.events]  # fmt: skip
+    (finding,) = found(run.model_copy(update={"events": events}))
+    assert finding.agent_name == "localize_punches"

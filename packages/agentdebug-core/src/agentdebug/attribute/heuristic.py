@@ -49,6 +49,10 @@ _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 DEFAULT_GUESS = "default_guess"
 FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
 FINAL_ANSWER = "no detector fired; this step produced the final answer"
+FIRST_TRANSFORM = (
+    "no detector fired; in a pipeline of code nodes, the first step that worked on what "
+    "the step before it loaded"
+)
 # why a failed result a later finding covers is not its call's fault, by rule
 _COVERED_WHY = {
     INVENTED: "the tool failed on the task's own arguments",
@@ -373,18 +377,23 @@ class HeuristicAttributor:
         unknown, none: nothing says it failed): errors propagate forward, so the first
         step that commits to an approach is the likeliest decisive one, then the step
         that gave the answer. In a run of code nodes alone (no model, no tool call, an
-        answer that is the graph's state), the nodes' updates are its decisions.
+        answer that is the graph's state), the nodes' updates are its decisions, and of
+        three or more the first is read as loading the run's input (a query, a file, a
+        fetch: data given) and the second as the first to commit to an approach.
         A call that failed (a model call that timed out, tried again), or that was
         stopped before it said anything, decided nothing."""
         if trajectory.outcome.status is not OutcomeStatus.FAILURE:
             return []  # (nothing found, and no failure known: a guess would invent one)
         decisions = [e for e in trajectory.events if e.type in DECISION_TYPES and e.agent_name]
+        first_why, skip = FIRST_DECISION, 0
         if not decisions:  # (a pipeline of code nodes: what each node's update decided)
             decisions = [
                 e
                 for e in trajectory.events
                 if e.type is EventType.AGENT_END and e.agent_name and e.output not in (None, {})
             ]
+            if len(decisions) >= 3:  # (its first node loads; the next works on what it got)
+                first_why, skip = FIRST_TRANSFORM, 1
         decisions = [e for e in decisions if not _decided_nothing(e)] or decisions
         if not decisions:
             return []
@@ -435,8 +444,8 @@ class HeuristicAttributor:
                 for e, _, _ in picks
             )
 
-        if not named(decisions[0]):
-            picks.append((decisions[0], 0.15, FIRST_DECISION))
+        if not named(decisions[skip]):
+            picks.append((decisions[skip], 0.15, first_why))
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
         if not named(finals[-1]):
             picks.append((finals[-1], 0.1, FINAL_ANSWER))

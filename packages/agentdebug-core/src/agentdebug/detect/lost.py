@@ -138,6 +138,10 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
         if e.type is not EventType.FINAL_ANSWER
         and not (e.type is EventType.AGENT_END and e.agent_name in outer)
     ]
+    schema = run.metadata.get("state_schema")
+    reducers = schema.get("reducers") if isinstance(schema, dict) else None
+    # (keys a reducer merges; without the graph's schema, a conversation's, by custom)
+    merged = set(reducers) if isinstance(reducers, dict) else {"messages"}
     texts = [(flatten(e.input, _READ), flatten(e.output, _READ)) for e in events]
     decisions = [i for i, e in enumerate(events) if e.type in _DECISIONS and e.agent_name]
     if not decisions:
@@ -176,15 +180,13 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             at = last_wrote
             field = "input" if events[at].type is EventType.USER_INPUT else "output"
             carried = sum(wrote) > 1
+            keys = _keys_holding(events[at], field, pattern, merged) if at >= 0 else None
             blamed = (
                 next(
                     (
                         i
                         for i in decisions
-                        if i > at
-                        and _wrote_over(
-                            events[i], events[at], field, value, pattern, carried or i == end
-                        )
+                        if i > at and _wrote_over(events[i], keys, value, carried or i == end)
                     ),
                     None,
                 )
@@ -199,34 +201,41 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
         yield _finding(events[blamed], holder, value, field)
 
 
-def _wrote_over(
-    step: AgentEvent,
-    holder: AgentEvent,
-    field: str,
-    value: str,
-    held: re.Pattern[str],
-    carried: bool,
-) -> bool:
+def _keys_holding(
+    holder: AgentEvent, field: str, held: re.Pattern[str], merged: set[str]
+) -> set[str] | None:
+    """The keys of the holder's mapping that hold the value, but those a reducer
+    merges (an update appends to ``messages``, it does not write over it); None when
+    the holder is no mapping (a model's reply, a tool's text)."""
+    given = holder.input if field == "input" else holder.output
+    if not isinstance(given, Mapping):
+        return None
+    return {
+        str(key)
+        for key, part in given.items()
+        if key not in merged and held.search(flatten(part, _READ))
+    }
+
+
+def _wrote_over(step: AgentEvent, keys: set[str] | None, value: str, carried: bool) -> bool:
     """Whether a step after the value's last holder went on without it: a model's
     reply; a node's update that wrote over a key the holder's mapping held it under
-    (``license_scan``'s ``"issues": []`` over ``sec_scan``'s CVE); or, of a figure no
-    step had carried on, an update that wrote something and is not the run's last
-    word (``carried``: else; a batch plan made from the row count it dropped). A state
-    graph keeps every key an update leaves out: a node that wrote nothing, or keys of
-    its own, did not drop the ticket id the run is about, nor did a closing summary
-    drop a figure the steps before it had carried, or a variance a check found."""
+    (``keys``: ``license_scan``'s ``"issues": []`` over ``sec_scan``'s CVE); or, of a
+    figure no step had carried on, an update that wrote something and is not the run's
+    last word (``carried``: else; a batch plan made from the row count it dropped). A
+    state graph keeps every key an update leaves out: a node that wrote nothing, or
+    keys of its own, did not drop the ticket id the run is about, nor did a closing
+    summary drop a figure the steps before it had carried, or a variance a check
+    found."""
     if step.type is not EventType.AGENT_END:
         return True
     update = step.output
     if not isinstance(update, Mapping):
         return update is not None
-    given = holder.input if field == "input" else holder.output
-    if isinstance(given, Mapping) and any(
-        key in update for key, part in given.items() if held.search(flatten(part, _READ))
-    ):
+    if keys and any(key in update for key in keys):
         return True  # (wrote over where it was)
     wrote = any(v not in (None, "", [], {}) for v in update.values())
-    if not isinstance(given, Mapping):
+    if keys is None:
         return wrote
     return wrote and value[:1].isdigit() and not carried
 

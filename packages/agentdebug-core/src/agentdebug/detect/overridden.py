@@ -37,6 +37,7 @@ from __future__ import annotations
 import bisect
 import re
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.lost import wanted_values
@@ -70,6 +71,7 @@ _GIVERS = frozenset({EventType.AGENT_START, EventType.LLM_RESPONSE, EventType.LL
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "128,000" -> "128000"
 _FIGURE = re.compile(r"-?\d+(?:\.\d+)?")
+_SAID_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)")
 
 
 def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
@@ -164,7 +166,7 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
             yield _finding(_decider(events, at), call, key, value, other, given_by, named)
             return
         for key, value in asked:
-            asked_before.setdefault(key, set()).add(value.lower())
+            asked_before.setdefault(key, set()).add(_same(value))
 
 
 def _overridden(
@@ -179,27 +181,38 @@ def _overridden(
     at ``at``, when it took another value than its step was given, one the failure
     names; else None. Without ``failure`` (a call whose result the failure names):
     a number where the step was given one other number under its key."""
-    held = {text.lower() for _, text in _leaves(events[at].input)}
+    held = {_same(text) for _, text in _leaves(events[at].input)}
     given = _given(events, at, {key for key, _ in asked}, state)
     for key, value in asked:
         values = given.get(key, {})
-        if value.lower() in {v.lower() for v in values}:
-            continue  # (one of those given: a list's item, each in its call)
+        if _same(value) in {_same(v) for v in values}:
+            continue  # (one of those given, 120 as 120.0 too: a list's item, each in its call)
         if failure is None:  # (one number given, and the call's another)
             figures = [v for v in values if _number(v)]
-            if len(figures) != 1 or not _number(value):
-                continue
+            if len(figures) != 1 or not _number(value) or _same(value) in state.asked_by_user:
+                continue  # (a number the user gave in words: "make it 40 seats")
             values = {figures[0]: values[figures[0]]}
         for other, by in values.items():
-            low = other.lower()
+            same = _same(other)
             if (
-                (len(low) >= 3 or failure is None)
-                and low not in held
-                and low not in asked_before.get(key, ())
+                (len(other) >= 3 or failure is None)
+                and same not in held
+                and same not in asked_before.get(key, ())
                 and (failure is None or _named(failure, other))
             ):
                 return key, value, other, by
     return None
+
+
+def _same(value: str) -> str:
+    """A value as compared: a number by its value (120, 120.0 and 120.00 alike), a
+    text without case."""
+    if _number(value):
+        try:
+            return format(Decimal(value).normalize(), "f")
+        except ArithmeticError:
+            pass
+    return value.lower()
 
 
 def _number(value: str) -> bool:
@@ -235,11 +248,12 @@ def _given(
     call = events[at]
     out: dict[str, dict[str, AgentEvent]] = {}
     start: AgentEvent | None = None
-    for event in reversed(events[max(0, at - _STEP) : at]):
+    for back in range(at - 1, max(0, at - _STEP) - 1, -1):
+        event = events[back]
         if event.agent_name != call.agent_name or event.step_index != call.step_index:
             continue
         if event.type in _GIVERS:
-            for key, value in _pairs(event.input):
+            for key, value in state.pairs(back):
                 if key in keys:
                     out.setdefault(key, {}).setdefault(value, event)
         if event.type is EventType.AGENT_START:
@@ -258,7 +272,26 @@ class _State:
 
     def __init__(self, events: list[AgentEvent]) -> None:
         self.events = events
+        self._pairs: dict[int, list[tuple[str, str]]] = {}
+        self._asked_by_user: set[str] | None = None
         self._by_key: dict[str, list[tuple[int, str, AgentEvent]]] | None = None
+
+    def pairs(self, at: int) -> list[tuple[str, str]]:
+        """The pairs of the input of the event at ``at``, read once (the calls of one
+        step share its prompts)."""
+        if at not in self._pairs:
+            self._pairs[at] = list(_pairs(self.events[at].input))
+        return self._pairs[at]
+
+    @property
+    def asked_by_user(self) -> set[str]:
+        """The numbers the run's input says, as :func:`_same` writes them."""
+        if self._asked_by_user is None:
+            said = " ".join(
+                flatten(e.input, _PARSED) for e in self.events if e.type is EventType.USER_INPUT
+            )
+            self._asked_by_user = {_same(n) for n in _SAID_NUMBER.findall(said)}
+        return self._asked_by_user
 
     def before(self, key: str, at: int, step: int) -> Iterator[tuple[str, AgentEvent]]:
         """(value, the update that wrote it) of ``key``, written before position

@@ -203,28 +203,41 @@ def label(marks: dict[str, Mark], shown: dict[str, str], field: str) -> str:
 def leaves(payload: Any, keys: bool = False) -> str:
     """Every text and number a payload holds, one a line (a tool call's arguments
     too, which :func:`agentdebug.text.flatten` leaves out of a message), up to
-    ``_READ`` characters; with ``keys``, a mapping's keys too (a mapping keyed by
-    name, ``{"OfficeHub": 3.1}``, holds the name)."""
+    ``_READ`` characters; with ``keys``, the keys of a mapping of names to figures
+    too (a merge keyed by vendor, ``{"OfficeHub": 3.1}``, holds the name; not one of
+    names to texts, ``{"Bolt": "missing tax id"}``, nor one under a key that says
+    it holds what was left out, ``"rejected"``)."""
     parts: list[str] = []
     size = 0
-    stack = [payload]
+    stack: list[tuple[Any, bool]] = [(payload, keys)]
     budget = 200_000  # values walked
     while stack and size < _READ and budget > 0:
         budget -= 1
-        value = stack.pop()
+        value, keyed = stack.pop()
         if isinstance(value, str):
             parts.append(value)
             size += len(value)
         elif isinstance(value, dict):
-            stack.extend(reversed(list(value.values())))
-            if keys:
-                stack.extend(str(k) for k in reversed(list(value)))
+            items = list(value.items())
+            stack.extend((v, keyed and not _LEFT_OUT.search(str(k))) for k, v in reversed(items))
+            if keyed and items and all(_figure(v) for _, v in items):
+                stack.extend((str(k), False) for k, _ in reversed(items))
         elif isinstance(value, (list, tuple)):
-            stack.extend(reversed(value))
+            stack.extend((v, keyed) for v in reversed(value))
         elif isinstance(value, (int, float)) and not isinstance(value, bool):
             parts.append(str(value))
             size += 8
     return "\n".join(parts)[:_READ]
+
+
+# keys under which a step writes what it left out, not what it took
+_LEFT_OUT = re.compile(
+    r"reject|exclu|drop|remov|skip|fail|invalid|disqualif|ignor|discard|lost|unmatched", re.I
+)
+
+
+def _figure(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def numbers(text: str) -> frozenset[Decimal]:

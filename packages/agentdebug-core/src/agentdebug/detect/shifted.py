@@ -18,11 +18,15 @@ to a millionth), which nothing before it held, and did not write the figure itse
 Either the run held the figure before that step (as written, or for a percentage as
 its fraction: "2.7%" is 0.027), so the step was given it; or the run never held it,
 and the step wrote the number under the figure's own unit (``p95_ms`` for "860 ms"):
-a conversion slip labelled as the right unit. A number of two significant digits
-must have a decimal point (0.27, not 27: too common by chance); one under a key of
-minor or scaled units (``amount_cents``, ``bps``, ``size_kb``) is a conversion made
-on purpose. A model is blamed as ``observation.output_misread``, a node's or a
-tool's code as ``reflection.flawed_reasoning``.
+a conversion slip labelled as the right unit. Not a number under a key of minor or
+scaled units (``amount_cents``, ``bps``, ``size_kb``: converted on purpose), nor one
+under another unit than the figure's (0.86 seconds for 860 ms), nor one under
+another key than the figure was held under (a 10 % tax of a 1,248.00 subtotal:
+another quantity made from it); and a number of two significant digits only under
+the figure's own unit ("0.27%" for "2.7%", "$420.00" for "$42.00"; a CPU share of
+0.27 beside a 2.7 % error rate is chance). A model is blamed as
+``observation.output_misread``, a node's or a tool's code as
+``reflection.flawed_reasoning``.
 """
 
 from __future__ import annotations
@@ -49,23 +53,42 @@ _WRITERS = frozenset(
 )
 # a number as written ("12,480.00", "0.027", "860"), and a unit right after it
 _NUMBER = re.compile(
-    r"(?<![\w.,])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d]|[.,]\d)"
-    r"(?:\s?(%|(?i:ms|s|sec|us|µs|ns|kb|mb|gb|tb|kg|g)\b))?"
+    r"(?<![\w.,])([$€£¥]\s?)?(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d]|[.,]\d)"
+    r"(?:\s?(%|(?i:ms|msec|s|sec|secs|seconds|us|µs|ns|min|mins|minutes|h|hrs?|hours"
+    r"|kb|mb|gb|tb|kg|g|usd|eur|gbp|cad|chf|jpy|aud)\b))?"
 )
 # keys of numbers kept in minor or scaled units on purpose
 _SCALED_KEY = re.compile(
     r"cent|minor|bps|basis|mille|thousand|_k$|kb|mb|gb|kib|mib|gib|micro|milli|nano", re.I
 )
-_UNITS = frozenset({"ms", "s", "sec", "us", "µs", "ns", "kb", "mb", "gb", "tb", "kg", "g"})
+# a unit as a text or a key writes it, by its one name
+_UNIT = {
+    **dict.fromkeys(("%", "pct", "percent"), "%"),
+    **dict.fromkeys(("ms", "msec", "millis", "milliseconds"), "ms"),
+    **dict.fromkeys(("s", "sec", "secs", "seconds"), "s"),
+    **dict.fromkeys(("us", "µs", "micros", "microseconds"), "us"),
+    **dict.fromkeys(("ns", "nanos", "nanoseconds"), "ns"),
+    **dict.fromkeys(("min", "mins", "minutes"), "min"),
+    **dict.fromkeys(("h", "hr", "hrs", "hours"), "h"),
+    **{u: u for u in ("kb", "mb", "gb", "tb", "kg", "g")},
+    **dict.fromkeys(("$", "€", "£", "¥", "usd", "eur", "gbp", "cad", "chf", "jpy", "aud"), "¤"),
+}
+_TIMES = frozenset({"ms", "s", "us", "ns", "min", "h", "kb", "mb", "gb", "tb", "kg", "g"})
+_KEY_PARTS = re.compile(r"[A-Z]?[a-z%µ]+|\d+")
 
 
 class _Number:
-    """A number a payload holds: its value, as written, and the key or unit beside it."""
+    """A number a payload holds: its value, as written, the key it is under (a text's
+    numbers: the text's key, ``in_text``), and its unit (after it in a text, or the
+    last word of its key: ``p95_ms``), by its one name."""
 
-    __slots__ = ("key", "text", "unit", "value")
+    __slots__ = ("in_text", "key", "text", "unit", "value")
 
-    def __init__(self, text: str, value: Decimal, key: str, unit: str) -> None:
-        self.text, self.value, self.key, self.unit = text, value, key, unit
+    def __init__(self, text: str, value: Decimal, key: str, unit: str, in_text: bool) -> None:
+        self.text, self.value, self.key, self.in_text = text, value, key, in_text
+        parts = _KEY_PARTS.findall(key)
+        named = unit.lower() or (parts[-1].lower() if parts and not in_text else "")
+        self.unit = _UNIT.get(named, "")
 
 
 def _decimal(text: str) -> Decimal | None:
@@ -91,17 +114,18 @@ def _numbers(payload: Any) -> Iterator[_Number]:
             continue
         elif isinstance(item, (int, float)):
             value = _decimal(repr(item)) if abs(item) < 1e18 else None
-            if value is not None:
-                yield _Number(repr(item), value, key, "")
+            if value is not None and value.is_finite():
+                yield _Number(repr(item), value, key, "", False)
         elif isinstance(item, str):
             parsed = json_of(item)
             if parsed is not None:  # (a tool's result as JSON text: its keys too)
                 stack.append((key, parsed))
                 continue
             for m in _NUMBER.finditer(item[:200_000]):
-                value = _decimal(m.group(1))
+                value = _decimal(m.group(2))
                 if value is not None:
-                    yield _Number(m.group(1), value, key, (m.group(2) or "").lower())
+                    unit = m.group(3) or (m.group(1) or "").strip()
+                    yield _Number(m.group(2), value, key, unit, True)
 
 
 def _digits(value: Decimal) -> tuple[tuple[int, ...], int]:
@@ -140,13 +164,15 @@ def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:
     runs = NodeRuns(events)
     ever: set[Decimal] = set()  # every number the run held
     read: list[list[_Number]] = []
+    count = 0
     for event in events:
         numbers = list(_numbers(_payload(event)))
         read.append(numbers)
         ever.update(n.value for n in numbers)
-        if sum(map(len, read)) > MOST_NUMBERS:
+        count += len(numbers)
+        if count > MOST_NUMBERS:
             return
-    held: set[Decimal] = set()  # what the run held before the event read
+    held: dict[Decimal, set[str]] = {}  # what the run held before, and under which keys
     for i, event in enumerate(events):
         numbers = read[i]
         if event.type in _WRITERS and runs.wrote(event, i):
@@ -154,13 +180,14 @@ def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:
             if slip is not None:
                 yield _finding(event, *slip)
                 return
-        held.update(n.value for n in numbers)
+        for n in numbers:
+            held.setdefault(n.value, set()).add("" if n.in_text else n.key)
 
 
 def _slip(
     numbers: list[_Number],
     figures: list[tuple[_Number, tuple[int, ...]]],
-    held: set[Decimal],
+    held: dict[Decimal, set[str]],
     ever: set[Decimal],
 ) -> tuple[_Number, _Number, bool] | None:
     """(the number written, the failure's figure, whether the run held the figure)."""
@@ -172,25 +199,26 @@ def _slip(
         for figure, want in figures:
             if digits != want or figure.value in wrote:
                 continue  # (another number; or the step wrote the figure too)
-            if figure.unit == "%" and figure.value / 100 in wrote:
+            percent = figure.unit == "%"
+            if percent and figure.value / 100 in wrote:
                 continue
             shift = exponent - _digits(figure.value)[1]
-            if shift == 0 or abs(shift) > 6 or (len(digits) == 2 and "." not in number.text):
+            if shift == 0 or abs(shift) > 6:
                 continue
-            given = figure.value in held or (figure.unit == "%" and figure.value / 100 in held)
-            if given:
-                if figure.unit == "%" and number.value == figure.value / 100:
+            if number.unit and figure.unit and number.unit != figure.unit:
+                continue  # (converted to another unit: 860 ms as 0.86 s)
+            if len(digits) == 2 and not (number.unit and number.unit == figure.unit):
+                continue  # (two digits match by chance, unless under the figure's unit)
+            keys = held.get(figure.value) or (held.get(figure.value / 100) if percent else None)
+            if keys:
+                if percent and number.value == figure.value / 100:
                     continue  # (the fraction of the percentage: the same figure)
+                if not number.in_text and "" not in keys and number.key not in keys:
+                    continue  # (another quantity made from it: a 10 % tax of a subtotal)
                 return number, figure, True
-            if figure.value not in ever and figure.unit in _UNITS and _labelled(number, figure):
+            if figure.value not in ever and figure.unit in _TIMES and number.unit == figure.unit:
                 return number, figure, False
     return None
-
-
-def _labelled(number: _Number, figure: _Number) -> bool:
-    """Whether a number is written under the figure's unit (``p95_ms``, "0.86 ms")."""
-    unit = figure.unit
-    return number.unit == unit or bool(re.search(rf"(?:^|_){re.escape(unit)}$", number.key, re.I))
 
 
 def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -> Finding:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 RULE = "sorted_as_text"
 MOST_RECORDS_SEEN = 20_000  # records of a run remembered
+MOST_LISTS_SEEN = 200  # lists of a run remembered with their order
 _NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
 _SORTERS = frozenset({EventType.AGENT_END, EventType.TOOL_RESULT})
 
@@ -69,28 +70,47 @@ def _text_sorted_run(ctx: RuleContext) -> tuple[int, Finding] | None:
         return None
     events = run.events
     runs = NodeRuns(events)
-    seen: set[str] = set()  # the records the run held before, as compact JSON
+    seen: dict[str, int] = {}  # the records the run held before, as compact JSON
+    orders: list[dict[str, int]] = []  # the lists held before: where each record stood
     for i, event in enumerate(events):
         payload = event.input if event.type is EventType.USER_INPUT else event.output
-        lists = rec.lists(payload)
+        read = rec.lists(payload)
+        lists = [[compact_json(r) for r in records] for records in read]
         if event.type in _SORTERS and runs.wrote(event, i):
-            for records in lists:
-                found = _text_sorted(records, seen, failure)
-                if found is not None:
-                    return i, _finding(event, *found)
+            for records, keys in zip(read, lists, strict=True):
+                if _reordered(keys, seen, orders):
+                    found = _text_sorted(records, failure)
+                    if found is not None:
+                        return i, _finding(event, *found)
         if len(seen) < MOST_RECORDS_SEEN:
-            seen.update(compact_json(r) for records in lists for r in records)
+            for keys in lists:
+                seen.update(dict.fromkeys(keys, i))
+                if len(keys) >= 3 and len(orders) < MOST_LISTS_SEEN:
+                    orders.append({k: at for at, k in enumerate(keys)})
     return None
 
 
+def _reordered(keys: list[str], seen: dict[str, int], orders: list[dict[str, int]]) -> bool:
+    """Whether a list of three records or more, all held before, is in an order no
+    list held before had them in (a step that passed a list on, or kept some of it in
+    its order, did not sort it)."""
+    if len(keys) < 3 or not all(k in seen for k in keys):
+        return False  # (a list this step made, not one it ordered)
+    for order in orders:
+        if all(k in order for k in keys):
+            places = [order[k] for k in keys]
+            if all(a < b for a, b in itertools.pairwise(places)):
+                return False
+    return True
+
+
 def _text_sorted(
-    records: list[dict[str, Any]], seen: set[str], failure: str
+    records: list[dict[str, Any]], failure: str
 ) -> tuple[str, list[str], dict[str, Any]] | None:
     """(the field, its values in the list's order, the record the failure names that
     sorting as numbers puts farthest elsewhere) when the list sorts a numeric field as
-    text."""
-    if len(records) < 3 or not all(compact_json(r) in seen for r in records):
-        return None  # (a list this step made, not one it ordered)
+    text, and not as numbers either way (cheapest first, 8.5, 45, 120, is descending
+    as text too)."""
     for field in records[0]:
         values = [r.get(field) for r in records]
         texts = [_text(v) for v in values]
@@ -98,9 +118,10 @@ def _text_sorted(
             continue
         shown = [t for t in texts if t is not None]
         numbers = [float(t) for t in shown]
+        if _ordered(numbers, True) or _ordered(numbers, False):
+            continue  # (sorted as numbers, one way or the other)
         for descending in (False, True):
-            as_text = sorted(shown, reverse=descending)
-            if shown != as_text or _ordered(numbers, descending):
+            if shown != sorted(shown, reverse=descending):
                 continue
             right = sorted(range(len(records)), key=lambda k: numbers[k], reverse=descending)
             place = {k: at for at, k in enumerate(right)}

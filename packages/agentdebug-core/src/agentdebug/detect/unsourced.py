@@ -13,8 +13,9 @@ tool call that reads as an identifier (letters and three digits or more joined,
 "ORD-20931", "INV_1042", "C4410", "TKT-2024-0042"; or, under a key that names one,
 ``order_id``, ``orderId``, ``account_number``, ``accountNumber``, ``sku``, ``ref``,
 a value with three digits or more; or a resource's address, ``s3://...``,
-``https://...``, where an event before held one under the same key: the registered
-artifact a model deployed another of), first said by a model (its reply's tool
+``https://...``, where an event before held one under the same key, given to a
+tool that does not write there: the registered artifact a model deployed another
+of), first said by a model (its reply's tool
 calls or text, its reasoning; or, in a transcript that records no reply beside its
 calls, the call itself), with nothing before it holding it (the run's input, a tool's result,
 a node's update, a prompt, the run's own instructions), neither as written (any
@@ -69,6 +70,11 @@ _MAKES = frozenset(
 )
 _SAYS = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL, EventType.REASONING})
 _GROUPS = re.compile(r"\d{4,}")
+# tools that write to the address they are given: a new object's, which nothing holds
+_WRITES = frozenset(
+    {"write", "save", "export", "upload", "put", "store", "copy", "move", "dump", "publish"}
+    | {"archive", "backup", "sync", "create", "generate", "make", "new", "render", "emit"}
+)
 # a resource's address: "s3://bucket/key", "https://host/path" (300 characters at most)
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,9}://[^\s\"'<>]{3,300}")
 _SQUEEZE = re.compile(r"(?<=\d)[-/.:_ ](?=\d)")  # "2024-06-11" read as "20240611" too
@@ -211,8 +217,10 @@ def rule_unsourced_argument(ctx: RuleContext) -> Iterator[Finding]:
         if first.type in _SAYS and text.given_to(at, value):
             continue  # (given in its own prompt)
         said = first.type in _SAYS or (first.type is EventType.TOOL_CALL and first is call)
-        if _URI.fullmatch(value) and not text.keyed_before(at, key):
-            continue  # (an address the model built; unsourced only where one was given)
+        if _URI.fullmatch(value) and (
+            not text.keyed_before(at, key) or _WRITES & set(tool_words(tool_name(call) or ""))
+        ):
+            continue  # (an address built, or one to write to: only one to read, where given)
         if said and first.agent_name:
             yield _finding(first, call, key, value)
             return

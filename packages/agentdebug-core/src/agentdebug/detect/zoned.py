@@ -14,13 +14,16 @@ guessed.
 The rule keeps to what it can read for certain, in a failed run whose reason (or
 reference answer) speaks of a time or a day: a timestamp written with its offset
 (ISO 8601: ``2024-04-15T00:00:00Z``, ``2024-04-14 19:00-05:00``; the first
-``MOST_TIMES`` of the run) that a step (a model's reply, a tool call's arguments, a
+``PER_EVENT`` of an event) that a step (a model's reply, a tool call's arguments, a
 tool's result, a node's update made by its own code) wrote first, at another
 instant than every timestamp the run held before it, and that is a timestamp held
 before written with another offset: its clock digits kept and its offset changed
 (``replace`` for ``astimezone``), or, from a UTC time, its offset added the wrong
-way. A step whose timestamps include one converted right (the same instant as one
-held before) converts, and is not blamed. The first such step is blamed: a model
+way; two such timestamps or more, made from two or more held before (one time that
+shows another zone's clock digits is chance: a calendar's 15:00 local meeting
+beside a request's 15:00Z, a local day's midnight beside a UTC trigger's). A step
+whose timestamps include one converted right (the same instant as one held before)
+converts, and is not blamed. The first such step is blamed: a model
 (``observation.output_misread``), or a node's or a tool's code
 (``reflection.flawed_reasoning``). A time written without its offset ("7:30 PM",
 a naive ``2024-04-14T19:00:00``) is not read: its zone cannot be told.
@@ -42,7 +45,8 @@ if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
 
 RULE = "time_zone_relabelled"
-MOST_TIMES = 400  # timestamps of a run read (the first ones)
+MOST_TIMES = 50_000  # timestamps of a run read (then the rule gives up)
+PER_EVENT = 2_000  # timestamps of one event read (the first ones)
 _READ = 200_000  # characters of an event read
 _WRITERS = frozenset(
     {*MODEL_TYPES, EventType.AGENT_END, EventType.TOOL_CALL, EventType.TOOL_RESULT}
@@ -85,20 +89,20 @@ def rule_time_zone_relabelled(ctx: RuleContext) -> Iterator[Finding]:
         return
     events = run.events
     runs = NodeRuns(events)
-    held: dict[str, datetime] = {}  # every timestamp the run wrote before, as written
+    held = _Held()
     count = 0
     for i, event in enumerate(events):
-        stamps = _stamps(flatten(_written(event), _READ))
+        stamps = _stamps(flatten(_written(event), _READ))[:PER_EVENT]
         count += len(stamps)
         if count > MOST_TIMES:
             return
-        new = [(text, when) for text, when in stamps if text not in held]
+        new = [(text, when) for text, when in stamps if text not in held.texts]
         if new and event.type in _WRITERS and runs.wrote(event, i):
-            slip = _slipped(new, list(held.items()))
+            slip = held.slipped(new)
             if slip is not None:
                 yield _finding(events, i, slip)
                 return
-        held.update(stamps)
+        held.add(stamps)
 
 
 def _field(event: AgentEvent) -> str:
@@ -110,27 +114,52 @@ def _written(event: AgentEvent) -> object:
     return event.input if _field(event) == "input" else event.output
 
 
-def _slipped(
-    new: list[tuple[str, datetime]], before: list[tuple[str, datetime]]
-) -> tuple[str, str, str] | None:
-    """(the timestamp written, the one it was made from, how) when the step's new
-    timestamps hold one relabelled or shifted the wrong way, and none converted right."""
-    instants = {when for _, when in before}
-    found: tuple[str, str, str] | None = None
-    for text, when in new:
-        if when in instants:
-            return None  # (a conversion done right: this step converts)
-        offset = when.utcoffset() or _ZERO
-        wall = when.replace(tzinfo=None)
-        for source, was in before:
-            their = was.utcoffset() or _ZERO
-            if their == offset:
+class _Held:
+    """The timestamps the run wrote before: as written, their instants, and by their
+    clock digits (what a relabel keeps)."""
+
+    def __init__(self) -> None:
+        self.texts: set[str] = set()
+        self.instants: set[datetime] = set()
+        self.walls: dict[datetime, list[tuple[str, timedelta]]] = {}
+
+    def add(self, stamps: list[tuple[str, datetime]]) -> None:
+        for text, when in stamps:
+            if text in self.texts:
                 continue
-            if was.replace(tzinfo=None) == wall:
-                found = found or (text, source, "relabelled")
-            elif their == _ZERO and was.replace(tzinfo=None) - offset == wall:
-                found = found or (text, source, "shifted")
-    return found
+            self.texts.add(text)
+            self.instants.add(when)
+            wall = when.replace(tzinfo=None)
+            self.walls.setdefault(wall, []).append((text, when.utcoffset() or _ZERO))
+
+    def slipped(self, new: list[tuple[str, datetime]]) -> tuple[str, str, str] | None:
+        """(the first timestamp written, the one it was made from, how) when two or
+        more of the step's new timestamps were made from two or more held before, each
+        relabelled, or each shifted the wrong way from UTC, and none converted right
+        (a time that happens to show another zone's clock digits, a calendar's 15:00
+        local beside a request's 15:00Z, or a local day's midnight beside a UTC
+        trigger's, is one, not a step's way of converting)."""
+        found: dict[str, list[tuple[str, str]]] = {"relabelled": [], "shifted": []}
+        for text, when in new:
+            if when in self.instants:
+                return None  # (a conversion done right: this step converts)
+            offset = when.utcoffset() or _ZERO
+            wall = when.replace(tzinfo=None)
+            source = next((t for t, o in self.walls.get(wall, ()) if o != offset), None)
+            if source is not None:
+                found["relabelled"].append((text, source))
+                continue
+            try:
+                utc = wall + offset  # (the UTC clock a wrong-way shift started from)
+            except OverflowError:  # (year 1 or 9999: a sentinel, not a time)
+                continue
+            source = next((t for t, o in self.walls.get(utc, ()) if o == _ZERO), None)
+            if source is not None and offset != _ZERO:
+                found["shifted"].append((text, source))
+        for how, pairs in found.items():
+            if len({source for _, source in pairs}) >= 2:
+                return pairs[0][0], pairs[0][1], how
+        return None
 
 
 def _finding(events: list[AgentEvent], at: int, slip: tuple[str, str, str]) -> Finding:

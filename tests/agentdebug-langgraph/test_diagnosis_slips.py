@@ -285,3 +285,51 @@ def test_a_model_that_closed_a_ticket_without_an_action_it_was_asked_for_is_blam
     assert report.fix is not None and report.fix.directive.startswith(
         "At step 3, agent: call revoke_sessions (the request asked for it) before answering"
     )
+
+
+@tool
+def get_traveler_profile(employee_id: str) -> str:
+    """A traveller's profile: names, documents, preferences."""
+    return json.dumps({
+        "employee_id": employee_id,
+        "preferred_name": "Kate Alvarez",
+        "legal_name_on_passport": "Katherine M. Alvarez",
+    })  # fmt: skip
+
+
+@tool
+def book_flight(flight: str, passenger_name: str) -> str:
+    """Ticket a passenger on a flight."""
+    TICKETED.append(passenger_name)
+    return json.dumps({"record": "QX7R2M", "flight": flight, "passenger": passenger_name})
+
+
+TICKETED: list[str] = []
+
+
+def test_a_model_that_ticketed_the_preferred_name_is_blamed_not_the_checkin(
+    dbg: AgentDebug,
+) -> None:
+    TICKETED.clear()
+    model = scripted([
+        call("get_traveler_profile", {"employee_id": "E-5521"}, "p1"),
+        call("book_flight", {"flight": "UA 1187", "passenger_name": "Kate Alvarez"}, "b1"),
+        AIMessage(content="Kate is booked on UA 1187 (record QX7R2M)."),
+    ])  # fmt: skip
+
+    def boarded(state: dict[str, Any]) -> bool | str:
+        return TICKETED == ["Katherine M. Alvarez"] or (
+            "Kate couldn't get a boarding pass: the name on the ticket doesn't match her passport"
+        )
+
+    callback = AgentDebugCallback(dbg, success_check=boarded)
+    graph = agent_loop(model, ToolNode([get_traveler_profile, book_flight]))
+    ask = "Book Kate Alvarez (E-5521) on UA 1187."
+    graph.invoke({"messages": [HumanMessage(ask)]}, {"callbacks": [callback]})
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("agent", 3)
+    assert root.mode_id == "observation.output_misread"
+    assert report.fix is not None and "use the record's 'legal_name_on_passport'" in (
+        report.fix.directive
+    )

@@ -32,6 +32,7 @@ from agentdebug.detect.doubled import rule_update_readded
 from agentdebug.detect.dropped import rule_result_dropped
 from agentdebug.detect.duplicated import rule_action_repeated_after_timeout
 from agentdebug.detect.edited import rule_edit_ignored
+from agentdebug.detect.fielded import rule_sibling_field_taken
 from agentdebug.detect.filtered import rule_needed_item_dropped
 from agentdebug.detect.instructed import rule_instruction_ignored
 from agentdebug.detect.invented import rule_invented_after_failure
@@ -254,6 +255,11 @@ RULES: list[Rule] = [
         "asked_action_skipped",
         "a model that answered without calling a tool it was offered that the request named",
         rule_asked_action_skipped,
+    ),
+    Rule(
+        "sibling_field_taken",
+        "a step that took a record's value from the field beside the one the failure names",
+        rule_sibling_field_taken,
     ),
 ]
 

@@ -357,3 +357,37 @@ def test_a_number_the_user_gave_in_words_is_not_overridden() -> None:
         for e in run.events
     ]
     assert found(run.model_copy(update={"events": events})) == []
+
+
+def _block(minutes: Any, *, key: str = "max_session_minutes") -> AgentTrajectory:
+    """A coach model reads a profile (``"max_session_minutes": 30``, as a ToolNode's
+    JSON) and builds a block of sessions with ``key=minutes``."""
+    profile = (
+        '{"name": "Jonas", "availability": {"days": ["Mon", "Wed"], "max_session_minutes": 30}}'
+    )
+    args = {"client_id": "C-2291", "weeks": 4, key: minutes}
+    build = {"tool_name": "build_training_block"}
+    return traj(
+        ev(0, EventType.USER_INPUT, None, input="Set up Jonas's next 4-week block."),
+        ev(1, EventType.TOOL_RESULT, "tools", output=profile, metadata={"tool_name": "get"}),
+        ev(2, EventType.LLM_RESPONSE, "coach", input=[{"content": profile}],
+           output={"tool_calls": [args]}),
+        ev(2, EventType.TOOL_CALL, "coach", input=args, metadata=build),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="my workouts run 06:30-07:15; I only have half an hour"
+    )})  # fmt: skip
+
+
+def test_a_call_past_a_limit_its_step_was_given_is_blamed() -> None:
+    """The failure names neither figure; a limit given (a maximum) and a call above
+    it under the same key is the slip."""
+    (finding,) = found(_block(45))
+    assert (finding.agent_name, finding.step_index, finding.confidence) == ("coach", 2, 0.45)
+    assert "max_session_minutes=45, though its prompt at step 2 gave max_session_minutes=30" in (
+        finding.message
+    )
+
+
+@pytest.mark.parametrize("run", [_block(30), _block(25), _block(45, key="session_minutes")])
+def test_a_call_within_its_limit_or_under_another_key_is_not_blamed(run: AgentTrajectory) -> None:
+    assert found(run) == []

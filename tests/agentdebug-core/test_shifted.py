@@ -126,3 +126,23 @@ def test_a_figure_made_from_another_or_converted_is_no_slip() -> None:
         reason="payments failed 2.7% of requests and nobody was paged",
     )
     assert found(taxed) == found(seconds) == found(chance) == []
+
+
+def test_minutes_written_as_hours_are_a_unit_factor_off() -> None:
+    """75,600 seconds of audio rated as 1,260 "hours" (seconds / 60): the failure says
+    about 21 hours, which the run never held; the step that wrote 1,260 under hours
+    is blamed. Written as 75,600 seconds (another unit), it is no slip."""
+    usage = {"files": [{"id": "SBR-118", "seconds": 37800}, {"id": "SBR-119", "seconds": 37800}]}
+
+    def billed(rated: dict[str, Any]) -> AgentTrajectory:
+        return failed(
+            *node(1, "load_usage", usage),
+            *node(2, "rate_usage", rated),
+            *node(3, "build_invoice", {"total": 1834.80}),
+            reason="my invoice came to $1,834.80; we only uploaded about 21 hours of audio",
+        )
+
+    (finding,) = found(billed({"transcription_hours": 1260.0}))
+    assert (finding.agent_name, finding.step_index) == ("rate_usage", 2)
+    assert "a conversion off by a unit's factor" in finding.message
+    assert found(billed({"transcription_seconds": 75600})) == []

@@ -18,7 +18,9 @@ to a millionth), which nothing before it held, and did not write the figure itse
 Either the run held the figure before that step (as written, or for a percentage as
 its fraction: "2.7%" is 0.027), so the step was given it; or the run never held it,
 and the step wrote the number under the figure's own unit (``p95_ms`` for "860 ms"):
-a conversion slip labelled as the right unit. Not a number under a key of minor or
+a conversion slip labelled as the right unit; so too, the figure never held, a number
+under its unit that is it times a unit's factor, 60, 3,600, 24 or 1,024, or divided
+by one, within 2 % ("about 21 hours" of audio rated as 1,260 hours: seconds / 60). Not a number under a key of minor or
 scaled units (``amount_cents``, ``bps``, ``size_kb``: converted on purpose), nor one
 under another unit than the figure's (0.86 seconds for 860 ms), nor one under
 another key than the figure was held under (a 10 % tax of a 1,248.00 subtotal:
@@ -192,13 +194,19 @@ def _slip(
 ) -> tuple[_Number, _Number, bool] | None:
     """(the number written, the failure's figure, whether the run held the figure)."""
     wrote = {n.value for n in numbers}
+    clocked: tuple[Decimal, _Number, _Number] | None = None  # (how far off, number, figure)
     for number in numbers:
         if number.value == 0 or number.value in held or _SCALED_KEY.search(number.key):
             continue
         digits, exponent = _digits(number.value)
         for figure, want in figures:
-            if digits != want or figure.value in wrote:
-                continue  # (another number; or the step wrote the figure too)
+            if figure.value in wrote:
+                continue  # (the step wrote the figure too)
+            if digits != want:
+                off = _clocked(number, figure, ever)
+                if off is not None and (clocked is None or off < clocked[0]):
+                    clocked = (off, number, figure)
+                continue  # (another number)
             percent = figure.unit == "%"
             if percent and figure.value / 100 in wrote:
                 continue
@@ -218,7 +226,30 @@ def _slip(
                 return number, figure, True
             if figure.value not in ever and figure.unit in _TIMES and number.unit == figure.unit:
                 return number, figure, False
-    return None
+    return (clocked[1], clocked[2], False) if clocked is not None else None
+
+
+# a unit's usual wrong factors: minutes as hours or seconds as minutes (60), seconds as
+# hours (3,600), hours as days (24), KiB as MiB (1,024)
+_FACTORS = (Decimal(60), Decimal(3600), Decimal(24), Decimal(1024))
+
+
+def _clocked(number: _Number, figure: _Number, ever: set[Decimal]) -> Decimal | None:
+    """How far off (a fraction, 2 % at most: "about 21") the number is from the
+    figure, which the run never held, times a unit's factor (or divided by it),
+    written under the figure's own unit: 1,260 "hours" of audio for the 21 the
+    failure names, minutes labelled as hours; None when it is not."""
+    if not figure.unit or number.unit != figure.unit or figure.unit not in _TIMES:
+        return None
+    if figure.value in ever or figure.value <= 0 or number.value <= 0:
+        return None
+    offs = [
+        abs(ratio / factor - 1)
+        for factor in _FACTORS
+        for ratio in (number.value / figure.value, figure.value / number.value)
+    ]
+    best = min(offs)
+    return best if best <= Decimal("0.02") else None
 
 
 def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -> Finding:
@@ -232,8 +263,7 @@ def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -
         "same digits, its decimal point moved"
         if given
         else f"the failure names {shown}, which the run never held, and it wrote "
-        f"{number.text} under the same unit: the same digits, a conversion off by a power "
-        "of ten"
+        f"{number.text} under the same unit: a conversion off by a unit's factor"
     )
     fix = f"At step {step}, {who}: it wrote {number.text} where the figure is {shown}; " + (
         "read the figure again, with its decimal point (a fraction is not a percentage)."

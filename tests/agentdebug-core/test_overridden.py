@@ -391,3 +391,13 @@ def test_a_call_past_a_limit_its_step_was_given_is_blamed() -> None:
 @pytest.mark.parametrize("run", [_block(30), _block(25), _block(45, key="session_minutes")])
 def test_a_call_within_its_limit_or_under_another_key_is_not_blamed(run: AgentTrajectory) -> None:
     assert found(run) == []
+
+
+def test_a_code_that_lost_its_leading_zero_is_not_the_code_given() -> None:
+    """A postcode ``02139`` sent as ``2139`` (an int on the way): another value, not the
+    same number written another way."""
+    given = {"inc": {"postcode": "02139", "city": "Cambridge"}}
+    run = posted({"postcode": "2139", "text": "Your parcel"}, given=given,
+                 reason="the parcel went to postcode 2139, not 02139")  # fmt: skip
+    (finding,) = found(run)
+    assert "postcode='2139'" in finding.message or "postcode=2139" in finding.message

@@ -461,3 +461,21 @@ def test_a_mapping_of_names_to_reasons_or_of_the_rejected_is_no_pick() -> None:
         )
         (finding,) = found(run)
         assert (finding.agent_name, finding.step_index) == ("award", 3)
+
+
+def test_flags_keyed_by_vendor_are_no_pick() -> None:
+    bids = [
+        {"vendor": "Acme", "price": 9120.0, "tax_id": "DE811"},
+        {"vendor": "Bolt", "price": 8790.0, "tax_id": ""},
+        {"vendor": "Crux", "price": 8450.0, "tax_id": "FR402"},
+    ]
+    run = failed(
+        traj(
+            *node(1, "collect_bids", {"bids": bids}),
+            *node(2, "validate", {"flags": {"Bolt": 2}}),
+            *node(3, "award", {"po": {"vendor": "Acme", "amount": 9120.0}}),
+        ),
+        "Crux bid lowest (8,450.00) with a valid tax id, but the PO went elsewhere",
+    )
+    (finding,) = found(run)
+    assert finding.agent_name == "award"

@@ -146,3 +146,15 @@ def test_minutes_written_as_hours_are_a_unit_factor_off() -> None:
     assert (finding.agent_name, finding.step_index) == ("rate_usage", 2)
     assert "a conversion off by a unit's factor" in finding.message
     assert found(billed({"transcription_seconds": 75600})) == []
+
+
+def test_a_setting_under_the_figure_s_unit_is_no_slip() -> None:
+    """A timeout of 2,500 ms beside a p95 of 250 ms the failure names, and a round
+    2,500 under no setting's key: settings, not a measurement slipped."""
+    for config in ({"timeout_ms": 2500}, {"p95_ms": 2500}):
+        run = failed(
+            *node(1, "configure", config),
+            *node(2, "probe", {"status": "ok"}),
+            reason="p95 latency rose to 250 ms and nobody noticed",
+        )
+        assert found(run) == []

@@ -60,10 +60,10 @@ def test_scores_sorted_as_text_are_blamed_on_the_sort() -> None:
 
 
 def test_numbers_as_numbers_ascending_as_text_are_blamed_too() -> None:
-    bids = [{"vendor": v, "price": p} for v, p in (("Acme", 95), ("Bolt", 120), ("Crux", 101))]
+    bids = [{"vendor": v, "price": p} for v, p in (("Bolt", 95), ("Acme", 120), ("Crux", 101))]
     ranked = sorted(bids, key=lambda b: str(b["price"]))
     run = traj(*node(1, "load", {"bids": bids}), *node(2, "rank", {"bids": ranked})).model_copy(
-        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="Acme at 95 was cheapest")}
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="Bolt at 95 was cheapest")}
     )
     (finding,) = found(run)
     assert finding.agent_name == "rank"
@@ -115,3 +115,32 @@ def test_a_step_that_kept_the_order_it_was_given_did_not_sort() -> None:
         *run.events[4:],
     ]
     assert found(run.model_copy(update={"events": events})) == []
+
+
+def test_an_order_by_another_field_is_no_text_sort() -> None:
+    """Vendors sorted by name leave their prices 10, 85, 9, which read as text-sorted:
+    the step sorted by name (a review found it blamed as a text sort)."""
+    quotes = [{"vendor": v, "price": p} for v, p in (("Crux", 9), ("Acme", 10), ("Bolt", 85))]
+    by_name = sorted(quotes, key=lambda q: q["vendor"])
+    run = traj(
+        *node(1, "fetch", {"quotes": quotes}),
+        *node(2, "sort_by_vendor", {"quotes": by_name}),
+        *node(3, "pick", {"chosen": by_name[0]}),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="ordered from Acme at 10 although Crux quoted 9"
+    )})  # fmt: skip
+    assert found(run) == []
+
+
+def test_a_huge_integer_in_a_payload_is_read_not_raised() -> None:
+    """An int past Python's 4,300-digit limit for ``str`` (a review found the text
+    reading every rule shares raise on it)."""
+    from agentdebug.text import flatten
+
+    assert flatten({"n": 10**5000}) == "<int of 16610 bits>"
+    run = triage(AS_TEXT)
+    huge = run.events[0].model_copy(update={"output": {"findings": FINDINGS, "n": 10**5000}})
+    assert [
+        f.rule_id
+        for f in diagnose(run.model_copy(update={"events": [huge, *run.events[1:]]})).findings
+    ]

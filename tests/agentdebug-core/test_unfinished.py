@@ -142,3 +142,68 @@ def test_the_answer_without_an_action_the_request_asked_for_is_blamed() -> None:
 )  # fmt: skip
 def test_not_an_action_skipped(run: AgentTrajectory) -> None:
     assert actions(run) == []
+
+
+@pytest.mark.parametrize(
+    "ask",
+    [
+        "If his laptop was stolen, revoke his sessions; it was not. Reset his password.",
+        "Can you revoke the sessions later? Reset his password now.",
+        "Reset his password. Don\u2019t revoke his sessions, he is on a flight.",
+        "I asked you to revoke his sessions, but I changed my mind. Reset his password.",
+    ],
+)
+def test_a_condition_a_question_a_negation_or_a_change_of_mind_asks_for_nothing(ask: str) -> None:
+    """(A review found each read as a request: conditions, questions, a curly
+    apostrophe, a change of mind.)"""
+    assert actions(ticket(["reset_password", "disable_device"], ask=ask)) == []
+
+
+def test_the_system_prompt_s_capabilities_and_another_tool_of_its_words_are_no_request() -> None:
+    ask = {
+        "messages": [
+            {"role": "system", "content": "You can reset passwords and revoke sessions."},
+            {"role": "user", "content": "Please reset my password."},
+        ]
+    }
+    assert actions(ticket(["reset_password"], ask=ask)) == []
+    # "revoke the sessions" done through a tool of the same words, bulk_revoke
+    done = ticket(["reset_password", "bulk_revoke"], offered=("revoke_sessions", "bulk_revoke"))
+    assert actions(done) == []
+
+
+@pytest.mark.parametrize(
+    "run",
+    [
+        # an "or" list asks for one of them
+        dq(["customers", "payments"], ask="Run the DQ suite on orders, customers or payments."),
+        # the item acted on inside another call's text (a query)
+        dq(["customers", "payments", "SELECT count(*) FROM orders WHERE customer_id IS NULL"]),
+        # the answer said it was left undone
+        dq(
+            ["customers", "payments"],
+            answer={"content": "I could not check orders: do not publish."},
+        ),
+    ],
+)
+def test_an_or_list_an_item_done_another_way_or_said_undone_is_not_skipped(
+    run: AgentTrajectory,
+) -> None:
+    assert found(run) == []
+
+
+def test_one_call_given_two_of_the_items_is_no_walk_through_them() -> None:
+    """``convert(from="EUR", to="USD")`` beside "we price in USD, EUR and GBP"."""
+    ask = "We price in USD, EUR and GBP; convert the EUR invoice to USD."
+    args = {"from": "EUR", "to": "USD"}
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input=ask),
+        ev(1, EventType.LLM_RESPONSE, "agent", input="...",
+           output={"tool_calls": [{"name": "convert", "args": args}]}),
+        ev(1, EventType.TOOL_CALL, "agent", input=args, metadata={"tool_name": "convert"}),
+        ev(2, EventType.TOOL_RESULT, "tools", output="ok"),
+        ev(3, EventType.LLM_RESPONSE, "agent", input="...", output={"content": "Converted."}),
+    ).model_copy(update={"outcome": Outcome(
+        status=OutcomeStatus.FAILURE, reason="the GBP price list was never updated"
+    )})  # fmt: skip
+    assert found(run) == []

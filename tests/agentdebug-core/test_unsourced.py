@@ -210,20 +210,22 @@ def test_a_chat_transcript_s_made_up_id_is_blamed_on_the_call(tmp_path: Path) ->
     assert found(_chat("You act for order ORD-20931 only.", tmp_path)) == []
 
 
-def _deploy(uri: str, *, given: str | None) -> AgentTrajectory:
+def _deploy(
+    uri: str, *, given: str | None, key: str = "artifact_uri", tool: str = "deploy_model"
+) -> AgentTrajectory:
     """A model reads a model's evaluation (with its registered artifact, when
     ``given``) and deploys ``uri``."""
     evaluation = {"model": "fraud-detector", "candidate": "8", "gate": "passed"}
     if given is not None:
-        evaluation["artifact_uri"] = given
+        evaluation[key] = given
     result = json.dumps(evaluation)
-    args = {"model_name": "fraud-detector", "version": "8", "artifact_uri": uri}
-    deploy = {"tool_name": "deploy_model"}
+    args = {"model_name": "fraud-detector", "version": "8", key: uri}
+    deploy = {"tool_name": tool}
     return traj(
         ev(0, EventType.USER_INPUT, None, input="Ship fraud-detector v8 as a canary."),
         ev(1, EventType.TOOL_RESULT, "tools", output=result, metadata={"tool_name": "get_eval"}),
         ev(2, EventType.LLM_RESPONSE, "agent", input=[{"content": result}],
-           output={"tool_calls": [{"name": "deploy_model", "args": args}]}),
+           output={"tool_calls": [{"name": tool, "args": args}]}),
         ev(2, EventType.TOOL_CALL, "agent", input=args, metadata=deploy),
     ).model_copy(update={"outcome": Outcome(
         status=OutcomeStatus.FAILURE, reason="v8 never went live: the canary is crash-looping"
@@ -258,12 +260,13 @@ def test_an_address_given_or_built_where_none_was_given_is_no_finding(
 
 def test_a_new_object_s_address_a_write_is_given_is_no_made_up_one() -> None:
     """A summary written next to last month's (``write_file(uri=".../june/...")``
-    after a listing's ``"uri"``): a destination, which nothing before holds."""
-    run = _deploy("s3://team-reports/june/summary.csv", given="s3://team-reports/may/summary.csv")
-    events = [
-        e.model_copy(update={"metadata": {"tool_name": "write_file"}})
-        if e.type is EventType.TOOL_CALL
-        else e
-        for e in run.events
-    ]
-    assert found(run.model_copy(update={"events": events})) == []
+    after a listing's ``"uri"``): a destination, which nothing before holds. An
+    artifact a create or copy tool reads is still a made-up one."""
+    june = "s3://team-reports/june/summary.csv"
+    may = "s3://team-reports/may/summary.csv"
+    assert found(_deploy(june, given=may, key="uri", tool="write_file")) == []
+    assert found(_deploy(june, given=may, key="output_uri", tool="run_report")) == []
+    made_up = "s3://ml-models/fraud-detector/v8/model.pkl"
+    for tool in ("create_deployment", "copy_object"):
+        (finding,) = found(_deploy(made_up, given=REGISTERED, tool=tool))
+        assert finding.agent_name == "agent"

@@ -227,3 +227,19 @@ def test_in_a_pipeline_of_three_code_nodes_the_guess_is_the_first_after_the_load
     assert (first.agent_name, first.step_index) == ("aggregate", 2)
     assert first.rationale.startswith("no detector fired; in a pipeline of code nodes")
     assert (last.agent_name, last.step_index) == ("report", 3)
+
+
+def test_a_code_pipeline_whose_steps_mostly_failed_still_gets_its_guess() -> None:
+    """Three node ends, two of them failed: the loader's skip does not run past the
+    one left (a review found an IndexError)."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input={"file": "sales.csv"}),
+        *node(1, "load", {"rows": [1, 2]}),
+        ev(2, EventType.AGENT_END, "aggregate", output={"total": 3}, error="boom"),
+        ev(3, EventType.AGENT_END, "report", output={"text": "3"}, error="boom"),
+    ]
+    (guess, *_) = HeuristicAttributor().attribute(failed_with("the total is wrong", *events), [])
+    assert (guess.agent_name, guess.step_index) == ("load", 1)
+    assert (
+        guess.rationale == "no detector fired; the first decision commits the run to its approach"
+    )

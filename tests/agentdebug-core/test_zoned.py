@@ -147,3 +147,9 @@ def test_sentinel_times_and_a_long_week_of_punches_are_read() -> None:
               for e in run.events]  # fmt: skip
     (finding,) = found(run.model_copy(update={"events": events}))
     assert finding.agent_name == "localize_punches"
+
+
+def test_every_day_s_name_speaks_of_when() -> None:
+    for day in ("Tuesday", "Wednesday", "Thursday", "Saturday"):
+        reason = f"Marcus says his {day} shift was paid like a weekday shift"
+        assert found(payroll(RELABELLED, reason=reason)), day

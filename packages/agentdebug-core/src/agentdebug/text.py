@@ -44,7 +44,10 @@ def flatten(value: Any, limit: int | None = None) -> str:
             for item in v:
                 walk(item)
         elif isinstance(v, (int, float, bool)):
-            parts.append(str(v))
+            try:
+                parts.append(str(v))
+            except ValueError:  # (an int past Python's 4,300-digit limit for str)
+                parts.append(f"<int of {int(v).bit_length()} bits>")
             size += 8
         else:
             text = str(v)

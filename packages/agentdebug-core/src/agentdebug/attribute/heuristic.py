@@ -397,6 +397,8 @@ class HeuristicAttributor:
         decisions = [e for e in decisions if not _decided_nothing(e)] or decisions
         if not decisions:
             return []
+        if skip >= len(decisions):  # (of those left, the first is all there is)
+            first_why, skip = FIRST_DECISION, 0
         picks: list[tuple[AgentEvent, float, str]] = []
         quoted = quoted_by_reason(trajectory, decisions)
         said: tuple[AgentEvent, float, str] | None = None

@@ -222,7 +222,7 @@ def _overridden(
 def _same(value: str) -> str:
     """A value as compared: a number by its value (120, 120.0 and 120.00 alike), a
     text without case."""
-    if _number(value):
+    if _number(value) and not re.match(r"-?0\d", value):  # ("02139" is a code, not 2139)
         try:
             return format(Decimal(value).normalize(), "f")
         except ArithmeticError:

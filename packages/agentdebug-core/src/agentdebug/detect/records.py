@@ -232,7 +232,9 @@ def leaves(payload: Any, keys: bool = False) -> str:
 
 # keys under which a step writes what it left out, not what it took
 _LEFT_OUT = re.compile(
-    r"reject|exclu|drop|remov|skip|fail|invalid|disqualif|ignor|discard|lost|unmatched", re.I
+    r"reject|exclu|drop|remov|skip|fail|invalid|disqualif|ignor|discard|lost|unmatched"
+    r"|flag|error|warn|missing|penalt|issue|violation|block|deni|declin",
+    re.I,
 )
 
 

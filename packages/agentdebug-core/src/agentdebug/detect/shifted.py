@@ -224,9 +224,31 @@ def _slip(
                 if not number.in_text and "" not in keys and number.key not in keys:
                     continue  # (another quantity made from it: a 10 % tax of a subtotal)
                 return number, figure, True
-            if figure.value not in ever and figure.unit in _TIMES and number.unit == figure.unit:
+            if (
+                figure.value not in ever
+                and figure.unit in _TIMES
+                and number.unit == figure.unit
+                and _measured(number, digits)
+            ):
                 return number, figure, False
     return (clocked[1], clocked[2], False) if clocked is not None else None
+
+
+# keys of settings, not measurements: a timeout of 2,500 ms is no 250 ms latency slipped
+_SETTING = re.compile(
+    r"timeout|interval|limit|max|min|threshold|budget|ttl|delay|retr|backoff|window|period"
+    r"|quota|cap|sla|slo|target|goal|default|config",
+    re.I,
+)
+
+
+def _measured(number: _Number, digits: tuple[int, ...]) -> bool:
+    """Whether a number the run never held the figure of reads as a measurement: not
+    under a setting's key, and, of two significant digits, with a fractional part
+    (0.86, not a round 2500)."""
+    if _SETTING.search(number.key):
+        return False
+    return len(digits) > 2 or number.value != number.value.to_integral_value()
 
 
 # a unit's usual wrong factors: minutes as hours or seconds as minutes (60), seconds as
@@ -240,6 +262,8 @@ def _clocked(number: _Number, figure: _Number, ever: set[Decimal]) -> Decimal | 
     written under the figure's own unit: 1,260 "hours" of audio for the 21 the
     failure names, minutes labelled as hours; None when it is not."""
     if not figure.unit or number.unit != figure.unit or figure.unit not in _TIMES:
+        return None
+    if not _measured(number, _digits(number.value)[0]):
         return None
     if figure.value in ever or figure.value <= 0 or number.value <= 0:
         return None

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 RULE = "sorted_as_text"
 MOST_RECORDS_SEEN = 20_000  # records of a run remembered
-MOST_LISTS_SEEN = 200  # lists of a run remembered with their order
+MOST_LISTS_SEEN = 5_000  # lists of a run remembered with their order
 _NUMERIC = re.compile(r"-?\d+(?:\.\d+)?")
 _SORTERS = frozenset({EventType.AGENT_END, EventType.TOOL_RESULT})
 
@@ -120,6 +120,8 @@ def _text_sorted(
         numbers = [float(t) for t in shown]
         if _ordered(numbers, True) or _ordered(numbers, False):
             continue  # (sorted as numbers, one way or the other)
+        if any(_sorted_by(records, other) for other in records[0] if other != field):
+            return None  # (sorted by another field: its order leaves this one as it falls)
         for descending in (False, True):
             if shown != sorted(shown, reverse=descending):
                 continue
@@ -130,6 +132,22 @@ def _text_sorted(
                 if _names(failure, records[k]):
                     return field, shown, records[k]
     return None
+
+
+def _sorted_by(records: list[dict[str, Any]], field: str) -> bool:
+    """Whether the records are in the order of ``field``, one way or the other (as
+    numbers, or as texts), with two values or more that differ."""
+    values = [r.get(field) for r in records]
+    if len({repr(v) for v in values}) < 2:
+        return False
+    texts = [_text(v) for v in values]
+    if all(t is not None for t in texts):
+        keys: list[Any] = [float(t) for t in texts if t is not None]
+    elif all(isinstance(v, str) for v in values):
+        keys = [str(v).casefold() for v in values]
+    else:
+        return False
+    return keys == sorted(keys) or keys == sorted(keys, reverse=True)
 
 
 def _text(value: Any) -> str | None:

@@ -49,14 +49,24 @@ if TYPE_CHECKING:
 RULE = "asked_item_skipped"
 ACTION_RULE = "asked_action_skipped"
 MOST_CALLS = 500  # tool calls read
-_ITEM = r"[\w][\w.-]{1,40}"
-# "orders, customers and payments", "EU, US or APAC", "a/b and c": three items or more
+_ITEM = r"[\w][\w.-]{2,40}"
+# "orders, customers and payments": three items or more, all to be done ("EU, US or
+# APAC" asks for one of them); read in a window before each "and" (a pasted series of
+# thousands of numbers is not walked again for each)
 _ENUMERATION = re.compile(
-    rf"(?<![\w.-])({_ITEM}(?:\s*,\s*{_ITEM})+\s*,?\s+(?:and|or|&)\s+{_ITEM})(?![\w-])"
+    rf"(?<![\w.-])({_ITEM}(?:\s*,\s*{_ITEM}){{1,20}}\s*,?\s+(?:and|&)\s+{_ITEM})(?![\w-])"
 )
-_SPLIT = re.compile(r"\s*,\s*(?:(?:and|or|&)\s+)?|\s+(?:and|or|&)\s+")
+_AND = re.compile(r"\s(?:and|&)\s")
+_WINDOW = 600  # characters before an "and" read for its enumeration
+_SPLIT = re.compile(r"\s*,\s*(?:(?:and|&)\s+)?|\s+(?:and|&)\s+")
 _SENTENCE = re.compile(r"(?<=[.!?;])\s+|\n+")
-_NOT = re.compile(r"\b(?:don'?t|do not|no need|without|never|not|skip|except)\b")
+_USER = frozenset({"user", "human"})
+# a sentence that does not plainly ask: a negation, a condition, a question, a change
+_NOT_ASKED = re.compile(
+    r"\b(?:don'?t|do not|doesn'?t|no need|without|never|not|skip|except|if|unless|whether"
+    r"|in case|otherwise|instead|changed my mind|no longer|anymore|can i|could i|should i)\b"
+    r"|\?"
+)
 # words of a tool's name that say nothing of what it does
 _PLAIN = frozenset({"tool", "run", "do", "the", "for", "api", "v1", "v2", "all", "and"})
 
@@ -74,28 +84,29 @@ def rule_asked_item_skipped(ctx: RuleContext) -> Iterator[Finding]:
     if not lists:
         return
     calls: dict[str, list[int]] = {}  # tool -> where its calls are
-    given: dict[str, set[str]] = {}  # tool -> the texts its calls were given
-    every: set[str] = set()  # every text any call was given
+    given: dict[str, list[set[str]]] = {}  # tool -> the texts each of its calls was given
+    said: list[str] = []  # every call's arguments as text (an item inside a query too)
     for i, event in enumerate(events):
         if event.type is not EventType.TOOL_CALL:
             continue
-        if sum(map(len, calls.values())) >= MOST_CALLS:
+        if len(said) >= MOST_CALLS:
             break
         name = tool_name(event) or ""
-        texts = {t.casefold() for t in _texts(event.input)}
         calls.setdefault(name, []).append(i)
-        given.setdefault(name, set()).update(texts)
-        every |= texts
+        given.setdefault(name, []).append({t.casefold() for t in _texts(event.input)})
+        said.append(flatten(event.input, 20_000).casefold())
+    every = "\n".join(said)
     for items in lists:
-        for tool, texts in given.items():
-            done = [item for item in items if item in texts]
-            if len(done) < 2:
-                continue
-            left = [item for item in items if item not in every and has(failure, item)]
+        for tool, each in given.items():
+            where = {i: [n for n, texts in enumerate(each) if i in texts] for i in items}
+            done = [i for i in items if len(where[i]) == 1]
+            if len({where[i][0] for i in done}) < 2:
+                continue  # (a walk through the list: one call an item, two or more)
+            left = [item for item in items if not has(every, item) and has(failure, item)]
             if not left:
                 continue
             stop = _stop(events, calls[tool][-1])
-            if stop is not None:
+            if stop is not None and not has(_said(stop), left[0]):  # (not said undone)
                 yield _finding(stop, tool, items, done, left[0])
                 return
 
@@ -110,24 +121,46 @@ def rule_asked_action_skipped(ctx: RuleContext) -> Iterator[Finding]:
     called = {tool_name(e) for e in events if e.type is EventType.TOOL_CALL}
     if not offered or not called:
         return
-    asked = " ".join(
-        flatten(e.input, 100_000) for e in events if e.type is EventType.USER_INPUT
-    ).casefold()
-    sentences = [s for s in _SENTENCE.split(asked) if s.strip()]
+    asked = _request(events).replace("\u2019", "'").casefold()
+    sentences = [x for x in _SENTENCE.split(asked)[:200] if x.strip()]
     last = max(i for i, e in enumerate(events) if e.type is EventType.TOOL_CALL)
-    for tool in dict.fromkeys(offered):
+    used = {w for name in called for w in tool_words(name or "")} - _PLAIN
+    for tool in list(dict.fromkeys(offered))[:500]:
         if tool in called:
             continue
         words = [w for w in tool_words(tool) if len(w) >= 3 and w not in _PLAIN]
-        if len(words) < 2 or only_reads(words):
-            continue
+        if len(words) < 2 or only_reads(words) or {w for w in words if len(w) >= 4} & used:
+            continue  # (a read; or done through another tool of its words: bulk_cancel)
         said = next((x for x in sentences if all(_says(x, w) for w in words)), None)
-        if said is None or _NOT.search(said[: min(_at(said, w) for w in words)]):
+        if said is None or _NOT_ASKED.search(said):
             continue
         stop = _stop(events, last)
         if stop is not None:
             yield _skipped(stop, tool, said.strip())
             return
+
+
+def _request(events: list[AgentEvent]) -> str:
+    """The run's request: the last message a user wrote in its input (not the system
+    prompt's list of what the agent can do, nor an earlier turn a thread resends);
+    the whole input when it holds no messages."""
+    for event in reversed(events):
+        if event.type is not EventType.USER_INPUT:
+            continue
+        payload = event.input
+        messages = payload.get("messages") if isinstance(payload, dict) else payload
+        if isinstance(messages, list):
+            for message in reversed(messages):
+                if isinstance(message, dict) and _USER & {message.get("role"), message.get("type")}:
+                    return flatten(message.get("content"), 50_000)
+            if any(isinstance(m, dict) and ("role" in m or "type" in m) for m in messages):
+                return ""  # (messages, none a user's)
+        return flatten(payload, 50_000)
+    return ""
+
+
+def _said(event: AgentEvent) -> str:
+    return flatten(event.output, 20_000).casefold()
 
 
 def _says(text: str, word: str) -> bool:
@@ -180,10 +213,15 @@ def _lists(payload: Any) -> Iterator[list[str]]:
             else:
                 stack.extend(item)
         elif isinstance(item, str):
-            for m in _ENUMERATION.finditer(item[:200_000]):
-                parts = [p.rstrip(".").casefold() for p in _SPLIT.split(m.group(1)) if p]
-                if len(parts) >= 3:
-                    yield parts
+            text = item[:200_000]
+            for a in list(_AND.finditer(text))[:200]:
+                window = text[max(0, a.start() - _WINDOW) : a.end() + 60]
+                for m in _ENUMERATION.finditer(window):
+                    if not m.start() <= a.start() - max(0, a.start() - _WINDOW) < m.end():
+                        continue  # (another "and"'s)
+                    parts = [p.rstrip(".").casefold() for p in _SPLIT.split(m.group(1)) if p]
+                    if len(parts) >= 3:
+                        yield parts
 
 
 def _texts(args: Any) -> Iterator[str]:

@@ -75,6 +75,8 @@ _WRITES = frozenset(
     {"write", "save", "export", "upload", "put", "store", "copy", "move", "dump", "publish"}
     | {"archive", "backup", "sync", "create", "generate", "make", "new", "render", "emit"}
 )
+_DEST_KEY = re.compile(r"dest|target|output|(?:^|_)(?:out|to)(?:_|$)|save|upload|export")
+_PLAIN_ADDRESS = frozenset({"uri", "url", "path", "location", "file", "key", "object", "href"})
 # a resource's address: "s3://bucket/key", "https://host/path" (300 characters at most)
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]{1,9}://[^\s\"'<>]{3,300}")
 _SQUEEZE = re.compile(r"(?<=\d)[-/.:_ ](?=\d)")  # "2024-06-11" read as "20240611" too
@@ -99,6 +101,17 @@ def _ids(args: Any, key: str = "") -> Iterator[tuple[str, str]]:
             return
         if _ID.fullmatch(value) or (_ID_KEY.search(key) and re.search(r"\d{3}", value)):
             yield key, value
+
+
+def _destination(call: AgentEvent, key: str) -> bool:
+    """Whether the address under ``key`` is where the call writes: a key that says so
+    (``dest``, ``target``, ``output_uri``), or a plain address key of a tool that
+    writes (``write_file(uri=...)``; not ``create_deployment(artifact_uri=...)``, whose
+    artifact is read)."""
+    low = key.lower()
+    if _DEST_KEY.search(low):
+        return True
+    return low in _PLAIN_ADDRESS and bool(_WRITES & set(tool_words(tool_name(call) or "")))
 
 
 def _new_things(words: list[str]) -> set[str]:
@@ -217,9 +230,7 @@ def rule_unsourced_argument(ctx: RuleContext) -> Iterator[Finding]:
         if first.type in _SAYS and text.given_to(at, value):
             continue  # (given in its own prompt)
         said = first.type in _SAYS or (first.type is EventType.TOOL_CALL and first is call)
-        if _URI.fullmatch(value) and (
-            not text.keyed_before(at, key) or _WRITES & set(tool_words(tool_name(call) or ""))
-        ):
+        if _URI.fullmatch(value) and (not text.keyed_before(at, key) or _destination(call, key)):
             continue  # (an address built, or one to write to: only one to read, where given)
         if said and first.agent_name:
             yield _finding(first, call, key, value)

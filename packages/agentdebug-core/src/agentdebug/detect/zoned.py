@@ -58,7 +58,7 @@ _STAMP = re.compile(
 )
 # a failure that speaks of when: a day, a date, a clock time, a part of the day
 _WHEN = re.compile(
-    r"\b(?:mon|tue|wed|thu|fri|sat|sun)(?:day|s|\.)?\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug"
+    r"\b(?:mon|tues?|wed(?:nes)?|thu(?:rs?)?|fri|sat(?:ur)?|sun)(?:day|s|\.)?\b|\b(?:jan|feb|mar|apr|may|jun|jul|aug"
     r"|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d|\d{1,2}:\d{2}|\d{4}-\d{2}-\d{2}|\b\d{1,2}\s?[ap]\.?m\b"
     r"|\b(?:morning|afternoon|evening|night|midnight|noon|hours?|times?|clock|time\s?zone"
     r"|today|tomorrow|yesterday|weekend|weekday|early|late|shift|day|week)\b",

@@ -18,7 +18,7 @@ PROFILE = {
     "legal_name_on_passport": "Katherine M. Alvarez",
     "home_airport": "BOS",
 }
-REASON = "Kate couldn't get a boarding pass: the name on the ticket doesn't match her passport"
+REASON = "Kate Alvarez couldn't board: the name on the ticket doesn't match her passport"
 
 
 def booking(passenger: str, *, reason: str = REASON, profile: Any = None) -> AgentTrajectory:
@@ -65,6 +65,8 @@ def test_the_preferred_name_booked_where_the_passport_s_was_wanted_is_blamed() -
         booking("Kate Alvarez", reason="the flight was delayed by four hours"),  # no field named
         # the failure names both fields' words: which one was wanted is not said
         booking("Kate Alvarez", reason="her preferred name and passport name both on the ticket"),
+        # the failure says a key's word in passing and not what was taken
+        booking("Kate Alvarez", reason="her passport photo upload kept failing"),
         # two fields of different kinds (no word shared): not siblings
         booking("Kate Alvarez", profile={"preferred_name": "Kate Alvarez",
                                          "passport_number": "X1234567 USA"}),

@@ -378,19 +378,24 @@ def _block(minutes: Any, *, key: str = "max_session_minutes") -> AgentTrajectory
     )})  # fmt: skip
 
 
-def test_a_call_past_a_limit_its_step_was_given_is_blamed() -> None:
-    """The failure names neither figure; a limit given (a maximum) and a call above
-    it under the same key is the slip."""
-    (finding,) = found(_block(45))
-    assert (finding.agent_name, finding.step_index, finding.confidence) == ("coach", 2, 0.45)
-    assert "max_session_minutes=45, though its prompt at step 2 gave max_session_minutes=30" in (
-        finding.message
-    )
-
-
-@pytest.mark.parametrize("run", [_block(30), _block(25), _block(45, key="session_minutes")])
-def test_a_call_within_its_limit_or_under_another_key_is_not_blamed(run: AgentTrajectory) -> None:
+@pytest.mark.parametrize("run", [_block(45), _block(30), _block(45, key="session_minutes")])
+def test_a_limit_s_key_alone_names_no_overridden_value(run: AgentTrajectory) -> None:
+    """A call above a ``max_*`` its step was given, the failure naming neither: not
+    read (tried and taken back: a plan the user upgraded, a room's ``floor``, a
+    meeting's ``duration_min`` and a pagination ``limit`` read as limits broken)."""
     assert found(run) == []
+
+
+def test_a_grouped_number_the_user_gave_is_theirs() -> None:
+    """ "Raise it to $1,500" gives 1500, not 1 and 500."""
+    run = _paid(1500.0)
+    events = [
+        e.model_copy(update={"input": "Pay Dana: raise her overtime to 1,500 hours, approved."})
+        if e.type is EventType.USER_INPUT
+        else e
+        for e in run.events
+    ]
+    assert found(run.model_copy(update={"events": events})) == []
 
 
 def test_a_code_that_lost_its_leading_zero_is_not_the_code_given() -> None:

@@ -128,24 +128,30 @@ def test_a_figure_made_from_another_or_converted_is_no_slip() -> None:
     assert found(taxed) == found(seconds) == found(chance) == []
 
 
-def test_minutes_written_as_hours_are_a_unit_factor_off() -> None:
-    """75,600 seconds of audio rated as 1,260 "hours" (seconds / 60): the failure says
-    about 21 hours, which the run never held; the step that wrote 1,260 under hours
-    is blamed. Written as 75,600 seconds (another unit), it is no slip."""
-    usage = {"files": [{"id": "SBR-118", "seconds": 37800}, {"id": "SBR-119", "seconds": 37800}]}
+def test_a_unit_s_factor_alone_is_no_slip() -> None:
+    """A correct 2.25 hours beside a reference of "54 hours" (times 24) and a parcel's
+    1.2 kg beside "72 kg" (times 60): factors other than ten match by chance (tried
+    and taken back: a review found 29 % of random timesheets blamed)."""
+    timesheet = failed(
+        ev(1, EventType.TOOL_RESULT, "tools", output='{"entries": [{"hours": 2.25}]}'),
+        reason="her timesheet should total 54 hours",
+    )
+    parcel = failed(
+        ev(1, EventType.TOOL_RESULT, "tools", output='{"weight_kg": 1.2}'),
+        reason="the pallet weighed 72 kg and the courier refused it",
+    )
+    assert found(timesheet) == found(parcel) == []
 
-    def billed(rated: dict[str, Any]) -> AgentTrajectory:
-        return failed(
-            *node(1, "load_usage", usage),
-            *node(2, "rate_usage", rated),
-            *node(3, "build_invoice", {"total": 1834.80}),
-            reason="my invoice came to $1,834.80; we only uploaded about 21 hours of audio",
-        )
 
-    (finding,) = found(billed({"transcription_hours": 1260.0}))
-    assert (finding.agent_name, finding.step_index) == ("rate_usage", 2)
-    assert "a conversion off by a unit's factor" in finding.message
-    assert found(billed({"transcription_seconds": 75600})) == []
+def test_a_measurement_under_a_key_with_a_setting_s_letters_is_read() -> None:
+    """``retrieval_p95_ms`` holds "retr" and ``downtime_minutes`` "min": words of a
+    setting's key are read as words, so these are measurements."""
+    run = failed(
+        ev(1, EventType.TOOL_RESULT, "tools", output='{"retrieval_p95_ms": 0.86}'),
+        reason="retrieval p95 has been around 860 ms",
+    )
+    (finding,) = found(run)
+    assert finding.agent_name == "tools"
 
 
 def test_a_setting_under_the_figure_s_unit_is_no_slip() -> None:

@@ -135,9 +135,10 @@ def test_an_order_by_another_field_is_no_text_sort() -> None:
 def test_a_huge_integer_in_a_payload_is_read_not_raised() -> None:
     """An int past Python's 4,300-digit limit for ``str`` (a review found the text
     reading every rule shares raise on it)."""
-    from agentdebug.text import flatten
+    from agentdebug.text import compact_json, flatten
 
     assert flatten({"n": 10**5000}) == "<int of 16610 bits>"
+    assert compact_json({"n": 10**5000}) == "<int of 16610 bits>"
     run = triage(AS_TEXT)
     huge = run.events[0].model_copy(update={"output": {"findings": FINDINGS, "n": 10**5000}})
     assert [

@@ -207,8 +207,7 @@ def test_retried_attempts_are_linked_and_an_error_a_retry_got_past_is_not_blamed
     assert run.outcome.status is OutcomeStatus.FAILURE
     (report,) = cb.reports
     assert "timed out" not in report.summary
-    # the quote's code wrote the price ten times over: it is blamed, not the timeouts
-    root = report.root_cause
+    root = report.root_cause  # (the quote's code wrote the price tenfold, not the timeouts)
     assert root is not None and not root.metadata.get("default_guess")
     assert (root.agent_name, root.mode_id) == ("quote", "reflection.flawed_reasoning")
     assert root.step_index == third.step_index + 1

@@ -319,7 +319,7 @@ def test_a_model_that_ticketed_the_preferred_name_is_blamed_not_the_checkin(
 
     def boarded(state: dict[str, Any]) -> bool | str:
         return TICKETED == ["Katherine M. Alvarez"] or (
-            "Kate couldn't get a boarding pass: the name on the ticket doesn't match her passport"
+            "Kate Alvarez couldn't board: the name on the ticket doesn't match her passport"
         )
 
     callback = AgentDebugCallback(dbg, success_check=boarded)

@@ -64,7 +64,10 @@ def compact_json(value: Any) -> str:
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS, default=str).decode()
     except TypeError:
-        return repr(value)
+        try:
+            return repr(value)
+        except ValueError:  # (an int past Python's 4,300-digit limit for str)
+            return flatten(value)
 
 
 def json_of(text: str, limit: int = 200_000) -> dict[str, Any] | list[Any] | None:

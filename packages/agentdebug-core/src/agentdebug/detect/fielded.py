@@ -10,13 +10,16 @@ without this rule the free tier blamed the last of them, or guessed.
 
 The rule keeps to what it can read for certain, in a failed run: a mapping the run
 held (its input, a tool's result, also as JSON text, a node's update) with two text
-fields of one kind (values of two to 120 characters that share a word of three
-letters or more, or both e-mail addresses), where the failure (its reason, or the
+fields of one kind (values of two to 120 characters that share a word of four
+letters or more, not ``https``, or both e-mail addresses), where the failure (its reason, or the
 reference answer) names a word of one field's key (``passport``; four letters or
 more, not a word any key has: ``name``, ``email``, ``address``...) and no word of the
-other's; and a later step (a model's reply or tool call, a node's update made by its
-own code) that wrote the other field's value whole, while no step after the mapping
-wrote the named field's value. That step is blamed: a model as
+other's, and names the other field's value as written (the failure says what was
+taken: "Kate Alvarez couldn't board ... doesn't match her passport"; a word of a key
+said in passing, "the shipping took eleven days", is not enough); and a later step
+(a model's reply or tool call, a node's update made by its own code) that wrote the
+other field's value whole, while no step after the mapping wrote the named field's
+value. That step is blamed: a model as
 ``observation.output_misread``, a node's code as ``reflection.flawed_reasoning``.
 """
 
@@ -46,6 +49,7 @@ _PLAIN = frozenset(
     | {"line", "first", "last", "full", "display", "string", "title", "description"}
 )
 _KEY_WORDS = re.compile(r"[A-Z]?[a-z]+")
+_ADDRESS_WORDS = frozenset({"http", "https", "www", "html", "json"})
 _WORD = re.compile(r"[^\W\d_]{3,}")
 
 
@@ -72,10 +76,12 @@ def _mappings(payload: Any) -> Iterator[dict[str, Any]]:
 
 
 def _alike(one: str, other: str) -> bool:
-    """Two values of one kind: both e-mail addresses, or sharing a word."""
+    """Two values of one kind: both e-mail addresses, or sharing a word of four letters
+    or more that is not an address's (``https``, ``www``, ``com``)."""
     if "@" in one and "@" in other:
         return True
-    return bool({w.lower() for w in _WORD.findall(one)} & {w.lower() for w in _WORD.findall(other)})
+    mine = {w.lower() for w in _WORD.findall(one) if len(w) >= 4} - _ADDRESS_WORDS
+    return bool(mine & {w.lower() for w in _WORD.findall(other)})
 
 
 def _has(text: str, value: str) -> bool:
@@ -131,6 +137,7 @@ def rule_sibling_field_taken(ctx: RuleContext) -> Iterator[Finding]:
                         other_key == key
                         or other.casefold() == value.casefold()
                         or _key_words(other_key) & words
+                        or not _has(failure, other)  # (the failure names what was taken)
                         or not _alike(value, other)
                     ):
                         continue

@@ -29,11 +29,9 @@ none of the values given but names a figure the call's own result holds (what th
 call made went wrong: a paycheck of $2,496.00 the pay tool computed right from the
 hours it was passed), a number the step was given as the key's one number (the
 timesheet's ``"overtime_hours": 6.5``) where the call passed another (0) is this
-too, with confidence 0.45 instead of 0.55; and so is, without the failure naming
-anything, a number under a limit's key (``max_session_minutes``, ``budget_cap``;
-``min_stock``) past the one limit its step was given under that key (45 where the
-client's profile said 30). A number the run's input says (the user asked for 40
-seats) is the user's, not overridden; numbers compare by value (120 is 120.0).
+too, with confidence 0.45 instead of 0.55. A number the run's input says (the user
+asked for 40 seats) is the user's, not overridden; numbers compare by value (120 is
+120.0; a code's leading zero, "02139", is kept).
 """
 
 from __future__ import annotations
@@ -75,14 +73,7 @@ _GIVERS = frozenset({EventType.AGENT_START, EventType.LLM_RESPONSE, EventType.LL
 _MODEL = frozenset({EventType.LLM_RESPONSE, EventType.LLM_CALL})
 _GROUPED = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")  # "128,000" -> "128000"
 _FIGURE = re.compile(r"-?\d+(?:\.\d+)?")
-# keys of limits: the most (``max_session_minutes``, ``budget_cap``), the least
-_LIMIT = re.compile(
-    r"(?:^|_)(?i:max|maximum|limit|cap|ceiling|most)(?:_|$)|(?:Max|Limit|Cap)(?:[A-Z]|$)|^max"
-)
-_LOWEST = re.compile(
-    r"(?:^|_)(?i:min|minimum|floor|least)(?:_|$)|(?:Min|Floor)(?:[A-Z]|$)|^min[A-Z_]"
-)
-_SAID_NUMBER = re.compile(r"(?<![\w.])\d+(?:\.\d+)?(?![\w]|\.\d)")
+_SAID_NUMBER = re.compile(r"(?<![\w.,])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?![\w]|[.,]\d)")
 
 
 def _leaves(value: Any, *, skip: frozenset[str] = frozenset()) -> Iterator[tuple[str, str]]:
@@ -172,10 +163,6 @@ def rule_given_value_overridden(ctx: RuleContext) -> Iterator[Finding]:
         named = found is not None
         if found is None and asked and _made_named(events, at, made):
             found = _overridden(events, at, asked, None, asked_before, state)
-        if found is None and any(_LIMIT.search(k) or _LOWEST.search(k) for k, _ in asked):
-            found = _overridden(events, at, asked, None, asked_before, state)
-            if found is not None and not _past(*found[:3]):
-                found = None  # (a limit's own value, or one within it: not overridden)
         if found is not None:
             key, value, other, given_by = found
             yield _finding(_decider(events, at), call, key, value, other, given_by, named)
@@ -228,19 +215,6 @@ def _same(value: str) -> str:
         except ArithmeticError:
             pass
     return value.lower()
-
-
-def _past(key: str, value: str, given: str) -> bool:
-    """Whether a call's number under a limit's key goes past the limit its step was
-    given: above a ``max_session_minutes`` of 30, below a ``min_stock`` of 10."""
-    lowest = _LOWEST.search(key) is not None
-    if not (lowest or _LIMIT.search(key)):
-        return False
-    try:
-        mine, theirs = Decimal(value), Decimal(given)
-    except ArithmeticError:
-        return False
-    return mine < theirs if lowest else mine > theirs
 
 
 def _number(value: str) -> bool:
@@ -318,7 +292,7 @@ class _State:
             said = " ".join(
                 flatten(e.input, _PARSED) for e in self.events if e.type is EventType.USER_INPUT
             )
-            self._asked_by_user = {_same(n) for n in _SAID_NUMBER.findall(said)}
+            self._asked_by_user = {_same(n.replace(",", "")) for n in _SAID_NUMBER.findall(said)}
         return self._asked_by_user
 
     def before(self, key: str, at: int, step: int) -> Iterator[tuple[str, AgentEvent]]:

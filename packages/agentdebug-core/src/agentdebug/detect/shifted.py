@@ -18,9 +18,8 @@ to a millionth), which nothing before it held, and did not write the figure itse
 Either the run held the figure before that step (as written, or for a percentage as
 its fraction: "2.7%" is 0.027), so the step was given it; or the run never held it,
 and the step wrote the number under the figure's own unit (``p95_ms`` for "860 ms"):
-a conversion slip labelled as the right unit; so too, the figure never held, a number
-under its unit that is it times a unit's factor, 60, 3,600, 24 or 1,024, or divided
-by one, within 2 % ("about 21 hours" of audio rated as 1,260 hours: seconds / 60). Not a number under a key of minor or
+a conversion slip labelled as the right unit (a measurement: not under a setting's
+key, ``timeout_ms``, nor a round integer of two significant digits). Not a number under a key of minor or
 scaled units (``amount_cents``, ``bps``, ``size_kb``: converted on purpose), nor one
 under another unit than the figure's (0.86 seconds for 860 ms), nor one under
 another key than the figure was held under (a 10 % tax of a 1,248.00 subtotal:
@@ -194,7 +193,6 @@ def _slip(
 ) -> tuple[_Number, _Number, bool] | None:
     """(the number written, the failure's figure, whether the run held the figure)."""
     wrote = {n.value for n in numbers}
-    clocked: tuple[Decimal, _Number, _Number] | None = None  # (how far off, number, figure)
     for number in numbers:
         if number.value == 0 or number.value in held or _SCALED_KEY.search(number.key):
             continue
@@ -203,9 +201,6 @@ def _slip(
             if figure.value in wrote:
                 continue  # (the step wrote the figure too)
             if digits != want:
-                off = _clocked(number, figure, ever)
-                if off is not None and (clocked is None or off < clocked[0]):
-                    clocked = (off, number, figure)
                 continue  # (another number)
             percent = figure.unit == "%"
             if percent and figure.value / 100 in wrote:
@@ -231,14 +226,14 @@ def _slip(
                 and _measured(number, digits)
             ):
                 return number, figure, False
-    return (clocked[1], clocked[2], False) if clocked is not None else None
+    return None
 
 
 # keys of settings, not measurements: a timeout of 2,500 ms is no 250 ms latency slipped
-_SETTING = re.compile(
-    r"timeout|interval|limit|max|min|threshold|budget|ttl|delay|retr|backoff|window|period"
-    r"|quota|cap|sla|slo|target|goal|default|config",
-    re.I,
+_SETTING = frozenset(
+    {"timeout", "interval", "limit", "max", "min", "threshold", "budget", "ttl", "delay"}
+    | {"retry", "retries", "backoff", "window", "period", "quota", "cap", "sla", "slo"}
+    | {"target", "goal", "default", "config", "maximum", "minimum"}
 )
 
 
@@ -246,34 +241,9 @@ def _measured(number: _Number, digits: tuple[int, ...]) -> bool:
     """Whether a number the run never held the figure of reads as a measurement: not
     under a setting's key, and, of two significant digits, with a fractional part
     (0.86, not a round 2500)."""
-    if _SETTING.search(number.key):
+    if {w.lower() for w in _KEY_PARTS.findall(number.key)} & _SETTING:
         return False
     return len(digits) > 2 or number.value != number.value.to_integral_value()
-
-
-# a unit's usual wrong factors: minutes as hours or seconds as minutes (60), seconds as
-# hours (3,600), hours as days (24), KiB as MiB (1,024)
-_FACTORS = (Decimal(60), Decimal(3600), Decimal(24), Decimal(1024))
-
-
-def _clocked(number: _Number, figure: _Number, ever: set[Decimal]) -> Decimal | None:
-    """How far off (a fraction, 2 % at most: "about 21") the number is from the
-    figure, which the run never held, times a unit's factor (or divided by it),
-    written under the figure's own unit: 1,260 "hours" of audio for the 21 the
-    failure names, minutes labelled as hours; None when it is not."""
-    if not figure.unit or number.unit != figure.unit or figure.unit not in _TIMES:
-        return None
-    if not _measured(number, _digits(number.value)[0]):
-        return None
-    if figure.value in ever or figure.value <= 0 or number.value <= 0:
-        return None
-    offs = [
-        abs(ratio / factor - 1)
-        for factor in _FACTORS
-        for ratio in (number.value / figure.value, figure.value / number.value)
-    ]
-    best = min(offs)
-    return best if best <= Decimal("0.02") else None
 
 
 def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -> Finding:
@@ -287,7 +257,7 @@ def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -
         "same digits, its decimal point moved"
         if given
         else f"the failure names {shown}, which the run never held, and it wrote "
-        f"{number.text} under the same unit: a conversion off by a unit's factor"
+        f"{number.text} under the same unit: a conversion off by a power of ten"
     )
     fix = f"At step {step}, {who}: it wrote {number.text} where the figure is {shown}; " + (
         "read the figure again, with its decimal point (a fraction is not a percentage)."

@@ -30,7 +30,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
-from agentdebug.detect.records import leaves
+from agentdebug.detect.records import has, leaves
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import json_of
@@ -86,14 +86,7 @@ def _alike(one: str, other: str) -> bool:
 
 def _has(text: str, value: str) -> bool:
     """Whether ``text`` (casefolded) holds ``value`` whole, as words of their own."""
-    low = value.casefold()
-    at = text.find(low)
-    while at >= 0:
-        end = at + len(low)
-        if not (at and text[at - 1].isalnum()) and not (end < len(text) and text[end].isalnum()):
-            return True
-        at = text.find(low, at + 1)
-    return False
+    return has(text, value.casefold())
 
 
 def rule_sibling_field_taken(ctx: RuleContext) -> Iterator[Finding]:

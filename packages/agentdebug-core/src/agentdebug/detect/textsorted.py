@@ -11,8 +11,12 @@ this rule the free tier blamed the step that took the top three.
 The rule keeps to what it can read for certain, in a failed run: a list of three
 records or more (as :mod:`.records` reads them) in a step's output (a node's update
 made by its own code, a tool's result) whose records all came from earlier in the
-run, in an order that sorts one field (its values all numbers, or texts that read as
-numbers) as text, ascending or descending, and not as numbers; and the failure (its
+run, in an order no list before had them in (a step that passed a list on, or kept
+some of it in its order, did not sort it), that sorts one field (its values all
+numbers, or texts that read as numbers) as text, ascending or descending, and not as
+numbers either way (cheapest first, 8.5, 45, 120, is descending as text too), while
+no other field of the records is in order (vendors sorted by name leave their prices
+as they fall); and the failure (its
 reason, or the reference answer) names, as a word of its own, a value of a record
 that sorting as numbers would have put elsewhere. That step is blamed
 (``reflection.flawed_reasoning``: compare the numbers as numbers).

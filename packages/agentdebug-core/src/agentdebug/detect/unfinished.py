@@ -10,21 +10,29 @@ answer that stopped is where the work was left undone
 (``verification.premature_success``); without this rule the free tier guessed.
 
 The rule keeps to what it can read for certain, in a failed run: a list of items in
-the run's input (a list of two to 50 texts in its payload, or an enumeration in its
-text: "orders, customers and payments", "EU, US or APAC"), a tool a model called
-with two of them or more (as a whole argument, any case), an item of the list that
-no tool call was given and that the failure (its reason, or the reference answer)
-names as a word of its own, and the first reply of that model after its last call
-of the tool that called no tool (the answer that stopped). That reply is blamed.
+the run's input (a list of two to 50 texts in its payload, or an enumeration of
+three or more in its text, all to be done: "orders, customers and payments"; "EU,
+US or APAC" asks for one of them; items of three characters or more), a tool a
+model called with two of them or more, each as a whole argument of a call of its
+own (one call given two items is no walk through the list), an item of the list
+that no tool call's arguments hold (not even inside a query) and that the failure
+(its reason, or the reference answer) names as a word of its own, and the first
+reply of that model after its last call of the tool that called no tool (the answer
+that stopped), unless that reply names the item (it said the item was left undone).
+That reply is blamed.
 
 And the same of actions (``asked_action_skipped``): "reset his password, revoke all
 of his active sessions, and disable the laptop", a model that called
 ``reset_password`` and ``disable_device`` and said the ticket could be closed, and
 the ``revoke_sessions`` tool it was offered (a graph's ``ToolNode`` records its
 tools with the run) never called. In a failed run: a tool an agent of the run has,
-not a read (``get_``, ``list_``, ``search_``...), never called, whose name's words
-(two or more, of three letters or more) the run's input says in one sentence, not
-after a "don't", "no need" or "without"; another tool called; and the model's first
+not a read (``get_``, ``list_``, ``search_``...), never called, nor done through
+another called tool of its words (``bulk_revoke``), whose name's words (two or
+more, of three letters or more) one sentence of the request says (the last message
+a user wrote in the run's input: not the system prompt's list of what the agent can
+do, nor an earlier turn a thread resends), a sentence with no negation, condition,
+question or change of mind ("if it hasn't shipped, cancel it", "can I cancel?",
+"don't cancel", "I changed my mind"); another tool called; and the model's first
 reply after its last call that called none. That reply is blamed, with confidence
 0.45 (the failure need not name the action: "his account still has 2 live
 sign-ins").

@@ -29,7 +29,7 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
+from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns, written
 from agentdebug.detect.records import has, leaves
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
@@ -102,11 +102,11 @@ def rule_sibling_field_taken(ctx: RuleContext) -> Iterator[Finding]:
     runs = NodeRuns(events)
     texts: list[str | None] = [None] * len(events)
 
-    def written(i: int) -> str:
+    def said(i: int) -> str:
         found = texts[i]
         if found is None:
             e = events[i]
-            found = leaves(e.input if e.type is EventType.TOOL_CALL else e.output)
+            found = leaves(written(e))
             texts[i] = found = found.casefold()
         return found
 
@@ -134,14 +134,14 @@ def rule_sibling_field_taken(ctx: RuleContext) -> Iterator[Finding]:
                         or not _alike(value, other)
                     ):
                         continue
-                    at = _taker(events, runs, i, value, other, written)
+                    at = _taker(events, runs, i, value, other, said)
                     if at is not None:
                         yield _finding(events[at], events[i], key, value, other_key, other)
                         return
 
 
 def _taker(
-    events: list[AgentEvent], runs: NodeRuns, source: int, wanted: str, taken: str, written: Any
+    events: list[AgentEvent], runs: NodeRuns, source: int, wanted: str, taken: str, said: Any
 ) -> int | None:
     """The first step after ``source`` that wrote ``taken`` whole, when no step after
     ``source`` wrote ``wanted``."""
@@ -150,7 +150,7 @@ def _taker(
         event = events[j]
         if event.type not in _WRITERS or not runs.wrote(event, j):
             continue
-        text = written(j)
+        text = said(j)
         if _has(text, wanted):
             return None  # (the named field's value went on too)
         if found is None and _has(text, taken):

@@ -12,6 +12,7 @@ subgraph's node, ``sub/pick``, or a graph invoked inside it, at steps of their o
 from __future__ import annotations
 
 import bisect
+from typing import Any
 
 from agentdebug.schema import AgentEvent, EventType
 
@@ -70,3 +71,14 @@ class NodeRuns:
                 if k < len(where) and where[k] < at:
                     return False
         return True
+
+
+def written_field(event: AgentEvent) -> str:
+    """Where an event writes what it says: the user's input and a tool call's
+    arguments in its ``input``, everything else in its ``output``."""
+    return "input" if event.type in (EventType.USER_INPUT, EventType.TOOL_CALL) else "output"
+
+
+def written(event: AgentEvent) -> Any:
+    """What an event writes (:func:`written_field`)."""
+    return event.input if written_field(event) == "input" else event.output

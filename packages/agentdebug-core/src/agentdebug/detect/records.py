@@ -17,6 +17,7 @@ from typing import Any
 import orjson
 
 from agentdebug.detect.lost import decimal_of
+from agentdebug.text import json_of
 
 MOST_LISTS = 40  # lists of a payload read
 MOST_RECORDS = 200  # records of a list read (a longer list is not read)
@@ -84,14 +85,10 @@ def lists(payload: Any) -> list[list[dict[str, Any]]]:
             text = value.strip()
             if len(text) > _READ or len(text) < 8:
                 return
-            if text[0] in "[{":
-                try:
-                    parsed = orjson.loads(text)
-                except orjson.JSONDecodeError:
-                    parsed = None
-                if isinstance(parsed, (list, dict)):
-                    walk(parsed, depth + 1)
-                    return
+            parsed = json_of(text, _READ)
+            if parsed is not None:
+                walk(parsed, depth + 1)
+                return
             if "|" in text:
                 rows = _table(text)
                 if rows is not None:

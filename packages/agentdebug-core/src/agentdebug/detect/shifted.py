@@ -34,10 +34,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
+from agentdebug.detect.lost import decimal_of
+from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns, written, written_field
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import json_of
@@ -74,7 +75,7 @@ _UNIT = {
     **{u: u for u in ("kb", "mb", "gb", "tb", "kg", "g")},
     **dict.fromkeys(("$", "€", "£", "¥", "usd", "eur", "gbp", "cad", "chf", "jpy", "aud"), "¤"),
 }
-_TIMES = frozenset({"ms", "s", "us", "ns", "min", "h", "kb", "mb", "gb", "tb", "kg", "g"})
+_MEASURES = frozenset({"ms", "s", "us", "ns", "min", "h", "kb", "mb", "gb", "tb", "kg", "g"})
 _KEY_PARTS = re.compile(r"[A-Z]?[a-z%µ]+|\d+")
 
 
@@ -92,13 +93,6 @@ class _Number:
         self.unit = _UNIT.get(named, "")
 
 
-def _decimal(text: str) -> Decimal | None:
-    try:
-        return Decimal(text.replace(",", ""))
-    except InvalidOperation:
-        return None
-
-
 def _numbers(payload: Any) -> Iterator[_Number]:
     """The numbers of a payload: its numeric values (under their keys) and the numbers
     its texts write (with the unit after each)."""
@@ -114,7 +108,7 @@ def _numbers(payload: Any) -> Iterator[_Number]:
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, (int, float)):
-            value = _decimal(repr(item)) if abs(item) < 1e18 else None
+            value = decimal_of(repr(item)) if abs(item) < 1e18 else None
             if value is not None and value.is_finite():
                 yield _Number(repr(item), value, key, "", False)
         elif isinstance(item, str):
@@ -123,7 +117,7 @@ def _numbers(payload: Any) -> Iterator[_Number]:
                 stack.append((key, parsed))
                 continue
             for m in _NUMBER.finditer(item[:200_000]):
-                value = _decimal(m.group(2))
+                value = decimal_of(m.group(2))
                 if value is not None:
                     unit = m.group(3) or (m.group(1) or "").strip()
                     yield _Number(m.group(2), value, key, unit, True)
@@ -147,12 +141,6 @@ def _figures(reason: str) -> list[tuple[_Number, tuple[int, ...]]]:
     return found[:MOST_FIGURES]
 
 
-def _payload(event: AgentEvent) -> Any:
-    return (
-        event.input if event.type in (EventType.USER_INPUT, EventType.TOOL_CALL) else (event.output)
-    )
-
-
 def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:
     """A failed run's step that wrote a figure the failure names ten-fold off."""
     run = ctx.trajectory
@@ -167,7 +155,7 @@ def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:
     read: list[list[_Number]] = []
     count = 0
     for event in events:
-        numbers = list(_numbers(_payload(event)))
+        numbers = list(_numbers(written(event)))
         read.append(numbers)
         ever.update(n.value for n in numbers)
         count += len(numbers)
@@ -221,7 +209,7 @@ def _slip(
                 return number, figure, True
             if (
                 figure.value not in ever
-                and figure.unit in _TIMES
+                and figure.unit in _MEASURES
                 and number.unit == figure.unit
                 and _measured(number, digits)
             ):
@@ -250,7 +238,7 @@ def _finding(event: AgentEvent, number: _Number, figure: _Number, given: bool) -
     step = event.step_index
     who = event.agent_name or f"step {step}"
     model = event.type in MODEL_TYPES
-    field = "input" if event.type is EventType.TOOL_CALL else "output"
+    field = written_field(event)
     shown = f"{figure.text}{' ' if figure.unit and figure.unit != '%' else ''}{figure.unit}"
     how = (
         f"the run held {shown}, which the failure names, and it wrote {number.text}: the "

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
-from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
+from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns, written, written_field
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
 from agentdebug.text import flatten
@@ -92,7 +92,7 @@ def rule_time_zone_relabelled(ctx: RuleContext) -> Iterator[Finding]:
     held = _Held()
     count = 0
     for i, event in enumerate(events):
-        stamps = _stamps(flatten(_written(event), _READ))[:PER_EVENT]
+        stamps = _stamps(flatten(written(event), _READ))[:PER_EVENT]
         count += len(stamps)
         if count > MOST_TIMES:
             return
@@ -103,15 +103,6 @@ def rule_time_zone_relabelled(ctx: RuleContext) -> Iterator[Finding]:
                 yield _finding(events, i, slip)
                 return
         held.add(stamps)
-
-
-def _field(event: AgentEvent) -> str:
-    """Where an event writes: the user's input and a call's arguments, else its output."""
-    return "input" if event.type in (EventType.USER_INPUT, EventType.TOOL_CALL) else "output"
-
-
-def _written(event: AgentEvent) -> object:
-    return event.input if _field(event) == "input" else event.output
 
 
 class _Held:
@@ -168,8 +159,8 @@ def _finding(events: list[AgentEvent], at: int, slip: tuple[str, str, str]) -> F
     step = event.step_index
     who = event.agent_name or f"step {step}"
     model = event.type in MODEL_TYPES
-    field = _field(event)
-    source_at = next((e for e in events[:at] if source in flatten(_written(e), _READ)), event)
+    field = written_field(event)
+    source_at = next((e for e in events[:at] if source in flatten(written(e), _READ)), event)
     if how == "relabelled":
         what = "kept its clock time and changed its offset: the same digits, another instant"
         fix = (
@@ -190,6 +181,6 @@ def _finding(events: list[AgentEvent], at: int, slip: tuple[str, str, str]) -> F
         f"{who} at step {step} wrote {wrote!r} from {source!r} (held at step "
         f"{source_at.step_index}): it {what}",
         confidence=0.55,
-        evidence=[quoted(event, field, wrote), quoted(source_at, _field(source_at), source)],
+        evidence=[quoted(event, field, wrote), quoted(source_at, written_field(source_at), source)],
         metadata={"fix": fix, "value": wrote, "wanted": source},
     )

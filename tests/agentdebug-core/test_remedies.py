@@ -207,8 +207,9 @@ def test_a_call_repeated_after_it_failed_is_found_and_the_fix_says_not_to_repeat
 
 
 def test_a_default_guess_is_said_to_be_one() -> None:
-    """No rule found anything: the first decision is blamed by default, and the summary
-    and the report say it is a guess, not "Most likely root cause"."""
+    """No rule found anything: the first step that acted on what a lookup found (the
+    answer) is blamed by default, and the summary and the report say it is a guess,
+    not "Most likely root cause"."""
     from agentdebug.report import render
 
     run = AgentTrajectory(
@@ -241,12 +242,13 @@ def test_a_default_guess_is_said_to_be_one() -> None:
     assert root is not None and root.metadata.get("default_guess") is True
     assert "Most likely root cause" not in report.summary
     assert (
-        "No rule located the cause; as a default guess, agent at step 1 (the first decision "
-        "commits the run to its approach), confidence 0.15: check it against the run, or "
-        "diagnose with a model."
+        "No rule located the cause; as a default guess, agent at the same step (the calls before "
+        "it only looked things up, and this is the first step that acted "
+        "on what they found), confidence 0.15: check it against the run, or diagnose with "
+        "a model."
     ) in report.summary
     text = render(report, run, "text")
-    assert "Root cause (a default guess: no rule located it): agent at step 1" in text
+    assert "Root cause (a default guess: no rule located it): agent at step 3" in text
     assert "← a guess" in text and "← root cause" not in text
     md = render(report, run, "md")
     assert "## Root cause\n\nA default guess: no rule located the cause.\n" in md

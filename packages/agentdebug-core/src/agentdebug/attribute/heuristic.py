@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from agentdebug.attribute.lineage import writer_of
-from agentdebug.attribute.words import answer_origin, dropped_by, quoted_by_reason
-from agentdebug.detect.claimed import CLAIMED
+from agentdebug.attribute.words import answer_origin, branch_named, dropped_by, quoted_by_reason
+from agentdebug.detect.claimed import CLAIMED, only_looks_up
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
@@ -52,6 +52,10 @@ FINAL_ANSWER = "no detector fired; this step produced the final answer"
 FIRST_TRANSFORM = (
     "no detector fired; in a pipeline of code nodes, the first step that worked on what "
     "the step before it loaded"
+)
+FIRST_ACT = (
+    "no detector fired; the calls before it only looked things up, and this is the "
+    "first step that acted on what they found"
 )
 # why a failed result a later finding covers is not its call's fault, by rule
 _COVERED_WHY = {
@@ -446,8 +450,24 @@ class HeuristicAttributor:
                 for e, _, _ in picks
             )
 
+        first = 0.15
+        if first_why is FIRST_DECISION:  # (lookups commit to nothing: what acted on them)
+            acted = next((e for e in decisions if not only_looks_up(e)), None)
+            if acted is not None and acted is not decisions[0] and not named(acted):
+                picks.append((acted, 0.15, FIRST_ACT))
+                first = 0.12
         if not named(decisions[skip]):
-            picks.append((decisions[skip], 0.15, first_why))
+            picks.append((decisions[skip], first, first_why))
+        for i, (event, conf, why) in enumerate(picks):  # (a fan-out's branch: the one
+            if why in (FIRST_DECISION, FIRST_ACT):  # the failure names)
+                branch = branch_named(trajectory, event, decisions)
+                if branch is not None and not named(branch):
+                    picks[i] = (
+                        branch,
+                        conf,
+                        f"{why}; of its parallel branches, the one "
+                        "whose output says what the failure names",
+                    )
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
         if not named(finals[-1]):
             picks.append((finals[-1], 0.1, FINAL_ANSWER))

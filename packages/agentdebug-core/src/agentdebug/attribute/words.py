@@ -15,7 +15,9 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from agentdebug.detect.claimed import only_looks_up
 from agentdebug.detect.signals import QUOTED as _QUOTED
+from agentdebug.detect.signals import RESULT_TYPES
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.text import compact_json, flatten
 
@@ -43,8 +45,10 @@ def answer_origin(
     """In a run of several agents whose final answer one agent gave: the earliest
     decision of another agent that first said most of what the answer carries
     (its words and numbers that the run's input does not hold), since an agent
-    that passes a worker's result on repeats the worker's mistake. None in a
-    run of one agent, or when no other agent's step said any of it."""
+    that passes a worker's result on repeats the worker's mistake; of those alike,
+    the one that said most of what the failure's reason names (of three branches,
+    the one whose "no data" failed the run). None in a run of one agent, or when no
+    other agent's step said any of it."""
     finals = [e for e in trajectory.events if e.type is EventType.FINAL_ANSWER]
     if not finals or finals[-1].agent_name is None or len({e.agent_name for e in decisions}) < 2:
         return None  # (an answer no agent gave, a graph's final state: no "other" agent)
@@ -52,13 +56,16 @@ def answer_origin(
     if not carried:
         return None
     answerer = finals[-1].agent_name
-    best: tuple[int, AgentEvent] | None = None
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    named = _words(reason) if reason else set()  # (of branches alike, the one that
+    best: tuple[tuple[int, int], AgentEvent] | None = None  # said what failed)
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
             continue
         words = _words(_said(event)) & carried
-        if words and (best is None or len(words) > best[0]):
-            best = (len(words), event)
+        score = (len(words & named), len(words))
+        if words and (best is None or score > best[0]):
+            best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
 
@@ -125,11 +132,14 @@ def quoted_by_reason(
     quoted = (quoted & answered) or quoted
     if not quoted:
         return None
-    said = [
-        (e, _words(flatten(e.output, limit=4000)) & quoted)
-        for e in decisions
-        if e.type is not EventType.FINAL_ANSWER  # (it holds what every step said)
-    ]
+    deciding = {e.id for e in decisions if e.type is not EventType.FINAL_ANSWER}
+    said: list[tuple[AgentEvent, set[str]]] = []  # (it holds what every step said)
+    relayed: set[str] = set()  # what a tool's result held before: a step that says it
+    for e in trajectory.events:  # again relays it (a template's 'easy run')
+        if e.id in deciding:
+            said.append((e, (_words(flatten(e.output, limit=4000)) & quoted) - relayed))
+        elif e.type in RESULT_TYPES:
+            relayed |= _words(flatten(e.output, limit=4000)) & quoted
     seen: dict[str, int] = {}
     for _, words in said:
         for w in words:
@@ -298,6 +308,23 @@ def _data(event: AgentEvent) -> str:
     return flatten(event.output, limit=4000)
 
 
+def _acting(calls: Sequence[AgentEvent], call: AgentEvent) -> AgentEvent:
+    """For a call that only looked things up (``find_slots``), the first later call of
+    its agent that acted, whose prompt went on from it (``prompt_new_from``: it was
+    given the same words): the lookup had no use for them, the act did."""
+    if not only_looks_up(call):
+        return call
+    for later in calls[calls.index(call) + 1 :]:
+        if later.agent_name != call.agent_name:
+            continue
+        start = later.metadata.get("prompt_new_from")
+        if not isinstance(start, int) or isinstance(start, bool):
+            break  # (a prompt made afresh: not given what the lookup was)
+        if not only_looks_up(later):
+            return later
+    return call
+
+
 def dropped_by(
     trajectory: AgentTrajectory, decisions: Sequence[AgentEvent]
 ) -> tuple[AgentEvent, list[str]] | None:
@@ -335,6 +362,44 @@ def dropped_by(
         if event.id in candidates:
             lost = (named & held & given[event.id]) - said[i] - later[i]
             if lost:
-                return event, sorted(lost)
+                return _acting(calls, event), sorted(lost)
         held |= said[i]
     return None
+
+
+def branch_named(
+    trajectory: AgentTrajectory, pick: AgentEvent, decisions: Sequence[AgentEvent]
+) -> AgentEvent | None:
+    """Of parallel branches alike (starts of ``pick``'s agent that one other step
+    started: a fan-out's, not a loop's turns), the decision of the branch whose
+    output says most of what the failure's reason names, when it is not ``pick``'s
+    and says strictly more (of three workers, the one whose "no data" failed the
+    run); None otherwise."""
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    if not reason:
+        return None
+    by_id = {e.id: e for e in trajectory.events}
+
+    def sender(event: AgentEvent) -> str | None:
+        start = by_id.get(event.parent_id) if event.parent_id else None
+        if start is None or start.type is not EventType.AGENT_START or not start.parent_id:
+            return None
+        above = by_id.get(start.parent_id)
+        return above.id if above is not None and above.type is EventType.AGENT_START else None
+
+    started_by = sender(pick)
+    if started_by is None:
+        return None
+    named = {w for w in _words(reason) if len(w) >= 3 and w not in _GENERIC} - _given(trajectory)
+    alike = [
+        e
+        for e in decisions
+        if e.agent_name == pick.agent_name and e.type is pick.type and sender(e) == started_by
+    ]
+    scored = sorted(
+        ((len(_words(flatten(e.output, limit=4000)) & named), e) for e in alike),
+        key=lambda item: -item[0],
+    )
+    if len(scored) < 2 or scored[0][1] is pick or scored[0][0] == scored[1][0]:
+        return None
+    return scored[0][1]

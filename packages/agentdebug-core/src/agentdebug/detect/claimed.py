@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 from agentdebug.detect.invented import call_of, from_task, leaves
 from agentdebug.detect.signals import ENVIRONMENT_MODES, ERROR_ACK, tool_name
-from agentdebug.schema import AgentEvent
+from agentdebug.schema import AgentEvent, EventType
 from agentdebug.text import flatten
 
 if TYPE_CHECKING:
@@ -165,10 +165,55 @@ def _done(word: str) -> str:
 def only_reads(words: list[str]) -> bool:
     """A tool that only reads: a read word anywhere in its name (``check_in`` and
     ``check_out`` do something)."""
+    return _named_by(words, _READS)
+
+
+def _named_by(words: list[str], vocabulary: frozenset[str]) -> bool:
     return any(
-        w in _READS and not (w == "check" and words[i + 1 : i + 2] in (["in"], ["out"]))
+        w in vocabulary and not (w == "check" and words[i + 1 : i + 2] in (["in"], ["out"]))
         for i, w in enumerate(words)
     )
+
+
+_MODEL_TURNS = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
+
+# of the read words, those that only gather (a lookup): a computation, an estimate, a
+# conversion or a summary commits to figures the model chose
+_GATHERS = _READS - {
+    "estimate",
+    "quote",
+    "calculate",
+    "compute",
+    "convert",
+    "translate",
+    "summarize",
+    "parse",
+}
+
+
+def only_gathers(tool: str) -> bool:
+    """A tool that only looks things up (``get_order``, ``search_flights``,
+    ``check_availability``): calling it commits the run to nothing."""
+    return _named_by(tool_words(tool), _GATHERS)
+
+
+def only_looks_up(event: AgentEvent) -> bool:
+    """A decision that only looked things up: a tool call of a lookup tool, or a
+    model's turn whose every call is one (``get_order``, ``search_flights``)."""
+    if event.type is EventType.TOOL_CALL:
+        name = tool_name(event)
+        return name is not None and only_gathers(name)
+    out = event.output
+    if event.type not in _MODEL_TURNS or not isinstance(out, dict):
+        return False
+    calls = out.get("tool_calls")
+    if not isinstance(calls, list) or not calls:
+        return False
+    names = [
+        c.get("name") or (c.get("function") or {}).get("name") if isinstance(c, dict) else None
+        for c in calls
+    ]
+    return all(isinstance(n, str) and only_gathers(n) for n in names)
 
 
 @lru_cache(maxsize=256)

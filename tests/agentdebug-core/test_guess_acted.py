@@ -1,0 +1,184 @@
+"""Where no detector fired, the guess in a run of one tool-using agent: lookups
+commit the run to nothing, so the first step that acted on what they found is the
+likeliest decisive one (a booking after a search, a return created after an order
+lookup); of a fan-out's branches, the one whose output the failure names."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from agentdebug.attribute import HeuristicAttributor
+from agentdebug.attribute.heuristic import DEFAULT_GUESS, FIRST_ACT, FIRST_DECISION
+from agentdebug.detect.claimed import only_gathers
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+ASK = "Book me a table for four tonight; my father uses a wheelchair."
+
+
+def turn(i: int, *calls: tuple[str, dict[str, Any]], said: str = "", **kw: Any) -> AgentEvent:
+    """The agent's model turn at step ``i``: its tool calls, or its answer."""
+    out: dict[str, Any] = {"role": "assistant", "content": said}
+    if calls:
+        out["tool_calls"] = [{"name": n, "args": a, "id": f"c{i}{n}"} for n, a in calls]
+    return ev(i, EventType.LLM_RESPONSE, "concierge", output=out, **kw)
+
+
+def result(i: int, text: str) -> AgentEvent:
+    return ev(i, EventType.TOOL_RESULT, "tools", output=text)
+
+
+def failed(reason: str, *events: AgentEvent) -> AgentTrajectory:
+    return traj(*events).model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+def guesses(run: AgentTrajectory) -> list[tuple[str | None, int | None, str]]:
+    return [
+        (h.agent_name, h.step_index, h.rationale)
+        for h in HeuristicAttributor().attribute(run, [])
+        if h.metadata.get(DEFAULT_GUESS)
+    ]
+
+
+def booked(*middle: AgentEvent, reason: str = "the guest could not reach the table") -> Any:
+    return failed(
+        reason,
+        ev(0, EventType.USER_INPUT, None, input=ASK),
+        turn(1, ("check_availability", {"party": 4})),
+        result(2, "T4 mezzanine (stairs only); T9 ground floor, step-free"),
+        *middle,
+        turn(5, said="Done: table T4 at 19:30."),
+    )
+
+
+def test_after_lookups_the_first_step_that_acted_is_the_guess() -> None:
+    run = booked(turn(3, ("reserve_table", {"table": "T4"})), result(4, "reserved T4"))
+    found = guesses(run)
+    assert found[0][:2] == ("concierge", 3)
+    assert found[0][2] == FIRST_ACT
+    # the first decision stays a place to look, after it
+    assert ("concierge", 1, FIRST_DECISION) in found[1:]
+
+
+def test_a_run_that_only_looked_things_up_keeps_its_first_decision() -> None:
+    run = booked(turn(3, ("search_tables", {"area": "ground"})), result(4, "T9"))
+    # its answer acted: it said what it found
+    assert guesses(run)[0][:2] == ("concierge", 5)
+    only_lookups = failed(
+        "no table was booked",
+        ev(0, EventType.USER_INPUT, None, input=ASK),
+        turn(1, ("check_availability", {"party": 4})),
+        result(2, "nothing free"),
+        turn(3, ("get_waitlist", {})),
+    )
+    assert guesses(only_lookups)[0][:3] == ("concierge", 1, FIRST_DECISION)
+
+
+def test_a_computation_commits_to_figures_and_is_no_lookup() -> None:
+    assert only_gathers("get_policy") and only_gathers("searchFlights")
+    assert only_gathers("check_availability") and not only_gathers("check_in_guest")
+    assert not only_gathers("compute_settlement") and not only_gathers("calc_duty")
+    assert not only_gathers("book_session") and not only_gathers("archive_messages")
+
+
+@pytest.mark.parametrize("outcome", [OutcomeStatus.SUCCESS, OutcomeStatus.UNKNOWN])
+def test_no_guess_where_no_failure_is_known(outcome: OutcomeStatus) -> None:
+    run = booked(turn(3, ("reserve_table", {"table": "T4"})), result(4, "reserved T4"))
+    run = run.model_copy(update={"outcome": Outcome(status=outcome)})
+    assert guesses(run) == []
+
+
+def test_what_a_lookup_was_given_and_did_not_pass_on_is_the_acts_to_use() -> None:
+    """The request's words reach the lookup's prompt alone (each later call records
+    only what is new, ``prompt_new_from``); the lookup had no use for them, the call
+    that booked did."""
+    first = turn(1, ("find_studio_slots", {"hours": 2}))
+    first = first.model_copy(update={"input": [{"role": "user", "content": "a video episode"}]})
+    act = turn(3, ("book_session", {"slot": "B-1000"}), metadata={"prompt_new_from": 2})
+    act = act.model_copy(update={"input": [{"role": "tool", "content": "A-0900 cameras; B-1000"}]})
+    run = failed(
+        "the call sheet has no video crew for this episode",
+        ev(0, EventType.USER_INPUT, None, input="a video episode"),
+        first,
+        result(2, "A-0900 cameras; B-1000"),
+        act,
+        result(4, "booked B-1000"),
+        turn(5, said="Booked B-1000."),
+    )
+    top = guesses(run)[0]
+    assert top[:2] == ("concierge", 3) and "did not pass on" in top[2]
+
+
+def test_a_quoted_word_a_tool_gave_first_is_relayed_not_said() -> None:
+    run = failed(
+        "my calendar has 'Training: easy run' every morning at 45 minutes",
+        ev(0, EventType.USER_INPUT, None, input="plan my training, 30 minutes a day"),
+        turn(1, ("get_client_profile", {})),
+        result(2, "max 30 minutes"),
+        turn(3, ("build_training_block", {"max_session_minutes": 45})),
+        result(4, "Mon: Training: easy run 45 min"),
+        turn(5, said="Your plan starts Monday with an easy run."),
+    )
+    assert guesses(run)[0][:3] == ("concierge", 3, FIRST_ACT)
+
+
+def branches(*said: str) -> list[AgentEvent]:
+    """A fan-out: ``fan`` starts one ``worker`` per answer (each start's parent the
+    fan's start), each worker's model answering."""
+    events = [ev(1, EventType.AGENT_START, "fan").model_copy(update={"id": "fan"})]
+    for k, text in enumerate(said, start=2):
+        start = ev(k, EventType.AGENT_START, "worker", parent_id="fan")
+        events.append(start.model_copy(update={"id": f"s{k}"}))
+        events.append(
+            ev(k, EventType.LLM_RESPONSE, "worker", parent_id=f"s{k}",
+               output={"role": "assistant", "content": text})
+        )  # fmt: skip
+    return events
+
+
+def test_of_a_fan_outs_branches_the_one_the_failure_names_is_the_guess() -> None:
+    run = failed(
+        "a city has no data",
+        ev(0, EventType.USER_INPUT, None, input="weather for Paris, Lyon, Nice"),
+        *branches("Paris: 20C", "Lyon: no data", "Nice: 20C"),
+    )
+    top = guesses(run)[0]
+    assert top[:2] == ("worker", 3) and "parallel branches" in top[2]
+
+
+def test_branches_the_failure_names_alike_leave_the_first() -> None:
+    run = failed(
+        "the report has no data",
+        ev(0, EventType.USER_INPUT, None, input="weather for Paris, Lyon"),
+        *branches("Paris: no data", "Lyon: no data"),
+    )
+    assert guesses(run)[0][:3] == ("worker", 2, FIRST_DECISION)
+
+
+def test_a_loops_turns_are_no_branches() -> None:
+    """Turns of one agent the run's input started (a loop), not one step: the first
+    that acted, whatever words a later turn said."""
+    run = booked(
+        turn(3, ("reserve_table", {"table": "T4"})),
+        turn(4, said="the guest could not reach it? reserved T4"),
+        reason="the guest could not reach the table",
+    )
+    assert guesses(run)[0][:3] == ("concierge", 3, FIRST_ACT)
+
+
+def test_of_other_agents_the_one_whose_words_the_failure_names_gave_the_answer() -> None:
+    """The answer repeats what three workers said, as many words each: the worker
+    whose words the failure's reason names is where it came from."""
+    run = failed(
+        "a city has no data",
+        ev(0, EventType.USER_INPUT, None, input="weather"),
+        ev(1, EventType.LLM_RESPONSE, "paris", output="Paris sunny"),
+        ev(2, EventType.LLM_RESPONSE, "lyon", output="Lyon data missing"),
+        ev(3, EventType.LLM_RESPONSE, "nice", output="Nice sunny"),
+        ev(4, EventType.FINAL_ANSWER, "writer", output="Paris sunny; Lyon data missing; Nice"),
+    )
+    origin = [g for g in guesses(run) if "carries what this step" in g[2]]
+    assert origin[0][:2] == ("lyon", 2)

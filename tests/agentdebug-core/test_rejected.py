@@ -232,3 +232,29 @@ def test_a_do_it_verb_is_left_out_only_for_a_tool_asked_to_be_done(
     else:
         after = ev(6, EventType.AGENT_START, action)
     assert not found(run_of(after, question=question))
+
+
+def _recorded_no_then(update: dict[str, Any]) -> AgentTrajectory:
+    """The reviewer node writes the "no" down as ``approved: False``; a plain edge
+    then runs ``refund``, whose update is ``update``."""
+    run = run_of(
+        ev(6, EventType.AGENT_START, "refund").model_copy(update={"id": "s6"}),
+        ev(7, EventType.AGENT_END, "refund", output=update, parent_id="s6"),
+    )
+    events = list(run.events)
+    events[5] = events[5].model_copy(update={"output": {"approved": False}})
+    return run.model_copy(update={"events": events})
+
+
+def test_a_node_that_honoured_a_recorded_no_is_not_an_overruling() -> None:
+    """review stored approved=False, and refund, run by a plain edge, said it did
+    nothing: the graph did what the answer said."""
+    for said in ("not refunded: the reviewer declined", "refund skipped", "status: rejected"):
+        assert found(_recorded_no_then({"status": said})) == []
+
+
+def test_a_node_that_acted_despite_a_recorded_no_is_blamed_itself() -> None:
+    """The no was written down right; the node that ran anyway is at fault, not review."""
+    (finding,) = found(_recorded_no_then({"status": "refunded $42"}))
+    assert (finding.agent_name, finding.step_index) == ("refund", 7)
+    assert "written down as a rejection" in finding.message

@@ -236,3 +236,46 @@ def test_a_node_that_sends_the_draft_from_before_the_reviewer_s_edit_is_blamed(
     assert report.fix is not None and report.fix.directive.endswith(
         "read it from where the review puts it."
     )
+
+
+def test_a_no_written_down_and_honoured_by_the_next_node_is_no_overruling(
+    dbg: AgentDebug,
+) -> None:
+    """review stores ``approved = answer == "yes"`` and a plain edge runs publish,
+    which reads it and publishes nothing: the graph did what the reviewer said, so
+    the rule that blames an overruled "no" stays quiet; a publish that ignores the
+    flag is blamed itself."""
+
+    def graph(publish: Any) -> Any:
+        def review(state: dict[str, Any]) -> dict[str, Any]:
+            return {"approved": interrupt({"question": "publish?"}) == "yes"}
+
+        g = StateGraph(Post)
+        g.add_node("review", review)
+        g.add_node("publish", publish)
+        g.add_edge(START, "review")
+        g.add_edge("review", "publish")
+        g.add_edge("publish", END)
+        return g.compile(checkpointer=InMemorySaver())
+
+    def run(publish: Any) -> Any:
+        cb = AgentDebugCallback(
+            dbg, success_check=lambda s: s.get("status") == "published" or "not published"
+        )
+        app, cfg = graph(publish), {"callbacks": [cb], "configurable": {"thread_id": "t"}}
+        app.invoke({"draft": "Q3 results"}, cfg)
+        app.invoke(Command(resume="no"), cfg)
+        return cb.reports[-1]
+
+    honoured = run(lambda s: {"status": "published" if s["approved"] else "not published"})
+    assert not [f for f in honoured.findings if f.rule_id == "rejection_overruled"]
+    ignored = run(lambda s: {"status": "sent to the blog"})
+    (finding,) = [f for f in ignored.findings if f.rule_id == "rejection_overruled"]
+    assert finding.agent_name == "publish"
+    assert ignored.root_cause.agent_name == "publish"
+
+
+class Post(MessagesState, total=False):
+    draft: str
+    approved: bool
+    status: str

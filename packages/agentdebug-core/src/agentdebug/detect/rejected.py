@@ -202,6 +202,33 @@ def _question(value: Any) -> tuple[str, frozenset[str] | None]:
     return "\n".join(texts), frozenset(names) if names else None
 
 
+# an update that says the declined thing was not done ("not published: declined")
+_NOT_DONE = re.compile(
+    r"\b(?:not|no|never|declined|rejected|denied|skipped|cancell?ed|withheld|aborted|"
+    r"held back|on hold)\b",
+    re.I,
+)
+
+
+def _records_no(event: AgentEvent) -> bool:
+    """A node's update that writes the answer down as a rejection: a verdict field
+    (``approved``, ``accepted``...) set to False."""
+    out = event.output
+    return (
+        event.type is EventType.AGENT_END
+        and isinstance(out, dict)
+        and any(out.get(k) is False for k in _VERDICT_KEYS)
+    )
+
+
+def _update_of(events: list[AgentEvent], at: int, start: AgentEvent) -> AgentEvent | None:
+    """The update (its ``AGENT_END``) of the node run that starts at ``at``."""
+    return next(
+        (e for e in events[at + 1 :] if e.type is EventType.AGENT_END and e.parent_id == start.id),
+        None,
+    )
+
+
 def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
     """A plain rejection at an interrupt, then the action the question named, in a
     failed run."""
@@ -250,6 +277,13 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
         later = events[at + 1 : ctx.position[action.id]]
         own = [e for e in later if e.agent_name == asker and e.type is not EventType.ERROR]
         blamed: AgentEvent | None = own[-1] if own else None  # (routed past the answer)
+        if action.type is EventType.AGENT_START and any(_records_no(e) for e in own):
+            # the asker wrote the "no" down (approved=False) and a plain edge ran the
+            # node: a fault only if that node did what was declined all the same
+            done = _update_of(events, ctx.position[action.id], action)
+            if done is None or _NOT_DONE.search(flatten(done.output, limit=2000)):
+                continue
+            blamed = done
         if action.type is EventType.TOOL_CALL:
             did = f"called {tool_name(action)} at step {action.step_index}"
             if action.step_index > resume.step_index:
@@ -258,6 +292,11 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
                 did = (
                     f"ran the declined {tool_name(action)} call (asked at step {action.step_index})"
                 )
+        elif blamed is not None and blamed.agent_name == action.agent_name:
+            did = (
+                f"ran {action.agent_name} at step {action.step_index}, which did it though "
+                "the answer was written down as a rejection"
+            )
         else:
             did = f"ran {action.agent_name} at step {action.step_index}"
         if blamed is None:

@@ -114,6 +114,11 @@ class AgentDebugCallback(RunStarting):
         success_check = checked_success_check(
             success_check, "AgentDebugCallback(success_check=...)"
         )
+        if debugger is not None and not isinstance(debugger, AgentDebug):
+            raise TypeError(  # (else every run fails inside the handler, logged only)
+                "AgentDebugCallback(debugger) takes an AgentDebug (AgentDebug(path) for "
+                f"a store at a path), not {type(debugger).__name__}"
+            )
         self.debugger = debugger
         graph_factory = factory_spec(graph_factory)
         self.goal = goal
@@ -216,15 +221,17 @@ class AgentDebugCallback(RunStarting):
                         or self._by_ns.get(parent_namespace(at))
                         or self._persistent_parent(parent_namespace(at))
                     )
+            if parent is None:
+                found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
+                if found is None:  # (a graph named as the node running it, or given a
+                    if parent_run_id is not None:  # thread of its own by a node of ours)
+                        parent = self._invoking_node(ns, inputs, run_id, parent_run_id, md, kwargs)
+                    if parent is None:
+                        return
+                else:
+                    run = found
             if parent is not None:
                 run = parent.run
-            else:
-                found = self._roots.get(parent_run_id.int) if parent_run_id is not None else None
-                if found is None:
-                    if parent_run_id is not None:  # (a graph named as the node running it)
-                        self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
-                    return
-                run = found
             lg_step = md.get("langgraph_step", -1)
             path = md.get("langgraph_path") or ()
             step = next(run.steps)  # (GraphRun.next_step, written out)

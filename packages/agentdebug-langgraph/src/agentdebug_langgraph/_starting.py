@@ -23,6 +23,7 @@ from agentdebug import AgentInfo, EventType, TraceSession
 from agentdebug.capture.current import framework_runs_ignored
 from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.store.base import CONTINUES_BEFORE
+from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _forks, _invocation, _pregel, _stream_writes
@@ -37,6 +38,7 @@ from agentdebug_langgraph._state import (
     STOPPED,
     Decisions,
     GraphRun,
+    NodeRun,
     Stopped,
     decisions_of,
     invoked_with,
@@ -95,6 +97,35 @@ class RunStarting(RunEnding):
         if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is None:
             return
         self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
+
+    def _invoking_node(
+        self,
+        ns: str,
+        inputs: Any,
+        run_id: UUID,
+        parent_run_id: UUID,
+        md: dict[str, Any],
+        kw: Any,
+    ) -> NodeRun | None:
+        """The node of ours that invoked the graph whose node starts here, when its
+        namespace tells nothing: a graph given a thread of its own
+        (``inner.invoke(x, {"configurable": {"thread_id": ...}})``) starts its
+        namespaces afresh, so the node running it is found from the config LangChain
+        keeps current (the node's, or a tool's inside it; also on a worker thread
+        and in an async run, where LangChain calls this handler on one). Its nodes
+        are recorded inside that node, as a subgraph's are, with no checkpoint:
+        theirs are on another thread, which a rerun of this graph does not restore.
+        Else a graph's own start, or not ours (:meth:`_start_inner_graph`)."""
+        if self._nodes:
+            config = var_child_runnable_config.get() or {}
+            rec = self._node_for(
+                getattr(config.get("callbacks"), "parent_run_id", None), config.get("metadata")
+            )
+            if rec is not None and rec.ns != ns:
+                rec.run.subgraph_loops[rec.ns] = False  # (its checkpoints: elsewhere)
+                return rec
+        self._start_inner_graph(inputs, run_id, parent_run_id, md, kw)
+        return None
 
     def _start_marked_otherwise(
         self, inputs: Any, run_id: UUID, md: dict[str, Any], name: Any

@@ -1,0 +1,180 @@
+"""A graph a node (or a tool) invokes with a thread of its own
+(``inner.invoke(x, {"configurable": {"thread_id": ...}})``, the usual way to keep a
+sub-agent's memory apart): LangGraph starts its namespaces afresh, so nothing in
+its nodes' metadata names the node that invoked it. Its nodes are recorded inside
+that node all the same, as a subgraph's are, without checkpoints of the other
+thread; nothing is lost."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from agentdebug import AgentDebug, EventType
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Send
+from lg_graphs import call, scripted
+
+
+def researcher(reply: str, *, coroutines: bool = False) -> Any:
+    """A one-node agent graph with its own checkpointer, answering ``reply``."""
+    model = scripted([AIMessage(content=reply)])
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    async def aanswer(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("researcher", aanswer if coroutines else answer)
+    g.add_edge(START, "researcher")
+    g.add_edge("researcher", END)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def _events(run: Any) -> list[tuple[str, str | None]]:
+    return [(e.type.value, e.agent_name) for e in run.events]
+
+
+def _outer(node: Any) -> Any:
+    g = StateGraph(MessagesState)
+    g.add_node("lead", node)
+    g.add_edge(START, "lead")
+    g.add_edge("lead", END)
+    return g.compile(checkpointer=InMemorySaver())
+
+
+def test_a_graph_a_node_runs_on_its_own_thread_is_recorded_inside_the_node(
+    dbg: AgentDebug,
+) -> None:
+    inner = researcher("the answer is 42")
+
+    def lead(state: MessagesState) -> dict[str, Any]:
+        found = inner.invoke(
+            {"messages": [HumanMessage("find the answer")]},
+            {"configurable": {"thread_id": "research-1"}},
+        )
+        return {"messages": [AIMessage(content="lead: " + found["messages"][-1].content)]}
+
+    cb = AgentDebugCallback(dbg)
+    _outer(lead).invoke(
+        {"messages": [HumanMessage("question")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "main"}},
+    )
+    assert len(cb.run_ids) == 1 and len(dbg.store.list_runs()) == 1
+    run = cb.trajectory()
+    inside = [e for e in run.events if e.agent_name == "lead/researcher"]
+    assert [e.type for e in inside] == [
+        EventType.AGENT_START,
+        EventType.LLM_RESPONSE,
+        EventType.AGENT_END,
+    ]
+    lead_start = next(
+        e for e in run.events if e.type is EventType.AGENT_START and e.agent_name == "lead"
+    )
+    assert inside[0].parent_id == lead_start.id
+    assert inside[0].metadata.get("namespace") == "lead"
+    # the outer node keeps its checkpoint on the user's thread; the inner one has
+    # none (its checkpoints are on research-1, which a rerun of this graph does not restore)
+    assert lead_start.checkpoint is not None and lead_start.checkpoint.thread_id == "main"
+    assert inside[0].checkpoint is None
+
+
+def test_a_graph_a_tool_runs_on_its_own_thread_is_recorded_inside_the_tool_node(
+    dbg: AgentDebug,
+) -> None:
+    """A ToolNode runs its calls on a worker thread: no frame of the node on the
+    stack there; the inner graph's start, inside the tool, names it."""
+    inner = researcher("flights: LH 400")
+
+    @tool
+    def ask_researcher(question: str) -> str:
+        """Ask the research sub-agent."""
+        done = inner.invoke(
+            {"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": "sub"}}
+        )
+        return str(done["messages"][-1].content)
+
+    model = scripted([call("ask_researcher", {"question": "flights?"}, "c1"), AIMessage("LH 400")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([ask_researcher]))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges(
+        "agent", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
+    )
+    g.add_edge("tools", "agent")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("find me a flight")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert [t for t, a in _events(run) if a == "tools/researcher"] == [
+        "agent.start",
+        "llm.response",
+        "agent.end",
+    ]
+    assert len(dbg.store.list_runs()) == 1
+
+
+def test_parallel_branches_each_keep_the_graph_they_ran_on_their_own_thread(
+    dbg: AgentDebug,
+) -> None:
+    """Three Send branches run at once on worker threads, each invoking a sub-agent
+    on a thread of its own: each sub-agent's answer is filed under its branch."""
+    cities = ["Paris", "Lyon", "Nice"]
+
+    def worker(packet: dict[str, Any]) -> dict[str, Any]:
+        city = packet["city"]
+        done = researcher(f"{city}: 20C").invoke(
+            {"messages": [HumanMessage(city)]}, {"configurable": {"thread_id": city}}
+        )
+        return {"messages": [AIMessage(content=done["messages"][-1].content)]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("fan", lambda s: {})
+    g.add_node("worker", worker)
+    g.add_edge(START, "fan")
+    g.add_conditional_edges("fan", lambda s: [Send("worker", {"city": c}) for c in cities])
+    g.add_edge("worker", END)
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("weather")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    by_id = {e.id: e for e in run.events}
+    answers = [e for e in run.events if e.type is EventType.LLM_RESPONSE]
+    assert len(answers) == 3
+    for answer in answers:
+        assert answer.agent_name == "worker/researcher"
+        inner_start = by_id[answer.parent_id]
+        branch = by_id[inner_start.parent_id]
+        assert branch.agent_name == "worker"
+        assert answer.output["content"].split(":")[0] == branch.input["city"]
+
+
+def test_an_async_node_awaiting_a_graph_on_its_own_thread(dbg: AgentDebug) -> None:
+    inner = researcher("the answer is 42", coroutines=True)
+
+    async def lead(state: MessagesState) -> dict[str, Any]:
+        found = await inner.ainvoke(
+            {"messages": [HumanMessage("find")]}, {"configurable": {"thread_id": "r"}}
+        )
+        return {"messages": [AIMessage(content="lead: " + found["messages"][-1].content)]}
+
+    cb = AgentDebugCallback(dbg)
+    asyncio.run(
+        _outer(lead).ainvoke(
+            {"messages": [HumanMessage("q")]},
+            {"callbacks": [cb], "configurable": {"thread_id": "main"}},
+        )
+    )
+    run = cb.trajectory()
+    assert [t for t, a in _events(run) if a == "lead/researcher"] == [
+        "agent.start",
+        "llm.response",
+        "agent.end",
+    ]
+    assert len(dbg.store.list_runs()) == 1

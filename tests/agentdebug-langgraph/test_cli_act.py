@@ -208,7 +208,7 @@ def test_a_run_judged_by_a_check_no_rerun_can_import_is_refused_before_the_gate(
     dbg.close()
     refused = cli("act", run_id, "--rerun", "--policy", "ask", db=db)
     assert refused.returncode == 2
-    assert "the branch could not be judged" in refused.stdout, refused.stdout + refused.stderr
+    assert "a branch could not be judged" in refused.stdout, refused.stdout + refused.stderr
     assert "--executor-option success_check=module:function" in refused.stdout
     assert "gate ask" not in refused.stdout
     listed = cli("list", "--json", db=db)
@@ -238,10 +238,19 @@ def test_a_scorer_that_does_not_read_the_outcome_needs_no_check(
     run = store.load_trajectory(run_id)
     executor = LangGraphRerunExecutor(debugger=dbg)
     for scorer in ("default", "outcome", None):
-        with pytest.raises(AgentDebugError, match="the branch could not be judged"):
+        with pytest.raises(AgentDebugError, match="a branch could not be judged"):
             executor.preflight(run, scorer=scorer)
     executor.preflight(run, scorer="llm")
     executor.preflight(run.model_copy(update={"reference_answer": "refund 24"}), scorer="default")
+    # and no graph to rerun either: that first (no option fixes it), then the check
+    monkeypatch.setattr(_live, "_LIVE_GRAPHS", OrderedDict())
+    lg = {k: v for k, v in run.metadata["langgraph"].items() if k != "graph_factory"}
+    unmade = run.model_copy(update={"metadata": {**run.metadata, "langgraph": lg}})
+    with pytest.raises(AgentDebugError) as refused:
+        executor.preflight(unmade, scorer="outcome")
+    said = str(refused.value)
+    assert said.index("its graph is not in this process") < said.index("Also, a branch could")
+    assert "would be left unknown" in said and "is left unknown" not in said
 
 
 def test_a_secret_configurable_key_is_refused_before_the_gate_saying_how_to_give_it(

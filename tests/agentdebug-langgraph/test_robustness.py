@@ -172,6 +172,10 @@ def test_a_success_check_that_is_not_a_function_is_refused_at_once() -> None:
     # nor an on_report (before, each failed run logged "'int' object is not callable")
     with pytest.raises(TypeError, match=r"on_report=...\) takes a function of the report"):
         AgentDebugCallback(on_report=5)  # type: ignore[arg-type]
+    # nor a store's path where the debugger goes (before, every run logged an
+    # AttributeError from inside the handler and recorded nothing)
+    with pytest.raises(TypeError, match=r"takes an AgentDebug \(AgentDebug\(path\) for a store"):
+        AgentDebugCallback("/tmp/store")  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(

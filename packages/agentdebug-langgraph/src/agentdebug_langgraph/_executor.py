@@ -69,6 +69,7 @@ from agentdebug_langgraph._fork import (
     require_delivered,
     require_state_keys,
     require_subgraph_reads,
+    state_keys,
 )
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -98,8 +99,9 @@ from agentdebug_langgraph._state import ASYNC, FRAMEWORK, decisions_of, forget_s
 log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
 
+_UNKNOWN = "the branch's outcome is left unknown"
 PASS_CHECK = (
-    "the branch's outcome is left unknown: pass LangGraphRerunExecutor(success_check=...) "
+    f"{_UNKNOWN}: pass LangGraphRerunExecutor(success_check=...) "
     "(on the command line: --executor-option success_check=module:function), or define "
     "the check at the top level of an importable module"
 )
@@ -339,10 +341,20 @@ class LangGraphRerunExecutor:
         factory is called here (its graph is the one the rerun then uses); a
         recorded check is imported, not called."""
         check = self._success_check(trajectory)
+        unjudged = None
         if isinstance(check, UnavailableCheck) and (
             scorer in ("outcome", None) or (scorer == "default" and not trajectory.reference_answer)
         ):
-            raise AgentDebugError(f"the branch could not be judged: {check.reason}")
+            why = check.reason.replace(_UNKNOWN, "a branch's outcome would be left unknown")
+            unjudged = f"a branch could not be judged: {why}"
+        try:  # (first what no option fixes: the graph; then the check, or both at once)
+            self._preflight_graph(trajectory)
+        except AgentDebugError as exc:
+            raise AgentDebugError(f"{exc}. Also, {unjudged}" if unjudged else str(exc)) from exc
+        if unjudged is not None:
+            raise AgentDebugError(unjudged)
+
+    def _preflight_graph(self, trajectory: AgentTrajectory) -> None:
         graph, spec = self._found(trajectory)
         saved = any(e.checkpoint for e in trajectory.events)
         if graph is None:
@@ -483,9 +495,7 @@ class LangGraphRerunExecutor:
         values = snap.values if isinstance(snap.values, dict) else {}
         key = self._directive_key(graph)
         if key not in values:
-            channels = getattr(graph, "channels", None) or {}
-            state = {str(k) for k in channels if not str(k).startswith("__") and ":" not in str(k)}
-            keys = ", ".join(sorted(state | set(values))) or "none"
+            keys = ", ".join(sorted(state_keys(graph) | set(values))) or "none"
             raise AgentDebugError(
                 f"the graph's state has no '{key}' key to carry the "
                 f"directive as a message (its keys: {keys}); give the rerun request a "

@@ -354,6 +354,15 @@ def require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
         )
 
 
+def state_keys(graph: Any) -> set[str]:
+    """The keys of the graph's state: its state schema's (not the keys of a node's
+    input schema, which LangGraph adds as channels too)."""
+    builder = getattr(graph, "builder", None)
+    schemas = getattr(builder, "schemas", None) or {}
+    channels = schemas.get(getattr(builder, "state_schema", None)) or getattr(graph, "channels", {})
+    return {str(k) for k in channels or () if not str(k).startswith("__") and ":" not in str(k)}
+
+
 def replaced_by_updates(graph: Any, key: str) -> bool:
     """Whether an update to state ``key`` replaces its value (a key declared without
     a reducer, ``messages: list``, whose nodes return the whole list) rather than

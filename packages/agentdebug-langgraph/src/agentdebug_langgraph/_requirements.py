@@ -33,9 +33,12 @@ def require_state_graph(graph: Any, run_id: str, factory: str | None = None) -> 
             f"is {_a(type(graph).__name__)}, not a compiled LangGraph graph "
             "(StateGraph(...).compile(checkpointer=...))"
         )
-    name = getattr(graph, "name", None) or type(graph).__name__
+    called = f"'{getattr(graph, 'name', None) or type(graph).__name__}'"
+    nodes = list(getattr(graph, "nodes", None) or ())
+    if called == "'LangGraph'" and len(nodes) == 1:  # (an entrypoint: by its function)
+        called = f"'{nodes[0]}' (an @entrypoint)"
     raise AgentDebugError(
-        f"cannot rerun run '{run_id}' from a checkpoint: '{name}' is a "
+        f"cannot rerun run '{run_id}' from a checkpoint: {called} is a "
         f"{type(graph).__name__}, not a compiled StateGraph, and a rerun forks a "
         "StateGraph's state before the blamed node. A functional-API entrypoint "
         "(@entrypoint) runs as one node, with its tasks inside it, so LangGraph keeps "

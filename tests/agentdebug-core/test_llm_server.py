@@ -235,7 +235,13 @@ def test_serve_forever_prints_its_url_and_answers() -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    code = f"from agentdebug.llm.testing import serve_forever; serve_forever({port})"
+    # (Python installs its Ctrl-C handler only where SIGINT is not ignored, and a
+    # shell's background job, `pytest ... &`, starts with it ignored: the child would
+    # never stop on the test's SIGINT, the "hang under load" seen before)
+    code = (
+        "import signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+        f"from agentdebug.llm.testing import serve_forever; serve_forever({port})"
+    )
     proc = subprocess.Popen(
         [sys.executable, "-X", "faulthandler", "-c", code],
         stdout=subprocess.PIPE,

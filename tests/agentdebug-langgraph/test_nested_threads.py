@@ -17,7 +17,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.types import Send
+from langgraph.types import Send, interrupt
 from lg_graphs import call, scripted
 
 
@@ -178,3 +178,69 @@ def test_an_async_node_awaiting_a_graph_on_its_own_thread(dbg: AgentDebug) -> No
         "agent.end",
     ]
     assert len(dbg.store.list_runs()) == 1
+
+
+def test_an_interrupt_kept_on_the_inner_thread_does_not_pause_the_outer_run(
+    dbg: AgentDebug,
+) -> None:
+    """The inner graph asks for an approval (``interrupt()``), which its own thread
+    keeps; the node goes on and the outer graph completes: its run ends, is judged
+    and diagnosed (a review found it left 'running', never diagnosed); the question
+    is on record under the inner node."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        ok = interrupt({"question": "approve the refund?"})
+        return {"messages": [AIMessage(content=f"approved={ok}")]}
+
+    inner = StateGraph(MessagesState)
+    inner.add_node("approver", ask)
+    inner.add_edge(START, "approver")
+    approver = inner.compile(checkpointer=InMemorySaver())
+
+    def lead(state: MessagesState) -> dict[str, Any]:
+        out = approver.invoke(
+            {"messages": [HumanMessage("refund?")]}, {"configurable": {"thread_id": "approvals"}}
+        )
+        return {"messages": [AIMessage(content="queued" if "__interrupt__" in out else "done")]}
+
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "the refund was never issued")
+    cfg: Any = {"callbacks": [cb], "configurable": {"thread_id": "main"}}
+    app = _outer(lead)
+    for turn in ("refund order 7", "and order 8"):
+        app.invoke({"messages": [HumanMessage(turn)]}, cfg)
+    assert len(cb.reports) == 2 and len(set(cb.run_ids)) == 2
+    for run_id in cb.run_ids:
+        run = dbg.store.load_trajectory(run_id)
+        assert run.outcome.status.value == "failure"
+        asked = [e for e in run.events if e.type is EventType.CHECKPOINT]
+        assert [e.agent_name for e in asked] == ["lead/approver"]
+
+
+def test_a_subgraph_after_a_graph_on_its_own_thread_keeps_its_checkpoints(
+    dbg: AgentDebug,
+) -> None:
+    """One node runs a sub-agent on its own thread, then a subgraph of its own
+    thread (no config): the subgraph's nodes still get their checkpoints."""
+    own = researcher("notes")
+    drafting = StateGraph(MessagesState)
+    drafting.add_node("drafter", lambda s: {"messages": [AIMessage(content="draft")]})
+    drafting.add_edge(START, "drafter")
+    drafter = drafting.compile(checkpointer=True)
+
+    def lead(state: MessagesState) -> dict[str, Any]:
+        own.invoke({"messages": [HumanMessage("find")]}, {"configurable": {"thread_id": "r"}})
+        done = drafter.invoke({"messages": [HumanMessage("draft it")]})
+        return {"messages": [done["messages"][-1]]}
+
+    cb = AgentDebugCallback(dbg)
+    _outer(lead).invoke(
+        {"messages": [HumanMessage("q")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "main"}},
+    )
+    starts = {
+        e.agent_name: e.checkpoint
+        for e in cb.trajectory().events
+        if e.type is EventType.AGENT_START
+    }
+    assert starts["lead/researcher"] is None
+    assert starts["lead/drafter"] is not None and starts["lead/drafter"].thread_id == "main"

@@ -27,7 +27,7 @@ from uuid import UUID, uuid4
 
 from agentdebug import AgentDebug, EventType, TraceSession
 from agentdebug.capture.auto import ReportCallback, check_mode
-from agentdebug.detect.signals import FAILURE_MODE, INSTRUCTIONS
+from agentdebug.detect.signals import INSTRUCTIONS
 from agentdebug.schema import DiagnosticReport
 from langgraph.callbacks import GraphInterruptEvent
 from langgraph.errors import GraphBubbleUp, GraphInterrupt
@@ -261,6 +261,8 @@ class AgentDebugCallback(RunStarting):
                 meta[_CACHED] = True
             root_step = step
             if parent is not None:
+                if run.detached and parent.ns in run.detached:  # (inside one: so is it)
+                    run.detached.add(ns)
                 doc["agent_name"] = agent = f"{parent.agent}/{node}"
                 doc["parent_id"] = parent.event_id
                 meta["namespace"] = parent.agent
@@ -279,7 +281,7 @@ class AgentDebugCallback(RunStarting):
                     if run.instructions:  # (the first step's: see _checkpoint)
                         meta[INSTRUCTIONS] = run.instructions
                         run.instructions = None
-            elif run.persists:
+            elif run.persists and not (run.detached and ns in run.detached):
                 checkpoint = self._subgraph_checkpoint(run, parent.ns, lg_step)
             if checkpoint is not None:
                 doc["checkpoint"] = checkpoint
@@ -418,7 +420,7 @@ class AgentDebugCallback(RunStarting):
                 if command.__class__ is not Command:
                     continue
                 if command.goto and command.graph is None and "|" not in rec.ns:
-                    _unknown_goto(rec, command.goto)
+                    _graph_errors.unknown_goto(rec, command.goto)
                 if command.update.__class__ is dict:
                     said = command.update.get(rec.run.messages_key)
                     if said is not None:
@@ -432,6 +434,8 @@ class AgentDebugCallback(RunStarting):
             run.attempts.pop(rec.ns, None)
         if run.subgraph_loops:  # the subgraph this node ran is done
             run.subgraph_loops.pop(rec.ns, None)
+        if run.detached:
+            run.detached.discard(rec.ns)
         if run.failed_calls:  # (a model call that failed and was not tried again)
             run.failed_calls.pop(rec.event_id, None)
         agent = rec.agent
@@ -513,8 +517,8 @@ class AgentDebugCallback(RunStarting):
                 del run.node_errors[next(iter(run.node_errors))]
             run.node_errors[id(error)] = (error, rec.ns)
             if isinstance(error, GraphInterrupt):
-                run.interrupted = True
-                run.interrupt_recorded = True
+                if not (run.detached and rec.ns in run.detached):  # (kept on its thread)
+                    run.interrupted = run.interrupt_recorded = True
                 asked = _convert.interrupts_of(error)
                 ids = [getattr(i, "id", None) for i in asked]
                 if ids and set(ids) <= run.interrupt_ids:
@@ -562,38 +566,3 @@ class AgentDebugCallback(RunStarting):
                 run.interrupt_checkpoint = event.checkpoint_id
         except Exception:
             self._failed("on_interrupt")
-
-
-def _unknown_goto(rec: NodeRun, goto: Any) -> None:
-    """A root-level node's ``Command(goto=...)`` naming a node the graph does not
-    have (a supervisor that routes by its model's word): LangGraph logs "wrote to
-    unknown channel" and goes on as if no route was given, so the run ends short.
-    Recorded as an error at the node, ``coordination.unknown_handoff``, and the
-    run's failure unless a success check judges it."""
-    run = rec.run
-    targets = goto if isinstance(goto, (list, tuple)) else (goto,)
-    unknown = [t for t in targets if isinstance(t, str) and t not in run.nodes and t != "__end__"]
-    if not unknown or not run.nodes:
-        return
-    if run.lost_route is None:  # (the run's failure, when no success check judges it)
-        run.lost_route = (
-            f"{rec.agent} routed to {unknown[0]!r}, which is no node of the graph; "
-            "LangGraph ignored the route, and the run ended short of it"
-        )
-    run.session.record(
-        EventType.ERROR,
-        agent_name=rec.agent,
-        step_index=rec.step,
-        parent_id=rec.event_id,
-        module=_NODE,
-        error={
-            "type": "UnknownNode",
-            "message": f"Command(goto={unknown[0]!r}) names no node of the graph "
-            f"(its nodes: {', '.join(sorted(run.nodes))}); LangGraph ignored the route",
-        },
-        metadata={
-            FAILURE_MODE: "coordination.unknown_handoff",
-            "langgraph_error": "unknown_goto",
-            "target": unknown[0],
-        },
-    )

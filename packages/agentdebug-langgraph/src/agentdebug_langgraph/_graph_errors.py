@@ -380,3 +380,38 @@ def out_of_steps(
             },
         ),
     }
+
+
+def unknown_goto(rec: Any, goto: Any) -> None:
+    """A root-level node's ``Command(goto=...)`` naming a node the graph does not
+    have (a supervisor that routes by its model's word): LangGraph logs "wrote to
+    unknown channel" and goes on as if no route was given, so the run ends short.
+    Recorded as an error at the node, ``coordination.unknown_handoff``, and the
+    run's failure unless a success check judges it."""
+    run = rec.run
+    targets = goto if isinstance(goto, (list, tuple)) else (goto,)
+    unknown = [t for t in targets if isinstance(t, str) and t not in run.nodes and t != "__end__"]
+    if not unknown or not run.nodes:
+        return
+    if run.lost_route is None:  # (the run's failure, when no success check judges it)
+        run.lost_route = (
+            f"{rec.agent} routed to {unknown[0]!r}, which is no node of the graph; "
+            "LangGraph ignored the route, and the run ended short of it"
+        )
+    run.session.record(
+        EventType.ERROR,
+        agent_name=rec.agent,
+        step_index=rec.step,
+        parent_id=rec.event_id,
+        module="langgraph.node",
+        error={
+            "type": "UnknownNode",
+            "message": f"Command(goto={unknown[0]!r}) names no node of the graph "
+            f"(its nodes: {', '.join(sorted(run.nodes))}); LangGraph ignored the route",
+        },
+        metadata={
+            FAILURE_MODE: "coordination.unknown_handoff",
+            "langgraph_error": "unknown_goto",
+            "target": unknown[0],
+        },
+    )

@@ -113,8 +113,10 @@ class RunStarting(RunEnding):
         namespaces afresh, so the node running it is found from the config LangChain
         keeps current (the node's, or a tool's inside it; also on a worker thread
         and in an async run, where LangChain calls this handler on one). Its nodes
-        are recorded inside that node, as a subgraph's are, with no checkpoint:
-        theirs are on another thread, which a rerun of this graph does not restore.
+        are recorded inside that node, as a subgraph's are (``GraphRun.detached``),
+        with no checkpoint, theirs being on another thread, which a rerun of this
+        graph does not restore, and an interrupt of theirs, which their own thread
+        keeps, does not pause this run.
         Else a graph's own start, or not ours (:meth:`_start_inner_graph`)."""
         if self._nodes:
             config = var_child_runnable_config.get() or {}
@@ -122,7 +124,7 @@ class RunStarting(RunEnding):
                 getattr(config.get("callbacks"), "parent_run_id", None), config.get("metadata")
             )
             if rec is not None and rec.ns != ns:
-                rec.run.subgraph_loops[rec.ns] = False  # (its checkpoints: elsewhere)
+                rec.run.detached.add(ns)  # (no checkpoint, no pause of the run: see above)
                 return rec
         self._start_inner_graph(inputs, run_id, parent_run_id, md, kw)
         return None

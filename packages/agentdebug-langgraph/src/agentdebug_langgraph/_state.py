@@ -89,6 +89,7 @@ class GraphRun:
     # namespace of a node running a subgraph -> the subgraph run's loop (False when
     # it saves no checkpoints), while that node runs
     subgraph_loops: dict[str, Any] = field(default_factory=dict)
+    detached: set[str] = field(default_factory=set)  # (nodes of a graph on its own thread)
     failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     # task namespace -> (node run, when, the CancelledError) of a node cancelled and not

@@ -14,8 +14,15 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from agentdebug.attribute.crashed import crashed_on_task
 from agentdebug.attribute.lineage import writer_of
-from agentdebug.attribute.words import answer_origin, branch_named, dropped_by, quoted_by_reason
+from agentdebug.attribute.words import (
+    answer_origin,
+    asked_what_failed,
+    branch_named,
+    dropped_by,
+    quoted_by_reason,
+)
 from agentdebug.detect.claimed import CLAIMED, only_looks_up
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
@@ -27,6 +34,7 @@ from agentdebug.detect.signals import (
     RESULT_TYPES,
     RETRY_OF,
     error_text,
+    tool_name,
 )
 from agentdebug.schema import (
     AgentEvent,
@@ -38,7 +46,7 @@ from agentdebug.schema import (
     OutcomeStatus,
     Severity,
 )
-from agentdebug.text import shorten
+from agentdebug.text import compact_json, shorten
 
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
@@ -289,6 +297,25 @@ class HeuristicAttributor:
                         f"{finding.message}",
                         finding,
                     )
+                elif cause is not None and crashed_on_task(trajectory, event, cause):
+                    # (the tool's own code died on what the user wrote: see crashed.py)
+                    said = error_text(event.error) if event.error else finding.message
+                    charge(
+                        event,
+                        0.8 * conf,
+                        f"{tool_name(event) or 'the tool'}'s own code raised on the task's "
+                        f"own arguments: {finding.message}",
+                        finding,
+                    )
+                    charge(cause, 0.2 * conf, f"issued the call that failed: {said}", finding)
+                    if candidates[event.id].fix is None:
+                        candidates[event.id].fix = (
+                            f"At step {event.step_index}, {event.agent_name or 'the tool'}: "
+                            f"{tool_name(event) or 'the tool'} crashed on the arguments the "
+                            f'task gave ({shorten(compact_json(cause.input), 80)}): "'
+                            f"{shorten(said, 160)}\". Fix the tool's code to handle input of "
+                            "that form; the call itself was right."
+                        )
                 elif cause is not None:
                     issued = "issued the call that failed"
                     if cause.parent_id == event.id:  # (a model call of the step that failed)
@@ -452,22 +479,23 @@ class HeuristicAttributor:
 
         first = 0.15
         if first_why is FIRST_DECISION:  # (lookups commit to nothing: what acted on them)
-            acted = next((e for e in decisions if not only_looks_up(e)), None)
+            acted = next(
+                (e for e in decisions if not only_looks_up(e) or asked_what_failed(trajectory, e)),
+                None,
+            )
             if acted is not None and acted is not decisions[0] and not named(acted):
                 picks.append((acted, 0.15, FIRST_ACT))
                 first = 0.12
         if not named(decisions[skip]):
             picks.append((decisions[skip], first, first_why))
-        for i, (event, conf, why) in enumerate(picks):  # (a fan-out's branch: the one
-            if why in (FIRST_DECISION, FIRST_ACT):  # the failure names)
+        for i, (event, conf, why) in enumerate(list(picks)):  # (a fan-out's branch:
+            if why in (FIRST_DECISION, FIRST_ACT):  # the one the failure names, first)
                 branch = branch_named(trajectory, event, decisions)
                 if branch is not None and not named(branch):
-                    picks[i] = (
-                        branch,
-                        conf,
-                        f"{why}; of its parallel branches, the one "
-                        "whose output says what the failure names",
-                    )
+                    picks[i] = (event, conf - 0.02, why)  # (kept, after it)
+                    picks.insert(i, (branch, conf, f"{why}; of its parallel branches, the "
+                                 "one whose output says what the failure names"))  # fmt: skip
+                    break
         finals = [e for e in decisions if e.type is EventType.FINAL_ANSWER] or decisions[-1:]
         if not named(finals[-1]):
             picks.append((finals[-1], 0.1, FINAL_ANSWER))

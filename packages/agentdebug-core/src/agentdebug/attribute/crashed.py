@@ -1,0 +1,59 @@
+"""A tool whose own code crashed on the task's own arguments.
+
+The free tier charges a failed tool call to the decision that issued it: a tool
+rarely fails by itself, its arguments do. Not so when the call passed what the
+user wrote, word for word ("SKU-123" of "How many units of SKU-123 do we have?"),
+and the tool died of a programming error in its own code, an error Python itself
+words ("invalid literal for int() with base 10: 'SKU-123'", "'NoneType' object has
+no attribute 'get'", "list index out of range"), not a message the tool wrote for
+its caller ("SKU must be digits"), on a text the user wrote (not numbers alone: a
+division by the zero the user asked for is the caller's to handle). The model did what it was asked; the tool's
+code is what to fix, and blaming the model (a rerun that tells it to pass "123"
+would even pass, and "verify" the wrong blame) leaves the bug in place.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentdebug.detect.invented import from_task, leaves
+from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
+from agentdebug.text import flatten
+
+# what Python's own errors say (not a tool's message to its caller)
+_PYTHON_SAYS = re.compile(
+    r"invalid literal for (?:int|float|complex)\(\)|could not convert string to float|"
+    r"unsupported operand type|object is not (?:subscriptable|callable|iterable)|"
+    r"object has no attribute|(?:list|string|tuple) index out of range|"
+    r"positional arguments? but \d+ (?:were|was) given|"
+    r"missing \d+ required (?:positional|keyword-only) argument|"
+    r"(?:not enough|too many) values to unpack|referenced before assignment|"
+    r"name '[^']+' is not defined|can only concatenate|must be (?:str|int|real number), not|"
+    r"unexpected keyword argument|time data .+ does not match format",
+)
+_PYTHON_ERRORS = frozenset(
+    {
+        "ValueError",
+        "TypeError",
+        "AttributeError",
+        "IndexError",
+        "NameError",
+        "UnboundLocalError",
+    }
+)
+
+
+def crashed_on_task(trajectory: AgentTrajectory, failed: AgentEvent, call: AgentEvent) -> bool:
+    """Whether ``failed`` (a tool's failed result, or its call) is the tool's own code
+    crashing on ``call``'s arguments, every one of them written in the task."""
+    error = failed.error
+    if error is None or call.type is not EventType.TOOL_CALL or not call.input:
+        return False
+    if error.type not in _PYTHON_ERRORS or not _PYTHON_SAYS.search(error.message or ""):
+        return False
+    if not any(len(v) >= 3 and any(c.isalpha() for c in v) for v in leaves(call.input)):
+        return False  # (numbers alone: 6 / 0 asked is the caller's to handle)
+    task = " ".join(
+        flatten(e.input, limit=4000) for e in trajectory.events if e.type is EventType.USER_INPUT
+    )
+    return bool(task) and from_task(call, task)

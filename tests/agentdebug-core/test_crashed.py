@@ -1,0 +1,82 @@
+"""A tool whose own code crashed on what the user wrote, word for word: the tool's
+step is blamed, not the model that passed it on (a review's user saw the model
+blamed, and a rerun that had it pass "123" instead "verified" the wrong blame)."""
+
+from __future__ import annotations
+
+import pytest
+from agentdebug.diagnose import diagnose
+from agentdebug.schema import AgentTrajectory, ErrorInfo, EventType, Outcome, OutcomeStatus
+from conftest import ev, traj
+
+ASK = "How many units of SKU-123 do we have in stock?"
+
+
+def stock_run(sku: str, error: ErrorInfo, ask: str = ASK) -> AgentTrajectory:
+    call = {"role": "assistant", "content": "", "tool_calls": [
+        {"id": "c1", "name": "get_stock", "args": {"sku": sku}}]}  # fmt: skip
+    run = traj(
+        ev(0, EventType.USER_INPUT, None, input=ask),
+        ev(
+            1,
+            EventType.LLM_RESPONSE,
+            "agent",
+            input=[{"role": "user", "content": ask}],
+            output=call,
+        ),
+        ev(
+            2,
+            EventType.TOOL_CALL,
+            "agent",
+            parent_id="e1",
+            input={"sku": sku},
+            metadata={"tool_name": "get_stock", "tool_call_id": "c1"},
+        ),
+        ev(
+            3,
+            EventType.TOOL_RESULT,
+            "tools",
+            parent_id="e2",
+            error=error,
+            metadata={"tool_name": "get_stock", "tool_call_id": "c1"},
+        ),
+    )
+    return run.model_copy(
+        update={"outcome": Outcome(status=OutcomeStatus.FAILURE, reason="no stock count")}
+    )
+
+
+CRASH = ErrorInfo(type="ValueError", message="invalid literal for int() with base 10: 'SKU-123'")
+
+
+def test_a_tool_that_crashed_on_the_user_s_own_words_is_blamed_with_a_code_fix() -> None:
+    report = diagnose(stock_run("SKU-123", CRASH))
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("tools", 3)
+    assert "own code raised on the task's own arguments" in root.rationale
+    assert report.fix is not None
+    assert "Fix the tool's code" in report.fix.directive and "SKU-123" in report.fix.directive
+
+
+@pytest.mark.parametrize(
+    ("sku", "error"),
+    [
+        # the tool's own message to its caller: the call is to change
+        ("SKU-123", ErrorInfo(type="ValueError", message="sku must be digits, e.g. 123")),
+        # arguments the model made up, not the user's: as before, the call
+        ("SKU-999", ErrorInfo(type="ValueError", message="invalid literal for int(): 'SKU-999'")),
+        # a key not found may be the record missing, not a bug
+        ("SKU-123", ErrorInfo(type="KeyError", message="'SKU-123'")),
+    ],
+)
+def test_otherwise_the_call_that_failed_is_blamed(sku: str, error: ErrorInfo) -> None:
+    root = diagnose(stock_run(sku, error)).root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("agent", 2)
+
+
+def test_a_division_by_the_zero_the_user_asked_for_is_the_caller_s() -> None:
+    """6 / 0 asked, divide(6, 0) called, ZeroDivisionError: the tool is right."""
+    run = stock_run("0", ErrorInfo(type="ZeroDivisionError", message="division by zero"),
+                    ask="What is 6 / 0?")  # fmt: skip
+    root = diagnose(run).root_cause
+    assert root is not None and root.agent_name == "agent"

@@ -82,6 +82,49 @@ def test_a_computation_commits_to_figures_and_is_no_lookup() -> None:
     assert only_gathers("check_availability") and not only_gathers("check_in_guest")
     assert not only_gathers("compute_settlement") and not only_gathers("calc_duty")
     assert not only_gathers("book_session") and not only_gathers("archive_messages")
+    # a lookup's verb first, and no other action joined to it (a review's names)
+    for acts in (
+        "find_and_book",
+        "get_or_create_user",
+        "verify_and_pay",
+        "list_for_sale",
+        "sql_db_query",
+        "mark_as_read",
+        "lookup_and_cancel_order",
+        "count_vote",
+    ):
+        assert not only_gathers(acts), acts  # fmt: skip
+
+
+def test_a_lookup_that_asked_for_what_failed_is_where_the_run_went_wrong() -> None:
+    """The search asked for the 15th where the trip was on the 14th: the booking after
+    it was faithful to what it found (before this, the first act was the guess)."""
+    run = failed(
+        "the flight booked is on 2024-05-15; the trip was on 2024-05-14",
+        ev(0, EventType.USER_INPUT, None, input="a flight to Rome on 2024-05-14"),
+        turn(1, ("search_flights", {"to": "Rome", "date": "2024-05-15"})),
+        result(2, "AZ 61 2024-05-15 09:00"),
+        turn(3, ("book_flight", {"flight": "AZ 61"})),
+        result(4, "booked AZ 61"),
+        turn(5, said="Booked AZ 61."),
+    )
+    assert guesses(run)[0][:3] == ("concierge", 1, FIRST_DECISION)
+
+
+def test_what_a_lookup_dropped_stays_with_it_when_it_asked_for_what_failed() -> None:
+    first = turn(1, ("search_flights", {"day": "Wednesday"}), said="Searching flights to Rome now.")
+    first = first.model_copy(update={"input": [{"role": "user", "content": "Rome on Tuesday"}]})
+    act = turn(3, ("book_flight", {"flight": "AZ 61"}), metadata={"prompt_new_from": 2})
+    run = failed(
+        "the customer wanted Tuesday but got a Wednesday booking",
+        ev(0, EventType.USER_INPUT, None, input="Rome on Tuesday"),
+        first,
+        result(2, "AZ 61 Wednesday"),
+        act,
+        turn(5, said="Booked AZ 61 for Wednesday."),
+    )
+    top = guesses(run)[0]
+    assert top[:2] == ("concierge", 1) and "did not pass on" in top[2]
 
 
 @pytest.mark.parametrize("outcome", [OutcomeStatus.SUCCESS, OutcomeStatus.UNKNOWN])
@@ -125,12 +168,14 @@ def test_a_quoted_word_a_tool_gave_first_is_relayed_not_said() -> None:
     assert guesses(run)[0][:3] == ("concierge", 3, FIRST_ACT)
 
 
-def branches(*said: str) -> list[AgentEvent]:
+def branches(*said: str, fan_out: bool = True) -> list[AgentEvent]:
     """A fan-out: ``fan`` starts one ``worker`` per answer (each start's parent the
-    fan's start), each worker's model answering."""
+    fan's start, marked a branch), each worker's model answering; without
+    ``fan_out``, the turns of a loop inside a subgraph ``fan`` runs."""
+    mark = {"send": True} if fan_out else {}
     events = [ev(1, EventType.AGENT_START, "fan").model_copy(update={"id": "fan"})]
     for k, text in enumerate(said, start=2):
-        start = ev(k, EventType.AGENT_START, "worker", parent_id="fan")
+        start = ev(k, EventType.AGENT_START, "worker", parent_id="fan", metadata=mark)
         events.append(start.model_copy(update={"id": f"s{k}"}))
         events.append(
             ev(k, EventType.LLM_RESPONSE, "worker", parent_id=f"s{k}",
@@ -145,8 +190,30 @@ def test_of_a_fan_outs_branches_the_one_the_failure_names_is_the_guess() -> None
         ev(0, EventType.USER_INPUT, None, input="weather for Paris, Lyon, Nice"),
         *branches("Paris: 20C", "Lyon: no data", "Nice: 20C"),
     )
-    top = guesses(run)[0]
-    assert top[:2] == ("worker", 3) and "parallel branches" in top[2]
+    found = guesses(run)
+    assert found[0][:2] == ("worker", 3) and "parallel branches" in found[0][2]
+    assert ("worker", 2, FIRST_DECISION) in found[1:]  # (the first, kept after it)
+
+
+def test_words_any_reason_says_pick_no_branch() -> None:
+    """'the', 'has', 'for' and figures name nothing: the branch that says 'data'."""
+    run = failed(
+        "the report has no data for one city, 100 of them checked",
+        ev(0, EventType.USER_INPUT, None, input="weather"),
+        *branches("Paris: no data", "Lyon: the forecast has rain for the week", "Nice: 100"),
+    )
+    assert guesses(run)[0][:3] == ("worker", 2, FIRST_DECISION)
+
+
+def test_a_loop_inside_a_subgraph_is_no_fan_out() -> None:
+    """A sub-agent's turns inside a node (a subgraph, a graph on its own thread)
+    start under the node's start too, unmarked: no branch is picked by words."""
+    run = failed(
+        "a city has no data",
+        ev(0, EventType.USER_INPUT, None, input="weather for Paris, Lyon, Nice"),
+        *branches("Paris: 20C", "Lyon: no data", "Nice: 20C", fan_out=False),
+    )
+    assert guesses(run)[0][:3] == ("worker", 2, FIRST_DECISION)
 
 
 def test_branches_the_failure_names_alike_leave_the_first() -> None:
@@ -182,3 +249,13 @@ def test_of_other_agents_the_one_whose_words_the_failure_names_gave_the_answer()
     )
     origin = [g for g in guesses(run) if "carries what this step" in g[2]]
     assert origin[0][:2] == ("lyon", 2)
+    # the reason's words break ties only: who said most of the answer comes first
+    run = failed(
+        "the answer has the wrong times",
+        ev(0, EventType.USER_INPUT, None, input="flights to Rome"),
+        ev(1, EventType.LLM_RESPONSE, "planner", output="Check the flights and times"),
+        ev(2, EventType.LLM_RESPONSE, "researcher", output="AZ61 0900 AZ63 1130 FR12 1415"),
+        ev(3, EventType.FINAL_ANSWER, "writer", output="AZ61 0900, AZ63 1130, FR12 1415 times"),
+    )
+    origin = [g for g in guesses(run) if "carries what this step" in g[2]]
+    assert origin[0][:2] == ("researcher", 2)

@@ -7,17 +7,22 @@ guesses (:meth:`HeuristicAttributor._structural_prior`), each said to be one.
   not pass it on (a planner that drops a requirement, a writer that leaves out what
   a researcher found);
 - :func:`answer_origin`: in a run of several agents, the other agent's step that
-  first said what the answer carries.
+  first said what the answer carries;
+- :func:`branch_named`: of a fan-out's parallel branches, the one whose output says
+  what the reason names;
+- :func:`asked_what_failed`: a call (a lookup too) whose arguments hold what the
+  reason names and the task did not give.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import Any
 
 from agentdebug.detect.claimed import only_looks_up
+from agentdebug.detect.signals import FAN_OUT, RESULT_TYPES
 from agentdebug.detect.signals import QUOTED as _QUOTED
-from agentdebug.detect.signals import RESULT_TYPES
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 from agentdebug.text import compact_json, flatten
 
@@ -57,13 +62,13 @@ def answer_origin(
         return None
     answerer = finals[-1].agent_name
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
-    named = _words(reason) if reason else set()  # (of branches alike, the one that
-    best: tuple[tuple[int, int], AgentEvent] | None = None  # said what failed)
+    named = _terms(reason) if reason else set()  # (of steps that said as much, the
+    best: tuple[tuple[int, int], AgentEvent] | None = None  # one that said what failed)
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
             continue
         words = _words(_said(event)) & carried
-        score = (len(words & named), len(words))
+        score = (len(words), len(words & named))
         if words and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
@@ -113,7 +118,11 @@ def quoted_by_reason(
     for found in _QUOTED.finditer(reason):
         if _EXPECTED.search(reason[: found.start()]):
             continue  # the value wanted ("expected 'Paris', got 'Lyon'"), not the one given
-        quoted |= _words(found.group(1) or found.group(2))
+        text = found.group(1) or found.group(2)
+        each = list(_WORD.finditer(text))
+        if len(each) > _SHORT_QUOTE:  # (a whole answer quoted: its values, not its
+            each = [w for w in each if _value_like(text, w)]  # "and", "currently")
+        quoted |= {w.group().lower().rstrip(".") for w in each}
     answered = {  # the wrong value reaches the answer: of a quote, its words there count
         w
         for e in trajectory.events
@@ -134,11 +143,11 @@ def quoted_by_reason(
         return None
     deciding = {e.id for e in decisions if e.type is not EventType.FINAL_ANSWER}
     said: list[tuple[AgentEvent, set[str]]] = []  # (it holds what every step said)
-    relayed: set[str] = set()  # what a tool's result held before: a step that says it
-    for e in trajectory.events:  # again relays it (a template's 'easy run')
-        if e.id in deciding:
+    relayed: set[str] = set()  # what a tool's result or a node's update held before:
+    for e in trajectory.events:  # a step that says it again relays it (a template's
+        if e.id in deciding:  # 'easy run', the '16 weeks' a retrieval node wrote)
             said.append((e, (_words(flatten(e.output, limit=4000)) & quoted) - relayed))
-        elif e.type in RESULT_TYPES:
+        elif e.type in RESULT_TYPES or e.type is EventType.AGENT_END:
             relayed |= _words(flatten(e.output, limit=4000)) & quoted
     seen: dict[str, int] = {}
     for _, words in said:
@@ -291,6 +300,7 @@ _GENERIC = frozenset(
     }
 )
 _LONG = 5  # letters of a reason's word to follow (a code such as "LH402" is one)
+_SHORT_QUOTE = 4  # words of a quote that all count (a longer one: its values)
 _SAYS = 40  # characters of a model call's output for it to pass anything on
 
 
@@ -308,11 +318,14 @@ def _data(event: AgentEvent) -> str:
     return flatten(event.output, limit=4000)
 
 
-def _acting(calls: Sequence[AgentEvent], call: AgentEvent) -> AgentEvent:
+def _acting(
+    trajectory: AgentTrajectory, calls: Sequence[AgentEvent], call: AgentEvent
+) -> AgentEvent:
     """For a call that only looked things up (``find_slots``), the first later call of
     its agent that acted, whose prompt went on from it (``prompt_new_from``: it was
-    given the same words): the lookup had no use for them, the act did."""
-    if not only_looks_up(call):
+    given the same words): the lookup had no use for them, the act did; unless the
+    lookup asked for what failed (:func:`asked_what_failed`)."""
+    if not only_looks_up(call) or asked_what_failed(trajectory, call):
         return call
     for later in calls[calls.index(call) + 1 :]:
         if later.agent_name != call.agent_name:
@@ -362,7 +375,7 @@ def dropped_by(
         if event.id in candidates:
             lost = (named & held & given[event.id]) - said[i] - later[i]
             if lost:
-                return _acting(calls, event), sorted(lost)
+                return _acting(trajectory, calls, event), sorted(lost)
         held |= said[i]
     return None
 
@@ -370,8 +383,8 @@ def dropped_by(
 def branch_named(
     trajectory: AgentTrajectory, pick: AgentEvent, decisions: Sequence[AgentEvent]
 ) -> AgentEvent | None:
-    """Of parallel branches alike (starts of ``pick``'s agent that one other step
-    started: a fan-out's, not a loop's turns), the decision of the branch whose
+    """Of parallel branches alike (starts of ``pick``'s agent marked ``FAN_OUT``
+    that one other step started: a fan-out's, not a loop's turns), the decision of the branch whose
     output says most of what the failure's reason names, when it is not ``pick``'s
     and says strictly more (of three workers, the one whose "no data" failed the
     run); None otherwise."""
@@ -382,7 +395,12 @@ def branch_named(
 
     def sender(event: AgentEvent) -> str | None:
         start = by_id.get(event.parent_id) if event.parent_id else None
-        if start is None or start.type is not EventType.AGENT_START or not start.parent_id:
+        if (
+            start is None
+            or start.type is not EventType.AGENT_START
+            or start.metadata.get(FAN_OUT) is not True  # (not a loop's turn, a subgraph's)
+            or not start.parent_id
+        ):
             return None
         above = by_id.get(start.parent_id)
         return above.id if above is not None and above.type is EventType.AGENT_START else None
@@ -390,7 +408,7 @@ def branch_named(
     started_by = sender(pick)
     if started_by is None:
         return None
-    named = {w for w in _words(reason) if len(w) >= 3 and w not in _GENERIC} - _given(trajectory)
+    named = _terms(reason) - _given(trajectory)
     alike = [
         e
         for e in decisions
@@ -403,3 +421,96 @@ def branch_named(
     if len(scored) < 2 or scored[0][1] is pick or scored[0][0] == scored[1][0]:
         return None
     return scored[0][1]
+
+
+# short words any reason uses, which name nothing of the run ("has", "for", "the"
+# are under four letters already)
+_STOP = frozenset(
+    [
+        "that",
+        "this",
+        "with",
+        "from",
+        "have",
+        "were",
+        "been",
+        "does",
+        "when",
+        "then",
+        "than",
+        "what",
+        "which",
+        "there",
+        "their",
+        "they",
+        "them",
+        "some",
+        "only",
+        "into",
+        "also",
+        "just",
+        "more",
+        "most",
+        "very",
+        "over",
+        "about",
+        "after",
+        "before",
+    ]
+)
+
+
+def _terms(reason: str) -> set[str]:
+    """The words of a failure's reason that may name what failed: four letters or
+    more, none said of any run (``_GENERIC``, ``_STOP``), no numbers ("100" is said
+    of many things), none of a quote of the value wanted ("expected 'UNKNOWN'")."""
+    wanted = [
+        found.span()
+        for found in _QUOTED.finditer(reason)
+        if _EXPECTED.search(reason[: found.start()])
+    ]
+    for start, end in reversed(wanted):
+        reason = reason[:start] + " " + reason[end:]
+    return {
+        w
+        for w in _words(reason)
+        if len(w) >= 4 and w.isalpha() and w not in _GENERIC and w not in _STOP
+    }
+
+
+def asked_what_failed(trajectory: AgentTrajectory, call: AgentEvent) -> bool:
+    """A call whose arguments hold a word of the failure's reason that the task did
+    not give (a search for "Wednesday" where "the customer wanted Tuesday but got a
+    Wednesday booking"; a year searched that the answer got wrong): a lookup that
+    asked for the wrong thing is itself where the run went wrong."""
+    reason = trajectory.outcome.reason if trajectory.outcome is not None else None
+    if not reason:
+        return False
+    terms = _terms(reason)
+    named = {w for w in _tokens(reason) if w in terms or _digits(w)}
+    for event in trajectory.events:
+        if event.type is EventType.USER_INPUT:
+            named -= _tokens(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
+    if not named:
+        return False
+    out = call.output
+    if call.type is EventType.TOOL_CALL:
+        args: Any = call.input
+    elif isinstance(out, dict) and isinstance(out.get("tool_calls"), list):
+        args = [c.get("args") for c in out["tool_calls"] if isinstance(c, dict)]
+    else:
+        return False
+    return bool(_tokens(compact_json(args)) & named)
+
+
+_TOKEN = re.compile(r"[^\W_]+(?:[-:./][^\W_]+)*")
+
+
+def _tokens(text: str) -> set[str]:
+    """Words and figures whole: a date ("2024-05-15"), a time ("14:30"), a code."""
+    return {t.lower() for t in _TOKEN.findall(text)}
+
+
+def _digits(word: str) -> bool:
+    """A figure of three characters or more ("2023", "14:30"), not a 1 or a 12."""
+    return len(word) >= 3 and any(c.isdigit() for c in word)

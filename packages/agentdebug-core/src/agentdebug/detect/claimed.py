@@ -143,7 +143,7 @@ def tool_words(tool: str) -> list[str]:
     return [w.lower() for w in re.split(r"[^A-Za-z]+", spaced) if len(w) > 1]
 
 
-def _done(word: str) -> str:
+def done_form(word: str) -> str:
     """A word's done form(s), as a regex: ``book`` -> ``booked``, ``place`` -> ``placed``,
     ``apply`` -> ``applied``, ``stop`` -> ``stopped``; a noun gets a form nobody
     writes, which matches nothing."""
@@ -180,6 +180,7 @@ _MODEL_TURNS = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 # of the read words, those that only gather (a lookup): a computation, an estimate, a
 # conversion or a summary commits to figures the model chose
 _GATHERS = _READS - {
+    "count",  # (count_vote)
     "estimate",
     "quote",
     "calculate",
@@ -193,8 +194,18 @@ _GATHERS = _READS - {
 
 def only_gathers(tool: str) -> bool:
     """A tool that only looks things up (``get_order``, ``search_flights``,
-    ``check_availability``): calling it commits the run to nothing."""
-    return _named_by(tool_words(tool), _GATHERS)
+    ``check_availability``): calling it commits the run to nothing. Its name starts
+    with a lookup's verb and joins no other action to it (not ``find_and_book``,
+    ``get_or_create_user``, ``verify_and_pay``, ``list_for_sale``; nor
+    ``sql_db_query``, ``mark_as_read``, whose first word is not one)."""
+    words = tool_words(tool)
+    return (
+        bool(words)
+        and words[0] in _GATHERS
+        and not {"and", "or", "then"} & set(words)
+        and words[1:2] != ["for"]
+        and not (words[0] == "check" and words[1:2] in (["in"], ["out"]))
+    )
 
 
 def only_looks_up(event: AgentEvent) -> bool:
@@ -224,7 +235,7 @@ def claim_patterns(tool: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     words = tool_words(tool)
     if not words or only_reads(words):
         return None
-    forms = "|".join(_done(w) for w in words if len(w) > 2)
+    forms = "|".join(done_form(w) for w in words if len(w) > 2)
     named = "|".join(re.escape(w) + r"(?:ing|s)?" for w in words if len(w) > 2)
     if not forms:
         return None

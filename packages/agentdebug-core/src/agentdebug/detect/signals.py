@@ -309,6 +309,10 @@ def handoff_target(event: AgentEvent) -> str | None:
     return None
 
 
+# metadata of an AGENT_START: a branch of a fan-out, one of several runs of its node
+# that one step started to run at once (LangGraph's ``Send``), not a loop's turn
+FAN_OUT = "send"
+
 # a finding's metadata["answer"]: the final answer reports an error or refuses (an
 # end of the run, like a premature success: a symptom, not the decision that caused it)
 ERROR_OR_REFUSAL = "error_or_refusal"

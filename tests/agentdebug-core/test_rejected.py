@@ -251,6 +251,9 @@ def test_a_node_that_honoured_a_recorded_no_is_not_an_overruling() -> None:
     nothing: the graph did what the answer said."""
     for said in ("not refunded: the reviewer declined", "refund skipped", "status: rejected"):
         assert found(_recorded_no_then({"status": said})) == []
+    # nothing written, or a draft kept: nothing done (a review found these blamed)
+    for update in ({}, {"status": "kept as draft"}, {"refund": None}):
+        assert found(_recorded_no_then(update)) == []
 
 
 def test_a_node_that_acted_despite_a_recorded_no_is_blamed_itself() -> None:
@@ -258,3 +261,11 @@ def test_a_node_that_acted_despite_a_recorded_no_is_blamed_itself() -> None:
     (finding,) = found(_recorded_no_then({"status": "refunded $42"}))
     assert (finding.agent_name, finding.step_index) == ("refund", 7)
     assert "written down as a rejection" in finding.message
+    # a "no" elsewhere in the update is not the thing undone (before, any negation
+    # anywhere silenced the rule)
+    for update in (
+        {"status": "refunded", "log": "no errors"},
+        {"note": "No surprises", "status": "refunded"},
+        {"status": "refunded; the customer was not notified"},
+    ):
+        assert len(found(_recorded_no_then(update))) == 1, update

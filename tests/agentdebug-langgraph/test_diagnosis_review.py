@@ -269,7 +269,7 @@ def test_a_no_written_down_and_honoured_by_the_next_node_is_no_overruling(
 
     honoured = run(lambda s: {"status": "published" if s["approved"] else "not published"})
     assert not [f for f in honoured.findings if f.rule_id == "rejection_overruled"]
-    ignored = run(lambda s: {"status": "sent to the blog"})
+    ignored = run(lambda s: {"status": "published to the blog", "log": "no errors"})
     (finding,) = [f for f in ignored.findings if f.rule_id == "rejection_overruled"]
     assert finding.agent_name == "publish"
     assert ignored.root_cause.agent_name == "publish"

@@ -29,10 +29,11 @@ import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from agentdebug.detect.claimed import done_form
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten, shorten
+from agentdebug.text import compact_json, flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -202,12 +203,25 @@ def _question(value: Any) -> tuple[str, frozenset[str] | None]:
     return "\n".join(texts), frozenset(names) if names else None
 
 
-# an update that says the declined thing was not done ("not published: declined")
-_NOT_DONE = re.compile(
-    r"\b(?:not|no|never|declined|rejected|denied|skipped|cancell?ed|withheld|aborted|"
-    r"held back|on hold)\b",
-    re.I,
-)
+# a word that says a done form is not done, just before it ("not published", "never sent")
+_NEGATED = re.compile(r"\b(?:not|never|no|nor|without|un)\W*(?:\w+\W+){0,2}$|n't\W*$", re.I)
+
+
+def _says_done(update: Any, node: str) -> bool:
+    """A node's update that says it did what its name says, the declined thing: a
+    done form of a word of its name (``publish``: "published"; ``issue_refund``:
+    "refunded", "issued"), not said as not done ("not published", "unpublished").
+    An empty update, a draft kept, says nothing done."""
+    text = compact_json(update)[:4000] if update else ""
+    forms = "|".join(done_form(w) for w in _words(node) if len(w) >= MIN_WORD)
+    if not text or not forms:
+        return False
+    return any(  # (what comes before it in its own text: a JSON string's)
+        not _NEGATED.search(
+            text[max(text.rfind('"', 0, m.start()) + 1, m.start() - 40) : m.start()]
+        )
+        for m in re.finditer(rf"\b(?:{forms})\b", text, re.I)
+    )
 
 
 def _records_no(event: AgentEvent) -> bool:
@@ -281,7 +295,7 @@ def rule_rejection_overruled(ctx: RuleContext) -> Iterator[Finding]:
             # the asker wrote the "no" down (approved=False) and a plain edge ran the
             # node: a fault only if that node did what was declined all the same
             done = _update_of(events, ctx.position[action.id], action)
-            if done is None or _NOT_DONE.search(flatten(done.output, limit=2000)):
+            if done is None or not _says_done(done.output, action.agent_name or ""):
                 continue
             blamed = done
         if action.type is EventType.TOOL_CALL:

@@ -250,6 +250,11 @@ def test_a_default_guess_is_said_to_be_one() -> None:
     text = render(report, run, "text")
     assert "Root cause (a default guess: no rule located it): agent at step 3" in text
     assert "← a guess" in text and "← root cause" not in text
+    # and `agentdebug show`'s view of the run says so too (before, "← root cause")
+    from agentdebug.report import render_run
+
+    shown = render_run(run, reports=[report])
+    assert "← a guess" in shown and "← root cause" not in shown
     md = render(report, run, "md")
     assert "## Root cause\n\nA default guess: no rule located the cause.\n" in md
 

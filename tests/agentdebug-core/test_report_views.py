@@ -273,3 +273,23 @@ def test_the_results_the_agent_was_given_are_shown_when_the_run_has_few() -> Non
     many = _looked_up(13)  # (more than twelve: the timeline stays short)
     text = render(diagnose(many), many, "text")
     assert "part 6: $48.00" not in text
+
+
+def test_a_short_run_is_shown_whole_and_a_guess_shows_every_decision() -> None:
+    """A review's user could not see the step that went wrong: a 19-event run's
+    report folded it into "... event(s) not shown ..." beside a default guess. A run
+    of 30 events or fewer is shown whole; in a longer one whose root cause is a
+    guess, every decision is shown (the reader has to judge them)."""
+    short = _looked_up(4)  # (18 events)
+    text = render(diagnose(short), short, "text")
+    assert "not shown" not in text
+    assert text.count("Then I will read what it says.") == 4
+    long = _looked_up(13)
+    events = [*long.events[:-1], ev(len(long.events) - 1, EventType.FINAL_ANSWER, "agent",
+                                    output="Order A123 is on its way.")]  # fmt: skip
+    long = long.model_copy(update={"events": events})
+    report = diagnose(long)
+    assert report.root_cause is not None and report.root_cause.metadata.get("default_guess")
+    text = render(report, long, "text")
+    assert text.count("Then I will read what it says.") == 13
+    assert "part 6: $48.00" not in text  # (results beyond twelve stay folded)

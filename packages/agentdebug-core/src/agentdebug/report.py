@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from agentdebug.attribute.heuristic import DEFAULT_GUESS
-from agentdebug.detect.signals import CACHED, RESULT_TYPES, sub_run_failure
+from agentdebug.detect.signals import CACHED, DECISION_TYPES, RESULT_TYPES, sub_run_failure
 from agentdebug.plugins import Registry, get_registry
 from agentdebug.schema import (
     AgentEvent,
@@ -158,10 +158,14 @@ def _evidence_line(ev: Evidence, width: int) -> str:
 def _selected_positions(
     trajectory: AgentTrajectory, report: DiagnosticReport, context: int = 1
 ) -> list[int]:
-    """Which events to show: first and last, every finding, each hypothesis with
-    context (its neighbours in step order, as :func:`timeline` shows them)."""
+    """Which events to show: a short run whole; else first and last, every finding,
+    each hypothesis with context (its neighbours in step order, as :func:`timeline`
+    shows them), and, where the root cause is a default guess, every decision (the
+    reader has to judge the steps themselves: a guess cannot say which one)."""
     events = trajectory.events
     order = trajectory.step_order()
+    if len(order) <= WHOLE_RUN:
+        return sorted(order)
     marked = {f.event_id for f in report.findings} | {h.event_id for h in report.hypotheses[:3]}
     keep = {order[0], order[-1]} if order else set()
     for rank, i in enumerate(order):
@@ -172,11 +176,17 @@ def _selected_positions(
     told = [i for i in order if events[i].type in _TOLD]
     if len(told) <= TOLD_SHOWN:
         keep.update(told)
+    root = report.root_cause
+    if root is not None and root.metadata.get(DEFAULT_GUESS):
+        decided = [i for i in order if events[i].type in DECISION_TYPES]
+        keep.update(decided[:DECISIONS_SHOWN])
     return sorted(keep)
 
 
 _TOLD = RESULT_TYPES | {EventType.USER_INPUT}
 TOLD_SHOWN = 12  # a run's results and inputs shown whole when it holds no more
+WHOLE_RUN = 30  # events of a run shown whole (a short run elided hid the step to see)
+DECISIONS_SHOWN = 40  # decisions shown beside a default guess
 
 
 def timeline(
@@ -510,8 +520,8 @@ def render_run(
                 )
         if latest.fix is not None:
             out.append(f"  fix:       {shorten(latest.fix.directive, width - 13)}")
-        if root and root.event_id:
-            marks[root.event_id] = ["root cause"]
+        if root and root.event_id:  # (a default guess said to be one, as diagnose says it)
+            marks[root.event_id] = ["a guess" if root.metadata.get(DEFAULT_GUESS) else "root cause"]
             if latest.metadata.get("history") and trajectory.event(root.event_id) is None:
                 out.append(  # diagnosed with the runs this one continues
                     f"  root cause at step {root.step_index}, in a run this one continues "

@@ -72,41 +72,41 @@ _CONFIRMED = re.compile(
 # a sentence's end: not the dot of an initial ("M. Okafor") or of a number ("17.40")
 _END = re.compile(r"(?<!\b[A-Z])[.!?](?=\s|$)|\n")
 
+# read words that commit to figures the model chose: a computation, an estimate, a
+# conversion or a summary (no lookup: see _GATHERS)
+_COMMITS = frozenset(
+    ["estimate", "quote", "calculate", "compute", "convert", "translate", "summarize", "parse"]
+)
 # tool-name words that only read: nothing to claim was done
-_READS = frozenset(
-    [
-        "get",
-        "fetch",
-        "search",
-        "find",
-        "lookup",
-        "look",
-        "list",
-        "read",
-        "query",
-        "check",
-        "retrieve",
-        "load",
-        "show",
-        "view",
-        "describe",
-        "count",
-        "browse",
-        "scan",
-        "inspect",
-        "peek",
-        "validate",
-        "verify",
-        "estimate",
-        "quote",
-        "calculate",
-        "compute",
-        "convert",
-        "translate",
-        "summarize",
-        "parse",
-        "wikipedia",
-    ]
+_READS = (
+    frozenset(
+        [
+            "get",
+            "fetch",
+            "search",
+            "find",
+            "lookup",
+            "look",
+            "list",
+            "read",
+            "query",
+            "check",
+            "retrieve",
+            "load",
+            "show",
+            "view",
+            "describe",
+            "count",
+            "browse",
+            "scan",
+            "inspect",
+            "peek",
+            "validate",
+            "verify",
+            "wikipedia",
+        ]
+    )
+    | _COMMITS
 )
 _IRREGULAR = {
     "send": "sent|delivered",
@@ -177,19 +177,8 @@ def _named_by(words: list[str], vocabulary: frozenset[str]) -> bool:
 
 _MODEL_TURNS = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 
-# of the read words, those that only gather (a lookup): a computation, an estimate, a
-# conversion or a summary commits to figures the model chose
-_GATHERS = _READS - {
-    "count",  # (count_vote)
-    "estimate",
-    "quote",
-    "calculate",
-    "compute",
-    "convert",
-    "translate",
-    "summarize",
-    "parse",
-}
+# of the read words, those that only gather (a lookup; "count" may act: count_vote)
+_GATHERS = _READS - _COMMITS - {"count"}
 
 
 def only_gathers(tool: str) -> bool:

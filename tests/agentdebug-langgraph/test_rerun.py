@@ -593,36 +593,3 @@ def test_two_senders_link_and_rerun_every_branch_of_their_super_step(dbg: AgentD
         "work:from_b",
     ]
     assert branch.metadata["langgraph"]["fork"]["as_node"] == "all of a, b"
-
-
-class _Topics(TypedDict):
-    topics: list[str]
-    notes: Annotated[list[str], operator.add]
-
-
-class _Packet(TypedDict):
-    topic: str
-
-
-def test_the_state_keys_a_refusal_names_are_the_state_s_not_a_node_input_s(
-    dbg: AgentDebug,
-) -> None:
-    """A Send worker with an input schema of its own (``topic``) adds a channel of
-    that name; the refusal to carry a directive lists the state's keys alone."""
-
-    def worker(packet: _Packet) -> dict[str, Any]:
-        return {"notes": [f"read about {packet['topic']}"]}
-
-    g = StateGraph(_Topics)
-    g.add_node("plan", lambda s: {"notes": ["planned"]})
-    g.add_node("worker", worker)
-    g.add_edge(START, "plan")
-    g.add_conditional_edges("plan", lambda s: [Send("worker", {"topic": t}) for t in s["topics"]])
-    graph = g.compile(checkpointer=InMemorySaver())
-    cb = AgentDebugCallback(dbg, success_check=lambda s: "never" in s["notes"] or "no verdict")
-    graph.invoke(
-        {"topics": ["tides"], "notes": []}, {"callbacks": [cb], "configurable": {"thread_id": "k"}}
-    )
-    request = RerunRequest(trajectory=cb.trajectory(), resume_step=1, directive="read more")
-    with pytest.raises(AgentDebugError, match=r"no 'messages' key .*\(its keys: notes, topics\)"):
-        LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)

@@ -4,10 +4,12 @@ blamed, and a rerun that had it pass "123" instead "verified" the wrong blame)."
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from agentdebug.diagnose import diagnose
 from agentdebug.schema import AgentTrajectory, ErrorInfo, EventType, Outcome, OutcomeStatus
-from conftest import ev, traj
+from conftest import ev, run_cli, traj
 
 ASK = "How many units of SKU-123 do we have in stock?"
 
@@ -67,6 +69,19 @@ def test_a_tool_that_crashed_on_the_user_s_own_words_is_blamed_with_a_code_fix()
         ("SKU-999", ErrorInfo(type="ValueError", message="invalid literal for int(): 'SKU-999'")),
         # a key not found may be the record missing, not a bug
         ("SKU-123", ErrorInfo(type="KeyError", message="'SKU-123'")),
+        # a tool's own message worded as Python's, telling its caller what to pass
+        (
+            "SKU-123",
+            ErrorInfo(
+                type="ValueError",
+                message="invalid literal for int(): "
+                "'SKU-123'; pass the numeric part only, e.g. '123'",
+            ),
+        ),
+        # a word of the task the model passed where another was wanted (the name,
+        # not the order number; "many" where a count was to be worked out)
+        ("units", CRASH),
+        ("many", ErrorInfo(type="ValueError", message="invalid literal for int(): 'many'")),
     ],
 )
 def test_otherwise_the_call_that_failed_is_blamed(sku: str, error: ErrorInfo) -> None:
@@ -80,3 +95,30 @@ def test_a_division_by_the_zero_the_user_asked_for_is_the_caller_s() -> None:
                     ask="What is 6 / 0?")  # fmt: skip
     root = diagnose(run).root_cause
     assert root is not None and root.agent_name == "agent"
+
+
+def test_a_code_fix_is_not_rerun_and_act_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rerun from the tool's step would run the same code: the loop ends with
+    no plan (a review saw it retry the crash round after round), and `agentdebug
+    act` gives the fix without offering a rerun."""
+    from agentdebug import AgentDebug
+    from agentdebug.rerun import closed_loop
+    from toy_agent import ToyExecutor
+
+    monkeypatch.setenv("AGENTDEBUG_HOME", str(tmp_path))
+    dbg = AgentDebug(tmp_path)
+    run = stock_run("SKU-123", CRASH).model_copy(update={"id": "crashed", "framework": "toy"})
+    dbg.store.save_trajectory(run)
+    result = closed_loop(run, debugger=dbg, executor=ToyExecutor(dbg))
+    assert result.status == "no_plan"
+    assert result.detail is not None and "a rerun from its step would run the same code" in (
+        result.detail
+    )
+    assert [a.branch_id for a in result.attempts] == [None]
+    dbg.close()
+    act = run_cli("act", "crashed", env={"AGENTDEBUG_HOME": str(tmp_path)})
+    assert act.returncode == 0, act.stderr
+    assert "Fix the tool's code" in act.stdout and "No rerun" in act.stdout
+    assert "To rerun" not in act.stdout

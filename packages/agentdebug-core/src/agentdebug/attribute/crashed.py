@@ -6,8 +6,11 @@ user wrote, word for word ("SKU-123" of "How many units of SKU-123 do we have?")
 and the tool died of a programming error in its own code, an error Python itself
 words ("invalid literal for int() with base 10: 'SKU-123'", "'NoneType' object has
 no attribute 'get'", "list index out of range"), not a message the tool wrote for
-its caller ("SKU must be digits"), on a text the user wrote (not numbers alone: a
-division by the zero the user asked for is the caller's to handle). The model did what it was asked; the tool's
+its caller ("SKU must be digits"; "pass the numeric part only"), on an identifier
+the user wrote, letters and digits together, whose form the tool is to read: not a
+name ("Smith" for an order id: the wrong argument), a number (a division by the
+zero the user asked for), or words a model was to convert ("twelve", "next
+Friday", "ten dollars"), which stay the call's fault. The model did what it was asked; the tool's
 code is what to fix, and blaming the model (a rerun that tells it to pass "123"
 would even pass, and "verify" the wrong blame) leaves the bug in place.
 """
@@ -31,6 +34,13 @@ _PYTHON_SAYS = re.compile(
     r"name '[^']+' is not defined|can only concatenate|must be (?:str|int|real number), not|"
     r"unexpected keyword argument|time data .+ does not match format",
 )
+# a message that tells its caller what to pass: the tool's own, however it begins
+_INSTRUCTS = re.compile(
+    r"\b(?:e\.g\.|please|pass|use|should|must|expected|try|instead|only)\b", re.I
+)
+# an identifier the user wrote, letters and digits together ("SKU-123", "INV/0042"),
+# whose form the tool is to read: not a name, a number or words for a model to convert
+_CODE = re.compile(r"(?=[^\s]*[A-Za-z])(?=[^\s]*\d)[A-Za-z0-9][\w./#:-]*[A-Za-z0-9]")
 _PYTHON_ERRORS = frozenset(
     {
         "ValueError",
@@ -51,8 +61,10 @@ def crashed_on_task(trajectory: AgentTrajectory, failed: AgentEvent, call: Agent
         return False
     if error.type not in _PYTHON_ERRORS or not _PYTHON_SAYS.search(error.message or ""):
         return False
-    if not any(len(v) >= 3 and any(c.isalpha() for c in v) for v in leaves(call.input)):
-        return False  # (numbers alone: 6 / 0 asked is the caller's to handle)
+    if _INSTRUCTS.search(error.message or ""):
+        return False  # (the tool's own message, telling its caller what to pass)
+    if not any(_CODE.fullmatch(v.strip()) for v in leaves(call.input)):
+        return False  # (a name, a number, "next Friday": the caller's to convert)
     task = " ".join(
         flatten(e.input, limit=4000) for e in trajectory.events if e.type is EventType.USER_INPUT
     )

@@ -55,6 +55,9 @@ _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 # step the run's words point at), marked in the hypothesis's metadata so that a report
 # says it is a guess.
 DEFAULT_GUESS = "default_guess"
+# a hypothesis's metadata: its fix is a change to code that ran (a tool's), which a
+# rerun from its step would run unchanged, so the closed loop does not rerun it
+CODE_FIX = "code_fix"
 FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
 FINAL_ANSWER = "no detector fired; this step produced the final answer"
 FIRST_TRANSFORM = (
@@ -81,6 +84,7 @@ class _Candidate:
     modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
     fix: str | None = None  # a fix the run itself makes concrete (see _value_written)
     inferred: bool = False  # the fix was inferred from a value written (a rule's wins)
+    code_fix: bool = False  # the fix is to code that ran (a rerun runs it unchanged)
 
 
 def causing_event(
@@ -309,12 +313,14 @@ class HeuristicAttributor:
                     )
                     charge(cause, 0.2 * conf, f"issued the call that failed: {said}", finding)
                     if candidates[event.id].fix is None:
+                        candidates[event.id].code_fix = True
                         candidates[event.id].fix = (
                             f"At step {event.step_index}, {event.agent_name or 'the tool'}: "
                             f"{tool_name(event) or 'the tool'} crashed on the arguments the "
                             f'task gave ({shorten(compact_json(cause.input), 80)}): "'
                             f"{shorten(said, 160)}\". Fix the tool's code to handle input of "
-                            "that form; the call itself was right."
+                            "that form (the call passed what the task wrote); a rerun would "
+                            "run the same code."
                         )
                 elif cause is not None:
                     issued = "issued the call that failed"
@@ -396,7 +402,11 @@ class HeuristicAttributor:
                     mode_id=_mode_of(cand, at_step),
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
                     evidence=_distinct(cand.evidence)[:4],
-                    metadata={"fix": cand.fix} if cand.fix else {},
+                    metadata=(
+                        {"fix": cand.fix, **({CODE_FIX: True} if cand.code_fix else {})}
+                        if cand.fix
+                        else {}
+                    ),
                 )
             )
             if len(out) >= self.max_hypotheses:

@@ -10,6 +10,7 @@ from typing import Any
 import click
 import orjson
 
+from agentdebug.attribute.heuristic import CODE_FIX
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.values import nonempty
@@ -159,6 +160,20 @@ def act(
                 return
             if report is None:
                 report = dbg.diagnose(run, attributor=chosen)
+            root = report.root_cause
+            if root is not None and root.metadata.get(CODE_FIX) and report.fix is not None:
+                click.echo(  # (a rerun runs the same code: nothing to plan)
+                    shown(
+                        [
+                            report.summary,
+                            f"\nFix: {report.fix.directive}",
+                            "\nNo rerun: the fix is a change to code that ran, which a rerun "
+                            "from its step would run unchanged. Change it, then run the agent "
+                            "again.",
+                        ]
+                    )
+                )
+                return
             made, _, why = recover_plan(recoverer, run, report)  # (a plugin's bug: named)
             if made is None:
                 raise AgentDebugError(why or f"recoverer '{recoverer.name}' made no plan")

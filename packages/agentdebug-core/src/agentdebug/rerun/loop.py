@@ -19,6 +19,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from agentdebug.attribute.heuristic import CODE_FIX
 from agentdebug.capture.auto import configured_attributor
 from agentdebug.capture.debugger import AgentDebug
 from agentdebug.diagnose import blames_input
@@ -135,6 +136,16 @@ def closed_loop(
                 f"the root cause is the input of run '{current.id}' (step {root.step_index}): "
                 "a rerun from one of its steps would be given the same input; fix the input "
                 "(or the schema that refuses it) and run it again"
+            )
+            attempt = Attempt(
+                round=round_, run_id=current.id, report_id=current_report.id, error=why
+            )
+            return _end(store, current_report, attempts, attempt, trajectory, "no_plan", why)
+        if root is not None and root.metadata.get(CODE_FIX):
+            why = (
+                f"the root cause is code that ran at step {root.step_index} "
+                f"({root.agent_name or 'a tool'}): a rerun from its step would run the same "
+                "code; change it as the fix says and run the agent again"
             )
             attempt = Attempt(
                 round=round_, run_id=current.id, report_id=current_report.id, error=why

@@ -125,6 +125,12 @@ _IRREGULAR = {
     "take": "taken|took",
     "cancel": "cancell?ed",
     "wire": "wired",
+    "withdraw": "withdrawn|withdrew",
+    "spend": "spent",
+    "freeze": "frozen|froze",
+    "shut": "shut",
+    "lend": "lent",
+    "deal": "dealt",
 }
 # a verb said as not done, put off or made a condition, before it in its sentence
 _NOT_DONE = re.compile(

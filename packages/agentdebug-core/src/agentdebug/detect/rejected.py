@@ -33,7 +33,7 @@ from agentdebug.detect.claimed import done_form
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import compact_json, flatten, shorten
+from agentdebug.text import flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -203,25 +203,72 @@ def _question(value: Any) -> tuple[str, frozenset[str] | None]:
     return "\n".join(texts), frozenset(names) if names else None
 
 
-# a word that says a done form is not done, just before it ("not published", "never sent")
-_NEGATED = re.compile(r"\b(?:not|never|no|nor|without|un)\W*(?:\w+\W+){0,2}$|n't\W*$", re.I)
+# a word before a done form that says it is not done, put off or a condition ("not
+# published", "never sent", "will be published once approved", "to be refunded")
+_NEGATED = re.compile(
+    r"\b(?:not|never|no|nor|without|un|will|would|shall|should|can|could|may|might|must|"
+    r"once|after|until|unless|if|when|pending|awaiting|to be|to)\W*(?:\w+\W+){0,2}$|"
+    r"n't\W*$|'ll\W*$",
+    re.I,
+)
+_THEN_NO = re.compile(r"^\W*(?:no|false|none|pending|failed)\b", re.I)  # ("Published: no")
+# a status that says an action went through, whatever it was ("charge": "succeeded")
+_WENT_THROUGH = re.compile(
+    r"\b(?:succeeded|successful|success|completed?|done|processed|issued|sent|posted|live)\b",
+    re.I,
+)
+_STATUS_KEYS = frozenset({"status", "state", "result", "outcome"})
+_NO_VALUES = frozenset({"no", "false", "none", "n", "0", "pending", "skipped"})
 
 
 def _says_done(update: Any, node: str) -> bool:
     """A node's update that says it did what its name says, the declined thing: a
-    done form of a word of its name (``publish``: "published"; ``issue_refund``:
-    "refunded", "issued"), not said as not done ("not published", "unpublished").
-    An empty update, a draft kept, says nothing done."""
-    text = compact_json(update)[:4000] if update else ""
-    forms = "|".join(done_form(w) for w in _words(node) if len(w) >= MIN_WORD)
-    if not text or not forms:
+    field named by it set true (``published: True``, ``email_sent: True``), a done
+    form of a word of its name in a text, not said as not done, put off or made a
+    condition ("published"; not "not published", "unpublished", "to be published
+    once approved", "Published: no"), or a status that it went through ("status":
+    "succeeded"). A field named by it set false (``published: False``) says it was
+    not done, whatever else the update says; an empty update, a draft kept, nothing."""
+    words = [w for w in _words(node) if len(w) >= MIN_WORD]
+    if not words or not update:
         return False
-    return any(  # (what comes before it in its own text: a JSON string's)
-        not _NEGATED.search(
-            text[max(text.rfind('"', 0, m.start()) + 1, m.start() - 40) : m.start()]
-        )
-        for m in re.finditer(rf"\b(?:{forms})\b", text, re.I)
-    )
+    form = re.compile(rf"(?<![a-z])(?:{'|'.join(done_form(w) for w in words)})(?![a-z])", re.I)
+    named = re.compile(rf"(?<![a-z])(?:{'|'.join(words)}|{form.pattern})(?![a-z])", re.I)
+    done = False
+    for key, value in _fields(update):
+        spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key)
+        if key and named.search(spaced):  # a field named by the action
+            if value is False or value is None or str(value).strip().lower() in _NO_VALUES:
+                return False
+            if value is True:
+                done = True
+                continue
+        if not isinstance(value, str):
+            continue
+        for m in form.finditer(value):
+            if not _NEGATED.search(value[max(0, m.start() - 40) : m.start()]) and not (
+                _THEN_NO.search(value[m.end() :])
+            ):
+                done = True
+        went = _WENT_THROUGH.search(value) if key.lower() in _STATUS_KEYS else None
+        if went is not None and not _NEGATED.search(value[: went.start()]):
+            done = True
+    return done
+
+
+def _fields(value: Any, key: str = "", depth: int = 0) -> Iterator[tuple[str, Any]]:
+    """The (key, value) pairs of an update, nested ones too (a list's items under
+    its key); a text alone under no key."""
+    if depth > 6:
+        return
+    if isinstance(value, dict):
+        for k, v in value.items():
+            yield from _fields(v, str(k), depth + 1)
+    elif isinstance(value, (list, tuple)):
+        for item in value[:50]:
+            yield from _fields(item, key, depth + 1)
+    else:
+        yield key, value
 
 
 def _records_no(event: AgentEvent) -> bool:

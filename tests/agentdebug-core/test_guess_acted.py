@@ -259,3 +259,18 @@ def test_of_other_agents_the_one_whose_words_the_failure_names_gave_the_answer()
     )
     origin = [g for g in guesses(run) if "carries what this step" in g[2]]
     assert origin[0][:2] == ("researcher", 2)
+
+
+def test_a_lookup_that_asked_for_the_value_wanted_is_no_suspect() -> None:
+    """The search asked for the right date, the one the reason says was wanted: the
+    booking after it, which took the wrong flight, is the guess."""
+    run = failed(
+        "wrong flight booked, expected '2024-05-14'",
+        ev(0, EventType.USER_INPUT, None, input="a flight to Rome next Tuesday"),
+        turn(1, ("search_flights", {"to": "Rome", "date": "2024-05-14"})),
+        result(2, "AZ 61 2024-05-14; AZ 65 2024-05-15"),
+        turn(3, ("book_flight", {"flight": "AZ 65"})),
+        result(4, "booked AZ 65"),
+        turn(5, said="Booked AZ 65."),
+    )
+    assert guesses(run)[0][:3] == ("concierge", 3, FIRST_ACT)

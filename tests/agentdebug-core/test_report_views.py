@@ -293,3 +293,11 @@ def test_a_short_run_is_shown_whole_and_a_guess_shows_every_decision() -> None:
     text = render(report, long, "text")
     assert text.count("Then I will read what it says.") == 13
     assert "part 6: $48.00" not in text  # (results beyond twelve stay folded)
+    longer = _looked_up(40)  # (120 decisions: the first and the last twenty shown)
+    events = [*longer.events[:-1], ev(len(longer.events) - 1, EventType.FINAL_ANSWER, "agent",
+                                      output="Order A123 is on its way.")]  # fmt: skip
+    longer = longer.model_copy(update={"events": events})
+    text = render(diagnose(longer), longer, "text")
+    assert "I will look up part 0 of the order." in text
+    assert "I will look up part 39 of the order." in text  # (the last, before the end)
+    assert "I will look up part 20 of the order." not in text

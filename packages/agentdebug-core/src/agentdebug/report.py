@@ -160,8 +160,9 @@ def _selected_positions(
 ) -> list[int]:
     """Which events to show: a short run whole; else first and last, every finding,
     each hypothesis with context (its neighbours in step order, as :func:`timeline`
-    shows them), and, where the root cause is a default guess, every decision (the
-    reader has to judge the steps themselves: a guess cannot say which one)."""
+    shows them), and, where the root cause is a default guess, every decision, or
+    the first and the last twenty of a longer run's (the reader has to judge the
+    steps themselves: a guess cannot say which one)."""
     events = trajectory.events
     order = trajectory.step_order()
     if len(order) <= WHOLE_RUN:
@@ -177,16 +178,19 @@ def _selected_positions(
     if len(told) <= TOLD_SHOWN:
         keep.update(told)
     root = report.root_cause
-    if root is not None and root.metadata.get(DEFAULT_GUESS):
+    if root is not None and root.metadata.get(DEFAULT_GUESS):  # (the first and the last)
         decided = [i for i in order if events[i].type in DECISION_TYPES]
-        keep.update(decided[:DECISIONS_SHOWN])
+        half = DECISIONS_SHOWN // 2
+        keep.update(
+            decided if len(decided) <= DECISIONS_SHOWN else decided[:half] + decided[-half:]
+        )
     return sorted(keep)
 
 
 _TOLD = RESULT_TYPES | {EventType.USER_INPUT}
 TOLD_SHOWN = 12  # a run's results and inputs shown whole when it holds no more
 WHOLE_RUN = 30  # events of a run shown whole (a short run elided hid the step to see)
-DECISIONS_SHOWN = 40  # decisions shown beside a default guess
+DECISIONS_SHOWN = 40  # decisions shown beside a default guess (half first, half last)
 
 
 def timeline(

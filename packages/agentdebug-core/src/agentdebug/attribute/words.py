@@ -464,6 +464,16 @@ def _terms(reason: str) -> set[str]:
     """The words of a failure's reason that may name what failed: four letters or
     more, none said of any run (``_GENERIC``, ``_STOP``), no numbers ("100" is said
     of many things), none of a quote of the value wanted ("expected 'UNKNOWN'")."""
+    return {
+        w
+        for w in _words(_unwanted(reason))
+        if len(w) >= 4 and w.isalpha() and w not in _GENERIC and w not in _STOP
+    }
+
+
+def _unwanted(reason: str) -> str:
+    """The reason without its quotes of the value wanted ("expected '2024-05-14'"):
+    what it says went wrong."""
     wanted = [
         found.span()
         for found in _QUOTED.finditer(reason)
@@ -471,11 +481,7 @@ def _terms(reason: str) -> set[str]:
     ]
     for start, end in reversed(wanted):
         reason = reason[:start] + " " + reason[end:]
-    return {
-        w
-        for w in _words(reason)
-        if len(w) >= 4 and w.isalpha() and w not in _GENERIC and w not in _STOP
-    }
+    return reason
 
 
 def asked_what_failed(trajectory: AgentTrajectory, call: AgentEvent) -> bool:
@@ -487,7 +493,7 @@ def asked_what_failed(trajectory: AgentTrajectory, call: AgentEvent) -> bool:
     if not reason:
         return False
     terms = _terms(reason)
-    named = {w for w in _tokens(reason) if w in terms or _digits(w)}
+    named = {w for w in _tokens(_unwanted(reason)) if w in terms or _digits(w)}
     for event in trajectory.events:
         if event.type is EventType.USER_INPUT:
             named -= _tokens(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))

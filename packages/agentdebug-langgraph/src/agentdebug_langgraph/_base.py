@@ -107,17 +107,24 @@ class CaptureBase(GraphCallbackHandler):
 
     def _subgraph_checkpoint(self, run: GraphRun, outer: str, lg_step: Any) -> Any:
         """The checkpoint a subgraph node's step starts from: the subgraph's own,
-        under its namespace (``outer`` is the namespace of the node running it)."""
+        under its namespace (``outer`` is the namespace of the node running it);
+        False for a graph on a thread of its own (no checkpoint of this run's)."""
         loops = run.subgraph_loops
         loop = loops.get(outer)
+        found = None
         if loop is None:
             loop = _pregel.running_loop()
             if loop is None:  # (a worker thread: a later node of the subgraph may find it)
                 return None
+            found = _pregel.current_checkpoint(loop) if _pregel.persists_steps(loop) else None
+            if found is not None and run.thread_id is not None and found[1] != run.thread_id:
+                # a graph the node runs on a thread of its own, which LangGraph before
+                # 1.2.2x names as a subgraph (not kept: a later one may be a subgraph)
+                return False
             loops[outer] = loop = loop if _pregel.persists_steps(loop) else False
         if loop is False:
             return None
-        found = _pregel.current_checkpoint(loop)
+        found = found or _pregel.current_checkpoint(loop)
         if found is None:
             return None
         checkpoint_id, thread_id = found

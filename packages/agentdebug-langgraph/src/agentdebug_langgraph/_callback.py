@@ -283,6 +283,9 @@ class AgentDebugCallback(RunStarting):
                         run.instructions = None
             elif run.persists and not (run.detached and ns in run.detached):
                 checkpoint = self._subgraph_checkpoint(run, parent.ns, lg_step)
+                if checkpoint is False:  # (on a thread of its own: see _invoking_node)
+                    run.detached.add(ns)
+                    checkpoint = None
             if checkpoint is not None:
                 doc["checkpoint"] = checkpoint
             rec: NodeRun = _new_tuple(

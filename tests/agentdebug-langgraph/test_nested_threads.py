@@ -207,7 +207,7 @@ def test_an_interrupt_kept_on_the_inner_thread_does_not_pause_the_outer_run(
     cfg: Any = {"callbacks": [cb], "configurable": {"thread_id": "main"}}
     app = _outer(lead)
     out = app.invoke({"messages": [HumanMessage("refund order 7")]}, cfg)
-    if "__interrupt__" in out:  # (LangGraph before 1.2.2x hands the interrupt up:
+    if "__interrupt__" in out:  # (an older LangGraph, 1.2.4, hands the interrupt up:
         assert not cb.reports  # the outer run waits for the answer, as LangGraph does)
         assert dbg.store.load_trajectory(cb.run_ids[0]).outcome.status.value == "running"
         return

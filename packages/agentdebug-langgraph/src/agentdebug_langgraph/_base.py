@@ -118,8 +118,8 @@ class CaptureBase(GraphCallbackHandler):
                 return None
             found = _pregel.current_checkpoint(loop) if _pregel.persists_steps(loop) else None
             if found is not None and run.thread_id is not None and found[1] != run.thread_id:
-                # a graph the node runs on a thread of its own, which LangGraph before
-                # 1.2.2x names as a subgraph (not kept: a later one may be a subgraph)
+                # a graph the node runs on a thread of its own, which an older LangGraph
+                # (1.2.4) names as a subgraph (not kept: a later one may be a subgraph)
                 return False
             loops[outer] = loop = loop if _pregel.persists_steps(loop) else False
         if loop is False:

@@ -20,8 +20,9 @@ from __future__ import annotations
 import re
 
 from agentdebug.detect.invented import from_task, leaves
+from agentdebug.detect.signals import tool_name
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
-from agentdebug.text import flatten
+from agentdebug.text import compact_json, flatten, shorten
 
 # what Python's own errors say (not a tool's message to its caller)
 _PYTHON_SAYS = re.compile(
@@ -69,3 +70,14 @@ def crashed_on_task(trajectory: AgentTrajectory, failed: AgentEvent, call: Agent
         flatten(e.input, limit=4000) for e in trajectory.events if e.type is EventType.USER_INPUT
     )
     return bool(task) and from_task(call, task)
+
+
+def code_fix(failed: AgentEvent, call: AgentEvent, said: str) -> str:
+    """The fix for a tool that crashed on the task's own arguments: to its code."""
+    tool = tool_name(failed) or "the tool"
+    return (
+        f"At step {failed.step_index}, {failed.agent_name or 'the tool'}: {tool} crashed on "
+        f'the arguments the task gave ({shorten(compact_json(call.input), 80)}): "'
+        f"{shorten(said, 160)}\". Fix the tool's code to handle input of that form (the "
+        "call passed what the task wrote); a rerun would run the same code."
+    )

@@ -14,7 +14,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.attribute.crashed import crashed_on_task
+from agentdebug.attribute.crashed import code_fix, crashed_on_task
 from agentdebug.attribute.lineage import writer_of
 from agentdebug.attribute.words import (
     answer_origin,
@@ -46,7 +46,7 @@ from agentdebug.schema import (
     OutcomeStatus,
     Severity,
 )
-from agentdebug.text import compact_json, shorten
+from agentdebug.text import shorten
 
 PASSIVE_TYPES = RESULT_TYPES | {EventType.ERROR, EventType.USER_INPUT, EventType.CHECKPOINT}
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
@@ -314,14 +314,7 @@ class HeuristicAttributor:
                     charge(cause, 0.2 * conf, f"issued the call that failed: {said}", finding)
                     if candidates[event.id].fix is None:
                         candidates[event.id].code_fix = True
-                        candidates[event.id].fix = (
-                            f"At step {event.step_index}, {event.agent_name or 'the tool'}: "
-                            f"{tool_name(event) or 'the tool'} crashed on the arguments the "
-                            f'task gave ({shorten(compact_json(cause.input), 80)}): "'
-                            f"{shorten(said, 160)}\". Fix the tool's code to handle input of "
-                            "that form (the call passed what the task wrote); a rerun would "
-                            "run the same code."
-                        )
+                        candidates[event.id].fix = code_fix(event, cause, said)
                 elif cause is not None:
                     issued = "issued the call that failed"
                     if cause.parent_id == event.id:  # (a model call of the step that failed)

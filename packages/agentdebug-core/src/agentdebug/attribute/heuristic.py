@@ -18,9 +18,10 @@ from agentdebug.attribute.crashed import code_fix, crashed_on_task
 from agentdebug.attribute.lineage import writer_of
 from agentdebug.attribute.words import (
     answer_origin,
-    asked_what_failed,
+    asked_for,
     branch_named,
     dropped_by,
+    failed_words,
     quoted_by_reason,
 )
 from agentdebug.detect.claimed import CLAIMED, only_looks_up
@@ -482,8 +483,9 @@ class HeuristicAttributor:
 
         first = 0.15
         if first_why is FIRST_DECISION:  # (lookups commit to nothing: what acted on them)
+            wrong = failed_words(trajectory)
             acted = next(
-                (e for e in decisions if not only_looks_up(e) or asked_what_failed(trajectory, e)),
+                (e for e in decisions if not only_looks_up(e) or asked_for(e, wrong)),
                 None,
             )
             if acted is not None and acted is not decisions[0] and not named(acted):

@@ -10,8 +10,8 @@ guesses (:meth:`HeuristicAttributor._structural_prior`), each said to be one.
   first said what the answer carries;
 - :func:`branch_named`: of a fan-out's parallel branches, the one whose output says
   what the reason names;
-- :func:`asked_what_failed`: a call (a lookup too) whose arguments hold what the
-  reason names and the task did not give.
+- :func:`failed_words` and :func:`asked_for`: a call (a lookup too) whose arguments
+  hold what the reason names and the task did not give.
 """
 
 from __future__ import annotations
@@ -324,8 +324,8 @@ def _acting(
     """For a call that only looked things up (``find_slots``), the first later call of
     its agent that acted, whose prompt went on from it (``prompt_new_from``: it was
     given the same words): the lookup had no use for them, the act did; unless the
-    lookup asked for what failed (:func:`asked_what_failed`)."""
-    if not only_looks_up(call) or asked_what_failed(trajectory, call):
+    lookup asked for what failed (:func:`asked_for`)."""
+    if not only_looks_up(call) or asked_for(call, failed_words(trajectory)):
         return call
     for later in calls[calls.index(call) + 1 :]:
         if later.agent_name != call.agent_name:
@@ -484,19 +484,25 @@ def _unwanted(reason: str) -> str:
     return reason
 
 
-def asked_what_failed(trajectory: AgentTrajectory, call: AgentEvent) -> bool:
-    """A call whose arguments hold a word of the failure's reason that the task did
-    not give (a search for "Wednesday" where "the customer wanted Tuesday but got a
-    Wednesday booking"; a year searched that the answer got wrong): a lookup that
-    asked for the wrong thing is itself where the run went wrong."""
+def failed_words(trajectory: AgentTrajectory) -> set[str]:
+    """The words and figures of the failure's reason that the task did not give and
+    that are not the value it says was wanted: what :func:`asked_for` looks for in a
+    call's arguments. Read once a run."""
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     if not reason:
-        return False
+        return set()
     terms = _terms(reason)
     named = {w for w in _tokens(_unwanted(reason)) if w in terms or _digits(w)}
     for event in trajectory.events:
-        if event.type is EventType.USER_INPUT:
+        if event.type is EventType.USER_INPUT and named:
             named -= _tokens(flatten(event.input, limit=4000) + " " + flatten(event.output, 4000))
+    return named
+
+
+def asked_for(call: AgentEvent, named: set[str]) -> bool:
+    """A call whose arguments hold one of ``named`` (:func:`failed_words`): a search
+    for "Wednesday" where "the customer wanted Tuesday but got a Wednesday booking";
+    a lookup that asked for the wrong thing is itself where the run went wrong."""
     if not named:
         return False
     out = call.output

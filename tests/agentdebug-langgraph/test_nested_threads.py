@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
@@ -248,3 +249,107 @@ def test_a_subgraph_after_a_graph_on_its_own_thread_keeps_its_checkpoints(
     }
     assert starts["lead/researcher"] is None
     assert starts["lead/drafter"] is not None and starts["lead/drafter"].thread_id == "main"
+
+
+def _named(name: str, reply: str, *, own_memory: bool) -> Any:
+    """A one-node graph compiled as ``name`` (as ``create_agent(name=...)`` names
+    a sub-agent), its node called ``model`` whatever the agent."""
+    model = scripted([AIMessage(content=reply)])
+    g = StateGraph(MessagesState)
+    g.add_node("model", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_edge(START, "model")
+    return g.compile(name=name, checkpointer=InMemorySaver() if own_memory else None)
+
+
+@pytest.mark.parametrize("own_thread", [False, True])
+@pytest.mark.parametrize("caller", ["node", "tool", "async node"])
+def test_two_named_sub_agents_one_node_runs_are_told_apart_by_their_names(
+    dbg: AgentDebug, caller: str, own_thread: bool
+) -> None:
+    """A node (or a tool) that runs a researcher and then a writer, both graphs
+    whose node is ``model``: they were both filed as ``lead/model``, so a blamed
+    ``lead/model`` named neither. Each is now recorded under its graph's name; a
+    subgraph added as a node, and a graph with LangGraph's default name, are as
+    they were."""
+    researcher_, writer = (
+        _named("researcher", "facts: 42", own_memory=own_thread),
+        _named("writer", "draft: the answer", own_memory=own_thread),
+    )
+
+    def config(thread: str) -> Any:
+        return {"configurable": {"thread_id": thread}} if own_thread else None
+
+    def both(question: str) -> str:
+        a = researcher_.invoke({"messages": [HumanMessage(question)]}, config("r"))
+        b = writer.invoke({"messages": [HumanMessage("write it")]}, config("w"))
+        return f"{a['messages'][-1].content} / {b['messages'][-1].content}"
+
+    async def aboth(state: MessagesState) -> dict[str, Any]:
+        a = await researcher_.ainvoke({"messages": [HumanMessage("q")]}, config("r"))
+        b = await writer.ainvoke({"messages": [HumanMessage("write it")]}, config("w"))
+        text = f"{a['messages'][-1].content} / {b['messages'][-1].content}"
+        return {"messages": [AIMessage(content=text)]}
+
+    g = StateGraph(MessagesState)
+    if caller == "tool":
+
+        @tool
+        def research_and_write(question: str) -> str:
+            """Research a question and write up the answer."""
+            return both(question)
+
+        model = scripted([call("research_and_write", {"question": "q"}, "c1"), AIMessage("ok")])
+        g.add_node("lead", lambda s: {"messages": [model.invoke(s["messages"])]})
+        g.add_node("tools", ToolNode([research_and_write]))
+        g.add_edge(START, "lead")
+        g.add_conditional_edges(
+            "lead",
+            lambda s: "tools" if s["messages"][-1].tool_calls else "editor",
+            ["tools", "editor"],
+        )
+        g.add_edge("tools", "lead")
+        host = "tools"
+    else:
+        g.add_node(
+            "lead",
+            aboth
+            if caller == "async node"
+            else lambda s: {"messages": [AIMessage(content=both("q"))]},
+        )
+        g.add_edge(START, "lead")
+        g.add_edge("lead", "editor")
+        host = "lead"
+    g.add_node("editor", _named("editor", "edited", own_memory=False))  # (a node itself)
+    g.add_edge("editor", END)
+    app = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    cfg: Any = {"callbacks": [cb], "configurable": {"thread_id": "main"}}
+    if caller == "async node":
+        asyncio.run(app.ainvoke({"messages": [HumanMessage("go")]}, cfg))
+    else:
+        app.invoke({"messages": [HumanMessage("go")]}, cfg)
+    run = cb.trajectory()
+    answers = {
+        e.agent_name: e.output["content"] for e in run.events if e.type is EventType.LLM_RESPONSE
+    }
+    assert answers[f"{host}/researcher/model"] == "facts: 42"
+    assert answers[f"{host}/writer/model"] == "draft: the answer"
+    assert answers["editor/model"] == "edited"  # (a subgraph as a node: named by the node)
+    starts = [e for e in run.events if e.type is EventType.AGENT_START]
+    inner = {e.agent_name: e for e in starts if e.metadata.get("graph")}
+    assert sorted(inner) == [f"{host}/researcher/model", f"{host}/writer/model"]
+    for name, start in inner.items():
+        assert start.metadata["graph"] == name.split("/")[1]
+        assert start.metadata["namespace"] == host  # (the node that ran it, as before)
+    # a second run of the app on the same callback: nothing of the first run's left
+    # over to name it by
+    unnamed = researcher("plain")  # (compiled without a name: "LangGraph")
+    g2 = StateGraph(MessagesState)
+    g2.add_node(
+        "lead",
+        lambda s: {"messages": unnamed.invoke({"messages": [HumanMessage("x")]})["messages"][-1:]},
+    )
+    g2.add_edge(START, "lead")
+    g2.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [cb]})
+    names = {e.agent_name for e in cb.trajectory().events if e.type is EventType.AGENT_START}
+    assert names == {"lead", "lead/researcher"}

@@ -231,7 +231,7 @@ def test_a_graph_given_its_own_callback_in_a_recorded_node_is_not_reported_twice
     assert not [e for e in outer_run.events if e.metadata.get("sub_run")]
     assert [e.agent_name for e in outer_run.events if e.type is EventType.AGENT_START] == [
         "outer",
-        "outer/inner",
+        "outer/inner_graph/inner",  # (the graph the node's code invoked, by its name)
     ]
     # the note of the inner graph's node goes to the innermost run, the inner graph's
     # own (before, to the outer run's copy of the node, and the run the user asked

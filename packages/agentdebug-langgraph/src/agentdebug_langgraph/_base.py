@@ -48,6 +48,9 @@ class CaptureBase(GraphCallbackHandler):
         self._roots: dict[int, GraphRun] = {}
         self._nodes: dict[int, NodeRun] = {}
         self._by_ns: dict[str, NodeRun] = {}
+        # graphs a node's code or a tool invoked, until they end: run id -> the name
+        # they were compiled with, which their nodes are recorded under
+        self._graphs: dict[int, str] = {}
         # model and tool calls in flight: run id -> (node, prompt or (event id, tool call
         # id), start, name)
         self._calls: dict[int, tuple[NodeRun, Any, float, Any]] = {}

@@ -54,6 +54,9 @@ _PUSH = "__pregel_push"
 _AGENT_START = EventType.AGENT_START
 _AGENT_END = EventType.AGENT_END
 _NODE = "langgraph.node"
+# the tag of what a node's own function starts: the function is the first step of
+# the node's sequence (its writers and branch functions the later ones)
+_NODE_CODE = "seq:step:1"
 _clock = time.perf_counter
 _new_tuple = tuple.__new__  # a NodeRun from its fields in one C call
 _to_json = _convert.to_json
@@ -199,8 +202,11 @@ class AgentDebugCallback(RunStarting):
                 # A branch function or a runnable inside a node; or a graph invoked
                 # inside a node of a graph this callback does not record, given
                 # this callback itself.
-                if parent_run_id is not None and parent_run_id.int not in self._nodes:
-                    self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
+                if parent_run_id is not None:
+                    if parent_run_id.int not in self._nodes:
+                        self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
+                    elif tags and _NODE_CODE in tags:  # started by the node's function
+                        self._note_graph(run_id, kwargs.get("name"))  # (not its branch)
                 return
             ns: str = md.get("langgraph_checkpoint_ns") or ""
             if ns in self._by_ns:
@@ -263,7 +269,13 @@ class AgentDebugCallback(RunStarting):
             if parent is not None:
                 if run.detached and parent.ns in run.detached:  # (inside one: so is it)
                     run.detached.add(ns)
-                doc["agent_name"] = agent = f"{parent.agent}/{node}"
+                agent = f"{parent.agent}/{node}"
+                if self._graphs and parent_run_id is not None:  # (a graph invoked in code)
+                    graph = self._graphs.get(parent_run_id.int)
+                    if graph is not None and graph != parent.name:  # (one of several)
+                        meta["graph"] = graph
+                        agent = f"{parent.agent}/{graph}/{node}"
+                doc["agent_name"] = agent
                 doc["parent_id"] = parent.event_id
                 meta["namespace"] = parent.agent
                 root_step = meta["root_step"] = parent.root_step
@@ -370,6 +382,8 @@ class AgentDebugCallback(RunStarting):
                 root = self._roots.pop(key, None)
                 if root is not None:
                     self._end_graph(root, outputs, None)
+                elif self._graphs and self._graphs.pop(key, None) is not None:
+                    return
                 elif outputs.__class__ in _convert.MAY_SEND and parent_run_id is not None:
                     sender = self._nodes.get(parent_run_id.int)  # a branch function's Sends
                     if sender is not None and _convert.has_send(outputs):
@@ -491,6 +505,8 @@ class AgentDebugCallback(RunStarting):
                 root = self._roots.pop(run_id.int, None)
                 if root is not None:
                     self._end_graph(root, None, error)
+                elif self._graphs:
+                    self._graphs.pop(run_id.int, None)
                 return
             self._by_ns.pop(rec.ns, None)
             run = rec.run

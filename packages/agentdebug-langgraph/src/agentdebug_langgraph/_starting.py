@@ -54,6 +54,8 @@ _WARNED: set[tuple[str, str]] = set()  # (factory, check) warned of once a proce
 # frames from on_chain_start up to the Pregel.stream/astream starting a graph run
 # (handle_event, the callback manager; in async runs a few more)
 _OWN_START_DEPTH = 6
+# what a graph is called when its author named it nothing (``StateGraph.compile()``)
+_UNNAMED = frozenset({"LangGraph"})
 GRAPH = "LangGraph"  # a graph's name when it has none
 _to_json = _convert.to_json
 
@@ -92,11 +94,21 @@ class RunStarting(RunEnding):
         a few frames up, is a run of its own; anything else is not ours."""
         if parent_run_id.int in self._roots or self._by_ns.get(
             md.get("langgraph_checkpoint_ns") or ""
-        ):
-            return  # inside a run of ours after all (a runnable of a recorded node)
+        ):  # inside a run of ours after all (a runnable of a recorded node: a tool's)
+            self._note_graph(run_id, kw.get("name"))
+            return
         if _pregel.find_graph_frame(depth=_OWN_START_DEPTH) is None:
             return
         self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
+
+    def _note_graph(self, run_id: UUID, name: Any) -> None:
+        """A runnable a node's code or a tool started: should it be a graph, its
+        nodes are recorded as ``node/<graph's name>/<its node>``, telling apart the
+        sub-agents one node may run (two ``create_agent`` graphs whose nodes are both
+        ``model``). A graph with LangGraph's default name adds nothing; the name
+        is kept until the runnable ends."""
+        if name and name.__class__ is str and name not in _UNNAMED:
+            self._graphs[run_id.int] = name
 
     def _invoking_node(
         self,

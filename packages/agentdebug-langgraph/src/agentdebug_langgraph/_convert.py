@@ -17,6 +17,7 @@ import orjson
 from agentdebug.capture.encode import Walk
 from agentdebug.capture.encode import to_json as core_to_json
 from agentdebug.capture.walk import printed, safe_repr
+from agentdebug.views import inline
 from langchain_core.messages import BaseMessage, ToolMessage
 from langgraph.errors import GraphInterrupt
 from langgraph.types import Command, Send
@@ -430,6 +431,20 @@ def short_text(value: Any, limit: int = 200) -> str:
             text = orjson.dumps(small, default=safe_repr, option=orjson.OPT_NON_STR_KEYS).decode()
         except Exception:  # (one past orjson's depth limit, say)
             text = safe_repr(small)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def goal_text(value: Any, limit: int = 200) -> str:
+    """The goal of a run whose input holds no conversation (a pipeline's state):
+    the input on one line as the timeline writes a payload, ``key=value`` pairs
+    (``building={name="Cedar Point Plaza", year=2024}``), not Python's repr of a
+    dict; :func:`short_text` where that cannot be made."""
+    try:
+        text = inline(compact(value), limit)
+    except Exception:  # (a value the line cannot walk: made small as text)
+        text = ""
+    if not text:
+        return short_text(value, limit)
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

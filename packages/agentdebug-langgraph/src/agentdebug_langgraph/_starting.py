@@ -397,7 +397,7 @@ class RunStarting(RunEnding):
         goal = self.goal or _convert.first_human_text(inputs, _convert.messages_key(graph))
         goal = goal or (continues.mark.goal if continues is not None else None)
         if goal is None and inputs is not None and not isinstance(inputs, Command):
-            goal = _convert.short_text(inputs)
+            goal = _convert.goal_text(inputs)
         nodes = _convert.node_names(graph)
         lg: dict[str, Any] = {"graph": str(name or GRAPH), "thread_id": thread_id}
         if nodes:

@@ -15,6 +15,7 @@ itself) and deterministic, since no model is there to summarise.
 """
 
 from agentdebug.views._build import TraceView, build_view, window
+from agentdebug.views._inline import inline
 from agentdebug.views._render import render_step
 from agentdebug.views._steps import Granularity, Step, steps_of
 
@@ -23,6 +24,7 @@ __all__ = [
     "Step",
     "TraceView",
     "build_view",
+    "inline",
     "render_step",
     "steps_of",
     "window",

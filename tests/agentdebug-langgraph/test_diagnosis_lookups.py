@@ -123,3 +123,66 @@ def test_a_task_whose_cache_served_another_employee_s_account_is_blamed(dbg: Age
         "At step 2, claim/get_account: it returned the record of employee_id 'E-1182' when "
         "asked for 'E-2075'"
     )
+
+
+def test_a_lookup_whose_whole_list_the_model_acted_on_is_blamed(dbg: AgentDebug) -> None:
+    """The tool matches feeders by prefix ("F12" lets in F121's customers); the model
+    notifies every customer it returned; the failure names F121's. The tool's run is
+    blamed, not the model's turn, which chose nothing."""
+    import json
+
+    from langchain_core.tools import tool
+    from langgraph.graph import END, START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from lg_graphs import call
+
+    feeders = {"C-500113": ("F12", "Oak Hollow Vet Clinic"), "C-611019": ("F121", "Devon Marsh")}
+    notified: list[str] = []
+
+    @tool
+    def list_affected_customers(feeder_id: str) -> str:
+        """The customers a feeder serves."""
+        return json.dumps(
+            [
+                {"customer_id": cid, "name": name}
+                for cid, (feeder, name) in feeders.items()
+                if feeder.startswith(feeder_id)
+            ]
+        )
+
+    @tool
+    def queue_notices(customer_ids: list[str]) -> str:
+        """Queue outage notices."""
+        notified.extend(customer_ids)
+        return "queued"
+
+    model = scripted(
+        [
+            call("list_affected_customers", {"feeder_id": "F12"}, "c1"),
+            call("queue_notices", {"customer_ids": ["C-500113", "C-611019"]}, "c2"),
+            AIMessage(content="Notices queued for every customer on F12."),
+        ]
+    )
+    g = StateGraph(MessagesState)
+    g.add_node("planner", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("tools", ToolNode([list_affected_customers, queue_notices]))
+    g.add_edge(START, "planner")
+    g.add_conditional_edges(
+        "planner", lambda s: "tools" if s["messages"][-1].tool_calls else END, ["tools", END]
+    )
+    g.add_edge("tools", "planner")
+
+    def check(state: Any) -> bool | str:
+        wrong = [feeders[c][1] for c in notified if feeders[c][0] != "F12"]
+        return not wrong or f"{', '.join(wrong)} got an outage notice, but is not on F12"
+
+    callback = AgentDebugCallback(dbg, success_check=check)
+    g.compile().invoke(
+        {"messages": [HumanMessage("Notify everyone on feeder F12 of Tuesday's outage.")]},
+        {"callbacks": [callback]},
+    )
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("tools", 2)
+    assert root.mode_id == "observation.poor_retrieval"
+    assert report.fix is not None and "'Devon Marsh'" in report.fix.directive

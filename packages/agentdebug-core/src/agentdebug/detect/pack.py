@@ -48,6 +48,7 @@ from agentdebug.detect.overridden import rule_given_value_overridden
 from agentdebug.detect.paged import rule_more_pages_unread
 from agentdebug.detect.picked import rule_wrong_record_picked
 from agentdebug.detect.rejected import rule_rejection_overruled
+from agentdebug.detect.relayed import rule_listed_records_relayed
 from agentdebug.detect.returned import rule_other_record_returned
 from agentdebug.detect.rules import (
     Rule,
@@ -220,6 +221,11 @@ RULES: list[Rule] = [
         "named_record_unlisted",
         "a listing that left out the record the failure names, which the run never saw",
         rule_named_record_unlisted,
+    ),
+    Rule(
+        "listed_records_relayed",
+        "a lookup's list a model passed on whole, whose records the failure names",
+        rule_listed_records_relayed,
     ),
     Rule(
         "instruction_trimmed",

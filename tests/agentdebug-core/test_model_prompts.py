@@ -290,3 +290,25 @@ def test_the_trace_header_lists_as_agents_only_those_a_model_may_name() -> None:
     assert set(schema["properties"]["agent"]["enum"]) == {"planner", "searcher", "booker"}
     assert "up to three quotes" in text
     assert schema["properties"]["evidence"]["maxItems"] == 3
+
+
+# -- 5. every strategy is told how the run failed -------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "attributor", ["all-at-once", "step-by-step", "binary-search", "deepdebug", "lifecycle"]
+)
+def test_every_prompt_says_how_the_run_failed(attributor: str) -> None:
+    """The user's success check said what went wrong ("the note gives the wrong Q3
+    revenue"): a review found no prompt held it, each saying only "The run failed",
+    so on a soft failure, where a model is most needed, every strategy guessed what
+    failing meant."""
+    reason = "the market note gives the wrong Q3 revenue (the 10-Q says 2.4M USD)"
+    run = EXAMPLE.model_copy(
+        update={"outcome": EXAMPLE.outcome.model_copy(update={"reason": reason})}
+    )
+    with ScriptedServer(minimal) as server:
+        diagnose(run, attributor=attributor, settings=settings_for(server))
+    assert server.requests
+    for request in server.requests:
+        assert f"HOW IT FAILED: {reason}" in user_text(request), schema_name(request)

@@ -362,6 +362,10 @@ def _header(
         lines.append("INPUT AND TOOL OUTPUT ONLY, NOT AGENTS: " + ", ".join(others))
     if trajectory.reference_answer is not None:
         lines.append("REFERENCE ANSWER: " + cut_middle(trajectory.reference_answer, goal_chars)[0])
+    reason = trajectory.outcome.reason if trajectory.outcome else None
+    if reason and reason.strip():  # (what the user's check or the error said went wrong:
+        # a model asked what failed is told what the failure was)
+        lines.append("HOW IT FAILED: " + cut_middle(reason.strip(), goal_chars)[0])
     first, last = steps[0].index, steps[-1].index
     if len(steps) < len(every):
         where = f"{first}–{last} (a window of steps {every[0].index}–{every[-1].index})"

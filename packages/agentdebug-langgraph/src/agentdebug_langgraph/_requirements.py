@@ -55,11 +55,24 @@ def require_checkpointer(
     saver = getattr(graph, "checkpointer", None)
     name = getattr(graph, "name", None) or type(graph).__name__
     if (saver is None or saver is False or saver is True) and not saved:
-        made = f"its graph factory '{factory}' returns a graph" if factory else f"graph '{name}' is"
+        if graph is None:  # (a factory not called: what it builds cannot restore this run)
+            also = (
+                f" (a checkpointer its graph factory '{factory}' gives a graph now holds "
+                "nothing of this run)"
+                if factory
+                else ""
+            )
+        else:
+            made = (
+                f"its graph factory '{factory}' returns a graph"
+                if factory
+                else f"graph '{name}' is"
+            )
+            also = f" (and {made} compiled without one)"
         raise AgentDebugError(
             f"cannot rerun run '{run_id}' from a checkpoint: the run was recorded with "
-            f"no checkpointer, so LangGraph kept no state to restore (and {made} "
-            f"compiled without one). To rerun later runs: {HOW_TO_CHECKPOINT}"
+            f"no checkpointer, so LangGraph kept no state to restore{also}. To rerun later "
+            f"runs: {HOW_TO_CHECKPOINT}"
         )
     if (saver is None or saver is False or saver is True) and factory:
         raise AgentDebugError(  # (another process forks only what a persistent saver kept)

@@ -256,3 +256,34 @@ def test_cli_act_diagnoses_again_when_the_latest_diagnosis_names_no_root_cause(
         plan.stdout
     )
     assert "Plan (native): rerun from step 1 (researcher)" in plan.stdout
+
+
+def test_cli_diagnose_uses_the_configured_model_as_act_does(home: Path) -> None:
+    """`agentdebug diagnose RUN`, which a failed run's note suggests, chooses its
+    strategy as `act` and the automatic diagnosis do: the router when a model is
+    configured (a review: it ran the free tier, replacing the model's diagnosis
+    that a rerun had verified, and `act` then planned from the free tier's blame);
+    the free tier when none is, or when asked for."""
+    from test_model_prompts import minimal
+
+    run_id = _stored_failure(home)
+    with ScriptedServer(minimal) as server:
+        env = {
+            "AGENTDEBUG_MODEL": "scripted",
+            "AGENTDEBUG_BASE_URL": server.base_url,
+            "AGENTDEBUG_API_KEY": "k",
+            "AGENTDEBUG_MAX_RETRIES": "0",
+        }
+        said = run_cli("diagnose", run_id, "--format", "json", env=env)
+        assert said.returncode == 0, said.stderr
+        assert server.requests, "the configured model was not asked"
+        asked = len(server.requests)
+        free = run_cli("diagnose", run_id, "--attributor", "heuristic", env=env)
+        assert free.returncode == 0, free.stderr
+        assert len(server.requests) == asked  # (asked for the free tier: no model call)
+    report = json.loads(said.stdout)
+    assert report["cost"]["calls"] >= 1
+    unset = {"AGENTDEBUG_MODEL": "", "AGENTDEBUG_BASE_URL": "", "OPENAI_MODEL": ""}
+    plain = run_cli("diagnose", run_id, "--format", "json", env=unset)
+    assert plain.returncode == 0, plain.stderr
+    assert json.loads(plain.stdout)["cost"]["calls"] == 0

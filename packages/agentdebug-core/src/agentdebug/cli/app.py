@@ -335,10 +335,10 @@ def _targets(
 )
 @click.option(
     "--attributor",
-    default="heuristic",
-    show_default=True,
+    default=None,
     help="Strategy: heuristic, all-at-once, step-by-step, binary-search, lifecycle, deepdebug, "
-    "or auto (the router).",
+    "or auto (the router). Default: auto when a model is configured, as `act` and the "
+    "automatic diagnosis choose, else heuristic.",
 )
 @click.option(
     "--budget",
@@ -366,7 +366,7 @@ def diagnose(
     /,
     target: str,
     out_fmt: str,
-    attributor: str,
+    attributor: str | None,
     budget: str | None,
     judge: bool,
     with_reference: bool,
@@ -390,6 +390,9 @@ def diagnose(
     from agentdebug.rerun.record import carried_verification
 
     settings = settings_from(model)
+    # (the strategy the run's report was made with when it failed: re-diagnosing it
+    # without a word of which must not swap a model's, rerun-verified, for the free tier's)
+    chosen = attributor or ("auto" if settings.configured else "heuristic")
     limit = Budget.parse(budget) if budget else None
     if not no_store and store_file(obj.location).exists() and (why := unwritable(obj.store)):
         click.echo(
@@ -402,7 +405,7 @@ def diagnose(
     for trajectory in trajectories:
         report: DiagnosticReport = run_diagnosis(
             trajectory,
-            attributor=attributor,
+            attributor=chosen,
             settings=settings,
             budget=limit,
             judge=judge,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -73,18 +74,43 @@ def config_where() -> None:
 
 @cli.command("scripted-server")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(1, 65535))
-def scripted_server(port: int) -> None:
-    """Run a local OpenAI-compatible server that answers every request with a
-    minimal valid instance of the requested JSON schema.
+@click.option(
+    "--script",
+    "script_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="A JSON file of the answers to give, by the name of the schema asked for "
+    '({"Attribution": {...}, "*": {...}}; a list: in turn; {"$status": 429} an '
+    "error). Without one: a minimal valid instance of the schema.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Append every request (the schema's name, the messages) and its answer to this "
+    "file, a JSON line each: the prompts agentdebug sends.",
+)
+def scripted_server(port: int, script_path: Path | None, log_path: Path | None) -> None:
+    """Run a local OpenAI-compatible server that answers from a script file, or
+    with a minimal valid instance of the requested JSON schema.
 
-    For dry runs: `agentdebug bench whowhen DATA --attributor all-at-once
-    --base-url http://127.0.0.1:8765/v1 --model scripted` exercises the whole model
-    path (prompts, structured output, token counts, cache) without a real model.
-    The answers carry no judgement, so the accuracy it prints means nothing.
+    For dry runs: `agentdebug diagnose RUN --attributor all-at-once --base-url
+    http://127.0.0.1:8765/v1 --model scripted` exercises the whole model path
+    (prompts, structured output, token counts, cache) without a real model;
+    `--log` shows what was asked and `--script` what to answer. Without a script
+    the answers carry no judgement, so what they conclude means nothing.
     """
-    from agentdebug.llm.testing import schema_answerer, serve_forever
+    from agentdebug.llm.script_file import ScriptError, load_script, logged
+    from agentdebug.llm.testing import Answerer, schema_answerer, serve_forever
 
+    answerer: Answerer = schema_answerer
+    if script_path is not None:
+        try:
+            answerer = load_script(script_path)
+        except ScriptError as exc:
+            raise click.BadParameter(str(exc), param_hint="--script") from None
+    if log_path is not None:
+        answerer = logged(answerer, log_path)
     try:
-        serve_forever(port, schema_answerer)
+        serve_forever(port, answerer)
     except OSError as exc:  # the port taken, or not ours to bind
         raise click.UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None

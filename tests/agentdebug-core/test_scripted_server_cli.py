@@ -1,0 +1,141 @@
+"""`agentdebug scripted-server --script FILE --log FILE`: a dry run of the model path
+that says something. A review found the shipped server could not be scripted (it
+answered every request with empty strings and confidence 0) nor show the prompts
+agentdebug sends, so trying the model path offline meant writing Python."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agentdebug.diagnose import diagnose
+from agentdebug.llm import LLMSettings
+from agentdebug.llm.script_file import ScriptError, load_script, logged
+from agentdebug.llm.testing import ScriptedServer
+from agentdebug.schema import AgentTrajectory
+from conftest import EXAMPLES, run_cli
+
+BOOKING = EXAMPLES / "failed_booking.json"
+BLAME = {
+    "agent": "searcher",
+    "step": 3,
+    "failure_mode": "action.malformed_tool_call",
+    "reason": "The searcher passed the date as 14/12/2026; the tool wants YYYY-MM-DD.",
+    "evidence": [{"step": 3, "text": "14/12/2026"}],
+    "fix": "Call search_fares with date 2026-12-14.",
+    "confidence": 0.8,
+}
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_a_script_and_a_log_through_the_command_line(tmp_path: Path) -> None:
+    script, log = tmp_path / "script.json", tmp_path / "requests.jsonl"
+    script.write_text(json.dumps({"Attribution": BLAME}))
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "agentdebug", "scripted-server", "--port", str(port),
+         "--script", str(script), "--log", str(log)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+    try:
+        assert server.stdout is not None
+        assert f"127.0.0.1:{port}" in server.stdout.readline()
+        model = ["--model", "scripted", "--base-url", f"http://127.0.0.1:{port}/v1"]
+        said = run_cli(
+            "diagnose", str(BOOKING), "--attributor", "all-at-once", "--no-store",
+            "--format", "json", *model, "--api-key", "none", "--no-cache",
+        )  # fmt: skip
+        assert said.returncode == 0, said.stderr
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    report = json.loads(said.stdout)
+    root = report["hypotheses"][0]
+    assert (root["agent_name"], root["step_index"]) == ("searcher", 3)
+    assert report["fix"]["directive"].endswith("Call search_fares with date 2026-12-14.")
+    (line,) = [json.loads(x) for x in log.read_text().splitlines()]
+    assert line["schema"] == "Attribution" and line["status"] == 200
+    assert json.loads(line["answer"]) == BLAME
+    prompt = "\n".join(str(m["content"]) for m in line["messages"])
+    assert "14/12/2026" in prompt  # (the prompt agentdebug sent: the trace it read)
+
+
+def test_a_bad_script_is_refused_naming_the_file_and_the_entry(tmp_path: Path) -> None:
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"Attribution": [BLAME, {"$status": 99}]}))
+    said = run_cli("scripted-server", "--port", str(_free_port()), "--script", str(script))
+    assert said.returncode == 2
+    assert f"{script}: entry 'Attribution'[1]: $status must be an HTTP status" in (
+        " ".join(said.stderr.split())
+    )
+    cases: list[tuple[Any, str]] = [
+        ("not json", "not a JSON script"),
+        ([], "the list is an empty list"),
+        ({"StepVerdict": "yes"}, "entry 'StepVerdict' is str, not a JSON object"),
+        ({"*": {"$status": 500, "verdict": "x"}}, "a reply takes only"),
+        ({"*": {"$delay": 1}}, "a reply with no $status gives $content"),
+    ]
+    for doc, expected in cases:
+        script.write_text(doc if isinstance(doc, str) else json.dumps(doc))
+        with pytest.raises(ScriptError) as raised:
+            load_script(script)
+        assert str(raised.value).startswith(f"{script}: ") and expected in str(raised.value)
+
+
+def test_answers_by_name_in_turn_errors_and_the_minimal_instance_otherwise(
+    tmp_path: Path,
+) -> None:
+    """A list under a name is given in turn (the last again); a name the script does
+    not hold gets "*", else a minimal instance; a reply may be an HTTP error, which
+    the client meets as from a real server (here, falling back to the free tier)."""
+    script, log = tmp_path / "script.json", tmp_path / "log.jsonl"
+    script.write_text(json.dumps({"Attribution": [{"$status": 500, "$message": "down"}]}))
+    run = AgentTrajectory.model_validate_json(BOOKING.read_text())
+    with ScriptedServer(logged(load_script(script), log)) as server:
+        settings = LLMSettings(
+            model="scripted", base_url=server.base_url, api_key="k", cache=False, max_retries=0
+        )
+        report = diagnose(run, attributor="all-at-once", settings=settings)
+    assert any("'all-at-once' failed" in n and "HTTP 500: down" in n for n in report.notes)
+    assert [json.loads(x)["status"] for x in log.read_text().splitlines()] == [500]
+    turns = load_script(_write(tmp_path, {"StepVerdict": [{"n": 1}, {"n": 2}], "*": {"any": 1}}))
+    asked = [turns(_asking(name)) for name in ("StepVerdict",) * 3 + ("HalfVerdict",)]
+    assert [json.loads(str(getattr(r, "content", r))) for r in asked] == [
+        {"n": 1},
+        {"n": 2},
+        {"n": 2},
+        {"any": 1},
+    ]
+    plain = load_script(_write(tmp_path, {"StepVerdict": {"n": 1}}))
+    schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+    minimal = plain(_asking("HalfVerdict", schema))
+    assert json.loads(str(getattr(minimal, "content", minimal))) == {"ok": False}
+
+
+def _write(tmp_path: Path, doc: Any) -> Path:
+    path = tmp_path / "turns.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _asking(name: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
+    return {
+        "messages": [{"role": "user", "content": "?"}],
+        "response_format": {
+            "type": "json_schema",
+            "json_schema": {"name": name, "schema": schema or {"type": "object"}},
+        },
+    }

@@ -7,6 +7,12 @@ summary, add it to the exception as a PEP 678 note, and hand the report to the
 user's ``on_report`` callback. None of it may change what the user's code sees:
 the exception propagates unchanged (only the note is added) and a failure of the
 diagnosis itself is logged, never raised.
+
+Nor may it hold the user's program up for long: its model calls, retries
+included, have a deadline in all (the setting ``auto_deadline``, 60 s by default;
+``agentdebug diagnose`` has none), after which the free tier answers, as for any
+other model failure; and a diagnosis still waiting on the model after
+``WAIT_NOTICE`` seconds says so in one log line.
 """
 
 from __future__ import annotations
@@ -19,14 +25,19 @@ import logging
 import os
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentdebug.audit import FALLBACK, FREE_TIER_INSTEAD, HEURISTIC_INSTEAD
 from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_and_reports
 from agentdebug.capture.encode import safe_str
+from agentdebug.errors import ConfigError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
+
+if TYPE_CHECKING:
+    from agentdebug.llm import LLMSettings
+    from agentdebug.llm.budget import Deadline
 
 log = logging.getLogger("agentdebug.auto")
 
@@ -126,8 +137,14 @@ def _say_exit_wait() -> None:
     with _pool_lock:
         n = _waiting
     if n:
+        settings = _model_settings({})
+        seconds = settings.auto_deadline if settings is not None and settings.configured else 0
+        whose = "its model calls" if n == 1 else "the model calls of each"
+        bound = f" ({whose} end within {seconds:g} s: auto_deadline)"
         log.warning(
-            "agentdebug: the exit waits for %s under way, to store %s", *diagnoses_and_reports(n)
+            "agentdebug: the exit waits for %s under way, to store %s%s",
+            *diagnoses_and_reports(n),
+            bound if seconds else "",
         )
 
 
@@ -226,6 +243,74 @@ def configured_attributor() -> str:
         return "heuristic"
 
 
+#: Seconds a diagnosis waits on the model before it says so (once) in the log.
+WAIT_NOTICE = 5.0
+#: How a deadline error says the automatic diagnosis's deadline can be changed.
+DEADLINE_HINT = "the setting auto_deadline, AGENTDEBUG_AUTO_DEADLINE, changes it"
+
+
+def _deadline_name(seconds: float) -> str:
+    from agentdebug.llm.budget import seconds_text
+
+    return f"the automatic diagnosis's {seconds_text(seconds)} s deadline for model calls"
+
+
+def _model_settings(options: dict[str, Any]) -> LLMSettings | None:
+    """The model settings the diagnosis will use (None: unreadable, so the free
+    tier, which ``diagnose`` says)."""
+    from agentdebug.llm import current_settings
+
+    given = options.get("settings")
+    if given is not None:
+        return given  # type: ignore[no-any-return]
+    try:
+        return current_settings()
+    except Exception:
+        return None
+
+
+@contextlib.contextmanager
+def _said_when_slow(
+    rid: str, settings: LLMSettings | None, limit: Deadline | None, options: dict[str, Any]
+) -> Iterator[None]:
+    """Inside: after ``WAIT_NOTICE`` seconds, one warning line saying that the
+    diagnosis of run ``rid`` waits on the model, and for how long at most, so a
+    program that has not gone on is not a mystery."""
+    if settings is None or not settings.configured:  # (the free tier takes milliseconds)
+        yield
+        return
+    strict = options.get("no_fallback")
+    strict = settings.no_fallback if strict is None else strict
+    where = f" at {settings.base_url}" if settings.base_url else ""
+    waiting = (
+        f"agentdebug: the diagnosis of run {rid} is waiting for model '{settings.model}'{where}"
+    )
+
+    def say() -> None:
+        if limit is None:
+            log.warning("%s (auto_deadline is 0: no deadline)", waiting)
+            return
+        from agentdebug.llm.budget import seconds_text
+
+        then = "gives up" if strict else "answers with the free tier"
+        log.warning(
+            "%s; it %s after at most %s s more (auto_deadline = %s s)",
+            waiting,
+            then,
+            seconds_text(max(limit.left(), 0.0)),
+            seconds_text(limit.seconds),
+        )
+
+    timer = threading.Timer(WAIT_NOTICE, say)
+    timer.daemon = True
+    with contextlib.suppress(RuntimeError):  # (no new threads: the interpreter is ending)
+        timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
 def summary_paragraph(report: DiagnosticReport) -> str:
     """The report in one paragraph: what failed, the root cause, the fix, where to look."""
     parts = [f"agentdebug diagnosis {report.id} of run {report.trajectory_id}:", report.summary]
@@ -259,23 +344,35 @@ def diagnose_failure(
     a retry) is diagnosed with the runs before it (:meth:`AgentDebug.history`):
     the cause of its failure may be there. Returns the report, or None when the
     diagnosis itself failed (logged)."""
+    from agentdebug.llm import LLMError
+    from agentdebug.llm.budget import deadline_scope
+
     try:
         if not trajectory.events:
             log.warning("agentdebug: run %s failed before recording anything", trajectory.id)
             return None
-        report = debugger.diagnose(
-            debugger.history(trajectory),
-            attributor=attributor or configured_attributor(),
-            **options,
-        )
+        chosen = attributor or configured_attributor()
+        settings = _model_settings(options)
+        seconds = settings.auto_deadline if settings is not None and settings.configured else 0
+        with (
+            deadline_scope(seconds or None, _deadline_name(seconds), hint=DEADLINE_HINT) as limit,
+            _said_when_slow(trajectory.id, settings, limit, options),
+        ):
+            report = debugger.diagnose(debugger.history(trajectory), attributor=chosen, **options)
     except Exception as failed:
-        log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)
-        _note(  # (said where the user looks, as a report would be)
-            exc,
+        said = (
             f"agentdebug could not diagnose run {trajectory.id}: "
             f"{type(failed).__name__}: {safe_str(failed)} "
-            f"(agentdebug diagnose {trajectory.id} tries again)",
+            f"(agentdebug diagnose {trajectory.id} tries again)"
         )
+        if isinstance(failed, LLMError | ConfigError):
+            # A model that failed (with no_fallback), or a setting: expected, and
+            # said in one line, not as a crash (its traceback only at DEBUG level).
+            log.warning("%s", " ".join(said.split()))
+            log.debug("agentdebug: the automatic diagnosis failed", exc_info=True)
+        else:  # a fault of agentdebug's own: its traceback is wanted
+            log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)
+        _note(exc, said)  # (said where the user looks, as a report would be)
         return None
     paragraph = summary_paragraph(report)
     log.warning("%s", paragraph)

@@ -1,23 +1,32 @@
-"""A cap on model calls and tokens, checked before every request.
+"""A cap on model calls and tokens, checked before every request; and a deadline.
 
 ``--budget 8calls,50000tokens`` opens a :func:`budget_scope` around a diagnosis. The
 client asks :func:`reserve` before each request: the request must fit in every open
 scope (an inner scope can narrow an outer one, never widen it), counting one call
 and the prompt's estimated tokens. When the answer comes back, the reservation is
 settled with the tokens the server reported, and every open scope is charged.
+
+A :func:`deadline_scope` caps the wall-clock time of the model calls inside it
+(the automatic diagnosis of a failed run opens one, so that a hung model cannot
+hold up the user's program): the client cuts each request's timeout to what is
+left, waits for no retry that would end past it, and sends nothing once it has
+passed, raising :class:`DeadlineExceeded`, a model failure like any other (the
+diagnosis falls back to the free tier, or with ``no_fallback`` ends, saying so).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 
 from agentdebug.errors import ConfigError
-from agentdebug.llm.errors import BudgetExceeded
+from agentdebug.llm.errors import BudgetExceeded, LLMCallFailed
 
 _NUMBER = r"(\d[\d_]*)(k|m)?"
 _PLAIN = re.compile(rf"^{_NUMBER}$")
@@ -165,6 +174,16 @@ class Reservation:
                 scope._pending_tokens -= self._estimate
                 scope.tokens += tokens
 
+    def cancel(self) -> None:
+        """Give the call and the estimate back: the request was never sent."""
+        if self._settled:
+            return
+        self._settled = True
+        for scope in self._scopes:
+            with scope._lock:
+                scope._pending_tokens -= self._estimate
+                scope.calls -= 1
+
 
 def reserve(estimated_tokens: int) -> Reservation:
     """Claim one call and ``estimated_tokens`` in every open scope, or raise
@@ -181,3 +200,146 @@ def reserve(estimated_tokens: int) -> Reservation:
                 scope.calls += 1
                 scope._pending_tokens += estimated_tokens
     return Reservation(scopes, estimated_tokens)
+
+
+# ------------------------------------------------------------------------ deadline
+
+
+def seconds_text(seconds: float) -> str:
+    """``60``, ``1.5``: a number of seconds as a person writes it."""
+    return f"{round(seconds, 1):g}"
+
+
+@dataclass(frozen=True)
+class Deadline:
+    """The model calls inside a :func:`deadline_scope` end by ``ends``
+    (``time.monotonic()``). ``what`` names it in errors ("the automatic
+    diagnosis's 60 s deadline for model calls"), ``hint`` says how to change it."""
+
+    seconds: float
+    ends: float
+    what: str
+    hint: str | None = None
+
+    def left(self) -> float:
+        """Seconds left (0 or less: it has passed)."""
+        return self.ends - time.monotonic()
+
+
+class DeadlineExceeded(LLMCallFailed):
+    """A model call stopped, or was not sent, because a :func:`deadline_scope`'s
+    time ran out. ``reason`` is the last failure ("no answer within 12 s"), or
+    None when nothing was sent; ``attempts`` counts the requests sent."""
+
+    def __init__(
+        self,
+        deadline: Deadline,
+        *,
+        reason: str | None,
+        attempts: int,
+        status: int | None = None,
+        model: str | None = None,
+        base_url: str | None = None,
+    ) -> None:
+        self.deadline = deadline
+        ran_out = f"{deadline.what} ran out"
+        if deadline.hint:
+            ran_out += f" ({deadline.hint})"
+        super().__init__(
+            reason or "not sent",
+            attempts=attempts,
+            status=status,
+            model=model,
+            base_url=base_url,
+            hint=ran_out,
+        )
+        if reason is None:  # (not "failed after 0 attempts")
+            to = f" to model '{model}'" if model else ""
+            to += f" at {base_url}" if base_url else ""
+            self.args = (f"model call{to} not sent: {ran_out}",)
+
+
+_deadlines: ContextVar[tuple[Deadline, ...]] = ContextVar("agentdebug_deadline", default=())
+
+
+@contextmanager
+def deadline_scope(
+    seconds: float | None, what: str | None = None, *, hint: str | None = None
+) -> Iterator[Deadline | None]:
+    """End the model calls made inside within ``seconds`` of now (None: no new
+    limit). Scopes nest: the one that ends first holds. ``what`` names the
+    deadline in errors, ``hint`` says how to change it."""
+    if seconds is None:
+        yield None
+        return
+    limit = Deadline(
+        seconds=seconds,
+        ends=time.monotonic() + seconds,
+        what=what or f"the {seconds_text(seconds)} s deadline for model calls",
+        hint=hint,
+    )
+    token = _deadlines.set((*_deadlines.get(), limit))
+    try:
+        yield limit
+    finally:
+        _deadlines.reset(token)
+
+
+def deadline() -> Deadline | None:
+    """The open deadline that ends first (None: none is open)."""
+    return min(_deadlines.get(), key=lambda d: d.ends, default=None)
+
+
+def time_left() -> float:
+    """Seconds left to the open deadline that ends first (``math.inf``: none is open)."""
+    limit = deadline()
+    return math.inf if limit is None else limit.left()
+
+
+def out_of_time(
+    last: tuple[str, int | None] | None, attempts: int, *, model: str, base_url: str
+) -> DeadlineExceeded:
+    """The error for a model call the open deadline stopped, after the failure
+    ``last`` (its reason and HTTP status), or before anything was sent (None)."""
+    limit = deadline()
+    assert limit is not None, "no deadline is open"
+    reason, status = last if last is not None else (None, None)
+    return DeadlineExceeded(
+        limit, reason=reason, attempts=attempts, status=status, model=model, base_url=base_url
+    )
+
+
+# ------------------------------------------------------------- concurrency slots
+
+_slots: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
+_slots_lock = threading.Lock()
+
+
+def shared_slots(base_url: str, model: str, concurrency: int) -> threading.BoundedSemaphore:
+    """One semaphore per endpoint, model and concurrency, shared by every client."""
+    with _slots_lock:
+        key = (base_url, model, concurrency)
+        if key not in _slots:
+            _slots[key] = threading.BoundedSemaphore(concurrency)
+        return _slots[key]
+
+
+class NoTimeLeft(Exception):
+    """The open deadline passed before a request could be sent."""
+
+
+@contextmanager
+def held(slots: threading.BoundedSemaphore) -> Iterator[float]:
+    """One of ``slots`` held inside, waited for no longer than the open deadline
+    allows; yields the seconds then left to it (``math.inf``: none is open).
+    Raises :class:`NoTimeLeft` when it passed first."""
+    left = time_left()
+    if not slots.acquire(timeout=None if left == math.inf else max(left, 0.0)):
+        raise NoTimeLeft()
+    try:
+        left = time_left()
+        if left <= 0:
+            raise NoTimeLeft()
+        yield left
+    finally:
+        slots.release()

@@ -11,6 +11,9 @@ returns an instance of a pydantic model, or raises. Around the request it:
   exponential backoff and jitter (honouring Retry-After), never other 4xx, nor a
   429 whose quota is gone or whose Retry-After is past the cap; a 401/403/404
   makes later calls on this client fail at once, unsent;
+- keeps to an open :func:`~agentdebug.llm.budget.deadline_scope`: each request's
+  timeout is cut to the time left, a retry that would start past it is not
+  waited for, and nothing is sent once it has passed (:class:`DeadlineExceeded`);
 - repairs an answer that does not validate with one follow-up request, and raises
   :class:`MalformedAnswer` if that fails too; a refusal (the model's ``refusal``,
   or the server's content filter) raises :class:`ModelRefused` with no repair;
@@ -48,6 +51,7 @@ from agentdebug.llm.answers import (
     response_format,
     schema_name,
 )
+from agentdebug.llm.budget import DeadlineExceeded, NoTimeLeft, seconds_text
 from agentdebug.llm.cache import ResponseCache, request_key
 from agentdebug.llm.config import LLMSettings, current_settings
 from agentdebug.llm.errors import (
@@ -156,19 +160,6 @@ def cache_path_for(settings: LLMSettings) -> Path:
     return default_home() / "llm-cache.db"
 
 
-_slots: dict[tuple[str, str, int], threading.BoundedSemaphore] = {}
-_slots_lock = threading.Lock()
-
-
-def _shared_slots(base_url: str, model: str, concurrency: int) -> threading.BoundedSemaphore:
-    """One semaphore per endpoint, model and concurrency, shared by every client."""
-    with _slots_lock:
-        key = (base_url, model, concurrency)
-        if key not in _slots:
-            _slots[key] = threading.BoundedSemaphore(concurrency)
-        return _slots[key]
-
-
 class LLMClient:
     """A client for one model on one OpenAI-compatible endpoint; thread-safe."""
 
@@ -187,7 +178,7 @@ class LLMClient:
             max_retries=0,
         )
         self.base_url = str(self._openai.base_url).rstrip("/")
-        self._slots = _shared_slots(self.base_url, self.model, settings.concurrency)
+        self._slots = budget.shared_slots(self.base_url, self.model, settings.concurrency)
         if settings.cache and cache is None:
             cache = ResponseCache(cache_path_for(settings))
         self.cache = cache if settings.cache else None
@@ -369,6 +360,7 @@ class LLMClient:
         kwargs = {k: v for k, v in request.items() if v is not None}
         retry = 0
         failed: str | None = None  # the last failure, said as a user would want it
+        last: tuple[str, int | None] | None = None  # (reason, status) of the last failure
         while True:
             try:
                 reservation = budget.reserve(estimate)
@@ -380,10 +372,12 @@ class LLMClient:
             status: int | None = None
             wait: float | None = None
             stop: str | None = None  # why a retryable failure is not retried
+            cut = False  # (a timeout the deadline made shorter than the settings')
             started = time.monotonic()
             try:
-                with self._slots:
+                with budget.held(self._slots) as left:  # (NoTimeLeft: the deadline passed)
                     started = time.monotonic()
+                    timeout = kwargs["timeout"] = min(self.settings.timeout, left)
                     completion = self._openai.chat.completions.create(**kwargs)
                     latency_ms = (time.monotonic() - started) * 1000
                 answer = read_completion(completion, key, latency_ms)
@@ -403,8 +397,13 @@ class LLMClient:
                 wait = retry_after_of(exc)
                 if status == 429 and quota_exhausted(exc):
                     stop = "the account's quota is used up; waiting will not help"
+            except NoTimeLeft:
+                run.attempts -= 1  # (not sent, nor charged to a budget)
+                reservation.cancel()
+                raise self._out_of_time(run, key, last) from None
             except openai.APITimeoutError:
-                reason = f"no answer within {self.settings.timeout:g} s"
+                reason = f"no answer within {seconds_text(timeout)} s"
+                cut = timeout < self.settings.timeout
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 reason = f"cannot reach {self.base_url} ({shorten(str(cause), 120)})"
@@ -436,8 +435,12 @@ class LLMClient:
             failed = (
                 f"{label} (model '{self.model}' at {self.base_url}, {run.attempts} attempt{plural})"
             )
-            if stop is None and _transient(status) and retry < self.settings.max_retries:
-                delay = backoff_delay(retry, wait)
+            last = (reason, status)
+            retrying = stop is None and _transient(status) and retry < self.settings.max_retries
+            delay = backoff_delay(retry, wait) if retrying else 0.0
+            if cut or (retrying and delay >= budget.time_left()):
+                raise self._out_of_time(run, key, last, latency_ms)
+            if retrying:
                 shown = reason if status in (None, 200) else f"HTTP {status}"
                 self._audit(
                     run,
@@ -470,6 +473,15 @@ class LLMClient:
             if error.fatal:
                 self._fatal = (error, time.monotonic())
             raise error
+
+    def _out_of_time(
+        self, run: _Run, key: str, last: tuple[str, int | None] | None, latency_ms: float = 0.0
+    ) -> DeadlineExceeded:
+        """The error (audited) for a call the open deadline stopped, after the
+        failure ``last`` (its reason and status), or before anything was sent."""
+        error = budget.out_of_time(last, run.attempts, model=self.model, base_url=self.base_url)
+        self._audit(run, key=key, outcome="error", reason=str(error), latency_ms=latency_ms)
+        return error
 
     def _rejects_form(self, status: int | None, reason: str) -> bool:
         """Whether an error says "I do not take this response_format".

@@ -55,6 +55,11 @@ class LLMSettings(BaseModel):
     cache: bool = True
     cache_path: str | None = None
     no_fallback: bool = False
+    #: Seconds the automatic diagnosis of a failed run (a framework plugin's, in
+    #: the user's process) may spend on model calls in all, retries included,
+    #: before it answers with the free tier; 0: no limit. (``agentdebug diagnose``
+    #: has none: ``timeout`` and ``max_retries`` bound each call.)
+    auto_deadline: float = Field(default=60.0, ge=0)
 
     @field_validator("base_url")
     @classmethod

@@ -274,11 +274,12 @@ def test_router_without_a_model_is_the_free_tier() -> None:
     assert report.root_cause is not None and report.root_cause.step_index == 3
 
 
-@pytest.mark.parametrize("model_confidence", [0.5, 0.0])
-def test_router_stops_when_the_model_agrees_with_the_free_tier(model_confidence: float) -> None:
+def test_router_stops_when_the_model_agrees_with_the_free_tier() -> None:
     """Agreement raises the confidence by what the agreeing strategy adds: the
-    chance that either is right. A model that agrees at confidence 0 leaves the
-    free tier's own (before, any agreement took a 0.18 to 0.59)."""
+    chance that either is right (before, any agreement took a 0.18 to 0.59). A
+    model "agreeing" at confidence 0 is no agreement at all: see
+    test_router_review.py."""
+    model_confidence = 0.5
     free = diagnose(EXAMPLE, settings=LLMSettings()).root_cause
     assert free is not None and 0 < free.confidence < 0.5
     reply = Reply(answer("searcher", 3, confidence=model_confidence))
@@ -290,7 +291,7 @@ def test_router_stops_when_the_model_agrees_with_the_free_tier(model_confidence:
     assert root.metadata["supported_by"] == ["heuristic", "all-at-once"]
     expected = 1 - (1 - free.confidence) * (1 - model_confidence)
     assert root.confidence == pytest.approx(expected, abs=0.001)
-    assert root.confidence > 0.5 if model_confidence else root.confidence == free.confidence
+    assert root.confidence > 0.5
     # the model named no failure mode and quoted nothing: what the free tier found
     # at that step (its mode, the fix from it, its evidence) is kept, its reason the model's
     assert free.mode_id and root.mode_id == free.mode_id

@@ -32,6 +32,7 @@ from agentdebug.plugins import Registry, get_registry
 from agentdebug.remedies import fix_of
 from agentdebug.schema import (
     AgentTrajectory,
+    AuditEntry,
     Cost,
     DiagnosticReport,
     EventType,
@@ -236,7 +237,8 @@ def _run(
         note("diagnose", why)
         return findings, hypotheses
     try:
-        answer = hypotheses_of(att.attribute(trajectory, attributable(findings)))
+        with audit_scope() as own:  # (what it said when it names nothing: why)
+            answer = hypotheses_of(att.attribute(trajectory, attributable(findings)))
         hypotheses = _on_the_run(trajectory, answer, att.name)
         if not hypotheses and _unknown_and_clean(trajectory, findings):
             # (no guess at a step: nothing found, and nothing says the run failed)
@@ -250,6 +252,8 @@ def _run(
             record_audit(
                 _audit("attribute", att.name, started, detail=f"{len(hypotheses)} hypothesis(es)")
             )
+            if not hypotheses and not strict and att.name != "heuristic":
+                hypotheses = _free_tier_instead(trajectory, findings, reg, att.name, own.entries)
     except Exception as exc:
         if not isinstance(exc, AgentDebugError):
             log.exception("attributor %s failed", att.name)
@@ -268,6 +272,31 @@ def _run(
                 f"attributor '{att.name}' failed: {why}; {HEURISTIC_INSTEAD}",
             )
     return findings, hypotheses
+
+
+def _free_tier_instead(
+    trajectory: AgentTrajectory,
+    findings: Sequence[Finding],
+    reg: Registry,
+    name: str,
+    said: Sequence[AuditEntry],
+) -> list[Hypothesis]:
+    """The free tier's answer, for a run that failed and a model attributor that named
+    no step in it (lifecycle with no error instance that survived grounding): its
+    candidate is given, and a note says why, rather than no root cause at all (with
+    ``no_fallback`` the report names none, as the benchmarks score it)."""
+    hypotheses = reg.attributor("heuristic").attribute(trajectory, attributable(findings))
+    if hypotheses:
+        why = next(
+            (e.detail for e in reversed(said) if e.outcome == "no-answer" and e.detail),
+            "no answer",
+        )
+        why = why.removesuffix("; no answer")
+        note(
+            "diagnose",
+            f"attributor '{name}' named no root cause ({why}); {HEURISTIC_INSTEAD}",
+        )
+    return hypotheses
 
 
 # the mode of a symptom that is the run's own verdict on its final answer, not a

@@ -6,7 +6,10 @@ A mode's remedy is general ("Call the tool again with arguments that match its
 schema exactly."). Given as a retry directive, it tells the agent nothing it can
 act on, so when the blamed step is a tool call that failed, the fix says which call
 and how it failed; when the call named a tool that does not exist, it names the
-tools that do.
+tools that do. A model strategy blames a step's decision (the model's reply, the
+node's start), not the call it asked for: a call of that agent at that step that
+failed is named all the same (before, a model that agreed with the free tier gave a
+fix that no longer said which call failed).
 """
 
 from __future__ import annotations
@@ -54,9 +57,11 @@ def fix_of(
     events = trajectory.events
     at = next((i for i, e in enumerate(events) if e.id == root.event_id), None)
     blamed = events[at] if at is not None else None  # (the root cause's own event)
+    at = _call_of(events, at)  # (the call it names, when it is the decision that made it)
     remedy = mode.remedy
     if root.mode_id == "action.malformed_tool_call":
-        remedy = _no_such_tool_remedy(trajectory, root, blamed) or remedy
+        call = events[at] if at is not None else None
+        remedy = _no_such_tool_remedy(trajectory, root, call) or remedy
     if root.mode_id == "system.resource_exhaustion" and blamed and cut_reason(blamed):
         remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
     if (
@@ -84,6 +89,38 @@ CUT_REMEDY = (
     "Raise the call's output-token limit (max_tokens, max_output_tokens), or ask for "
     "a shorter answer, or for it in parts."
 )
+
+
+# a step's decision, as a model strategy blames it: what asked for the step's tool calls
+_DECISIONS = frozenset(
+    {
+        EventType.AGENT_START,
+        EventType.AGENT_END,
+        EventType.LLM_CALL,
+        EventType.LLM_RESPONSE,
+        EventType.REASONING,
+        EventType.PLAN,
+        EventType.MESSAGE,
+    }
+)
+
+
+def _call_of(events: list[AgentEvent], at: int | None) -> int | None:
+    """The blamed event ``events[at]``; but where it is a decision of an agent at a
+    step where that agent's tool call failed, the first such call (one it asked for,
+    by ``parent_id``, before the others): what the fix must name."""
+    if at is None or events[at].type not in _DECISIONS:
+        return at
+    blamed = events[at]
+    calls = [
+        i
+        for i, e in enumerate(events)
+        if e.type is EventType.TOOL_CALL
+        and e.step_index == blamed.step_index
+        and e.agent_name == blamed.agent_name
+    ]
+    calls.sort(key=lambda i: events[i].parent_id != blamed.id)
+    return next((i for i in calls if _call_failure(events, i) is not None), at)
 
 
 def _failed_call(events: list[AgentEvent], at: int | None) -> tuple[str, int] | None:

@@ -10,6 +10,12 @@
    on long ones (> 30 steps); DeepDebug last, only when the strategies still
    disagree. Stop as soon as two strategies agree; otherwise the best-supported
    answer wins.
+An answer that carries no weight (a model's confidence of 0, or a strategy that
+found nothing decisive: step-by-step judging no step decisive, binary search unable
+to tell the halves apart) is no agreement and no confident answer: it never stops
+the router, never joins another strategy's candidate, and ranks below every
+candidate that carries weight, the free tier's included, so the report keeps the
+free tier's root cause and fix rather than a shrug.
 Every stage respects the budget the user set (``--budget``); when it runs out the
 router stops and answers with what it has, and says so.
 """
@@ -20,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdebug.attribute.heuristic import HeuristicAttributor
+from agentdebug.attribute.heuristic import CODE_FIX, HeuristicAttributor
 from agentdebug.attribute.model_common import TraceFacts
 from agentdebug.audit import FALLBACK, note
 from agentdebug.errors import ConfigError
@@ -37,11 +43,33 @@ def _key(h: Hypothesis) -> tuple[str | None, int | None]:
     return (h.agent_name, h.step_index)
 
 
+# How step-by-step says, in its rationale, that it judged no step decisive (its
+# answer carries no flag for it): its own answer when every step was read, and the
+# answer of a reading a budget or a failed call stopped.
+_NOTHING_DECISIVE = ("no step was judged decisive", "none read was judged decisive")
+
+
+def weightless(h: Hypothesis) -> str | None:
+    """Why a strategy's answer carries no weight, or None when it does: a confidence
+    of 0 (a model's shrug, a dry-run server's answer), or an answer that says it
+    found nothing decisive (``metadata["decisive"]`` false; binary search stopped
+    on an ambiguous range; step-by-step judging no step decisive)."""
+    if round(h.confidence, 2) <= 0:
+        return "confidence 0"
+    meta = h.metadata
+    if meta.get("decisive") is False or meta.get("stopped") == "ambiguous":
+        return "nothing decisive"
+    if h.strategy == "step-by-step" and any(p in h.rationale for p in _NOTHING_DECISIVE):
+        return "nothing decisive"
+    return None
+
+
 @dataclass
 class _Vote:
     hypothesis: Hypothesis
     strategies: list[str] = field(default_factory=list)
     confidences: list[float] = field(default_factory=list)  # each strategy's own
+    weightless: bool = False  # named only by an answer that carries no weight
 
     def combined(self) -> float:
         """The confidence of a culprit named by several strategies: the chance that
@@ -94,11 +122,16 @@ class RouterAttributor:
                 route.append(f"{strategy}: no answer")
                 return None
             top = answer[0]
+            light = weightless(top) if strategy != "heuristic" else None
             route.append(
                 f"{strategy}: {top.agent_name} at step {top.step_index} ({top.confidence:.2f})"
+                + (f", {light}: not counted" if light else "")
             )
+            if light:  # (no agreement: a candidate of its own, ranked below the others)
+                votes.append(_Vote(top, [strategy], [top.confidence], weightless=True))
+                return None
             for v in votes:
-                if _key(v.hypothesis) == _key(top):
+                if _key(v.hypothesis) == _key(top) and not v.weightless:
                     v.strategies.append(strategy)
                     v.confidences.append(top.confidence)
                     if strategy != "heuristic":  # the model's rationale and evidence are
@@ -127,7 +160,7 @@ class RouterAttributor:
             top = vote(strategy, ground_hypotheses(answer, grounder))
             if top is None:
                 continue
-            agreed = next(v for v in votes if _key(v.hypothesis) == _key(top))
+            agreed = next(v for v in votes if _key(v.hypothesis) == _key(top) and not v.weightless)
             if len(agreed.strategies) >= 2 or (
                 strategy == "all-at-once" and top.confidence >= self.accept_confidence
             ):
@@ -137,17 +170,22 @@ class RouterAttributor:
     def _ranked(
         self, votes: list[_Vote], free: list[Hypothesis], route: list[str]
     ) -> list[Hypothesis]:
-        """Most agreement first; without agreement the most thorough strategy asked
-        (the last rung of the ladder) decides; confidence breaks remaining ties."""
+        """Answers that carry weight first (see :func:`weightless`); among them most
+        agreement first; without agreement the most thorough strategy asked (the
+        last rung of the ladder) decides; confidence breaks remaining ties."""
         asked = [line.split(":", 1)[0] for line in route]
 
-        def strength(v: _Vote) -> tuple[int, int, float]:
+        def strength(v: _Vote) -> tuple[bool, int, int, float]:
             thoroughness = max(asked.index(s) for s in v.strategies)
-            return (len(v.strategies), thoroughness, v.hypothesis.confidence)
+            return (not v.weightless, len(v.strategies), thoroughness, v.hypothesis.confidence)
 
         ordered = sorted(votes, key=strength, reverse=True)
         out: list[Hypothesis] = []
+        seen: set[tuple[str | None, int | None]] = set()
         for rank, v in enumerate(ordered):
+            if v.weightless and _key(v.hypothesis) in seen:
+                continue  # (a shrug at a candidate already listed: nothing to add)
+            seen.add(_key(v.hypothesis))
             agreement = len(v.strategies)
             conf = v.combined() if agreement >= 2 else v.hypothesis.confidence
             meta = {**v.hypothesis.metadata, "supported_by": v.strategies}
@@ -162,7 +200,6 @@ class RouterAttributor:
                     }
                 )
             )
-        seen = {_key(h) for h in out}
         out += [h for h in free[1:] if _key(h) not in seen]
         return out
 
@@ -170,8 +207,10 @@ class RouterAttributor:
 def _filled(answer: Hypothesis, agreed: Hypothesis) -> Hypothesis:
     """A model's hypothesis that agrees with ``agreed`` (the same agent and step),
     with what it left empty taken from that one: a model that names no failure
-    mode, quotes nothing or gives no reason must not erase what a detector found
-    there (the report's mode, and the fix that comes from it)."""
+    mode, quotes nothing, gives no reason or no fix must not erase what a detector
+    found there (the report's mode, and the fix that comes from it). A fix the model
+    gave that names nothing the run holds (set aside for the mode's remedy) counts
+    as none: a detector's concrete fix is kept over it."""
     update: dict[str, Any] = {}
     if not answer.mode_id and agreed.mode_id:
         update["mode_id"] = agreed.mode_id
@@ -181,5 +220,15 @@ def _filled(answer: Hypothesis, agreed: Hypothesis) -> Hypothesis:
         update["rationale"] = agreed.rationale
     if answer.event_id is None and agreed.event_id is not None:
         update["event_id"] = agreed.event_id
-    # (not its metadata: what a strategy noted there, "stopped: ambiguous", is its own)
+    # (not the rest of its metadata: what a strategy noted there, "stopped:
+    # ambiguous", is its own)
+    fix = agreed.metadata.get("fix")
+    if not _own_fix(answer) and isinstance(fix, str) and fix.strip():
+        kept = {"fix": fix, **({CODE_FIX: True} if agreed.metadata.get(CODE_FIX) else {})}
+        update["metadata"] = {**answer.metadata, **kept}
     return answer.model_copy(update=update) if update else answer
+
+
+def _own_fix(h: Hypothesis) -> bool:
+    fix = h.metadata.get("fix")
+    return isinstance(fix, str) and bool(fix.strip())

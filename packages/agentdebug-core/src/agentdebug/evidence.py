@@ -13,12 +13,17 @@ confidence (principle 2, "Evidence, not verdicts").
 What is searched. An event's text is, part by part: its input and output as
 readable text (``text.flatten``) and, for dict/list payloads, also as compact JSON
 (``text.compact_json``); the error's type, message and traceback; every string in
-its metadata (a handoff target, a role); its agent name. No match crosses from one
-part to the next. Compact JSON is searched verbatim only: its strings are in the
-readable text, which is normalised (and the few strings ``flatten`` leaves out, such
-as a message's role, are added to the normalised text). The goal and the reference
-answer are searchable too (quoting the task is legitimate): such a match has
-``source`` "goal" or "reference" and no event.
+its metadata (a handoff target, a role); its agent name; and what the prompts and
+``show`` write of it (the error as ``Type: message``, a small payload as the full
+view shows it, each tool call as ``get_weather({"city":"Pariss"})``: see
+:mod:`agentdebug._evidence_text`). No match crosses from one part to the next.
+Compact JSON is searched verbatim only (when small, normalised too): its strings are
+in the readable text, which is normalised (and the few strings ``flatten`` leaves
+out, such as a message's role, are added to the normalised text). The goal and the
+reference answer are searchable too (quoting the task is legitimate): such a match
+has ``source`` "goal" or "reference" and no event. A quote is read without the
+labels a view puts before a line (``[assistant]``, ``ERROR:``, ``→ call``); a quote
+of one tool call, ``name(...)``, is looked for in tool.call events first.
 
 Where, in which order. The cited event; then the other events of the cited step
 (the cited event's step when only an event is cited); then all events in order,
@@ -74,14 +79,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from bisect import bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import accumulate
 from typing import Any, NamedTuple, TypeVar
 
-from agentdebug.schema import AgentEvent, AgentTrajectory, Evidence, Finding, Hypothesis
-from agentdebug.text import _CONTENT_KEYS, compact_json, flatten
+from agentdebug._evidence_text import NORM, RAW, compact_call, event_parts, is_call, unlabelled
+from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis
 
 PARTIAL_THRESHOLD = 0.6
 PARTIAL_MIN_WORDS = 6
@@ -151,7 +156,6 @@ _JSON_GAP = re.compile(
     r'|(?<=[\w"\]}]) ([:,])'  # '"a" : 1' -> '"a": 1'
     r"|(?<=[\[{]) | (?=[\]}])"  # '{ "a" }' -> '{"a"}'
 )
-_SMALL_JSON = 20_000  # compact JSON up to this size is normalised too (model quotes of tool calls)
 
 
 def _unescape(m: re.Match[str]) -> str:
@@ -207,11 +211,11 @@ class _Text:
     __slots__ = ("_norm", "_pending", "_words", "fields", "offsets", "raw")
 
     def __init__(self, parts: list[tuple[str, str, int]]) -> None:
-        raw = [(f, t.replace(_SEP, " ")) for f, t, use in parts if use & _RAW]
+        raw = [(f, t.replace(_SEP, " ")) for f, t, use in parts if use & RAW]
         self.fields = [f for f, _ in raw]
         self.offsets = _offsets([t for _, t in raw])
         self.raw = _SEP.join(t for _, t in raw)
-        self._pending = [(f, t) for f, t, use in parts if use & _NORM]
+        self._pending = [(f, t) for f, t, use in parts if use & NORM]
         self._norm: tuple[str, list[int], list[str]] | None = None
         self._words: tuple[bytes, frozenset[bytes]] | None = None
 
@@ -235,52 +239,8 @@ class _Text:
         return fields[bisect_right(offsets, pos) - 1]
 
 
-_RAW, _NORM = 1, 2
-
-
 def _offsets(texts: list[str]) -> list[int]:
     return list(accumulate((len(t) + len(_SEP) for t in texts[:-1]), initial=0))
-
-
-def _strings(value: Any, depth: int = 0) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif depth < 8 and isinstance(value, (dict, list, tuple)):
-        for item in value.values() if isinstance(value, dict) else value:
-            yield from _strings(item, depth + 1)
-
-
-def _left_out(value: Any, depth: int = 0) -> Iterator[str]:
-    """The strings ``text.flatten`` leaves out: beside a content key (a role, a name)."""
-    if depth < 8 and isinstance(value, dict):
-        content = any(k in value for k in _CONTENT_KEYS)
-        for key, item in value.items():
-            if not isinstance(item, str):
-                yield from _left_out(item, depth + 1)
-            elif content and key not in _CONTENT_KEYS:
-                yield item
-    elif depth < 8 and isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _left_out(item, depth + 1)
-
-
-def _event_parts(event: AgentEvent) -> list[tuple[str, str, int]]:
-    both = _RAW | _NORM
-    parts: list[tuple[str, str, int]] = []
-    for name, payload in (("input", event.input), ("output", event.output)):
-        if payload is not None:
-            parts.append((name, flatten(payload), both))
-            if isinstance(payload, (dict, list)):
-                dumped = compact_json(payload)
-                parts.append((name, dumped, both if len(dumped) <= _SMALL_JSON else _RAW))
-                parts.append((name, "\n".join(_left_out(payload)), _NORM))
-    if event.error is not None:
-        err = event.error
-        parts.extend(("error", t, both) for t in (err.type, err.message, err.traceback) if t)
-    parts.extend(("metadata", s, both) for s in _strings(event.metadata))
-    if event.agent_name:
-        parts.append(("agent", event.agent_name, both))
-    return [p for p in parts if p[1]]
 
 
 class _Source(NamedTuple):
@@ -294,9 +254,12 @@ class _Query:
     """A quote, prepared once: trimmed, normalised, split at ellipses, in 3-grams."""
 
     def __init__(self, quote: str) -> None:
-        self.raw = quote.strip()
+        self.raw = unlabelled(quote.strip()).strip() or quote.strip()
         self.norm = normalize(self.raw).strip(_STRIP)
+        self.norm = unlabelled(self.norm).strip(_STRIP) or self.norm  # ("`→ call f(x)`")
+        self.call = is_call(self.norm)
         compact = json_compacted(self.norm) if '"' in self.norm else self.norm
+        compact = compact_call(compact) if self.call else compact
         self.compact = compact if compact != self.norm else None
         pieces = [p.strip(_STRIP) for p in _ELLIPSIS.split(self.norm)]
         words = [_words(p).split() for p in pieces]
@@ -329,6 +292,7 @@ class Grounder:
         for kind, text in (("goal", trajectory.goal), ("reference", trajectory.reference_answer)):
             if text:
                 self._sources.append(_Source(kind, len(self._sources), None, None))
+        self._calls = {i for i, e in enumerate(events) if e.type is EventType.TOOL_CALL}
         self._by_id: dict[str, int] = {}
         self._by_step: dict[int, list[int]] = {}
         for i, e in enumerate(events):
@@ -341,10 +305,10 @@ class Grounder:
         if text is None:
             t = self.trajectory
             if source.kind == "event":
-                parts = _event_parts(t.events[source.pos])
+                parts = event_parts(t.events[source.pos])
             else:
                 task = t.goal if source.kind == "goal" else t.reference_answer
-                parts = [(source.kind, task or "", _RAW | _NORM)]
+                parts = [(source.kind, task or "", RAW | NORM)]
             text = self._texts[source.pos] = _Text(parts)
         return text
 
@@ -370,6 +334,8 @@ class Grounder:
         """Look for ``quote`` where it is cited, then everywhere (module docstring)."""
         q = _Query(quote)
         scopes = self._scopes(event_id, step_index)
+        if q.call:  # (a quote of a call: the tool.call event first, in each scope)
+            scopes = [sorted(scope, key=lambda s: s.pos not in self._calls) for scope in scopes]
         n_cited = len(scopes) - 1
         cited = event_id is not None or step_index is not None
         if len(q.norm) < MIN_CHARS:

@@ -276,8 +276,9 @@ def _digest(event: AgentEvent) -> tuple[str, str, str]:
         result = ex.gist(text)
     elif kind is EventType.AGENT_START:
         task = event.input.get("task") if isinstance(event.input, Mapping) else event.input
-        task_text = task if isinstance(task, str) else readable(task)
-        intent = ex.first_sentences(ex.prose(ex.scanned(task_text)))
+        if task not in _EMPTY:  # (a start with no task, as LangGraph records a node's: no intent)
+            task_text = task if isinstance(task, str) else readable(task)
+            intent = ex.first_sentences(ex.prose(ex.scanned(task_text)))
         action = f"runs agent {event.agent_name or event.module or ''}".strip()
         if event.output not in _EMPTY:
             result = ex.gist(ex.scanned(readable(event.output)))

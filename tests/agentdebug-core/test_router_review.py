@@ -308,6 +308,27 @@ def test_shrugs_do_not_outrank_the_free_tier_on_a_pipeline_that_raised() -> None
     assert others.count(("planner", 1)) == 1
 
 
+def test_shrugs_up_to_deepdebug_do_not_outrank_the_free_tier() -> None:
+    """The whole ladder shrugging, DeepDebug included: its global read and its probe
+    agreeing at confidence 0 were given 0.15 (0 + the agreement's 0.15), an answer
+    that counted and won as the most thorough; two shrugs agreeing are 0."""
+    from agentdebug.llm.testing import schema_answerer
+
+    free = diagnose(pipeline(), settings=LLMSettings())
+    with ScriptedServer(schema_answerer) as server:
+        report = diagnose(pipeline(), attributor="auto", settings=settings_for(server))
+    assert "GlobalRead" in [schema_name(r) for r in server.requests]
+    root = report.root_cause
+    assert root is not None and free.root_cause is not None
+    assert (root.agent_name, root.step_index) == (free.root_cause.agent_name, 3)
+    assert report.fix is not None and free.fix is not None
+    assert report.fix.directive == free.fix.directive
+    assert any(
+        line.startswith("deepdebug:") and "confidence 0: not counted" in line
+        for line in root.metadata["route"]
+    )
+
+
 def test_a_model_agreeing_at_confidence_0_is_no_agreement() -> None:
     """The free tier's searcher@3 with a model "agreeing" at confidence 0: not two
     strategies that agree, so the router does not stop there; the report keeps the
@@ -400,3 +421,56 @@ def test_lifecycle_with_nothing_grounded_gives_the_free_tiers_candidate_and_says
             pipeline(), attributor="lifecycle", settings=settings_for(server), no_fallback=True
         )
     assert strict.root_cause is None
+
+
+def test_a_search_the_budget_stopped_midway_does_not_outrank_a_whole_answer() -> None:
+    """A 24-step run: all-at-once names a1 at step 5 (0.6, under the router's bar),
+    binary search gets one verdict before the budget stops it and names a step of
+    the half left, partial. The more thorough rung decides only when it finished:
+    its partial answer ranks below the whole one (before, being asked later, it won
+    at 0.08 over the model's 0.6)."""
+    events = [
+        AgentEvent(
+            id=f"e{i}",
+            type=EventType.MESSAGE,
+            step_index=i,
+            agent_name=f"a{i % 2}",
+            output=f"step {i}: checked the ledger rows for batch {i}",
+        )
+        for i in range(24)
+    ]
+    run = AgentTrajectory(
+        id="ledger",
+        goal="Reconcile the ledger.",
+        events=events,
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="the ledger does not balance"),
+    )
+    whole = {
+        "agent": "a1",
+        "step": 5,
+        "failure_mode": None,
+        "reason": "a1 skipped batch 5's rows.",
+        "evidence": [{"step": 5, "text": "checked the ledger rows for batch 5"}],
+        "fix": "",
+        "confidence": 0.6,
+    }
+    verdict = {
+        "half": "second",
+        "reason": "The later half holds it.",
+        "evidence": "checked the ledger rows for batch 17",
+        "evidence_step": 17,
+        "confidence": 0.9,
+    }
+
+    def answer(request: dict[str, Any]) -> str:
+        return json.dumps(whole if schema_name(request) == "Attribution" else verdict)
+
+    with ScriptedServer(answer) as server:
+        report = diagnose(
+            run, attributor="auto", settings=settings_for(server), budget=Budget(max_calls=2)
+        )
+    assert [schema_name(r) for r in server.requests] == ["Attribution", "HalfVerdict"]
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("a1", 5)
+    partial = next(h for h in report.hypotheses if h.metadata.get("partial"))
+    assert partial.strategy == "auto:binary-search" and partial.step_index >= 12

@@ -5,6 +5,9 @@ detail and asks which half holds the decisive error. An "unclear" answer is aske
 again once; if it stays unclear the search stops and says so, with a
 low-confidence answer at the start of the remaining range (errors propagate
 forward, so the earliest step is the principled guess), never a coin flip.
+Stopped by ``--budget`` (or a failed call) after at least one verdict, it names a
+step of the range left: the one its evidence was last quoted from, else the
+earliest, at its confidence divided by the steps left; marked partial, with a note.
 
 A quote comes with the step it was copied from, and a quote given again is listed
 once. The last call (one step in each part) also asks for the failure mode and a
@@ -22,6 +25,7 @@ from pydantic import Field
 
 from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
+    Stop,
     TraceFacts,
     chat,
     client,
@@ -33,7 +37,8 @@ from agentdebug.attribute.model_common import (
     narrowed,
     span_label,
 )
-from agentdebug.llm import render_prompt
+from agentdebug.audit import FALLBACK, note
+from agentdebug.llm import LLMError, render_prompt
 from agentdebug.schema import AgentTrajectory, Evidence, Finding, Hypothesis
 
 AMBIGUOUS_CONFIDENCE = 0.1
@@ -97,25 +102,31 @@ class BinarySearchAttributor:
             )
             messages = chat(user)
             schema: type[HalfVerdict] = final_schema if last else HalfVerdict
-            answer = llm.structured(
-                messages=messages,
-                schema=schema,
-                strategy=self.name,
-                purpose=f"halve {span_label(steps[lo : hi + 1])}",
-            )
-            verdict = answer.value
-            if verdict.half == "unclear":
-                retry = [
-                    *messages,
-                    {"role": "assistant", "content": answer.raw},
-                    {"role": "user", "content": render_prompt("binary_search_retry")},
-                ]
-                verdict = llm.structured(
-                    messages=retry,
+            try:
+                answer = llm.structured(
+                    messages=messages,
                     schema=schema,
                     strategy=self.name,
-                    purpose=f"ask again about {span_label(steps[lo : hi + 1])}",
-                ).value
+                    purpose=f"halve {span_label(steps[lo : hi + 1])}",
+                )
+                verdict = answer.value
+                if verdict.half == "unclear":
+                    retry = [
+                        *messages,
+                        {"role": "assistant", "content": answer.raw},
+                        {"role": "user", "content": render_prompt("binary_search_retry")},
+                    ]
+                    verdict = llm.structured(
+                        messages=retry,
+                        schema=schema,
+                        strategy=self.name,
+                        purpose=f"ask again about {span_label(steps[lo : hi + 1])}",
+                    ).value
+            except LLMError as exc:
+                if not trail:  # (nothing found yet: no answer to give)
+                    raise
+                left = steps[lo : hi + 1]
+                return [self._partial(facts, findings, left, confidence, trail, evidence, exc)]
             if verdict.half == "unclear":
                 trail.append(f"{span_label(steps[lo : hi + 1])}: unclear twice, search stopped")
                 return [
@@ -134,9 +145,8 @@ class BinarySearchAttributor:
                     )
                 ]
             chosen = first if verdict.half == "first" else second
-            trail.append(
-                f"{span_label(steps[lo : hi + 1])} -> {span_label(chosen)}: {verdict.reason}"
-            )
+            reason = verdict.reason.strip().rstrip(".")  # (the verdicts are joined with "; ")
+            trail.append(f"{span_label(steps[lo : hi + 1])} -> {span_label(chosen)}: {reason}")
             quote = verdict.evidence.strip()
             if quote and quote not in evidence:  # (a quote given twice is listed once)
                 cited = verdict.evidence_step
@@ -167,3 +177,39 @@ class BinarySearchAttributor:
                 fix=fix,
             )
         ]
+
+    def _partial(
+        self,
+        facts: TraceFacts,
+        findings: Sequence[Finding],
+        left: list[int],
+        confidence: float,
+        trail: list[str],
+        evidence: dict[str, Evidence],
+        exc: LLMError,
+    ) -> Hypothesis:
+        """The answer of a search stopped with ``left`` to halve: the step its
+        evidence was last quoted from, if left, else the earliest left (errors
+        propagate forward), at the search's confidence shared over the steps left."""
+        stop = Stop.of(exc)
+        quoted = [e.step_index for e in evidence.values() if e.step_index in left]
+        step = quoted[-1] if quoted else left[0]
+        which = "the step its evidence was quoted from" if quoted else "the earliest of them"
+        note(
+            self.name,
+            f"{self.name} stopped with {span_label(left)} left to halve: {stop.why}; "
+            f"step {step} is named ({which}), at the search's confidence shared over "
+            f"the {len(left)} steps left; {FALLBACK}",
+        )
+        return hypothesis(
+            facts=facts,
+            step=step,
+            agent=facts.agent_at[step],
+            strategy=self.name,
+            confidence=confidence / len(left),
+            rationale=f"{'; '.join(trail)} (the search stopped with {span_label(left)} "
+            f"left: {stop.short}; {which} is named)",
+            mode_id=mode_from_findings(findings, facts, step),
+            evidence=list(evidence.values())[-3:],
+            metadata={**stop.meta, "range": [left[0], left[-1]]},
+        )

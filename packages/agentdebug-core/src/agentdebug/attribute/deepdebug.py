@@ -16,6 +16,13 @@
 4. The answer: agent, step, explanation, quoted evidence (grounded by the
    pipeline) and one concrete fix, usable by recovery as a retry directive.
 
+Stopped by ``--budget`` (or a failed call) after the global read, it answers with
+what it paid for, as the router does with its earlier stages: the global read's
+agent, step, mode and fix at its own confidence; stopped before the
+cross-examination of two candidates that disagree, the more confident at 0.5 at
+most, the other below it. Either is marked ``metadata["partial"]`` and said in a
+note. Stopped before the global read answered, it has nothing to give, and fails.
+
 Usually two to five calls, each recorded in the audit trail with what it read.
 Budget: measured against what one all-at-once pass would send (A): the global read
 gets what that pass gets (the prompt budget: a run that fits it is read whole),
@@ -39,7 +46,9 @@ from agentdebug.attribute.model_answers import LenientAnswer, agent_of
 from agentdebug.attribute.model_common import (
     MAX_QUOTES,
     AttributionAnswer,
+    FixedAnswer,
     Quote,
+    Stop,
     TraceFacts,
     _enum,
     attribution_schema,
@@ -58,13 +67,15 @@ from agentdebug.attribute.model_common import (
     quotes_read,
     span_label,
 )
-from agentdebug.audit import note
+from agentdebug.audit import FALLBACK, note
 from agentdebug.audit import record as record_audit
 from agentdebug.detect.signals import handoff_target
+from agentdebug.llm import LLMError
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, AuditEntry, EventType, Finding, Hypothesis
 
 PROBE_SHARE, CROSS_SHARE = 0.15, 0.15  # of one all-at-once pass
+UNDECIDED = 0.5  # the most a candidate gets that another disagreed with, undecided
 MIN_CALL_TOKENS = 900
 REGION = 3
 MAX_HINTS = 3
@@ -104,13 +115,17 @@ class DeepDebugAttributor:
         one_pass = one_pass_tokens(trajectory, findings)
         first = self._global_read(trajectory, findings, facts)
         failure = min(max(first.failure_step, facts.blameable[0]), facts.blameable[-1])
-        if len(facts.agents) > 1:
-            second = self._chain_probe(trajectory, facts, failure, one_pass)
-        else:
-            second = self._bisect_probe(trajectory, facts, failure, one_pass)
+        try:
+            if len(facts.agents) > 1:
+                second = self._chain_probe(trajectory, facts, failure, one_pass)
+            else:
+                second = self._bisect_probe(trajectory, facts, failure, one_pass)
+        except LLMError as exc:
+            return [self._global_read_only(facts, first, failure, Stop.of(exc))]
         if second.step == first.step:
             _inspect("candidates agree")
-            confidence = min(0.95, max(first.confidence, second.confidence) + 0.15)
+            best = max(first.confidence, second.confidence)  # (two shrugs agreeing: 0)
+            confidence = min(0.95, best + 0.15) if best > 0 else 0.0
             return [
                 self._result(
                     facts,
@@ -124,7 +139,79 @@ class DeepDebugAttributor:
                     {"agreed": True, "failure_step": failure},
                 )
             ]
-        return self._cross_examine(trajectory, facts, first, second, failure, one_pass)
+        try:
+            return self._cross_examine(trajectory, facts, first, second, failure, one_pass)
+        except LLMError as exc:
+            return self._undecided(facts, first, second, failure, Stop.of(exc))
+
+    # -- a stage stopped: the answers already paid for ------------------------------------------
+
+    def _global_read_only(
+        self, facts: TraceFacts, first: GlobalRead, failure: int, stop: Stop
+    ) -> Hypothesis:
+        """The global read's answer, when the probe could not be made: it named
+        agent, step, mode and fix, and it was paid for."""
+        note(
+            self.name,
+            f"{self.name} stopped after its global read: {stop.why}; the probe and the "
+            f"cross-examination were not made, and the global read's answer is given "
+            f"unconfirmed; {FALLBACK}",
+        )
+        return self._result(
+            facts,
+            first.step,
+            first.agent,
+            first.confidence,
+            f"{first.reason} (the global read's answer alone: {stop.short} before the probe)",
+            first.evidence,
+            first.fix,
+            first.failure_mode,
+            {**stop.meta, "failure_step": failure},
+        )
+
+    def _undecided(
+        self,
+        facts: TraceFacts,
+        first: GlobalRead,
+        second: AttributionAnswer,
+        failure: int,
+        stop: Stop,
+    ) -> list[Hypothesis]:
+        """Two candidates that disagree, and no cross-examination to decide: the more
+        confident first (the global read's on a tie), at most UNDECIDED."""
+        won, lost = (second, first) if second.confidence > first.confidence else (first, second)
+        note(
+            self.name,
+            f"{self.name} stopped before its cross-examination: {stop.why}; the global "
+            f"read named step {first.step}, the probe step {second.step}, and the more "
+            f"confident, step {won.step}, is given at confidence {UNDECIDED} at most; "
+            f"{FALLBACK}",
+        )
+        fix = won.fix if isinstance(won, (GlobalRead, FixedAnswer)) else ""
+        meta = {**stop.meta, "failure_step": failure, "candidates": [first.step, second.step]}
+        best = self._result(
+            facts,
+            won.step,
+            won.agent,
+            min(UNDECIDED, won.confidence),
+            f"{won.reason} (not cross-examined against step {lost.step}: {stop.short})",
+            won.evidence,
+            fix,
+            won.failure_mode,
+            meta,
+        )
+        other = self._result(
+            facts,
+            lost.step,
+            lost.agent,
+            min(0.3, lost.confidence),
+            lost.reason,
+            lost.evidence,
+            "",
+            lost.failure_mode,
+            {**stop.meta, "not_cross_examined": True},
+        )
+        return [best, other]
 
     # -- budgets ----------------------------------------------------------------------------
 

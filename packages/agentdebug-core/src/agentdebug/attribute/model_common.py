@@ -11,7 +11,7 @@ wrong answer.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,7 +29,14 @@ from agentdebug.attribute.model_answers import (
 )
 from agentdebug.attribute.model_answers import narrowed as narrowed
 from agentdebug.errors import ConfigError
-from agentdebug.llm import LLMClient, get_client, render_prompt
+from agentdebug.llm import (
+    BudgetExceeded,
+    LLMClient,
+    LLMError,
+    current_settings,
+    get_client,
+    render_prompt,
+)
 from agentdebug.plugins import get_registry
 from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis, Severity
 from agentdebug.text import compact_json, flatten
@@ -440,3 +447,24 @@ def hypothesis(
 def _remedy(mode_id: str | None) -> str | None:
     mode = get_registry().failure_modes.get(mode_id or "")
     return mode.remedy if mode is not None else None
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Why a strategy of several model calls stopped before its answer: the budget
+    ran out, or a call failed. What it had found by then, when that names a step,
+    is its answer, marked partial (``metadata["partial"]``) and said in a note, as
+    the router answers with its earlier stages; with ``no_fallback`` a failed call
+    is raised, a spent budget never (it is no failure)."""
+
+    why: str  # for the report's note, with the refusal or failure
+    short: str  # for a rationale
+    meta: Mapping[str, str]
+
+    @classmethod
+    def of(cls, exc: LLMError) -> Stop:
+        if isinstance(exc, BudgetExceeded):
+            return cls(f"the budget ran out ({exc})", "the budget ran out", {"partial": "budget"})
+        if current_settings().no_fallback:
+            raise exc
+        return cls(f"a model call failed ({exc})", "a model call failed", {"partial": "failed"})

@@ -43,23 +43,15 @@ def _key(h: Hypothesis) -> tuple[str | None, int | None]:
     return (h.agent_name, h.step_index)
 
 
-# How step-by-step says, in its rationale, that it judged no step decisive (its
-# answer carries no flag for it): its own answer when every step was read, and the
-# answer of a reading a budget or a failed call stopped.
-_NOTHING_DECISIVE = ("no step was judged decisive", "none read was judged decisive")
-
-
 def weightless(h: Hypothesis) -> str | None:
     """Why a strategy's answer carries no weight, or None when it does: a confidence
     of 0 (a model's shrug, a dry-run server's answer), or an answer that says it
-    found nothing decisive (``metadata["decisive"]`` false; binary search stopped
-    on an ambiguous range; step-by-step judging no step decisive)."""
+    found nothing decisive (``metadata["decisive"]`` false: step-by-step judging no
+    step decisive; binary search stopped on an ambiguous range)."""
     if round(h.confidence, 2) <= 0:
         return "confidence 0"
     meta = h.metadata
     if meta.get("decisive") is False or meta.get("stopped") == "ambiguous":
-        return "nothing decisive"
-    if h.strategy == "step-by-step" and any(p in h.rationale for p in _NOTHING_DECISIVE):
         return "nothing decisive"
     return None
 
@@ -176,7 +168,10 @@ class RouterAttributor:
         asked = [line.split(":", 1)[0] for line in route]
 
         def strength(v: _Vote) -> tuple[bool, int, int, float]:
-            thoroughness = max(asked.index(s) for s in v.strategies)
+            # (a strategy a budget or a failed call stopped midway is not the more
+            # thorough for being asked later: its answer is partial)
+            partial = bool(v.hypothesis.metadata.get("partial"))
+            thoroughness = -1 if partial else max(asked.index(s) for s in v.strategies)
             return (not v.weightless, len(v.strategies), thoroughness, v.hypothesis.confidence)
 
         ordered = sorted(votes, key=strength, reverse=True)

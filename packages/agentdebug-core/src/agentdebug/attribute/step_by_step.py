@@ -4,7 +4,10 @@ Each call shows the record up to the step being judged (that step in full, its
 neighbours in medium detail, the older past coarser), so the model decides with
 what the agents knew at the time. Tool results and user turns are not agent
 decisions and are not asked about. Expensive on long traces: one call per step
-until an answer.
+until an answer. Stopped by ``--budget`` (or a failed call) before a decisive step,
+it names the step read that was judged most likely to be the error, as when none is
+decisive, if that was judged at least 30 % likely (the steps not read may hold the
+error otherwise), marked partial, with a note.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pydantic import Field
 
 from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
+    Stop,
     TraceFacts,
     chat,
     client,
@@ -24,7 +28,11 @@ from agentdebug.attribute.model_common import (
     mode_ids,
     narrowed,
 )
+from agentdebug.audit import FALLBACK, note
+from agentdebug.llm import LLMError
 from agentdebug.schema import AgentTrajectory, Evidence, Finding, Hypothesis
+
+NOT_DECISIVE = 0.3  # the most a step gets that no answer judged decisive
 
 
 class StepVerdict(LenientAnswer):
@@ -63,9 +71,18 @@ class StepByStepAttributor:
                 agent=agent,
                 modes=", ".join(modes),
             )
-            verdict = llm.structured(
-                messages=chat(user), schema=schema, strategy=self.name, purpose=f"judge step {step}"
-            ).value
+            try:
+                verdict = llm.structured(
+                    messages=chat(user),
+                    schema=schema,
+                    strategy=self.name,
+                    purpose=f"judge step {step}",
+                ).value
+            except LLMError as exc:
+                partial = self._partial(facts, verdicts, exc)
+                if partial is None:
+                    raise
+                return [partial]
             verdicts.append((step, verdict))
             if verdict.decisive and verdict.error_probability >= self.threshold:
                 return [
@@ -86,9 +103,40 @@ class StepByStepAttributor:
                 step,
                 verdict,
                 "no step was judged decisive; this is the step judged most likely to be the error",
-                confidence=min(verdict.error_probability, 0.3),
+                confidence=min(verdict.error_probability, NOT_DECISIVE),
+                metadata={"decisive": False},  # (the router counts it as no agreement)
             )
         ]
+
+    def _partial(
+        self, facts: TraceFacts, verdicts: list[tuple[int, StepVerdict]], exc: LLMError
+    ) -> Hypothesis | None:
+        """The answer of a reading stopped before a decisive step: the step judged
+        most likely to be the error among those read, as when none is decisive, if
+        it was judged at least NOT_DECISIVE likely (None: nothing to give; the
+        steps not read may hold the error)."""
+        if not verdicts:
+            return None
+        step, verdict = max(verdicts, key=lambda sv: (sv[1].error_probability, -sv[0]))
+        if verdict.error_probability < NOT_DECISIVE:
+            return None
+        stop = Stop.of(exc)
+        read = f"{len(verdicts)} of {len(facts.blameable)} steps"
+        note(
+            self.name,
+            f"{self.name} stopped after reading {read}: {stop.why}; none read was judged "
+            f"decisive, and step {step}, the one judged most likely to be the error, is "
+            f"named; {FALLBACK}",
+        )
+        return self._hypothesis(
+            facts,
+            step,
+            verdict,
+            f"{stop.short} after {read} were read; none read was judged decisive, this "
+            "is the one judged most likely to be the error",
+            confidence=min(verdict.error_probability, NOT_DECISIVE),
+            metadata={**stop.meta, "decisive": False},
+        )
 
     def _hypothesis(
         self,
@@ -98,6 +146,7 @@ class StepByStepAttributor:
         how: str,
         *,
         confidence: float | None = None,
+        metadata: dict[str, object] | None = None,
     ) -> Hypothesis:
         evidence = (
             [Evidence(event_id=facts.event_at.get(step), step_index=step, quote=verdict.evidence)]
@@ -114,4 +163,5 @@ class StepByStepAttributor:
             mode_id=verdict.failure_mode,
             evidence=evidence,
             fix=verdict.fix,
+            metadata=metadata,
         )

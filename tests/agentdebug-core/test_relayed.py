@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from agentdebug.detect import RulePack
 from agentdebug.diagnose import diagnose
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Outcome, OutcomeStatus
@@ -30,8 +31,10 @@ def outage(
     notified: list[str] | None = None,
     reason: str = REASON,
     goal: str = GOAL,
+    **given: Any,
 ) -> AgentTrajectory:
-    """A model looks up the feeder's customers, then queues a notice for each."""
+    """A model looks up the feeder's customers, then queues a notice for each
+    (``given``: what else it gives the notice call)."""
     ids = [c["customer_id"] for c in listed] if notified is None else notified
     asked = {"role": "assistant", "content": ""}
     events: list[AgentEvent] = [
@@ -43,8 +46,8 @@ def outage(
         ev(2, EventType.TOOL_RESULT, "tools", output=json.dumps({"customers": listed}),
            metadata={"tool_name": "list_affected_customers", "tool_call_id": "c1"}),
         ev(3, EventType.LLM_RESPONSE, "planner", output={**asked, "tool_calls": [
-            {"id": "c2", "name": "queue_notices", "args": {"customer_ids": ids}}]}),
-        ev(3, EventType.TOOL_CALL, "planner", input={"customer_ids": ids},
+            {"id": "c2", "name": "queue_notices", "args": {"customer_ids": ids, **given}}]}),
+        ev(3, EventType.TOOL_CALL, "planner", input={"customer_ids": ids, **given},
            metadata={"tool_name": "queue_notices", "tool_call_id": "c2"}),
         ev(4, EventType.TOOL_RESULT, "tools", output='{"status": "queued"}',
            metadata={"tool_name": "queue_notices", "tool_call_id": "c2"}),
@@ -104,3 +107,51 @@ def test_records_the_failure_wants_the_goal_gives_or_share_with_others_are_left_
     assert found(outage(reason=street)) == []
     ok = outage().model_copy(update={"outcome": Outcome(status=OutcomeStatus.SUCCESS)})
     assert found(ok) == []
+
+
+# -- faults a review found: each a test --------------------------------------------
+
+
+def test_the_model_s_own_part_is_left_to_it() -> None:
+    """The rule fired where the model was at fault, and took the blame from it."""
+    # the records said which to leave out ("status": "cancelled"), the goal which to
+    # take ("every ACTIVE customer"): the model mailed all
+    marked = [{**c, "status": "cancelled" if "Ma" in c["street"] else "active"} for c in CUSTOMERS]
+    assert found(outage(marked, goal="Notify every ACTIVE customer of the outage.")) == []
+    # a value the model gave every record, which the failure names (one record's
+    # window for all, a misspelt passenger, the channel)
+    assert found(outage(window="Tue 9-12", reason=f"{REASON} It said Tue 9-12.")) == []
+    assert found(outage(channel="sms", reason=REASON.replace("were told", "got an SMS"))) == []
+    # the failure says something did not happen to them: not that they were taken
+    assert found(outage(reason="Devon Marsh never got the notice: the gateway refused it.")) == []
+
+
+def test_a_choice_after_all_were_looked_at_is_the_model_s() -> None:
+    """Prices looked up for every record, then one booked: the model chose."""
+    run = outage(reason="Devon Marsh was booked; Oak Hollow Vet Clinic was cheaper.")
+    chosen = run.events[-1].model_copy(
+        update={"id": "x99", "step_index": 6, "type": EventType.TOOL_CALL,
+                "input": {"customer_id": "C-611019"}, "output": None,
+                "metadata": {"tool_name": "book", "tool_call_id": "c3"}}
+    )  # fmt: skip
+    run.events.insert(len(run.events) - 1, chosen)
+    assert found(run) == []
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "Notices should never have gone to Devon Marsh: that customer is on F121.",
+        "We notified not only F12's customers but also Devon Marsh, who is on F121.",
+        "Devon Marsh got a notice; its power is not being touched.",
+    ],
+)
+def test_the_intended_case_in_other_words(reason: str) -> None:
+    (finding,) = found(outage(reason=reason))
+    assert (finding.agent_name, finding.step_index) == ("tools", 2)
+
+
+def test_records_passed_on_by_name_count_too() -> None:
+    names = [c["name"] for c in CUSTOMERS]
+    (finding,) = found(outage(notified=names))
+    assert finding.metadata["value"] == "Devon Marsh"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import Any, TypedDict
+from typing import Any
 
 import agentdebug_langgraph
 import pytest
@@ -60,32 +60,6 @@ def test_linear_graph_records_input_nodes_and_final_state(dbg: AgentDebug) -> No
     )
     final = of_type(run, EventType.FINAL_ANSWER)
     assert final[0].output == {"n": 3, "trail": ["plan", "act", "report"]}
-
-
-def test_a_pipeline_without_a_conversation_reads_its_input_as_its_goal(
-    dbg: AgentDebug,
-) -> None:
-    """A graph whose state holds no messages: its goal, which ``agentdebug list``,
-    ``show`` and a diagnosis's title show, is its input as the timeline writes a
-    payload (it was Python's repr of the dict: ``{'building': {'name': ...``)."""
-
-    class Billing(TypedDict):
-        building: dict[str, Any]
-        total: float
-
-    g = StateGraph(Billing)
-    g.add_node("bill", lambda s: {"total": 6.5 * s["building"]["sqft"]})
-    g.add_edge(START, "bill")
-    cb = AgentDebugCallback(dbg)
-    g.compile().invoke(
-        {"building": {"name": "Cedar Point Plaza", "sqft": 48000}, "total": 0.0},
-        {"callbacks": [cb]},
-    )
-    assert cb.trajectory().goal == 'building={name="Cedar Point Plaza", sqft=48000}, total=0.0'
-    long = {"building": {"name": "Cedar Point Plaza " * 30, "sqft": 1}, "total": 0.0}
-    g.compile().invoke(long, {"callbacks": [cb]})
-    goal = cb.trajectory().goal
-    assert goal.startswith('building={name="Cedar Point Plaza Cedar') and len(goal) <= 200
 
 
 def test_tool_loop_records_model_calls_tool_calls_and_token_usage(dbg: AgentDebug) -> None:

@@ -319,7 +319,9 @@ def test_two_named_sub_agents_one_node_runs_are_told_apart_by_their_names(
         g.add_edge(START, "lead")
         g.add_edge("lead", "editor")
         host = "lead"
-    g.add_node("editor", _named("editor", "edited", own_memory=False))  # (a node itself)
+    # a subgraph that is a node itself, compiled with a name of its own: named by the
+    # node alone (a review: "editor/copy_editor/model", as if its node's code ran it)
+    g.add_node("editor", _named("copy_editor", "edited", own_memory=False))
     g.add_edge("editor", END)
     app = g.compile(checkpointer=InMemorySaver())
     cb = AgentDebugCallback(dbg)

@@ -206,7 +206,8 @@ class AgentDebugCallback(RunStarting):
                     if parent_run_id.int not in self._nodes:
                         self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
                     elif tags and _NODE_CODE in tags:  # started by the node's function
-                        self._note_graph(run_id, kwargs.get("name"))  # (not its branch)
+                        # (not its branch; nor the node itself, a subgraph)
+                        self._note_graph(run_id, kwargs.get("name"), self._nodes[parent_run_id.int])
                 return
             ns: str = md.get("langgraph_checkpoint_ns") or ""
             if ns in self._by_ns:

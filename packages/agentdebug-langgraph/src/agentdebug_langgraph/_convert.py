@@ -440,7 +440,7 @@ def goal_text(value: Any, limit: int = 200) -> str:
     (``building={name="Cedar Point Plaza", year=2024}``), not Python's repr of a
     dict; :func:`short_text` where that cannot be made."""
     try:
-        text = inline(compact(value), limit)
+        text = inline(compact(value), limit, spoken=True)  # (a record's content is its own)
     except Exception:  # (a value the line cannot walk: made small as text)
         text = ""
     if not text:
@@ -494,6 +494,25 @@ def node_names(graph: Any) -> list[str]:
         return [n for n in graph.nodes if not n.startswith("__")] if graph is not None else []
     except Exception:
         return []
+
+
+def graph_nodes(graph: Any, depth: int = 0) -> frozenset[tuple[str, str]]:
+    """(node, the graph's name) of a compiled graph's nodes that are compiled graphs
+    themselves (``add_node("review", writer)``), and of their subgraphs' such nodes,
+    a few levels down: a subgraph started as its node's first step, which is how a
+    graph a node's function invokes starts too. Read once a run, at its start."""
+    from langgraph.pregel import Pregel
+
+    found: set[tuple[str, str]] = set()
+    try:
+        for name, node in graph.nodes.items() if graph is not None and depth < 8 else ():
+            bound = getattr(node, "bound", None)
+            if isinstance(bound, Pregel):
+                found.add((str(name), str(bound.name)))
+                found |= graph_nodes(bound, depth + 1)
+    except Exception:  # (a graph-like object of another kind)
+        return frozenset()
+    return frozenset(found)
 
 
 def node_tools(graph: Any) -> dict[str, list[str]]:

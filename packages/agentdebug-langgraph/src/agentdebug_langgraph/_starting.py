@@ -101,14 +101,19 @@ class RunStarting(RunEnding):
             return
         self._start_graph(inputs, run_id, md, kw.get("name"), nested=True)
 
-    def _note_graph(self, run_id: UUID, name: Any) -> None:
+    def _note_graph(self, run_id: UUID, name: Any, node: NodeRun | None = None) -> None:
         """A runnable a node's code or a tool started: should it be a graph, its
         nodes are recorded as ``node/<graph's name>/<its node>``, telling apart the
         sub-agents one node may run (two ``create_agent`` graphs whose nodes are both
-        ``model``). A graph with LangGraph's default name adds nothing; the name
-        is kept until the runnable ends."""
-        if name and name.__class__ is str and name not in _UNNAMED:
-            self._graphs[run_id.int] = name
+        ``model``). A graph with LangGraph's default name adds nothing, nor does a
+        subgraph that is the node ``node`` itself (``add_node("review", writer)``:
+        started as the node's first step, as a node's function is); the name is
+        kept until the runnable ends."""
+        if not name or name.__class__ is not str or name in _UNNAMED:
+            return
+        if node is not None and (node.name, name) in node.run.graph_nodes:
+            return
+        self._graphs[run_id.int] = name
 
     def _invoking_node(
         self,
@@ -277,6 +282,7 @@ class RunStarting(RunEnding):
             base_step=base,
             messages_key=_convert.messages_key(graph),
             nodes=frozenset(nodes),
+            graph_nodes=_convert.graph_nodes(graph),
         )
         if owns and continues is not None and continues.decisions is not None:
             continues.decisions.carry_into(run)  # what it asked for and what failed, before

@@ -47,18 +47,21 @@ def is_truncation(value: Any) -> bool:
     )
 
 
-def _is_message(value: Mapping[str, Any]) -> bool:
-    return ("role" in value or "tool_calls" in value or "content" in value) and set(
-        value
-    ) <= _MESSAGE_KEYS
+def _is_message(value: Mapping[str, Any], spoken: bool = False) -> bool:
+    """Whether a mapping reads as a chat message; ``spoken``: only one that says who
+    spoke or calls a tool (a record such as ``{"name": "a.txt", "content": ...}``
+    is not one)."""
+    said = "role" in value or "tool_calls" in value or (not spoken and "content" in value)
+    return said and set(value) <= _MESSAGE_KEYS
 
 
 class _Line:
     """Builds the line piece by piece, and stops adding once it has ``limit``
     characters (a 20 MB payload is not rendered to be cut to 100)."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, spoken: bool = False) -> None:
         self.limit = limit
+        self.spoken = spoken  # (messages told by a role or tool calls only)
         self.parts: list[str] = []
         self.size = 0
 
@@ -93,7 +96,7 @@ class _Line:
             head = v.get("head")
             if isinstance(head, str) and head:
                 self.add(" " + head + "…")
-        elif isinstance(v, Mapping) and _is_message(v):
+        elif isinstance(v, Mapping) and _is_message(v, self.spoken):
             self.message(v)
         elif isinstance(v, Mapping):
             self.mapping(v, top)
@@ -131,7 +134,7 @@ class _Line:
         self.add("" if top else "}")
 
     def sequence(self, v: list[Any] | tuple[Any, ...], top: bool) -> None:
-        if top and v and all(isinstance(m, Mapping) and _is_message(m) for m in v):
+        if top and v and all(isinstance(m, Mapping) and _is_message(m, self.spoken) for m in v):
             for i, m in enumerate(v):  # a message list: who said what
                 role = m.get("role")
                 self.add(("  " if i else "") + (f"[{role}] " if role else ""))
@@ -157,15 +160,17 @@ def _quoted(text: str, limit: int) -> str:
     return orjson.dumps(text[:limit]).decode()
 
 
-def inline(value: Any, limit: int = 2000) -> str:
+def inline(value: Any, limit: int = 2000, *, spoken: bool = False) -> str:
     """``value`` on one line of at most about ``limit`` characters (before the
     caller shortens it to its width): a string as it is, an object as
     ``key=value`` pairs (strings quoted unless they are one word), nulls, NaN and
     empty containers written out, a truncation marker as ``[truncated: N bytes]``
-    and its head, a message as its content and the tool calls it made."""
+    and its head, a message as its content and the tool calls it made (with
+    ``spoken``, only a mapping with a role or tool calls is taken for a message:
+    for a state whose records have ``content`` keys of their own)."""
     if value is None:
         return ""
-    line = _Line(limit)
+    line = _Line(limit, spoken)
     line.value(value, top=True)
     return line.text()
 

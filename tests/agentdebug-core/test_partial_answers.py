@@ -196,6 +196,27 @@ def test_the_way_a_call_is_written_is_forgiven_not_the_call(invented: str) -> No
     assert "not found in the trace" in (root.evidence[1].note or "")
 
 
+@pytest.mark.parametrize(
+    "near",
+    [
+        "units: CX",  # (a value the call's is the start of, or that starts it)
+        "city: Paris",
+        'get_weather({"city":"Pari',  # (a call cut short in a value: not partly found)
+        'get_weather({"city":"Paris","units":"C"})',
+        'get_weather({"city":"Pariss","units":"Celsius","extra":"yes"})',
+    ],
+)
+def test_a_value_or_a_call_is_found_whole_or_not_at_all(near: str) -> None:
+    """A review: "amount: 100" was found in a call of amount 1000, "city: Paris" in
+    one for "Pariss", and a call never made "75 % found": each grounded, each kept
+    a confident answer over the router's bar."""
+    from agentdebug.evidence import Grounder, MatchKind
+
+    grounder = Grounder(weather())
+    assert grounder.find(near).kind is MatchKind.NONE, near
+    assert grounder.find("city: Pariss").kind is not MatchKind.NONE  # (whole: found)
+
+
 def test_the_router_weighs_an_answer_quoting_a_tool_call_at_its_own_confidence() -> None:
     """0.8 on the call as the prompt shows it: grounded, the router takes it at 0.8
     (before, it was cut to 0.6 as resting on a quote "not in the trace": below the

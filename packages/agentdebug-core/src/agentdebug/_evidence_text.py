@@ -27,6 +27,9 @@ from agentdebug.views._inline import call_text
 from agentdebug.views._render import _is_message, arguments_text, readable, tool_calls
 
 RAW, NORM = 1, 2  # a part searched verbatim, normalised, or both
+# a part found only whole: what a view writes of an event (``amount: 100`` is not in
+# the ``amount: 1000`` of a ``key: value`` line, nor a call cut short in a value)
+WHOLE = 4
 SMALL_JSON = 20_000  # compact JSON up to this size is normalised too (model quotes of tool calls)
 _DEPTH = 6
 _CALL_NAME = r"[A-Za-z_][\w.\-]*"
@@ -107,6 +110,11 @@ def unlabelled(quote: str) -> str:
     return _ARROW.sub("", quote)
 
 
+def opens_call(norm: str) -> bool:
+    """Whether a normalised quote starts as a tool call does, ``name(`` (whole or cut)."""
+    return _OPEN.match(norm) is not None
+
+
 def is_call(norm: str) -> bool:
     """Whether a normalised quote reads as one tool call, ``name(...)``."""
     return _OPEN.match(norm) is not None and norm.endswith(")")
@@ -165,5 +173,5 @@ def event_parts(event: AgentEvent) -> list[tuple[str, str, int]]:
     parts.extend(("metadata", s, both) for s in _strings(event.metadata))
     if event.agent_name:
         parts.append(("agent", event.agent_name, both))
-    parts.extend((name, text, both) for name, text in renderings(event, small))
+    parts.extend((name, text, both | WHOLE) for name, text in renderings(event, small))
     return [p for p in parts if p[1]]

@@ -85,7 +85,16 @@ from enum import StrEnum
 from itertools import accumulate
 from typing import Any, NamedTuple, TypeVar
 
-from agentdebug._evidence_text import NORM, RAW, compact_call, event_parts, is_call, unlabelled
+from agentdebug._evidence_text import (
+    NORM,
+    RAW,
+    WHOLE,
+    compact_call,
+    event_parts,
+    is_call,
+    opens_call,
+    unlabelled,
+)
 from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis
 
 PARTIAL_THRESHOLD = 0.6
@@ -208,24 +217,52 @@ class _Text:
     normalised only.
     """
 
-    __slots__ = ("_norm", "_pending", "_words", "fields", "offsets", "raw")
+    __slots__ = (
+        "_norm",
+        "_norm_whole",
+        "_pending",
+        "_words",
+        "fields",
+        "offsets",
+        "raw",
+        "whole",
+    )
 
     def __init__(self, parts: list[tuple[str, str, int]]) -> None:
-        raw = [(f, t.replace(_SEP, " ")) for f, t, use in parts if use & RAW]
-        self.fields = [f for f, _ in raw]
-        self.offsets = _offsets([t for _, t in raw])
-        self.raw = _SEP.join(t for _, t in raw)
-        self._pending = [(f, t) for f, t, use in parts if use & NORM]
+        raw = [(f, t.replace(_SEP, " "), use) for f, t, use in parts if use & RAW]
+        self.fields = [f for f, _, _ in raw]
+        self.offsets = _offsets([t for _, t, _ in raw])
+        self.whole = [bool(use & WHOLE) for _, _, use in raw]
+        self.raw = _SEP.join(t for _, t, _ in raw)
+        self._pending = [(f, t, use) for f, t, use in parts if use & NORM]
         self._norm: tuple[str, list[int], list[str]] | None = None
+        self._norm_whole: list[bool] = []
         self._words: tuple[bytes, frozenset[bytes]] | None = None
 
     @property
     def norm(self) -> tuple[str, list[int], list[str]]:
         if self._norm is None:
-            texts = [normalize(t) for _, t in self._pending]
-            self._norm = (_SEP.join(texts), _offsets(texts), [f for f, _ in self._pending])
+            texts = [normalize(t) for _, t, _ in self._pending]
+            fields = [f for f, _, _ in self._pending]
+            self._norm_whole = [bool(use & WHOLE) for _, _, use in self._pending]
+            self._norm = (_SEP.join(texts), _offsets(texts), fields)
             self._pending = []
         return self._norm
+
+    def find(self, quote: str, normalised: bool) -> int:
+        """Where ``quote`` is (-1: nowhere); in a part found only whole (a view's
+        rendering), not cutting a word or a number short at either end."""
+        text, offsets = (self.norm[0], self.norm[1]) if normalised else (self.raw, self.offsets)
+        whole = self._norm_whole if normalised else self.whole
+        at = text.find(quote)
+        while at >= 0:
+            if (
+                not whole[bisect_right(offsets, at) - 1]
+                or whole_find(text[at - 1 if at else 0 : at + len(quote) + 1], quote) >= 0
+            ):
+                return at
+            at = text.find(quote, at + 1)
+        return -1
 
     @property
     def words(self) -> tuple[bytes, frozenset[bytes]]:
@@ -237,6 +274,24 @@ class _Text:
     def field(self, pos: int, normalised: bool) -> str:
         _, offsets, fields = self.norm if normalised else ("", self.offsets, self.fields)
         return fields[bisect_right(offsets, pos) - 1]
+
+
+def whole_find(text: str, quote: str) -> int:
+    """Where ``quote`` is in ``text`` without cutting a word or a number short at
+    either end (``amount: 100`` is not in ``amount: 1000``, nor ``Paris`` in
+    ``Pariss``): -1 when nowhere."""
+    if not quote:
+        return -1
+    head, tail = quote[0].isalnum(), quote[-1].isalnum()
+    at = text.find(quote)
+    while at >= 0:
+        end = at + len(quote)
+        if not (head and at > 0 and text[at - 1].isalnum()) and not (
+            tail and end < len(text) and text[end].isalnum()
+        ):
+            return at
+        at = text.find(quote, at + 1)
+    return -1
 
 
 def _offsets(texts: list[str]) -> list[int]:
@@ -258,6 +313,7 @@ class _Query:
         self.norm = normalize(self.raw).strip(_STRIP)
         self.norm = unlabelled(self.norm).strip(_STRIP) or self.norm  # ("`→ call f(x)`")
         self.call = is_call(self.norm)
+        self.of_call = self.call or opens_call(self.norm)  # (a call's quote, cut short too)
         compact = json_compacted(self.norm) if '"' in self.norm else self.norm
         compact = compact_call(compact) if self.call else compact
         self.compact = compact if compact != self.norm else None
@@ -341,7 +397,7 @@ class Grounder:
         if len(q.norm) < MIN_CHARS:
             for source in [s for scope in scopes[:n_cited] for s in scope] if q.raw else []:
                 text = self._text(source)
-                if (pos := text.raw.find(q.raw)) >= 0:
+                if (pos := text.find(q.raw, False)) >= 0:
                     return _match(MatchKind.EXACT, source, 1.0, False, text.field(pos, False))
             return Match(MatchKind.NONE, checked=False)
         for n, scope in enumerate(scopes):
@@ -349,7 +405,8 @@ class Grounder:
                 kind, source, coverage, field = found
                 return _match(kind, source, coverage, cited and n >= n_cited, field)
         best = 0.0
-        for n, scope in enumerate(scopes if q.grams else []):
+        # (a quote of a call is of a call made, or of none: not partly of another)
+        for n, scope in enumerate(scopes if q.grams and not q.of_call else []):
             share, where = self._partial_in(q, scope)
             if where is not None and share >= PARTIAL_THRESHOLD:
                 return _match(MatchKind.PARTIAL, where, share, cited and n >= n_cited, None)
@@ -361,13 +418,13 @@ class Grounder:
     ) -> tuple[MatchKind, _Source, float, str] | None:
         for source in scope:
             text = self._text(source)
-            if (pos := text.raw.find(q.raw)) >= 0:
+            if (pos := text.find(q.raw, False)) >= 0:
                 return MatchKind.EXACT, source, 1.0, text.field(pos, False)
         for source in scope:
             text = self._text(source)
-            if (pos := text.norm[0].find(q.norm)) >= 0:
+            if (pos := text.find(q.norm, True)) >= 0:
                 return MatchKind.NORMALIZED, source, 1.0, text.field(pos, True)
-            if q.compact is not None and (pos := text.norm[0].find(q.compact)) >= 0:
+            if q.compact is not None and (pos := text.find(q.compact, True)) >= 0:
                 return MatchKind.NORMALIZED, source, 1.0, text.field(pos, True)
         for source in scope if q.fragments else []:
             text = self._text(source)

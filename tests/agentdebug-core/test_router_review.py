@@ -298,7 +298,7 @@ def test_shrugs_do_not_outrank_the_free_tier_on_a_pipeline_that_raised() -> None
     assert root.metadata["supported_by"] == ["heuristic"]
     assert report.fix is not None and report.fix.directive == free.fix.directive
     route = root.metadata["route"]
-    assert "all-at-once: planner at step 1 (0.00), confidence 0: not counted" in route
+    assert "all-at-once: planner at step 1 (0.00), confidence under 0.1: not counted" in route
     assert any(
         line.startswith("step-by-step: planner at step 1") and "not counted" in line
         for line in route
@@ -324,7 +324,7 @@ def test_shrugs_up_to_deepdebug_do_not_outrank_the_free_tier() -> None:
     assert report.fix is not None and free.fix is not None
     assert report.fix.directive == free.fix.directive
     assert any(
-        line.startswith("deepdebug:") and "confidence 0: not counted" in line
+        line.startswith("deepdebug:") and "confidence under 0.1: not counted" in line
         for line in root.metadata["route"]
     )
 
@@ -474,3 +474,20 @@ def test_a_search_the_budget_stopped_midway_does_not_outrank_a_whole_answer() ->
     assert root is not None and (root.agent_name, root.step_index) == ("a1", 5)
     partial = next(h for h in report.hypotheses if h.metadata.get("partial"))
     assert partial.strategy == "auto:binary-search" and partial.step_index >= 12
+
+
+def test_a_model_agreeing_at_a_near_zero_confidence_is_no_agreement_either() -> None:
+    """A review: at 0.004 the router went on; at 0.01 it took the model's shrug as
+    agreement, stopped, and gave its "not sure at all" as the reason."""
+    free = diagnose(weather(), settings=LLMSettings())
+    assert free.root_cause is not None
+    root = free.root_cause
+    shrug = attribution(
+        root.agent_name or "", root.step_index or 0, 0.01, reason="Not sure at all."
+    )
+    with ScriptedServer(lambda r: shrug if schema_name(r) == "Attribution" else verdict(0.0)) as s:
+        report = diagnose(weather(), attributor="auto", settings=settings_for(s))
+    assert len(s.requests) > 1  # (no agreement: it went on)
+    got = report.root_cause
+    assert got is not None and got.rationale == root.rationale
+    assert "confidence under 0.1: not counted" in " ".join(got.metadata["route"])

@@ -45,6 +45,7 @@ from agentdebug.attribute.binary_search import HalfVerdict
 from agentdebug.attribute.model_answers import LenientAnswer, agent_of
 from agentdebug.attribute.model_common import (
     MAX_QUOTES,
+    MIN_WEIGHT,
     AttributionAnswer,
     FixedAnswer,
     Quote,
@@ -124,8 +125,8 @@ class DeepDebugAttributor:
             return [self._global_read_only(facts, first, failure, Stop.of(exc))]
         if second.step == first.step:
             _inspect("candidates agree")
-            best = max(first.confidence, second.confidence)  # (two shrugs agreeing: 0)
-            confidence = min(0.95, best + 0.15) if best > 0 else 0.0
+            best = max(first.confidence, second.confidence)  # (two shrugs agreeing: no
+            confidence = min(0.95, best + 0.15) if best >= MIN_WEIGHT else best  # more)
             return [
                 self._result(
                     facts,

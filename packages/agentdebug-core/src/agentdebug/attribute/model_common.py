@@ -449,6 +449,13 @@ def _remedy(mode_id: str | None) -> str | None:
     return mode.remedy if mode is not None else None
 
 
+# the least confidence a model's answer carries weight with: under it, a shrug that
+# neither agrees with another strategy nor earns an agreement's bonus (a review:
+# 0.01 "agreed" with the free tier, and the model's "not sure at all" replaced its
+# reason)
+MIN_WEIGHT = 0.1
+
+
 @dataclass(frozen=True)
 class Stop:
     """Why a strategy of several model calls stopped before its answer: the budget

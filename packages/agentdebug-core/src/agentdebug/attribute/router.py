@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentdebug.attribute.heuristic import CODE_FIX, HeuristicAttributor
-from agentdebug.attribute.model_common import TraceFacts
+from agentdebug.attribute.model_common import MIN_WEIGHT, TraceFacts
 from agentdebug.audit import FALLBACK, note
 from agentdebug.errors import ConfigError
 from agentdebug.evidence import Grounder, ground_hypotheses
@@ -45,11 +45,11 @@ def _key(h: Hypothesis) -> tuple[str | None, int | None]:
 
 def weightless(h: Hypothesis) -> str | None:
     """Why a strategy's answer carries no weight, or None when it does: a confidence
-    of 0 (a model's shrug, a dry-run server's answer), or an answer that says it
+    under ``MIN_WEIGHT`` (a model's shrug, a dry-run server's 0), or an answer that says it
     found nothing decisive (``metadata["decisive"]`` false: step-by-step judging no
     step decisive; binary search stopped on an ambiguous range)."""
-    if round(h.confidence, 2) <= 0:
-        return "confidence 0"
+    if round(h.confidence, 2) < MIN_WEIGHT:
+        return f"confidence under {MIN_WEIGHT:g}"
     meta = h.metadata
     if meta.get("decisive") is False or meta.get("stopped") == "ambiguous":
         return "nothing decisive"

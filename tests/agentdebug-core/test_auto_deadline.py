@@ -217,3 +217,36 @@ def test_the_client_does_not_wait_for_a_slot_past_the_deadline() -> None:
         assert "not sent: the 1 s deadline for model calls ran out" in str(caught.value)
         assert len(server.requests) == 1
         holder.join(15)
+
+
+def test_diagnoses_after_one_ran_out_get_a_short_deadline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: each failed run queued behind a hung endpoint waited the whole
+    deadline again (3 failed async runs: three minutes to exit). Once a diagnosis's
+    deadline runs out, the next ones get a short one, and say so; a model that
+    answers again is given the whole deadline back."""
+    monkeypatch.setattr(auto, "SHORT_DEADLINE", 0.3)
+    monkeypatch.setattr(auto, "_ran_out", {})
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    answering = threading.Event()
+
+    def hung_until_told(request: dict[str, Any]) -> Any:
+        return schema_answerer(request) if answering.is_set() else hung(request)
+
+    with ScriptedServer(hung_until_told) as server:
+        configure(monkeypatch, server, auto_deadline="2")
+        first = finishes_within(25, lambda: diagnose_failure(dbg, run))
+        started = time.monotonic()
+        second = finishes_within(25, lambda: diagnose_failure(dbg, run))
+        elapsed = time.monotonic() - started
+        assert auto._ran_out  # (still not answering)
+        answering.set()
+        third = finishes_within(25, lambda: diagnose_failure(dbg, run))
+        assert auto._ran_out == {}  # (it answered: the whole deadline again next time)
+    assert first is not None and second is not None and third is not None
+    assert elapsed < 1.8  # (0.3 s and slack: not the 2 s again)
+    said = " ".join(n for n in second.notes if "deadline" in n)
+    assert "0.3 s deadline for model calls (shortened: the model gave no answer within 2 s" in said
+    assert not [n for n in third.notes if "deadline" in n]

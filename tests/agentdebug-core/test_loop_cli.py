@@ -287,3 +287,37 @@ def test_cli_diagnose_uses_the_configured_model_as_act_does(home: Path) -> None:
     plain = run_cli("diagnose", run_id, "--format", "json", env=unset)
     assert plain.returncode == 0, plain.stderr
     assert json.loads(plain.stdout)["cost"]["calls"] == 0
+
+
+def test_cli_diagnose_keeps_a_verified_diagnosis_over_another_blame(home: Path) -> None:
+    """A review: with the model down, `agentdebug diagnose RUN` fell back to the free
+    tier and stored its blame over the model's, which a rerun had verified; `act`
+    then planned from the free tier's. Another blame than the verified one is shown,
+    not stored, saying why; the same blame is stored, the verification carried."""
+    from agentdebug.schema import Verification
+
+    run_id = _stored_failure(home)
+    dbg = AgentDebug(home)
+    run = dbg.store.load_trajectory(run_id)
+    report = dbg.diagnose(run)
+    root = report.root_cause
+    assert root is not None
+    other = next(e for e in run.events if e.step_index != root.step_index and e.agent_name)
+    moved = root.model_copy(update={"step_index": other.step_index, "event_id": other.id})
+    verified = report.model_copy(
+        update={
+            "id": "rverified",
+            "hypotheses": [moved],
+            "verified_by_rerun": True,
+            "verification": Verification(status="verified_by_rerun", branch_id="b1"),
+        }
+    )
+    dbg.store.save_report(verified)
+    dbg.close()
+    said = run_cli("diagnose", run_id, "--attributor", "heuristic")
+    assert said.returncode == 0, said.stderr
+    assert f"Note: not stored: run {run_id}'s diagnosis rverified, which a rerun verified" in (
+        " ".join(said.stderr.split())
+    )
+    latest = AgentDebug(home).store.load_reports(run_id)[-1]
+    assert latest.id == "rverified"

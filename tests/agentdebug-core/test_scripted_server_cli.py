@@ -125,6 +125,17 @@ def test_answers_by_name_in_turn_errors_and_the_minimal_instance_otherwise(
     assert json.loads(str(getattr(minimal, "content", minimal))) == {"ok": False}
 
 
+def test_a_script_with_a_bom_and_a_retry_after(tmp_path: Path) -> None:
+    """A review: a UTF-8 BOM (as editors write one) was refused, and a 429's
+    Retry-After could not be scripted."""
+    script = tmp_path / "bom.json"
+    doc = {"*": {"$status": 429, "$message": "slow down", "$retry_after": 30}}
+    script.write_bytes(b"\xef\xbb\xbf" + json.dumps(doc).encode())
+    reply = load_script(script)(_asking("Attribution"))
+    assert getattr(reply, "status", None) == 429
+    assert getattr(reply, "headers", {}) == {"Retry-After": "30"}
+
+
 def _write(tmp_path: Path, doc: Any) -> Path:
     path = tmp_path / "turns.json"
     path.write_text(json.dumps(doc))
@@ -139,3 +150,31 @@ def _asking(name: str, schema: dict[str, Any] | None = None) -> dict[str, Any]:
             "json_schema": {"name": name, "schema": schema or {"type": "object"}},
         },
     }
+
+
+def test_diagnose_says_it_waits_on_a_slow_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: against a hung endpoint `agentdebug diagnose` said nothing for five
+    minutes. After a few seconds it says what it waits for and how long it may."""
+    from agentdebug.cli import app
+    from agentdebug.cli.app import cli
+    from click.testing import CliRunner
+
+    monkeypatch.setattr(app, "WAIT_NOTICE", 0.2)
+    script = tmp_path / "slow.json"
+    script.write_text(json.dumps({"*": {"$status": 200, "$content": "{}", "$delay": 3}}))
+    with ScriptedServer(load_script(script)) as server:
+        url = server.base_url
+        result = CliRunner().invoke(
+            cli,
+            ["--store", str(tmp_path / "store"), "diagnose", str(BOOKING), "--no-store",
+             "--attributor", "all-at-once", "--model", "scripted", "--base-url",
+             url, "--api-key", "k", "--timeout", "1", "--no-cache"],
+            env={"AGENTDEBUG_MAX_RETRIES": "0"},
+        )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert (
+        f"Waiting for model 'scripted' at {url} to diagnose run "
+        "example-failed-booking: up to 1 s a call, 1 attempt(s) each"
+    ) in result.stderr

@@ -139,8 +139,15 @@ def _say_exit_wait() -> None:
     if n:
         settings = _model_settings({})
         seconds = settings.auto_deadline if settings is not None and settings.configured else 0
-        whose = "its model calls" if n == 1 else "the model calls of each"
-        bound = f" ({whose} end within {seconds:g} s: auto_deadline)"
+        if n == 1:
+            bound = f" (its model calls end within {seconds:g} s: auto_deadline)"
+        else:  # (after one runs out, the others' deadline is short: see _deadline_for)
+            short = min(seconds, SHORT_DEADLINE)
+            most = seconds + (n - 1) * short
+            bound = (
+                f" (the model calls of each end within {seconds:g} s, auto_deadline, and "
+                f"within {short:g} s once one has run out: {most:g} s at most in all)"
+            )
         log.warning(
             "agentdebug: the exit waits for %s under way, to store %s%s",
             *diagnoses_and_reports(n),
@@ -255,6 +262,52 @@ def _deadline_name(seconds: float) -> str:
     return f"the automatic diagnosis's {seconds_text(seconds)} s deadline for model calls"
 
 
+#: Seconds the model calls of an automatic diagnosis get while the model is known
+#: not to answer (its last diagnosis's deadline ran out, less than ``COOL_OFF`` ago):
+#: diagnoses queued behind a hung endpoint do not each wait the whole deadline.
+SHORT_DEADLINE = 5.0
+COOL_OFF = 300.0
+_ran_out: dict[tuple[str | None, str | None], float] = {}  # (base URL, model) -> when
+_ran_out_lock = threading.Lock()
+
+
+def _endpoint(settings: LLMSettings) -> tuple[str | None, str | None]:
+    return (settings.base_url, settings.model)
+
+
+def _deadline_for(settings: LLMSettings | None) -> tuple[float, str]:
+    """The deadline of a diagnosis's model calls (0: none) and how errors name it:
+    ``auto_deadline``, or ``SHORT_DEADLINE`` while the model is known not to answer."""
+    import time
+
+    if settings is None or not settings.configured or not settings.auto_deadline:
+        return 0.0, ""
+    seconds = settings.auto_deadline
+    with _ran_out_lock:
+        when = _ran_out.get(_endpoint(settings))
+    if when is None or time.monotonic() - when >= COOL_OFF or seconds <= SHORT_DEADLINE:
+        return seconds, _deadline_name(seconds)
+    ago = time.monotonic() - when
+    return SHORT_DEADLINE, (
+        f"{_deadline_name(SHORT_DEADLINE)} (shortened: the model gave no answer within "
+        f"{seconds:g} s {ago:.0f} s ago)"
+    )
+
+
+def _ran_out_or_not(settings: LLMSettings | None, limit: Deadline | None) -> None:
+    """Remember that the model did not answer within a diagnosis's deadline (the
+    next diagnoses get ``SHORT_DEADLINE``), or forget it once it did."""
+    import time
+
+    if settings is None or limit is None:
+        return
+    with _ran_out_lock:
+        if limit.left() <= 0:
+            _ran_out[_endpoint(settings)] = time.monotonic()
+        else:
+            _ran_out.pop(_endpoint(settings), None)
+
+
 def _model_settings(options: dict[str, Any]) -> LLMSettings | None:
     """The model settings the diagnosis will use (None: unreadable, so the free
     tier, which ``diagnose`` says)."""
@@ -276,7 +329,13 @@ def _said_when_slow(
     """Inside: after ``WAIT_NOTICE`` seconds, one warning line saying that the
     diagnosis of run ``rid`` waits on the model, and for how long at most, so a
     program that has not gone on is not a mystery."""
-    if settings is None or not settings.configured:  # (the free tier takes milliseconds)
+    if (
+        settings is None
+        or not settings.configured
+        or (
+            limit is not None and limit.seconds <= WAIT_NOTICE  # (it ends before the notice)
+        )
+    ):
         yield
         return
     strict = options.get("no_fallback")
@@ -353,12 +412,13 @@ def diagnose_failure(
             return None
         chosen = attributor or configured_attributor()
         settings = _model_settings(options)
-        seconds = settings.auto_deadline if settings is not None and settings.configured else 0
+        seconds, name = _deadline_for(settings)
         with (
-            deadline_scope(seconds or None, _deadline_name(seconds), hint=DEADLINE_HINT) as limit,
+            deadline_scope(seconds or None, name, hint=DEADLINE_HINT) as limit,
             _said_when_slow(trajectory.id, settings, limit, options),
         ):
             report = debugger.diagnose(debugger.history(trajectory), attributor=chosen, **options)
+        _ran_out_or_not(settings, limit)
     except Exception as failed:
         said = (
             f"agentdebug could not diagnose run {trajectory.id}: "

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -403,14 +405,15 @@ def diagnose(
     trajectories = _targets(obj, target, in_fmt, keep=not no_store, history=not alone)
     reports: list[dict[str, Any]] = []
     for trajectory in trajectories:
-        report: DiagnosticReport = run_diagnosis(
-            trajectory,
-            attributor=chosen,
-            settings=settings,
-            budget=limit,
-            judge=judge,
-            with_reference=with_reference,
-        )
+        with _said_when_slow(trajectory.id, settings if chosen != "heuristic" else None):
+            report: DiagnosticReport = run_diagnosis(
+                trajectory,
+                attributor=chosen,
+                settings=settings,
+                budget=limit,
+                judge=judge,
+                with_reference=with_reference,
+            )
         running = trajectory.outcome.status is OutcomeStatus.RUNNING
         if running:  # (a report of part of a run would stand for the whole of it)
             click.echo(
@@ -419,8 +422,21 @@ def diagnose(
                 "far, and is not stored.",
                 err=True,
             )
+        kept = None
         if not no_store and not running:
             report = carried_verification(obj.store, report)
+            kept = _verified_other(obj.store, report)
+        if kept is not None:  # (shown, not stored: the verified one stays the latest)
+            root = kept.root_cause
+            click.echo(
+                f"Note: not stored: run {trajectory.id}'s diagnosis {kept.id}, which a rerun "
+                f"verified ({root.agent_name if root else '?'} at step "
+                f"{root.step_index if root else '?'}), stays the one `agentdebug act` uses; "
+                "this one names another step and was not verified (--no-store shows a "
+                "diagnosis without storing it).",
+                err=True,
+            )
+        elif not no_store and not running:
             try:
                 obj.store.save_report(report)
             except StoreLocked as exc:  # (a lock taken since: waited out for 30 s)
@@ -438,6 +454,55 @@ def diagnose(
         click.echo(render(report, trajectory, out_fmt, width=width))
     if reports:
         click.echo(orjson.dumps(reports, option=orjson.OPT_INDENT_2).decode())
+
+
+def _verified_other(store: TraceStore, report: DiagnosticReport) -> DiagnosticReport | None:
+    """The run's latest stored report, when a rerun verified it and ``report``, not
+    verified, names another root cause: a re-diagnosis (a model that did not answer
+    this time, the free tier asked for) does not replace what a rerun proved (a
+    review: `act` then planned from the free tier's blame). None otherwise."""
+    if report.verified_by_rerun:
+        return None
+    try:
+        earlier = store.load_reports(report.trajectory_id)
+    except Exception:  # (an unreadable store: the save says so)
+        return None
+    last = earlier[-1] if earlier else None
+    if last is None or not last.verified_by_rerun or last.root_cause is None:
+        return None
+    new, old = report.root_cause, last.root_cause
+    same = new is not None and (new.agent_name, new.step_index) == (
+        old.agent_name,
+        old.step_index,
+    )
+    return None if same else last
+
+
+#: Seconds a diagnosis waits on the model before `diagnose` says so on stderr.
+WAIT_NOTICE = 5.0
+
+
+@contextlib.contextmanager
+def _said_when_slow(run_id: str, settings: Any) -> Iterator[None]:
+    """After ``WAIT_NOTICE`` seconds of a diagnosis that asks a model, one line on
+    stderr saying it waits and how long it may (a review: a hung endpoint left the
+    command silent for five minutes)."""
+    if settings is None or not getattr(settings, "configured", False):
+        yield
+        return
+    where = f" at {settings.base_url}" if settings.base_url else ""
+    tries = settings.max_retries + 1
+    line = (
+        f"Waiting for model '{settings.model}'{where} to diagnose run {run_id}: up to "
+        f"{settings.timeout:g} s a call, {tries} attempt(s) each (--timeout; Ctrl-C stops)"
+    )
+    timer = threading.Timer(WAIT_NOTICE, lambda: click.echo(line, err=True))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
 
 
 # -- schema and registry views -------------------------------------------------------------------

@@ -13,7 +13,8 @@ for) or a list of them (given in turn, the last again once they run out); ``"*"`
 answers a name the script does not hold, and a name neither holds gets the
 minimal instance. Or a JSON list: answers in turn whatever is asked. An answer
 may be a reply of another kind instead: ``{"$status": 429, "$message": "slow
-down", "$delay": 2}`` (an HTTP error, or an answer late by ``$delay`` seconds;
+down", "$retry_after": 30, "$delay": 2}`` (an HTTP error, with a ``Retry-After``
+header, or an answer late by ``$delay`` seconds;
 ``"$content"`` gives a raw text answer, not JSON).
 
 The log is JSON lines, one a request: its time, the schema's name, the messages
@@ -31,7 +32,7 @@ from typing import Any
 from agentdebug.llm.testing import Answerer, Reply, schema_answerer, schema_of_request
 
 ANY = "*"
-_REPLY_KEYS = frozenset({"$status", "$message", "$delay", "$content"})
+_REPLY_KEYS = frozenset({"$status", "$message", "$delay", "$content", "$retry_after"})
 
 
 class ScriptError(ValueError):
@@ -55,7 +56,7 @@ def load_script(path: Path) -> Answerer:
     """The answerer a script file describes (see the module's doc); raises
     :class:`ScriptError` naming the file and the entry at fault."""
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = json.loads(path.read_text(encoding="utf-8-sig"))  # (a BOM, as editors write)
     except OSError as exc:
         raise ScriptError(f"{path}: cannot read the script ({exc.strerror or exc})") from None
     except (UnicodeDecodeError, ValueError) as exc:
@@ -102,13 +103,17 @@ def _reply(path: Path, where: str, answer: Any) -> Reply:
         raise ScriptError(f"{path}: {where}: $status must be an HTTP status, got {status!r}")
     if isinstance(delay, bool) or not isinstance(delay, (int, float)) or not 0 <= delay <= 3600:
         raise ScriptError(f"{path}: {where}: $delay must be seconds, 0 to 3600, got {delay!r}")
+    wait = answer.get("$retry_after")
+    if wait is not None and (isinstance(wait, bool) or not isinstance(wait, (int, float))):
+        raise ScriptError(f"{path}: {where}: $retry_after must be seconds, got {wait!r}")
     text = answer.get("$content", answer.get("$message"))
     if text is not None and not isinstance(text, str):
         raise ScriptError(f"{path}: {where}: $content and $message are text, got {text!r}")
     if status == 200 and text is None:
         raise ScriptError(f"{path}: {where}: a reply with no $status gives $content")
+    headers = {"Retry-After": f"{wait:g}"} if wait is not None else {}
     return Reply(content=text if text is not None else "scripted error", status=status,
-                 delay=float(delay))  # fmt: skip
+                 delay=float(delay), headers=headers)  # fmt: skip
 
 
 class _ByName:

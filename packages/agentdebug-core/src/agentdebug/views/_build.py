@@ -344,6 +344,10 @@ class _Planner:
         )
 
 
+# characters of a run's failure reason a view's header shows (the middle cut)
+REASON_CHARS = 2_000
+
+
 def _header(
     trajectory: AgentTrajectory, steps: Sequence[Step], every: Sequence[Step], goal_chars: int
 ) -> str:
@@ -364,8 +368,10 @@ def _header(
         lines.append("REFERENCE ANSWER: " + cut_middle(trajectory.reference_answer, goal_chars)[0])
     reason = trajectory.outcome.reason if trajectory.outcome else None
     if reason and reason.strip():  # (what the user's check or the error said went wrong:
-        # a model asked what failed is told what the failure was)
-        lines.append("HOW IT FAILED: " + cut_middle(reason.strip(), goal_chars)[0])
+        # a model asked what failed is told what the failure was; on one line, so that
+        # a reason cannot read as a header or a step of the view, and kept short)
+        said = " ".join(reason.split())
+        lines.append("HOW IT FAILED: " + cut_middle(said, min(goal_chars, REASON_CHARS))[0])
     first, last = steps[0].index, steps[-1].index
     if len(steps) < len(every):
         where = f"{first}–{last} (a window of steps {every[0].index}–{every[-1].index})"

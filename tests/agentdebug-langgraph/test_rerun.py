@@ -164,20 +164,6 @@ def test_rerun_refuses_without_a_checkpointer_and_says_how_to_add_one(dbg: Agent
         in message
     )
     assert "the checkpoints the run saved" not in message
-    # the check before the gate does not call the factory (the run kept nothing to
-    # restore): it does not say what the factory builds (a review: a factory that
-    # compiles one with SqliteSaver was said to build a graph without one)
-    lg = {**original.metadata["langgraph"], "graph_factory": "lg_graphs:coroutine_graph"}
-    saving = original.model_copy(update={"id": "saving", "metadata": {"langgraph": lg}})
-    with pytest.raises(AgentDebugError) as raised:
-        LangGraphRerunExecutor(debugger=dbg).preflight(saving)
-    message = str(raised.value)
-    assert "the run was recorded with no checkpointer" in message
-    assert "compiled without one" not in message
-    assert "a checkpointer its graph factory 'lg_graphs:coroutine_graph' gives" in message
-    with pytest.raises(AgentDebugError) as raised:  # (called: it has one; the run has none)
-        LangGraphRerunExecutor(debugger=dbg).rerun(request_from(saving, cb))
-    assert "compiled without one" not in str(raised.value)
 
 
 def test_a_run_that_saved_only_its_last_checkpoint_is_refused_naming_durability(

@@ -124,3 +124,30 @@ def test_the_gate_hears_of_an_answer_replayed_from_a_fork_before_the_blamed_step
         original, plan
     )
     assert '"yes"' in note
+
+
+def test_a_refusal_says_nothing_of_a_factory_it_did_not_call(dbg: AgentDebug) -> None:
+    """A run recorded with no checkpointer: the check before the gate does not call
+    the factory (the run kept nothing to restore), so it does not say what the
+    factory builds (a review: a factory that compiles one with SqliteSaver was said
+    to build a graph without one)."""
+    import pytest
+    from agentdebug.errors import AgentDebugError
+    from agentdebug_langgraph import AgentDebugCallback
+    from lg_graphs import order_found, scripted, tool_agent, wrong_then_right
+    from rerun_support import REQUEST, request_from
+
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    tool_agent(scripted(wrong_then_right())).invoke(REQUEST, {"callbacks": [cb]})
+    original = cb.trajectory()
+    lg = {**original.metadata["langgraph"], "graph_factory": "lg_graphs:coroutine_graph"}
+    saving = original.model_copy(update={"id": "saving", "metadata": {"langgraph": lg}})
+    with pytest.raises(AgentDebugError) as raised:
+        LangGraphRerunExecutor(debugger=dbg).preflight(saving)
+    message = str(raised.value)
+    assert "the run was recorded with no checkpointer" in message
+    assert "compiled without one" not in message
+    assert "a checkpointer its graph factory 'lg_graphs:coroutine_graph' gives" in message
+    with pytest.raises(AgentDebugError) as raised:  # (called: it has one; the run has none)
+        LangGraphRerunExecutor(debugger=dbg).rerun(request_from(saving, cb))
+    assert "compiled without one" not in str(raised.value)

@@ -175,3 +175,21 @@ def event_parts(event: AgentEvent) -> list[tuple[str, str, int]]:
         parts.append(("agent", event.agent_name, both))
     parts.extend((name, text, both | WHOLE) for name, text in renderings(event, small))
     return [p for p in parts if p[1]]
+
+
+def whole_find(text: str, quote: str) -> int:
+    """Where ``quote`` is in ``text`` without cutting a word or a number short at
+    either end (``amount: 100`` is not in ``amount: 1000``, nor ``Paris`` in
+    ``Pariss``): -1 when nowhere."""
+    if not quote:
+        return -1
+    head, tail = quote[0].isalnum(), quote[-1].isalnum()
+    at = text.find(quote)
+    while at >= 0:
+        end = at + len(quote)
+        if not (head and at > 0 and text[at - 1].isalnum()) and not (
+            tail and end < len(text) and text[end].isalnum()
+        ):
+            return at
+        at = text.find(quote, at + 1)
+    return -1

@@ -94,6 +94,7 @@ from agentdebug._evidence_text import (
     is_call,
     opens_call,
     unlabelled,
+    whole_find,
 )
 from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis
 
@@ -217,16 +218,7 @@ class _Text:
     normalised only.
     """
 
-    __slots__ = (
-        "_norm",
-        "_norm_whole",
-        "_pending",
-        "_words",
-        "fields",
-        "offsets",
-        "raw",
-        "whole",
-    )
+    __slots__ = ("_norm", "_norm_whole", "_pending", "_words", "fields", "offsets", "raw", "whole")
 
     def __init__(self, parts: list[tuple[str, str, int]]) -> None:
         raw = [(f, t.replace(_SEP, " "), use) for f, t, use in parts if use & RAW]
@@ -274,24 +266,6 @@ class _Text:
     def field(self, pos: int, normalised: bool) -> str:
         _, offsets, fields = self.norm if normalised else ("", self.offsets, self.fields)
         return fields[bisect_right(offsets, pos) - 1]
-
-
-def whole_find(text: str, quote: str) -> int:
-    """Where ``quote`` is in ``text`` without cutting a word or a number short at
-    either end (``amount: 100`` is not in ``amount: 1000``, nor ``Paris`` in
-    ``Pariss``): -1 when nowhere."""
-    if not quote:
-        return -1
-    head, tail = quote[0].isalnum(), quote[-1].isalnum()
-    at = text.find(quote)
-    while at >= 0:
-        end = at + len(quote)
-        if not (head and at > 0 and text[at - 1].isalnum()) and not (
-            tail and end < len(text) and text[end].isalnum()
-        ):
-            return at
-        at = text.find(quote, at + 1)
-    return -1
 
 
 def _offsets(texts: list[str]) -> list[int]:

@@ -50,9 +50,7 @@ class GraphRun:
     asynchronous: bool | None = None  # run by astream (None: not known)
     messages_key: str = "messages"  # the state key of its conversation (_convert.messages_key)
     nodes: frozenset[str] = frozenset()  # the graph's own nodes (a Command's goto checked)
-    # (node, graph name) of the nodes that are a compiled graph, its subgraphs' too:
-    # not a graph a node's code invoked (_convert.graph_nodes)
-    graph_nodes: frozenset[tuple[str, str]] = frozenset()
+    graph_nodes: frozenset[tuple[str, str]] = frozenset()  # (_convert.graph_nodes)
     lost_route: str | None = None  # a node's goto LangGraph ignored (no such node): why
     loop: Any = None
     loop_checked: bool = False

@@ -250,3 +250,37 @@ def test_diagnoses_after_one_ran_out_get_a_short_deadline(
     said = " ".join(n for n in second.notes if "deadline" in n)
     assert "0.3 s deadline for model calls (shortened: the model gave no answer within 2 s" in said
     assert not [n for n in third.notes if "deadline" in n]
+
+
+def test_a_slow_model_gets_its_whole_deadline_back_and_no_fallback_counts_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A review: a short deadline that ran out started the wait again, so a model
+    slower than it (most are) never had its whole deadline back; and with
+    no_fallback a run-out was not remembered at all."""
+    monkeypatch.setattr(auto, "SHORT_DEADLINE", 0.3)
+    monkeypatch.setattr(auto, "COOL_OFF", 1.0)
+    monkeypatch.setattr(auto, "_ran_out", {})
+    dbg = AgentDebug(tmp_path / "store")
+    run = failing_run(dbg)
+    state = {"delay": 30.0}
+
+    def slow(request: dict[str, Any]) -> Any:
+        return Reply(content=schema_answerer(request).content, delay=state["delay"])
+
+    with ScriptedServer(slow) as server:
+        configure(monkeypatch, server, auto_deadline="2")
+        finishes_within(25, lambda: diagnose_failure(dbg, run))  # (hung: the whole 2 s)
+        when = next(iter(auto._ran_out.values()))
+        state["delay"] = 0.8  # (answers again, slower than the short deadline)
+        finishes_within(25, lambda: diagnose_failure(dbg, run))  # (0.3 s: runs out)
+        assert next(iter(auto._ran_out.values())) == when  # (the wait not started again)
+        time.sleep(1.1)
+        third = finishes_within(25, lambda: diagnose_failure(dbg, run))
+    assert third is not None and third.cost.calls >= 1  # (the model answered it)
+    assert not [n for n in third.notes if "shortened" in n]  # (its whole deadline)
+    monkeypatch.setenv("AGENTDEBUG_NO_FALLBACK", "true")
+    with ScriptedServer(hung) as server:
+        configure(monkeypatch, server, auto_deadline="1")
+        assert finishes_within(25, lambda: diagnose_failure(dbg, run)) is None
+        assert auto._ran_out  # (remembered though it raised)

@@ -462,3 +462,51 @@ def test_deepdebug_probe_shows_no_null_intent_for_nodes_started_without_input() 
     probe = user_text(server.requests[1])
     assert re.search(r"^  intent: ", probe, re.MULTILINE)  # (the medium view is shown)
     assert "intent: null" not in probe
+
+
+@pytest.mark.parametrize(
+    ("payload", "quote", "found"),
+    [
+        ({"amount": 1.5}, "amount: 1", False),  # (a number cut at its point or comma)
+        ({"amount": "1,000"}, "amount: 1", False),
+        ({"amount": 100.75}, 'pay({"amount":100', False),
+        ({"city": "Paris-Nord"}, "city: Paris", False),  # (a word cut at a hyphen)
+        ({"amount": 1000, "to": "bob"}, "amount: 100 ... to: bob", False),  # (fragments)
+        ({"xk": "v1", "k": "v1"}, "k: v1", True),  # (a later occurrence, whole)
+        ({"amount": 1000, "to": "bob"}, 'pay({"amount": 1000, "to": "bob"})', True),
+    ],
+)
+def test_what_a_view_writes_is_found_whole_in_every_way(
+    payload: dict[str, Any], quote: str, found: bool
+) -> None:
+    """A third review: numbers cut at "." or ",", words at "-", and quotes with an
+    ellipsis still matched a value the view wrote longer."""
+    from agentdebug.evidence import Grounder
+
+    event = AgentEvent(
+        id="e1", type=EventType.TOOL_CALL, step_index=1, input=payload,
+        metadata={"tool_name": "pay"},
+    )  # fmt: skip
+    run = AgentTrajectory(id="t", framework="custom", goal="g", events=[event])
+    assert Grounder(run).find(quote).grounded is found
+
+
+@pytest.mark.parametrize(
+    "quote",
+    [
+        "Refund (partial) was approved for customer 4411 after the agent checked it",
+        'get_weather(city="Pariss", units="C", days=3, lang="en")',
+    ],
+)
+def test_prose_or_a_call_with_keywords_may_still_be_partly_found(quote: str) -> None:
+    """Only a quote written as the views write a call (``name({``) is found whole or
+    not at all; prose that opens "Word (" and a keyword call are read in 3-grams."""
+    from agentdebug.evidence import Grounder, MatchKind
+
+    said = "Refund was approved for customer 4411 after the agent checked it carefully"
+    event = AgentEvent(
+        id="e1", type=EventType.MESSAGE, step_index=1, agent_name="a",
+        output=f'{said}; get_weather city="Pariss", units="C", days=3, lang="en"',
+    )  # fmt: skip
+    run = AgentTrajectory(id="t", framework="custom", goal="g", events=[event])
+    assert Grounder(run).find(quote).kind is MatchKind.PARTIAL

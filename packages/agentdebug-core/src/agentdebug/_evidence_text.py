@@ -110,9 +110,15 @@ def unlabelled(quote: str) -> str:
     return _ARROW.sub("", quote)
 
 
+# a call as the views write one: its name, then its JSON arguments at once
+_OPENS_JSON_CALL = re.compile(rf"^{_CALL_NAME}\(\s*[\[{{]")
+
+
 def opens_call(norm: str) -> bool:
-    """Whether a normalised quote starts as a tool call does, ``name(`` (whole or cut)."""
-    return _OPEN.match(norm) is not None
+    """Whether a normalised quote starts as the views write a tool call,
+    ``name({`` (whole or cut): not prose ("Refund (partial) was approved"), nor a
+    call written with keyword arguments, which the views never write."""
+    return _OPENS_JSON_CALL.match(norm) is not None
 
 
 def is_call(norm: str) -> bool:
@@ -177,19 +183,32 @@ def event_parts(event: AgentEvent) -> list[tuple[str, str, int]]:
     return [p for p in parts if p[1]]
 
 
-def whole_find(text: str, quote: str) -> int:
-    """Where ``quote`` is in ``text`` without cutting a word or a number short at
-    either end (``amount: 100`` is not in ``amount: 1000``, nor ``Paris`` in
-    ``Pariss``): -1 when nowhere."""
+def _cut(text: str, at: int, step: int) -> bool:
+    """Whether the character at ``at`` carries on the word or number next to it
+    (``step``: the side it is read from): a letter, a digit or ``_``; or ``.``,
+    ``,`` or ``-`` with a letter or a digit beyond (``100`` of ``100.75``, ``Paris``
+    of ``Paris-Nord``)."""
+    if not 0 <= at < len(text):
+        return False
+    ch = text[at]
+    if ch.isalnum() or ch == "_":
+        return True
+    beyond = at + step
+    return ch in ".,-" and 0 <= beyond < len(text) and text[beyond].isalnum()
+
+
+def whole_find(text: str, quote: str, start: int = 0) -> int:
+    """Where ``quote`` is in ``text`` (from ``start``) without cutting a word or a
+    number short at either end (``amount: 100`` is not in ``amount: 1000`` nor in
+    ``amount: 100.75``, nor ``Paris`` in ``Pariss`` or ``Paris-Nord``): -1 when
+    nowhere."""
     if not quote:
         return -1
     head, tail = quote[0].isalnum(), quote[-1].isalnum()
-    at = text.find(quote)
+    at = text.find(quote, start)
     while at >= 0:
         end = at + len(quote)
-        if not (head and at > 0 and text[at - 1].isalnum()) and not (
-            tail and end < len(text) and text[end].isalnum()
-        ):
+        if not (head and _cut(text, at - 1, -1)) and not (tail and _cut(text, end, 1)):
             return at
         at = text.find(quote, at + 1)
     return -1

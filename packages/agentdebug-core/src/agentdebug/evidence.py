@@ -241,17 +241,14 @@ class _Text:
             self._pending = []
         return self._norm
 
-    def find(self, quote: str, normalised: bool) -> int:
-        """Where ``quote`` is (-1: nowhere); in a part found only whole (a view's
-        rendering), not cutting a word or a number short at either end."""
+    def find(self, quote: str, normalised: bool, start: int = 0) -> int:
+        """Where ``quote`` is, from ``start`` (-1: nowhere); in a part found only
+        whole (a view's rendering), not cutting a word or a number short."""
         text, offsets = (self.norm[0], self.norm[1]) if normalised else (self.raw, self.offsets)
         whole = self._norm_whole if normalised else self.whole
-        at = text.find(quote)
+        at = text.find(quote, start)
         while at >= 0:
-            if (
-                not whole[bisect_right(offsets, at) - 1]
-                or whole_find(text[at - 1 if at else 0 : at + len(quote) + 1], quote) >= 0
-            ):
+            if not whole[bisect_right(offsets, at) - 1] or whole_find(text, quote, at) == at:
                 return at
             at = text.find(quote, at + 1)
         return -1
@@ -287,7 +284,7 @@ class _Query:
         self.norm = normalize(self.raw).strip(_STRIP)
         self.norm = unlabelled(self.norm).strip(_STRIP) or self.norm  # ("`→ call f(x)`")
         self.call = is_call(self.norm)
-        self.of_call = self.call or opens_call(self.norm)  # (a call's quote, cut short too)
+        self.of_call = opens_call(self.norm)  # (a call as the views write one, or cut short)
         compact = json_compacted(self.norm) if '"' in self.norm else self.norm
         compact = compact_call(compact) if self.call else compact
         self.compact = compact if compact != self.norm else None
@@ -402,9 +399,9 @@ class Grounder:
                 return MatchKind.NORMALIZED, source, 1.0, text.field(pos, True)
         for source in scope if q.fragments else []:
             text = self._text(source)
-            norm, pos, first = text.norm[0], 0, -1
+            pos, first = 0, -1
             for fragment in q.fragments:
-                if (at := norm.find(fragment, pos)) < 0:
+                if (at := text.find(fragment, True, pos)) < 0:  # (whole, where it must be)
                     break
                 first, pos = first if first >= 0 else at, at + len(fragment)
             else:

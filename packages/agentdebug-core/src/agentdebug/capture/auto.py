@@ -275,36 +275,51 @@ def _endpoint(settings: LLMSettings) -> tuple[str | None, str | None]:
     return (settings.base_url, settings.model)
 
 
-def _deadline_for(settings: LLMSettings | None) -> tuple[float, str]:
-    """The deadline of a diagnosis's model calls (0: none) and how errors name it:
-    ``auto_deadline``, or ``SHORT_DEADLINE`` while the model is known not to answer."""
+def _deadline_for(settings: LLMSettings | None) -> tuple[float, str, bool]:
+    """The deadline of a diagnosis's model calls (0: none), how errors name it, and
+    whether it is shortened: ``auto_deadline``, or ``SHORT_DEADLINE`` while the
+    model is known not to answer (for ``COOL_OFF`` seconds from when its whole
+    deadline ran out: then it gets the whole deadline again)."""
     import time
 
     if settings is None or not settings.configured or not settings.auto_deadline:
-        return 0.0, ""
+        return 0.0, "", False
     seconds = settings.auto_deadline
     with _ran_out_lock:
         when = _ran_out.get(_endpoint(settings))
     if when is None or time.monotonic() - when >= COOL_OFF or seconds <= SHORT_DEADLINE:
-        return seconds, _deadline_name(seconds)
+        return seconds, _deadline_name(seconds), False
     ago = time.monotonic() - when
-    return SHORT_DEADLINE, (
-        f"{_deadline_name(SHORT_DEADLINE)} (shortened: the model gave no answer within "
-        f"{seconds:g} s {ago:.0f} s ago)"
+    return (
+        SHORT_DEADLINE,
+        (
+            f"{_deadline_name(SHORT_DEADLINE)} (shortened: the model gave no answer within "
+            f"{seconds:g} s {ago:.0f} s ago)"
+        ),
+        True,
     )
 
 
-def _ran_out_or_not(settings: LLMSettings | None, limit: Deadline | None) -> None:
-    """Remember that the model did not answer within a diagnosis's deadline (the
-    next diagnoses get ``SHORT_DEADLINE``), or forget it once it did."""
+def _ran_out_or_not(
+    settings: LLMSettings | None,
+    limit: Deadline | None,
+    shortened: bool,
+    report: DiagnosticReport | None,
+) -> None:
+    """Remember that the model did not answer within a diagnosis's whole deadline
+    (the next diagnoses get ``SHORT_DEADLINE``), or forget it once it answered. A
+    short deadline that runs out does not start the wait again (a model slower than
+    it gets the whole deadline when the wait is over), nor does a diagnosis that
+    asked the model nothing (the free tier's, an answer from the cache) forget it."""
     import time
 
     if settings is None or limit is None:
         return
     with _ran_out_lock:
         if limit.left() <= 0:
-            _ran_out[_endpoint(settings)] = time.monotonic()
-        else:
+            if not shortened:
+                _ran_out[_endpoint(settings)] = time.monotonic()
+        elif report is not None and report.cost.calls > 0:
             _ran_out.pop(_endpoint(settings), None)
 
 
@@ -406,20 +421,22 @@ def diagnose_failure(
     from agentdebug.llm import LLMError
     from agentdebug.llm.budget import deadline_scope
 
+    settings, limit, shortened = None, None, False
     try:
         if not trajectory.events:
             log.warning("agentdebug: run %s failed before recording anything", trajectory.id)
             return None
         chosen = attributor or configured_attributor()
         settings = _model_settings(options)
-        seconds, name = _deadline_for(settings)
+        seconds, name, shortened = _deadline_for(settings)
         with (
             deadline_scope(seconds or None, name, hint=DEADLINE_HINT) as limit,
             _said_when_slow(trajectory.id, settings, limit, options),
         ):
             report = debugger.diagnose(debugger.history(trajectory), attributor=chosen, **options)
-        _ran_out_or_not(settings, limit)
+        _ran_out_or_not(settings, limit, shortened, report)
     except Exception as failed:
+        _ran_out_or_not(settings, limit, shortened, None)  # (no_fallback: it raised)
         said = (
             f"agentdebug could not diagnose run {trajectory.id}: "
             f"{type(failed).__name__}: {safe_str(failed)} "

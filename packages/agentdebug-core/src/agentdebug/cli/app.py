@@ -467,9 +467,13 @@ def _verified_other(store: TraceStore, report: DiagnosticReport) -> DiagnosticRe
         earlier = store.load_reports(report.trajectory_id)
     except Exception:  # (an unreadable store: the save says so)
         return None
+    from agentdebug.rerun.record import runs_read
+
     last = earlier[-1] if earlier else None
     if last is None or not last.verified_by_rerun or last.root_cause is None:
         return None
+    if runs_read(last) != runs_read(report):
+        return None  # (read with its history, or without: steps numbered otherwise)
     new, old = report.root_cause, last.root_cause
     same = new is not None and (new.agent_name, new.step_index) == (
         old.agent_name,

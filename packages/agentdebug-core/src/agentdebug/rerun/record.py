@@ -65,13 +65,13 @@ def carried_verification(store: TraceStore, report: DiagnosticReport) -> Diagnos
         earlier = store.load_reports(report.trajectory_id)
     except AgentDebugError:
         return report
-    view = _runs_read(report)
+    view = runs_read(report)
     for old in reversed(earlier):
         blamed = old.root_cause
         if (
             old.id != report.id
             and old.verification is not None
-            and _runs_read(old) == view  # (the same steps: a run read with its history or not)
+            and runs_read(old) == view  # (the same steps: a run read with its history or not)
             and blamed is not None
             and (blamed.agent_name, blamed.step_index) == (root.agent_name, root.step_index)
         ):
@@ -89,7 +89,7 @@ def carried_verification(store: TraceStore, report: DiagnosticReport) -> Diagnos
     return report
 
 
-def _runs_read(report: DiagnosticReport) -> list[Any]:
+def runs_read(report: DiagnosticReport) -> list[Any]:
     """The runs a report read (a run that continues others, read with them), as
     :func:`agentdebug.store.history.made_on` compares them; empty for a run alone."""
     read = report.metadata.get("history")

@@ -125,8 +125,9 @@ class DeepDebugAttributor:
             return [self._global_read_only(facts, first, failure, Stop.of(exc))]
         if second.step == first.step:
             _inspect("candidates agree")
-            best = max(first.confidence, second.confidence)  # (two shrugs agreeing: no
-            confidence = min(0.95, best + 0.15) if best >= MIN_WEIGHT else best  # more)
+            # (agreeing adds 0.15 when one of them carries weight: two shrugs, no more)
+            best = max(first.confidence, second.confidence)
+            confidence = min(0.95, best + 0.15) if best >= MIN_WEIGHT else best
             return [
                 self._result(
                     facts,

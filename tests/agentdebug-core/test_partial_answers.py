@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agentdebug.diagnose import diagnose
-from agentdebug.llm import Budget, LLMSettings
+from agentdebug.llm import Budget
 from agentdebug.llm.testing import ScriptedServer
 from agentdebug.report import render
 from agentdebug.schema import (
@@ -23,21 +23,7 @@ from agentdebug.schema import (
     Outcome,
     OutcomeStatus,
 )
-
-
-def settings_for(server: ScriptedServer) -> LLMSettings:
-    return LLMSettings(
-        model="scripted", base_url=server.base_url, api_key="k", cache=False, max_retries=0
-    )
-
-
-def user_text(request: dict[str, Any]) -> str:
-    return "\n".join(str(m["content"]) for m in request["messages"] if m["role"] == "user")
-
-
-def schema_name(request: dict[str, Any]) -> str:
-    return str(request["response_format"]["json_schema"]["name"])
-
+from test_model_prompts import schema_name, settings_for, user_text
 
 # -- a LangGraph tool loop: the model asks for "Pariss", the tool fails, it makes up a forecast
 

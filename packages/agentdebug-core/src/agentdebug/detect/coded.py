@@ -39,6 +39,7 @@ blamed (a right value is given or made before the step that went wrong with it).
 from __future__ import annotations
 
 import bisect
+import itertools
 import re
 from collections.abc import Iterator
 from decimal import ROUND_HALF_UP, Decimal
@@ -148,30 +149,33 @@ def _number_pattern(value: str) -> re.Pattern[str]:
 
 def _named(reason: str, reference: str) -> list[_Value]:
     """The figures and addresses the failure names: those of its reason that are not
-    given as wanted may be wrong ones; the reference answer's are the right ones."""
-    found: list[_Value] = []
+    given as wanted may be wrong ones; the reference answer's are the right ones
+    (the first few: a long reason's others are neither read nor compiled)."""
+    return list(itertools.islice(_each_named(reason, reference), MOST_VALUES))
+
+
+def _each_named(reason: str, reference: str) -> Iterator[_Value]:
     for text, wrong_ok in ((reason, True), (reference, False)):
         for m in _DECIMAL.finditer(text):
             whole, decimals = m.group(1), m.group(2).rstrip("0")
             if not decimals:  # ("90.0": a whole number of two digits, looked for as
-                found.append(_Value(whole, _number_pattern(whole), True, False))  # a wanted one)
+                yield _Value(whole, _number_pattern(whole), True, False)  # a wanted one)
                 continue
             pattern = re.compile(rf"{whole}\.(?<![\w.,]{whole}\.)\d+(?!\d|[.,]\d)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
-            found.append(_Value(f"{whole}.{decimals}", pattern, True, wrong))
+            yield _Value(f"{whole}.{decimals}", pattern, True, wrong)
         for value, written in wanted_values(text):
             at = written.search(text)
             if at is None or not value[:1].isdigit() or not _is_figure(text, *at.span()):
                 continue
             wrong = wrong_ok and not _wanted_here(text, at.start())
-            found.append(_Value(value, _number_pattern(value), True, wrong))
+            yield _Value(value, _number_pattern(value), True, wrong)
         for m in _EMAIL.finditer(text):
             value = m.group().rstrip(".").lower()  # (looked for in the run's text lowercased)
             head = re.escape(value[0])
             pattern = re.compile(rf"{head}(?<![\w.+-]{head}){re.escape(value[1:])}(?![\w-]|\.\w)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
-            found.append(_Value(value, pattern, False, wrong))
-    return found[:MOST_VALUES]
+            yield _Value(value, pattern, False, wrong)
 
 
 class _Texts:

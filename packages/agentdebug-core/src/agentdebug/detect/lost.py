@@ -76,12 +76,15 @@ def wanted_values(text: str) -> list[tuple[str, re.Pattern[str]]]:
             pattern = rf"(?<![\w.,]){grouped}{tail}(?!\d|[.,]\d)"
         if value not in found:
             found[value] = re.compile(pattern)
-    return list(found.items())[:MOST_VALUES]
+            if len(found) == MOST_VALUES:  # (a long reason: the first values are enough)
+                break
+    return list(found.items())
 
 
 def _priced(text: str, m: re.Match[str]) -> bool:
     """Whether a currency or a unit goes with the number ``m`` found in ``text``."""
-    return bool(_MONEY_BEFORE.search(text[: m.start()]) or _UNIT_AFTER.match(text, m.end()))
+    before = text[max(0, m.start() - 2) : m.start()]  # (not the whole text before it)
+    return bool(_MONEY_BEFORE.search(before) or _UNIT_AFTER.match(text, m.end()))
 
 
 def digit_groups(digits: str) -> list[str]:

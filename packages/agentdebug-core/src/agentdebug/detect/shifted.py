@@ -138,7 +138,9 @@ def _figures(reason: str) -> list[tuple[_Number, tuple[int, ...]]]:
         digits, _ = _digits(number.value)
         if len(digits) >= 2 and all(number.value != f.value for f, _ in found):
             found.append((number, digits))
-    return found[:MOST_FIGURES]
+            if len(found) == MOST_FIGURES:
+                break
+    return found
 
 
 def rule_figure_scaled(ctx: RuleContext) -> Iterator[Finding]:

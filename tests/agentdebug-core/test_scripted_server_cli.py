@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentdebug import AgentDebug
 from agentdebug.diagnose import diagnose
-from agentdebug.llm import LLMSettings
-from agentdebug.llm.script_file import ScriptError, load_script, logged
-from agentdebug.llm.testing import ScriptedServer
+from agentdebug.llm import LLMSettings, use_settings
+from agentdebug.llm.script_file import ASKED, ScriptError, load_script, logged
+from agentdebug.llm.testing import ScriptedServer, schema_answerer
+from agentdebug.recover import AutoManualRecoverer, CriticRecoverer, ReflexionRecoverer
+from agentdebug.rerun.score import LLMJudgeScorer
 from agentdebug.schema import AgentTrajectory
 from conftest import EXAMPLES, run_cli
+from toy_agent import failing_run
 
 BOOKING = EXAMPLES / "failed_booking.json"
 BLAME = {
@@ -87,6 +91,8 @@ def test_a_bad_script_is_refused_naming_the_file_and_the_entry(tmp_path: Path) -
         ({"StepVerdict": "yes"}, "entry 'StepVerdict' is str, not a JSON object"),
         ({"*": {"$status": 500, "verdict": "x"}}, "a reply takes only"),
         ({"*": {"$delay": 1}}, "a reply with no $status gives $content"),
+        ({"Atribution": BLAME}, "'Atribution' is not an answer agentdebug asks for (did you"),
+        ({"Attribution": BLAME, "Judge": {}}, "the names: Attribution, CriticAnswer"),
     ]
     for doc, expected in cases:
         script.write_text(doc if isinstance(doc, str) else json.dumps(doc))
@@ -123,6 +129,38 @@ def test_answers_by_name_in_turn_errors_and_the_minimal_instance_otherwise(
     schema = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
     minimal = plain(_asking("HalfVerdict", schema))
     assert json.loads(str(getattr(minimal, "content", minimal))) == {"ok": False}
+
+
+def test_the_names_a_script_may_use_are_those_agentdebug_asks_for(tmp_path: Path) -> None:
+    """A review: a misspelt name ("Atribution") was silently never given, and the
+    dry run then looked like a broken model path. Every model-backed stage, driven
+    through a server, asks only for names :data:`ASKED` holds, and each name it
+    holds is one the code defines (so the list cannot keep a name gone stale)."""
+    log = tmp_path / "log.jsonl"
+    booking = AgentTrajectory.model_validate_json(BOOKING.read_text())
+    dbg = AgentDebug(tmp_path / "store")
+    toy = failing_run(dbg)
+    report = dbg.diagnose(toy)
+    with ScriptedServer(logged(schema_answerer, log)) as server:
+        settings = LLMSettings(
+            model="scripted", base_url=server.base_url, api_key="k", cache=False, max_retries=0
+        )
+        for strategy in ("all-at-once", "step-by-step", "binary-search", "lifecycle",
+                         "deepdebug", "auto"):  # fmt: skip
+            diagnose(booking, attributor=strategy, settings=settings, judge=True)
+        with use_settings(settings):
+            LLMJudgeScorer().score(toy, toy)
+            for recoverer in (ReflexionRecoverer(), CriticRecoverer(), AutoManualRecoverer()):
+                recoverer.recover(toy, report)
+    asked = {json.loads(line)["schema"] for line in log.read_text().splitlines()}
+    assert asked <= ASKED and len(asked) >= 10, sorted(asked)
+    source = "\n".join(
+        path.read_text() for path in (EXAMPLES.parent / "packages").rglob("agentdebug/**/*.py")
+    )
+    for name in ASKED:
+        assert f"class {name}(" in source or f'"{name}"' in source.replace(f'"{name}",  #', ""), (
+            name
+        )
 
 
 def test_a_script_with_a_bom_and_a_retry_after(tmp_path: Path) -> None:

@@ -6,12 +6,13 @@ of the JSON schema it asks for (empty strings, confidence 0): the whole path run
 and no answer means anything. A script gives the answers a user wants to try.
 
 It is a JSON object whose keys name the structured answers agentdebug asks for,
-by their schema's name (``Attribution`` for one-pass attribution,
+by their schema's name (:data:`ASKED`: ``Attribution`` for one-pass attribution,
 ``StepVerdict``, ``HalfVerdict``, ``GlobalRead``, ``WindowAnswer``,
-``JudgeAnswer``...; the log shows the name of every request), each with one answer (a JSON object, given every time it is asked
-for) or a list of them (given in turn, the last again once they run out); ``"*"``
-answers a name the script does not hold, and a name neither holds gets the
-minimal instance. Or a JSON list: answers in turn whatever is asked. An answer
+``JudgeAnswer``...; the log shows the name of every request; a name agentdebug
+never asks for is refused, since it would never be given), each with one answer
+(a JSON object, given every time it is asked for) or a list of them (given in
+turn, the last again once they run out); ``"*"`` answers a name the script does
+not hold, and a name neither holds gets the minimal instance. Or a JSON list: answers in turn whatever is asked. An answer
 may be a reply of another kind instead: ``{"$status": 429, "$message": "slow
 down", "$retry_after": 30, "$delay": 2}`` (an HTTP error, with a ``Retry-After``
 header, or an answer late by ``$delay`` seconds;
@@ -23,6 +24,7 @@ and the answer given.
 
 from __future__ import annotations
 
+import difflib
 import json
 import threading
 import time
@@ -32,6 +34,24 @@ from typing import Any
 from agentdebug.llm.testing import Answerer, Reply, schema_answerer, schema_of_request
 
 ANY = "*"
+# the structured answers agentdebug asks a model for, by schema name (a test drives
+# every model-backed stage through a server and checks that this is all of them)
+ASKED = frozenset(
+    {
+        "Attribution",  # one-pass attribution (all-at-once; the router's)
+        "StepVerdict",  # step-by-step
+        "HalfVerdict",  # binary search, and DeepDebug's probe
+        "FinalHalfVerdict",  # binary search's last step
+        "GlobalRead",  # DeepDebug's first read
+        "CrossAnswer",  # DeepDebug's cross-examination
+        "WindowAnswer",  # error lifecycle, a window of the trace
+        "FinalAnswer",  # error lifecycle, the attribution among survivors
+        "JudgeAnswer",  # the LLM judge detector, and the rerun's LLM scorer
+        "ReflexionAnswer",  # recoverers: reflexion
+        "CriticAnswer",  # critic
+        "ManualAnswer",  # automanual
+    }
+)
 _REPLY_KEYS = frozenset({"$status", "$message", "$delay", "$content", "$retry_after"})
 
 
@@ -71,6 +91,13 @@ def load_script(path: Path) -> Answerer:
     by_name: dict[str, list[Reply]] = {}
     for name, given in doc.items():
         entry = f"entry {name!r}"
+        if name != ANY and name not in ASKED:
+            near = difflib.get_close_matches(name, sorted(ASKED), n=1)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ScriptError(
+                f"{path}: {entry} is not an answer agentdebug asks for{hint}; the names: "
+                f"{', '.join(sorted(ASKED))}, or {ANY!r} for any"
+            )
         by_name[name] = _replies(path, entry, given if isinstance(given, list) else [given])
     return _ByName(by_name)
 

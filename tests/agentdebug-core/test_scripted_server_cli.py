@@ -20,7 +20,7 @@ from agentdebug.llm.script_file import ASKED, ScriptError, load_script, logged
 from agentdebug.llm.testing import ScriptedServer, schema_answerer
 from agentdebug.recover import AutoManualRecoverer, CriticRecoverer, ReflexionRecoverer
 from agentdebug.rerun.score import LLMJudgeScorer
-from agentdebug.schema import AgentTrajectory
+from agentdebug.schema import AgentTrajectory, OutcomeStatus
 from conftest import EXAMPLES, run_cli
 from toy_agent import failing_run
 
@@ -216,3 +216,30 @@ def test_diagnose_says_it_waits_on_a_slow_model(
         f"Waiting for model 'scripted' at {url} to diagnose run "
         "example-failed-booking: up to 1 s a call, 1 attempt(s) each"
     ) in result.output  # (stdout and stderr: click before 8.2 has no stderr apart)
+
+
+def test_a_succeeded_run_is_not_said_to_leave_the_model_unused(tmp_path: Path) -> None:
+    """A review: with a model configured, `diagnose` of a run that succeeded cleanly
+    said "a model is configured but this attributor does not use it (try
+    --attributor auto)", though auto was the attributor and there was nothing to
+    look for. It now says only that."""
+    run = AgentTrajectory.model_validate_json(BOOKING.read_text())
+    clean = run.model_copy(
+        update={
+            "id": "clean",
+            "events": [run.events[0], run.events[-1].model_copy(update={"step_index": 1})],
+            "outcome": run.outcome.model_copy(
+                update={"status": OutcomeStatus.SUCCESS, "reason": None}
+            ),
+        }
+    )
+    path = tmp_path / "clean.json"
+    path.write_text(clean.model_dump_json())
+    with ScriptedServer(schema_answerer) as server:
+        said = run_cli("--store", str(tmp_path / "store"), "diagnose", str(path), "--model",
+                       "scripted", "--base-url", server.base_url, "--api-key", "k")  # fmt: skip
+        asked = len(server.requests)
+    assert said.returncode == 0, said.stderr
+    assert "the run succeeded and no detector found a fault" in said.stdout
+    assert "free tier" not in said.stdout and "does not use it" not in said.stdout
+    assert asked == 0

@@ -114,7 +114,8 @@ def diagnose(
 
     cost = Cost.of(audit)
     tier = "model" if cost.calls or cost.cached_calls else "free"
-    if tier == "free" and not _needs_model(att):
+    looked = not any(a.stage == "attribute" and a.outcome == "skipped" for a in audit)
+    if tier == "free" and not _needs_model(att) and looked:  # (nothing failed: no tier to note)
         notes.insert(0, FREE_TIER_NOTE if not llm.configured else FREE_TIER_WITH_MODEL_NOTE)
     if unread is not None:
         notes.insert(0, unread)

@@ -60,12 +60,24 @@ _JSON_TEXT = 1_000_000  # the longest text read as JSON
 _SOURCES = frozenset({EventType.TOOL_RESULT, EventType.AGENT_END, EventType.USER_INPUT})
 # where an item dropped may have gone after its source: data a step was given or wrote
 _CARRIED = frozenset({EventType.TOOL_CALL, EventType.AGENT_END, EventType.AGENT_START})
-_ID_LIKE = re.compile(r"(?=.*[A-Za-z])(?=.*\d)|\d[-_.]|[-_.]\d")
-_PROPER = re.compile(r"[A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)+")  # two capitalised words or more
+_DIGIT_JOINED = re.compile(r"\d[-_.]|[-_.]\d")
+_LETTER, _DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
+# two capitalised words or more (each from a word's start: a long word is not tried
+# from each of its letters)
+_PROPER = re.compile(r"(?<![\w&'.-])[A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)+")
 _MISSING = re.compile(
     r"(?i)\b(?:not|never|no|missing|left out|omit\w*|without|dropped|skipped|excluded|"
     r"lacks?|absent)\b"
 )
+
+
+def _id_like(text: str) -> bool:
+    """Whether ``text`` reads as holding an identifier: a line with a letter and a
+    digit, or a digit joined to a separator ("A-12", "2.5", "x_1")."""
+    if _DIGIT_JOINED.search(text):
+        return True
+    return any(_LETTER.search(line) and _DIGIT.search(line) for line in text.split("\n"))
+
 
 # A collection: the field its items are known by (None: names themselves), its names
 _Collection = tuple[str | None, frozenset[str]]
@@ -128,7 +140,7 @@ def _named_by(reason: str, low: str, name: str, field: str | None) -> bool:
     with a capital, as written ("Northwind Logistics"; not "Delta", "High", "Open"),
     where the failure says something is missing near it ("does not flag Northwind
     Logistics", "X was left out")."""
-    if _ID_LIKE.search(name):
+    if _id_like(name):
         return name.lower() in low and bool(_word(name.lower()).search(low))
     if field is None or name not in reason or not _PROPER.fullmatch(name):
         return False
@@ -151,7 +163,7 @@ def rule_named_item_filtered_out(ctx: RuleContext) -> Iterator[Finding]:
     if run.outcome.status is not OutcomeStatus.FAILURE:
         return
     reason = f"{run.outcome.reason or ''} {run.reference_answer or ''}"
-    if not (_ID_LIKE.search(reason) or _PROPER.search(reason)):
+    if not (_id_like(reason) or _PROPER.search(reason)):
         return
     low = reason.lower()
     events = run.events

@@ -348,6 +348,22 @@ class _Planner:
 REASON_CHARS = 2_000
 
 
+def _how_it_failed(trajectory: AgentTrajectory) -> str:
+    """The outcome's reason on one line, with the error the run raised where the
+    reason does not give its message ("the graph raised KeyError" says which
+    exception, not which key)."""
+    outcome = trajectory.outcome
+    if outcome is None:
+        return ""
+    said = " ".join((outcome.reason or "").split())
+    error = outcome.error
+    message = " ".join(error.message.split()) if error is not None else ""
+    if message and message not in said:
+        raised = f"{error.type}: {message}" if error is not None and error.type else message
+        said = f"{said} ({raised})" if said else raised
+    return said
+
+
 def _header(
     trajectory: AgentTrajectory, steps: Sequence[Step], every: Sequence[Step], goal_chars: int
 ) -> str:
@@ -366,11 +382,10 @@ def _header(
         lines.append("INPUT AND TOOL OUTPUT ONLY, NOT AGENTS: " + ", ".join(others))
     if trajectory.reference_answer is not None:
         lines.append("REFERENCE ANSWER: " + cut_middle(trajectory.reference_answer, goal_chars)[0])
-    reason = trajectory.outcome.reason if trajectory.outcome else None
-    if reason and reason.strip():  # (what the user's check or the error said went wrong:
-        # a model asked what failed is told what the failure was; on one line, so that
-        # a reason cannot read as a header or a step of the view, and kept short)
-        said = " ".join(reason.split())
+    said = _how_it_failed(trajectory)
+    if said:  # (what the user's check or the error said went wrong: a model asked what
+        # failed is told what the failure was; on one line, so that a reason cannot
+        # read as a header or a step of the view, and kept short)
         lines.append("HOW IT FAILED: " + cut_middle(said, min(goal_chars, REASON_CHARS))[0])
     first, last = steps[0].index, steps[-1].index
     if len(steps) < len(every):

@@ -320,3 +320,26 @@ def test_a_graph_that_runs_a_subgraph_until_its_own_limit_keeps_its_branch_to_it
     fork = branch.metadata["langgraph"]["fork"]
     assert fork["steps_left"] == 5 and fork["recursion_limit"] == 3
     assert branch.outcome.error is not None and branch.outcome.error.type == "GraphRecursionError"
+
+
+@pytest.mark.parametrize(
+    ("config", "said"),
+    [
+        ({"recursion_limit": "10"}, "takes a whole number >= 1, not '10'"),
+        ({"recursion_limit": -1}, "takes a whole number >= 1, not -1"),
+        ({"recursion_limit": True}, "takes a whole number >= 1, not True"),
+        ({"configurable": ["thread_id"]}, "config={'configurable': ...}) takes a dict, not list"),
+        ("recursion_limit=5", "takes a dict, not str"),
+    ],
+)
+def test_a_bad_branch_config_is_refused_when_the_executor_is_made(
+    config: Any, said: str, tmp_path: Any
+) -> None:
+    """A review: a limit of "10" (read from the environment) was taken, and failed
+    only inside the branch, after the branch's thread and a branch run were made
+    and stored; the CLI refused the same value at once."""
+    dbg = AgentDebug(tmp_path)
+    with pytest.raises((TypeError, ValueError)) as raised:
+        LangGraphRerunExecutor(debugger=dbg, config=config)
+    assert said in str(raised.value)
+    LangGraphRerunExecutor(debugger=dbg, config={"recursion_limit": 5, "configurable": {}})

@@ -159,7 +159,7 @@ class LangGraphRerunExecutor:
     ) -> None:
         self.graph = graph
         self.debugger = debugger
-        self.config = dict(config or {})
+        self.config = _invocation.checked_config(config)
         self.context = context
         self.success_check = checked_success_check(
             success_check, "LangGraphRerunExecutor(success_check=...)"

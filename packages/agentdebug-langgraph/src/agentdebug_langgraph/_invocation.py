@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import logging
 import re
 from collections import OrderedDict
@@ -42,12 +43,32 @@ log = logging.getLogger("agentdebug.langgraph")
 KEY = "invoked_with"  # under the run's metadata["langgraph"]
 # configurable keys LangGraph sets or a branch sets itself (its thread, its checkpoint)
 _OWN_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
-# names whose values are not written to the store
-SECRET_NAME = re.compile(
-    r"(?i)(api[_-]?key|key$|access[_-]?key|private|secret|passw(or)?d|passphrase|pwd"
-    r"|credential|authori[sz]ation|(^|[_-])auth([_-]|$)|bearer|cookie|token$|jwt|dsn)"
-)  # (not ``max_tokens``, ``author``, ``keys``)
+# names whose values are not written to the store, read as words ("apiKey", "x-api-key",
+# "OPENAI_API_KEY": api, key): a word that names a secret anywhere in the name...
+_SECRET_WORDS = frozenset(
+    {"secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
+     "credentials", "authorization", "authorisation", "auth", "bearer", "apikey"}
+)  # fmt: skip
+# ... one that does as the name's last ("db_pwd", "session_token"; not "pwd_dir",
+# "token_limit", "jwt_audience", "cookie_consent", "dsn_name")...
+_SECRET_LAST = frozenset({"key", "token", "pwd", "cookie", "cookies", "jwt", "dsn"})
+# ... and a key of these kinds, anywhere ("aws_access_key_id"; not "sort_key_order")
+_KEY_KINDS = frozenset({"api", "access", "private", "secret", "signing", "encryption"})
+_WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 MOST_BYTES = 64 * 1024  # a context's JSON beyond this is named, not stored
+
+
+def secret_name(name: str) -> bool:
+    """Whether a configurable key or a field's name says its value is a secret, read
+    as words (``api_key``, ``client_secret``, ``access_token``, ``Authorization``;
+    not ``max_tokens``, ``author``, ``hotkey``, ``secretary_email``,
+    ``include_private_repos``)."""
+    words = [w.lower() for w in _WORD.findall(name)]
+    if not words:
+        return False
+    if words[-1] in _SECRET_LAST or any(w in _SECRET_WORDS for w in words):
+        return True
+    return any(a in _KEY_KINDS and b == "key" for a, b in itertools.pairwise(words))
 
 
 def _plain_default_limit() -> int | None:
@@ -171,7 +192,7 @@ def _record(invocation: Invocation) -> dict[str, Any] | None:
     out: dict[str, Any] = {}
     kept, left = {}, []
     for key, value in invocation.configurable.items():
-        if SECRET_NAME.search(key) or _json_size(value) is None or _holds_secret(value):
+        if secret_name(key) or _json_size(value) is None or _holds_secret(value):
             left.append(key)
         else:
             kept[key] = value
@@ -227,7 +248,7 @@ def _context_json(context: Any) -> tuple[Any, str | None]:
     odd = sorted(k for k, v in fields.items() if _json_size(v) is None)
     if odd:
         return None, f"field {', '.join(odd)} has no JSON form, or too long a one"
-    secret = sorted({k for k, v in fields.items() if SECRET_NAME.search(k) or _holds_secret(v)})
+    secret = sorted({k for k, v in fields.items() if secret_name(k) or _holds_secret(v)})
     if secret:
         return None, f"field {', '.join(secret)} holds a secret's name, which is not stored"
     if _json_size(fields) is None:
@@ -253,8 +274,7 @@ def _holds_secret(value: Any) -> bool:
     """Whether plain JSON ``value`` has a key that looks like a secret's, at any depth."""
     if isinstance(value, dict):
         return any(
-            not isinstance(k, str) or SECRET_NAME.search(k) or _holds_secret(v)
-            for k, v in value.items()
+            not isinstance(k, str) or secret_name(k) or _holds_secret(v) for k, v in value.items()
         )
     if isinstance(value, list):
         return any(_holds_secret(v) for v in value)
@@ -395,3 +415,30 @@ def _rebuilt(fields: Any, type_spec: str, graph: Any) -> tuple[Any, str | None]:
 
 def _is_class_schema(kind: type) -> bool:
     return dataclasses.is_dataclass(kind) or hasattr(kind, "model_validate")
+
+
+def checked_config(config: Any) -> dict[str, Any]:
+    """``config=`` as given, refused now where the branch would fail on it only after
+    it was made and stored: a ``recursion_limit`` that is not a whole number of 1 or
+    more (``"10"`` read from the environment), ``configurable`` that is not a dict."""
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise TypeError(
+            f"LangGraphRerunExecutor(config=...) takes a dict, not {type(config).__name__}"
+        )
+    limit = config.get("recursion_limit")
+    if "recursion_limit" in config and (
+        isinstance(limit, bool) or not isinstance(limit, int) or limit < 1
+    ):
+        raise ValueError(
+            "LangGraphRerunExecutor(config={'recursion_limit': ...}) takes a whole number "
+            f">= 1, not {limit!r}"
+        )
+    given = config.get("configurable")
+    if given is not None and not isinstance(given, dict):
+        raise TypeError(
+            "LangGraphRerunExecutor(config={'configurable': ...}) takes a dict, "
+            f"not {type(given).__name__}"
+        )
+    return dict(config)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from agentdebug import AgentDebug
 from agentdebug.capture.auto import configured_attributor, diagnose_failure
 from agentdebug.llm import LLMSettings, use_settings
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
+from conftest import run_cli
 from toy_agent import failing_run
 
 
@@ -30,6 +32,11 @@ def test_the_report_is_stored_noted_on_the_exception_and_handed_over(
     assert "researcher at step 1" in note and "Suggested fix:" in note
     assert note in caplog.text
     assert str(exc) == "the agent gave up"  # the exception itself is unchanged
+    # (a review: the commands lacked --store, so pasted they found no store)
+    show = note.rsplit("(", 1)[1].split(" / ")[0]
+    dbg.close()
+    said = run_cli(*shlex.split(show)[1:], env={"AGENTDEBUG_HOME": str(tmp_path / "elsewhere")})
+    assert said.returncode == 0 and f"Run {run.id}" in said.stdout, said.stderr
 
 
 def test_failures_of_the_diagnosis_or_the_callback_are_logged_not_raised(
@@ -86,7 +93,7 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
     if strict:
         assert report is None and said in note
         assert note.startswith(f"agentdebug could not diagnose run {run.id}:")
-        assert f"agentdebug diagnose {run.id}" in note
+        assert f"agentdebug --store {dbg.store.location} diagnose {run.id}" in note
     else:
         assert report is not None and report.root_cause is not None
         assert "A model stage did not answer: all-at-once failed" in note and said in note
@@ -142,7 +149,7 @@ def test_a_diagnosis_in_the_background_takes_the_settings_in_force(tmp_path: Pat
             future = diagnose_in_background(dbg, run, exc=exc, on_report=got.append)
         assert exc.__notes__ == [
             f"agentdebug is diagnosing run {run.id} in the background; its report will "
-            f"be in the store (agentdebug show {run.id})"
+            f"be in the store (agentdebug --store {dbg.store.location} show {run.id})"
         ]
         report = future.result(timeout=60)
     assert report is not None and got == [report] and report.tier == "model"
@@ -236,6 +243,7 @@ sys.path.insert(0, sys.argv[2])
 from agentdebug import AgentDebug
 from agentdebug.capture.auto import diagnose_in_background
 from agentdebug.llm import LLMSettings, use_settings
+from conftest import run_cli
 from toy_agent import failing_run
 logging.basicConfig(level=logging.WARNING)
 dbg = AgentDebug(sys.argv[1])
@@ -273,7 +281,7 @@ def test_a_burst_beyond_the_queue_is_not_diagnosed_and_says_so(
     assert auto.diagnose_in_background(dbg, run, exc=exc).result() is None
     assert exc.__notes__ == [
         f"agentdebug did not diagnose run {run.id}: 0 diagnoses were already waiting "
-        f"(agentdebug diagnose {run.id})"
+        f"(agentdebug --store {dbg.store.location} diagnose {run.id})"
     ]
     assert dbg.store is not None and dbg.store.load_reports(run.id) == []
     dbg.close()
@@ -284,6 +292,7 @@ import multiprocessing, sys
 from agentdebug import AgentDebug
 from agentdebug.capture.auto import diagnose_in_background
 sys.path.insert(0, sys.argv[2])
+from conftest import run_cli
 from toy_agent import failing_run
 
 def child(home, out):

@@ -23,10 +23,12 @@ import contextvars
 import importlib
 import logging
 import os
+import shlex
 import sys
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.audit import FALLBACK, FREE_TIER_INSTEAD, HEURISTIC_INSTEAD
@@ -34,6 +36,7 @@ from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_
 from agentdebug.capture.encode import safe_str
 from agentdebug.errors import ConfigError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
+from agentdebug.store import store_file
 
 if TYPE_CHECKING:
     from agentdebug.llm import LLMSettings
@@ -193,7 +196,7 @@ def diagnose_in_background(
         _note(
             exc,
             f"agentdebug did not diagnose run {rid}: {MAX_WAITING} diagnoses were "
-            f"already waiting (agentdebug diagnose {rid})",
+            f"already waiting ({command(debugger, 'diagnose', rid)})",
         )
         skipped: Future[DiagnosticReport | None] = Future()
         skipped.set_result(None)
@@ -218,7 +221,7 @@ def diagnose_in_background(
     _note(
         exc,
         f"agentdebug is diagnosing run {rid} in the background; its report will be in "
-        f"the store (agentdebug show {rid})",
+        f"the store ({command(debugger, 'show', rid)})",
     )
     try:
         with _pool_lock:
@@ -385,8 +388,25 @@ def _said_when_slow(
         timer.cancel()
 
 
-def summary_paragraph(report: DiagnosticReport) -> str:
-    """The report in one paragraph: what failed, the root cause, the fix, where to look."""
+def command(debugger: AgentDebug | None, verb: str, run_id: str) -> str:
+    """The command line that does ``verb`` to a run of ``debugger``'s store: with
+    ``--store`` where that is not where the command looks by default (a store given
+    as ``AgentDebug(path)``: without it, the command pasted says there is no store)."""
+    where = getattr(getattr(debugger, "store", None), "location", None)
+    store = ""
+    if where:
+        try:
+            default = store_file(None).resolve()
+            if Path(where).resolve() != default:
+                store = f" --store {shlex.quote(where)}"
+        except (OSError, ValueError):
+            store = f" --store {shlex.quote(where)}"
+    return f"agentdebug{store} {verb} {run_id}"
+
+
+def summary_paragraph(report: DiagnosticReport, debugger: AgentDebug | None = None) -> str:
+    """The report in one paragraph: what failed, the root cause, the fix, where to look
+    (the commands, for ``debugger``'s store)."""
     parts = [f"agentdebug diagnosis {report.id} of run {report.trajectory_id}:", report.summary]
     if report.fix is not None:
         parts.append(f"Suggested fix: {report.fix.directive}")
@@ -396,9 +416,8 @@ def summary_paragraph(report: DiagnosticReport) -> str:
     unread = [n for n in report.notes if n.endswith(FREE_TIER_INSTEAD)]
     if unread:  # nor a model configured wrongly, and so not used
         parts.append(f"{unread[0][:1].upper()}{unread[0][1:]}.")
-    parts.append(
-        f"(agentdebug show {report.trajectory_id} / agentdebug diagnose {report.trajectory_id})"
-    )
+    rid = report.trajectory_id
+    parts.append(f"({command(debugger, 'show', rid)} / {command(debugger, 'diagnose', rid)})")
     return " ".join(p for p in parts if p)
 
 
@@ -440,7 +459,7 @@ def diagnose_failure(
         said = (
             f"agentdebug could not diagnose run {trajectory.id}: "
             f"{type(failed).__name__}: {safe_str(failed)} "
-            f"(agentdebug diagnose {trajectory.id} tries again)"
+            f"({command(debugger, 'diagnose', trajectory.id)} tries again)"
         )
         if isinstance(failed, LLMError | ConfigError):
             # A model that failed (with no_fallback), or a setting: expected, and
@@ -451,7 +470,7 @@ def diagnose_failure(
             log.exception("agentdebug: the automatic diagnosis of run %s failed", trajectory.id)
         _note(exc, said)  # (said where the user looks, as a report would be)
         return None
-    paragraph = summary_paragraph(report)
+    paragraph = summary_paragraph(report, debugger)
     log.warning("%s", paragraph)
     _note(exc, paragraph)
     if on_report is not None:

@@ -200,3 +200,33 @@ def test_a_run_made_with_each_saving_durability_records_checkpoints_the_rerun_fo
     branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(request_from(run, cb))
     assert branch.outcome.status is OutcomeStatus.SUCCESS
     assert branch.metadata["langgraph"]["fork"]["from_checkpoint_id"] == recorded[0]
+
+
+def test_the_check_is_given_what_invoke_returns_also_when_streamed(tmp_path: Any) -> None:
+    """A review: with an ``output_schema`` the check was given every key when the app
+    streamed the graph and only the output's under ``invoke`` (and in the rerun's
+    branch, which is invoked), so a check that passed on the streamed run raised
+    on the branch and the loop ended in an error, not a verdict."""
+
+    class State(TypedDict):
+        sources: list[str]
+        answer: str
+
+    class Out(TypedDict):
+        answer: str
+
+    def write(state: State) -> dict[str, Any]:
+        return {"sources": ["Rome"], "answer": "Rome"}
+
+    builder = StateGraph(State, output_schema=Out).add_node("write", write)
+    graph = builder.add_edge(START, "write").add_edge("write", END).compile()
+    seen: list[list[str]] = []
+    dbg = AgentDebug(tmp_path)
+    cb = AgentDebugCallback(dbg, success_check=lambda s: seen.append(sorted(s)) or True)
+    list(graph.stream({"sources": []}, {"callbacks": [cb]}, stream_mode="updates"))
+    graph.invoke({"sources": []}, {"callbacks": [cb]})
+    list(graph.stream({"sources": []}, {"callbacks": [cb]}, stream_mode="values"))
+    assert seen == [["answer"], ["answer"], ["answer"]]
+    plain = StateGraph(State).add_node("write", write).add_edge(START, "write").compile()
+    list(plain.stream({"sources": []}, {"callbacks": [cb]}))
+    assert seen[-1] == ["answer", "sources"]

@@ -528,3 +528,20 @@ def node_tools(graph: Any) -> dict[str, list[str]]:
     except Exception:  # (a graph-like object of another kind)
         return {}
     return found
+
+
+def output_keys(graph: Any) -> frozenset[str] | None:
+    """The state keys ``invoke`` returns (a graph's ``output_schema``), where they are
+    a list; ``stream`` ends the run with every key, so a success check is given the
+    final state as ``invoke`` returns it, whichever ran the graph (and the branch)."""
+    keys = getattr(graph, "output_channels", None)
+    if isinstance(keys, list | tuple) and all(isinstance(k, str) for k in keys):
+        return frozenset(keys)
+    return None
+
+
+def as_invoked(outputs: Any, keys: frozenset[str] | None) -> Any:
+    """A run's final state as ``invoke`` returns it (see :func:`output_keys`)."""
+    if keys is None or not isinstance(outputs, dict) or outputs.keys() <= keys:
+        return outputs
+    return {k: v for k, v in outputs.items() if k in keys}

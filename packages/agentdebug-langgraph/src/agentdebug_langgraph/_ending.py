@@ -221,7 +221,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
                     session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=reason)
                     failed = True
                 else:
-                    failed = not self._judge(session, outputs, answer)
+                    state = _convert.as_invoked(outputs, run.output_keys)
+                    failed = not self._judge(session, state, answer)
                     if failed and ran_out is not None:
                         self._out_of_steps(run, outputs, ran_out)
             except BaseException as stop:  # Ctrl-C or exit in the success check

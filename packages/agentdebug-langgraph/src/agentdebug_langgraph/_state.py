@@ -51,6 +51,7 @@ class GraphRun:
     messages_key: str = "messages"  # the state key of its conversation (_convert.messages_key)
     nodes: frozenset[str] = frozenset()  # the graph's own nodes (a Command's goto checked)
     graph_nodes: frozenset[tuple[str, str]] = frozenset()  # (_convert.graph_nodes)
+    output_keys: frozenset[str] | None = None  # what invoke returns (_convert.output_keys)
     lost_route: str | None = None  # a node's goto LangGraph ignored (no such node): why
     loop: Any = None
     loop_checked: bool = False
@@ -81,16 +82,15 @@ class GraphRun:
     # (namespace, langgraph step) -> (sender's task path key, sender's event id), one
     # per Send packet; sorted by the key, they are in the order LangGraph numbers them
     sends: dict[tuple[str, int], list[tuple[str, str | None]]] = field(default_factory=dict)
-    # exceptions recorded at a node, by id: (the exception, the node's namespace), so
-    # that the nodes it bubbles up through (a subgraph's) do not record it again.
-    # Held (the last ERRORS_HELD) so that an id is not reused while it is listed.
+    # exceptions recorded at a node, by id: (the exception, its node's namespace), so that
+    # the nodes it bubbles up through do not record it again (the last ERRORS_HELD kept)
     node_errors: dict[int, tuple[BaseException, str]] = field(default_factory=dict)
-    # task namespace -> (start event id, attempt number) of an attempt that raised,
-    # and the attempt number of a task being retried
     # namespace of a node running a subgraph -> the subgraph run's loop (False when
     # it saves no checkpoints), while that node runs
     subgraph_loops: dict[str, Any] = field(default_factory=dict)
     detached: set[str] = field(default_factory=set)  # (nodes of a graph on its own thread)
+    # task namespace -> (start event id, attempt number) of an attempt that raised,
+    # and the attempt number of a task being retried
     failed: dict[str, tuple[str | None, int]] = field(default_factory=dict)
     attempts: dict[str, int] = field(default_factory=dict)
     # task namespace -> (node run, when, the CancelledError) of a node cancelled and not

@@ -364,3 +364,47 @@ def test_a_branch_starts_with_the_memory_a_subgraph_keeps_on_the_thread(
     )
     assert branch.metadata["langgraph"]["fork"]["thread_id"] != "mem"
     assert branch.outcome.final_answer["out"][-1] == "remembers ['first']"
+
+
+def test_a_second_round_forks_a_node_a_command_routed_to(dbg: AgentDebug) -> None:
+    """A review: a worker a router reached with ``Command(goto=...)`` was forked in
+    round 1 (as the router, routing with a Command), but round 2, forking the
+    round-1 branch, whose events start after the router, refused ("no state update
+    leaves its super-step's tasks pending"), and the loop ended in an error."""
+    from typing import Literal
+
+    from langgraph.graph.message import MessagesState
+    from langgraph.types import Command
+
+    model = scripted([AIMessage("Lyon."), AIMessage("Lyon."), AIMessage("Paris.")])
+
+    def router(state: MessagesState) -> Command[Literal["worker"]]:
+        return Command(goto="worker")
+
+    def worker(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [model.invoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState).add_node("router", router, destinations=("worker",))
+    builder.add_node("worker", worker).add_edge(START, "router")
+    graph = builder.compile(checkpointer=InMemorySaver())
+
+    def paris(state: dict[str, Any]) -> bool | str:
+        said = str(state["messages"][-1].content)
+        return "Paris" in said or f"answered {said!r}; the capital of France is Paris"
+
+    cb = AgentDebugCallback(dbg, success_check=paris)
+    ask = {"messages": [HumanMessage("What is the capital of France?")]}
+    graph.invoke(ask, {"callbacks": [cb], "configurable": {"thread_id": "t-command"}})
+    result = closed_loop(
+        cb.trajectory(),
+        debugger=dbg,
+        executor=LangGraphRerunExecutor(graph, debugger=dbg),
+        report=cb.reports[0],
+        policy="auto",
+        max_rounds=3,
+    )
+    assert result.status == "succeeded", result.detail
+    assert [a.round for a in result.attempts] == [1, 2]
+    forks = [dbg.store.load_trajectory(a.branch_id).metadata["langgraph"]["fork"]
+             for a in result.attempts]  # fmt: skip
+    assert all(f["as_node"].endswith(", routing with Command(goto)") for f in forks), forks

@@ -69,6 +69,7 @@ def _before_input_hook(
 AFTER_MODEL = ".after_model"  # ends the name of create_agent's hook nodes after its model
 AGENT_MODEL = "model"  # create_agent's model node
 POST_MODEL_HOOK = "post_model_hook"  # the prebuilt agent's node after its model call
+COMMAND_FORK = ", routing with Command(goto)"  # ends a fork's as_node made with a Command
 
 
 def _before_model_it_checked(starts: list[AgentEvent], node_event: AgentEvent) -> AgentEvent:
@@ -153,7 +154,9 @@ def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool:
     """Whether a node of the super-step before the resume point ended with a
     ``Command`` that has a ``goto`` (a supervisor routing, a handoff): then, and
     only then, the fork may route with a Command too (an edge's own routing must
-    not be overridden)."""
+    not be overridden). A branch forked so, rerun from its first super-step (a
+    loop's next round), is: its router ran before the fork, so it is not among its
+    events, and the fork it was made from says so."""
     before = point.langgraph_step - 1
     starts = {
         e.id
@@ -162,6 +165,14 @@ def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool:
         and e.step_index < point.step
         and e.metadata.get("langgraph_step") == before
     }
+    if not starts:
+        lg = trajectory.metadata.get("langgraph")
+        fork = lg.get("fork") if isinstance(lg, dict) else None
+        return (
+            isinstance(fork, dict)
+            and str(fork.get("as_node", "")).endswith(COMMAND_FORK)
+            and set(point.nodes) <= set(fork.get("nodes") or ())
+        )
     return any(
         e.type is EventType.AGENT_END
         and e.parent_id in starts

@@ -14,7 +14,7 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, RerunRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from agentdebug_langgraph._checkpoints import ResumePoint, writers_of
+from agentdebug_langgraph._checkpoints import COMMAND_FORK, ResumePoint, writers_of
 from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
 
 
@@ -74,7 +74,7 @@ def fork(
     if routed_by_command and pulls and len(pulls) == len(snap.tasks):
         routed = Command(goto=pulls if len(pulls) > 1 else pulls[0], update=values)
         for as_node in writers:
-            attempts.append((f"{as_node}, routing with Command(goto)", as_one(as_node, routed)))
+            attempts.append((f"{as_node}{COMMAND_FORK}", as_one(as_node, routed)))
     tried: list[str] = []
     dropped: set[str] = set()
     for label, make in attempts:

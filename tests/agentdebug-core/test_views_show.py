@@ -85,6 +85,26 @@ def test_a_model_reply_that_called_tools_reads_as_the_calls() -> None:
     assert 'calls lookup({"email":"A123"})' in render_step(step, Granularity.MEDIUM)
 
 
+def test_a_reply_in_content_blocks_shows_its_text_before_its_thinking() -> None:
+    """A review: an Anthropic reply (a thinking block with its signature, then the
+    text) showed the thinking and the signature, and the line ended before the
+    reply's text."""
+    blocks = [
+        {"type": "thinking", "thinking": "The refund was approved.", "signature": "ErUB" * 40},
+        {"type": "redacted_thinking", "data": "xyz" * 30},
+        {"type": "text", "text": "Your refund of $42 was approved."},
+    ]
+    reply = {"role": "assistant", "content": blocks}
+    line = event_line(ev(1, EventType.LLM_RESPONSE, "agent", output=reply), 100)
+    assert line == "Your refund of $42 was approved. [thinking: The refund was approved.]"
+    state = ev(1, EventType.AGENT_END, "agent", output={"messages": [reply]})
+    assert event_line(state, 60).startswith("messages=[Your refund of $42 was approved.")
+    thought = {"role": "assistant", "content": blocks[:1]}
+    assert event_line(ev(2, EventType.LLM_RESPONSE, "a", output=thought), 100) == (
+        "[thinking: The refund was approved.]"
+    )
+
+
 def test_a_failed_tool_call_shows_its_arguments_and_its_error() -> None:
     failed = AgentEvent(
         id="e2",

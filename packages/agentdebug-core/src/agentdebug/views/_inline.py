@@ -112,7 +112,7 @@ class _Line:
             if isinstance(content, str):
                 self.add(content)
             else:  # a list of parts: their text
-                self.add(flatten(content, limit=self.limit))
+                self.add(_parts_text(content, self.limit))
             said = True
         calls = _calls(m)
         if calls:
@@ -147,6 +147,38 @@ class _Line:
             self.add(", " if i else "")
             self.value(item)
         self.add("]")
+
+
+_TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
+_THINKING_PARTS = frozenset({"thinking", "reasoning"})
+
+
+def _parts_text(content: Any, limit: int) -> str:
+    """A message's content parts as a reader wants them: the text the model said
+    first, then its thinking, marked (a thinking block comes first in Anthropic's
+    replies, and its signature, a long opaque string, is not text at all); a part
+    of another kind (an image, a tool's block) as :func:`flatten` reads it."""
+    if not isinstance(content, list):
+        return flatten(content, limit=limit)
+    said: list[str] = []
+    thought: list[str] = []
+    for part in content:
+        if isinstance(part, str):
+            said.append(part)
+            continue
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
+            said.append(part["text"])
+        elif kind in _THINKING_PARTS:
+            text = part.get("thinking", part.get("text"))
+            if isinstance(text, str) and text:
+                thought.append(text)
+        elif kind != "redacted_thinking":
+            said.append(flatten(part, limit=limit))
+    text = " ".join(t for t in said if t)
+    if thought:
+        text += (" " if text else "") + "[thinking: " + " ".join(thought)[:limit] + "]"
+    return text[: limit + 1]
 
 
 def _calls(message: Mapping[str, Any]) -> list[str]:

@@ -102,10 +102,28 @@ def test_a_later_node_that_repeated_the_value_is_not_taken_for_its_writer() -> N
 
 
 @pytest.mark.parametrize(
+    "error",
+    ["OperationalError: no such table: orderz", "HTTPError: 404 Not Found: /v2/orderz"],
+)
+def test_a_value_an_error_names_unquoted_after_a_colon(error: str) -> None:
+    """A review: SQLite's own "no such table: orderz" (unquoted) left the node that
+    ran the query blamed, while the same error quoting the name blamed the model
+    that wrote it."""
+    run = pipeline("SELECT count(*) FROM orderz /v2/orderz", error, asked="Count the orders")
+    agent, step, fix = blamed(run)
+    assert (agent, step) == ("extract", 1)
+    assert fix is not None and "the output gave '" in fix
+
+
+@pytest.mark.parametrize(
     ("wrote", "error", "middle"),
     [
         # a part of a word the model wrote is not what it wrote
         ('{"order": "B4567"}', "KeyError: 'B45'", []),
+        # a word an error ends on after a colon: only as a whole word the model wrote
+        ("SELECT count(*) FROM orders", "OperationalError: no such table: order", []),
+        # a sentence after the colon is not a value
+        ("the table is orderz", "OperationalError: cannot read: orderz is locked", []),
         # Python's type names are not values
         (
             "printed the int and the str",

@@ -18,7 +18,8 @@ def writer_of(
     trajectory: AgentTrajectory, error: AgentEvent, position: dict[str, int]
 ) -> tuple[AgentEvent, str] | None:
     """The decision that first wrote a value the error quotes ("could not convert
-    string to float: 'forty-two dollars'"), with the value: a model's answer or
+    string to float: 'forty-two dollars'"), or names last after a colon ("no such
+    table: orderz"), with the value: a model's answer or
     message of another agent, at an earlier step, that said it (as a whole word)
     before any event of the run held it (not the run's input, nor a tool's result
     it passed on). The step that raised was handed the value, so its writer is the
@@ -36,6 +37,9 @@ def writer_of(
             continue
         if len(value) >= 3 and value not in _NOT_VALUES:
             values.append(value)
+    named = _NAMED_LAST.search(message)  # ("no such table: orderz", SQLite's, unquoted)
+    if named is not None and named.group(1) not in _NOT_VALUES and named.group(1) not in values:
+        values.append(named.group(1))
     if not values:
         return None
     events = trajectory.events
@@ -63,4 +67,7 @@ def writer_of(
     return None
 
 
+# the one word a message ends on after a colon: what it failed on, said unquoted
+# ("no such table: orderz", "404 Not Found: /v2/userz"); not a number, not a sentence
+_NAMED_LAST = re.compile(r":\s+([A-Za-z_/][\w./-]{2,})\s*$")
 _NOT_VALUES = frozenset({"None", "none", "null", "True", "False", "true", "false", "nan"})

@@ -261,6 +261,31 @@ def test_of_other_agents_the_one_whose_words_the_failure_names_gave_the_answer()
     assert origin[0][:2] == ("researcher", 2)
 
 
+def test_one_common_word_is_no_sign_of_where_the_answer_came_from() -> None:
+    """A review: a supervisor sent a flight request to the hotel worker, which did
+    its job; the supervisor's wrap-up ("your trip is booked, hotel included") shared
+    one word with it, and the worker was blamed as the answer's origin over the
+    routing decision. A number the answer repeats still tells."""
+
+    def routed(worker_said: str, answer: str) -> AgentTrajectory:
+        return failed(
+            "no flight was searched",
+            ev(0, EventType.USER_INPUT, None, input="Book me a flight Munich to Berlin"),
+            ev(1, EventType.LLM_RESPONSE, "supervisor", output="route to hotels"),
+            ev(2, EventType.LLM_RESPONSE, "hotels", output=worker_said),
+            ev(3, EventType.FINAL_ANSWER, "supervisor", output=answer),
+        )
+
+    run = routed(
+        "Hotel Adlon Berlin, 180 EUR per night", "Done: your trip is booked, hotel included."
+    )
+    assert not [g for g in guesses(run) if "carries what this step" in g[2]]
+    assert guesses(run)[0][:2] == ("supervisor", 1)
+    run = routed("Hotel Adlon Berlin, 180 EUR per night", "Done: booked for 180 a night.")
+    origin = [g for g in guesses(run) if "carries what this step" in g[2]]
+    assert origin and origin[0][:2] == ("hotels", 2)
+
+
 def test_a_lookup_that_asked_for_the_value_wanted_is_no_suspect() -> None:
     """The search asked for the right date, the one the reason says was wanted: the
     booking after it, which took the wrong flight, is the guess."""

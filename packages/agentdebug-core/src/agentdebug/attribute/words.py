@@ -69,10 +69,17 @@ def answer_origin(
             continue
         words = _words(_said(event)) & carried
         score = (len(words), len(words & named))
-        if words and (best is None or score > best[0]):
+        if _telling(words) and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
+
+
+def _telling(words: set[str]) -> bool:
+    """Whether an answer's words a step said first tell that the answer came from
+    it: two words or more, or a number ("42", "LH401"); one common word ("hotel",
+    in "your trip is booked, hotel included") is no sign of it."""
+    return len(words) >= 2 or any(c.isdigit() for w in words for c in w)
 
 
 def _given(trajectory: AgentTrajectory) -> set[str]:

@@ -316,8 +316,10 @@ def render_text(report: DiagnosticReport, trajectory: AgentTrajectory, *, width:
         f"Cost: {cost.calls} model call(s), {cost.input_tokens} input and {cost.output_tokens} output tokens"
         + cached_part(report)
     )
+    said = _why_no_root(report) if root is None else None
     for note in report.notes:
-        out.append(f"Note: {note}")
+        if note != said:  # (said already, as why no root cause is named)
+            out.append(f"Note: {note}")
     out.append("")
     out.append(_last_line(report, reg, width))
     return shown(out)

@@ -67,19 +67,26 @@ def answer_origin(
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
             continue
-        words = _words(_said(event)) & carried
+        said = _said(event)
+        words = _words(said) & carried
         score = (len(words), len(words & named))
-        if _telling(words) and (best is None or score > best[0]):
+        if _telling(words, said) and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
 
 
-def _telling(words: set[str]) -> bool:
+def _telling(words: set[str], said: str) -> bool:
     """Whether an answer's words a step said first tell that the answer came from
-    it: two words or more, or a number ("42", "LH401"); one common word ("hotel",
-    in "your trip is booked, hotel included") is no sign of it."""
-    return len(words) >= 2 or any(c.isdigit() for w in words for c in w)
+    it: two words or more, or one that reads as a value where the step said it ("42",
+    "LH401", "GBP": :func:`_value_like`); one common word ("hotel", in "your trip is
+    booked, hotel included") is no sign of it."""
+    if len(words) >= 2:
+        return True
+    return bool(words) and any(
+        w.group().lower().rstrip(".") in words and _value_like(said, w)
+        for w in _WORD.finditer(said)
+    )
 
 
 def _given(trajectory: AgentTrajectory) -> set[str]:

@@ -124,6 +124,9 @@ def test_a_value_an_error_names_unquoted_after_a_colon(error: str) -> None:
         ("SELECT count(*) FROM orders", "OperationalError: no such table: order", []),
         # a sentence after the colon is not a value
         ("the table is orderz", "OperationalError: cannot read: orderz is locked", []),
+        # nor a field's value the message ends on (a second review: blamed a model
+        # that had said "pending" in prose)
+        ("the payment is still pending", "RuntimeError: payment status: pending", []),
         # Python's type names are not values
         (
             "printed the int and the str",

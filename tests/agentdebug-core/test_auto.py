@@ -93,7 +93,7 @@ def test_a_model_that_fails_is_said_in_the_note_not_fallen_back_from_silently(
     if strict:
         assert report is None and said in note
         assert note.startswith(f"agentdebug could not diagnose run {run.id}:")
-        assert f"agentdebug --store {dbg.store.location} diagnose {run.id}" in note
+        assert f"agentdebug --store {tmp_path / 'store'} diagnose {run.id}" in note
     else:
         assert report is not None and report.root_cause is not None
         assert "A model stage did not answer: all-at-once failed" in note and said in note
@@ -149,7 +149,7 @@ def test_a_diagnosis_in_the_background_takes_the_settings_in_force(tmp_path: Pat
             future = diagnose_in_background(dbg, run, exc=exc, on_report=got.append)
         assert exc.__notes__ == [
             f"agentdebug is diagnosing run {run.id} in the background; its report will "
-            f"be in the store (agentdebug --store {dbg.store.location} show {run.id})"
+            f"be in the store (agentdebug --store {tmp_path / 'store'} show {run.id})"
         ]
         report = future.result(timeout=60)
     assert report is not None and got == [report] and report.tier == "model"
@@ -281,7 +281,7 @@ def test_a_burst_beyond_the_queue_is_not_diagnosed_and_says_so(
     assert auto.diagnose_in_background(dbg, run, exc=exc).result() is None
     assert exc.__notes__ == [
         f"agentdebug did not diagnose run {run.id}: 0 diagnoses were already waiting "
-        f"(agentdebug --store {dbg.store.location} diagnose {run.id})"
+        f"(agentdebug --store {tmp_path / 'store'} diagnose {run.id})"
     ]
     assert dbg.store is not None and dbg.store.load_reports(run.id) == []
     dbg.close()

@@ -284,6 +284,10 @@ def test_one_common_word_is_no_sign_of_where_the_answer_came_from() -> None:
     run = routed("Hotel Adlon Berlin, 180 EUR per night", "Done: booked for 180 a night.")
     origin = [g for g in guesses(run) if "carries what this step" in g[2]]
     assert origin and origin[0][:2] == ("hotels", 2)
+    # (a second review: a worker whose one word is its whole answer still tells)
+    run = routed("Sydney", "The answer is Sydney.")
+    origin = [g for g in guesses(run) if "carries what this step" in g[2]]
+    assert origin and origin[0][:2] == ("hotels", 2)
 
 
 def test_a_lookup_that_asked_for_the_value_wanted_is_no_suspect() -> None:

@@ -103,6 +103,15 @@ def test_a_reply_in_content_blocks_shows_its_text_before_its_thinking() -> None:
     assert event_line(ev(2, EventType.LLM_RESPONSE, "a", output=thought), 100) == (
         "[thinking: The refund was approved.]"
     )
+    # (a second review: other providers' reasoning blocks were dropped)
+    for block in (
+        {"type": "reasoning", "reasoning": "Refunds allowed."},  # LangChain's standard
+        {"type": "reasoning", "summary": [{"type": "summary_text", "text": "Refunds allowed."}]},
+        {"type": "reasoning_content", "reasoning_content": {"text": "Refunds allowed."}},
+    ):
+        reply = {"role": "assistant", "content": [block, {"type": "text", "text": "Done."}]}
+        line = event_line(ev(3, EventType.LLM_RESPONSE, "a", output=reply), 100)
+        assert line == "Done. [thinking: Refunds allowed.]", block
 
 
 def test_a_failed_tool_call_shows_its_arguments_and_its_error() -> None:

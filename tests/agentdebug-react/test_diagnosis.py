@@ -36,7 +36,7 @@ def test_an_exception_propagates_unchanged_with_the_diagnosis_as_a_note(
     assert info.value is raised  # the same object, the same type
     notes = getattr(raised, "__notes__", [])
     assert len(notes) == 1 and notes[0].startswith("agentdebug diagnosis ")
-    assert f"agentdebug --store {dbg.store.location} show" in notes[0]  # (not the default)
+    assert f"agentdebug --store {tmp_path / 'store'} show" in notes[0]  # (its absolute path)
     assert len(reports) == 1
     report = reports[0]
     assert report.id in notes[0]

@@ -150,13 +150,15 @@ def resume_point(trajectory: AgentTrajectory, resume_step: int) -> ResumePoint:
     )
 
 
-def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool:
+def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool | str:
     """Whether a node of the super-step before the resume point ended with a
     ``Command`` that has a ``goto`` (a supervisor routing, a handoff): then, and
     only then, the fork may route with a Command too (an edge's own routing must
     not be overridden). A branch forked so, rerun from its first super-step (a
     loop's next round), is: its router ran before the fork, so it is not among its
-    events, and the fork it was made from says so."""
+    events, and the fork it was made from says so; then the router's name is
+    returned, to fork as it again (the checkpoint's own parent names the node it
+    routed to, whose edges would start a task of their own)."""
     before = point.langgraph_step - 1
     starts = {
         e.id
@@ -168,11 +170,11 @@ def routed_by_command(trajectory: AgentTrajectory, point: ResumePoint) -> bool:
     if not starts:
         lg = trajectory.metadata.get("langgraph")
         fork = lg.get("fork") if isinstance(lg, dict) else None
-        return (
-            isinstance(fork, dict)
-            and str(fork.get("as_node", "")).endswith(COMMAND_FORK)
-            and set(point.nodes) <= set(fork.get("nodes") or ())
-        )
+        fork = fork if isinstance(fork, dict) else {}
+        made = str(fork.get("as_node", ""))
+        if made.endswith(COMMAND_FORK) and set(point.nodes) <= set(fork.get("nodes") or ()):
+            return made.removesuffix(COMMAND_FORK) or True
+        return False
     return any(
         e.type is EventType.AGENT_END
         and e.parent_id in starts

@@ -530,14 +530,23 @@ def node_tools(graph: Any) -> dict[str, list[str]]:
     return found
 
 
-def output_keys(graph: Any) -> frozenset[str] | None:
-    """The state keys ``invoke`` returns (a graph's ``output_schema``), where they are
-    a list; ``stream`` ends the run with every key, so a success check is given the
-    final state as ``invoke`` returns it, whichever ran the graph (and the branch)."""
+def output_keys(graph: Any, frame: Any = None) -> frozenset[str] | None:
+    """The state keys ``invoke`` returns (a graph's ``output_schema``), where a run
+    ends with more: ``stream`` with its default keys ends with every key (read
+    from its frame: the keys it streams), so a success check is given the final
+    state as ``invoke`` returns it, whichever ran the graph (and the branch). None
+    where there is nothing to cut: ``invoke``, or ``output_keys`` the caller chose."""
     keys = getattr(graph, "output_channels", None)
-    if isinstance(keys, list | tuple) and all(isinstance(k, str) for k in keys):
-        return frozenset(keys)
-    return None
+    if not isinstance(keys, list | tuple) or not all(isinstance(k, str) for k in keys):
+        return None
+    try:
+        streamed = frame.f_locals.get("output_keys") if frame is not None else None
+        default = graph.stream_channels_asis
+    except Exception:  # (a graph object of another shape)
+        return None
+    if streamed is None or list(streamed) != list(default) or set(streamed) == set(keys):
+        return None
+    return frozenset(keys)
 
 
 def as_invoked(outputs: Any, keys: frozenset[str] | None) -> Any:

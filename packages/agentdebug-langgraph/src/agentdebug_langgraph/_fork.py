@@ -33,7 +33,7 @@ def fork(
     values: dict[str, Any],
     point: ResumePoint,
     *,
-    routed_by_command: bool = False,
+    routed_by_command: bool | str = False,
 ) -> tuple[Any, str]:
     """A state update on ``snap`` made as the node(s) that wrote it, so that the
     edges LangGraph re-evaluates lead to the same tasks again: the blamed nodes and
@@ -46,7 +46,9 @@ def fork(
     before it is used; the first that keeps them all is the fork."""
     from langgraph.types import Command, StateUpdate
 
-    writers = writers_of(graph, snap)
+    # (a router a loop's earlier round forked as: its name, routed_by_command)
+    writers = [routed_by_command] if isinstance(routed_by_command, str) else None
+    writers = writers or writers_of(graph, snap)
     wanted = Counter(str(n) for n in snap.next)
     attempts: list[tuple[str, Callable[[], Any]]] = []
     if len(writers) > 1:

@@ -43,32 +43,50 @@ log = logging.getLogger("agentdebug.langgraph")
 KEY = "invoked_with"  # under the run's metadata["langgraph"]
 # configurable keys LangGraph sets or a branch sets itself (its thread, its checkpoint)
 _OWN_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoint_map"})
-# names whose values are not written to the store, read as words ("apiKey", "x-api-key",
-# "OPENAI_API_KEY": api, key): a word that names a secret anywhere in the name...
+# names whose values are not written to the store. A leak costs more than a refusal
+# (a rerun in another process then needs the value given), so a name is read both
+# as words ("apiKey", "x-api-key", "OPENAI_API_KEY": api, key) and run together
+# ("userpassword", "SECRETKEY"). A word that names a secret anywhere in the name...
 _SECRET_WORDS = frozenset(
     {"secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
-     "credentials", "authorization", "authorisation", "auth", "bearer", "apikey"}
+     "credentials", "authorization", "authorisation", "auth", "bearer", "apikey", "apikeys",
+     "cookie", "cookies", "jwt", "dsn", "privatekey", "secretkey"}
 )  # fmt: skip
 # ... one that does as the name's last ("db_pwd", "session_token"; not "pwd_dir",
-# "token_limit", "jwt_audience", "cookie_consent", "dsn_name")...
-_SECRET_LAST = frozenset({"key", "token", "pwd", "cookie", "cookies", "jwt", "dsn"})
-# ... and a key of these kinds, anywhere ("aws_access_key_id"; not "sort_key_order")
+# "token_limit", "max_tokens")...
+_SECRET_LAST = frozenset({"key", "token", "pwd", "private"})
+# ... a key of these kinds, anywhere ("aws_access_key_id"; not "sort_key_order"), and
+# what is private of these kinds ("private_data"; not "include_private_repos")
 _KEY_KINDS = frozenset({"api", "access", "private", "secret", "signing", "encryption"})
+_PRIVATE_KINDS = frozenset({"key", "keys", "data", "info"})
+# the run-together forms: anywhere, and at the end
+_SECRET_STEMS = ("password", "passwd", "passphrase", "credential", "apikey", "accesskey",
+                 "privatekey", "secretkey", "signingkey", "clientsecret", "apisecret", "bearer",
+                 "authorization", "accesstoken", "refreshtoken", "authtoken")  # fmt: skip
+_SECRET_ENDS = ("secret", "secrets", "token", "pwd", "apikeys", "key")
+# words that end as a key does and are none ("hotkey": a shortcut)
+_NOT_KEYS = frozenset({"hotkey", "monkey", "donkey", "turkey", "jockey", "hockey", "whiskey"})
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 MOST_BYTES = 64 * 1024  # a context's JSON beyond this is named, not stored
 
 
 def secret_name(name: str) -> bool:
-    """Whether a configurable key or a field's name says its value is a secret, read
-    as words (``api_key``, ``client_secret``, ``access_token``, ``Authorization``;
-    not ``max_tokens``, ``author``, ``hotkey``, ``secretary_email``,
-    ``include_private_repos``)."""
+    """Whether a configurable key or a field's name says its value is a secret
+    (``api_key``, ``apiKeys``, ``client_secret``, ``access_token``, ``userpassword``,
+    ``Authorization``, ``cookie_header``; not ``max_tokens``, ``author``, ``hotkey``,
+    ``secretary_email``, ``include_private_repos``)."""
     words = [w.lower() for w in _WORD.findall(name)]
     if not words:
         return False
     if words[-1] in _SECRET_LAST or any(w in _SECRET_WORDS for w in words):
         return True
-    return any(a in _KEY_KINDS and b == "key" for a, b in itertools.pairwise(words))
+    for a, b in itertools.pairwise(words):
+        if (a in _KEY_KINDS and b in ("key", "keys")) or (a == "private" and b in _PRIVATE_KINDS):
+            return True
+    joined = "".join(words)
+    if words[-1] in _NOT_KEYS:
+        joined = joined[: -len(words[-1])]
+    return any(s in joined for s in _SECRET_STEMS) or joined.endswith(_SECRET_ENDS)
 
 
 def _plain_default_limit() -> int | None:

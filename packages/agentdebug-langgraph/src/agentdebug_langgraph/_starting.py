@@ -283,7 +283,7 @@ class RunStarting(RunEnding):
             messages_key=_convert.messages_key(graph),
             nodes=frozenset(nodes),
             graph_nodes=_convert.graph_nodes(graph),
-            output_keys=_convert.output_keys(graph),
+            output_keys=_convert.output_keys(graph, frame),
         )
         if owns and continues is not None and continues.decisions is not None:
             continues.decisions.carry_into(run)  # what it asked for and what failed, before

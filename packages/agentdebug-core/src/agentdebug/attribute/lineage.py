@@ -67,7 +67,11 @@ def writer_of(
     return None
 
 
-# the one word a message ends on after a colon: what it failed on, said unquoted
-# ("no such table: orderz", "404 Not Found: /v2/userz"); not a number, not a sentence
-_NAMED_LAST = re.compile(r":\s+([A-Za-z_/][\w./-]{2,})\s*$")
+# the one word a message ends on after a colon where what comes before says it names
+# a thing that was not there: what it failed on, said unquoted ("no such table:
+# orderz", "404 Not Found: /v2/userz"); not a field's value ("status: pending")
+_NAMED_LAST = re.compile(
+    r"(?i)(?:no such \w+(?: or \w+)?|not found|unknown \w+|does not exist|doesn't exist"
+    r"|not exist|invalid \w+|unrecognized \w+|undefined \w+):\s+([A-Za-z_/][\w./-]{2,})\s*$"
+)
 _NOT_VALUES = frozenset({"None", "none", "null", "True", "False", "true", "false", "nan"})

@@ -60,6 +60,7 @@ def answer_origin(
     carried = _words(flatten(finals[-1].output, limit=4000)) - _given(trajectory)
     if not carried:
         return None
+    answer = set(carried)
     answerer = finals[-1].agent_name
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     named = _terms(reason) if reason else set()  # (of steps that said as much, the
@@ -68,20 +69,25 @@ def answer_origin(
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
             continue
         said = _said(event)
-        words = _words(said) & carried
+        own = _words(said)
+        words = own & carried
         score = (len(words), len(words & named))
-        if _telling(words, said) and (best is None or score > best[0]):
+        if _telling(words, said, own, answer) and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
 
 
-def _telling(words: set[str], said: str) -> bool:
+def _telling(words: set[str], said: str, own: set[str], answer: set[str]) -> bool:
     """Whether an answer's words a step said first tell that the answer came from
-    it: two words or more, or one that reads as a value where the step said it ("42",
-    "LH401", "GBP": :func:`_value_like`); one common word ("hotel", in "your trip is
-    booked, hotel included") is no sign of it."""
+    it: two words or more; one that is most of what the step said ("Sydney") or
+    of what the answer carries ("The answer is Sydney."); or one that reads as a
+    value where the step said it ("42", "LH401", "GBP": :func:`_value_like`). One
+    common word of many ("hotel" of "Hotel Adlon Berlin, 180 EUR per night", in
+    "your trip is booked, hotel included") is no sign of it."""
     if len(words) >= 2:
+        return True
+    if words and (2 * len(words) >= len(own) or 2 * len(words) >= len(answer)):
         return True
     return bool(words) and any(
         w.group().lower().rstrip(".") in words and _value_like(said, w)

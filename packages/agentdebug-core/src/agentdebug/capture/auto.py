@@ -36,7 +36,7 @@ from agentdebug.capture.debugger import DIAGNOSIS_THREAD, AgentDebug, diagnoses_
 from agentdebug.capture.encode import safe_str
 from agentdebug.errors import ConfigError
 from agentdebug.schema import AgentTrajectory, DiagnosticReport
-from agentdebug.store import store_file
+from agentdebug.store import DB_NAME
 
 if TYPE_CHECKING:
     from agentdebug.llm import LLMSettings
@@ -389,19 +389,19 @@ def _said_when_slow(
 
 
 def command(debugger: AgentDebug | None, verb: str, run_id: str) -> str:
-    """The command line that does ``verb`` to a run of ``debugger``'s store: with
-    ``--store`` where that is not where the command looks by default (a store given
-    as ``AgentDebug(path)``: without it, the command pasted says there is no store)."""
+    """The command line that does ``verb`` to a run of ``debugger``'s store, with
+    ``--store`` and its absolute path: pasted in another directory or shell (a
+    service's log read elsewhere, a store given as ``AgentDebug("runs")``), a command
+    without it finds another store, or none."""
     where = getattr(getattr(debugger, "store", None), "location", None)
-    store = ""
-    if where:
-        try:
-            default = store_file(None).resolve()
-            if Path(where).resolve() != default:
-                store = f" --store {shlex.quote(where)}"
-        except (OSError, ValueError):
-            store = f" --store {shlex.quote(where)}"
-    return f"agentdebug{store} {verb} {run_id}"
+    if not where:
+        return f"agentdebug {verb} {run_id}"
+    try:
+        path = Path(where).resolve()
+    except (OSError, ValueError, RuntimeError):
+        path = Path(where)
+    folder = path.parent if path.name == DB_NAME else path  # (the folder reads shorter)
+    return f"agentdebug --store {shlex.quote(str(folder))} {verb} {run_id}"
 
 
 def summary_paragraph(report: DiagnosticReport, debugger: AgentDebug | None = None) -> str:

@@ -63,8 +63,8 @@ _CARRIED = frozenset({EventType.TOOL_CALL, EventType.AGENT_END, EventType.AGENT_
 _DIGIT_JOINED = re.compile(r"\d[-_.]|[-_.]\d")
 _LETTER, _DIGIT = re.compile(r"[A-Za-z]"), re.compile(r"\d")
 # two capitalised words or more (each from a word's start: a long word is not tried
-# from each of its letters)
-_PROPER = re.compile(r"(?<![\w&'.-])[A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)+")
+# from each of its letters; after an opening quote too, "'Northwind Logistics'")
+_PROPER = re.compile(r"(?<![\w&.])(?<!\w['-])[A-Z][\w&'.-]*(?: [A-Z][\w&'.-]*)+")
 _MISSING = re.compile(
     r"(?i)\b(?:not|never|no|missing|left out|omit\w*|without|dropped|skipped|excluded|"
     r"lacks?|absent)\b"

@@ -150,7 +150,7 @@ class _Line:
 
 
 _TEXT_PARTS = frozenset({"text", "input_text", "output_text"})
-_THINKING_PARTS = frozenset({"thinking", "reasoning"})
+_THINKING_PARTS = frozenset({"thinking", "reasoning", "reasoning_content"})
 
 
 def _parts_text(content: Any, limit: int) -> str:
@@ -170,8 +170,8 @@ def _parts_text(content: Any, limit: int) -> str:
         if kind in _TEXT_PARTS and isinstance(part.get("text"), str):
             said.append(part["text"])
         elif kind in _THINKING_PARTS:
-            text = part.get("thinking", part.get("text"))
-            if isinstance(text, str) and text:
+            text = _thought(part)
+            if text:
                 thought.append(text)
         elif kind != "redacted_thinking":
             said.append(flatten(part, limit=limit))
@@ -179,6 +179,24 @@ def _parts_text(content: Any, limit: int) -> str:
     if thought:
         text += (" " if text else "") + "[thinking: " + " ".join(thought)[:limit] + "]"
     return text[: limit + 1]
+
+
+def _thought(part: Mapping[str, Any]) -> str:
+    """A thinking block's text: Anthropic's ``thinking``, LangChain's standard
+    ``reasoning``, Bedrock's ``reasoning_content``, or the text of a reasoning
+    item's ``summary`` parts (OpenAI's)."""
+    for key in ("thinking", "reasoning", "text", "reasoning_content"):
+        text = part.get(key)
+        if isinstance(text, Mapping):  # (Bedrock's: {"text": ..., "signature": ...})
+            text = text.get("text")
+        if isinstance(text, str) and text:
+            return text
+    summary = part.get("summary")
+    if isinstance(summary, list):
+        return " ".join(
+            str(p.get("text")) for p in summary if isinstance(p, Mapping) and p.get("text")
+        )
+    return ""
 
 
 def _calls(message: Mapping[str, Any]) -> list[str]:

@@ -348,3 +348,55 @@ def test_the_reason_s_wrong_values_are_told_from_the_wanted_ones(
     reason: str, wrong: list[str]
 ) -> None:
     assert [v.text for v in _named(reason, "") if v.wrong] == wrong
+
+
+def reminder_run(local: str, shown: str, reason: str) -> AgentTrajectory:
+    """load (a plain node) -> to_local (a plain node converting UTC to local time) ->
+    compose (a model writing the SMS from the local time)."""
+    appt = {"patient": "Gloria Estevez", "start_utc": "2024-11-19T14:30:00Z"}
+    events = [
+        ev(0, EventType.USER_INPUT, None, input={"run_date": "2024-11-19"}),
+        *node(1, "load", {"appointments": [appt]}),
+        *node(2, "to_local", {"appointments": [{**appt, "local": local, "display": shown}]}),
+        ev(3, EventType.LLM_RESPONSE, "compose", input=[{"role": "user", "content": shown}],
+           output={"content": f"Hi Gloria, see you {shown}. Reply C to confirm."}),
+    ]  # fmt: skip
+    return failed(traj(*events), reason)
+
+
+def test_a_time_of_day_the_failure_names_is_found_in_any_of_its_forms() -> None:
+    """A reminder says 7:30 PM for a 9:30 AM visit: the node that converted 14:30Z to
+    local time added the offset's sign the wrong way; the time it wrote, "19:30" and
+    "Tuesday at 7:30 PM", is the one the failure quotes in its 12-hour form."""
+    reason = "my text says 'Tuesday at 7:30 PM. Reply C' but I booked the visit for 9:30 AM."
+    run = reminder_run("2024-11-19 19:30", "Tuesday at 7:30 PM", reason)
+    (finding,) = found(run)
+    assert (finding.agent_name, finding.step_index) == ("to_local", 2)
+    assert finding.message.startswith("'19:30' (the failure's '7:30 PM'), which the failure")
+    assert "time zones, an offset's sign" in finding.metadata["fix"]
+    root = diagnose(run).root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("to_local", 2)
+    # the other half of the day, or the wanted time, is not the one it wrote
+    assert not found(reminder_run("2024-11-19 07:30", "Tuesday at 7:30 AM", reason))
+    wanted = "the visit should be at 7:30 PM, as booked; the text says 9:30 AM"
+    assert not found(reminder_run("2024-11-19 19:30", "Tuesday at 7:30 PM", wanted))
+
+
+def test_a_time_made_from_a_wrong_duration_given_is_not_its_makers() -> None:
+    """An exam's end, 10:30, is computed by the scheduler's code from the 120
+    minutes a supervisor's task gave it; the failure names both: the time was made
+    right from a wrong input, so it is no sign of the scheduler's code."""
+    events = [
+        ev(0, EventType.USER_INPUT, None, input={"student": "Priya"}),
+        *node(1, "records", {"iep": "extended time 1.5x"}),
+        *node(2, "supervisor", {"task": {"start": "08:30", "duration_min": 120}}),
+        *node(3, "scheduler", {"booking": {"start": "08:30", "end": "10:30"}}),
+        ev(4, EventType.LLM_RESPONSE, "mailer", input=[{"role": "user", "content": "10:30"}],
+           output={"content": "Priya's exam runs 08:30-10:30."}),
+    ]  # fmt: skip
+    reason = "her IEP gives time-and-a-half, but the email says she ends at 10:30 (120 minutes)"
+    assert not found(failed(traj(*events), reason))
+    # without the duration named, the end time is the scheduler's own
+    assert [f.agent_name for f in found(failed(traj(*events), "the email says 10:30"))] == [
+        "scheduler"
+    ]

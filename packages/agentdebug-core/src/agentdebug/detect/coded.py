@@ -15,7 +15,9 @@ faithfully), or guessed.
 The rule keeps to what it can read for certain, in a failed run whose reason says
 what went wrong: a value the reason names (a figure: a number with a decimal part,
 thousands separators, a currency or a unit beside it, "3.83 %", "12,800,000",
-"('JPY', 12800000)", not a bare count, id or date; or an e-mail address), not one
+"('JPY', 12800000)", not a bare count, id or date; a time of day, "7:30 PM" held
+as "19:30" too, not one made from a duration the failure names that an earlier step
+gave; or an e-mail address), not one
 it gives as the wanted one ("expected", "should be", "instead of", "approved"...,
 in the same clause: "expected X but got Y" names Y as wrong), nor one of the
 reference answer (the right one); whose first holder in the run, in any of its
@@ -62,6 +64,10 @@ _MADE = frozenset({EventType.AGENT_END, EventType.TOOL_CALL})
 _WORDS = frozenset({EventType.AGENT_END, EventType.FINAL_ANSWER, EventType.MESSAGE, *MODEL_TYPES})
 # a number with a decimal part (the lost-value reader takes three digits or more)
 _DECIMAL = re.compile(r"(?<![\w.,])(\d{1,2})\.(\d+)(?![\d.,]\d|\w)")
+# a time of day: "7:30 PM", "19:30", "07:30:00", "9:05 a.m."
+_TIME = re.compile(
+    r"(?<![\w:.])(\d{1,2}):([0-5]\d)(?::[0-5]\d)?(?:\s?([AaPp])\.?[Mm]\.?(?!\w))?(?![\d:])"
+)
 _EMAIL = re.compile(r"(?<![\w.+-])[\w.+-]{1,64}@[A-Za-z0-9-]{1,63}(?:\.[A-Za-z0-9-]{1,63})+")
 # the reason giving the value that was wanted, before it in its clause
 _WANTED = re.compile(
@@ -147,6 +153,27 @@ def _number_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"{first}(?<![\w.,]{first}){rest}{tail}(?!\d|[.,]\d)")
 
 
+def _time_pattern(hour: int, minute: int, meridiem: str | None) -> re.Pattern[str] | None:
+    """A time of day in any of its forms: "7:30 PM" as "19:30", "07:30 pm", "7:30:00
+    PM"; one written without AM or PM, as written, whatever follows ("7:30" is
+    "7:30 AM" and "7:30 PM", "19:30" is "7:30 PM")."""
+    if meridiem is None:
+        if hour > 23:
+            return None
+        if hour <= 12:  # (as written: either half of the day)
+            return re.compile(rf"(?<![\d:]){'0?' if hour < 10 else ''}{hour}:{minute:02d}(?!\d)")
+        h24 = hour
+    else:
+        if not 1 <= hour <= 12:
+            return None
+        h24 = hour % 12 + (12 if meridiem in "Pp" else 0)
+    h12, half = h24 % 12 or 12, "p" if h24 >= 12 else "a"
+    zero = "0?" if h24 < 10 else ""
+    twelve = rf"0?{h12}:{minute:02d}(?::[0-5]\d)?\s?(?i:{half})\.?(?i:m)(?!\w)"
+    day = rf"{zero}{h24}:{minute:02d}(?::[0-5]\d)?(?!\d|\s?(?i:[ap])\.?(?i:m)(?!\w))"
+    return re.compile(rf"(?<![\d:])(?:{twelve}|{day})")
+
+
 def _named(reason: str, reference: str) -> list[_Value]:
     """The figures and addresses the failure names: those of its reason that are not
     given as wanted may be wrong ones; the reference answer's are the right ones
@@ -164,6 +191,11 @@ def _each_named(reason: str, reference: str) -> Iterator[_Value]:
             pattern = re.compile(rf"{whole}\.(?<![\w.,]{whole}\.)\d+(?!\d|[.,]\d)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
             yield _Value(f"{whole}.{decimals}", pattern, True, wrong)
+        for m in _TIME.finditer(text):
+            timed = _time_pattern(int(m.group(1)), int(m.group(2)), m.group(3))
+            if timed is not None:
+                wrong = wrong_ok and not _wanted_here(text, m.start())
+                yield _Value(m.group().rstrip("."), timed, True, wrong)
         for value, written in wanted_values(text):
             at = written.search(text)
             if at is None or not value[:1].isdigit() or not _is_figure(text, *at.span()):
@@ -273,7 +305,7 @@ def rule_value_made_in_code(ctx: RuleContext) -> Iterator[Finding]:
     built = not value.figure and _built_from(
         value.text, made.texts.text[: made.texts.starts[made.at]]
     )
-    yield _finding(events[made.at], made.shown, value.figure or built)
+    yield _finding(events[made.at], made.shown, value.figure or built, value.text)
 
 
 def _made_in_code(run: AgentTrajectory) -> Made | None:
@@ -335,11 +367,31 @@ def _made_in_code(run: AgentTrajectory) -> Made | None:
             for i in holders[other.text]
         ):
             continue
+        if _TIME.fullmatch(value.text) and _duration_given(run.outcome.reason or "", texts, first):
+            continue
         if best is None or first > best[0]:
             best = (first, value, where.group())
     if best is None:
         return None
     return Made(best[0], best[1], best[2], texts)
+
+
+# a duration: "120 minutes", "1.5 hours", "90 min"
+_DURATION = re.compile(r"(?i)(?<![\w.,:])(\d+(?:\.\d+)?)\s?(?:minutes?|mins?|hours?|hrs?)\b")
+
+
+def _duration_given(reason: str, texts: _Texts, first: int) -> bool:
+    """Whether the failure names, beside a wrong time, a duration it does not give as
+    the wanted one that a step before the time's maker held (an exam that "ends at
+    10:30 (120 minutes)": the 120 a supervisor passed on, from which the scheduler
+    computed the end): the time was made right from a wrong input given to it."""
+    for m in _DURATION.finditer(reason):
+        if _wanted_here(reason, m.start()):
+            continue
+        pattern = re.compile(rf"(?<![\w.,:]){m.group(1)}(?![\w:]|[.,]\d)")
+        if any(i < first for i in texts.holders(_Value(m.group(1), pattern, True, True))):
+            return True
+    return False
 
 
 def _built_from(address: str, before: str) -> bool:
@@ -349,16 +401,19 @@ def _built_from(address: str, before: str) -> bool:
     return bool(words) and all(re.search(rf"\b{w}\b", low) for w in words)
 
 
-def _finding(event: AgentEvent, value: str, computed: bool) -> Finding:
+def _finding(event: AgentEvent, value: str, computed: bool, named: str = "") -> Finding:
     agent = event.agent_name
     what = "its update" if event.type is EventType.AGENT_END else "the arguments of its call"
+    timed = bool(_TIME.fullmatch(named))
+    said = f"{value!r}" if not named or named == value else f"{value!r} (the failure's {named!r})"
     if computed:
         mode = "reflection.flawed_reasoning"
         how = "made it from what it was given (which may itself be wrong)"
+        ways = "time zones, an offset's sign, the clock" if timed else "units, rounding, weighting"
         fix = (
             f"At step {event.step_index}, {agent}: the step's code made {value!r}, which the "
-            "failure names; check how it computes it from its input (units, rounding, "
-            "weighting) and whether that input is right."
+            f"failure names; check how it computes it from its input ({ways}) and whether "
+            "that input is right."
         )
     else:
         mode = "memory.wrong_recall"
@@ -372,7 +427,7 @@ def _finding(event: AgentEvent, value: str, computed: bool) -> Finding:
         RULE,
         mode,
         event,
-        f"{value!r}, which the failure names, is first held by {what} at step "
+        f"{said}, which the failure names, is first held by {what} at step "
         f"{event.step_index}, a step that called no model and was given nothing holding it: "
         f"its own code {how}",
         confidence=0.5,

@@ -71,11 +71,18 @@ def _listify(node: Any) -> Any:
     return {k: _listify(v) for k, v in node.items()}
 
 
+# OpenLLMetry's (Traceloop's) span kinds, as OpenInference names them
+_TRACELOOP_KINDS = {"workflow": "AGENT", "task": "CHAIN", "agent": "AGENT", "tool": "TOOL"}
+
+
 def span_kind(attributes: Mapping[str, Any]) -> str:
     """OpenInference kind (LLM, TOOL, AGENT, CHAIN, ...), or one inferred from GenAI keys."""
     kind = attributes.get("openinference.span.kind")
     if isinstance(kind, str) and kind:
         return kind.upper()
+    kind = attributes.get("traceloop.span.kind")  # (OpenLLMetry's own spans)
+    if isinstance(kind, str) and kind.lower() in _TRACELOOP_KINDS:
+        return _TRACELOOP_KINDS[kind.lower()]
     op = attributes.get("gen_ai.operation.name")
     if isinstance(op, str) and op in _GENAI_OPS:
         return _GENAI_OPS[op]
@@ -160,6 +167,13 @@ def _tool_call(raw: Any) -> Any:
     if isinstance(function, Mapping):
         out["name"] = function.get("name")
         out["arguments"] = parse_json_text(function.get("arguments"))
+    else:  # (flat, as OpenLLMetry writes a call: ...tool_calls.0.name, .arguments)
+        if "name" in call:
+            out["name"] = call["name"]
+        if "arguments" in call or "args" in call:
+            out["arguments"] = parse_json_text(call.get("arguments", call.get("args")))
+    if not set(out) - {"id"} and set(call) - {"id"}:
+        return dict(call)  # (a shape not known: kept as it came, not emptied)
     return out
 
 
@@ -273,11 +287,12 @@ def event_content(events: list[dict[str, Any]]) -> tuple[Any, Any, set[int], set
 def agent_label(name: str, attrs: Mapping[str, Any]) -> str:
     """The name an agent span's agent goes by.
 
-    ``gen_ai.agent.name`` (or ``agent.name`` / ``smolagents.name``); else the name
+    ``gen_ai.agent.name`` (or ``agent.name``, ``smolagents.name``, OpenLLMetry's
+    ``traceloop.entity.name``); else the name
     a smolagents managed agent is given in its task ("You're a helpful agent named
     'X'"); else the span name without ``.run`` (``CodeAgent.run`` -> ``CodeAgent``).
     """
-    for key in ("gen_ai.agent.name", "agent.name", "smolagents.name"):
+    for key in ("gen_ai.agent.name", "agent.name", "smolagents.name", "traceloop.entity.name"):
         if isinstance(attrs.get(key), str) and attrs[key]:
             return str(attrs[key])
     task = task_of(parse_json_text(attrs.get("input.value")))
@@ -313,6 +328,9 @@ def content_fields(
         ("total", "llm.token_count.total"),
         ("prompt", "gen_ai.usage.input_tokens"),
         ("completion", "gen_ai.usage.output_tokens"),
+        ("prompt", "gen_ai.usage.prompt_tokens"),  # (OpenLLMetry's older names)
+        ("completion", "gen_ai.usage.completion_tokens"),
+        ("total", "llm.usage.total_tokens"),
     ):
         if key in attrs:
             tokens.setdefault(name, as_int(take(key)))
@@ -332,7 +350,7 @@ def content_fields(
         if "llm.provider" in attrs or "gen_ai.system" in attrs:
             meta["provider"] = take("llm.provider") or take("gen_ai.system")
     elif kind == "TOOL":
-        for key in ("tool.name", "gen_ai.tool.name"):
+        for key in ("tool.name", "gen_ai.tool.name", "traceloop.entity.name"):
             if key in attrs:
                 meta.setdefault("tool_name", take(key))
         for key in ("tool.description", "gen_ai.tool.description"):
@@ -371,7 +389,24 @@ def content_fields(
         used.add("output.mime_type")
     elif "output.value" in attrs and kind == "LLM":
         used.update(("output.value", "output.mime_type"))
+    if inp is None and "traceloop.entity.input" in attrs:  # (OpenLLMetry's spans)
+        inp = _entity(parse_json_text(take("traceloop.entity.input")))
+    if out is None and "traceloop.entity.output" in attrs:
+        out = parse_json_text(take("traceloop.entity.output"))
     return inp, out, meta
+
+
+def _entity(value: Any) -> Any:
+    """What OpenLLMetry records a decorated function was called with (``{"args":
+    [...], "kwargs": {...}}``) as its arguments: the keywords alone, or the one
+    positional argument, when that is all there is."""
+    if isinstance(value, Mapping) and set(value) <= {"args", "kwargs"}:
+        args, kwargs = value.get("args") or [], value.get("kwargs") or {}
+        if not args and isinstance(kwargs, Mapping):
+            return dict(kwargs)
+        if isinstance(args, list) and len(args) == 1 and not kwargs:
+            return args[0]
+    return value
 
 
 # -- chat content parts (OpenAI, Anthropic) ---------------------------------------------

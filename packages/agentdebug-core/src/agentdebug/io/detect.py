@@ -162,12 +162,17 @@ def load_runs(importer: Importer, source: Source) -> list[ImportedRun]:
     """Every run ``importer`` reads from ``source``. A file some of whose records
     could not be read raises :class:`RecordsSkipped` holding the runs that could."""
     runs: list[ImportedRun] = []
+    unreadable = list(getattr(source.records, "unreadable", None) or ())  # (lines not JSON)
     try:
         with reading(importer, source):
             runs.extend(importer.load(source))
     except RecordsSkipped as exc:
+        if unreadable:
+            raise RecordsSkipped([*unreadable, *exc.errors], runs) from None
         exc.runs = runs
         raise
+    if unreadable and runs:
+        raise RecordsSkipped(unreadable, runs)
     if not runs:
         raise InputError(f"no runs found (read as '{importer.name}')", source=source.name)
     return runs

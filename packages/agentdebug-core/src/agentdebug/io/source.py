@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -178,8 +178,9 @@ def _concatenated(data: bytes, name: str) -> JsonLines:
         try:
             value, at = decoder.raw_decode(text, start)
         except json.JSONDecodeError as exc:
+            said = exc.msg.removesuffix(" at")  # ("Invalid control character at")
             raise InputError(
-                f"not valid JSON: {exc.msg} at line {exc.lineno}, column {exc.colno} "
+                f"not valid JSON: {said} at line {exc.lineno}, column {exc.colno} "
                 f"(in the value that starts on this line)",
                 source=name,
                 lineno=line,
@@ -200,24 +201,38 @@ class JsonLines(list[Any]):
     (``line_numbers``, counted from 1, blank lines included), so an error names the
     line a user's editor shows, not the value's position among the non-blank ones."""
 
-    def __init__(self, values: list[Any], line_numbers: list[int]) -> None:
+    def __init__(
+        self, values: list[Any], line_numbers: list[int], unreadable: Sequence[InputError] = ()
+    ) -> None:
         super().__init__(values)
         self.line_numbers = line_numbers
+        # lines that were not JSON among records that were (a line a logger killed
+        # mid-write cut off): each costs only its own record (detect.load_runs)
+        self.unreadable = list(unreadable)
 
 
 def _parse_lines(lines: list[bytes], name: str) -> JsonLines:
+    """The records of a JSON Lines file. A few lines that are not JSON among records
+    that are objects (at most one in ten, or two) are set aside, each an error naming
+    its line, for the others to be read; more, or among values that are not objects
+    (a pretty-printed document read line by line), are the file's error."""
     records: list[Any] = []
     numbers: list[int] = []
+    unreadable: list[InputError] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
             records.append(orjson.loads(line))
         except orjson.JSONDecodeError as exc:
-            raise InputError(
-                f"not valid JSON: {exc.msg} at column {exc.colno}",
-                source=name,
-                lineno=number,
-            ) from None
+            said = f"not valid JSON: {exc.msg} at column {exc.colno}"
+            unreadable.append(InputError(said, source=name, lineno=number))
+            continue
         numbers.append(number)
-    return JsonLines(records, numbers)
+    if unreadable and (
+        not records
+        or len(unreadable) > max(2, len(records) // 10)
+        or not all(isinstance(r, dict) for r in records)
+    ):
+        raise unreadable[0] from None
+    return JsonLines(records, numbers, unreadable)

@@ -32,6 +32,14 @@ def modes(findings: list[Finding]) -> list[tuple[str, int | None]]:
         ("HTTP 429: Too Many Requests", "system.rate_limited"),
         ("Request timed out after 30s", "system.timeout"),
         ("401 Unauthorized: invalid api key", "system.auth_error"),
+        # (a review: the SDKs' own words for refused credentials read as tool errors)
+        ("AuthenticationError: Incorrect API key provided: sk-abc***xyz", "system.auth_error"),
+        (
+            "SMTPAuthenticationError: (535, b'Username and Password not accepted')",
+            "system.auth_error",
+        ),
+        ("ClientError: (ExpiredTokenException) the security token is expired", "system.auth_error"),
+        ("BadCredentialsException: Bad credentials", "system.auth_error"),
         (
             "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'",
             "system.resource_not_found",

@@ -106,8 +106,10 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         "system.auth_error",
         re.compile(
             _status("40[13]")
-            + r"|unauthori[sz]ed|forbidden|permission denied|invalid api[ _-]?key|"
-            r"authentication (?:failed|error)",
+            + r"|unauthori[sz]ed|forbidden|permission denied|(?:invalid|incorrect) api[ _-]?key|"
+            r"authentication ?(?:failed|error)|authenticationerror|bad credentials|"
+            r"invalid credentials|expired ?token|token (?:has |is )?expired|"
+            r"(?:username|user name) and password not accepted",
             re.I,
         ),
     ),

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from agentdebug import AgentDebug, EventType
 from conftest import DATA, EXAMPLES, run_cli
+from toy_agent import failing_run
 
 EXAMPLE = str(EXAMPLES / "failed_booking.json")
 
@@ -279,3 +280,19 @@ def test_list_cuts_a_long_goal_with_an_ellipsis(home: Path) -> None:
     dbg.close()
     (line,) = [line for line in run_cli("list").stdout.splitlines() if line.startswith(t.id)]
     assert line.endswith("x" * 79 + "…")
+
+
+def test_diagnose_takes_a_stored_runs_id_over_a_folder_of_that_name(
+    home: Path, tmp_path: Path
+) -> None:
+    """A review: a folder named as a stored run (its artifacts) in the working
+    directory made `diagnose RUN_ID` fail with "is a directory, not a file"."""
+    dbg = AgentDebug(home)
+    run = failing_run(dbg)
+    dbg.close()
+    (tmp_path / run.id).mkdir()
+    said = run_cli("diagnose", run.id, cwd=tmp_path)
+    assert said.returncode == 0, said.stderr
+    assert f"Diagnosis of run {run.id}" in said.stdout
+    said = run_cli("diagnose", f"./{run.id}", cwd=tmp_path)  # (written as a path: the folder)
+    assert said.returncode != 0 and "directory" in said.stderr

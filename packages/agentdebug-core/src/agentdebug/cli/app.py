@@ -15,7 +15,7 @@ from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settl
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.store_notes import locked_now, unwritable
 from agentdebug.cli.values import nonempty, parse_when
-from agentdebug.errors import InputError, RecordsSkipped
+from agentdebug.errors import AgentDebugError, InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
 from agentdebug.store.base import StoreLocked, recorder_of
@@ -291,6 +291,17 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
 # -- diagnose ------------------------------------------------------------------------------
 
 
+def _stored(obj: Ctx, target: str) -> bool:
+    """Whether ``target``, not written as a path, names a run of the store."""
+    if any(sep in target for sep in ("/", "\\")):
+        return False
+    try:
+        obj.settled_store.resolve_id(target)
+    except AgentDebugError:
+        return False
+    return True
+
+
 def _targets(
     obj: Ctx, target: str, fmt: str | None, keep: bool, history: bool = True
 ) -> list[AgentTrajectory]:
@@ -298,7 +309,9 @@ def _targets(
     from agentdebug.store.history import with_history
 
     path = Path(target)
-    if path.exists():
+    # (a folder is no run file: a folder named as a stored run, its artifacts, is
+    # passed over for the run; written as a path, it is refused below)
+    if path.exists() and not (path.is_dir() and _stored(obj, target)):
         try:
             runs = import_file(path, format=fmt)
         except RecordsSkipped as exc:  # the runs that could be read are diagnosed

@@ -13,6 +13,7 @@ from agentdebug.attribute.model_common import (
     evidence_from,
     fit_view,
     hypothesis,
+    mode_from_findings,
     mode_ids,
 )
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
@@ -53,7 +54,8 @@ class AllAtOnceAttributor:
                 strategy=self.name,
                 confidence=v.confidence,
                 rationale=v.reason,
-                mode_id=v.failure_mode,
+                # (a mode a detector found at the step comes first, as in binary search)
+                mode_id=mode_from_findings(findings, facts, v.step) or v.failure_mode,
                 evidence=evidence_from(v.evidence, facts),
                 fix=v.fix,
             )

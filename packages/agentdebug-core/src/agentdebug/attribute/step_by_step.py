@@ -25,6 +25,7 @@ from agentdebug.attribute.model_common import (
     fit_view,
     hypothesis,
     mode_field,
+    mode_from_findings,
     mode_ids,
     narrowed,
 )
@@ -79,7 +80,7 @@ class StepByStepAttributor:
                     purpose=f"judge step {step}",
                 ).value
             except LLMError as exc:
-                partial = self._partial(facts, verdicts, exc)
+                partial = self._partial(facts, verdicts, exc, findings)
                 if partial is None:
                     raise
                 return [partial]
@@ -91,6 +92,7 @@ class StepByStepAttributor:
                         step,
                         verdict,
                         f"the first step judged decisive ({len(verdicts)} steps read)",
+                        findings=findings,
                     )
                 ]
         if not verdicts:
@@ -105,11 +107,16 @@ class StepByStepAttributor:
                 "no step was judged decisive; this is the step judged most likely to be the error",
                 confidence=min(verdict.error_probability, NOT_DECISIVE),
                 metadata={"decisive": False},  # (the router counts it as no agreement)
+                findings=findings,
             )
         ]
 
     def _partial(
-        self, facts: TraceFacts, verdicts: list[tuple[int, StepVerdict]], exc: LLMError
+        self,
+        facts: TraceFacts,
+        verdicts: list[tuple[int, StepVerdict]],
+        exc: LLMError,
+        findings: Sequence[Finding] = (),
     ) -> Hypothesis | None:
         """The answer of a reading stopped before a decisive step: the step judged
         most likely to be the error among those read, as when none is decisive, if
@@ -136,6 +143,7 @@ class StepByStepAttributor:
             "is the one judged most likely to be the error",
             confidence=min(verdict.error_probability, NOT_DECISIVE),
             metadata={**stop.meta, "decisive": False},
+            findings=findings,
         )
 
     def _hypothesis(
@@ -147,6 +155,7 @@ class StepByStepAttributor:
         *,
         confidence: float | None = None,
         metadata: dict[str, object] | None = None,
+        findings: Sequence[Finding] = (),
     ) -> Hypothesis:
         evidence = (
             [Evidence(event_id=facts.event_at.get(step), step_index=step, quote=verdict.evidence)]
@@ -160,7 +169,8 @@ class StepByStepAttributor:
             strategy=self.name,
             confidence=verdict.error_probability if confidence is None else confidence,
             rationale=f"{verdict.reason} ({how})",
-            mode_id=verdict.failure_mode,
+            # (a mode a detector found at the step comes first, as in binary search)
+            mode_id=mode_from_findings(findings, facts, step) or verdict.failure_mode,
             evidence=evidence,
             fix=verdict.fix,
             metadata=metadata,

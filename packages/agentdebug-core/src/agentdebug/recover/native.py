@@ -17,8 +17,8 @@ from agentdebug.schema import AgentTrajectory, DiagnosticReport, RecoveryPlan
 from agentdebug.text import shorten
 
 GENERIC_NOTE = (
-    "generic directive: no failure mode was detected, so it tells the blamed step how "
-    "the run failed instead of applying a remedy"
+    "generic directive: the diagnosis gives no fix for the blamed step (no failure mode "
+    "named there), so it tells the step how the run failed instead of applying a remedy"
 )
 
 

@@ -1,0 +1,46 @@
+"""A model that names the right step but no failure mode: the mode a detector found
+there comes first, and with it the fix that names the failed call. A review found
+all-at-once and step-by-step left the report with no fix (binary search did not),
+and `act` then said no failure mode was detected, though the rules had found one.
+Through the real openai client, over HTTP, to a scripted local server."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from agentdebug.diagnose import diagnose
+from agentdebug.llm.testing import ScriptedServer
+from agentdebug.recover import NativeRecoverer
+from test_model_prompts import EXAMPLE, schema_name, settings_for
+
+BLAME = {"agent": "searcher", "step": 3, "failure_mode": None, "reason": "bad date",
+         "evidence": [], "fix": "", "confidence": 0.8}  # fmt: skip
+VERDICT = {"reason": "bad date", "evidence": "", "fix": "", "failure_mode": None,
+           "error_probability": 0.9, "decisive": True}  # fmt: skip
+
+
+class Answers:
+    """The attribution, or step by step: steps 1 and 2 (the planner's) judged fine."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+
+    def __call__(self, request: dict[str, object]) -> str:
+        if schema_name(request) != "StepVerdict":
+            return json.dumps(BLAME)
+        self.steps += 1
+        fine = {**VERDICT, "error_probability": 0.05, "decisive": False}
+        return json.dumps(VERDICT if self.steps == 3 else fine)
+
+
+@pytest.mark.parametrize("attributor", ["all-at-once", "step-by-step"])
+def test_the_mode_a_detector_found_at_the_blamed_step_gives_the_fix(attributor: str) -> None:
+    with ScriptedServer(Answers()) as server:
+        report = diagnose(EXAMPLE, attributor=attributor, settings=settings_for(server))
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("searcher", 3)
+    assert root.mode_id == "action.malformed_tool_call"
+    assert report.fix is not None and "search_fares(" in report.fix.directive
+    plan = NativeRecoverer().recover(EXAMPLE, report)
+    assert not plan.rationale.startswith("generic directive")

@@ -123,12 +123,17 @@ def test_step_by_step_does_not_ask_about_tool_output() -> None:
 # -- 6. one bad field does not cost the answer ---------------------------------------------
 
 
+# (the planner's step 1, where no detector found a mode: one found at the blamed
+# step comes before the model's, test_model_modes)
+PLANNER = {"agent": "planner", "step": 1, "evidence": []}
+
+
 def test_an_unknown_failure_mode_keeps_the_agent_and_step() -> None:
-    report, requests = one_pass(answer(failure_mode="date_format_error"))
+    report, requests = one_pass(answer(failure_mode="date_format_error", **PLANNER))
     assert len(requests) == 1  # no repair round, no fallback to the heuristic
     root = report.root_cause
     assert root is not None and root.strategy == "all-at-once"
-    assert (root.agent_name, root.step_index, root.mode_id) == ("searcher", 3, None)
+    assert (root.agent_name, root.step_index, root.mode_id) == ("planner", 1, None)
     assert any("'date_format_error' is not in the taxonomy" in n for n in report.notes)
     assert not any("heuristic" in n for n in report.notes)
 
@@ -138,7 +143,7 @@ def test_an_unknown_failure_mode_keeps_the_agent_and_step() -> None:
     [("malformed_tool_call", "action.malformed_tool_call"), ("Wrong tool", "action.wrong_tool")],
 )
 def test_a_failure_mode_without_its_category_or_by_name_is_matched(given: str, mode: str) -> None:
-    report, requests = one_pass(answer(failure_mode=given))
+    report, requests = one_pass(answer(failure_mode=given, **PLANNER))
     root = report.root_cause
     assert root is not None and root.strategy == "all-at-once" and len(requests) == 1
     assert root.mode_id == mode

@@ -260,7 +260,8 @@ def _joined(
             return
         except Exception as exc:  # an importer bug must not end the batch
             log.exception("importing %s failed unexpectedly", ", ".join(map(str, paths)))
-            batch.failures.extend((p, f"unexpected {type(exc).__name__}: {exc}") for p in paths)
+            said = f"unexpected {type(exc).__name__}: {exc}"
+            batch.failures.extend((p, f"{p}: {said}") for p in paths)  # (as one file's)
             return
         if len(files) > 1:
             batch.notes.append(

@@ -42,7 +42,7 @@ Decisions:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -191,15 +191,22 @@ def _ordered(spans: Sequence[Span]) -> list[Span]:
     def key(item: tuple[int, Span]) -> tuple[int, int]:
         return (starts.get(item[1].span_id, 0), item[0])
 
-    def visit(parent: str | None, inherited: int) -> None:
+    def kids_of(parent: str | None, inherited: int) -> Iterator[tuple[int, Span]]:
         kids = children.get(parent, [])
         for _, span in kids:
             starts[span.span_id] = _micros(span.start) if span.start else inherited
-        for _, span in sorted(kids, key=key):
-            preorder.append(span)
-            visit(span.span_id, starts[span.span_id])
+        return iter(sorted(kids, key=key))
 
-    visit(None, 0)
+    # (a stack, not recursion: a trace may nest spans thousands deep)
+    stack = [kids_of(None, 0)]
+    while stack:
+        item = next(stack[-1], None)
+        if item is None:
+            stack.pop()
+            continue
+        span = item[1]
+        preorder.append(span)
+        stack.append(kids_of(span.span_id, starts[span.span_id]))
     rank = {s.span_id: i for i, s in enumerate(preorder)}
     return sorted(preorder, key=lambda s: (starts[s.span_id], rank[s.span_id]))
 
@@ -210,27 +217,30 @@ def _agent_names(
     """Each span's agent: its own ``gen_ai.agent.name`` or the nearest agent span's name.
 
     Worked out along parent links, not in time order, so a child whose clock runs
-    ahead of its parent's still finds its agent.
+    ahead of its parent's still finds its agent (walking up, not recursing: a
+    trace may nest spans thousands deep).
     """
     names: dict[str, str | None] = {}
-
-    def name_of(span: Span) -> str | None:
-        if span.span_id in names:
-            return names[span.span_id]
-        names[span.span_id] = None  # guards against a parent cycle
-        own = span.attributes.get("gen_ai.agent.name")
-        if kinds[span.span_id] == "AGENT":
-            result: str | None = agent_label(span.name, span.attributes)
-        elif isinstance(own, str) and own:
-            result = own
-        else:
-            parent = by_id.get(span.parent_id) if span.parent_id else None
-            result = name_of(parent) if parent is not None else None
-        names[span.span_id] = result
-        return result
-
     for span in spans:
-        name_of(span)
+        below: list[str] = []  # spans whose agent is the one found further up
+        at: Span | None = span
+        result: str | None = None
+        while at is not None:
+            if at.span_id in names:  # (known, or on this walk: a parent cycle)
+                result = names[at.span_id]
+                break
+            names[at.span_id] = None
+            below.append(at.span_id)
+            own = at.attributes.get("gen_ai.agent.name")
+            if kinds[at.span_id] == "AGENT":
+                result = agent_label(at.name, at.attributes)
+                break
+            if isinstance(own, str) and own:
+                result = own
+                break
+            at = by_id.get(at.parent_id) if at.parent_id else None
+        for span_id in below:
+            names[span_id] = result
     return names
 
 

@@ -12,19 +12,23 @@ field names (``resource_spans``, ``span_id``, ...) is accepted too, and so are
 ids written as integers or ``0x`` hex (read as the same hex id, so a trace whose
 spans were written either way stays one). Attributes that are not ``{key, value}``
 objects are an error naming the span and field: dropped, what a span said would
-be lost without a word.
+be lost without a word. A span that cannot be read costs its trace only: the
+other traces of the export are imported, and the trace is reported, skipped, with
+where and why (:class:`TracesSkipped`); so is a trace that cannot be built.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import logging
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agentdebug.errors import InputError, RecordsSkipped
+from agentdebug.errors import AgentDebugError, InputError, RecordsSkipped
 from agentdebug.io._common import line_of, type_name
 from agentdebug.io.otel import Span, from_unix_nano, spans_to_trajectory
 from agentdebug.stages import ImportedRun, Source
@@ -38,10 +42,44 @@ _SPAN_KINDS = {
     4: "PRODUCER",
     5: "CONSUMER",
 }
+log = logging.getLogger("agentdebug.io")
 
 
-# One file's spans by trace id, and each trace's resource attributes (OtlpImporter.gather)
-Gathered = tuple[dict[str, list[Span]], dict[str, dict[str, Any]]]
+@dataclass
+class Gathered:
+    """What :meth:`OtlpImporter.gather` read of one file: its spans by trace id,
+    each trace's resource attributes, and the traces a span of which could not be
+    read, with the first such span's error."""
+
+    traces: dict[str, list[Span]] = field(default_factory=dict)
+    resources: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bad: dict[str, InputError] = field(default_factory=dict)
+
+
+class TracesSkipped(RecordsSkipped):
+    """Traces of an export that could not be imported (the others were), one
+    error each. With one, it is where that error is (``source``, ``lineno``,
+    ``record``, ``field``), as the error of a file holding only that trace is."""
+
+    def __init__(self, errors: Sequence[InputError], runs: Sequence[Any] = ()) -> None:
+        super().__init__(errors, runs)
+        if len(self.errors) == 1:
+            (only,) = self.errors
+            self.source, self.record, self.field = only.source, only.record, only.field
+            self.lineno = only.lineno
+
+    def __str__(self) -> str:
+        return self.message  # (each error says where it is)
+
+    def located(
+        self,
+        *,
+        source: str | None = None,
+        record: int | str | None = None,
+        field: str | None = None,
+        lineno: int | None = None,
+    ) -> InputError:
+        return TracesSkipped([e.located(source=source) for e in self.errors], self.runs)
 
 
 def _snake(name: str) -> str:
@@ -195,49 +233,66 @@ class OtlpImporter:
         return None
 
     def load(self, source: Source) -> Iterator[ImportedRun]:
-        for run, _files in self.load_gathered([(source, self.gather(source))]):
-            yield run
+        built = False
+        try:
+            for run, _files in self.load_gathered([(source, self.gather(source))]):
+                built = True
+                yield run
+        except RecordsSkipped as exc:
+            if built or len(exc.errors) != 1:
+                raise
+            (only,) = exc.errors  # (the file's one trace: its error, as it is)
+            cause = only.__cause__
+            if isinstance(cause, Exception) and not isinstance(cause, AgentDebugError):
+                raise cause from None  # (a bug in agentdebug, not in the file)
+            raise only from None
 
     def gather(self, source: Source) -> Gathered:
         """The spans of one file, by trace id (see :mod:`agentdebug.io.batch`:
         a batch gathers every file before building, so a trace a collector's file
         rotation split across files is one run)."""
         docs = source.records if source.records is not None else [source.document]
-        traces: dict[str, list[Span]] = {}
-        resources: dict[str, dict[str, Any]] = {}
+        piece = Gathered()
         for index, doc in enumerate(docs):
             assert isinstance(doc, Mapping)
             line = line_of(source, index) if source.records is not None else None
             try:
-                _collect(doc, source.name, line, traces, resources)
-            except InputError as exc:
+                _collect(doc, source.name, line, piece)
+            except InputError as exc:  # (not a span of a known trace: the file fails)
                 raise exc.located(lineno=line) from None
-        if not traces:
+        if not piece.traces and not piece.bad:
             raise InputError(
                 "no events: the export holds no spans", source=source.name, field="resourceSpans"
             )
-        return traces, resources
+        return piece
 
     def load_gathered(
         self, items: list[tuple[Source, Gathered]]
     ) -> Iterator[tuple[ImportedRun, list[Path]]]:
         """One run per trace id over all the files' spans, with the files it was
-        read from. A trace that cannot be built is skipped with its error
-        (:class:`RecordsSkipped`, after the others). The gathered spans are taken
-        out of ``items`` as they are joined, and a trace's spans let go once its
-        run is built, so memory falls as the runs are handed on."""
+        read from. A trace a span of which could not be read, or that cannot be
+        built (its spans' fault, or, unexpectedly, agentdebug's), is skipped with
+        its error (:class:`TracesSkipped`, after the others). The gathered spans
+        are taken out of ``items`` as they are joined, and a trace's spans let go
+        once its run is built, so memory falls as the runs are handed on."""
         traces: dict[str, list[Span]] = {}
         resources: dict[str, dict[str, Any]] = {}
         files: dict[str, list[Source]] = {}
-        for source, (spans_by_trace, resource_by_trace) in items:
-            for trace_id in list(spans_by_trace):
-                traces.setdefault(trace_id, []).extend(spans_by_trace.pop(trace_id))
+        bad: dict[str, InputError] = {}  # (the first file's error, for a trace bad in several)
+        for source, piece in items:
+            for trace_id in list(piece.traces):
+                traces.setdefault(trace_id, []).extend(piece.traces.pop(trace_id))
                 files.setdefault(trace_id, []).append(source)
-            for trace_id, resource in resource_by_trace.items():
+            for trace_id, resource in piece.resources.items():
                 resources.setdefault(trace_id, resource)
+            for trace_id, error in piece.bad.items():
+                bad.setdefault(trace_id, error)
         errors: list[InputError] = []
-        for trace_id in list(traces):
-            spans = traces.pop(trace_id)
+        for trace_id in dict.fromkeys([*traces, *bad]):
+            spans = traces.pop(trace_id, [])
+            if trace_id in bad:
+                errors.append(_not_imported(trace_id, bad[trace_id]))
+                continue
             sources = files[trace_id]
             name = ", ".join(s.name for s in sources)
             metadata: dict[str, Any] = {"trace_id": trace_id, "source_file": sources[0].path.name}
@@ -253,19 +308,37 @@ class OtlpImporter:
             except InputError as exc:
                 errors.append(exc.located(source=name))
                 continue
+            except Exception as exc:  # a bug in agentdebug costs this trace only
+                log.exception("building trace %r from %s failed unexpectedly", trace_id, name)
+                said = f"unexpected {type(exc).__name__}: {str(exc)[:300]}"
+                error = InputError(
+                    f"trace {trace_id!r} not imported: {said} (a bug in agentdebug)",
+                    source=name,
+                )
+                error.__cause__ = exc
+                errors.append(error)
+                continue
             yield ImportedRun(trajectory=trajectory), [s.path for s in sources]
         if errors:
-            raise RecordsSkipped(errors)
+            raise TracesSkipped(errors)
 
 
-def _collect(
-    doc: Mapping[str, Any],
-    name: str,
-    line: int | None,
-    traces: dict[str, list[Span]],
-    resources: dict[str, dict[str, Any]],
-) -> None:
-    """The spans of one export (a file's, or a JSON Lines file's ``line``), by trace."""
+def _not_imported(trace_id: str, error: InputError) -> InputError:
+    """``error``, a span's, as the reason its trace was not imported."""
+    return InputError(
+        f"trace {trace_id!r} not imported: {error.message}",
+        source=error.source,
+        record=error.record,
+        field=error.field,
+        lineno=error.lineno,
+    )
+
+
+def _collect(doc: Mapping[str, Any], name: str, line: int | None, piece: Gathered) -> None:
+    """The spans of one export (a file's, or a JSON Lines file's ``line``), by
+    trace, into ``piece``. A span that cannot be read (or whose resource's
+    attributes cannot) marks its trace bad; one whose trace cannot be told, and
+    anything else that cannot be read, is an error: it may belong to any run."""
     for r, resource_spans in enumerate(get(doc, "resourceSpans") or []):
         rpath = f"resourceSpans[{r}]"
         if not isinstance(resource_spans, Mapping):
@@ -273,11 +346,17 @@ def _collect(
                 f"expected an object, got {type_name(resource_spans)}", source=name, field=rpath
             )
         resource = get(resource_spans, "resource") or {}
-        resource_attrs = attributes(
-            resource.get("attributes") if isinstance(resource, Mapping) else None,
-            source=name,
-            field=f"{rpath}.resource.attributes",
-        )
+        resource_attrs: dict[str, Any] = {}
+        resource_error: InputError | None = None
+        try:
+            resource_attrs = attributes(
+                resource.get("attributes") if isinstance(resource, Mapping) else None,
+                source=name,
+                field=f"{rpath}.resource.attributes",
+            )
+        except InputError as exc:  # (costs the traces of its spans, found below)
+            resource_error = exc
+        costs = False  # (whether a trace was marked bad for it)
         scopes = get(resource_spans, "scopeSpans")
         if scopes is None:
             scopes = get(resource_spans, "instrumentationLibrarySpans") or []
@@ -290,11 +369,29 @@ def _collect(
             scope = get(scope_spans, "scope") or get(scope_spans, "instrumentationLibrary") or {}
             scope_name = scope.get("name") if isinstance(scope, Mapping) else None
             for i, raw in enumerate(get(scope_spans, "spans") or []):
-                span, trace_id = _span(raw, name, f"{spath}.spans[{i}]", scope_name)
+                try:
+                    span, trace_id = _span(raw, name, f"{spath}.spans[{i}]", scope_name)
+                    if resource_error is not None:
+                        raise resource_error
+                except InputError as exc:
+                    bad_trace = _trace_of(raw)
+                    if bad_trace is None:
+                        raise
+                    piece.bad.setdefault(bad_trace, exc.located(lineno=line))
+                    costs = True
+                    continue
                 span.line = line
-                traces.setdefault(trace_id, []).append(span)
+                piece.traces.setdefault(trace_id, []).append(span)
                 if resource_attrs:
-                    resources.setdefault(trace_id, resource_attrs)
+                    piece.resources.setdefault(trace_id, resource_attrs)
+        if resource_error is not None and not costs:
+            raise resource_error
+
+
+def _trace_of(raw: Any) -> str | None:
+    """The trace id of a span that could not be read, if it can be told."""
+    trace_id = get(raw, "traceId") if isinstance(raw, Mapping) else None
+    return None if isinstance(trace_id, float) else normalise_id(trace_id)
 
 
 def _span(raw: Any, name: str, path: str, scope_name: Any) -> tuple[Span, str]:

@@ -206,7 +206,8 @@ class JSONLStore:
             kind = rec["kind"]
             if kind == "run":
                 header = rec["header"]
-                runs[header["id"]] = JsonlRun(header=header)
+                begun = runs.get(header["id"])  # (begun again: it keeps its place)
+                runs[header["id"]] = JsonlRun(header, begun.num if begun else len(runs))
                 return None
             if kind not in _OF_A_RUN:  # (a prune's first line; a newer agentdebug's kind)
                 return None

@@ -21,17 +21,22 @@ from agentdebug.store.base import (
 
 @dataclass
 class JsonlRun:
-    """A run as the file holds it: its header, events, label and reports (as JSON)."""
+    """A run as the file holds it: its header, events, label and reports (as JSON),
+    and its number: its place among the runs in the order they were first begun (a
+    run begun again keeps it, as it keeps its row number in the SQLite store)."""
 
     header: dict[str, Any]
+    num: int = 0
     events: list[dict[str, Any]] = field(default_factory=list)
     label: dict[str, Any] | None = None
     reports: list[dict[str, Any]] = field(default_factory=list)
 
 
 def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
-    """The summaries of the runs ``q`` asks for, newest first."""
-    out: list[RunSummary] = []
+    """The summaries of the runs ``q`` asks for, newest first: in the SQLite store's
+    order (``started_at DESC, num DESC``), by start, then the run added last first;
+    runs with no start after every run with one (SQLite's NULL sorts lowest)."""
+    out: list[tuple[tuple[bool, float, int], RunSummary]] = []
     below = _descendants(runs, q.descends_from) if q.descends_from else None
     chosen = runs.items()
     if q.ids is not None:  # (looked up, not scanned: an import asks once per run)
@@ -64,30 +69,35 @@ def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
         latest = run.reports[-1] if run.reports else {}
         root = (latest.get("hypotheses") or [None])[0]
         verified, later = verdict_of(latest)
+        when = (started is not None, started.timestamp() if started else 0.0, run.num)
         out.append(
-            RunSummary(
-                id=rid,
-                goal=head.get("goal"),
-                framework=head.get("framework"),
-                status=status,
-                started_at=started,
-                ended_at=_parse_dt(head.get("ended_at")),
-                n_events=len(run.events),
-                agents=[a["name"] for a in head.get("agents", [])],
-                parent_id=head.get("parent_id"),
-                failure_modes=modes,
-                root_agent=root.get("agent_name") if root else None,
-                root_step=root.get("step_index") if root else None,
-                continues=continues_of(head.get("metadata")),
-                within=within_of(head.get("metadata")),
-                recorded_by=recorder_of(head.get("metadata")),
-                imported_from=imported_from(head.get("metadata")),
-                verified=verified,
-                later=later,
+            (
+                when,
+                RunSummary(
+                    id=rid,
+                    goal=head.get("goal"),
+                    framework=head.get("framework"),
+                    status=status,
+                    started_at=started,
+                    ended_at=_parse_dt(head.get("ended_at")),
+                    n_events=len(run.events),
+                    agents=[a["name"] for a in head.get("agents", [])],
+                    parent_id=head.get("parent_id"),
+                    failure_modes=modes,
+                    root_agent=root.get("agent_name") if root else None,
+                    root_step=root.get("step_index") if root else None,
+                    continues=continues_of(head.get("metadata")),
+                    within=within_of(head.get("metadata")),
+                    recorded_by=recorder_of(head.get("metadata")),
+                    imported_from=imported_from(head.get("metadata")),
+                    verified=verified,
+                    later=later,
+                ),
             )
         )
-    out.sort(key=lambda s: s.started_at.timestamp() if s.started_at else 0.0, reverse=True)
-    return out[: q.limit] if q.limit else out
+    out.sort(key=lambda item: item[0], reverse=True)
+    ordered = [summary for _, summary in out]
+    return ordered[: q.limit] if q.limit else ordered
 
 
 def _parse_dt(value: Any) -> datetime | None:

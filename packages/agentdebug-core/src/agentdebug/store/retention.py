@@ -81,9 +81,15 @@ def _when(value: datetime | None) -> datetime | None:
 
 
 def _newest_first(runs: Sequence[RunSummary]) -> list[RunSummary]:
-    """By start, newest first; runs with no start last (the stores' own order)."""
-    floor = datetime.min.replace(tzinfo=UTC)
-    return sorted(runs, key=lambda r: _when(r.started_at) or floor, reverse=True)
+    """By start, newest first, runs with no start last: the order both stores list
+    runs in (a naive time read as the stores read it, in local time). Runs with the
+    same start, or none, stay in the order given: the store's, the run added last
+    first."""
+    return sorted(
+        runs,
+        key=lambda r: (r.started_at is not None, r.started_at.timestamp() if r.started_at else 0),
+        reverse=True,
+    )
 
 
 def matches(run: RunSummary, retention: Retention, now: datetime) -> bool:
@@ -126,9 +132,14 @@ def _families(runs: Sequence[RunSummary]) -> dict[str, list[RunSummary]]:
 
 
 def select(runs: Sequence[RunSummary], retention: Retention, now: datetime) -> PrunePlan:
-    """The runs of ``runs`` (every run in the store) that a prune with ``retention``
-    deletes at ``now``, whole families only."""
+    """The runs of ``runs`` (every run in the store, as it lists them: newest first)
+    that a prune with ``retention`` deletes at ``now``, whole families only."""
     ordered = _newest_first(runs)
+    place = {run.id: at for at, run in enumerate(ordered)}
+
+    def in_order(chosen: list[RunSummary]) -> list[RunSummary]:
+        return sorted(chosen, key=lambda run: place[run.id])
+
     # the newest N of the runs the statuses name (of all, without --status): "--status
     # success --keep-last 1000" keeps the newest 1,000 successes
     kinds = [run for run in ordered if not retention.statuses or run.status in retention.statuses]
@@ -148,8 +159,8 @@ def select(runs: Sequence[RunSummary], retention: Retention, now: datetime) -> P
             held += going
             held_families += 1
     return PrunePlan(
-        doomed=_newest_first(doomed),
+        doomed=in_order(doomed),
         families=families,
-        held=_newest_first(held),
+        held=in_order(held),
         held_families=held_families,
     )

@@ -296,3 +296,6 @@ def test_diagnose_takes_a_stored_runs_id_over_a_folder_of_that_name(
     assert f"Diagnosis of run {run.id}" in said.stdout
     said = run_cli("diagnose", f"./{run.id}", cwd=tmp_path)  # (written as a path: the folder)
     assert said.returncode != 0 and "directory" in said.stderr
+    (tmp_path / run.id[:6]).mkdir()  # (a second review: a folder named as a prefix of an id)
+    said = run_cli("diagnose", run.id[:6], cwd=tmp_path)
+    assert said.returncode != 0 and "directory" in said.stderr

@@ -394,9 +394,15 @@ def test_a_time_made_from_a_wrong_duration_given_is_not_its_makers() -> None:
         ev(4, EventType.LLM_RESPONSE, "mailer", input=[{"role": "user", "content": "10:30"}],
            output={"content": "Priya's exam runs 08:30-10:30."}),
     ]  # fmt: skip
-    reason = "her IEP gives time-and-a-half, but the email says she ends at 10:30 (120 minutes)"
+    reason = "her IEP gives time-and-a-half, but the email says 'ends at 10:30' (120 minutes)"
     assert not found(failed(traj(*events), reason))
     # without the duration named, the end time is the scheduler's own
-    assert [f.agent_name for f in found(failed(traj(*events), "the email says 10:30"))] == [
-        "scheduler"
-    ]
+    said = failed(traj(*events), "the email says 'ends at 10:30'")
+    assert [f.agent_name for f in found(said)] == ["scheduler"]
+    # a number the run holds as no duration (a date's day) is no duration given
+    dated = [*events[:3], *node(2, "supervisor", {"day": "2024-11-19", "start": "08:30"}),
+             *events[5:]]  # fmt: skip
+    named = "the email says 'ends at 10:30'; 19 minutes short"
+    assert [f.agent_name for f in found(failed(traj(*dated), named))] == ["scheduler"]
+    # a time the failure names only as when something happened is not its subject
+    assert not found(failed(traj(*events), "the email, sent at 10:30, has the wrong end"))

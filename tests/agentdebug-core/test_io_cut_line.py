@@ -4,11 +4,12 @@ bad field on that line cost only its own run."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 from agentdebug.errors import InputError, RecordsSkipped
-from agentdebug.io import import_file
+from agentdebug.io import import_file, import_paths
 from conftest import run_cli
 
 GOOD = '{"messages":[{"role":"user","content":"Book a table"},{"role":"assistant","content":"Booked."}]}'
@@ -42,3 +43,33 @@ def test_a_file_mostly_not_json_lines_is_still_refused_whole(tmp_path: Path) -> 
     with pytest.raises(InputError) as refused:
         import_file(path)
     assert " at at " not in str(refused.value)
+
+
+def test_a_batch_lists_the_cut_line_of_a_span_export(tmp_path: Path) -> None:
+    """A second review: span files read together (Phoenix's, an OTLP collector's)
+    dropped a cut-off line without a word, exit 0."""
+
+    def span(sid: str) -> str:
+        return json.dumps({
+            "name": f"step{sid}", "context": {"trace_id": "5b8efff7", "span_id": sid},
+            "parent_id": None if sid == "1" else "1", "span_kind": "CHAIN",
+            "start_time": f"2026-12-01T10:00:0{sid}Z", "end_time": f"2026-12-01T10:00:0{sid}Z",
+            "status_code": "OK", "attributes": {}, "events": [],
+        })  # fmt: skip
+
+    path = tmp_path / "phoenix.jsonl"
+    path.write_text("\n".join([span("1"), span("2"), span("3"), span("4")[:60]]) + "\n")
+    batch = import_paths([path])
+    assert len(batch.runs) == 1
+    ((where, said),) = batch.failures
+    assert where == path and said.startswith(f"{path}, line 4: not valid JSON")
+
+
+def test_one_document_over_a_few_lines_of_a_jsonl_file_is_read_whole(tmp_path: Path) -> None:
+    """A second review: '{"messages": [', one line, ']}' in a .jsonl file was read
+    as one record among two lines set aside, and nothing imported."""
+    path = tmp_path / "one.jsonl"
+    message = {"role": "user", "content": "Book a table"}
+    path.write_text('{"messages": [\n' + json.dumps(message) + "\n]}\n")
+    (run,) = import_file(path)
+    assert run.trajectory.goal == "Book a table"

@@ -40,6 +40,10 @@ def modes(findings: list[Finding]) -> list[tuple[str, int | None]]:
         ),
         ("ClientError: (ExpiredTokenException) the security token is expired", "system.auth_error"),
         ("BadCredentialsException: Bad credentials", "system.auth_error"),
+        ("TokenExpiredError: jwt expired", "system.auth_error"),
+        ("RefreshError: invalid_grant: Token has been expired or revoked.", "system.auth_error"),
+        ("ExpiredSignatureError: Signature has expired", "system.auth_error"),
+        ("Error: gift card token expired on 2024-10-01, cannot apply", "system.tool_error"),
         (
             "FileNotFoundError: [Errno 2] No such file or directory: 'data.csv'",
             "system.resource_not_found",

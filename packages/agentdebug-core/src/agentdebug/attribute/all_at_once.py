@@ -13,7 +13,7 @@ from agentdebug.attribute.model_common import (
     evidence_from,
     fit_view,
     hypothesis,
-    mode_from_findings,
+    mode_first,
     mode_ids,
 )
 from agentdebug.schema import AgentTrajectory, Finding, Hypothesis
@@ -55,7 +55,7 @@ class AllAtOnceAttributor:
                 confidence=v.confidence,
                 rationale=v.reason,
                 # (a mode a detector found at the step comes first, as in binary search)
-                mode_id=mode_from_findings(findings, facts, v.step) or v.failure_mode,
+                mode_id=mode_first(findings, facts, v.step, v.failure_mode),
                 evidence=evidence_from(v.evidence, facts),
                 fix=v.fix,
             )

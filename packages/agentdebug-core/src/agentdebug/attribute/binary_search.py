@@ -32,6 +32,7 @@ from agentdebug.attribute.model_common import (
     fit_view,
     hypothesis,
     mode_field,
+    mode_first,
     mode_from_findings,
     mode_ids,
     narrowed,
@@ -172,7 +173,7 @@ class BinarySearchAttributor:
                 strategy=self.name,
                 confidence=confidence,
                 rationale="; ".join(trail) or "only one step could be responsible",
-                mode_id=mode_from_findings(findings, facts, step) or mode,
+                mode_id=mode_first(findings, facts, step, mode),
                 evidence=list(evidence.values())[-3:],
                 fix=fix,
             )

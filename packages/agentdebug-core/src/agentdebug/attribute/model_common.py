@@ -337,6 +337,18 @@ def evidence_from(quotes: Sequence[Quote], facts: TraceFacts) -> list[Evidence]:
     return out
 
 
+def mode_first(
+    findings: Sequence[Finding], facts: TraceFacts, step: int, given: str | None
+) -> str | None:
+    """The mode of a model's answer at ``step``: a fault a detector found there (or at
+    a tool output it produced) first; else the model's own; else a notice found
+    there (a timeout a retry got past is no cause to put before the model's)."""
+    found = mode_from_findings(
+        [f for f in findings if f.severity is not Severity.INFO], facts, step
+    )
+    return found or given or mode_from_findings(findings, facts, step)
+
+
 def mode_from_findings(findings: Sequence[Finding], facts: TraceFacts, step: int) -> str | None:
     """The failure mode a detector (the rules, the judge) found at ``step``, or at
     a tool output it produced; faults before notices, then the most confident."""

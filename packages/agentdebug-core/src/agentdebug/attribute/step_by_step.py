@@ -25,7 +25,7 @@ from agentdebug.attribute.model_common import (
     fit_view,
     hypothesis,
     mode_field,
-    mode_from_findings,
+    mode_first,
     mode_ids,
     narrowed,
 )
@@ -170,7 +170,7 @@ class StepByStepAttributor:
             confidence=verdict.error_probability if confidence is None else confidence,
             rationale=f"{verdict.reason} ({how})",
             # (a mode a detector found at the step comes first, as in binary search)
-            mode_id=mode_from_findings(findings, facts, step) or verdict.failure_mode,
+            mode_id=mode_first(findings, facts, step, verdict.failure_mode),
             evidence=evidence,
             fix=verdict.fix,
             metadata=metadata,

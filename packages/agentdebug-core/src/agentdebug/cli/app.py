@@ -292,14 +292,14 @@ def show(obj: Ctx, run_id: str, width: int, history: bool) -> None:
 
 
 def _stored(obj: Ctx, target: str) -> bool:
-    """Whether ``target``, not written as a path, names a run of the store."""
+    """Whether ``target``, not written as a path, is the id of a run of the store
+    (the whole id: a folder named as a prefix of one is no run)."""
     if any(sep in target for sep in ("/", "\\")):
         return False
     try:
-        obj.settled_store.resolve_id(target)
+        return bool(obj.settled_store.resolve_id(target) == target)
     except AgentDebugError:
         return False
-    return True
 
 
 def _targets(

@@ -15,9 +15,10 @@ faithfully), or guessed.
 The rule keeps to what it can read for certain, in a failed run whose reason says
 what went wrong: a value the reason names (a figure: a number with a decimal part,
 thousands separators, a currency or a unit beside it, "3.83 %", "12,800,000",
-"('JPY', 12800000)", not a bare count, id or date; a time of day, "7:30 PM" held
-as "19:30" too, not one made from a duration the failure names that an earlier step
-gave; or an e-mail address), not one
+"('JPY', 12800000)", not a bare count, id or date; a time of day the reason
+quotes or names beside another, "7:30 PM" held as "19:30" too, not one that is a
+time held before plus a duration the reason names, and after any figure or
+address; or an e-mail address), not one
 it gives as the wanted one ("expected", "should be", "instead of", "approved"...,
 in the same clause: "expected X but got Y" names Y as wrong), nor one of the
 reference answer (the right one); whose first holder in the run, in any of its
@@ -174,6 +175,14 @@ def _time_pattern(hour: int, minute: int, meridiem: str | None) -> re.Pattern[st
     return re.compile(rf"(?<![\d:])(?:{twelve}|{day})")
 
 
+_QUOTE = re.compile(r"'[^'\n]{1,300}'|\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”")
+
+
+def _in_quotes(text: str, at: int) -> bool:
+    """Whether ``text[at]`` is inside a quotation (what an output said, as quoted)."""
+    return any(q.start() < at < q.end() for q in _QUOTE.finditer(text))
+
+
 def _named(reason: str, reference: str) -> list[_Value]:
     """The figures and addresses the failure names: those of its reason that are not
     given as wanted may be wrong ones; the reference answer's are the right ones
@@ -191,9 +200,12 @@ def _each_named(reason: str, reference: str) -> Iterator[_Value]:
             pattern = re.compile(rf"{whole}\.(?<![\w.,]{whole}\.)\d+(?!\d|[.,]\d)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
             yield _Value(f"{whole}.{decimals}", pattern, True, wrong)
-        for m in _TIME.finditer(text):
+        times = list(_TIME.finditer(text))
+        said = {_time_pattern(int(t.group(1)), int(t.group(2)), t.group(3)) for t in times}
+        for m in times:  # (a time the failure is about: quoted as what was said, or
+            # beside another time, the one wanted; not one saying when a thing happened)
             timed = _time_pattern(int(m.group(1)), int(m.group(2)), m.group(3))
-            if timed is not None:
+            if timed is not None and (len(said) > 1 or _in_quotes(text, m.start())):
                 wrong = wrong_ok and not _wanted_here(text, m.start())
                 yield _Value(m.group().rstrip("."), timed, True, wrong)
         for value, written in wanted_values(text):
@@ -325,7 +337,7 @@ def _made_in_code(run: AgentTrajectory) -> Made | None:
     )  # fmt: skip
     texts = _Texts(events)
     holders = {v.text: texts.holders(v) for v in named}
-    best: tuple[int, _Value, str] | None = None  # (where made, the value, as held there)
+    best: tuple[tuple[bool, int], _Value, str] | None = None  # ((rank, where made), value, as held)
     for value in named:
         held = holders[value.text]
         if not value.wrong or not held or any(value.held(own)):
@@ -367,31 +379,55 @@ def _made_in_code(run: AgentTrajectory) -> Made | None:
             for i in holders[other.text]
         ):
             continue
-        if _TIME.fullmatch(value.text) and _duration_given(run.outcome.reason or "", texts, first):
+        timed = bool(_TIME.fullmatch(value.text))
+        if timed and _duration_given(run.outcome.reason or "", texts, first, value):
             continue
-        if best is None or first > best[0]:
-            best = (first, value, where.group())
+        rank = (not timed, first)  # (a figure or an address before a time of day)
+        if best is None or rank > best[0]:
+            best = (rank, value, where.group())
     if best is None:
         return None
-    return Made(best[0], best[1], best[2], texts)
+    return Made(best[0][1], best[1], best[2], texts)
 
 
 # a duration: "120 minutes", "1.5 hours", "90 min"
 _DURATION = re.compile(r"(?i)(?<![\w.,:])(\d+(?:\.\d+)?)\s?(?:minutes?|mins?|hours?|hrs?)\b")
 
 
-def _duration_given(reason: str, texts: _Texts, first: int) -> bool:
-    """Whether the failure names, beside a wrong time, a duration it does not give as
-    the wanted one that a step before the time's maker held (an exam that "ends at
-    10:30 (120 minutes)": the 120 a supervisor passed on, from which the scheduler
-    computed the end): the time was made right from a wrong input given to it."""
-    for m in _DURATION.finditer(reason):
-        if _wanted_here(reason, m.start()):
-            continue
-        pattern = re.compile(rf"(?<![\w.,:]){m.group(1)}(?![\w:]|[.,]\d)")
-        if any(i < first for i in texts.holders(_Value(m.group(1), pattern, True, True))):
-            return True
-    return False
+def _duration_given(reason: str, texts: _Texts, first: int, value: _Value) -> bool:
+    """Whether the wrong time is a time the run held before it was made plus a
+    duration the failure names and does not give as the wanted one (an exam that
+    "ends at 10:30 (120 minutes)": 08:30 and the 120 a supervisor passed on, from
+    which the scheduler computed the end): the time was made right from a wrong
+    input given to it."""
+    made = _minutes(_TIME.fullmatch(value.text))
+    if made is None:
+        return False
+    spans = [
+        round(
+            float(m.group(1))
+            * (60 if m.group(0).lower().rstrip("s").endswith(("hour", "hr")) else 1)
+        )
+        for m in _DURATION.finditer(reason)
+        if not _wanted_here(reason, m.start())
+    ]
+    if not spans:
+        return False
+    before = texts.text[: texts.starts[first]]
+    held = {_minutes(m) for m in _TIME.finditer(before)}
+    return any((made - span) % 1440 in held for span in spans)
+
+
+def _minutes(m: re.Match[str] | None) -> int | None:
+    """A time of day matched by ``_TIME`` as minutes after midnight."""
+    if m is None:
+        return None
+    hour, minute, half = int(m.group(1)), int(m.group(2)), m.group(3)
+    if half is not None:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if half in "Pp" else 0)
+    return hour * 60 + minute if hour < 24 else None
 
 
 def _built_from(address: str, before: str) -> bool:

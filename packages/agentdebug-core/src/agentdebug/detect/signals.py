@@ -108,7 +108,10 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
             _status("40[13]")
             + r"|unauthori[sz]ed|forbidden|permission denied|(?:invalid|incorrect) api[ _-]?key|"
             r"authentication ?(?:failed|error)|authenticationerror|bad credentials|"
-            r"invalid credentials|expired ?token|token (?:has |is )?expired|"
+            r"invalid credentials|expired ?token|expiredsignature|jwt expired|"
+            r"signature has expired|token has been expired or revoked|"
+            r"(?:access|auth|security|session|bearer|id|refresh|oauth|api)[ _-]?token "
+            r"(?:has |is )?expired|"
             r"(?:username|user name) and password not accepted",
             re.I,
         ),

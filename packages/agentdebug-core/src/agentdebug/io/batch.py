@@ -215,6 +215,10 @@ def _runs(
                 kept = Source(path=source.path)  # (the parsed file goes; its spans stay)
                 gathered.setdefault(importer.name, (importer, []))[1].append((kept, piece))
                 batch.files.append(path)
+                # (lines that were not JSON, set aside: listed, as load_runs lists them;
+                # what they held is lost, and the trace it was of is read without it)
+                lost = getattr(source.records, "unreadable", None) or ()
+                batch.failures.extend((path, f"{e} (a span or record lost)") for e in lost)
                 continue
             runs = stamped(load_runs(importer, source), path)
         except RecordsSkipped as exc:

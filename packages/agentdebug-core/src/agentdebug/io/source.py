@@ -8,6 +8,7 @@ that says where it broke, never a guess at what was meant.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 from collections.abc import Iterable, Sequence
@@ -149,7 +150,11 @@ def _parse_lines_first(path: Path, data: bytes) -> Source:
     """A ``.jsonl`` file: JSON Lines; a pretty-printed single document is accepted too."""
     lines = data.split(b"\n")
     try:
-        return Source(path=path, records=_parse_lines(lines, str(path)))
+        records = _parse_lines(lines, str(path))
+        if records.unreadable:  # (lines set aside: one document over several lines?)
+            with contextlib.suppress(orjson.JSONDecodeError):
+                return _document_source(path, orjson.loads(data))
+        return Source(path=path, records=records)
     except InputError as lines_error:
         try:
             document = orjson.loads(data)

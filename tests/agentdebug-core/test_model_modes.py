@@ -74,3 +74,6 @@ def test_a_notice_at_the_step_does_not_replace_the_models_own_mode() -> None:
     assert any(f.mode_id == "system.timeout" and f.step_index == 1 for f in report.findings)
     root = report.root_cause
     assert root is not None and root.mode_id == "observation.output_misread"
+    # nor does the fix name the call a retry got past (it said "search_fares(...)
+    # failed: ReadTimeout" before the remedy for the misread)
+    assert report.fix is not None and "ReadTimeout" not in report.fix.directive

@@ -120,7 +120,25 @@ def _call_of(events: list[AgentEvent], at: int | None) -> int | None:
         and e.agent_name == blamed.agent_name
     ]
     calls.sort(key=lambda i: events[i].parent_id != blamed.id)
-    return next((i for i in calls if _call_failure(events, i) is not None), at)
+    return next((i for i in calls if _unresolved(events, i)), at)
+
+
+def _unresolved(events: list[AgentEvent], at: int) -> bool:
+    """Whether the tool call ``events[at]`` failed and no later call of its agent,
+    the same tool with the same arguments, got past it (a timeout a retry got past
+    is no failure for a decision's fix to name)."""
+    if _call_failure(events, at) is None:
+        return False
+    call = events[at]
+    name = tool_name(call)
+    return not any(
+        e.type is EventType.TOOL_CALL
+        and e.agent_name == call.agent_name
+        and tool_name(e) == name
+        and e.input == call.input
+        and _call_failure(events, i) is None
+        for i, e in enumerate(events[at + 1 :], start=at + 1)
+    )
 
 
 def _failed_call(events: list[AgentEvent], at: int | None) -> tuple[str, int] | None:
@@ -130,8 +148,8 @@ def _failed_call(events: list[AgentEvent], at: int | None) -> tuple[str, int] | 
     a rerun that mends only the blamed one fails on the next), and how many times the
     agent made it again, failing again (said, and returned beside the text)."""
     said = _call_failure(events, at)
-    if said is None or at is None:
-        return None
+    if said is None or at is None or not _unresolved(events, at):
+        return None  # (no failure; or one a retry got past: not what the fix is for)
     blamed = events[at]
     others = [
         other

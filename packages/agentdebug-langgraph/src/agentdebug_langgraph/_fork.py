@@ -47,8 +47,7 @@ def fork(
     from langgraph.types import Command, StateUpdate
 
     # (a router a loop's earlier round forked as: its name, routed_by_command)
-    writers = [routed_by_command] if isinstance(routed_by_command, str) else None
-    writers = writers or writers_of(graph, snap)
+    writers = [routed_by_command] if isinstance(routed_by_command, str) else writers_of(graph, snap)
     wanted = Counter(str(n) for n in snap.next)
     attempts: list[tuple[str, Callable[[], Any]]] = []
     if len(writers) > 1:

@@ -49,21 +49,19 @@ _OWN_KEYS = frozenset({"thread_id", "checkpoint_ns", "checkpoint_id", "checkpoin
 # ("userpassword", "SECRETKEY"). A word that names a secret anywhere in the name...
 _SECRET_WORDS = frozenset(
     {"secret", "secrets", "password", "passwords", "passwd", "passphrase", "credential",
-     "credentials", "authorization", "authorisation", "auth", "bearer", "apikey", "apikeys",
-     "cookie", "cookies", "jwt", "dsn", "privatekey", "secretkey"}
+     "credentials", "authorization", "authorisation", "auth", "bearer", "cookie", "cookies",
+     "jwt", "dsn"}
 )  # fmt: skip
-# ... one that does as the name's last ("db_pwd", "session_token"; not "pwd_dir",
-# "token_limit", "max_tokens")...
-_SECRET_LAST = frozenset({"key", "token", "pwd", "private"})
-# ... a key of these kinds, anywhere ("aws_access_key_id"; not "sort_key_order"), and
-# what is private of these kinds ("private_data"; not "include_private_repos")
-_KEY_KINDS = frozenset({"api", "access", "private", "secret", "signing", "encryption"})
+# ... what is private of these kinds, or last ("private_data", "private"; not
+# "include_private_repos")...
 _PRIVATE_KINDS = frozenset({"key", "keys", "data", "info"})
-# the run-together forms: anywhere, and at the end
+# ... and, run together, these anywhere ("aws_access_key_id", "api_keys") and these
+# at the end ("db_pwd", "session_token"; not "pwd_dir", "token_limit", "max_tokens")
 _SECRET_STEMS = ("password", "passwd", "passphrase", "credential", "apikey", "accesskey",
-                 "privatekey", "secretkey", "signingkey", "clientsecret", "apisecret", "bearer",
-                 "authorization", "accesstoken", "refreshtoken", "authtoken")  # fmt: skip
-_SECRET_ENDS = ("secret", "secrets", "token", "pwd", "apikeys", "key")
+                 "privatekey", "secretkey", "signingkey", "encryptionkey", "clientsecret",
+                 "apisecret", "bearer", "authorization", "accesstoken", "refreshtoken",
+                 "authtoken")  # fmt: skip
+_SECRET_ENDS = ("secret", "secrets", "token", "pwd", "key")
 # words that end as a key does and are none ("hotkey": a shortcut)
 _NOT_KEYS = frozenset({"hotkey", "monkey", "donkey", "turkey", "jockey", "hockey", "whiskey"})
 _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
@@ -78,11 +76,10 @@ def secret_name(name: str) -> bool:
     words = [w.lower() for w in _WORD.findall(name)]
     if not words:
         return False
-    if words[-1] in _SECRET_LAST or any(w in _SECRET_WORDS for w in words):
+    if any(w in _SECRET_WORDS for w in words) or words[-1] == "private":
         return True
-    for a, b in itertools.pairwise(words):
-        if (a in _KEY_KINDS and b in ("key", "keys")) or (a == "private" and b in _PRIVATE_KINDS):
-            return True
+    if any(a == "private" and b in _PRIVATE_KINDS for a, b in itertools.pairwise(words)):
+        return True
     joined = "".join(words)
     if words[-1] in _NOT_KEYS:
         joined = joined[: -len(words[-1])]

@@ -51,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 from agentdebug.detect.lost import digit_groups, wanted_values
 from agentdebug.detect.node_runs import MODEL_TYPES, NodeRuns
 from agentdebug.detect.rule_finding import quoted, rule_finding
+from agentdebug.detect.signals import QUOTED
 from agentdebug.detect.unsourced import joined_parts
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Finding, OutcomeStatus
 from agentdebug.text import compact_json, flatten
@@ -154,20 +155,17 @@ def _number_pattern(value: str) -> re.Pattern[str]:
     return re.compile(rf"{first}(?<![\w.,]{first}){rest}{tail}(?!\d|[.,]\d)")
 
 
-def _time_pattern(hour: int, minute: int, meridiem: str | None) -> re.Pattern[str] | None:
-    """A time of day in any of its forms: "7:30 PM" as "19:30", "07:30 pm", "7:30:00
-    PM"; one written without AM or PM, as written, whatever follows ("7:30" is
-    "7:30 AM" and "7:30 PM", "19:30" is "7:30 PM")."""
-    if meridiem is None:
-        if hour > 23:
-            return None
-        if hour <= 12:  # (as written: either half of the day)
-            return re.compile(rf"(?<![\d:]){'0?' if hour < 10 else ''}{hour}:{minute:02d}(?!\d)")
-        h24 = hour
-    else:
-        if not 1 <= hour <= 12:
-            return None
-        h24 = hour % 12 + (12 if meridiem in "Pp" else 0)
+def _time_pattern(m: re.Match[str]) -> re.Pattern[str] | None:
+    """The time of day ``_TIME`` matched, in any of its forms: "7:30 PM" as "19:30",
+    "07:30 pm", "7:30:00 PM"; one written without AM or PM and not past 12, as
+    written, whatever follows ("7:30" is "7:30 AM" and "7:30 PM")."""
+    hour, minute = int(m.group(1)), int(m.group(2))
+    if m.group(3) is None and hour <= 12:  # (as written: either half of the day)
+        return re.compile(rf"(?<![\d:]){'0?' if hour < 10 else ''}{hour}:{minute:02d}(?!\d)")
+    at = _minutes(m)
+    if at is None:
+        return None
+    h24 = at // 60
     h12, half = h24 % 12 or 12, "p" if h24 >= 12 else "a"
     zero = "0?" if h24 < 10 else ""
     twelve = rf"0?{h12}:{minute:02d}(?::[0-5]\d)?\s?(?i:{half})\.?(?i:m)(?!\w)"
@@ -175,12 +173,9 @@ def _time_pattern(hour: int, minute: int, meridiem: str | None) -> re.Pattern[st
     return re.compile(rf"(?<![\d:])(?:{twelve}|{day})")
 
 
-_QUOTE = re.compile(r"'[^'\n]{1,300}'|\"[^\"\n]{1,300}\"|“[^”\n]{1,300}”")
-
-
 def _in_quotes(text: str, at: int) -> bool:
     """Whether ``text[at]`` is inside a quotation (what an output said, as quoted)."""
-    return any(q.start() < at < q.end() for q in _QUOTE.finditer(text))
+    return any(q.start() < at < q.end() for q in QUOTED.finditer(text))
 
 
 def _named(reason: str, reference: str) -> list[_Value]:
@@ -200,12 +195,11 @@ def _each_named(reason: str, reference: str) -> Iterator[_Value]:
             pattern = re.compile(rf"{whole}\.(?<![\w.,]{whole}\.)\d+(?!\d|[.,]\d)")
             wrong = wrong_ok and not _wanted_here(text, m.start())
             yield _Value(f"{whole}.{decimals}", pattern, True, wrong)
-        times = list(_TIME.finditer(text))
-        said = {_time_pattern(int(t.group(1)), int(t.group(2)), t.group(3)) for t in times}
-        for m in times:  # (a time the failure is about: quoted as what was said, or
-            # beside another time, the one wanted; not one saying when a thing happened)
-            timed = _time_pattern(int(m.group(1)), int(m.group(2)), m.group(3))
-            if timed is not None and (len(said) > 1 or _in_quotes(text, m.start())):
+        times = [(m, p) for m in _TIME.finditer(text) if (p := _time_pattern(m)) is not None]
+        several = len({p.pattern for _, p in times}) > 1
+        for m, timed in times:  # (a time the failure is about: quoted as what was said,
+            # or beside another, the one wanted; not one saying when a thing happened)
+            if several or _in_quotes(text, m.start()):
                 wrong = wrong_ok and not _wanted_here(text, m.start())
                 yield _Value(m.group().rstrip("."), timed, True, wrong)
         for value, written in wanted_values(text):

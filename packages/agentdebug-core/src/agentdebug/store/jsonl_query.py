@@ -36,7 +36,8 @@ def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
     """The summaries of the runs ``q`` asks for, newest first: in the SQLite store's
     order (``started_at DESC, num DESC``), by start, then the run added last first;
     runs with no start after every run with one (SQLite's NULL sorts lowest)."""
-    out: list[tuple[tuple[bool, float, int], RunSummary]] = []
+    out: list[RunSummary] = []
+    nums: dict[str, int] = {}  # (the order runs were added in, to break ties)
     below = _descendants(runs, q.descends_from) if q.descends_from else None
     chosen = runs.items()
     if q.ids is not None:  # (looked up, not scanned: an import asks once per run)
@@ -69,35 +70,35 @@ def summaries(runs: dict[str, JsonlRun], q: RunQuery) -> list[RunSummary]:
         latest = run.reports[-1] if run.reports else {}
         root = (latest.get("hypotheses") or [None])[0]
         verified, later = verdict_of(latest)
-        when = (started is not None, started.timestamp() if started else 0.0, run.num)
+        nums[rid] = run.num
         out.append(
-            (
-                when,
-                RunSummary(
-                    id=rid,
-                    goal=head.get("goal"),
-                    framework=head.get("framework"),
-                    status=status,
-                    started_at=started,
-                    ended_at=_parse_dt(head.get("ended_at")),
-                    n_events=len(run.events),
-                    agents=[a["name"] for a in head.get("agents", [])],
-                    parent_id=head.get("parent_id"),
-                    failure_modes=modes,
-                    root_agent=root.get("agent_name") if root else None,
-                    root_step=root.get("step_index") if root else None,
-                    continues=continues_of(head.get("metadata")),
-                    within=within_of(head.get("metadata")),
-                    recorded_by=recorder_of(head.get("metadata")),
-                    imported_from=imported_from(head.get("metadata")),
-                    verified=verified,
-                    later=later,
-                ),
+            RunSummary(
+                id=rid,
+                goal=head.get("goal"),
+                framework=head.get("framework"),
+                status=status,
+                started_at=started,
+                ended_at=_parse_dt(head.get("ended_at")),
+                n_events=len(run.events),
+                agents=[a["name"] for a in head.get("agents", [])],
+                parent_id=head.get("parent_id"),
+                failure_modes=modes,
+                root_agent=root.get("agent_name") if root else None,
+                root_step=root.get("step_index") if root else None,
+                continues=continues_of(head.get("metadata")),
+                within=within_of(head.get("metadata")),
+                recorded_by=recorder_of(head.get("metadata")),
+                imported_from=imported_from(head.get("metadata")),
+                verified=verified,
+                later=later,
             )
         )
-    out.sort(key=lambda item: item[0], reverse=True)
-    ordered = [summary for _, summary in out]
-    return ordered[: q.limit] if q.limit else ordered
+    out.sort(
+        key=lambda r: (r.started_at is not None, r.started_at.timestamp() if r.started_at else 0.0,
+                       nums[r.id]),
+        reverse=True,
+    )  # fmt: skip
+    return out[: q.limit] if q.limit else out
 
 
 def _parse_dt(value: Any) -> datetime | None:

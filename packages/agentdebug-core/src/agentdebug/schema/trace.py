@@ -302,6 +302,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def aware(value: datetime) -> datetime:
+    """``value`` with a zone: a naive time is read as UTC."""
+    return value if value.tzinfo else value.replace(tzinfo=UTC)
+
+
 class AgentTrajectory(BaseModel):
     """A whole run: goal, agents, events in order, and how it ended."""
 
@@ -320,6 +325,13 @@ class AgentTrajectory(BaseModel):
     started_at: datetime | None = None
     ended_at: datetime | None = None
     schema_version: str = SCHEMA_VERSION
+
+    @field_validator("started_at", "ended_at")
+    @classmethod
+    def _utc_if_naive(cls, value: datetime | None) -> datetime | None:
+        """A time with no zone (an export's ``2026-12-01T10:00:00``) is UTC: the
+        stores, ``--since`` and ``prune --older-than`` then read it alike."""
+        return aware(value) if value is not None else None
 
     def event(self, event_id: str) -> AgentEvent | None:
         for event in self.events:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from agentdebug.schema.trace import aware
 from agentdebug.store.base import (
     RunQuery,
     RunSummary,
@@ -105,7 +106,7 @@ def _parse_dt(value: Any) -> datetime | None:
     if not value:
         return None
     try:
-        return datetime.fromisoformat(value)
+        return aware(datetime.fromisoformat(value))  # (a store written before times had zones)
     except (TypeError, ValueError):
         return None
 

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
+from agentdebug.schema.trace import aware
 from agentdebug.store.base import RunSummary
 
 RUNNING = "running"
@@ -72,19 +73,14 @@ class PrunePlan:
         return [batch for batch in out if batch]
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)  # (a naive time is UTC)
-
-
 def _when(value: datetime | None) -> datetime | None:
-    return _aware(value) if value is not None else None
+    return aware(value) if value is not None else None
 
 
 def _newest_first(runs: Sequence[RunSummary]) -> list[RunSummary]:
     """By start, newest first, runs with no start last: the order both stores list
-    runs in (a naive time read as the stores read it, in local time). Runs with the
-    same start, or none, stay in the order given: the store's, the run added last
-    first."""
+    runs in. Runs with the same start, or none, stay in the order given: the
+    store's, the run added last first."""
     return sorted(
         runs,
         key=lambda r: (r.started_at is not None, r.started_at.timestamp() if r.started_at else 0),
@@ -102,7 +98,7 @@ def matches(run: RunSummary, retention: Retention, now: datetime) -> bool:
         return False
     if retention.older_than is not None:
         when = _when(run.ended_at) or _when(run.started_at)
-        if when is None or when >= _aware(now) - retention.older_than:
+        if when is None or when >= aware(now) - retention.older_than:
             return False  # (a run of unknown age is kept)
     return True
 

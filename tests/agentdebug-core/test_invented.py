@@ -251,3 +251,70 @@ def test_a_final_state_no_agent_gave_is_blamed_on_the_model_call_that_said_the_f
     assert (found.event_id, found.agent_name) == ("e3", "writer")
     root = diagnose(run).root_cause
     assert root is not None and root.agent_name == "writer"
+
+
+def parallel_run(answer: str, outcomes: dict[str, str], reason: str) -> AgentTrajectory:
+    """A model answer asking for one lookup per order at once (as a prebuilt agent's
+    tool node runs them), the results, then the model's final answer."""
+    goal = "What did orders " + " and ".join(outcomes) + " cost?"
+    events: list[AgentEvent] = [
+        ev(0, EventType.USER_INPUT, None, input=goal),
+        ev(1, EventType.LLM_RESPONSE, "agent", output={"tool_calls": list(outcomes)}),
+    ]
+    for order_id, result in outcomes.items():
+        i = len(events)
+        meta = {"tool_name": "order_total"}
+        events += [
+            ev(i, EventType.TOOL_CALL, "agent", input={"order_id": order_id}, metadata=meta,
+               parent_id="e1"),
+            ev(i + 1, EventType.TOOL_RESULT, "tools", output=result, parent_id=f"e{i}",
+               metadata=meta),
+        ]  # fmt: skip
+    events.append(ev(len(events), EventType.FINAL_ANSWER, "agent", output=answer))
+    run = traj(*events)
+    return run.model_copy(
+        update={"goal": goal, "outcome": Outcome(status=OutcomeStatus.FAILURE, reason=reason)}
+    )
+
+
+@pytest.mark.parametrize("failing", ["A123", "B456"])
+def test_a_failed_lookup_among_calls_made_at_once_is_read_wherever_it_ran(failing: str) -> None:
+    """The answer's figure for the order whose lookup failed is blamed on the answer,
+    also when a sibling call ran after it and succeeded (before, only the last
+    result was read, and the call was blamed with a "retry" fix)."""
+    prices = {"A123": "$24.00", "B456": "$10.00"}
+    outcomes = {
+        o: ("ConnectionError: the orders service is down" if o == failing else prices[o])
+        for o in prices
+    }
+    answer = "Order A123 cost $24.00 and order B456 cost $10.00."
+    run = parallel_run(answer, outcomes, "a total is wrong")
+    (found,) = invented(run)
+    assert "failed (ConnectionError: the orders service is down)" in found.message
+    assert found.message.startswith(f"the final answer gives {prices[failing]}")
+    root = diagnose(run).root_cause
+    assert root is not None and root.mode_id == "reflection.hallucinated_fact"
+
+
+def test_a_figure_the_reason_names_counts_though_other_figures_make_it_by_chance() -> None:
+    """20 is 30 - 10, two prices the other lookups returned: a figure is not taken as
+    made of them when the failure's reason names it."""
+    outcomes = {"A1": "10 EUR", "B2": "Error: TimeoutError: pricing timed out", "C3": "30 EUR"}
+    answer = "A1 costs 10 EUR, B2 costs 20 EUR, C3 costs 30 EUR."
+    assert not invented(parallel_run(answer, outcomes, "a price is wrong"))
+    (found,) = invented(parallel_run(answer, outcomes, "B2's price 20 EUR is invented"))
+    assert found.message.startswith("the final answer gives 20, which no tool returned")
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "LookupError: no total available for order A123",
+        "could not find order A123",
+        "Unable to locate order A123",
+    ],
+)
+def test_a_lookup_in_its_own_words_that_found_nothing_is_read_as_not_found(said: str) -> None:
+    run = order_run("Order A123 cost $24.00.", calls=[("A123", f"Error: {said}")])
+    (found,) = invented(run)
+    assert found.mode_id == "reflection.hallucinated_fact"

@@ -311,3 +311,38 @@ def test_a_retry_that_worked_is_not_counted_as_a_repeat_of_the_failed_call() -> 
     assert fix is not None
     assert "more time" not in fix.directive and "once more" not in fix.directive
     assert fix.directive.endswith("retry once.")
+
+
+def test_a_value_the_tool_refused_gets_a_fix_about_the_value_not_the_schema() -> None:
+    """The call fit the tool's schema ("X9" is a string, as order_id is); the tool
+    refused the value. "Match its schema exactly" sent the agent after the wrong
+    thing (a review's find)."""
+    meta = {"tool_name": "lookup_order"}
+    run = AgentTrajectory(
+        id="refused",
+        goal="Where is order A1?",
+        events=[
+            event(0, EventType.USER_INPUT, input="Where is order A1?"),
+            event(
+                1, EventType.TOOL_CALL, agent_name="agent", input={"order_id": "X9"}, metadata=meta
+            ),
+            event(
+                2,
+                EventType.TOOL_RESULT,
+                agent_name="tools",
+                parent_id="e1",
+                metadata=meta,
+                error=ErrorInfo(type="ValueError", message="'X9' is not an order id"),
+            ),
+            event(3, EventType.FINAL_ANSWER, agent_name="agent", output="I could not find it."),
+        ],
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="no order status given"),
+    )
+    report = diagnose(run)
+    assert report.root_cause is not None
+    assert report.root_cause.mode_id == "action.malformed_tool_call"
+    assert report.fix is not None
+    assert report.fix.directive.endswith(
+        "The tool refused the argument's value, not the call's form: give it a valid order "
+        "id, one the task or an earlier result gives, not one made up."
+    )

@@ -379,3 +379,41 @@ def test_a_guardrail_after_the_model_blamed_is_rerun_from_the_model_step(
     assert report.root_cause is not None and report.root_cause.agent_name == hook
     branch = verified_branch(dbg, agent, cb, order_found)
     assert [e.agent_name for e in of_type(branch, EventType.TOOL_CALL)] == [model]
+
+
+def test_a_figure_invented_for_one_of_calls_made_at_once_is_blamed_on_the_answer(
+    dbg: AgentDebug,
+) -> None:
+    """The model of LangGraph's prebuilt agent asks for three prices at once (its tool
+    node runs each call as a task of its own); the pricing service fails on the second, and the answer gives
+    a price for it anyway. The answer is blamed, not the outage (whose fix, "retry
+    with a longer limit", leaves the invented price)."""
+    from langchain_core.tools import tool
+
+    @tool
+    def price(sku: str) -> str:
+        """The price of a SKU."""
+        if sku == "B":
+            raise ConnectionError("the pricing service timed out")
+        return {"A": "10 EUR", "C": "30 EUR"}[sku]
+
+    def reply(messages: list[BaseMessage]) -> AIMessage:
+        if isinstance(messages[-1], ToolMessage):
+            return AIMessage("A costs 10 EUR, B costs 20 EUR, C costs 30 EUR.")
+        return AIMessage("", tool_calls=[_call("price", {"sku": s}, f"p{s}") for s in "ABC"])
+
+    def priced(state: dict[str, Any]) -> bool | str:
+        said = str(state["messages"][-1].content)
+        return "20 EUR" not in said or "B's price, 20 EUR, is made up (it is 25 EUR)"
+
+    from langgraph.prebuilt import ToolNode, create_react_agent
+
+    with pytest.warns(Warning):  # (deprecated for create_agent, whose tool node raises)
+        agent = create_react_agent(Says(reply=reply), ToolNode([price], handle_tool_errors=True))
+    cb = AgentDebugCallback(dbg, success_check=priced)
+    agent.invoke({"messages": [HumanMessage("Prices of A, B and C?")]}, {"callbacks": [cb]})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None
+    assert (root.agent_name, root.mode_id) == ("agent", "reflection.hallucinated_fact")
+    assert report.fix is not None and "say that the lookup failed" in report.fix.directive

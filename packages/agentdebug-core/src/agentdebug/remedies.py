@@ -14,6 +14,8 @@ fix that no longer said which call failed).
 
 from __future__ import annotations
 
+import re
+
 import orjson
 
 from agentdebug.detect.cut_answers import cut_reason
@@ -61,7 +63,7 @@ def fix_of(
     remedy = mode.remedy
     if root.mode_id == "action.malformed_tool_call":
         call = events[at] if at is not None else None
-        remedy = _no_such_tool_remedy(trajectory, root, call) or remedy
+        remedy = _no_such_tool_remedy(trajectory, root, call) or _refused_value(root) or remedy
     if root.mode_id == "system.resource_exhaustion" and blamed and cut_reason(blamed):
         remedy = CUT_REMEDY  # (not "shrink the input": the answer, not the input, hit it)
     if (
@@ -273,3 +275,28 @@ def _no_such_tool_remedy(
             "(use its exact name and arguments)."
         )
     return f"Call a tool the agent actually has, by its exact name{instead}."
+
+
+# a tool refusing an argument's value, not the call's form ("'X9' is not an order id",
+# "amount must be a positive number"): the kind of value it wanted
+_REFUSED_VALUE = re.compile(
+    r"\bnot an? (?:valid )?((?:\w+ )?(?:id|identifier|number|integer|email(?: address)?|date|"
+    r"uuid|url))\b|\bmust be (?:an? )?((?:valid |positive |non-negative )?(?:int|integer|"
+    r"number|string|date|email))\b",
+    re.I,
+)
+
+
+def _refused_value(root: Hypothesis) -> str | None:
+    """For a call whose form the tool took but whose value it refused: a valid value
+    of that kind, from the task or a result (not "match its schema exactly", which
+    it did). None for any other malformed call."""
+    for text in (root.rationale or "", *(e.quote or "" for e in root.evidence)):
+        found = _REFUSED_VALUE.search(text)
+        if found:
+            kind = found.group(1) or found.group(2)
+            return (
+                f"The tool refused the argument's value, not the call's form: give it a "
+                f"valid {kind.lower()}, one the task or an earlier result gives, not one made up."
+            )
+    return None

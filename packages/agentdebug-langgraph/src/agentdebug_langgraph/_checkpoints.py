@@ -15,6 +15,7 @@ checkpoint there (:func:`copy_to_thread`).
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -23,6 +24,8 @@ from typing import Any
 from agentdebug.detect.signals import HANDLES
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
+
+log = logging.getLogger("agentdebug.langgraph")
 
 
 @dataclass(frozen=True)
@@ -391,6 +394,14 @@ def _saver_of(graph_or_saver: Any) -> Any:
             f"not {type(graph_or_saver).__name__}"
         )
     return saver
+
+
+def delete_thread(graph: Any, thread: str) -> None:
+    """Best effort: a saver that cannot delete keeps the thread (prune it later)."""
+    try:
+        graph.checkpointer.delete_thread(thread)
+    except Exception:
+        log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
 
 
 def copy_to_thread(graph: Any, snap: Any, thread_id: str) -> Any:

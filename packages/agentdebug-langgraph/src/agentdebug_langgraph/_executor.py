@@ -7,13 +7,13 @@
 2. copies that checkpoint and the one before it (with their pending writes) into a
    thread of the branch's own, so that the run's thread, the user's conversation,
    is left as it was (``isolate=False`` forks on it instead, LangGraph's own time
-   travel, and the branch then becomes the thread's latest state);
+   travel, and the branch then becomes the thread's latest state); the graph's
+   long-term store is read as of the fork, and not written (:mod:`._branch_store`);
 3. forks it with ``update_state``: the directive goes in as a human message on the
-   state's ``messages`` key (or the recoverer's ``state_patch`` is applied). The
-   update is made ``as_node`` the node that wrote that checkpoint, so the edges
-   LangGraph re-evaluates lead to the blamed node again; the fork is checked to
-   have the blamed node pending before anything runs;
-   (:mod:`agentdebug_langgraph._fork`);
+   state's ``messages`` key (or the recoverer's ``state_patch`` is applied), made
+   ``as_node`` the node that wrote that checkpoint, so the edges LangGraph
+   re-evaluates lead to the blamed node again; the fork is checked to have the
+   blamed node pending before anything runs (:mod:`agentdebug_langgraph._fork`);
 4. runs from the fork with ``graph.invoke(None, fork_config)``, recording the
    branch with :class:`AgentDebugCallback` into a trajectory that starts with the
    original's events before the resume step and points at the original
@@ -42,11 +42,13 @@ from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, Reru
 
 from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
+from agentdebug_langgraph._branch_store import branch_view
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
     branch_thread,
     copy_to_thread,
+    delete_thread,
     find_snapshot,
     inheritable,
     resume_point,
@@ -125,17 +127,16 @@ class LangGraphRerunExecutor:
     :class:`AgentDebugCallback` (default: the one the run was captured with, when it
     was an importable function). ``directive_key``: the state key that takes the
     directive as a message (default: the graph's conversation, ``messages`` or the
-    key an ``add_messages`` reducer keeps). ``directive_update(request,
-    snapshot)``: build the state update yourself (for graphs without a message
-    list). ``asynchronous``: run the
-    branch with ``ainvoke`` (graphs whose nodes are coroutines), or with ``invoke``
-    when False; by default as the run was made (``ainvoke``/``astream`` record it,
-    ``metadata["langgraph"]["asynchronous"]``). The checkpoints
-    are read and forked with the synchronous methods, so give the graph with
-    ``InMemorySaver`` or ``SqliteSaver`` (the branch itself then runs through
-    ``AsyncSqliteSaver`` on the same file).
-    ``isolate=False``: fork on the run's own thread (LangGraph's time travel)
-    instead of a thread of the branch's own. ``replay_answers``: how a branch that
+    key an ``add_messages`` reducer keeps). ``directive_update(request, snapshot)``:
+    build the state update yourself (for graphs without a message list).
+    ``asynchronous``: run the branch with ``ainvoke`` (graphs whose nodes are
+    coroutines), or with ``invoke`` when False; by default as the run was made
+    (``ainvoke``/``astream`` record it, ``metadata["langgraph"]["asynchronous"]``).
+    The checkpoints are read and forked with the synchronous methods, so give the
+    graph with ``InMemorySaver`` or ``SqliteSaver`` (the branch itself then runs
+    through ``AsyncSqliteSaver`` on the same file). ``isolate=False``: fork on the
+    run's own thread (LangGraph's time travel) instead of a thread of the branch's
+    own, on the graph's store itself. ``replay_answers``: how a branch that
     stops at an interrupt gets the answer the original's human gave there:
     ``"same-question"`` (default), ``"same-node"`` or ``"never"`` (see
     :mod:`agentdebug_langgraph._replay`).
@@ -191,17 +192,11 @@ class LangGraphRerunExecutor:
         require_checkpointer(
             graph, original.id, factory, saved=any(e.checkpoint for e in original.events)
         )
-        given = self.config.get("configurable")
-        invocation = _invocation.for_branch(
-            original,
-            graph,
-            configurable=dict(given) if isinstance(given, dict) else {},
-            context=self.context,
-        )
+        invocation = self._invocation_for(original, graph)
         lg = original.metadata.get("langgraph")
         lg = lg if isinstance(lg, dict) else {}
         asynchronous = runs_async(graph, self.asynchronous, made_async(original), original.id)
-        invoke = invoker(graph, invocation.context, asynchronous)
+        invoke = invoker(graph, invocation.context, asynchronous)  # (refused first)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -224,14 +219,18 @@ class LangGraphRerunExecutor:
                 thread, snap = copy, trial
             else:
                 self._fork(graph, trial, request, original, point)
-                _delete_thread(graph, copy)
+                delete_thread(graph, copy)
                 kept = False
             values, fork_config, as_node = self._fork(graph, snap, request, original, point)
         except Exception:
             if kept:  # no branch, so no branch thread left behind
-                _delete_thread(graph, copy)
+                delete_thread(graph, copy)
             raise
-        if not self.isolate:  # the user's thread goes on from the branch now
+        runner = graph  # (isolated: on the store as of the fork, its writes kept apart)
+        if self.isolate:
+            runner = branch_view(graph, str(point.thread_id), snap.created_at, thread)
+            invoke = invoker(runner, invocation.context, asynchronous)
+        else:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
         budget = remaining_budget(original, (snap.metadata or {}).get("step"))
@@ -256,6 +255,8 @@ class LangGraphRerunExecutor:
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
+        if runner is not graph:  # (see _branch_store)
+            fork_info["store"] = f"read as of {snap.created_at}, not written"
         if not values and not request.state_patch and self.directive_update is None:
             fork_info["directive"] = (
                 f"not given: {', '.join(point.nodes)} runs the model's tool calls and reads "
@@ -366,12 +367,14 @@ class LangGraphRerunExecutor:
         require_state_graph(graph, trajectory.id, spec)
         require_checkpointer(graph, trajectory.id, spec, saved=saved)
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
+        self._invocation_for(trajectory, graph)
+
+    def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
+        """What the branch is invoked with (refused when this process cannot give it)."""
         given = self.config.get("configurable")
-        _invocation.for_branch(
-            trajectory,
-            graph,
-            configurable=dict(given) if isinstance(given, dict) else {},
-            context=self.context,
+        configurable = dict(given) if isinstance(given, dict) else {}
+        return _invocation.for_branch(
+            trajectory, graph, configurable=configurable, context=self.context
         )
 
     def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
@@ -576,14 +579,6 @@ class LangGraphRerunExecutor:
         if limit is not None:
             extra.setdefault("recursion_limit", limit)
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
-
-
-def _delete_thread(graph: Any, thread: str) -> None:
-    """Best effort: a saver that cannot delete keeps the thread (prune it later)."""
-    try:
-        graph.checkpointer.delete_thread(thread)
-    except Exception:
-        log.warning("agentdebug: branch thread %s could not be deleted", thread, exc_info=True)
 
 
 def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:

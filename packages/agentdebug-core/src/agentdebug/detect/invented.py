@@ -28,7 +28,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from agentdebug.detect.misread import QUOTE, failed_answer, held, numbers
@@ -181,12 +181,13 @@ class FiguresHeld(NamedTuple):
     values: set[str]
     floats: list[float]
 
-    def new(self, value: str) -> bool:
-        """``value`` (two digits or more) is none of these, nor made of them."""
+    def new(self, value: str, named: Collection[str] = ()) -> bool:
+        """``value`` (two digits or more) is none of these, nor made of them (a value
+        the failure's reason ``named`` may be made of them by chance: 20 is 30 - 10)."""
         return (
             len(value.replace(".", "").lstrip("0")) >= 2
             and value not in self.values
-            and not derived(value, self.floats)
+            and (value in named or not derived(value, self.floats))
         )
 
 
@@ -196,6 +197,49 @@ def figures_before(trajectory: AgentTrajectory, before: list[AgentEvent]) -> Fig
     for event in before:
         earlier |= held(flatten(event.input, limit=4000) + " " + flatten(event.output, limit=4000))
     return FiguresHeld(earlier, sorted({float(v) for v in earlier}, key=abs))
+
+
+_BETWEEN = RESULT_TYPES | {EventType.TOOL_CALL, EventType.AGENT_START, EventType.AGENT_END}
+
+
+def _last_batch(ctx: RuleContext, before: list[AgentEvent]) -> list[AgentEvent]:
+    """The last tool results before the final answer: the last one's, with those of
+    the other calls the same model answer asked for at once (no answer, message or
+    plan between; each call linked to the answer that asked for it)."""
+    results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
+    if not results:
+        return []
+    last = call_of(ctx, results[-1])
+    asker = last.parent_id if last is not None else None
+    out: list[AgentEvent] = []
+    for event in reversed(before):
+        if event.type not in _BETWEEN or asker is None:
+            break
+        if event.type in RESULT_TYPES and tool_name(event):
+            call = call_of(ctx, event)
+            if call is not None and call.parent_id == asker:
+                out.append(event)
+    return out[::-1] or results[-1:]
+
+
+def _lost(ctx: RuleContext, result: AgentEvent, results: list[AgentEvent], task: str) -> bool:
+    """Whether ``result`` is a lookup that failed (the service, or nothing found)
+    or found nothing, on the task's own arguments, with no retry past it."""
+    empty = result.id not in ctx.failures and _empty(result.output)
+    if not empty and (
+        result.id not in ctx.failures
+        or ctx.failures[result.id][0] not in ENVIRONMENT_MODES | _LOOKED
+    ):
+        return False  # (a call's own error, an argument the tool rejects: the call's fault)
+    if ctx.retried.get(result.id) or ctx.recovered.get(result.id):
+        return False
+    call = call_of(ctx, result)
+    # (arguments the agent chose: the call is the likelier cause; a query of its own
+    # that found nothing counts where no other tool gave a figure, else the answer's
+    # may be made of those)
+    return (call is not None and from_task(call, task)) or (
+        empty and not any(held(flatten(e.output, limit=4000)) for e in results if e is not result)
+    )
 
 
 def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
@@ -208,32 +252,20 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     at, answer, text, before = found
     events = trajectory.events
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
-    if not results:
-        return
-    failed = results[-1]
-    empty = failed.id not in ctx.failures and _empty(failed.output)
-    if not empty and (
-        failed.id not in ctx.failures
-        or ctx.failures[failed.id][0] not in ENVIRONMENT_MODES | _LOOKED
-    ):
-        return  # (a call's own error, an argument the tool rejects: the call's fault)
-    if ctx.retried.get(failed.id) or ctx.recovered.get(failed.id):
-        return
-    call = call_of(ctx, failed)
     task = trajectory.goal or ""
-    if (call is None or not from_task(call, task)) and (
-        not empty or any(held(flatten(e.output, limit=4000)) for e in results[:-1])
-    ):
-        # (arguments the agent chose: the call is the likelier cause; a query of its
-        # own that found nothing counts where no tool gave a figure before it, else
-        # the answer's may be made of those)
+    failed = next(
+        (e for e in reversed(_last_batch(ctx, before)) if _lost(ctx, e, results, task)), None
+    )
+    if failed is None:
         return
+    empty = failed.id not in ctx.failures
     earlier = figures_before(trajectory, before)
+    named = numbers(trajectory.outcome.reason or "")
     figure = next(
         (
             written
             for value, written in itertools.islice(numbers(text).items(), TRIED)
-            if earlier.new(value)
+            if earlier.new(value, named)
         ),
         None,
     )

@@ -157,7 +157,10 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         "system.resource_not_found",
         re.compile(
             _status("404")
-            + r"|FileNotFoundError|No such file or directory|does not exist|not found",
+            + r"|FileNotFoundError|No such file or directory|does not exist|not found|"
+            # a lookup's own words: "no total available for order A1", "could not find"
+            r"\bLookupError\b|\bno (?:\w+ ){1,3}(?:available|found)\b|"
+            r"\b(?:could not|couldn't|cannot|can't|unable to) (?:find|locate)\b",
             re.I,
         ),
     ),

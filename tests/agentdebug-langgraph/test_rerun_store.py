@@ -1,0 +1,180 @@
+"""A rerun branch and the graph's long-term store (``compile(store=...)``): the
+branch reads the store as it was at the fork and never writes it, so your users'
+memory keeps nothing of a debugging branch, and a branch is not failed by what the
+run's own later steps wrote."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug
+from agentdebug.rerun import closed_loop
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph._branch_store import BranchStore, branch_view
+from langchain_core.messages import AIMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.runtime import Runtime
+from langgraph.store.memory import InMemoryStore
+from lg_graphs import Heeding
+
+
+@dataclass
+class User:
+    user_id: str
+
+
+def memory_graph(store: InMemoryStore) -> Any:
+    """``memorize`` saves what the model made of the user's message as a memory;
+    ``confirm`` reads the user's memories back to them."""
+    model = Heeding(
+        cue="went wrong", default="memory: likes peanuts", heeded="memory: allergic to peanuts"
+    )
+
+    def memorize(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
+        reply = model.invoke(state["messages"])
+        ns = ("memories", runtime.context.user_id)
+        runtime.store.put(ns, f"m{len(runtime.store.search(ns))}", {"text": reply.content})
+        return {"messages": [reply]}
+
+    def confirm(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
+        ns = ("memories", runtime.context.user_id)
+        said = "; ".join(item.value["text"] for item in runtime.store.search(ns))
+        return {"messages": [AIMessage(f"Noted. I remember: {said}")]}
+
+    g = StateGraph(MessagesState, context_schema=User)
+    g.add_node("memorize", memorize)
+    g.add_node("confirm", confirm)
+    g.add_edge(START, "memorize")
+    g.add_edge("memorize", "confirm")
+    g.add_edge("confirm", END)
+    return g.compile(checkpointer=InMemorySaver(), store=store)
+
+
+def remembered_right(state: dict[str, Any]) -> bool | str:
+    said = str(state["messages"][-1].content)
+    if "allergic" in said and "likes peanuts" not in said:
+        return True
+    return f"stored the wrong memory: {said}"
+
+
+def memories(store: InMemoryStore) -> list[str]:
+    return [item.value["text"] for item in store.search(("memories", "u1"))]
+
+
+def test_a_branch_neither_writes_the_users_store_nor_reads_the_runs_later_writes(
+    dbg: AgentDebug,
+) -> None:
+    store = InMemoryStore()
+    graph = memory_graph(store)
+    cb = AgentDebugCallback(dbg, success_check=remembered_right)
+    graph.invoke(
+        {"messages": [HumanMessage("I am allergic to peanuts")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "t1"}},
+        context=User("u1"),
+    )
+    assert memories(store) == ["memory: likes peanuts"]
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=remembered_right)
+    result = closed_loop(cb.trajectory(), debugger=dbg, executor=executor, policy="auto")
+    # the branch did not read the wrong memory the run saved after the fork, so the
+    # corrected step passes
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    branch = dbg.store.load_trajectory(result.attempts[0].branch_id or "")  # type: ignore[union-attr]
+    assert branch.outcome.final_answer == "Noted. I remember: memory: allergic to peanuts"
+    assert branch.metadata["langgraph"]["fork"]["store"].endswith(", not written")
+    assert memories(store) == ["memory: likes peanuts"]  # the user's memory as the run left it
+
+
+def _seeded() -> tuple[InMemoryStore, datetime]:
+    """Items made before the fork's time and after it; ``changed`` is overwritten
+    after it, and keeps its creation time (as a Postgres store keeps it; an
+    InMemoryStore dates an overwrite as a new item)."""
+    base = InMemoryStore()
+    base.put(("notes",), "old", {"text": "before the fork"})
+    base.put(("notes",), "changed", {"text": "first value"})
+    created = base.get(("notes",), "changed").created_at  # type: ignore[union-attr]
+    time.sleep(0.01)
+    fork_time = datetime.now(UTC)
+    time.sleep(0.01)
+    base.put(("notes",), "new", {"text": "after the fork"})
+    base.put(("notes",), "changed", {"text": "second value"})
+    base._data[("notes",)]["changed"].created_at = created
+    return base, fork_time
+
+
+def test_the_view_reads_the_store_as_of_the_fork_and_keeps_its_writes_apart(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    base, fork_time = _seeded()
+    view = BranchStore(base, fork_time)
+    assert view.get(("notes",), "new") is None  # created after the fork
+    assert view.get(("notes",), "old").value == {"text": "before the fork"}  # type: ignore[union-attr]
+    # changed since, with no earlier value kept: read as it is now, and said so
+    assert view.get(("notes",), "changed").value == {"text": "second value"}  # type: ignore[union-attr]
+    assert "changed after the checkpoint the branch forks" in caplog.text
+    view.put(("notes",), "mine", {"text": "the branch's"})
+    view.delete(("notes",), "old")
+    assert [i.key for i in view.search(("notes",))] == ["changed", "mine"]
+    assert view.get(("notes",), "old") is None
+    assert view.list_namespaces() == [("notes",)]
+    # the graph's store has none of it
+    assert {i.key: i.value["text"] for i in base.search(("notes",))} == {
+        "old": "before the fork",
+        "changed": "second value",
+        "new": "after the fork",
+    }
+
+
+def test_the_views_search_pages_over_hidden_items_and_its_own() -> None:
+    base = InMemoryStore()
+    for n in range(5):
+        base.put(("docs",), f"kept{n}", {"n": n})
+    fork_time = datetime.now(UTC)
+    time.sleep(0.01)
+    for n in range(250):  # more than a page of items the branch must not see
+        base.put(("docs",), f"later{n}", {"n": n})
+    view = BranchStore(base, fork_time)
+    view.put(("docs",), "own", {"n": 99})
+    keys = [i.key for i in view.search(("docs",), limit=10)]
+    assert keys == [f"kept{n}" for n in range(5)] + ["own"]
+    assert [i.key for i in view.search(("docs",), limit=2, offset=4)] == ["kept4", "own"]
+    assert [i.key for i in view.search(("docs",), filter={"n": 3})] == ["kept3"]
+
+
+def test_the_view_answers_async_calls_too() -> None:
+    base, fork_time = _seeded()
+    view = BranchStore(base, fork_time)
+
+    async def use() -> list[str]:
+        await view.aput(("notes",), "mine", {"text": "async"})
+        assert await view.aget(("notes",), "new") is None
+        return [i.key for i in await view.asearch(("notes",))]
+
+    assert asyncio.run(use()) == ["old", "changed", "mine"]
+    assert base.get(("notes",), "mine") is None
+
+
+def test_a_branch_of_a_branch_reads_the_first_branchs_writes_made_before_its_fork() -> None:
+    base = InMemoryStore()
+    graph = memory_graph(base)
+    first = branch_view(graph, "t1", None, "t1~agentdebug-a").store
+    first.put(("notes",), "early", {"text": "branch 1, before the second fork"})
+    fork_time = datetime.now(UTC).isoformat()
+    time.sleep(0.01)
+    first.put(("notes",), "late", {"text": "branch 1, after it"})
+    second = branch_view(graph, "t1~agentdebug-a", fork_time, "t1~agentdebug-b").store
+    assert [i.key for i in second.search(("notes",))] == ["early"]
+    assert base.search(("notes",)) == []
+
+
+def test_a_graph_without_a_store_is_run_as_it_is() -> None:
+    g = StateGraph(MessagesState)
+    g.add_node("n", lambda s: {})
+    g.add_edge(START, "n")
+    graph = g.compile()
+    assert branch_view(graph, "t", None, "t~agentdebug-x") is graph

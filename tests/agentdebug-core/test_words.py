@@ -243,3 +243,20 @@ def test_a_code_pipeline_whose_steps_mostly_failed_still_gets_its_guess() -> Non
     assert (
         guess.rationale == "no detector fired; the first decision commits the run to its approach"
     )
+
+
+@pytest.mark.parametrize("relayed", ["about 4895 metres", "about 4,895 metres"])
+def test_a_figure_relayed_without_its_thousands_comma_is_still_the_workers(relayed: str) -> None:
+    """A worker says "4,895 m" (wrong); the supervisor relays it as "4895" and the
+    reason names 4895: the worker said it first (before, the comma hid that, and the
+    supervisor that relayed it was blamed; a review's find)."""
+    t = failed_with(
+        "the summit height 4895 is wrong",
+        ev(0, EventType.USER_INPUT, "human", input="How high is Mont Blanc?"),
+        ev(1, EventType.LLM_RESPONSE, "supervisor", output="Ask the researcher."),
+        ev(2, EventType.LLM_RESPONSE, "researcher", output="Mont Blanc: 4,895 m."),
+        ev(3, EventType.LLM_RESPONSE, "supervisor", output=f"Mont Blanc is {relayed} high."),
+        ev(4, EventType.FINAL_ANSWER, "supervisor", output=f"Mont Blanc is {relayed} high."),
+    )
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert (hyps[0].agent_name, hyps[0].step_index) == ("researcher", 2)

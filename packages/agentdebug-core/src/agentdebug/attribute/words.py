@@ -28,6 +28,7 @@ from agentdebug.text import compact_json, flatten
 
 # words of three characters or more, and numbers of two digits or more ("'41'")
 _WORD = re.compile(r"\d[\d.,]*\d|[^\W_][\w$.%-]{2,}")
+_GROUPED = re.compile(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?")  # (a number in thousands)
 # what comes just before a quote of the value wanted rather than the one given
 _EXPECTED = re.compile(
     r"(?:expect(?:ed|ing)?|want(?:ed)?|should (?:be|say|have been)|instead of|rather than"
@@ -90,8 +91,7 @@ def _telling(words: set[str], said: str, own: set[str], answer: set[str]) -> boo
     if words and (2 * len(words) >= len(own) or 2 * len(words) >= len(answer)):
         return True
     return bool(words) and any(
-        w.group().lower().rstrip(".") in words and _value_like(said, w)
-        for w in _WORD.finditer(said)
+        _key(w.group()) in words and _value_like(said, w) for w in _WORD.finditer(said)
     )
 
 
@@ -117,8 +117,15 @@ def _value_like(text: str, found: re.Match[str]) -> bool:
     )
 
 
+def _key(word: str) -> str:
+    """A word as compared: lower case, no full stop after it, a number without its
+    thousands' commas ("4,895" is the 4895 a later step says again)."""
+    word = word.lower().rstrip(".")
+    return word.replace(",", "") if _GROUPED.fullmatch(word) else word
+
+
 def _words(text: str) -> set[str]:
-    return {w.lower().rstrip(".") for w in _WORD.findall(text)}
+    return {_key(w) for w in _WORD.findall(text)}
 
 
 def quoted_by_reason(
@@ -142,7 +149,7 @@ def quoted_by_reason(
         each = list(_WORD.finditer(text))
         if len(each) > _SHORT_QUOTE:  # (a whole answer quoted: its values, not its
             each = [w for w in each if _value_like(text, w)]  # "and", "currently")
-        quoted |= {w.group().lower().rstrip(".") for w in each}
+        quoted |= {_key(w.group()) for w in each}
     answered = {  # the wrong value reaches the answer: of a quote, its words there count
         w
         for e in trajectory.events
@@ -153,7 +160,7 @@ def quoted_by_reason(
     if not quoted:  # a value named without quotes, "headline says 2023", "#SeriesA": the
         # wrong one when the answer holds it (else it may be the one wanted, left out)
         quoted = answered & {
-            found.group().lower().rstrip(".")
+            _key(found.group())
             for found in _WORD.finditer(reason)
             if _value_like(reason, found) and not _EXPECTED.search(reason[: found.start()])
         }

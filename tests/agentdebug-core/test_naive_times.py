@@ -71,3 +71,18 @@ def test_prune_older_than_a_date_reads_the_run_as_utc(store: Path) -> None:
     assert kept.returncode == 0 and gone.returncode == 0, (kept.stderr, gone.stderr)
     assert "naive-run" not in kept.stdout
     assert "naive-run" in gone.stdout and "would prune 1 run" in gone.stdout
+
+
+@pytest.mark.parametrize("name", ["runs.db", "runs.jsonl"])
+def test_a_time_with_an_offset_is_listed_in_utc_by_either_store(tmp_path: Path, name: str) -> None:
+    """A run started at 09:34 at -08:00 is listed at 17:34 by both stores (the JSON
+    Lines store showed 09:34 and SQLite 17:34, neither saying which zone)."""
+    run = json.loads(EXAMPLE.read_text())
+    run.update(id="zoned", started_at="2026-10-16T09:34:00-08:00")
+    file = tmp_path / "zoned.json"
+    file.write_text(json.dumps(run))
+    store = tmp_path / name
+    assert _cli(store, "ingest", str(file)).returncode == 0
+    listed = _cli(store, "list", "--json")
+    assert json.loads(listed.stdout)["started_at"] == "2026-10-16T17:34:00+00:00"
+    assert "2026-10-16 17:34" in _cli(store, "list").stdout

@@ -541,3 +541,39 @@ def test_vacuum_says_what_it_freed_while_a_service_writes(
     assert "pages fewer" in said
     assert "the store grew by " in said and "other processes wrote runs while it pruned" in said
     assert len(ids(where)) == 11
+
+
+KILLED = """
+import sys, time
+from agentdebug import AgentDebug, EventType
+dbg = AgentDebug(sys.argv[1])
+t = dbg.trace(goal="killed run", framework="x").__enter__()
+t.record(EventType.TOOL_CALL, agent_name="a", output="call")
+t.flush()
+print("ready", flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_dry_run_lists_the_abandoned_run_the_prune_would_settle_and_delete(
+    tmp_path: Path, kind: str
+) -> None:
+    """A recorder killed mid-run leaves its run "running"; a prune settles it (ended,
+    outcome unknown) and then may delete it. The dry run listed none of that
+    ("would prune 0"), and the prune then deleted the run (a review's find)."""
+    store = store_path(tmp_path, kind)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", KILLED, str(store)], stdout=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    proc.kill()
+    proc.wait(timeout=30)
+    dry = agentdebug("prune", "--status", "unknown", "--dry-run", store=store)
+    assert dry.returncode == 0, dry.stderr
+    assert "would prune 1 run(s)" in dry.stdout and "killed run" in dry.stdout
+    assert "(start)" in dry.stdout  # (it never ended: its start is what is shown)
+    (run,) = open_store(store).list_runs(RunQuery())
+    assert run.status == "running"  # (a dry run writes nothing)
+    done = agentdebug("prune", "--status", "unknown", "--yes", store=store)
+    assert "pruned 1 run(s)" in done.stdout, (done.stdout, done.stderr)

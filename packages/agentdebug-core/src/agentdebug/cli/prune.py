@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import cast
 
 import click
 
+from agentdebug.capture.process import abandoned
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.values import parse_when
 from agentdebug.errors import AgentDebugError, InputError, StoreError
+from agentdebug.schema import OutcomeStatus
 from agentdebug.store import JSONLStore, RunQuery, RunSummary, SQLiteStore, TraceStore
 from agentdebug.store.access import write_refused
 from agentdebug.store.retention import PrunePlan, Retention, select
@@ -77,16 +80,27 @@ def _retention(
 
 
 def _list(runs: list[RunSummary]) -> None:
-    click.echo(f"{'RUN':<28} {'STATUS':<8} {'ENDED':<16}  GOAL")
+    click.echo(f"{'RUN':<28} {'STATUS':<8} {'ENDED (UTC)':<16}  GOAL")
     for run in runs:
-        when = run.ended_at or run.started_at
+        when = run.ended_at or run.started_at  # (a run that never ended: its start, said)
         shown = when.strftime("%Y-%m-%d %H:%M") if when else "-"
+        if run.ended_at is None and when is not None:
+            shown = f"{shown} (start)"
         goal = " ".join((run.goal or "").split())
         if run.parent_id:
             goal = f"[branch of {run.parent_id}] {goal}"
         elif run.continues:
             goal = f"[continues {run.continues}] {goal}"
         click.echo(f"{run.id:<28} {run.status:<8} {shown:<16}  {goal[:80]}")
+
+
+def _as_settled(runs: list[RunSummary]) -> list[RunSummary]:
+    """The runs as a prune settles them before it chooses: an abandoned run (its
+    process known gone) ended, outcome unknown. A dry run writes nothing, so it
+    chooses from this view, and lists what the prune would delete."""
+    found = abandoned(runs)
+    unknown = OutcomeStatus.UNKNOWN.value
+    return [replace(run, status=unknown) if run.id in found else run for run in runs]
 
 
 def _held(plan: PrunePlan) -> str:
@@ -178,7 +192,8 @@ def prune(
     if closed and not dry_run:
         refused = PermissionError("a prune deletes runs")
         raise StoreError(write_refused(Path(store.location), str(closed), refused))
-    plan = select(store.list_runs(RunQuery(limit=None)), retention, now)
+    runs = store.list_runs(RunQuery(limit=None))
+    plan = select(_as_settled(runs) if dry_run else runs, retention, now)
     if dry_run:
         if plan.doomed:
             _list(plan.doomed)

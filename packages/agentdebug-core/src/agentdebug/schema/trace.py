@@ -328,10 +328,11 @@ class AgentTrajectory(BaseModel):
 
     @field_validator("started_at", "ended_at")
     @classmethod
-    def _utc_if_naive(cls, value: datetime | None) -> datetime | None:
-        """A time with no zone (an export's ``2026-12-01T10:00:00``) is UTC: the
-        stores, ``--since`` and ``prune --older-than`` then read it alike."""
-        return aware(value) if value is not None else None
+    def _in_utc(cls, value: datetime | None) -> datetime | None:
+        """In UTC; a time with no zone (an export's ``2026-12-01T10:00:00``) is UTC:
+        both stores, ``list``, ``--since`` and ``prune --older-than`` then read and
+        show it alike."""
+        return aware(value).astimezone(UTC) if value is not None else None
 
     def event(self, event_id: str) -> AgentEvent | None:
         for event in self.events:

@@ -4,7 +4,7 @@ the file holds (read whole), and their summaries."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from agentdebug.schema.trace import aware
@@ -106,7 +106,7 @@ def _parse_dt(value: Any) -> datetime | None:
     if not value:
         return None
     try:
-        return aware(datetime.fromisoformat(value))  # (a store written before times had zones)
+        return aware(datetime.fromisoformat(value)).astimezone(UTC)  # (as the model has it)
     except (TypeError, ValueError):
         return None
 

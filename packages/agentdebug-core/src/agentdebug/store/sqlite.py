@@ -441,6 +441,10 @@ class SQLiteStore:
             _insert_events(db, num, rows)
             db.execute("DELETE FROM run_agents WHERE run_id=?", (trajectory.id,))
             _note_agents(db, trajectory.id, rows)
+            # a run saved again (a trace imported again) is that run now: the reports
+            # and label of what it was go, as in a JSON Lines store
+            for table in ("report_modes", "reports", "labels"):
+                db.execute(f"DELETE FROM {table} WHERE run_id=?", (trajectory.id,))
             if label is not None:
                 db.execute(
                     "INSERT OR REPLACE INTO labels(run_id, data) VALUES (?,?)",

@@ -161,8 +161,10 @@ def test_malformed_twice_raises_with_the_raw_text(tmp_path: Path) -> None:
 
 def test_truncated_answer_says_so() -> None:
     with ScriptedServer(['{"half": "first", "rea', '{"half": "first", "reason": "r']) as server:
-        with pytest.raises(MalformedAnswer, match="not valid JSON"):
+        with pytest.raises(MalformedAnswer, match="not valid JSON") as caught:
             ask(LLMClient(settings_for(server)))
+        url = server.base_url
+    assert f"at {url})" in str(caught.value)  # (errors name the model and base URL)
 
 
 @pytest.mark.parametrize(

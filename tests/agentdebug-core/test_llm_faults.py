@@ -199,6 +199,22 @@ def test_a_200_carrying_an_error_keeps_the_servers_message() -> None:
     assert "model is overloaded upstream" in str(caught.value)
 
 
+def test_a_web_page_for_an_answer_is_not_retried_and_the_base_url_is_named() -> None:
+    """A base URL that serves a web page (an HTML login or docs page with status 200)
+    answers every retry the same: one request, and the error says what to check
+    (before, five requests and backoff waits)."""
+    page = Reply(raw_body="<!doctype html><html><body>Sign in</body></html>",
+                 headers={"Content-Type": "text/html"})  # fmt: skip
+    with ScriptedServer([page] * 5) as server:
+        with pytest.raises(LLMCallFailed) as caught:
+            ask(client_for(server))
+        assert len(server.requests) == 1
+        url = server.base_url
+    text = str(caught.value)
+    assert "the server did not send JSON" in text and f"at {url}" in text
+    assert "check that the base URL is the API's" in text
+
+
 # ----------------------------------------------------------- configuration
 
 
@@ -221,6 +237,7 @@ def test_after_a_401_later_calls_fail_at_once_without_sending() -> None:
             ask(client)
         assert len(server.requests) == 1
     assert str(second.value) == str(first.value) and "check the API key" in str(first.value)
+    assert "api_key in [llm] of the config file" in str(first.value)  # (where it may be set)
 
 
 def test_a_base_url_without_a_scheme_is_a_config_error_at_once() -> None:

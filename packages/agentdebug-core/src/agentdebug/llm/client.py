@@ -322,7 +322,9 @@ class LLMClient:
             self._audit_answer(run, second, "ok", f"repaired {form} answer")
             return self._done(request, second, value, run)
         self._audit_answer(run, second, "malformed", f"repaired answer still invalid ({problem})")
-        raise MalformedAnswer(problem or "invalid answer", raw=second.text)
+        raise MalformedAnswer(
+            problem or "invalid answer", raw=second.text, model=self.model, base_url=self.base_url
+        )
 
     def _refusal(self, run: _Run, answer: Answer) -> None:
         refused = answer.refused()
@@ -410,6 +412,7 @@ class LLMClient:
             except BadBody as exc:
                 status = 200
                 reason = str(exc)
+                stop = exc.lasting
             except (openai.APIResponseValidationError, ValueError) as exc:
                 status = 200
                 reason = f"the response is not a chat completion ({shorten(str(exc), 120)})"

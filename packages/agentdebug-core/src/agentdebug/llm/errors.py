@@ -79,10 +79,15 @@ class MalformedAnswer(LLMError):
     ``raw`` is the last answer's text, ``problem`` what was wrong with it.
     """
 
-    def __init__(self, problem: str, *, raw: str) -> None:
+    def __init__(
+        self, problem: str, *, raw: str, model: str | None = None, base_url: str | None = None
+    ) -> None:
         self.problem = problem
         self.raw = raw
-        super().__init__(f"the model's answer does not match the requested schema: {problem}")
+        whose = f" (model '{model}' at {base_url})" if model and base_url else ""
+        super().__init__(
+            f"the model's answer{whose} does not match the requested schema: {problem}"
+        )
 
 
 class ModelRefused(LLMError):

@@ -47,13 +47,23 @@ class Answer:
 
 
 class BadBody(Exception):
-    """A 200 response that is not a chat completion."""
+    """A 200 response that is not a chat completion; ``lasting``: one a retry will
+    not change (why, said as a hint)."""
+
+    def __init__(self, message: str, lasting: str | None = None) -> None:
+        super().__init__(message)
+        self.lasting = lasting
 
 
 def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
     """The answer in a chat completion, or BadBody saying why there is none."""
     if isinstance(completion, str | bytes):
-        raise BadBody("the server did not send JSON")
+        raise BadBody(
+            "the server did not send JSON",
+            lasting="a web page or other text is no chat completion, and a retry sends the "
+            "same: check that the base URL is the API's (it ends in /v1, or the server's API "
+            "path), not a web page's",
+        )
     error = _error_in_body(completion)
     if error is not None:
         # Some gateways (OpenRouter, LiteLLM proxies) send a failure with status 200.
@@ -146,7 +156,10 @@ def hint_for(status: int | None) -> str | None:
     if status == 404:
         return "check that the base URL ends in /v1 (or the server's API path) and the model name"
     if status in (401, 403):
-        return "check the API key (--api-key, AGENTDEBUG_API_KEY or OPENAI_API_KEY)"
+        return (
+            "check the API key (--api-key, AGENTDEBUG_API_KEY or OPENAI_API_KEY, or api_key "
+            "in [llm] of the config file: agentdebug config path)"
+        )
     return None
 
 

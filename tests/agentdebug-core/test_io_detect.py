@@ -16,6 +16,7 @@ from agentdebug.io import (
     import_paths,
     read_source,
 )
+from agentdebug.schema import EventType
 from agentdebug.stages import ImportedRun, Importer, Source
 
 FIXTURES = Path(__file__).parent / "fixtures" / "io"
@@ -213,3 +214,24 @@ def test_all_benchmark_data_is_detected_and_imported() -> None:
     frameworks = {r.trajectory.framework for r in batch.runs}
     assert frameworks == {"ag2", "magentic-one", "smolagents"}
     assert len(batch.runs) == 155 + 72
+
+
+@pytest.mark.parametrize("name", ["runs.jsonl", "runs.db"])
+def test_a_stores_file_given_to_import_says_to_give_it_as_the_store(
+    tmp_path: Path, name: str
+) -> None:
+    """A user who gives a store's file to ``ingest`` or ``diagnose`` is told to give
+    it with --store (before: "no importer recognises this file", or for SQLite
+    "not UTF-8 text")."""
+    from agentdebug.store import open_store
+    from conftest import ev, traj
+
+    store = tmp_path / name
+    opened = open_store(store)
+    opened.save_trajectory(traj(ev(0, EventType.USER_INPUT, None, input="hi")))
+    opened.close()
+    with pytest.raises(InputError) as caught:
+        import_file(store)
+    text = str(caught.value)
+    assert str(store) in text and "not a trace to import" in text
+    assert "agentdebug --store FILE list" in text

@@ -23,7 +23,7 @@ from agentdebug.errors import (
     UnknownFormatError,
 )
 from agentdebug.io._common import from_validation_error, short_repr
-from agentdebug.io.source import read_source
+from agentdebug.io.source import STORE_HINT, read_source
 from agentdebug.stages import ImportedRun, Importer, Source
 from agentdebug.store.base import IMPORTED_FROM
 
@@ -45,7 +45,22 @@ def detect_importer(source: Source, importers: Iterable[Importer]) -> Importer:
         refusals[importer.name] = reason
     if not refusals:
         raise InputError("no importers are installed", source=source.name)
+    if _store_lines(source):
+        raise InputError(
+            f"an agentdebug store, not a trace to import; {STORE_HINT}", source=source.name
+        )
     raise UnknownFormatError(source.name, refusals)
+
+
+_STORE_KINDS = frozenset({"run", "events", "finish", "report", "label", "generation"})
+
+
+def _store_lines(source: Source) -> bool:
+    """Whether ``source`` is a JSON Lines store's file (its records' kinds)."""
+    records = source.records or []
+    return bool(records) and all(
+        isinstance(r, dict) and r.get("kind") in _STORE_KINDS for r in records[:50]
+    )
 
 
 def default_importers() -> list[Importer]:

@@ -103,7 +103,18 @@ def parse_bytes(data: bytes, *, name: str = "<bytes>") -> Source:
     return _parse_document_first(Path(name), data)
 
 
+STORE_HINT = (
+    "to read its runs, give it as the store: agentdebug --store FILE list (or show, "
+    "diagnose RUN_ID)"
+)
+
+
 def _check_utf8(data: bytes, name: str) -> None:
+    if data.startswith(b"SQLite format 3\x00"):
+        raise InputError(
+            f"a SQLite database (an agentdebug store?), not a trace to import; {STORE_HINT}",
+            source=name,
+        )
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -65,15 +65,20 @@ def answer_origin(
     answerer = finals[-1].agent_name
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     named = _terms(reason) if reason else set()  # (of steps that said as much, the
-    best: tuple[tuple[int, int], AgentEvent] | None = None  # one that said what failed)
+    # one that said what failed; first, of a reason that quotes the answer, one that
+    # said what it says outside its quotes: "Germany" of "the capital of Germany is
+    # missing from '... France -> Paris; Germany -> Munich'")
+    unquoted = _QUOTED.sub(" ", reason) if reason else ""
+    outside = _words(unquoted) - _GENERIC - _STOP if unquoted != reason else set()
+    best: tuple[tuple[bool, int, int], AgentEvent] | None = None
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
             continue
         said = _said(event)
         own = _words(said)
         words = own & carried
-        score = (len(words), len(words & named))
-        if _telling(words, said, own, answer) and (best is None or score > best[0]):
+        score = (bool(words and own & outside), len(words), len(words & named))
+        if (score[0] or _telling(words, said, own, answer)) and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None

@@ -17,13 +17,19 @@ tool calls (OpenAI ``tool_calls`` or Anthropic ``tool_use`` blocks) yields one
 TOOL_CALL event per call (after an LLM_RESPONSE for any text it carries); a tool
 message or an Anthropic ``tool_result`` block yields a TOOL_RESULT whose
 ``parent_id`` is the call with the same id (``is_error: true`` becomes the
-result's error). Thinking blocks become REASONING events. The last assistant text,
-when no tool call follows it, is the FINAL_ANSWER.
+result's error); an Anthropic server tool's result in the assistant's own message
+(``web_search_tool_result``, ...) follows its call, its objects kept whole as the
+output. Thinking blocks, and an assistant's ``reasoning_content``, ``thinking``,
+``reasoning`` or ``reasoning_details`` fields, become REASONING events (reasoning
+given only encrypted: one with no text and ``metadata.encrypted``). The last
+assistant text, when no tool call follows it, is the FINAL_ANSWER. A numeric
+``id`` is the run's id as text; an ``outcome`` ({status, reason?}) the run's.
 
 Nothing is passed over in silence: images, audio and files are kept in
-``metadata.content_parts``, message and conversation fields not read into an
-event stay in ``metadata.fields``, and a content part of a type not known here is
-an error naming it.
+``metadata.content_parts``, a part's fields not read (citations, annotations, a
+signature) in ``metadata.part_fields``, message and conversation fields not read
+into an event in ``metadata.fields``, and a content part of a type not known here
+is an error naming it.
 """
 
 from __future__ import annotations
@@ -36,7 +42,18 @@ from pydantic import ValidationError
 
 from agentdebug.errors import InputError, RecordsSkipped
 from agentdebug.io import responses
-from agentdebug.io._chat import Builder, Message, arguments, extra_fields, mark_final
+from agentdebug.io._chat import (
+    Builder,
+    Message,
+    arguments,
+    extra_fields,
+    mark_final,
+    message_reasoning,
+    read_outcome,
+    server_error,
+    server_output,
+    thought_meta,
+)
 from agentdebug.io._common import (
     exchange,
     from_validation_error,
@@ -67,6 +84,7 @@ CONVERSATION_FIELDS = frozenset(
         "input",
         "output",
         "instructions",
+        "outcome",
     ]
 )
 
@@ -207,8 +225,15 @@ def _read_one(b: Builder, at: Message, message: Mapping[str, Any]) -> None:
     if isinstance(extra.get("refusal"), str) and not content.text:
         content.text = extra.pop("refusal")
         content.refusal = True
+    audio = extra.get("audio")  # (an OpenAI audio reply: its transcript is what it said)
+    if isinstance(audio, Mapping) and isinstance(audio.get("transcript"), str):
+        content.text = content.text or (audio["transcript"] if role == "assistant" else None)
+    if role == "assistant":
+        content.reasoning[:0] = message_reasoning(extra)
     if content.media:
         meta["content_parts"] = content.media
+    if content.part_fields:
+        meta["part_fields"] = content.part_fields
     if content.refusal:
         meta["refusal"] = True
     if extra:
@@ -224,8 +249,8 @@ def _read_one(b: Builder, at: Message, message: Mapping[str, Any]) -> None:
         if content.text:
             b.system.append(content.text)
         return
-    for j, (where, block) in enumerate(content.results):
-        _block_result(b, at, role, j, where, block)
+    for j, (where, block) in enumerate(content.results if role != "assistant" else []):
+        _block_result(b, at, role, f"m{at.step}.{j}", where, block)
     if role == "user":
         if b.goal is None and content.text:
             b.goal = content.text
@@ -272,14 +297,17 @@ def _read_one(b: Builder, at: Message, message: Mapping[str, Any]) -> None:
 
 
 def _block_result(
-    b: Builder, at: Message, role: str, j: int, where: str, block: Mapping[str, Any]
+    b: Builder, at: Message, role: str, event_id: str, where: str, block: Mapping[str, Any]
 ) -> None:
-    """An Anthropic ``tool_result`` block as a TOOL_RESULT linked to its call."""
+    """An Anthropic ``tool_result`` block (or a server tool's, such as a
+    ``web_search_tool_result``) as a TOOL_RESULT linked to its call."""
     fail = b.fail(at)
     is_error = block.get("is_error")
     if is_error is not None and not isinstance(is_error, bool):
         raise fail(f"expected true or false, got {type_name(is_error)}", f"{where}.is_error")
-    inner = read_content(block.get("content"), fail, f"{where}.content")
+    raw = block.get("content")
+    kept = server_output(block.get("type"), raw)  # (a server tool's own objects)
+    inner = Content() if kept else read_content(raw, fail, f"{where}.content")
     if inner.calls or inner.results:
         raise fail("a tool result cannot hold tool blocks", f"{where}.content")
     call_id = block.get("tool_use_id")
@@ -293,20 +321,23 @@ def _block_result(
         meta["unmatched_tool_call"] = True
     if inner.media:
         meta["content_parts"] = inner.media
+    if inner.part_fields:
+        meta["part_fields"] = inner.part_fields
     extra = {
         k: v for k, v in block.items() if k not in ("type", "tool_use_id", "is_error", "content")
     }
     if extra:
         meta["fields"] = extra
     error = {"message": inner.text or "the tool reported an error"} if is_error else None
+    error = (server_error(raw) or error) if kept else error
     b.add(
         at,
         f"{where}.content",
-        id=f"m{at.step}.{j}",
+        id=event_id,
         type=EventType.TOOL_RESULT,
         agent_name=parent[1] if parent else None,
         parent_id=parent[0] if parent else None,
-        output=inner.text,
+        output=raw if kept else inner.text,
         error=error,
         metadata=meta,
     )
@@ -364,22 +395,35 @@ def _assistant(
     meta: dict[str, Any],
     agent: str,
 ) -> None:
+    """An assistant message's events: its reasoning; the calls of server tools
+    whose results it holds (Anthropic ``server_tool_use``), each with its result;
+    what it said; then the calls it asks the caller to run."""
     b.agents.setdefault(agent, None)
     calls = _calls(b, at, message, content)
+    results = list(content.results)
+    ids = [str(block.get("tool_use_id")) for _, block in results]
     only_thought = bool(content.reasoning) and not content.text and not calls
     for k, thought in enumerate(content.reasoning):
         b.add(
             at,
-            "content",
+            thought.field,
             id=f"m{at.step}.thinking{k}" if k else f"m{at.step}.thinking",
             type=EventType.REASONING,
             agent_name=agent,
-            output=thought,
-            metadata=meta if only_thought and not k else {"role": "assistant"},
+            output=thought.text or None,
+            metadata=thought_meta(thought, meta if only_thought and not k else None),
         )
-    response_id: str | None = None
-    if (content.text or not calls) and not only_thought:
-        response_id = f"m{at.step}"
+    said = (content.text or not calls) and not only_thought
+    response_id = f"m{at.step}" if said else None
+    served = [j for j, call in enumerate(calls) if str(call.call_id) in ids]
+    order = served + [j for j in range(len(calls)) if j not in served]
+    host = order[0] if calls and not said else None  # (the event the message's meta is on)
+    for j in served:
+        event_id = _call(b, at, agent, j, calls[j], None, meta if j == host else None)
+        where, block = results.pop(ids.index(str(calls[j].call_id)))
+        ids.remove(str(calls[j].call_id))
+        _block_result(b, at, "assistant", f"{event_id}.result", where, block)
+    if said:
         b.add(
             at,
             "content",
@@ -389,27 +433,43 @@ def _assistant(
             output=content.text,
             metadata=meta,
         )
-    for j, call in enumerate(calls):
-        call_meta: dict[str, Any] = {"role": "assistant", "tool_name": call.tool}
-        if response_id is None and j == 0:  # what the message said besides its calls
-            call_meta.update({k: v for k, v in meta.items() if k != "role"})
-        if call.call_id is not None:
-            call_meta["tool_call_id"] = call.call_id
-        if call.problem:
-            call_meta["arguments_error"] = call.problem
-        event_id = f"m{at.step}.{j}"
-        b.add(
-            at,
-            call.field,
-            id=event_id,
-            type=EventType.TOOL_CALL,
-            agent_name=agent,
-            parent_id=response_id,
-            input=call.args,
-            metadata=call_meta,
-        )
-        key = str(call.call_id) if call.call_id is not None else f"legacy:{call.tool}"
-        b.call_ids[key] = (event_id, agent, call.tool)
+    for j in order[len(served) :]:
+        _call(b, at, agent, j, calls[j], response_id, meta if j == host else None)
+    for k, (where, block) in enumerate(results):  # (results of no call here, or again)
+        _block_result(b, at, "assistant", f"m{at.step}.result{k}", where, block)
+
+
+def _call(
+    b: Builder,
+    at: Message,
+    agent: str,
+    j: int,
+    call: _Call,
+    parent: str | None,
+    meta: dict[str, Any] | None,
+) -> str:
+    """A TOOL_CALL event, ``meta`` the message's (for what it said besides its calls)."""
+    call_meta: dict[str, Any] = {"role": "assistant", "tool_name": call.tool}
+    if meta is not None:
+        call_meta.update({k: v for k, v in meta.items() if k != "role"})
+    if call.call_id is not None:
+        call_meta["tool_call_id"] = call.call_id
+    if call.problem:
+        call_meta["arguments_error"] = call.problem
+    event_id = f"m{at.step}.{j}"
+    b.add(
+        at,
+        call.field,
+        id=event_id,
+        type=EventType.TOOL_CALL,
+        agent_name=agent,
+        parent_id=parent,
+        input=call.args,
+        metadata=call_meta,
+    )
+    key = str(call.call_id) if call.call_id is not None else f"legacy:{call.tool}"
+    b.call_ids[key] = (event_id, agent, call.tool)
+    return event_id
 
 
 def _conversation(
@@ -499,7 +559,20 @@ def _conversation(
     if extra:
         metadata.setdefault("fields", extra)
     metadata.setdefault("source_file", source.path.name)
-    traj_id = doc.get("id") if isinstance(doc.get("id"), str) and doc.get("id") else default_id
+    given = doc.get("id")  # (a number too: a dataset's conversation ids often are)
+    if isinstance(given, int) and not isinstance(given, bool):
+        given = str(given)
+    traj_id = given if isinstance(given, str) and given else default_id
+    told: dict[str, Any] = {"final_answer": final_answer}
+    if doc.get("outcome") is not None:  # how the transcript says the run ended
+        said, rest = read_outcome(doc["outcome"], b.fail(Message("", 0, None, None)))
+        told.update(said)
+        if rest:
+            metadata.setdefault("outcome_fields", rest)
+    try:
+        outcome = Outcome(**told)
+    except ValidationError as exc:
+        raise from_validation_error(exc, source=name, lineno=line, prefix="outcome") from None
     try:
         trajectory = AgentTrajectory(
             id=traj_id,
@@ -507,7 +580,7 @@ def _conversation(
             framework=doc.get("framework") if isinstance(doc.get("framework"), str) else None,
             agents=agents,
             events=events,
-            outcome=Outcome(final_answer=final_answer),
+            outcome=outcome,
             reference_answer=doc.get("reference_answer")
             if isinstance(doc.get("reference_answer"), str)
             else None,

@@ -4,7 +4,8 @@ A Responses conversation is a list of items (``client.responses.create(input=...
 and a response's ``output``): messages (``{role, content}``, or ``{"type":
 "message", ...}`` with ``output_text`` parts), ``function_call`` items (``call_id``,
 ``name``, ``arguments`` as JSON text), ``function_call_output`` items (``call_id``,
-``output``), ``reasoning`` items (``summary`` parts) and the calls of hosted tools
+``output``), ``reasoning`` items (``summary`` parts, or only ``encrypted_content``:
+reasoning kept encrypted, not an empty reply) and the calls of hosted tools
 (``web_search_call``, ``file_search_call``, ``mcp_call``, ...). Each item becomes
 the message a Chat Completions transcript would hold (a ``function_call`` an
 assistant message with one tool call, its output a tool message), so the
@@ -116,10 +117,11 @@ def as_messages(item: Mapping[str, Any], fail: Fail) -> list[dict[str, Any]]:
         return [rest]
     if kind == "reasoning":
         summary = item.get("summary") or item.get("content") or []
-        others = {k: v for k, v in rest.items() if k not in ("summary", "content")}
-        return [
-            {"role": "assistant", "content": [{"type": "reasoning", "summary": summary}], **others}
-        ]
+        part = {"type": "reasoning", "summary": summary}
+        if item.get("encrypted_content"):  # (the reasoning itself, when no summary was asked)
+            part["encrypted_content"] = item["encrypted_content"]
+        others = {k: v for k, v in rest.items() if k not in ("summary", "content", *part)}
+        return [{"role": "assistant", "content": [part], **others}]
     if kind in _CALLS:
         name_field, args_field = _CALLS[kind]
         tool = item.get(name_field) if name_field else str(kind).removesuffix("_call")

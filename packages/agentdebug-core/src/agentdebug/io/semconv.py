@@ -430,9 +430,24 @@ MEDIA_PARTS = frozenset(
         "search_result",
     ]
 )
-REASONING_PARTS = frozenset({"thinking", "reasoning"})
+#: Thinking blocks: Anthropic's ``thinking``, a Responses ``reasoning`` item (or
+#: LangChain's standard ``reasoning`` part), LangChain's Bedrock ``reasoning_content``.
+REASONING_PARTS = frozenset({"thinking", "reasoning", "reasoning_content"})
+#: The fields of a text or thinking part read into an event's text; any others
+#: (citations, annotations, a signature, ...) are kept as the part's fields.
+_READ = frozenset({"type", "text", "thinking", "reasoning", "summary", "reasoning_content"})
 
 Fail = Callable[[str, str], InputError]  # (message, field under the message) -> error
+
+
+@dataclass
+class Thought:
+    """A thinking block: its text ("" where only its encrypted form was kept), its
+    field, and the block's other fields (a signature, ``encrypted_content``, ...)."""
+
+    text: str
+    field: str
+    fields: dict[str, Any]
 
 
 @dataclass
@@ -441,11 +456,14 @@ class Content:
 
     text: str | None = None
     media: list[Any] = field(default_factory=list)
-    reasoning: list[str] = field(default_factory=list)
+    reasoning: list[Thought] = field(default_factory=list)
     #: (field, block) of each tool_use / tool_result block
     calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     results: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     refusal: bool = False
+    #: text parts' fields not read into the text (``citations``, ``annotations``,
+    #: ...), each field's values from all parts in one list
+    part_fields: dict[str, list[Any]] = field(default_factory=dict)
 
 
 def _string(value: Any, fail: Fail, where: str) -> str:
@@ -454,19 +472,24 @@ def _string(value: Any, fail: Fail, where: str) -> str:
     return value
 
 
+def _others(part: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in part.items() if k not in _READ and v not in (None, "", [], {})}
+
+
 def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
     """Sort ``content`` (a string, or a list of parts) into text, media, reasoning
     and tool blocks; a part of an unknown type is an error naming it."""
     if content is None or isinstance(content, str):
         return Content(text=content)
-    if isinstance(content, Mapping):  # one part on its own
+    single = isinstance(content, Mapping)  # one part on its own: its path is ``where``
+    if single:
         content = [content]
     if not isinstance(content, list):
         raise fail(f"expected a string or a list of parts, got {type_name(content)}", where)
     out = Content()
     texts: list[str] = []
     for j, part in enumerate(content):
-        at = f"{where}[{j}]"
+        at = where if single else f"{where}[{j}]"
         if isinstance(part, str):
             texts.append(part)
             continue
@@ -475,6 +498,10 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
         kind = part.get("type")
         if kind in TEXT_PARTS or (kind is None and "text" in part):
             texts.append(_string(part.get("text"), fail, f"{at}.text"))
+            for key, value in _others(part).items():
+                out.part_fields.setdefault(key, []).extend(
+                    value if isinstance(value, list) else [value]
+                )
         elif kind == "refusal":
             texts.append(_string(part.get("refusal"), fail, f"{at}.refusal"))
             out.refusal = True
@@ -482,7 +509,7 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
             out.media.append(part)
         elif kind in REASONING_PARTS:
             thought = _thought(part, fail, at)
-            if thought:
+            if thought.text or thought.fields:
                 out.reasoning.append(thought)
         elif isinstance(kind, str) and kind.endswith("tool_use"):
             out.calls.append((at, part))
@@ -501,15 +528,21 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
     return out
 
 
-def _thought(part: Mapping[str, Any], fail: Fail, at: str) -> str:
-    """The text of a thinking block (Anthropic ``thinking``, or a reasoning item's
+def _thought(part: Mapping[str, Any], fail: Fail, at: str) -> Thought:
+    """A thinking block (Anthropic ``thinking``, LangChain's ``reasoning`` or
+    Bedrock ``reasoning_content: {text, signature}``, or a reasoning item's
     ``text`` or ``summary`` parts)."""
-    for key in ("thinking", "text"):
+    inner = part.get("reasoning_content")
+    if part.get("type") == "reasoning_content" and isinstance(inner, Mapping):
+        text = _string(inner.get("text", ""), fail, f"{at}.reasoning_content.text")
+        rest = {k: v for k, v in inner.items() if k != "text"}
+        return Thought(text, at, {**_others(part), **rest})
+    for key in ("thinking", "text", "reasoning", "reasoning_content"):
         if key in part:
-            return _string(part[key], fail, f"{at}.{key}")
+            return Thought(_string(part[key], fail, f"{at}.{key}"), at, _others(part))
     summary = part.get("summary")
     if summary is None:
-        return ""
+        return Thought("", at, _others(part))
     if not isinstance(summary, list):
         raise fail(f"expected a list of parts, got {type_name(summary)}", f"{at}.summary")
     texts = []
@@ -518,4 +551,4 @@ def _thought(part: Mapping[str, Any], fail: Fail, at: str) -> str:
         if not isinstance(item, Mapping):
             raise fail(f"expected an object, got {type_name(item)}", where)
         texts.append(_string(item.get("text"), fail, f"{where}.text"))
-    return "\n".join(texts)
+    return Thought("\n".join(texts), at, _others(part))

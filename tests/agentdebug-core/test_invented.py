@@ -318,3 +318,26 @@ def test_a_lookup_in_its_own_words_that_found_nothing_is_read_as_not_found(said:
     run = order_run("Order A123 cost $24.00.", calls=[("A123", f"Error: {said}")])
     (found,) = invented(run)
     assert found.mode_id == "reflection.hallucinated_fact"
+
+
+@pytest.mark.parametrize(
+    "said",
+    ["No API key found for the weather service", "No healthy upstream available",
+     "No seats available on AF123", "Could not find a version that satisfies foo"],
+)  # fmt: skip
+def test_such_words_are_read_as_nothing_found_only_for_an_invented_figure(said: str) -> None:
+    """A review's find: read as "not found" everywhere, a missing API key got the fix
+    "locate the resource first"; elsewhere they stay tool errors."""
+    from agentdebug.detect.signals import classify_error
+
+    assert classify_error(said) == "system.tool_error"
+    assert classify_error(f"LookupError: {said}") == "system.resource_not_found"
+
+
+def test_a_named_figure_that_is_the_sum_of_the_other_results_is_not_invented() -> None:
+    """A review's find: "40 EUR in total" is 10 + 30, the two lookups that worked;
+    the reason names 40, but the answer gives it as the total, after C3, not as
+    the price of B2 whose lookup failed: not "a figure no tool returned"."""
+    outcomes = {"A1": "10 EUR", "B2": "Error: TimeoutError: pricing timed out", "C3": "30 EUR"}
+    answer = "Orders A1, B2 and C3 cost 40 EUR in total."
+    assert not invented(parallel_run(answer, outcomes, "the total 40 EUR leaves out B2"))

@@ -267,3 +267,24 @@ def test_a_bad_outcome_on_a_json_line_names_the_line(tmp_path: Path) -> None:
         import_file(path, importers=IMPORTERS)
     (error,) = info.value.errors
     assert "chats.jsonl, line 2, field 'outcome.status'" in str(error)
+
+
+def test_one_reasoning_text_in_two_fields_is_one_reasoning_event(tmp_path: Path) -> None:
+    """vLLM sends the same text as ``reasoning_content`` and ``reasoning``: one
+    reasoning step, not two alike (a review's find)."""
+    said = {"role": "assistant", "content": "391", "reasoning_content": "17*23 is 391.",
+            "reasoning": "17*23 is 391."}  # fmt: skip
+    t = _load(tmp_path, {"messages": [{"role": "user", "content": "17*23?"}, said]})
+    assert [e.type for e in t.events[1:]] == [EventType.REASONING, EventType.FINAL_ANSWER]
+
+
+@pytest.mark.parametrize(
+    ("word", "status"),
+    [("failed", OutcomeStatus.FAILURE), ("Error", OutcomeStatus.FAILURE),
+     ("passed", OutcomeStatus.SUCCESS), ("ok", OutcomeStatus.SUCCESS)],
+)  # fmt: skip
+def test_an_outcome_in_other_common_words_is_read(
+    tmp_path: Path, word: str, status: OutcomeStatus
+) -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    assert _load(tmp_path, {"outcome": word, "messages": messages}).outcome.status is status

@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agentdebug.diagnose import diagnose
 from agentdebug.io import import_paths
 from agentdebug.schema import (
@@ -346,3 +347,38 @@ def test_a_value_the_tool_refused_gets_a_fix_about_the_value_not_the_schema() ->
         "The tool refused the argument's value, not the call's form: give it a valid order "
         "id, one the task or an earlier result gives, not one made up."
     )
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        "unexpected keyword argument 'qty'. Note: quantity must be a positive number",
+        "missing required argument 'date'; quantity must be an integer",
+        "start must be a date before end",
+    ],
+)
+def test_a_form_problem_or_a_relation_is_not_read_as_a_refused_value(error: str) -> None:
+    """A review's find: beside a form problem (a wrong argument name, a missing one),
+    or for a relation between two valid values, "give it a valid date" was wrong."""
+    meta = {"tool_name": "place_order"}
+    run = AgentTrajectory(
+        id="form",
+        goal="Order two units",
+        events=[
+            event(0, EventType.USER_INPUT, input="Order two units"),
+            event(1, EventType.TOOL_CALL, agent_name="agent", input={"qty": 2}, metadata=meta),
+            event(
+                2,
+                EventType.TOOL_RESULT,
+                agent_name="tools",
+                parent_id="e1",
+                metadata=meta,
+                error=ErrorInfo(type="ValueError", message=error),
+            ),
+            event(3, EventType.FINAL_ANSWER, agent_name="agent", output="I could not order."),
+        ],
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="nothing was ordered"),
+    )
+    report = diagnose(run)
+    assert report.fix is not None
+    assert "refused the argument's value" not in report.fix.directive

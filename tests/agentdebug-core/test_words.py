@@ -280,3 +280,20 @@ def test_of_two_visits_to_a_worker_the_one_the_reason_names_outside_its_quote_is
     )  # fmt: skip
     hyps = HeuristicAttributor().attribute(t, [])
     assert (hyps[0].agent_name, hyps[0].step_index) == ("researcher", 4)
+
+
+def test_a_common_word_the_reason_says_outside_its_quote_points_at_no_step() -> None:
+    """A planner that said "capital" is not the answer's origin because the reason
+    says "capital" too; the visit that said "Germany" and "Munich" is (a review's
+    find after the rule above first took any word)."""
+    t = failed_with(
+        "'the capital of Germany is Munich' is wrong: the capital of Germany is Berlin",
+        ev(0, EventType.USER_INPUT, "human", input="capitals of France and Germany"),
+        ev(1, EventType.LLM_RESPONSE, "planner", output="plan: look up each country's capital"),
+        ev(2, EventType.LLM_RESPONSE, "researcher", output="France -> Paris"),
+        ev(3, EventType.LLM_RESPONSE, "researcher", output="Germany -> Munich"),
+        ev(4, EventType.FINAL_ANSWER, "supervisor",
+           output="the capital of France is Paris; the capital of Germany is Munich"),
+    )  # fmt: skip
+    hyps = HeuristicAttributor().attribute(t, [])
+    assert (hyps[0].agent_name, hyps[0].step_index) == ("researcher", 3)

@@ -259,6 +259,10 @@ def broken_factory() -> Any:
     raise RuntimeError("unable to open database file")
 
 
+def exiting_factory() -> Any:
+    raise SystemExit("orders.db is missing: run setup.py first")  # (an app's own exit)
+
+
 def not_a_graph() -> Any:
     return 42
 

@@ -295,3 +295,46 @@ def test_a_graph_built_again_for_each_request_resumes_the_paused_run(
     assert [
         e.metadata.get("langgraph_event") for e in run.events if e.type is EventType.USER_INPUT
     ] == ["input", "resume"]
+
+
+def test_a_breakpoint_after_the_node_that_ends_the_graph_still_gets_the_run_judged(
+    dbg: AgentDebug,
+) -> None:
+    """``interrupt_after=["agent"]``: LangGraph pauses after the agent's last turn too,
+    though it routed to END and nothing is next. The app stops there (``next`` is
+    empty); the run was left waiting and never judged nor diagnosed (a review's
+    find). It is the run's end: checked, and diagnosed when it fails."""
+    from typing import TypedDict
+
+    class Turns(TypedDict):
+        turns: list[str]
+
+    def agent(state: Turns) -> dict[str, Any]:
+        n = len(state["turns"])
+        return {"turns": [*state["turns"], "looked it up" if n == 0 else "refunded $24.00"]}
+
+    g = StateGraph(Turns)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", lambda s: "agent" if len(s["turns"]) < 2 else "__end__")
+    graph = g.compile(checkpointer=InMemorySaver(), interrupt_after=["agent"])
+
+    def refunded(state: dict[str, Any]) -> bool | str:
+        return "$42.00" in state["turns"][-1] or "the refund was not $42.00"
+
+    cb = AgentDebugCallback(dbg, success_check=refunded)
+    config: Any = {"configurable": {"thread_id": "after-end"}, "callbacks": [cb]}
+    graph.invoke({"turns": []}, config)
+    assert graph.get_state(config).next == ("agent",)
+    waiting = cb.trajectory()
+    assert waiting.outcome.status is OutcomeStatus.RUNNING  # (a real pause)
+    (paused,) = [e for e in waiting.events if e.type is EventType.CHECKPOINT]
+    # what the breakpoint is and what is next (before: a blank line in `show`)
+    assert paused.output == "paused at a breakpoint (after a node); next: agent"
+    assert (paused.metadata["breakpoint"], paused.metadata["next"]) == ("after", ["agent"])
+    graph.invoke(None, config)
+    assert graph.get_state(config).next == ()  # the thread is done
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert run.outcome.reason == "the refund was not $42.00"
+    assert len(cb.reports) == 1

@@ -392,13 +392,14 @@ def test_a_recorded_factorys_coroutine_graph_is_refused_asynchronous_false_befor
     from agentdebug_langgraph import _live
 
     made: list[Any] = []
+    saver = InMemorySaver()  # (the factory's graph holds the run's checkpoints, as on disk)
 
     def counted() -> Any:
-        made.append(lg_graphs.linear_graph(InMemorySaver(), coroutines=True))
+        made.append(lg_graphs.linear_graph(saver, coroutines=True))
         return made[-1]
 
     monkeypatch.setattr(lg_graphs, "coroutine_graph", counted)
-    graph = lg_graphs.linear_graph(InMemorySaver(), coroutines=True)
+    graph = lg_graphs.linear_graph(saver, coroutines=True)
     cb = AgentDebugCallback(dbg, diagnose=False, graph_factory="lg_graphs:coroutine_graph")
     config = {"configurable": {"thread_id": "t-factory-async"}, "callbacks": [cb]}
     asyncio.run(graph.ainvoke({"n": 0, "trail": []}, config))

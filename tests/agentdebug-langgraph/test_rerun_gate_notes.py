@@ -151,3 +151,30 @@ def test_a_refusal_says_nothing_of_a_factory_it_did_not_call(dbg: AgentDebug) ->
     with pytest.raises(AgentDebugError) as raised:  # (called: it has one; the run has none)
         LangGraphRerunExecutor(debugger=dbg).rerun(request_from(saving, cb))
     assert "compiled without one" not in str(raised.value)
+
+
+def test_what_the_graph_cannot_rerun_is_refused_before_the_gate(dbg: AgentDebug) -> None:
+    """Refused before anyone approves (a review's find: asked, approved, then
+    refused): a graph whose checkpointer holds nothing of the run's thread (a
+    factory's InMemorySaver in another process starts empty), and a directive key
+    the graph's state does not have."""
+    import pytest
+    from agentdebug.errors import AgentDebugError
+    from agentdebug_langgraph import AgentDebugCallback
+    from lg_graphs import order_found, scripted, tool_agent, wrong_then_right
+    from rerun_support import REQUEST
+
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    config: Any = {"callbacks": [cb], "configurable": {"thread_id": "t-kept"}}
+    graph = tool_agent(scripted(wrong_then_right()), InMemorySaver())
+    graph.invoke(REQUEST, config)
+    original = cb.trajectory()
+    LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found).preflight(original)
+    empty = tool_agent(scripted(wrong_then_right()), InMemorySaver())  # (a new process's)
+    with pytest.raises(AgentDebugError, match="holds nothing of its thread 't-kept'"):
+        LangGraphRerunExecutor(empty, debugger=dbg, success_check=order_found).preflight(original)
+    keyed = LangGraphRerunExecutor(
+        graph, debugger=dbg, success_check=order_found, directive_key="nope"
+    )
+    with pytest.raises(AgentDebugError, match="the graph's state has no 'nope' key"):
+        keyed.preflight(original)

@@ -169,6 +169,11 @@ def test_a_graph_factory_that_fails_or_returns_no_graph_is_named_in_one_line(
             "RuntimeError: unable to open database file",
         ),
         (
+            "lg_graphs:exiting_factory",  # (before: the process exited with that line)
+            "its graph factory 'lg_graphs:exiting_factory' raised "
+            "SystemExit: orders.db is missing: run setup.py first",
+        ),
+        (
             "lg_graphs:not_a_graph",
             "the graph its factory 'lg_graphs:not_a_graph' returned is an int, "
             "not a compiled LangGraph graph",

@@ -9,6 +9,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +30,7 @@ class User:
     user_id: str
 
 
-def memory_graph(store: InMemoryStore) -> Any:
+def memory_graph(store: Any, ttl: float | None = None) -> Any:
     """``memorize`` saves what the model made of the user's message as a memory;
     ``confirm`` reads the user's memories back to them."""
     model = Heeding(
@@ -39,7 +40,11 @@ def memory_graph(store: InMemoryStore) -> Any:
     def memorize(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
         reply = model.invoke(state["messages"])
         ns = ("memories", runtime.context.user_id)
-        runtime.store.put(ns, f"m{len(runtime.store.search(ns))}", {"text": reply.content})
+        key = f"m{len(runtime.store.search(ns))}"
+        if ttl is None:
+            runtime.store.put(ns, key, {"text": reply.content})
+        else:
+            runtime.store.put(ns, key, {"text": reply.content}, ttl=ttl)
         return {"messages": [reply]}
 
     def confirm(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
@@ -86,7 +91,7 @@ def test_a_branch_neither_writes_the_users_store_nor_reads_the_runs_later_writes
     assert result.status == "succeeded" and result.verified_by_rerun is True
     branch = dbg.store.load_trajectory(result.attempts[0].branch_id or "")  # type: ignore[union-attr]
     assert branch.outcome.final_answer == "Noted. I remember: memory: allergic to peanuts"
-    assert branch.metadata["langgraph"]["fork"]["store"].endswith(", not written")
+    assert branch.metadata["langgraph"]["fork"]["store"]["written"] is False
     assert memories(store) == ["memory: likes peanuts"]  # the user's memory as the run left it
 
 
@@ -178,3 +183,90 @@ def test_a_graph_without_a_store_is_run_as_it_is() -> None:
     g.add_edge(START, "n")
     graph = g.compile()
     assert branch_view(graph, "t", None, "t~agentdebug-x") is graph
+
+
+def _loop_passes(graph: Any, store: Any, dbg: AgentDebug) -> Any:
+    cb = AgentDebugCallback(dbg, success_check=remembered_right)
+    graph.invoke(
+        {"messages": [HumanMessage("I am allergic to peanuts")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "t1"}},
+        context=User("u1"),
+    )
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=remembered_right)
+    return closed_loop(cb.trajectory(), debugger=dbg, executor=executor, policy="auto")
+
+
+def test_a_sqlite_store_dated_by_the_second_hides_the_runs_later_writes_too(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """SQLite dates an item to the second (CURRENT_TIMESTAMP): the run's write made in
+    the fork's own second is after the fork (before, the branch read it, and the
+    corrected step failed)."""
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(tmp_path / "memories.db", check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+    time.sleep(1.02 - time.time() % 1)  # (the run's steps in one second of the clock)
+    result = _loop_passes(memory_graph(store), store, dbg)
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+    assert memories(store) == ["memory: likes peanuts"]  # type: ignore[arg-type]
+
+
+def test_a_put_with_a_ttl_runs_in_a_branch(dbg: AgentDebug) -> None:
+    """A node that writes with a TTL (``store.put(..., ttl=30)``) ran in the run; its
+    branch refused it (NotImplementedError: TTL is not supported)."""
+    import sqlite3
+
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn, ttl={"default_ttl": 60})
+    store.setup()
+    graph = memory_graph(store, ttl=30.0)
+    result = _loop_passes(graph, store, dbg)
+    assert result.status == "succeeded" and result.verified_by_rerun is True
+
+
+class Keywords:
+    """Embeddings that count two words: a search for "peanuts" ranks what names them."""
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self.embed_query(t) for t in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        said = text.lower()
+        return [float(said.count("peanut")), float(said.count("dog")), 0.01]
+
+
+def test_the_branchs_own_write_is_ranked_with_the_stores_in_a_semantic_search() -> None:
+    """With an index, a search by query ranks the branch's own writes with the
+    store's matches (before, they came after every match, unranked)."""
+    from langchain_core.embeddings import Embeddings
+
+    class Embedded(Keywords, Embeddings):
+        pass
+
+    base = InMemoryStore(index={"dims": 3, "embed": Embedded(), "fields": ["text"]})
+    base.put(("m",), "old", {"text": "likes dogs"})
+    view = BranchStore(base, datetime.now(UTC))
+    view.put(("m",), "new", {"text": "allergic to peanuts"})
+    (top,) = view.search(("m",), query="peanuts", limit=1)
+    assert top.key == "new"
+    assert base.get(("m",), "new") is None
+
+
+def test_a_branch_of_a_branch_in_another_process_reads_the_store_as_the_first_did() -> None:
+    """The first branch's view is gone with its process: the second reads the store
+    as of the time the first read it (recorded on the branch), not as of its own
+    fork, which came after the run's later writes."""
+    base = InMemoryStore()
+    graph = memory_graph(base)
+    first_read = datetime.now(UTC).isoformat()
+    time.sleep(0.01)
+    base.put(("notes",), "later", {"text": "the run wrote this after the first fork"})
+    fork = datetime.now(UTC).isoformat()
+    view = branch_view(graph, "t1~agentdebug-gone", fork, "t1~agentdebug-c", first_read).store
+    assert view.search(("notes",)) == []

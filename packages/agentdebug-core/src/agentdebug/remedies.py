@@ -282,7 +282,13 @@ def _no_such_tool_remedy(
 _REFUSED_VALUE = re.compile(
     r"\bnot an? (?:valid )?((?:\w+ )?(?:id|identifier|number|integer|email(?: address)?|date|"
     r"uuid|url))\b|\bmust be (?:an? )?((?:valid |positive |non-negative )?(?:int|integer|"
-    r"number|string|date|email))\b",
+    r"number|string|date|email))\b(?!\s+(?:before|after|earlier|later|than|between|within))",
+    re.I,
+)
+# ... beside a problem of the call's form: then the form is what to fix
+_FORM_TOO = re.compile(
+    r"unexpected keyword argument|missing (?:\d+ )?required|unknown (?:tool|argument|parameter)|"
+    r"(?:invalid|malformed) json|could not parse|extra (?:fields|inputs) not permitted",
     re.I,
 )
 
@@ -291,7 +297,10 @@ def _refused_value(root: Hypothesis) -> str | None:
     """For a call whose form the tool took but whose value it refused: a valid value
     of that kind, from the task or a result (not "match its schema exactly", which
     it did). None for any other malformed call."""
-    for text in (root.rationale or "", *(e.quote or "" for e in root.evidence)):
+    said = (root.rationale or "", *(e.quote or "" for e in root.evidence))
+    if any(_FORM_TOO.search(text) for text in said):
+        return None
+    for text in said:
         found = _REFUSED_VALUE.search(text)
         if found:
             kind = found.group(1) or found.group(2)

@@ -53,12 +53,25 @@ class BranchStore(BaseStore):
     """``base`` as it was at ``as_of`` (``None``: as it is), with the branch's own
     writes kept apart. See the module's docstring."""
 
+    supports_ttl = True  # (a put's ttl is taken and not kept: the branch is short-lived)
+
     def __init__(self, base: BaseStore, as_of: datetime | None) -> None:
         self.base = base
         self.as_of = _aware(as_of) if as_of is not None else None
-        self.written = InMemoryStore()  # the branch's puts
+        self.written = _like(base)  # the branch's puts, searched as the base searches
+        self.indexed = bool(getattr(self.written, "index_config", None))
         self.deleted: set[Key] = set()  # the branch's deletes
         self.changed: set[Key] = set()  # items read that were changed after as_of
+
+    def _before(self, when: datetime) -> bool:
+        """Whether a store's time is not after ``as_of``; a time with no fraction of
+        a second (SQLite's ``CURRENT_TIMESTAMP``) is compared by the second, a
+        write in the fork's own second taken as after it."""
+        assert self.as_of is not None
+        when = _aware(when)
+        if when.microsecond == 0:
+            return when < self.as_of.replace(microsecond=0)
+        return when <= self.as_of
 
     def _visible(self, item: Item) -> bool:
         key = (tuple(item.namespace), item.key)
@@ -66,9 +79,9 @@ class BranchStore(BaseStore):
             return False  # (the branch's own version, or none, stands instead)
         if self.as_of is None:
             return True
-        if _aware(item.created_at) > self.as_of:
+        if not self._before(item.created_at):
             return False
-        if _aware(item.updated_at) > self.as_of and key not in self.changed:
+        if not self._before(item.updated_at) and key not in self.changed:
             self.changed.add(key)
             log.warning(
                 "agentdebug: the branch read store item %s/%s as it is now: it was "
@@ -89,7 +102,8 @@ class BranchStore(BaseStore):
                 self.written.delete(op.namespace, op.key)
             else:
                 self.deleted.discard(key)
-                self.written.put(op.namespace, op.key, dict(op.value), index=False)
+                index = op.index if self.indexed else False
+                self.written.put(op.namespace, op.key, dict(op.value), index=index)
             return None
         if isinstance(op, GetOp):
             (found,) = yield [GetOp(op.namespace, op.key, refresh_ttl=False)]
@@ -121,8 +135,12 @@ class BranchStore(BaseStore):
             at += len(page)
             if len(page) < _PAGE:
                 break
-        own = self.written.search(op.namespace_prefix, filter=op.filter, limit=want)
-        return [*kept, *own][op.offset : want]
+        query = op.query if self.indexed else None
+        own = self.written.search(op.namespace_prefix, query=query, filter=op.filter, limit=want)
+        found: list[Item] = [*kept, *own]
+        if op.query:  # (ranked as the store ranks: by score, the unscored last)
+            found.sort(key=lambda item: -(getattr(item, "score", None) or float("-inf")))
+        return found[op.offset : want]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
         out: list[Result] = []
@@ -149,23 +167,57 @@ class BranchStore(BaseStore):
         return out
 
 
-def branch_view(graph: Any, forked_thread: str, as_of: str | None, branch_thread: str) -> Any:
+def _like(base: BaseStore) -> InMemoryStore:
+    """An empty store for a branch's own writes that searches as ``base`` does: with
+    its embeddings, where it has an index (else by filter alone)."""
+    config = getattr(base, "index_config", None)
+    embeddings = getattr(base, "embeddings", None)
+    if not config or embeddings is None:
+        return InMemoryStore()
+    index = {k: config[k] for k in ("dims", "fields") if k in config}
+    try:
+        return InMemoryStore(index={**index, "embed": embeddings})  # type: ignore[arg-type]
+    except Exception:  # (an index this store cannot copy: searched by filter alone)
+        log.warning("agentdebug: the branch's own store writes are searched without an index")
+        return InMemoryStore()
+
+
+def _date(text: Any) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text) if isinstance(text, str) and text else None
+    except ValueError:
+        log.warning("agentdebug: the fork's checkpoint time %r is not a date", text)
+        return None
+
+
+def branch_view(
+    graph: Any, forked_thread: str, as_of: str | None, branch_thread: str, first: Any = None
+) -> Any:
     """``graph`` with its store replaced by a view for the branch on
     ``branch_thread`` (``graph`` itself when it has no store): the store as of the
     fork's checkpoint's time ``as_of`` (ISO), read through the view of the branch
-    whose thread ``forked_thread`` is, when that branch ran in this process."""
+    whose thread ``forked_thread`` is, when that branch ran in this process. A
+    branch of a branch that ran in another process reads the store as of ``first``,
+    the time that branch read it as of (its own writes are gone with it)."""
     store = getattr(graph, "store", None)
     if store is None:
         return graph
-    when = None
-    if as_of:
-        try:
-            when = datetime.fromisoformat(as_of)
-        except ValueError:
-            log.warning("agentdebug: the fork's checkpoint time %r is not a date", as_of)
+    when, before = _date(as_of), _date(first)
+    if forked_thread not in _views and before is not None:
+        log.warning(
+            "agentdebug: the branch forks a branch that ran in another process: it reads "
+            "the store as that branch first did, without what that branch wrote"
+        )
+        when = min(when, before) if when is not None else before
     view = BranchStore(_views.get(forked_thread, store), when)
     _views[branch_thread] = view
     _views.move_to_end(branch_thread)
     while len(_views) > _KEPT:
         _views.popitem(last=False)
     return graph.copy(update={"store": view})
+
+
+def store_note(view: BranchStore) -> dict[str, Any]:
+    """What the branch's record says of the store it ran on."""
+    when = view.as_of.isoformat() if view.as_of is not None else None
+    return {"read_as_of": when, "written": False}

@@ -34,6 +34,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
+from agentdebug_langgraph._answers import STRUCTURED
 from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -64,7 +65,6 @@ _CACHED = _cache_hits.CACHED
 _SERVED = "agentdebug_served_from_cache"  # on_chain_start's keyword for a cache hit
 _HANDLER_PATH = _node_failures.HANDLER_PATH
 _HANDLES = _node_failures.HANDLES
-_STRUCTURED = "structured_response"  # the state key of an agent's response_format answer
 
 
 class AgentDebugCallback(RunStarting):
@@ -429,7 +429,7 @@ class AgentDebugCallback(RunStarting):
             said = outputs.get(rec.run.messages_key)
             if said is not None:
                 self._note_written(rec, said)
-            if _STRUCTURED in outputs:  # (an agent's response_format answer)
+            if STRUCTURED in outputs:  # (an agent's response_format answer)
                 rec.run.structured = (rec.agent, rec.step, rec.event_id)
         else:
             for command in outputs if outputs.__class__ is list else (outputs,):
@@ -443,7 +443,7 @@ class AgentDebugCallback(RunStarting):
                     said = command.update.get(rec.run.messages_key)
                     if said is not None:
                         self._note_written(rec, said)
-                    if _STRUCTURED in command.update:
+                    if STRUCTURED in command.update:
                         rec.run.structured = (rec.agent, rec.step, rec.event_id)
             if _convert.has_send(outputs):
                 self._note_sends(rec, outputs)
@@ -538,7 +538,7 @@ class AgentDebugCallback(RunStarting):
             run.node_errors[id(error)] = (error, rec.ns)
             if isinstance(error, GraphInterrupt):
                 if not (run.detached and rec.ns in run.detached):  # (kept on its thread)
-                    run.interrupted = run.interrupt_recorded = True
+                    run.interrupted, run.interrupt_recorded = "interrupt", True
                 asked = _convert.interrupts_of(error)
                 ids = [getattr(i, "id", None) for i in asked]
                 if ids and set(ids) <= run.interrupt_ids:
@@ -582,7 +582,7 @@ class AgentDebugCallback(RunStarting):
         try:
             run = self._roots.get(event.run_id.int) if event.run_id is not None else None
             if run is not None and not event.checkpoint_ns:
-                run.interrupted = True
+                run.interrupted = run.interrupted or str(event.status)
                 run.interrupt_checkpoint = event.checkpoint_id
         except Exception:
             self._failed("on_interrupt")

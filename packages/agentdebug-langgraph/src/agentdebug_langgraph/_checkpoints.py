@@ -454,3 +454,39 @@ def _kept_subgraphs(saver: Any, thread_id: str, before: str) -> list[Any]:
         if ns not in latest or cid > str(latest[ns].config["configurable"]["checkpoint_id"]):
             latest[ns] = tup
     return list(latest.values())
+
+
+def pending_nodes(graph: Any, run: Any) -> tuple[str, ...] | None:
+    """The nodes a run that paused at a static breakpoint would run next, from its
+    thread's state (``get_state(...).next``); empty when nothing is left to run:
+    ``interrupt_after`` on the node that ended the graph pauses it all the same.
+    None when that cannot be read (no graph alive, no thread, a saver that cannot
+    be read from here): the run then waits as at any interrupt."""
+    if graph is None or run.thread_id is None or not run.owns_session:
+        return None
+    try:
+        snap = graph.get_state({"configurable": {"thread_id": run.thread_id}})
+    except Exception:
+        return None
+    return () if not snap.next and not snap.interrupts else tuple(map(str, snap.next))
+
+
+def require_saved_thread(graph: Any, run: AgentTrajectory) -> None:
+    """Refuse, before any gate, a rerun whose graph's checkpointer holds nothing of
+    the run's thread: a factory's ``InMemorySaver`` in a new process starts empty."""
+    lg = run.metadata.get("langgraph")
+    thread = lg.get("thread_id") if isinstance(lg, dict) else None
+    saver = getattr(graph, "checkpointer", None)
+    if thread is None or saver is None or saver is True:
+        return
+    try:
+        found = saver.get_tuple({"configurable": {"thread_id": str(thread), "checkpoint_ns": ""}})
+    except Exception:  # (a saver with async reads only: the rerun itself finds out)
+        return
+    if found is None:
+        raise AgentDebugError(
+            f"cannot rerun run '{run.id}': the graph's checkpointer "
+            f"({type(saver).__name__}) holds nothing of its thread '{thread}' (an "
+            "InMemorySaver a graph factory makes starts empty in each process: give the "
+            "factory's graph a saver on disk, SqliteSaver, to rerun from another process)"
+        )

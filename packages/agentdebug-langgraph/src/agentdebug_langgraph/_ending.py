@@ -25,7 +25,9 @@ from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
 from agentdebug_langgraph import _convert, _graph_errors, _invocation, _node_failures
+from agentdebug_langgraph._answers import STRUCTURED, answered_by, said_by_model, structured_by
 from agentdebug_langgraph._base import log
+from agentdebug_langgraph._checkpoints import pending_nodes
 from agentdebug_langgraph._live import live_graph
 from agentdebug_langgraph._models import ModelAndToolEvents
 from agentdebug_langgraph._node_failures import NodeFailureEvents
@@ -134,8 +136,11 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
             log.exception("agentdebug: a finished run's table entries could not be dropped")
         session = run.session
         if error is None and (run.interrupted or _has_interrupt(outputs)):
-            self._pause(run, outputs)
-            return
+            static = run.interrupted and not run.interrupt_recorded and not _has_interrupt(outputs)
+            pending = pending_nodes(live_graph(session.id), run) if static else None
+            if pending != ():  # (a breakpoint after the node that ended the graph: done)
+                self._pause(run, pending)
+                return
         if (
             error is None
             and run.owns_session
@@ -207,7 +212,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
             # create_agent's call limits): the run's failure without a success
             # check; with one, an error only where the check fails
             ran_out = _graph_errors.own_end(answer)
-            if ran_out is not None and _said_by_model(run, outputs):
+            if ran_out is not None and said_by_model(run, outputs):
                 ran_out = None  # (a model's own answer in those words, not an agent's end)
             try:
                 if run.lost_route is not None and self.success_check is None:
@@ -301,7 +306,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         """An agent that ended the run itself at a limit (no error raised): its
         error event, at the node that said so; the run's reason."""
         try:
-            agent, step, parent = _answered_by(
+            agent, step, parent = answered_by(
                 run, _convert.last_ai_text(outputs, run.messages_key)[1]
             )
             fields = _graph_errors.out_of_steps(
@@ -319,10 +324,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
             structured = outputs.get(STRUCTURED)  # run, not left by a turn before)
         if structured is not None:  # (response_format: the app's answer is this)
             answer: Any = _convert.compact(structured)
-            agent, step, parent = _structured_by(run, run.structured)
+            agent, step, parent = structured_by(run, run.structured)
         else:
             answer = text if text is not None else _convert.compact(outputs)
-            agent, step, parent = _answered_by(run, msg)
+            agent, step, parent = answered_by(run, msg)
             if msg is None or text is None:
                 agent, step = None, run.last_step
         run.session.record(
@@ -428,20 +433,26 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
             self._pending.remove(f)
         return [r for f in collected if (r := f.result()) is not None]
 
-    def _pause(self, run: GraphRun, outputs: Any) -> None:
-        """An interrupt: the run waits for ``Command(resume=...)`` on its thread."""
+    def _pause(self, run: GraphRun, pending: tuple[str, ...] | None) -> None:
+        """An interrupt: the run waits for ``Command(resume=...)`` on its thread (at a
+        static breakpoint, to run the ``pending`` nodes, when known)."""
         session = run.session
         run.node_errors.clear()  # the exceptions are not kept while the run waits
         run.subgraph_loops.clear()
         if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
+            where = str(run.interrupted or "").replace("interrupt_", "")
+            said = f"paused at a breakpoint{f' ({where} a node)' if where else ''}"
             session.record(
                 EventType.CHECKPOINT,
                 step_index=run.last_step,
                 parent_id=run.input_event,
                 module="langgraph.interrupt",
+                output=f"{said}; next: {', '.join(pending)}" if pending else said,
                 metadata={
                     "langgraph_event": "interrupt",
                     "checkpoint_id": run.interrupt_checkpoint,
+                    "breakpoint": where or None,
+                    "next": list(pending) if pending else None,
                 },
             )
         if run.thread_id is None or not run.owns_session:
@@ -510,83 +521,3 @@ def _short_repr(value: Any, limit: int = 80) -> str:
 
 def _has_interrupt(outputs: Any) -> bool:
     return isinstance(outputs, dict) and "__interrupt__" in outputs
-
-
-STRUCTURED = "structured_response"  # the state key of an agent's response_format answer
-
-
-def _structured_by(run: GraphRun, wrote: Any) -> tuple[str | None, int, str | None]:
-    """Who gave a structured response (``response_format``): the latest model call
-    of the node run whose update wrote it (``create_agent``'s model node calling the
-    schema as a tool; the prebuilt agent's ``generate_structured_response``), else
-    that node run (a node of the user's that set it)."""
-    agent, step, node_event = wrote
-    for event_id, asked_at, by in reversed(list(run.tool_calls.values())):
-        if asked_at == step and by == agent:
-            return agent, step, event_id
-    said = run.answers.get(agent)
-    if said is not None and said[1] == step:
-        return agent, step, said[2]
-    return agent, step, node_event
-
-
-def _said_by_model(run: GraphRun, outputs: Any) -> bool:
-    """Whether the final message is a model's answer (one a model call gave), not
-    one a node wrote itself, as an agent ending at a limit does."""
-    msg = _convert.last_ai_text(outputs, run.messages_key)[1]
-    content = _content(msg)
-    return msg is not None and any(
-        given is msg or getattr(given, "content", None) == content
-        for given, _, _, _ in run.answers.values()
-    )
-
-
-def _answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
-    """Who gave the final message: (agent, step, parent event id).
-
-    Each node's latest model answer is kept; the final message is matched to one
-    of them (the same object, else the same content: a streamed answer is joined
-    from chunks into a new message), so that a model call made after the answer
-    (a node checking it, say) does not take it. A message no model call gave
-    belongs to the node whose update wrote it (a node that formats the reply, or
-    writes a canned one), and to no one if no node seen wrote it. Without a final
-    message, the latest answer is the parent."""
-    answers = run.answers
-    if msg is not None:
-        for agent, (given, step, event_id, _) in answers.items():
-            if given is msg:
-                return agent, step, event_id
-        content = _content(msg)
-        same = [
-            (step, agent, event_id)
-            for agent, (given, step, event_id, _) in answers.items()
-            if getattr(given, "content", None) == content
-        ]
-        if same:  # the latest of the calls that said it
-            step, agent, event_id = max(same, key=lambda entry: entry[0])
-            return agent, step, event_id
-        written = run.last_written
-        if written is not None and _same_message(written[0], msg):
-            return written[1], written[2], written[3]
-        return None, run.last_step, run.input_event
-    if not answers:
-        return None, run.last_step, run.input_event
-    agent, (_, step, event_id, _) = max(answers.items(), key=lambda item: item[1][1])
-    return agent, step, event_id
-
-
-def _content(msg: Any) -> Any:
-    """A final message's content: a LangChain message's, or an OpenAI-style dict's."""
-    return msg.get("content") if isinstance(msg, dict) else getattr(msg, "content", None)
-
-
-def _same_message(written: Any, msg: Any) -> bool:
-    """Whether the final message is the one a node's update wrote: the same object,
-    or the message ``add_messages`` made of it (a chunk becomes a new message with
-    its id; an OpenAI-style dict, an AI message of the same content)."""
-    if written is msg:
-        return True
-    if written.__class__ is dict:  # (``add_messages`` makes a message of it, ids its own)
-        return getattr(msg, "type", None) == "ai" and _content(msg) == written.get("content")
-    given = getattr(msg, "id", None)
-    return given is not None and getattr(written, "id", None) == given

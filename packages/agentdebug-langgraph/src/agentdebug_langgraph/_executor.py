@@ -42,7 +42,7 @@ from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, Reru
 
 from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
-from agentdebug_langgraph._branch_store import branch_view
+from agentdebug_langgraph._branch_store import branch_view, store_note
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
@@ -51,6 +51,7 @@ from agentdebug_langgraph._checkpoints import (
     delete_thread,
     find_snapshot,
     inheritable,
+    require_saved_thread,
     resume_point,
     routed_by_command,
 )
@@ -65,6 +66,7 @@ from agentdebug_langgraph._fork import (
     as_held,
     directive_text,
     fork,
+    no_key,
     over_budget,
     remaining_budget,
     replaced_by_updates,
@@ -228,7 +230,8 @@ class LangGraphRerunExecutor:
             raise
         runner = graph  # (isolated: on the store as of the fork, its writes kept apart)
         if self.isolate:
-            runner = branch_view(graph, str(point.thread_id), snap.created_at, thread)
+            first = (before.get("store") or {}).get("read_as_of") if before else None
+            runner = branch_view(graph, str(point.thread_id), snap.created_at, thread, first)
             invoke = invoker(runner, invocation.context, asynchronous)
         else:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
@@ -256,7 +259,7 @@ class LangGraphRerunExecutor:
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
         if runner is not graph:  # (see _branch_store)
-            fork_info["store"] = f"read as of {snap.created_at}, not written"
+            fork_info["store"] = store_note(runner.store)
         if not values and not request.state_patch and self.directive_update is None:
             fork_info["directive"] = (
                 f"not given: {', '.join(point.nodes)} runs the model's tool calls and reads "
@@ -368,6 +371,9 @@ class LangGraphRerunExecutor:
         require_checkpointer(graph, trajectory.id, spec, saved=saved)
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
         self._invocation_for(trajectory, graph)
+        require_saved_thread(graph, trajectory)
+        if self.directive_key is not None and self.directive_key not in state_keys(graph):
+            raise no_key(self.directive_key, state_keys(graph))  # (before any gate)
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
         """What the branch is invoked with (refused when this process cannot give it)."""
@@ -400,8 +406,8 @@ class LangGraphRerunExecutor:
         factory = load_spec(str(spec), "graph factory")
         try:
             made = factory()
-        except Exception as exc:  # the user's code: its error, named, not a traceback
-            raise AgentDebugError(
+        except (Exception, SystemExit) as exc:  # the user's code: its error, named (an
+            raise AgentDebugError(  # app's "sys.exit('no database')" too), not a traceback
                 f"cannot rerun run '{trajectory.id}': its graph factory '{spec}' raised "
                 f"{type(exc).__name__}: {exc}"
             ) from exc
@@ -498,14 +504,7 @@ class LangGraphRerunExecutor:
         values = snap.values if isinstance(snap.values, dict) else {}
         key = self._directive_key(graph)
         if key not in values:
-            keys = ", ".join(sorted(state_keys(graph) | set(values))) or "none"
-            raise AgentDebugError(
-                f"the graph's state has no '{key}' key to carry the "
-                f"directive as a message (its keys: {keys}); give the rerun request a "
-                "state_patch, or LangGraphRerunExecutor(directive_key=... or "
-                "directive_update=...) (on the command line: --executor-option "
-                "directive_key=KEY, a key that holds the messages)"
-            )
+            raise no_key(key, state_keys(graph) | set(values))
         held = values[key]
         if held is not None and not isinstance(held, list | tuple):
             # (a text, a number: the directive in its place would replace the user's value)

@@ -386,3 +386,13 @@ def as_held(held: Any, text: str) -> Any:
     if isinstance(last, str):
         return text
     return HumanMessage(content=text)
+
+
+def no_key(key: str, keys: set[str]) -> AgentDebugError:
+    """The refusal of a directive key the graph's state does not have."""
+    return AgentDebugError(
+        f"the graph's state has no '{key}' key to carry the directive as a message (its "
+        f"keys: {', '.join(sorted(keys)) or 'none'}); give the rerun request a state_patch, "
+        "or LangGraphRerunExecutor(directive_key=... or directive_update=...) (on the "
+        "command line: --executor-option directive_key=KEY, a key that holds the messages)"
+    )

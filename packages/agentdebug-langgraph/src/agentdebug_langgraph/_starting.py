@@ -238,7 +238,7 @@ class RunStarting(RunEnding):
             run = resumed
             run.frame, run.loop, run.loop_checked = frame, None, False
             run.asynchronous = looped
-            run.interrupted = run.interrupt_recorded = False
+            run.interrupted, run.interrupt_recorded = None, False
             run.interrupt_ids.clear()
             run.segments += 1
             _invocation.note_invocation(run.session.id, invocation)  # (the latest call's)

@@ -97,7 +97,7 @@ class GraphRun:
     # yet told apart: its timeout, or a stop (_node_failures.NodeFailureEvents)
     cancelled: dict[str, tuple[NodeRun, float, BaseException]] = field(default_factory=dict)
     stopped_at_node: bool = False  # a stop recorded at a node (the graph's is the same)
-    interrupted: bool = False
+    interrupted: str | None = None  # "interrupt", or a breakpoint's interrupt_before/after
     interrupt_recorded: bool = False
     interrupt_checkpoint: str | None = None
     interrupt_ids: set[str] = field(default_factory=set)  # recorded since the last resume

@@ -65,11 +65,10 @@ def answer_origin(
     answerer = finals[-1].agent_name
     reason = trajectory.outcome.reason if trajectory.outcome is not None else None
     named = _terms(reason) if reason else set()  # (of steps that said as much, the
-    # one that said what failed; first, of a reason that quotes the answer, one that
-    # said what it says outside its quotes: "Germany" of "the capital of Germany is
-    # missing from '... France -> Paris; Germany -> Munich'")
-    unquoted = _QUOTED.sub(" ", reason) if reason else ""
-    outside = _words(unquoted) - _GENERIC - _STOP if unquoted != reason else set()
+    # one that said what failed; first, one that said a thing the reason names
+    # outside its quotes: "Germany" of "the capital of Germany is missing from
+    # '... France -> Paris; Germany -> Munich'")
+    outside = _names(_QUOTED.sub(" ", reason)) if reason else set()
     best: tuple[tuple[bool, int, int], AgentEvent] | None = None
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
@@ -82,6 +81,19 @@ def answer_origin(
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
     return best[1] if best is not None else None
+
+
+def _names(text: str) -> set[str]:
+    """The words of ``text`` that name a thing: a value (:func:`_value_like`), or a
+    capitalised word not opening a sentence ("Germany" of "the capital of Germany
+    is Berlin"; not "capital", nor "The")."""
+    out: set[str] = set()
+    for found in _WORD.finditer(text):
+        before = text[: found.start()].rstrip()
+        opens = not before or before[-1] in ".!?:;"
+        if _value_like(text, found) or (found.group()[0].isupper() and not opens):
+            out.add(_key(found.group()))
+    return out - _GENERIC - _STOP
 
 
 def _telling(words: set[str], said: str, own: set[str], answer: set[str]) -> bool:

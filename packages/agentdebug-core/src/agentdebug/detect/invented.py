@@ -54,6 +54,14 @@ TRIED = 20  # numbers of the answer looked at, first first
 # failures of the world the call reached (its decision not at fault), besides
 # ENVIRONMENT_MODES: the tool looked and found no such record
 _LOOKED = frozenset({"system.resource_not_found"})
+# a lookup that found nothing, in a tool's own words: "no total available for order
+# A1", "could not find order A1" (a tool error otherwise: "No API key found" is not
+# a lookup of the task's, and its call's arguments are then not the task's either)
+_NOTHING_FOR = re.compile(
+    r"\bno (?:\w+ ){1,3}(?:available|found) for\b|"
+    r"\b(?:could not|couldn't|cannot|can't|unable to) (?:find|locate)\b",
+    re.I,
+)
 # an answer that says it could not get the figure, beside ERROR_ACK's words
 HONEST = re.compile(
     r"\b(?:unavailable|not available|(?:is|are|isn't|aren't|wasn't|weren't) available|"
@@ -222,13 +230,43 @@ def _last_batch(ctx: RuleContext, before: list[AgentEvent]) -> list[AgentEvent]:
     return out[::-1] or results[-1:]
 
 
+def _arguments(
+    ctx: RuleContext, batch: list[AgentEvent], failed: AgentEvent
+) -> list[tuple[str, bool]]:
+    """The argument values of the batch's calls, each with whether it is the failed
+    call's."""
+    out: list[tuple[str, bool]] = []
+    for result in batch:
+        call = call_of(ctx, result)
+        if call is not None:
+            out += [(leaf.strip(), result is failed) for leaf in leaves(call.input) if leaf.strip()]
+    return out
+
+
+def _of_failed(text: str, written: str, args: list[tuple[str, bool]]) -> bool:
+    """Whether the argument the answer names last before ``written`` is the failed
+    call's ("B2 costs 20 EUR": the figure given for B2), so that a figure other
+    results make by chance is still the one given for it ("40 EUR in total" after
+    "A1, B2 and C3" is the sum of the others, named last by C3)."""
+    at = text.find(written)
+    last, mine = -1, False
+    for value, failed in args:
+        for found in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", text[: max(at, 0)]):
+            if found.start() > last:
+                last, mine = found.start(), failed
+    return mine
+
+
 def _lost(ctx: RuleContext, result: AgentEvent, results: list[AgentEvent], task: str) -> bool:
     """Whether ``result`` is a lookup that failed (the service, or nothing found)
     or found nothing, on the task's own arguments, with no retry past it."""
     empty = result.id not in ctx.failures and _empty(result.output)
     if not empty and (
         result.id not in ctx.failures
-        or ctx.failures[result.id][0] not in ENVIRONMENT_MODES | _LOOKED
+        or (
+            ctx.failures[result.id][0] not in ENVIRONMENT_MODES | _LOOKED
+            and not _NOTHING_FOR.search(ctx.failures[result.id][1])
+        )
     ):
         return False  # (a call's own error, an argument the tool rejects: the call's fault)
     if ctx.retried.get(result.id) or ctx.recovered.get(result.id):
@@ -253,19 +291,19 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     events = trajectory.events
     results = [e for e in before if e.type in RESULT_TYPES and tool_name(e)]
     task = trajectory.goal or ""
-    failed = next(
-        (e for e in reversed(_last_batch(ctx, before)) if _lost(ctx, e, results, task)), None
-    )
+    batch = _last_batch(ctx, before)
+    failed = next((e for e in reversed(batch) if _lost(ctx, e, results, task)), None)
     if failed is None:
         return
     empty = failed.id not in ctx.failures
     earlier = figures_before(trajectory, before)
     named = numbers(trajectory.outcome.reason or "")
+    args = _arguments(ctx, batch, failed)
     figure = next(
         (
             written
             for value, written in itertools.islice(numbers(text).items(), TRIED)
-            if earlier.new(value, named)
+            if earlier.new(value, named if _of_failed(text, written, args) else ())
         ),
         None,
     )

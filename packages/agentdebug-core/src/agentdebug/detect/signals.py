@@ -158,9 +158,7 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         re.compile(
             _status("404")
             + r"|FileNotFoundError|No such file or directory|does not exist|not found|"
-            # a lookup's own words: "no total available for order A1", "could not find"
-            r"\bLookupError\b|\bno (?:\w+ ){1,3}(?:available|found)\b|"
-            r"\b(?:could not|couldn't|cannot|can't|unable to) (?:find|locate)\b",
+            r"\bLookupError\b",
             re.I,
         ),
     ),

@@ -135,9 +135,12 @@ def message_reasoning(extra: dict[str, Any]) -> list[Thought]:
     read otherwise). OpenRouter's ``reasoning_details`` are read only without a
     ``reasoning`` text (they say the same); a detail with no text (an encrypted
     one) is reasoning kept encrypted."""
-    thoughts = [
-        Thought(extra.pop(k), k, {}) for k in REASONING_FIELDS if isinstance(extra.get(k), str)
-    ]
+    thoughts: list[Thought] = []
+    for name in REASONING_FIELDS:
+        if isinstance(extra.get(name), str):
+            text = extra.pop(name)  # (vLLM sends one text in two fields: kept once)
+            if all(t.text != text for t in thoughts):
+                thoughts.append(Thought(text, name, {}))
     details = extra.get("reasoning_details")
     if (
         thoughts
@@ -178,6 +181,13 @@ def server_error(content: Any) -> dict[str, Any] | None:
     return {"message": str(code) if code else "the tool reported an error", "type": content["type"]}
 
 
+#: Other words exports use for how a run ended.
+_STATUS_WORDS = {
+    **dict.fromkeys(("failed", "fail", "error", "errored"), "failure"),
+    **dict.fromkeys(("succeeded", "successful", "ok", "passed", "pass", "done"), "success"),
+}
+
+
 def read_outcome(raw: Any, fail: Fail) -> tuple[dict[str, Any], dict[str, Any]]:
     """A transcript's own ``outcome`` (``{"status", "reason"?, "error"?}``, or the
     status alone as a string) as the run's outcome fields, and its other fields;
@@ -188,6 +198,8 @@ def read_outcome(raw: Any, fail: Fail) -> tuple[dict[str, Any], dict[str, Any]]:
         raise fail(f"expected an object {{status, reason?}}, got {type_name(raw)}", "outcome")
     status = raw.get("status")
     statuses = [s.value for s in OutcomeStatus]
+    if isinstance(status, str) and status.strip().lower() in _STATUS_WORDS:
+        status = _STATUS_WORDS[status.strip().lower()]
     if isinstance(status, str) and status.lower() in statuses:
         status = status.lower()
     elif status is not None:

@@ -129,16 +129,14 @@ class BackgroundWriter:
 
     def help(self) -> None:
         """Called by ``record`` when ``BEHIND`` events wait: the recording thread
-        encodes a batch of them itself and hands it to the store thread.
-
-        A burst that outpaces the writer thread then costs its GIL share in one
-        place, instead of three threads taking it from one another every switch
-        interval (each hand-over a wait). Never waits for the store: if the writer
-        is encoding, the store thread has ``AHEAD`` batches to write already, or
-        it has stopped (the debugger was closed), the events stay queued. Raises
+        encodes a batch of them itself and hands it to the store thread. A burst
+        that outpaces the writer thread then costs its GIL share in one place,
+        instead of three threads taking it from one another every switch interval
+        (each hand-over a wait). Never waits for the store: if the writer is
+        encoding, the store thread has ``AHEAD`` batches to write already, or it
+        has stopped (the debugger was closed), the events stay queued. Raises
         nothing but a KeyboardInterrupt (which puts the batch back in the queue):
-        a batch that cannot be encoded is logged, as on the writer thread.
-        """
+        a batch that cannot be encoded is logged, as on the writer thread."""
         if not self._lock.acquire(blocking=False):
             return
         try:
@@ -156,9 +154,8 @@ class BackgroundWriter:
     # -- the drain -----------------------------------------------------------------
 
     def flush(self, wait: float | None = None, run_id: str | None = None) -> bool:
-        """Write everything queued so far; True once it is in the store.
-
-        Waits while the store takes writes, but not for a store that takes none:
+        """Write everything queued so far; True once it is in the store. Waits
+        while the store takes writes, but not for a store that takes none:
         after ``wait`` seconds (``END_WAIT``) without a write done it returns
         False, said once (for ``run_id``'s run, when given), what is queued left
         queued to be written when the store takes writes again; until then a flush
@@ -438,9 +435,8 @@ class BackgroundWriter:
 
     def _loop(self) -> None:
         """Write what is queued every ``interval`` seconds (at once for a run's start
-        or end). A burst faster than that is encoded by the recording thread itself
-        (see :meth:`help`), so this thread never needs to look more often: each
-        time it wakes it takes the GIL from the agent."""
+        or end); a burst faster than that is encoded by the recording thread itself
+        (:meth:`help`). Each time this thread wakes it takes the GIL from the agent."""
         while not self._stopped:
             self._wake.wait(self.interval)
             self._wake.clear()
@@ -451,8 +447,12 @@ class BackgroundWriter:
                 elif self._wrote and self._done == self._submitted:
                     self._wrote = False  # nothing queued, nothing being written
                     idle = getattr(self.store, "idle", None)  # a user's store may lack it
-                    if idle is not None and idle() is False:  # (not done: a reader
-                        self._wrote = True  # held the log back; the next wake tries again)
+                    try:  # (raised, or not done: a reader held the log back; the next
+                        folded = idle() if idle is not None else None  # wake tries again)
+                    except BaseException:
+                        self._wrote = True
+                        raise
+                    self._wrote = self._wrote or folded is False
             except BaseException:  # the thread must survive anything (a payload's
                 log.exception("agentdebug writer failed")  # repr may even raise SystemExit)
 

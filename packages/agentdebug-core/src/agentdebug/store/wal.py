@@ -43,6 +43,7 @@ class WalKeeper:
         self.pending = 0  # bytes written since the last complete checkpoint (estimate)
         self.page_size = 4096  # what any committed transaction adds at least
         self._lock = threading.Lock()
+        self._count = threading.Lock()  # (pending: never held while a checkpoint runs)
         self._own: sqlite3.Connection | None = None
         self._closed = False
 
@@ -55,13 +56,15 @@ class WalKeeper:
 
     def wrote(self, nbytes: int) -> None:
         """After a commit: about ``nbytes`` more wait in the log."""
-        self.pending += max(nbytes, self.page_size)
+        with self._count:  # (the store thread counts, the writer's idle moment resets)
+            self.pending += max(nbytes, self.page_size)
 
     def idle(self) -> bool:
         """The writer has nothing queued: checkpoint if enough is waiting. False
         when it could not all be moved (a reader's snapshot held part of the log,
         or the checkpoint failed): the writer asks again at its next wake."""
-        if self.pending < WAL_IDLE:
+        taken = self.pending  # (what the checkpoint below moves; a commit during it
+        if taken < WAL_IDLE:  # is counted for the next one)
             return True
         with self._lock:
             if self._closed:
@@ -73,11 +76,12 @@ class WalKeeper:
                     )
                     self.configure(self._own)
                 busy, frames, done = self._own.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-            except sqlite3.DatabaseError as exc:  # the next idle moment tries again
+            except sqlite3.Error as exc:  # the next idle moment tries again
                 log.warning("agentdebug: checkpoint of %s failed: %s", self.path, exc)
                 return False
             if not busy and frames == done:
-                self.pending = 0
+                with self._count:
+                    self.pending = max(0, self.pending - taken)
                 return True
             return False
 

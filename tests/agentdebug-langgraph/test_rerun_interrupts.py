@@ -355,6 +355,11 @@ def test_a_resume_map_goes_to_the_branch_interrupts_of_the_same_questions(
         e.output[0] for e in original.events if e.metadata.get("langgraph_event") == "interrupt"
     ]
     assert asked == ["ship b for $42?", "ship a?"]  # not in task order
+    from agentdebug.report import timeline
+
+    # which question each answer of the map went to (before: only the ids were shown)
+    answering = [line.strip() for line in timeline(original) if "answering:" in line]
+    assert answering == ["answering: ship a? = yes; ship b for $42? = no"]  # (the map's order)
     branch = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers=policy).rerun(
         RerunRequest(trajectory=original, resume_step=1, directive="x", state_patch={"fixed": True})
     )

@@ -8,7 +8,7 @@ naming the failure. Long runs are elided around the steps that matter.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -217,6 +217,7 @@ def timeline(
     step_w = max([len(str(e.step_index)) for e in events] + [3])  # (a long run's steps)
     lines: list[str] = []
     previous = -1
+    asked = _questions(events)
     for rank in chosen:
         if rank - previous > 1:
             lines.append(f"      ... {rank - previous - 1} event(s) not shown ...")
@@ -232,6 +233,9 @@ def timeline(
             head += "   (served from cache)"
         lines.append(head)
         lines += [f"        {body}" for body in event_lines(event, width - 10)]
+        answered = _answering(event, asked)
+        if answered:
+            lines.append(f"        answering: {shorten(answered, width - 21)}")
         ref = event.checkpoint
         if checkpoints and ref is not None:
             where = f" in thread {ref.thread_id}" if ref.thread_id else ""
@@ -239,6 +243,29 @@ def timeline(
                 where += f", namespace {ref.namespace}"
             lines.append(f"        checkpoint {ref.checkpoint_id}{where}")
     return lines
+
+
+def _questions(events: list[AgentEvent]) -> dict[str, Any]:
+    """Interrupt id -> the question asked with it (an interrupt event's
+    ``interrupt_ids``, beside its output's values, in order)."""
+    out: dict[str, Any] = {}
+    for event in events:
+        ids = event.metadata.get("interrupt_ids")
+        if isinstance(ids, list) and isinstance(event.output, list):
+            out.update((str(i), q) for i, q in zip(ids, event.output, strict=False))
+    return out
+
+
+def _answering(event: AgentEvent, asked: dict[str, Any]) -> str | None:
+    """For a resume keyed by interrupt ids: which question each answer went to."""
+    given = event.input
+    if event.type is not EventType.USER_INPUT or not isinstance(given, dict) or not given:
+        return None
+    if not all(str(k) in asked for k in given):
+        return None
+    return "; ".join(
+        f"{flatten(asked[str(k)], limit=80)} = {flatten(v, limit=40)}" for k, v in given.items()
+    )
 
 
 # -- text ------------------------------------------------------------------------------

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import operator
 import threading
 from typing import Annotated, Any, TypedDict
 
@@ -598,3 +599,27 @@ def test_the_final_answer_is_the_later_nodes_when_one_model_object_answered_both
     )
     (answer,) = of_type(cb.trajectory(), EventType.FINAL_ANSWER)
     assert (answer.agent_name, answer.output) == ("reply", "Done.")
+
+
+class Fan(TypedDict):
+    items: list[int]
+    out: Annotated[list[int], operator.add]
+
+
+def test_a_send_fan_out_from_start_records_no_start_agent(dbg: AgentDebug) -> None:
+    """LangGraph runs its own ``__start__`` task for a conditional edge from START; it
+    is no agent's step (before, ``show`` listed ``__start__`` among the agents, and a
+    default guess could name it; a review's find)."""
+    from langgraph.types import Send
+
+    g = StateGraph(Fan)
+    g.add_node("work", lambda s: {"out": [s["items"][0]]})
+    g.add_conditional_edges(
+        START, lambda s: [Send("work", {"items": [i], "out": []}) for i in s["items"]], ["work"]
+    )
+    g.add_edge("work", END)
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke({"items": [1, 2], "out": []}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.agent_names() == ["work"]
+    assert [e.step_index for e in of_type(run, EventType.AGENT_START)] == [1, 2]

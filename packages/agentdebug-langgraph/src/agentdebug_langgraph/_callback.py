@@ -52,6 +52,7 @@ from agentdebug_langgraph._state import (
 log = logging.getLogger("agentdebug.langgraph")
 
 _PUSH = "__pregel_push"
+_START = "__start__"  # LangGraph's input task
 _AGENT_START = EventType.AGENT_START
 _AGENT_END = EventType.AGENT_END
 _NODE = "langgraph.node"
@@ -209,6 +210,8 @@ class AgentDebugCallback(RunStarting):
                         # (not its branch; nor the node itself, a subgraph)
                         self._note_graph(run_id, kwargs.get("name"), self._nodes[parent_run_id.int])
                 return
+            if node == _START:  # (LangGraph's own task that takes the input and routes
+                return  # it, a Send from START: no agent's step)
             ns: str = md.get("langgraph_checkpoint_ns") or ""
             if ns in self._by_ns:
                 if parent_run_id is None or parent_run_id.int in self._nodes:

@@ -316,3 +316,23 @@ def test_a_forked_child_diagnoses_in_the_background_too(tmp_path: Path) -> None:
     """The parent's diagnosis thread is not in a forked child: it starts its own."""
     done = _script(FORKED, tmp_path / "home")
     assert "child diagnosed" in done.stdout and "False" not in done.stdout
+
+
+def test_the_note_of_a_run_the_store_does_not_hold_says_so_not_a_command(
+    tmp_path: Path,
+) -> None:
+    """A store this process could not write (a read-only home): the commands the note
+    gave found no such run (a review's find); it says the run and report are in
+    memory only."""
+    from agentdebug.capture.auto import summary_paragraph
+
+    dbg = AgentDebug(tmp_path / "home")
+    run = failing_run(dbg)
+    report = dbg.diagnose(run)
+    assert "show" in summary_paragraph(report, dbg)  # (stored: the commands)
+    elsewhere = AgentDebug(tmp_path / "other")  # (a store without the run)
+    said = summary_paragraph(report, elsewhere)
+    assert " show " not in said
+    assert said.endswith("which could not be written: they are in this process's memory only)")
+    dbg.close()
+    elsewhere.close()

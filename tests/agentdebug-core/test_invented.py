@@ -334,10 +334,24 @@ def test_such_words_are_read_as_nothing_found_only_for_an_invented_figure(said: 
     assert classify_error(f"LookupError: {said}") == "system.resource_not_found"
 
 
-def test_a_named_figure_that_is_the_sum_of_the_other_results_is_not_invented() -> None:
+@pytest.mark.parametrize("order", ["A1, B2 and C3", "A1, C3 and B2"])
+def test_a_named_figure_that_is_the_sum_of_the_other_results_is_not_invented(order: str) -> None:
     """A review's find: "40 EUR in total" is 10 + 30, the two lookups that worked;
-    the reason names 40, but the answer gives it as the total, after C3, not as
-    the price of B2 whose lookup failed: not "a figure no tool returned"."""
+    the reason names 40, but it is their total, not a price given for B2, whose
+    lookup failed: not "a figure no tool returned", in whatever order it names them."""
     outcomes = {"A1": "10 EUR", "B2": "Error: TimeoutError: pricing timed out", "C3": "30 EUR"}
-    answer = "Orders A1, B2 and C3 cost 40 EUR in total."
+    answer = f"Orders {order} cost 40 EUR in total."
     assert not invented(parallel_run(answer, outcomes, "the total 40 EUR leaves out B2"))
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["10 EUR for A1, 20 EUR for B2, 30 EUR for C3.", "Prices: 10 EUR (A1), 20 EUR (B2), 30 EUR (C3).",
+     "B2 is 20 EUR; A1 is 10 EUR and C3 is 30 EUR."],
+)  # fmt: skip
+def test_a_named_figure_is_read_wherever_the_answer_puts_its_argument(answer: str) -> None:
+    """20 (30 - 10 by chance) given for B2 before or after naming it (a review's find
+    of a first fix that read only the name before the figure)."""
+    outcomes = {"A1": "10 EUR", "B2": "Error: TimeoutError: pricing timed out", "C3": "30 EUR"}
+    (found,) = invented(parallel_run(answer, outcomes, "B2's price 20 EUR is invented"))
+    assert found.message.startswith("the final answer gives 20")

@@ -288,3 +288,18 @@ def test_an_outcome_in_other_common_words_is_read(
 ) -> None:
     messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
     assert _load(tmp_path, {"outcome": word, "messages": messages}).outcome.status is status
+
+
+@pytest.mark.parametrize("word", ["done", "completed", "meh"])
+def test_a_word_that_says_nothing_of_success_is_refused(tmp_path: Path, word: str) -> None:
+    """ "done" says the run ended, not that it worked (with a reason saying what went
+    wrong it was read as a success, and never diagnosed; a review's find)."""
+    error = _error(tmp_path, {"outcome": {"status": word, "reason": "refund amount wrong"},
+                              "messages": [{"role": "user", "content": "a"}]})  # fmt: skip
+    assert error.field == "outcome.status"
+
+
+def test_a_status_with_spaces_around_it_is_read(tmp_path: Path) -> None:
+    messages = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    run = _load(tmp_path, {"outcome": " success ", "messages": messages})
+    assert run.outcome.status is OutcomeStatus.SUCCESS

@@ -547,3 +547,23 @@ def test_an_error_refusing_the_calls_own_value_is_got_past_by_a_corrected_call(
     assert (failed.severity.value == "info") is resolved
     if resolved:
         assert "(resolved: the agent's call of find_slots at step 3 succeeded)" in failed.message
+
+
+@pytest.mark.parametrize(
+    ("said", "mode"),
+    [
+        ("PIIDetectionError: Detected 1 instance(s) of email in text content",
+         "system.guardrail_triggered"),
+        ("Tool call limit exceeded. Do not make additional tool calls.",
+         "planning.step_limit_exhausted"),
+        ("ModelCallLimitExceededError: Model call limits exceeded: run limit (2/2)",
+         "planning.step_limit_exhausted"),
+    ],
+)  # fmt: skip
+def test_a_middlewares_own_stop_is_read_as_what_it_is(said: str, mode: str) -> None:
+    """create_agent's PII guardrail and call limits stop a run in their own words;
+    read as a tool error, they got "fix its cause (arguments, code...)" (a review's
+    find)."""
+    from agentdebug.detect.signals import classify_error
+
+    assert classify_error(said) == mode

@@ -262,13 +262,24 @@ def test_a_figure_relayed_without_its_thousands_comma_is_still_the_workers(relay
     assert (hyps[0].agent_name, hyps[0].step_index) == ("researcher", 2)
 
 
-def test_of_two_visits_to_a_worker_the_one_the_reason_names_outside_its_quote_is_blamed() -> None:
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "the capital of Germany is missing from '{answer}'",
+        "Germany's capital is wrong in '{answer}'",  # (the name opening the reason)
+        "wrong capital for germany in '{answer}'",  # (a name the answer writes, in lower case)
+        "'{answer}': Germany is wrong",
+    ],
+)
+def test_of_two_visits_to_a_worker_the_one_the_reason_names_outside_its_quote_is_blamed(
+    reason: str,
+) -> None:
     """A supervisor asks the researcher twice; the answer joins both facts, and the
     reason quotes it and says which part is wrong ("the capital of Germany"). The
     Germany visit is blamed, not the France visit that said more of the answer first
     (a review's find: the rerun then forked before the right visit too)."""
     t = failed_with(
-        "the capital of Germany is missing from 'fact: France -> Paris; fact: Germany -> Munich'",
+        reason.format(answer="fact: France -> Paris; fact: Germany -> Munich"),
         ev(0, EventType.USER_INPUT, "human", input="capitals of France and Germany"),
         ev(1, EventType.LLM_RESPONSE, "supervisor", output="ask: France"),
         ev(2, EventType.LLM_RESPONSE, "researcher", output="fact: France -> Paris"),

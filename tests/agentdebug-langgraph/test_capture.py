@@ -599,6 +599,19 @@ def test_the_final_answer_is_the_later_nodes_when_one_model_object_answered_both
     )
     (answer,) = of_type(cb.trajectory(), EventType.FINAL_ANSWER)
     assert (answer.agent_name, answer.output) == ("reply", "Done.")
+    # the mirror case: the later node's answer goes to another key; the one that put it
+    # in the messages is still the answer's (a review's find of the first fix)
+    g = StateGraph(Chat)
+    g.add_node("reply", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("audit", lambda s: {"classification": model.invoke(s["messages"]).content})
+    g.add_edge(START, "reply")
+    g.add_edge("reply", "audit")
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    g.compile().invoke(
+        {"messages": [HumanMessage("When does my parcel arrive?")]}, {"callbacks": [cb]}
+    )
+    (answer,) = of_type(cb.trajectory(), EventType.FINAL_ANSWER)
+    assert answer.agent_name == "reply"
 
 
 class Fan(TypedDict):

@@ -201,6 +201,11 @@ def test_an_agent_its_call_limit_ended_has_failed(dbg: AgentDebug, limit: str) -
     (error,) = of_type(run, EventType.ERROR)
     assert error.metadata["failure_mode"] == "planning.step_limit_exhausted"
     assert error.agent_name is not None and "CallLimitMiddleware" in error.agent_name
+    # the limit, not a tool error (the tool limit's own message "Tool call limit
+    # exceeded" read as one gave "fix its cause (arguments, code...)"; a review's find)
+    (report,) = cb.reports
+    assert report.root_cause is not None
+    assert report.root_cause.mode_id == "planning.step_limit_exhausted"
 
 
 def test_an_agent_run_inside_a_chain_is_recorded(dbg: AgentDebug) -> None:

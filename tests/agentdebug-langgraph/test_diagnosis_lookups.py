@@ -186,3 +186,46 @@ def test_a_lookup_whose_whole_list_the_model_acted_on_is_blamed(dbg: AgentDebug)
     assert root is not None and (root.agent_name, root.step_index) == ("tools", 2)
     assert root.mode_id == "observation.poor_retrieval"
     assert report.fix is not None and "'Devon Marsh'" in report.fix.directive
+
+
+def test_a_task_error_the_entrypoint_caught_is_not_the_fault(dbg: AgentDebug) -> None:
+    """Functional API: the entrypoint catches the primary model's timeout and asks a
+    backup, whose answer is wrong. The timeout was handled (a fallback), as in one
+    StateGraph node; the backup's answer is what to look at (a review's find: the
+    timeout was blamed as "never resolved", with "retry with a longer limit")."""
+    from langchain_core.language_models import BaseChatModel
+    from langchain_core.outputs import ChatResult
+    from langgraph.checkpoint.memory import InMemorySaver
+    from langgraph.func import entrypoint, task
+
+    class TimesOut(BaseChatModel):
+        @property
+        def _llm_type(self) -> str:
+            return "times-out"
+
+        def _generate(self, messages: Any, stop: Any = None, **kw: Any) -> ChatResult:
+            raise TimeoutError("the primary model timed out")
+
+    backup = scripted([AIMessage("The capital of France is Lyon.")])
+
+    @task
+    def ask_primary(q: str) -> str:
+        return str(TimesOut().invoke([HumanMessage(q)]).content)
+
+    @task
+    def ask_backup(q: str) -> str:
+        return str(backup.invoke([HumanMessage(q)]).content)
+
+    @entrypoint(checkpointer=InMemorySaver())
+    def wf(q: str) -> str:
+        try:
+            return ask_primary(q).result()
+        except TimeoutError:
+            return ask_backup(q).result()
+
+    cb = AgentDebugCallback(dbg, success_check=lambda a: "Paris" in a or "wrong capital")
+    wf.invoke("capital of France?", {"callbacks": [cb], "configurable": {"thread_id": "f"}})
+    (report,) = cb.reports
+    root = report.root_cause
+    assert root is not None and root.agent_name == "wf/ask_backup"
+    assert not any(f.mode_id == "verification.premature_success" for f in report.findings)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
@@ -297,6 +297,10 @@ def test_a_graph_built_again_for_each_request_resumes_the_paused_run(
     ] == ["input", "resume"]
 
 
+class Turns(TypedDict):
+    turns: list[str]
+
+
 def test_a_breakpoint_after_the_node_that_ends_the_graph_still_gets_the_run_judged(
     dbg: AgentDebug,
 ) -> None:
@@ -304,10 +308,6 @@ def test_a_breakpoint_after_the_node_that_ends_the_graph_still_gets_the_run_judg
     though it routed to END and nothing is next. The app stops there (``next`` is
     empty); the run was left waiting and never judged nor diagnosed (a review's
     find). It is the run's end: checked, and diagnosed when it fails."""
-    from typing import TypedDict
-
-    class Turns(TypedDict):
-        turns: list[str]
 
     def agent(state: Turns) -> dict[str, Any]:
         n = len(state["turns"])
@@ -338,3 +338,42 @@ def test_a_breakpoint_after_the_node_that_ends_the_graph_still_gets_the_run_judg
     assert run.outcome.status is OutcomeStatus.FAILURE
     assert run.outcome.reason == "the refund was not $42.00"
     assert len(cb.reports) == 1
+
+
+def _turns_graph(checkpointer: Any, **breakpoints: Any) -> Any:
+    g = StateGraph(Turns)
+    g.add_node("agent", lambda s: {"turns": [*s["turns"], "refunded $24.00"]})
+    g.add_edge(START, "agent")
+    return g.compile(checkpointer=checkpointer, **breakpoints)
+
+
+def test_a_breakpoint_after_the_end_is_the_runs_end_on_an_async_sqlite_saver(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """``ainvoke`` on AsyncSqliteSaver: its sync reads refuse on the event loop, so
+    what is next is read through a reader of its file (before, the run waited)."""
+    import aiosqlite
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    async def run() -> None:
+        async with aiosqlite.connect(tmp_path / "ck.db") as conn:
+            graph = _turns_graph(AsyncSqliteSaver(conn), interrupt_after=["agent"])
+            cb = AgentDebugCallback(dbg, success_check=lambda s: "the refund was not $42.00")
+            config: Any = {"configurable": {"thread_id": "async-end"}, "callbacks": [cb]}
+            await graph.ainvoke({"turns": []}, config)
+            assert (await graph.aget_state(config)).next == ()
+            assert cb.trajectory().outcome.status is OutcomeStatus.FAILURE
+
+    asyncio.run(run())
+
+
+def test_a_subgraphs_breakpoint_says_what_it_is(dbg: AgentDebug) -> None:
+    sub = _turns_graph(None, interrupt_before=["agent"])
+    g = StateGraph(Turns)
+    g.add_node("sub", sub)
+    g.add_edge(START, "sub")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    graph.invoke({"turns": []}, {"configurable": {"thread_id": "sub-bp"}, "callbacks": [cb]})
+    (paused,) = [e for e in cb.trajectory().events if e.type is EventType.CHECKPOINT]
+    assert paused.output == "paused at a breakpoint in the subgraph"  # (before: [])

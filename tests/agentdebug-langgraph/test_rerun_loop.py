@@ -23,7 +23,7 @@ from agentdebug_langgraph import (
 )
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.graph import START, StateGraph
+from langgraph.graph import START, MessagesState, StateGraph
 from lg_graphs import (
     Heeding,
     call,
@@ -423,3 +423,35 @@ def test_a_second_round_forks_a_node_a_command_routed_to(dbg: AgentDebug) -> Non
     # (a second review: round 2 forked as the worker, whose own edge then ran the
     # reviewer a second time, on a state holding only the directive)
     assert reviewed == ["Lyon.", "Lyon.", "Paris."]
+
+
+def test_a_branch_runs_a_graph_its_node_invokes_on_a_thread_of_its_own_on_a_copy(
+    dbg: AgentDebug,
+) -> None:
+    """A node runs a sub-agent with a checkpointer of its own on the user's thread
+    ``orders-1``. The branch runs the node's code again, which names that thread: it
+    runs on a copy of it (``orders-1~agentdebug-<id>``), and the sub-agent's real
+    conversation is left as the run left it (a review's find: the branch's directive
+    and turns were written into it)."""
+    inner_saver = InMemorySaver()
+    orders = tool_agent(scripted(wrong_then_right()), inner_saver)
+
+    def ask_orders(state: MessagesState) -> dict[str, Any]:
+        said = orders.invoke(
+            {"messages": state["messages"][-1:]}, {"configurable": {"thread_id": "orders-1"}}
+        )
+        return {"messages": [said["messages"][-1]]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("orders_node", ask_orders)
+    g.add_edge(START, "orders_node")
+    app = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    app.invoke(REQUEST, {"callbacks": [cb], "configurable": {"thread_id": "u1"}})
+    mine = {"configurable": {"thread_id": "orders-1"}}
+    held = orders.get_state(mine).values["messages"]
+    executor = LangGraphRerunExecutor(app, debugger=dbg, success_check=order_found)
+    closed_loop(cb.trajectory(), debugger=dbg, executor=executor, policy="auto")
+    assert orders.get_state(mine).values["messages"] == held  # the user's thread as it was
+    copies = branch_threads(inner_saver, "orders-1")
+    assert copies and all(t.startswith("orders-1~agentdebug-") for t in copies)

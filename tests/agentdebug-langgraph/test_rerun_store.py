@@ -270,3 +270,54 @@ def test_a_branch_of_a_branch_in_another_process_reads_the_store_as_the_first_di
     fork = datetime.now(UTC).isoformat()
     view = branch_view(graph, "t1~agentdebug-gone", fork, "t1~agentdebug-c", first_read).store
     assert view.search(("notes",)) == []
+
+
+def test_a_memory_written_just_before_the_fork_in_the_same_second_is_read(
+    dbg: AgentDebug, tmp_path: Path
+) -> None:
+    """SqliteStore, the reader blamed: ``remember`` wrote in the fork's own second,
+    before the fork; only nodes before the fork, and the one after it, ran in that
+    second, so the store cannot say; the branch reads the item (a review's find: a
+    first fix hid every write of the fork's second, and the corrected step failed).
+    The run's later write in that second stays hidden where only nodes after the
+    fork ran then (the test above)."""
+    import sqlite3
+
+    from agentdebug.schema import RerunRequest
+    from langgraph.store.sqlite import SqliteStore
+
+    conn = sqlite3.connect(tmp_path / "m.db", check_same_thread=False, isolation_level=None)
+    store = SqliteStore(conn)
+    store.setup()
+
+    def remember(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
+        runtime.store.put(("mem",), "a", {"text": "allergic to peanuts"})
+        return {"messages": [AIMessage("noted")]}
+
+    def suggest(state: MessagesState, runtime: Runtime[User]) -> dict[str, Any]:
+        held = " ".join(item.value["text"] for item in runtime.store.search(("mem",)))
+        fixed = any("allergies" in str(m.content) for m in state["messages"])
+        said = "Try the tofu curry." if fixed and "allergic" in held else "Try the satay."
+        return {"messages": [AIMessage(said)]}
+
+    g = StateGraph(MessagesState, context_schema=User)
+    g.add_node("remember", remember)
+    g.add_node("suggest", suggest)
+    g.add_edge(START, "remember")
+    g.add_edge("remember", "suggest")
+    graph = g.compile(checkpointer=InMemorySaver(), store=store)
+
+    def safe(state: dict[str, Any]) -> bool | str:
+        return "tofu" in str(state["messages"][-1].content) or "suggested satay"
+
+    cb = AgentDebugCallback(dbg, success_check=safe, diagnose=False)
+    time.sleep(1.02 - time.time() % 1)  # (the run's steps in one second of the clock)
+    config: Any = {"callbacks": [cb], "configurable": {"thread_id": "t2"}}
+    graph.invoke({"messages": [HumanMessage("dinner idea?")]}, config, context=User("u1"))
+    run = cb.trajectory()
+    step = next(e.step_index for e in run.events if e.agent_name == "suggest")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=safe)
+    branch = executor.rerun(
+        RerunRequest(trajectory=run, resume_step=step, directive="check the allergies held")
+    )
+    assert branch.outcome.final_answer == "Try the tofu curry."

@@ -154,7 +154,7 @@ def test_ctrl_c_in_the_success_check_propagates_and_the_run_is_closed(dbg: Agent
     [
         (1, OutcomeStatus.SUCCESS, "the success check passed"),
         (0, OutcomeStatus.FAILURE, "the success check returned 0"),
-        ([], OutcomeStatus.FAILURE, "the success check returned []"),
+        ("   ", OutcomeStatus.FAILURE, "the success check failed"),  # (not a blank reason)
     ],
 )
 def test_a_success_check_result_counts_as_python_reads_it(
@@ -164,6 +164,20 @@ def test_a_success_check_result_counts_as_python_reads_it(
     one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
     outcome = cb.trajectory().outcome
     assert (outcome.status, outcome.reason) == (status, reason)
+
+
+@pytest.mark.parametrize("verdict", [(False, "wrong total"), {"passed": False}, [], ["an error"]])
+def test_a_success_check_returning_a_container_leaves_the_outcome_unknown(
+    dbg: AgentDebug, verdict: Any
+) -> None:
+    """``(False, "why")`` and ``{"passed": False}`` are truthy, and read as a pass;
+    a list of errors reads backwards (``[]``, no errors, is falsy): so a container is
+    no verdict, and the reason says what to return (a review's find)."""
+    cb = AgentDebugCallback(dbg, success_check=lambda state: verdict, diagnose=False)
+    one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
+    outcome = cb.trajectory().outcome
+    assert outcome.status is OutcomeStatus.UNKNOWN
+    assert "return True (or None) for a pass, and a string" in (outcome.reason or "")
 
 
 def test_a_success_check_that_is_not_a_function_is_refused_at_once() -> None:

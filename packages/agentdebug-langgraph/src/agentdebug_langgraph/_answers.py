@@ -58,10 +58,13 @@ def answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
             for agent, (given, step, event_id, _) in answers.items()
             if getattr(given, "content", None) == content
         ]
+        written = run.last_written
+        if len(same) > 1 and written is not None and _same_message(written[0], msg):
+            same = [entry for entry in same if entry[1] == written[1]] or same  # (the node
+            # that put it in the messages: not another that wrote what it said elsewhere)
         if same:  # the latest of the calls that said it
             step, agent, event_id = max(same, key=lambda entry: entry[0])
             return agent, step, event_id
-        written = run.last_written
         if written is not None and _same_message(written[0], msg):
             return written[1], written[2], written[3]
         return None, run.last_step, run.input_event

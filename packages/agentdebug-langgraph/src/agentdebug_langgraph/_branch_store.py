@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from agentdebug.schema import AgentTrajectory, EventType
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -42,6 +43,7 @@ _KEPT = 64  # views kept for branches of branches (the newest)
 _views: OrderedDict[str, BranchStore] = OrderedDict()
 
 Key = tuple[tuple[str, ...], str]
+Spans = tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]
 Plan = Generator[list[Op], list[Any], Result]  # (the graph's store's results come back)
 
 
@@ -55,23 +57,37 @@ class BranchStore(BaseStore):
 
     supports_ttl = True  # (a put's ttl is taken and not kept: the branch is short-lived)
 
-    def __init__(self, base: BaseStore, as_of: datetime | None) -> None:
+    def __init__(self, base: BaseStore, as_of: datetime | None, spans: Spans = ((), ())) -> None:
         self.base = base
         self.as_of = _aware(as_of) if as_of is not None else None
+        self.spans = spans  # the run's node runs (start, end) before the fork, and after
+        self.said_unsure = False
         self.written = _like(base)  # the branch's puts, searched as the base searches
         self.indexed = bool(getattr(self.written, "index_config", None))
         self.deleted: set[Key] = set()  # the branch's deletes
         self.changed: set[Key] = set()  # items read that were changed after as_of
 
     def _before(self, when: datetime) -> bool:
-        """Whether a store's time is not after ``as_of``; a time with no fraction of
-        a second (SQLite's ``CURRENT_TIMESTAMP``) is compared by the second, a
-        write in the fork's own second taken as after it."""
+        """Whether a store's time is not after ``as_of``. A time with no fraction of
+        a second (SQLite's ``CURRENT_TIMESTAMP``) is compared by the second; in the
+        fork's own second, by the run's node runs that second: after the fork when
+        only nodes after it ran then, else before (both ran then: said in the log)."""
         assert self.as_of is not None
         when = _aware(when)
-        if when.microsecond == 0:
-            return when < self.as_of.replace(microsecond=0)
-        return when <= self.as_of
+        if when.microsecond != 0:
+            return when <= self.as_of
+        fork_second = self.as_of.replace(microsecond=0)
+        if when != fork_second:
+            return when < fork_second
+        second = when.timestamp()
+        ran = [any(a < second + 1 and b >= second for a, b in side) for side in self.spans]
+        if ran[1] and ran[0] and not self.said_unsure:
+            self.said_unsure = True
+            log.warning(
+                "agentdebug: the store dates an item to the fork's own second, in which "
+                "nodes ran both before the fork and after it; the branch reads it"
+            )
+        return not (ran[1] and not ran[0])
 
     def _visible(self, item: Item) -> bool:
         key = (tuple(item.namespace), item.key)
@@ -190,8 +206,24 @@ def _date(text: Any) -> datetime | None:
         return None
 
 
+def node_spans(run: AgentTrajectory, step: int) -> Spans:
+    """The (start, end) times of the run's node runs before ``step``, and from it."""
+    ends = {e.parent_id: e.timestamp for e in run.events if e.type is EventType.AGENT_END}
+    out: tuple[list[tuple[float, float]], list[tuple[float, float]]] = ([], [])
+    for e in run.events:
+        if e.type is EventType.AGENT_START and e.timestamp is not None:
+            end = ends.get(e.id) or e.timestamp
+            out[e.step_index >= step].append((e.timestamp.timestamp(), end.timestamp()))
+    return out
+
+
 def branch_view(
-    graph: Any, forked_thread: str, as_of: str | None, branch_thread: str, first: Any = None
+    graph: Any,
+    forked_thread: str,
+    as_of: str | None,
+    branch_thread: str,
+    first: Any = None,
+    spans: Spans = ((), ()),
 ) -> Any:
     """``graph`` with its store replaced by a view for the branch on
     ``branch_thread`` (``graph`` itself when it has no store): the store as of the
@@ -209,7 +241,7 @@ def branch_view(
             "the store as that branch first did, without what that branch wrote"
         )
         when = min(when, before) if when is not None else before
-    view = BranchStore(_views.get(forked_thread, store), when)
+    view = BranchStore(_views.get(forked_thread, store), when, spans)
     _views[branch_thread] = view
     _views.move_to_end(branch_thread)
     while len(_views) > _KEPT:

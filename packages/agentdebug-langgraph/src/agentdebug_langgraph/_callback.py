@@ -36,6 +36,7 @@ from langgraph.types import Command
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
 from agentdebug_langgraph._answers import STRUCTURED
 from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
+from agentdebug_langgraph._inner_threads import isolate_inner
 from agentdebug_langgraph._live import (
     default_debugger,
 )
@@ -95,8 +96,12 @@ class AgentDebugCallback(RunStarting):
     from ``first_step``, under event ``parent_event``; the session's owner closes it.
     With ``hold_interrupts``, a branch stopped at an interrupt is held (``held``)
     for the executor to resume on its thread or end (``release_held``), and
-    ``resume_note`` is added to the next resume's event.
+    ``resume_note`` is added to the next resume's event. ``inner`` (the executor's:
+    the branch's tag, the fork's time, threads made) runs a graph a node invokes
+    on a thread of its own on a copy of that thread (:mod:`._inner_threads`).
     """
+
+    inner: tuple[str, str | None, dict[str, str]] | None = None
 
     def __init__(
         self,
@@ -203,6 +208,8 @@ class AgentDebugCallback(RunStarting):
                 # A branch function or a runnable inside a node; or a graph invoked
                 # inside a node of a graph this callback does not record, given
                 # this callback itself.
+                if self.inner is not None and parent_run_id is not None:  # (a branch's)
+                    isolate_inner(self.inner[0], self.inner[1], self.inner[2])
                 if parent_run_id is not None:
                     if parent_run_id.int not in self._nodes:
                         self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)
@@ -551,7 +558,8 @@ class AgentDebugCallback(RunStarting):
                     EventType.CHECKPOINT,
                     agent_name=rec.agent,
                     step_index=rec.step,
-                    output=[_convert.compact(getattr(i, "value", i)) for i in asked],
+                    output=[_convert.compact(getattr(i, "value", i)) for i in asked]
+                    or "paused at a breakpoint in the subgraph",  # (a static one: no value)
                     parent_id=rec.event_id,
                     module="langgraph.interrupt",
                     metadata={

@@ -25,6 +25,8 @@ from agentdebug.detect.signals import HANDLES
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType
 
+from agentdebug_langgraph._forks import reader
+
 log = logging.getLogger("agentdebug.langgraph")
 
 
@@ -464,7 +466,12 @@ def pending_nodes(graph: Any, run: Any) -> tuple[str, ...] | None:
     be read from here): the run then waits as at any interrupt."""
     if graph is None or run.thread_id is None or not run.owns_session:
         return None
-    try:
+    try:  # (on an event loop, through a reader an async saver's file allows)
+        saver = reader(graph, bool(run.asynchronous))
+        if saver is None:
+            return None
+        if saver is not graph.checkpointer:
+            graph = graph.copy(update={"checkpointer": saver})
         snap = graph.get_state({"configurable": {"thread_id": run.thread_id}})
     except Exception:
         return None

@@ -379,6 +379,15 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
                 "(it runs inside LangGraph's callback, where nothing can be awaited)",
             )
             return True
+        if isinstance(verdict, (tuple, list, dict)):  # ((False, "why"): truthy, a "pass")
+            session.set_outcome(
+                OutcomeStatus.UNKNOWN,
+                final_answer=answer,
+                reason=f"the success check returned {_short_repr(verdict)}, a "
+                f"{type(verdict).__name__}: return True (or None) for a pass, and a "
+                "string, the reason, or False for a failure",
+            )
+            return True
         if verdict is not None and not isinstance(verdict, (bool, str)):
             try:  # 1, numpy.bool_(True), ...: as Python reads it
                 verdict = bool(verdict) or f"the success check returned {_short_repr(verdict)}"
@@ -387,7 +396,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         if verdict is True or verdict is None:
             session.set_outcome(OutcomeStatus.SUCCESS, final_answer=answer, reason=reason)
             return True
-        why = verdict if isinstance(verdict, str) and verdict else "the success check failed"
+        said = verdict.strip() if isinstance(verdict, str) else ""
+        why = said or "the success check failed"
         session.set_outcome(OutcomeStatus.FAILURE, final_answer=answer, reason=why)
         return False
 

@@ -42,7 +42,7 @@ from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, Reru
 
 from agentdebug_langgraph import _invocation
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
-from agentdebug_langgraph._branch_store import branch_view, store_note
+from agentdebug_langgraph._branch_store import branch_view, node_spans, store_note
 from agentdebug_langgraph._callback import AgentDebugCallback
 from agentdebug_langgraph._checkpoints import (
     ResumePoint,
@@ -230,8 +230,10 @@ class LangGraphRerunExecutor:
             raise
         runner = graph  # (isolated: on the store as of the fork, its writes kept apart)
         if self.isolate:
-            first = (before.get("store") or {}).get("read_as_of") if before else None
-            runner = branch_view(graph, str(point.thread_id), snap.created_at, thread, first)
+            noted = before.get("store") if before else None  # (a dict; before, a text)
+            first = noted.get("read_as_of") if isinstance(noted, dict) else None
+            spans = node_spans(original, point.step)
+            runner = branch_view(graph, str(point.thread_id), snap.created_at, thread, first, spans)
             invoke = invoker(runner, invocation.context, asynchronous)
         else:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
@@ -304,6 +306,7 @@ class LangGraphRerunExecutor:
                 hold_interrupts=True,
             )
             callback.inherited = decisions_of(effective.trajectory)
+            callback.inner = (session.id[:12], snap.created_at, {})  # (see _inner_threads)
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
             stopped = "the branch stopped before finishing"
             try:
@@ -372,7 +375,8 @@ class LangGraphRerunExecutor:
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
         self._invocation_for(trajectory, graph)
         require_saved_thread(graph, trajectory)
-        if self.directive_key is not None and self.directive_key not in state_keys(graph):
+        channels = state_keys(graph) | set(getattr(graph, "channels", None) or ())
+        if self.directive_key is not None and self.directive_key not in channels:
             raise no_key(self.directive_key, state_keys(graph))  # (before any gate)
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:

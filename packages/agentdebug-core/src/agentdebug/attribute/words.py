@@ -68,7 +68,8 @@ def answer_origin(
     # one that said what failed; first, one that said a thing the reason names
     # outside its quotes: "Germany" of "the capital of Germany is missing from
     # '... France -> Paris; Germany -> Munich'")
-    outside = _names(_QUOTED.sub(" ", reason)) if reason else set()
+    known = _proper(flatten(finals[-1].output, limit=4000))  # (the answer's names)
+    outside = _names(_QUOTED.sub(" ", reason), known) if reason else set()
     best: tuple[tuple[bool, int, int], AgentEvent] | None = None
     for event in decisions:
         if event.type is EventType.FINAL_ANSWER or event.agent_name == answerer:
@@ -83,17 +84,25 @@ def answer_origin(
     return best[1] if best is not None else None
 
 
-def _names(text: str) -> set[str]:
-    """The words of ``text`` that name a thing: a value (:func:`_value_like`), or a
-    capitalised word not opening a sentence ("Germany" of "the capital of Germany
-    is Berlin"; not "capital", nor "The")."""
+def _proper(text: str) -> set[str]:
+    """The capitalised words of ``text`` that do not open a sentence: names as the
+    text writes them ("Germany", "Munich"; not "The")."""
     out: set[str] = set()
     for found in _WORD.finditer(text):
         before = text[: found.start()].rstrip()
-        opens = not before or before[-1] in ".!?:;"
-        if _value_like(text, found) or (found.group()[0].isupper() and not opens):
+        if found.group()[0].isupper() and before and before[-1] not in ".!?":
             out.add(_key(found.group()))
-    return out - _GENERIC - _STOP
+    return out
+
+
+def _names(text: str, known: set[str]) -> set[str]:
+    """The words of ``text`` that name a thing: a value (:func:`_value_like`), a
+    name as ``text`` writes it (:func:`_proper`), or one of the ``known`` names
+    however it is written ("germany", "Germany's" opening the reason); not a common
+    word ("capital")."""
+    out = {_key(f.group()) for f in _WORD.finditer(text) if _value_like(text, f)}
+    words = _words(text)
+    return (out | _proper(text) | (words & known)) - _GENERIC - _STOP
 
 
 def _telling(words: set[str], said: str, own: set[str], answer: set[str]) -> bool:

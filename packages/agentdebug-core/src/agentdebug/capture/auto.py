@@ -417,8 +417,27 @@ def summary_paragraph(report: DiagnosticReport, debugger: AgentDebug | None = No
     if unread:  # nor a model configured wrongly, and so not used
         parts.append(f"{unread[0][:1].upper()}{unread[0][1:]}.")
     rid = report.trajectory_id
-    parts.append(f"({command(debugger, 'show', rid)} / {command(debugger, 'diagnose', rid)})")
+    if _stored(debugger, rid):
+        parts.append(f"({command(debugger, 'show', rid)} / {command(debugger, 'diagnose', rid)})")
+    else:  # (a store this process cannot write: no command would find the run)
+        where = getattr(getattr(debugger, "store", None), "location", None)
+        parts.append(
+            f"(the run and this report are not in the store{f' at {where}' if where else ''}, "
+            "which could not be written: they are in this process's memory only)"
+        )
     return " ".join(p for p in parts if p)
+
+
+def _stored(debugger: AgentDebug | None, run_id: str) -> bool:
+    """Whether ``run_id`` can be read back from ``debugger``'s store (None: no
+    debugger given, as before: the commands are said)."""
+    if debugger is None:
+        return True
+    store = getattr(debugger, "store", None)
+    try:
+        return store is not None and store.resolve_id(run_id) == run_id
+    except Exception:
+        return False
 
 
 def diagnose_failure(

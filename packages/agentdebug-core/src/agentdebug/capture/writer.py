@@ -447,12 +447,8 @@ class BackgroundWriter:
                 elif self._wrote and self._done == self._submitted:
                     self._wrote = False  # nothing queued, nothing being written
                     idle = getattr(self.store, "idle", None)  # a user's store may lack it
-                    try:  # (raised, or not done: a reader held the log back; the next
-                        folded = idle() if idle is not None else None  # wake tries again)
-                    except BaseException:
-                        self._wrote = True
-                        raise
-                    self._wrote = self._wrote or folded is False
+                    if idle is not None and idle() is False:  # (not done: a reader
+                        self._wrote = True  # held the log back; the next wake tries again)
             except BaseException:  # the thread must survive anything (a payload's
                 log.exception("agentdebug writer failed")  # repr may even raise SystemExit)
 

@@ -230,31 +230,13 @@ def _last_batch(ctx: RuleContext, before: list[AgentEvent]) -> list[AgentEvent]:
     return out[::-1] or results[-1:]
 
 
-def _arguments(
-    ctx: RuleContext, batch: list[AgentEvent], failed: AgentEvent
-) -> list[tuple[str, bool]]:
-    """The argument values of the batch's calls, each with whether it is the failed
-    call's."""
-    out: list[tuple[str, bool]] = []
-    for result in batch:
-        call = call_of(ctx, result)
-        if call is not None:
-            out += [(leaf.strip(), result is failed) for leaf in leaves(call.input) if leaf.strip()]
-    return out
-
-
-def _of_failed(text: str, written: str, args: list[tuple[str, bool]]) -> bool:
-    """Whether the argument the answer names last before ``written`` is the failed
-    call's ("B2 costs 20 EUR": the figure given for B2), so that a figure other
-    results make by chance is still the one given for it ("40 EUR in total" after
-    "A1, B2 and C3" is the sum of the others, named last by C3)."""
-    at = text.find(written)
-    last, mine = -1, False
-    for value, failed in args:
-        for found in re.finditer(rf"(?<!\w){re.escape(value)}(?!\w)", text[: max(at, 0)]):
-            if found.start() > last:
-                last, mine = found.start(), failed
-    return mine
+def _total_of_others(value: str, batch: list[AgentEvent], failed: AgentEvent) -> bool:
+    """Whether ``value`` is the sum of what the other calls of the batch returned
+    (their first figures): a total of what was found ("40 EUR in total" of 10 and
+    30), not a figure given for the call that failed."""
+    figures = [numbers(flatten(e.output, limit=4000)) for e in batch if e is not failed]
+    found = [float(next(iter(f))) for f in figures if f]
+    return len(found) >= 2 and _near(float(value), sum(found))
 
 
 def _lost(ctx: RuleContext, result: AgentEvent, results: list[AgentEvent], task: str) -> bool:
@@ -298,12 +280,11 @@ def rule_invented_after_failure(ctx: RuleContext) -> Iterator[Finding]:
     empty = failed.id not in ctx.failures
     earlier = figures_before(trajectory, before)
     named = numbers(trajectory.outcome.reason or "")
-    args = _arguments(ctx, batch, failed)
     figure = next(
         (
             written
             for value, written in itertools.islice(numbers(text).items(), TRIED)
-            if earlier.new(value, named if _of_failed(text, written, args) else ())
+            if earlier.new(value, () if _total_of_others(value, batch, failed) else named)
         ),
         None,
     )

@@ -48,7 +48,7 @@ def recovered_by_the_agent(
     of the same tool without that value succeeded; an outage
     or a rate limit, after which the very same call succeeded (a retry); a sub-run
     that failed, after which a sub-run of the same agent succeeded (the sub-agent
-    called again).
+    called again); a sub-agent's error its caller caught (:func:`_caught_by_caller`).
 
     A call that failed on what it asked for (a file, a city not found) is not
     resolved by a call that asked for something else: the substitute may be the
@@ -63,6 +63,10 @@ def recovered_by_the_agent(
     out: dict[str, AgentEvent] = {}
     for event_id, (mode, quote) in failures.items():
         failed = events[position[event_id]]
+        caught = _caught_by_caller(events[position[event_id] + 1 :], failed, failures)
+        if caught is not None:
+            out[event_id] = caught
+            continue
         if failed.metadata.get(SUB_RUN) and failed.agent_name is not None:
             again = _sub_run_again(events[position[event_id] + 1 :], failed, failures)
             if again is not None:
@@ -90,6 +94,26 @@ def recovered_by_the_agent(
                 out[event_id] = later
                 break
     return out
+
+
+def _caught_by_caller(
+    later: Sequence[AgentEvent], failed: AgentEvent, failures: Mapping[str, tuple[str, str]]
+) -> AgentEvent | None:
+    """For an error that made a sub-agent raise (``wf/ask_primary``: a LangGraph
+    task, a graph a node ran; its error event follows), its caller's later usual end
+    (``wf``): the code that called it caught the error and went on (a fallback), so
+    it is no fault left standing. An error the sub-agent itself got past (a tool's,
+    a tool node turned into a message) is not its caller's to catch."""
+    agent = failed.agent_name or ""
+    caller = agent.rpartition("/")[0]
+    raised = failed.type is EventType.ERROR
+    for event in later if caller else ():
+        if event.agent_name == agent and event.type is EventType.ERROR:
+            raised = True
+        elif event.type is EventType.AGENT_END and event.agent_name == caller:
+            usual = event.error is None and event.id not in failures
+            return event if raised and usual else None
+    return None
 
 
 def _sub_run_again(

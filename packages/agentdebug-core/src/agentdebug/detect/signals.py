@@ -82,13 +82,18 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         "planning.step_limit_exhausted",
         re.compile(
             r"recursion limit|GraphRecursionError|MaxTurnsExceeded|max(?:imum)?[ _-]?"
-            r"(?:iterations|turns|steps)|step limit|iteration limit",
+            r"(?:iterations|turns|steps)|step limit|iteration limit|"
+            r"(?:tool|model) call limits? (?:exceeded|reached)|CallLimitExceeded",  # (middleware)
             re.I,
         ),
     ),
     (
         "system.guardrail_triggered",
-        re.compile(r"guardrail|tripwire|content (?:policy|filter)", re.I),
+        re.compile(
+            r"guardrail|tripwire|content (?:policy|filter)|PIIDetectionError|"
+            r"detected \d+ instances?(?:\(s\))? of|personal(?:ly identifiable)? (?:data|information) detected",
+            re.I,
+        ),
     ),
     (
         "system.resource_exhaustion",

@@ -184,7 +184,7 @@ def server_error(content: Any) -> dict[str, Any] | None:
 #: Other words exports use for how a run ended.
 _STATUS_WORDS = {
     **dict.fromkeys(("failed", "fail", "error", "errored"), "failure"),
-    **dict.fromkeys(("succeeded", "successful", "ok", "passed", "pass", "done"), "success"),
+    **dict.fromkeys(("succeeded", "successful", "ok", "passed", "pass"), "success"),
 }
 
 
@@ -198,10 +198,13 @@ def read_outcome(raw: Any, fail: Fail) -> tuple[dict[str, Any], dict[str, Any]]:
         raise fail(f"expected an object {{status, reason?}}, got {type_name(raw)}", "outcome")
     status = raw.get("status")
     statuses = [s.value for s in OutcomeStatus]
-    if isinstance(status, str) and status.strip().lower() in _STATUS_WORDS:
-        status = _STATUS_WORDS[status.strip().lower()]
-    if isinstance(status, str) and status.lower() in statuses:
-        status = status.lower()
+    said = (
+        _STATUS_WORDS.get(status.strip().lower(), status.strip().lower())
+        if isinstance(status, str)
+        else None
+    )
+    if said in statuses:
+        status = said
     elif status is not None:
         raise fail(f"{status!r} is not an outcome status ({', '.join(statuses)})", "outcome.status")
     for key in ("reason", "stopped_by"):

@@ -1,0 +1,41 @@
+"""A sub-agent's error its caller caught: the code that called the sub-agent (a
+LangGraph entrypoint calling a task, a node running a graph) went on and ended as
+usual, so the error is handled (a fallback), not a fault left standing; an error
+the sub-agent got past itself is not its caller's to catch."""
+
+from __future__ import annotations
+
+from agentdebug.detect.recovery import recovered_by_the_agent
+from agentdebug.detect.signals import failure_of
+from agentdebug.schema import AgentEvent, EventType
+from conftest import ev
+
+
+def _recovered(events: list[AgentEvent]) -> dict[str, AgentEvent]:
+    failures = {e.id: f for e in events if (f := failure_of(e)) is not None}
+    return recovered_by_the_agent(events, failures, {})
+
+
+def test_an_error_that_made_a_sub_agent_raise_is_caught_by_its_callers_usual_end() -> None:
+    events = [
+        ev(0, EventType.AGENT_START, "wf"),
+        ev(1, EventType.LLM_RESPONSE, "wf/ask", error="TimeoutError: timed out"),
+        ev(2, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(3, EventType.LLM_RESPONSE, "wf/backup", output="Lyon"),
+        ev(4, EventType.AGENT_END, "wf", output="Lyon"),
+    ]
+    assert set(_recovered(events)) == {"e1", "e2"}
+
+
+def test_an_error_the_sub_agent_got_past_itself_or_one_its_caller_raised_on_is_not() -> None:
+    handled = [  # (a tool node turned the error into a message; the sub-agent went on)
+        ev(0, EventType.TOOL_RESULT, "lead/tools", error="ValueError: bad id",
+           metadata={"tool_name": "lookup"}),
+        ev(1, EventType.AGENT_END, "lead", output="done"),
+    ]  # fmt: skip
+    assert "e0" not in _recovered(handled)
+    propagated = [
+        ev(0, EventType.ERROR, "lead/sub", error="KeyError: 'x'"),
+        ev(1, EventType.AGENT_END, "lead", error="KeyError: 'x'"),
+    ]
+    assert "e0" not in _recovered(propagated)

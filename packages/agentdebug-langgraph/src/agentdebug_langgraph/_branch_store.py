@@ -155,7 +155,7 @@ class BranchStore(BaseStore):
         own = self.written.search(op.namespace_prefix, query=query, filter=op.filter, limit=want)
         found: list[Item] = [*kept, *own]
         if op.query:  # (ranked as the store ranks: by score, the unscored last)
-            found.sort(key=lambda item: -(getattr(item, "score", None) or float("-inf")))
+            found.sort(key=_rank)
         return found[op.offset : want]
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
@@ -181,6 +181,13 @@ class BranchStore(BaseStore):
             except StopIteration as done:
                 out.append(done.value)
         return out
+
+
+def _rank(item: Item) -> float:
+    """A search hit's place: by score, highest first; one with no score (a score of
+    0 is a score) last."""
+    score = getattr(item, "score", None)
+    return -score if score is not None else float("inf")
 
 
 def _like(base: BaseStore) -> InMemoryStore:

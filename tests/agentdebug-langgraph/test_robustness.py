@@ -190,6 +190,12 @@ def test_a_success_check_that_is_not_a_function_is_refused_at_once() -> None:
     # AttributeError from inside the handler and recorded nothing)
     with pytest.raises(TypeError, match=r"takes an AgentDebug \(AgentDebug\(path\) for a store"):
         AgentDebugCallback("/tmp/store")  # type: ignore[arg-type]
+    # nor metadata that is no dict (before, Python's "dictionary update sequence element
+    # #0 ..."), nor a negative first step (before, accepted and ignored)
+    with pytest.raises(TypeError, match=r"metadata=...\) takes a dict stored with each run"):
+        AgentDebugCallback(metadata="x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"first_step=...\) takes a step number, 0 or more"):
+        AgentDebugCallback(first_step=-5)
 
 
 @pytest.mark.parametrize(

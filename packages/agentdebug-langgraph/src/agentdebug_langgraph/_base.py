@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from agentdebug import AgentDebug
 from agentdebug.capture.current import register_finder
 from agentdebug.schema import CheckpointRef, EventType
 from langchain_core.runnables.config import var_child_runnable_config
@@ -194,3 +195,27 @@ def node_run() -> tuple[TraceSession, Mapping[str, Any]] | None:
 
 
 register_finder(node_run)
+
+
+def checked_arguments(debugger: Any, on_report: Any, metadata: Any, first_step: Any) -> None:
+    """AgentDebugCallback's arguments a run would otherwise fail on inside the
+    handler (logged only) or quietly ignore, refused when the callback is made."""
+    if debugger is not None and not isinstance(debugger, AgentDebug):
+        raise TypeError(
+            "AgentDebugCallback(debugger) takes an AgentDebug (AgentDebug(path) for "
+            f"a store at a path), not {type(debugger).__name__}"
+        )
+    if on_report is not None and not callable(on_report):
+        raise TypeError(
+            "AgentDebugCallback(on_report=...) takes a function of the report, "
+            f"not a {type(on_report).__name__}"
+        )
+    if metadata is not None and not isinstance(metadata, Mapping):
+        raise TypeError(
+            "AgentDebugCallback(metadata=...) takes a dict stored with each run, "
+            f"not a {type(metadata).__name__}"
+        )
+    if isinstance(first_step, bool) or not isinstance(first_step, int) or first_step < 0:
+        raise ValueError(
+            f"AgentDebugCallback(first_step=...) takes a step number, 0 or more, not {first_step!r}"
+        )

@@ -35,6 +35,7 @@ from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
 from agentdebug_langgraph._answers import STRUCTURED
+from agentdebug_langgraph._base import checked_arguments
 from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
 from agentdebug_langgraph._inner_threads import isolate_inner
 from agentdebug_langgraph._live import (
@@ -123,22 +124,13 @@ class AgentDebugCallback(RunStarting):
         success_check = checked_success_check(
             success_check, "AgentDebugCallback(success_check=...)"
         )
-        if debugger is not None and not isinstance(debugger, AgentDebug):
-            raise TypeError(  # (else every run fails inside the handler, logged only)
-                "AgentDebugCallback(debugger) takes an AgentDebug (AgentDebug(path) for "
-                f"a store at a path), not {type(debugger).__name__}"
-            )
+        checked_arguments(debugger, on_report, metadata, first_step)
         self.debugger = debugger
         graph_factory = factory_spec(graph_factory)
         self.goal = goal
         self.reference_answer = reference_answer
         self.success_check = success_check
         self.diagnose = check_mode(diagnose, "AgentDebugCallback")
-        if on_report is not None and not callable(on_report):
-            raise TypeError(
-                "AgentDebugCallback(on_report=...) takes a function of the report, "
-                f"not a {type(on_report).__name__}"
-            )
         self.on_report = on_report
         self.graph_factory = graph_factory
         self.metadata = dict(metadata or {})

@@ -39,3 +39,31 @@ def test_an_error_the_sub_agent_got_past_itself_or_one_its_caller_raised_on_is_n
         ev(1, EventType.AGENT_END, "lead", error="KeyError: 'x'"),
     ]
     assert "e0" not in _recovered(propagated)
+
+
+def test_an_error_caught_with_no_fallback_or_a_failed_one_is_still_the_cause() -> None:
+    """A review's find: the entrypoint caught the timeout and apologised, or its
+    backup failed too: nothing got past the error, which stays the cause."""
+    apology = [
+        ev(0, EventType.LLM_RESPONSE, "wf/ask", error="TimeoutError: timed out"),
+        ev(1, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(2, EventType.AGENT_END, "wf", output="Sorry, no answer."),
+    ]
+    assert not _recovered(apology)
+    both = [
+        ev(0, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(1, EventType.ERROR, "wf/backup", error="ConnectionError: down"),
+        ev(2, EventType.AGENT_END, "wf", output="Sorry, no answer."),
+    ]
+    assert not _recovered(both)
+
+
+def test_a_graph_a_node_ran_is_caught_by_the_node() -> None:
+    """``lead/researcher/search``: the node ``lead`` ran the graph ``researcher``;
+    the node is the caller that ends (the graph records no end of its own)."""
+    events = [
+        ev(0, EventType.ERROR, "lead/researcher/search", error="TimeoutError: timed out"),
+        ev(1, EventType.LLM_RESPONSE, "lead/backup/model", output="found it"),
+        ev(2, EventType.AGENT_END, "lead", output="found it"),
+    ]
+    assert set(_recovered(events)) == {"e0"}

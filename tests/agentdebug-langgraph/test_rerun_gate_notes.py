@@ -161,7 +161,7 @@ def test_what_the_graph_cannot_rerun_is_refused_before_the_gate(dbg: AgentDebug)
     import pytest
     from agentdebug.errors import AgentDebugError
     from agentdebug_langgraph import AgentDebugCallback
-    from lg_graphs import order_found, scripted, tool_agent, wrong_then_right
+    from lg_graphs import linear_graph, order_found, scripted, tool_agent, wrong_then_right
     from rerun_support import REQUEST
 
     cb = AgentDebugCallback(dbg, success_check=order_found)
@@ -173,6 +173,11 @@ def test_what_the_graph_cannot_rerun_is_refused_before_the_gate(dbg: AgentDebug)
     empty = tool_agent(scripted(wrong_then_right()), InMemorySaver())  # (a new process's)
     with pytest.raises(AgentDebugError, match="holds nothing of its thread 't-kept'"):
         LangGraphRerunExecutor(empty, debugger=dbg, success_check=order_found).preflight(original)
+    other = LangGraphRerunExecutor(  # (another graph of the app given by mistake)
+        linear_graph(InMemorySaver()), debugger=dbg, success_check=order_found
+    )
+    with pytest.raises(AgentDebugError, match="the graph given is not the one that made it"):
+        other.preflight(original)
     keyed = LangGraphRerunExecutor(
         graph, debugger=dbg, success_check=order_found, directive_key="nope"
     )

@@ -270,6 +270,8 @@ def test_isolate_false_forks_on_the_runs_own_thread_as_time_travel(dbg: AgentDeb
     assert branch.metadata["langgraph"]["fork"]["thread_id"] == "t-travel"
     latest = graph.get_state({"configurable": {"thread_id": "t-travel"}})
     assert latest.values["messages"][-1].content == "Order A123 costs $42.00."  # the branch's
+    # no copy of the thread is left (a routing function's start made one; a review's find)
+    assert branch_threads(graph) == []
 
 
 @pytest.mark.parametrize("saver", ["memory", "sqlite"])
@@ -455,3 +457,28 @@ def test_a_branch_runs_a_graph_its_node_invokes_on_a_thread_of_its_own_on_a_copy
     assert orders.get_state(mine).values["messages"] == held  # the user's thread as it was
     copies = branch_threads(inner_saver, "orders-1")
     assert copies and all(t.startswith("orders-1~agentdebug-") for t in copies)
+
+
+def test_a_branch_of_a_branch_copies_the_first_branchs_threads_or_the_users_as_first_forked() -> (
+    None
+):
+    """Round 2 forks round 1's branch: in this process its sub-agent threads are copied
+    from round 1's copies; in another, from the user's threads as they were at round
+    1's fork (before, as of round 2's fork: the original run's later turns were in
+    it; a review's find)."""
+    from agentdebug.schema import AgentTrajectory
+    from agentdebug_langgraph._inner_threads import inner_threads
+
+    original = AgentTrajectory(id="run-1")
+    first = inner_threads("branch-1-abcdef", original, "2026-12-05T10:00:05+00:00")
+    first.made["orders-1"] = "orders-1~agentdebug-branch-1-abc"
+    branch = AgentTrajectory(
+        id="branch-1-abcdef",
+        metadata={"langgraph": {"fork": {"as_of": "2026-12-05T10:00:05+00:00"}}},
+    )
+    second = inner_threads("branch-2-abcdef", branch, "2026-12-05T10:00:09+00:00")
+    assert second.sources == {"orders-1": "orders-1~agentdebug-branch-1-abc"}
+    assert second.as_of == "2026-12-05T10:00:09+00:00"
+    elsewhere = branch.model_copy(update={"id": "branch-made-elsewhere"})
+    third = inner_threads("branch-3-abcdef", elsewhere, "2026-12-05T10:00:09+00:00")
+    assert (third.sources, third.as_of) == ({}, "2026-12-05T10:00:05+00:00")

@@ -166,11 +166,21 @@ def test_a_success_check_result_counts_as_python_reads_it(
     assert (outcome.status, outcome.reason) == (status, reason)
 
 
-@pytest.mark.parametrize("verdict", [(False, "wrong total"), {"passed": False}, [], ["an error"]])
+def test_an_ok_and_why_pair_is_a_verdict(dbg: AgentDebug) -> None:
+    """``(ok, why)``, as the ReAct plugin's checks return it."""
+    for verdict, status in [((False, "wrong total"), OutcomeStatus.FAILURE),
+                            ((True, None), OutcomeStatus.SUCCESS)]:  # fmt: skip
+        cb = AgentDebugCallback(dbg, success_check=lambda state, v=verdict: v, diagnose=False)
+        one_node(1).invoke({"v": 0}, {"callbacks": [cb]})
+        assert cb.trajectory().outcome.status is status
+    assert cb.trajectory().outcome.reason == "the success check passed"
+
+
+@pytest.mark.parametrize("verdict", [("no", "why"), {"passed": False}, [], ["an error"]])
 def test_a_success_check_returning_a_container_leaves_the_outcome_unknown(
     dbg: AgentDebug, verdict: Any
 ) -> None:
-    """``(False, "why")`` and ``{"passed": False}`` are truthy, and read as a pass;
+    """``("no", "why")`` and ``{"passed": False}`` are truthy, and read as a pass;
     a list of errors reads backwards (``[]``, no errors, is falsy): so a container is
     no verdict, and the reason says what to return (a review's find)."""
     cb = AgentDebugCallback(dbg, success_check=lambda state: verdict, diagnose=False)

@@ -233,8 +233,7 @@ def timeline(
             head += "   (served from cache)"
         lines.append(head)
         lines += [f"        {body}" for body in event_lines(event, width - 10)]
-        answered = _answering(event, asked)
-        if answered:
+        for answered in _answering(event, asked):  # (a line each: none cut off)
             lines.append(f"        answering: {shorten(answered, width - 21)}")
         ref = event.checkpoint
         if checkpoints and ref is not None:
@@ -256,16 +255,16 @@ def _questions(events: list[AgentEvent]) -> dict[str, Any]:
     return out
 
 
-def _answering(event: AgentEvent, asked: dict[str, Any]) -> str | None:
+def _answering(event: AgentEvent, asked: dict[str, Any]) -> list[str]:
     """For a resume keyed by interrupt ids: which question each answer went to."""
     given = event.input
     if event.type is not EventType.USER_INPUT or not isinstance(given, dict) or not given:
-        return None
+        return []
     if not all(str(k) in asked for k in given):
-        return None
-    return "; ".join(
+        return []
+    return [
         f"{flatten(asked[str(k)], limit=80)} = {flatten(v, limit=40)}" for k, v in given.items()
-    )
+    ]
 
 
 # -- text ------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_fai
 from agentdebug_langgraph._answers import STRUCTURED
 from agentdebug_langgraph._base import checked_arguments
 from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
-from agentdebug_langgraph._inner_threads import isolate_inner
+from agentdebug_langgraph._inner_threads import InnerThreads, isolate_inner
 from agentdebug_langgraph._live import (
     default_debugger,
 )
@@ -102,7 +102,7 @@ class AgentDebugCallback(RunStarting):
     on a thread of its own on a copy of that thread (:mod:`._inner_threads`).
     """
 
-    inner: tuple[str, str | None, dict[str, str]] | None = None
+    inner: InnerThreads | None = None
 
     def __init__(
         self,
@@ -201,7 +201,7 @@ class AgentDebugCallback(RunStarting):
                 # inside a node of a graph this callback does not record, given
                 # this callback itself.
                 if self.inner is not None and parent_run_id is not None:  # (a branch's)
-                    isolate_inner(self.inner[0], self.inner[1], self.inner[2])
+                    isolate_inner(self.inner)
                 if parent_run_id is not None:
                     if parent_run_id.int not in self._nodes:
                         self._start_inner_graph(inputs, run_id, parent_run_id, md, kwargs)

@@ -479,8 +479,22 @@ def pending_nodes(graph: Any, run: Any) -> tuple[str, ...] | None:
 
 
 def require_saved_thread(graph: Any, run: AgentTrajectory) -> None:
-    """Refuse, before any gate, a rerun whose graph's checkpointer holds nothing of
-    the run's thread: a factory's ``InMemorySaver`` in a new process starts empty."""
+    """Refuse, before any gate, a rerun on a graph none of whose nodes the run ran
+    (another graph of the app given), or whose checkpointer holds nothing of the
+    run's thread: a factory's ``InMemorySaver`` in a new process starts empty."""
+    ran = {
+        str(e.metadata["node"])
+        for e in run.events
+        if e.type is EventType.AGENT_START and "namespace" not in e.metadata
+        and e.metadata.get("node")
+    }  # fmt: skip
+    nodes = set(getattr(graph, "nodes", None) or ())
+    if ran and nodes and not ran & nodes:
+        raise AgentDebugError(
+            f"cannot rerun run '{run.id}': the graph given is not the one that made it "
+            f"(its nodes: {', '.join(sorted(n for n in nodes if not n.startswith('__')))}; "
+            f"the run's: {', '.join(sorted(ran))})"
+        )
     lg = run.metadata.get("langgraph")
     thread = lg.get("thread_id") if isinstance(lg, dict) else None
     saver = getattr(graph, "checkpointer", None)

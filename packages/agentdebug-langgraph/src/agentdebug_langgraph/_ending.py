@@ -379,7 +379,10 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
                 "(it runs inside LangGraph's callback, where nothing can be awaited)",
             )
             return True
-        if isinstance(verdict, (tuple, list, dict)):  # ((False, "why"): truthy, a "pass")
+        if isinstance(verdict, tuple) and len(verdict) == 2 and isinstance(verdict[0], bool):
+            ok, why = verdict  # (ok, why), as the ReAct plugin's checks return it
+            verdict = True if ok else (why if isinstance(why, str) else False)
+        if isinstance(verdict, (tuple, list, dict)):  # ({"passed": False}: truthy, a "pass")
             session.set_outcome(
                 OutcomeStatus.UNKNOWN,
                 final_answer=answer,

@@ -75,6 +75,7 @@ from agentdebug_langgraph._fork import (
     require_subgraph_reads,
     state_keys,
 )
+from agentdebug_langgraph._inner_threads import inner_threads
 from agentdebug_langgraph._live import (
     default_debugger,
     live_check,
@@ -257,6 +258,7 @@ class LangGraphRerunExecutor:
             "nodes": list(point.nodes),
             "requested_resume_step": point.requested_step,
             "resume_step": point.step,
+            "as_of": snap.created_at,
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
@@ -306,7 +308,8 @@ class LangGraphRerunExecutor:
                 hold_interrupts=True,
             )
             callback.inherited = decisions_of(effective.trajectory)
-            callback.inner = (session.id[:12], snap.created_at, {})  # (see _inner_threads)
+            if self.isolate:  # (isolate=False: the branch is the run's continuation)
+                callback.inner = inner_threads(session.id, original, snap.created_at)
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
             stopped = "the branch stopped before finishing"
             try:

@@ -16,8 +16,11 @@ from it, before its loop reads the thread (a LangGraph internal, read as
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
+
+from agentdebug.schema import AgentTrajectory
 
 from agentdebug_langgraph import _pregel
 from agentdebug_langgraph._checkpoints import BRANCH_MARK, copy_to_thread
@@ -25,10 +28,42 @@ from agentdebug_langgraph._checkpoints import BRANCH_MARK, copy_to_thread
 log = logging.getLogger("agentdebug.langgraph")
 
 
-def isolate_inner(tag: str, as_of: str | None, made: dict[str, str]) -> None:
+_KEPT = 64
+_MADE: OrderedDict[str, dict[str, str]] = OrderedDict()  # branch run -> its copies
+
+
+class InnerThreads(NamedTuple):
+    """What a branch's callback needs to run such graphs on copies of their threads."""
+
+    tag: str  # the copies' mark (the branch's run id, shortened)
+    as_of: str | None  # the forked checkpoint's time: the threads as they were then
+    made: dict[str, str]  # the user's thread -> the branch's copy, as they are made
+    sources: dict[str, str]  # the user's thread -> the thread to copy (a branch's copy)
+
+
+def inner_threads(branch_id: str, forked: AgentTrajectory, as_of: str | None) -> InnerThreads:
+    """For the branch ``branch_id`` of run ``forked``: a branch of a branch made in
+    this process copies the first branch's copies (as they were at this fork); one
+    made in another process, the user's threads as they were at the first fork (the
+    first branch's turns are gone with its process, the original's later ones are
+    not wanted)."""
+    made: dict[str, str] = {}
+    _MADE[branch_id] = made
+    while len(_MADE) > _KEPT:
+        _MADE.popitem(last=False)
+    sources = _MADE.get(forked.id, {})
+    lg = forked.metadata.get("langgraph")
+    fork = lg.get("fork") if isinstance(lg, dict) else None
+    first = fork.get("as_of") if isinstance(fork, dict) and not sources else None
+    if isinstance(first, str) and as_of and first < as_of:  # (ISO times of one zone)
+        as_of = first
+    return InnerThreads(branch_id[:12], as_of, made, dict(sources))
+
+
+def isolate_inner(inner: InnerThreads) -> None:
     """Called at a graph's start inside a branch's node: when it runs on a thread of
-    its own, run it on the branch's copy of that thread (``made``: the user's thread
-    -> the branch's, for this branch)."""
+    its own, run it on the branch's copy of that thread."""
+    tag, as_of, made = inner.tag, inner.as_of, inner.made
     frame = _pregel.find_graph_frame()
     graph = _pregel.graph_of(frame)
     if frame is None or graph is None or graph.checkpointer in (None, True, False):
@@ -44,7 +79,7 @@ def isolate_inner(tag: str, as_of: str | None, made: dict[str, str]) -> None:
     if mine is None:
         mine = made[str(thread)] = f"{thread}{BRANCH_MARK}{tag}"
         try:
-            _copy_as_of(graph, str(thread), mine, as_of)
+            _copy_as_of(graph, inner.sources.get(str(thread), str(thread)), mine, as_of)
         except Exception as exc:  # (an async saver read on the loop: started empty)
             log.warning(
                 "agentdebug: the branch runs graph %s on thread %s, empty: its thread %s "

@@ -91,7 +91,7 @@ ERROR_CLASSES: list[tuple[str, re.Pattern[str]]] = [
         "system.guardrail_triggered",
         re.compile(
             r"guardrail|tripwire|content (?:policy|filter)|PIIDetectionError|"
-            r"detected \d+ instances?(?:\(s\))? of|personal(?:ly identifiable)? (?:data|information) detected",
+            r"personal(?:ly identifiable)? (?:data|information) detected",
             re.I,
         ),
     ),

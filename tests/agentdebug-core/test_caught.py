@@ -21,10 +21,30 @@ def test_an_error_that_made_a_sub_agent_raise_is_caught_by_its_callers_usual_end
         ev(0, EventType.AGENT_START, "wf"),
         ev(1, EventType.LLM_RESPONSE, "wf/ask", error="TimeoutError: timed out"),
         ev(2, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
-        ev(3, EventType.LLM_RESPONSE, "wf/backup", output="Lyon"),
-        ev(4, EventType.AGENT_END, "wf", output="Lyon"),
+        ev(3, EventType.AGENT_START, "wf/backup"),
+        ev(4, EventType.LLM_RESPONSE, "wf/backup", output="Lyon"),
+        ev(5, EventType.AGENT_END, "wf", output="Lyon"),
     ]
     assert set(_recovered(events)) == {"e1", "e2"}
+    inline = [  # (the fallback a model call in the caller's own code)
+        ev(0, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(1, EventType.LLM_RESPONSE, "wf", output="Lyon"),
+        ev(2, EventType.AGENT_END, "wf", output="Lyon"),
+    ]
+    assert set(_recovered(inline)) == {"e0"}
+
+
+def test_a_task_running_beside_the_failed_one_all_along_is_no_fallback() -> None:
+    """A review's find: a parallel task started before the error, which finished
+    after it, hid a timeout the entrypoint only apologised for."""
+    events = [
+        ev(0, EventType.AGENT_START, "wf/weather"),
+        ev(1, EventType.AGENT_START, "wf/ask"),
+        ev(2, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(3, EventType.LLM_RESPONSE, "wf/weather", output="sunny"),
+        ev(4, EventType.AGENT_END, "wf", output="Sorry, I could not answer."),
+    ]
+    assert not _recovered(events)
 
 
 def test_an_error_the_sub_agent_got_past_itself_or_one_its_caller_raised_on_is_not() -> None:
@@ -63,7 +83,8 @@ def test_a_graph_a_node_ran_is_caught_by_the_node() -> None:
     the node is the caller that ends (the graph records no end of its own)."""
     events = [
         ev(0, EventType.ERROR, "lead/researcher/search", error="TimeoutError: timed out"),
-        ev(1, EventType.LLM_RESPONSE, "lead/backup/model", output="found it"),
-        ev(2, EventType.AGENT_END, "lead", output="found it"),
+        ev(1, EventType.AGENT_START, "lead/backup/model"),
+        ev(2, EventType.LLM_RESPONSE, "lead/backup/model", output="found it"),
+        ev(3, EventType.AGENT_END, "lead", output="found it"),
     ]
     assert set(_recovered(events)) == {"e0"}

@@ -178,6 +178,10 @@ def test_what_the_graph_cannot_rerun_is_refused_before_the_gate(dbg: AgentDebug)
     )
     with pytest.raises(AgentDebugError, match="the graph given is not the one that made it"):
         other.preflight(original)
+    from rerun_support import request_from
+
+    with pytest.raises(AgentDebugError, match="the graph given is not the one that made it"):
+        other.rerun(request_from(original, cb))  # (rerun called directly: the same)
     keyed = LangGraphRerunExecutor(
         graph, debugger=dbg, success_check=order_found, directive_key="nope"
     )

@@ -453,10 +453,20 @@ def test_a_branch_runs_a_graph_its_node_invokes_on_a_thread_of_its_own_on_a_copy
     mine = {"configurable": {"thread_id": "orders-1"}}
     held = orders.get_state(mine).values["messages"]
     executor = LangGraphRerunExecutor(app, debugger=dbg, success_check=order_found)
-    closed_loop(cb.trajectory(), debugger=dbg, executor=executor, policy="auto")
+    result = closed_loop(cb.trajectory(), debugger=dbg, executor=executor, policy="auto")
     assert orders.get_state(mine).values["messages"] == held  # the user's thread as it was
     copies = branch_threads(inner_saver, "orders-1")
     assert copies and all(t.startswith("orders-1~agentdebug-") for t in copies)
+    # a branch of that branch, as from another process: its fork keeps the first fork's
+    # time, of which its copies are made (a review's find: the third level's were not)
+    from agentdebug_langgraph import _inner_threads
+
+    _inner_threads._MADE.clear()
+    first = dbg.store.load_trajectory(result.attempts[0].branch_id or "")  # type: ignore[union-attr]
+    again = executor.rerun(request_from(first, cb))
+    times = [run.metadata["langgraph"]["fork"]["as_of"] for run in (first, again)]
+    assert times[1] == times[0]
+    assert orders.get_state(mine).values["messages"] == held
 
 
 def test_a_branch_of_a_branch_copies_the_first_branchs_threads_or_the_users_as_first_forked() -> (

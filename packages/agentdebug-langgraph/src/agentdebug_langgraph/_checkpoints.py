@@ -498,8 +498,8 @@ def require_saved_thread(graph: Any, run: AgentTrajectory) -> None:
     lg = run.metadata.get("langgraph")
     thread = lg.get("thread_id") if isinstance(lg, dict) else None
     saver = getattr(graph, "checkpointer", None)
-    if thread is None or saver is None or saver is True:
-        return
+    if thread is None or saver is None or saver is True or BRANCH_MARK in str(thread):
+        return  # (a branch's thread pruned: the fork says so, naming prune_branch_threads)
     try:
         found = saver.get_tuple({"configurable": {"thread_id": str(thread), "checkpoint_ns": ""}})
     except Exception:  # (a saver with async reads only: the rerun itself finds out)

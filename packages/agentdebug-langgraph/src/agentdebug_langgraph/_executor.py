@@ -51,7 +51,6 @@ from agentdebug_langgraph._checkpoints import (
     delete_thread,
     find_snapshot,
     inheritable,
-    require_saved_thread,
     resume_point,
     routed_by_command,
 )
@@ -71,6 +70,7 @@ from agentdebug_langgraph._fork import (
     remaining_budget,
     replaced_by_updates,
     require_delivered,
+    require_rerunnable,
     require_state_keys,
     require_subgraph_reads,
     state_keys,
@@ -200,6 +200,7 @@ class LangGraphRerunExecutor:
         lg = lg if isinstance(lg, dict) else {}
         asynchronous = runs_async(graph, self.asynchronous, made_async(original), original.id)
         invoke = invoker(graph, invocation.context, asynchronous)  # (refused first)
+        require_rerunnable(graph, original, self.directive_key)  # (another graph given)
         point = resume_point(original, request.resume_step)
         if point.thread_id is None:
             raise AgentDebugError(
@@ -210,6 +211,7 @@ class LangGraphRerunExecutor:
         snap = find_snapshot(graph, point, original.id)
         thread = point.thread_id
         before = lg.get("fork")
+        first_fork = before.get("as_of") if isinstance(before, dict) else None
         users = (before.get("original_thread_id") if isinstance(before, dict) else None) or (
             point.thread_id  # the user's thread, also for a branch's branch
         )
@@ -258,7 +260,7 @@ class LangGraphRerunExecutor:
             "nodes": list(point.nodes),
             "requested_resume_step": point.requested_step,
             "resume_step": point.step,
-            "as_of": snap.created_at,
+            "as_of": min(snap.created_at, first_fork or snap.created_at),  # (the chain's)
         }
         if limit is not None and budget is not None:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
@@ -377,10 +379,7 @@ class LangGraphRerunExecutor:
         require_checkpointer(graph, trajectory.id, spec, saved=saved)
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
         self._invocation_for(trajectory, graph)
-        require_saved_thread(graph, trajectory)
-        channels = state_keys(graph) | set(getattr(graph, "channels", None) or ())
-        if self.directive_key is not None and self.directive_key not in channels:
-            raise no_key(self.directive_key, state_keys(graph))  # (before any gate)
+        require_rerunnable(graph, trajectory, self.directive_key)  # (before any gate)
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
         """What the branch is invoked with (refused when this process cannot give it)."""

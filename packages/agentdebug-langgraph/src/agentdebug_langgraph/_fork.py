@@ -14,7 +14,12 @@ from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, RerunRequest
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from agentdebug_langgraph._checkpoints import COMMAND_FORK, ResumePoint, writers_of
+from agentdebug_langgraph._checkpoints import (
+    COMMAND_FORK,
+    ResumePoint,
+    require_saved_thread,
+    writers_of,
+)
 from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
 
 
@@ -396,3 +401,13 @@ def no_key(key: str, keys: set[str]) -> AgentDebugError:
         "or LangGraphRerunExecutor(directive_key=... or directive_update=...) (on the "
         "command line: --executor-option directive_key=KEY, a key that holds the messages)"
     )
+
+
+def require_rerunnable(graph: Any, run: Any, directive_key: str | None) -> None:
+    """What a rerun of ``run`` on ``graph`` would be refused for, known without
+    forking: a graph that ran none of the run's nodes or holds nothing of its thread
+    (:func:`require_saved_thread`), a ``directive_key`` its state does not have."""
+    require_saved_thread(graph, run)
+    channels = state_keys(graph) | set(getattr(graph, "channels", None) or ())
+    if directive_key is not None and directive_key not in channels:
+        raise no_key(directive_key, state_keys(graph))

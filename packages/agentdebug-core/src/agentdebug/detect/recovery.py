@@ -101,15 +101,17 @@ def _caught_by_caller(
 ) -> AgentEvent | None:
     """For an error that made a sub-agent raise (``wf/ask_primary``: a LangGraph
     task, a graph a node ran; its error event follows), its caller's later usual end
-    (``wf``; for ``lead/researcher/search``, ``lead``) after another of its
-    sub-agents did its work: the code that called it caught the error and fell back,
-    so it is no fault left standing. Not an error the sub-agent itself got past (a
+    (``wf``; for ``lead/researcher/search``, ``lead``) after a fallback started after
+    the error did its work (a model call of the caller's own, or a sub-agent of its
+    started then; not one running beside it all along): the code that called it
+    caught the error and fell back, so it is no fault left standing. Not an error the sub-agent itself got past (a
     tool's, a tool node turned into a message), nor one whose fallback failed too or
     that was caught with no fallback at all (an apology): that is still the cause."""
     agent = failed.agent_name or ""
     callers = [agent[:i] for i in range(len(agent) - 1, 0, -1) if agent[i] == "/"]
     raised = failed.type is EventType.ERROR
-    went_on = False  # (another of the caller's sub-agents, after, did its work)
+    went_on = False  # (after the raise, a fallback did its work: the caller's own call,
+    fallbacks: set[str] = set(callers)  # or a sub-agent of its started after the raise)
     for event in later if callers else ():
         name = event.agent_name or ""
         if name == agent and event.type is EventType.ERROR:
@@ -117,12 +119,13 @@ def _caught_by_caller(
         elif event.type is EventType.AGENT_END and name in callers:
             usual = event.error is None and event.id not in failures
             return event if raised and usual and went_on else None
+        elif raised and event.type is EventType.AGENT_START and name != agent:
+            fallbacks.add(name)
         elif (
             raised
-            and name != agent
+            and name in fallbacks
             and event.id not in failures
             and event.type in (EventType.LLM_RESPONSE, EventType.TOOL_RESULT, EventType.AGENT_END)
-            and any(name.startswith(f"{c}/") for c in callers)
         ):
             went_on = True
     return None

@@ -453,7 +453,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         run.node_errors.clear()  # the exceptions are not kept while the run waits
         run.subgraph_loops.clear()
         if not run.interrupt_recorded:  # a static interrupt (interrupt_before/after)
-            where = str(run.interrupted or "").replace("interrupt_", "")
+            where = {"interrupt_before": "before", "interrupt_after": "after"}.get(
+                str(run.interrupted), ""
+            )
             said = f"paused at a breakpoint{f' ({where} a node)' if where else ''}"
             session.record(
                 EventType.CHECKPOINT,

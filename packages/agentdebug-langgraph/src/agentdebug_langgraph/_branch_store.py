@@ -20,10 +20,11 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Generator, Iterable, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from agentdebug.schema import AgentTrajectory, EventType
+from agentdebug.schema.trace import aware
 from langgraph.store.base import (
     BaseStore,
     GetOp,
@@ -47,10 +48,6 @@ Spans = tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]
 Plan = Generator[list[Op], list[Any], Result]  # (the graph's store's results come back)
 
 
-def _aware(value: datetime) -> datetime:
-    return value if value.tzinfo else value.replace(tzinfo=UTC)
-
-
 class BranchStore(BaseStore):
     """``base`` as it was at ``as_of`` (``None``: as it is), with the branch's own
     writes kept apart. See the module's docstring."""
@@ -59,7 +56,7 @@ class BranchStore(BaseStore):
 
     def __init__(self, base: BaseStore, as_of: datetime | None, spans: Spans = ((), ())) -> None:
         self.base = base
-        self.as_of = _aware(as_of) if as_of is not None else None
+        self.as_of = aware(as_of) if as_of is not None else None
         self.spans = spans  # the run's node runs (start, end) before the fork, and after
         self.said_unsure = False
         self.written = _like(base)  # the branch's puts, searched as the base searches
@@ -73,7 +70,7 @@ class BranchStore(BaseStore):
         fork's own second, by the run's node runs that second: after the fork when
         only nodes after it ran then, else before (both ran then: said in the log)."""
         assert self.as_of is not None
-        when = _aware(when)
+        when = aware(when)
         if when.microsecond != 0:
             return when <= self.as_of
         fork_second = self.as_of.replace(microsecond=0)

@@ -151,6 +151,28 @@ def test_the_views_search_pages_over_hidden_items_and_its_own() -> None:
     assert [i.key for i in view.search(("docs",), filter={"n": 3})] == ["kept3"]
 
 
+def test_the_view_lists_only_namespaces_holding_an_item_it_sees() -> None:
+    base = InMemoryStore()
+    base.put(("users", "ann", "notes"), "a", {"n": 1})
+    base.put(("users", "bob", "notes"), "b", {"n": 2})
+    fork_time = datetime.now(UTC)
+    time.sleep(0.01)
+    base.put(("users", "cat", "notes"), "c", {"n": 3})  # after the fork
+    for n in range(120):  # more than a page of namespaces made after it
+        base.put(("later", f"{n:03}"), "x", {"n": n})
+    view = BranchStore(base, fork_time)
+    view.delete(("users", "bob", "notes"), "b")  # its only item, deleted by the branch
+    view.put(("users", "dan", "notes"), "d", {"n": 4})
+    assert view.list_namespaces() == [("users", "ann", "notes"), ("users", "dan", "notes")]
+    assert view.list_namespaces(prefix=("users",), max_depth=2) == [
+        ("users", "ann"),
+        ("users", "dan"),
+    ]
+    assert view.list_namespaces(limit=1, offset=1) == [("users", "dan", "notes")]
+    # the graph's store lists all of its own
+    assert len(base.list_namespaces(limit=200)) == 123
+
+
 def test_the_view_answers_async_calls_too() -> None:
     base, fork_time = _seeded()
     view = BranchStore(base, fork_time)

@@ -46,6 +46,7 @@ _views: OrderedDict[str, BranchStore] = OrderedDict()
 Key = tuple[tuple[str, ...], str]
 Spans = tuple[Sequence[tuple[float, float]], Sequence[tuple[float, float]]]
 Plan = Generator[list[Op], list[Any], Result]  # (the graph's store's results come back)
+Check = Generator[list[Op], list[Any], bool]
 
 
 class BranchStore(BaseStore):
@@ -127,12 +128,46 @@ class BranchStore(BaseStore):
         if isinstance(op, SearchOp):
             return (yield from self._search(op))
         if isinstance(op, ListNamespacesOp):
-            wide = op._replace(limit=op.offset + op.limit, offset=0)
-            (theirs,) = yield [wide]
-            mine: list[tuple[str, ...]] = self.written.batch([wide])[0]  # type: ignore[assignment]
-            names = set(theirs or ()) | set(mine)
-            return sorted(names)[op.offset : op.offset + op.limit]
+            return (yield from self._namespaces(op))
         raise TypeError(f"unknown store operation {type(op).__name__}")
+
+    def _namespaces(self, op: ListNamespacesOp) -> Plan:
+        """The graph's store's namespaces that hold an item the branch sees (one
+        whose items were all made after the fork, or deleted by the branch, is not
+        there for it), and the branch's own; ``offset`` and ``limit`` over both."""
+        want = op.offset + op.limit
+        every = op._replace(limit=2**62, offset=0)
+        listed: list[tuple[str, ...]] = self.written.batch([every])[0]  # type: ignore[assignment]
+        # (an in-memory store lists a namespace it was only asked about, or whose
+        # items were all deleted)
+        mine = {name for name in listed if self.written.search(name, limit=1)}
+        kept: set[tuple[str, ...]] = set()
+        at = 0
+        while len(kept) < want:
+            (page,) = yield [op._replace(limit=_PAGE, offset=at)]
+            page = list(page or ())
+            for name in page:
+                if name not in mine and (yield from self._holds_visible(tuple(name))):
+                    kept.add(tuple(name))
+            at += len(page)
+            if len(page) < _PAGE:
+                break
+        return sorted(kept | mine)[op.offset : want]
+
+    def _holds_visible(self, prefix: tuple[str, ...]) -> Check:
+        """Whether an item under ``prefix`` in the graph's store is there for the branch."""
+        if self.as_of is None and not self.deleted:
+            return True
+        at = 0
+        while True:
+            ask = SearchOp(prefix, limit=_PAGE, offset=at, refresh_ttl=False)
+            (page,) = yield [ask]
+            page = list(page or ())
+            if any(self._visible(item) for item in page):
+                return True
+            at += len(page)
+            if len(page) < _PAGE:
+                return False
 
     def _search(self, op: SearchOp) -> Plan:
         """The graph's store's matches (visible ones, in its order), then the

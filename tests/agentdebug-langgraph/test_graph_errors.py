@@ -85,6 +85,37 @@ def test_the_closed_loop_does_not_rerun_a_run_whose_input_is_at_fault(dbg: Agent
         resume_point(run, 0)  # and asked directly, the executor says why it cannot
 
 
+def test_invoking_with_no_input_on_a_new_thread_is_the_invocations_fault(dbg: AgentDebug) -> None:
+    from langgraph.errors import EmptyInputError
+
+    g = StateGraph(Tally)
+    g.add_node("bump", lambda s: {"count": s.count + 1})
+    g.add_edge(START, "bump")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(EmptyInputError):  # (a thread id mistyped when going on with a run)
+        graph.invoke(None, {"callbacks": [cb], "configurable": {"thread_id": "nwe"}})
+    run = cb.trajectory()
+    error = the_error(run)
+    (given,) = [e for e in run.events if e.type is EventType.USER_INPUT]
+    assert given.input is None and given.metadata["empty"] is True
+    assert (error.agent_name, error.step_index, error.parent_id) == (None, 0, given.id)
+    assert error.metadata["langgraph_error"] == "empty_input"
+    (report,) = cb.reports
+    assert "Most likely root cause: the run's input at the same step" in report.summary
+    assert "unnamed agent" not in report.summary
+    executor = LangGraphRerunExecutor(graph, debugger=dbg)
+    result = closed_loop(run, debugger=dbg, executor=executor, report=report)
+    assert result.status == "no_plan"
+    # asked directly, the executor says why there is nothing to fork, and what to do
+    with pytest.raises(AgentDebugError) as refused:
+        executor.preflight(run)
+    said = str(refused.value)
+    assert "no node of it ran (the graph raised EmptyInputError first)" in said
+    assert "with the thread id of the run to continue" in said
+    assert "InMemorySaver a graph factory makes" not in said
+
+
 def test_a_value_a_node_wrote_that_the_state_schema_refuses_blames_that_node() -> None:
     g = StateGraph(Tally)
     g.add_node("parse", lambda s: {"count": "twelve", "note": "parsed"})

@@ -504,6 +504,8 @@ def require_saved_thread(graph: Any, run: AgentTrajectory) -> None:
         found = saver.get_tuple({"configurable": {"thread_id": str(thread), "checkpoint_ns": ""}})
     except Exception:  # (a saver with async reads only: the rerun itself finds out)
         return
+    if found is None and not ran:
+        raise AgentDebugError(f"cannot rerun run '{run.id}': {_nothing_ran(run, str(thread))}")
     if found is None:
         raise AgentDebugError(
             f"cannot rerun run '{run.id}': the graph's checkpointer "
@@ -511,3 +513,21 @@ def require_saved_thread(graph: Any, run: AgentTrajectory) -> None:
             "InMemorySaver a graph factory makes starts empty in each process: give the "
             "factory's graph a saver on disk, SqliteSaver, to rerun from another process)"
         )
+
+
+def _nothing_ran(run: AgentTrajectory, thread: str) -> str:
+    """Why a run that ran no node has nothing to fork (its thread holds nothing)."""
+    error = run.outcome.error if run.outcome is not None else None
+    kind = error.type if error is not None else None
+    raised = f" (the graph raised {kind} first)" if kind else ""
+    said = (
+        "LangGraph's EmptyInputError: the graph was invoked with no input on a thread "
+        "that holds no checkpoint to go on from (a new thread id, or one another "
+        "checkpointer keeps); invoke it with the run's input, or with the thread id of "
+        "the run to continue"
+        if kind == "EmptyInputError"
+        else "fix what it raised and invoke the graph again"
+    )
+    return (
+        f"no node of it ran{raised}, so no state of its thread '{thread}' was saved to fork. {said}"
+    )

@@ -173,6 +173,16 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
                     )
             elif known is None or known[0] is not error:  # not recorded at a node
                 at = self._locate(run, error)
+                if (
+                    at is not None
+                    and run.input_event is None
+                    and at.metadata.get("langgraph_error") == "empty_input"
+                ):  # (invoke(None): the input it was not given)
+                    at.parent_id = run.input_event = session.record(
+                        EventType.USER_INPUT,
+                        step_index=0,
+                        metadata={"langgraph_event": "input", "empty": True},
+                    )
                 session.record(
                     EventType.ERROR,
                     error=error,

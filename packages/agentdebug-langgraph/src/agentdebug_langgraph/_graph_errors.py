@@ -16,6 +16,8 @@ the run anyway) and places each kind it knows:
   report: at the node's latest start;
 - ``InvalidUpdateError`` "At key 'k': Can receive only one value per step": at the
   nodes of the super-step that wrote ``k`` (the last of them);
+- ``EmptyInputError`` before any node ran (invoked with no input on a thread with
+  nothing to go on from): at the run's input, step 0;
 - a pydantic ``ValidationError`` raised reading the state for the next task
   ("Before task with name ..."): at the node of the last super-step whose update
   wrote a field it names, or at the run's input when no node has run.
@@ -191,6 +193,15 @@ def locate(
         located = _at(writers[-1], "system.schema_violation", "concurrent_update", writers)
         located.metadata["key"] = match.group(1)
         return located
+    if type(error).__name__ == "EmptyInputError" and not own:
+        # invoked with no input (None, or nothing the input schema reads) on a thread
+        # with nothing to go on from: the invocation's fault, before any node
+        meta = {
+            FAILURE_MODE: "system.schema_violation",
+            "langgraph_error": "empty_input",
+            "written_by": "input",
+        }
+        return Located(None, 0, input_event, meta)
     before = _before_task(error)
     if before is not None and _is_validation_error(error):
         fields = _fields(error)
@@ -355,7 +366,7 @@ def _writer(
 def may_place(error: BaseException) -> bool:
     """Whether ``error`` is of a kind :func:`locate` places (a cheap test first)."""
     name = type(error).__name__
-    if name in ("GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError"):
+    if name in ("GraphRecursionError", "InvalidUpdateError", "NodeTimeoutError", "EmptyInputError"):
         return True
     return _before_task(error) is not None and _is_validation_error(error)
 

@@ -196,12 +196,16 @@ def locate(
     if type(error).__name__ == "EmptyInputError" and not own:
         # invoked with no input (None, or nothing the input schema reads) on a thread
         # with nothing to go on from: the invocation's fault, before any node
-        meta = {
-            FAILURE_MODE: "system.schema_violation",
-            "langgraph_error": "empty_input",
-            "written_by": "input",
-        }
-        return Located(None, 0, input_event, meta)
+        return Located(
+            None,
+            0,
+            input_event,
+            {
+                FAILURE_MODE: "system.schema_violation",
+                "langgraph_error": "empty_input",
+                "written_by": "input",
+            },
+        )
     before = _before_task(error)
     if before is not None and _is_validation_error(error):
         fields = _fields(error)

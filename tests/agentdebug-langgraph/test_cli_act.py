@@ -268,3 +268,38 @@ def test_a_secret_configurable_key_is_refused_before_the_gate_saying_how_to_give
     assert "configurable key api_key (not stored" in refused.stdout, refused.stdout
     assert "on the command line: --executor module:function" in refused.stdout
     assert "gate ask" not in refused.stdout and "sk-test-0042" not in refused.stdout
+
+
+def test_a_send_worker_is_rerun_from_the_command_line_with_a_directive_update(
+    dbg: AgentDebug, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A map-reduce worker's packet carries no messages: the rerun is refused,
+    naming the option that gives it a ``directive_update``; with it, the corrected
+    branch passes."""
+    from lg_fan import fan_graph_from_env
+
+    db = tmp_path / "checkpoints.db"
+    monkeypatch.setenv("LG_TEST_DB", str(db))
+    graph = fan_graph_from_env()
+    cb = AgentDebugCallback(dbg, graph_factory="lg_fan:fan_graph_from_env")
+    with pytest.raises(ValueError, match="item 2 is bad"):
+        graph.invoke(
+            {"items": [1, 2, 3], "results": []},
+            {"configurable": {"thread_id": "t-fan"}, "callbacks": [cb]},
+        )
+    root = cb.reports[0].root_cause
+    assert root is not None and root.agent_name == "work"
+    run_id = cb.trajectory().id
+    graph.checkpointer.conn.close()
+    dbg.close()
+    refused = rerun(run_id, db=db)
+    assert refused.returncode != 0
+    said = refused.stdout + refused.stderr
+    assert "the graph's state has no 'messages' key to carry the directive" in said
+    assert "or directive_update=module:function" in said
+    bad = rerun(run_id, "directive_update=lg_fan:NOT_A_FUNCTION", db=db)
+    assert bad.returncode == 1 and "int is not a function" in bad.stderr, bad.stderr
+    passes = rerun(run_id, "directive_update=lg_fan:fixed", db=db)
+    assert passes.returncode == 0, passes.stdout + passes.stderr
+    assert "Loop succeeded" in passes.stdout
+    assert "Root cause: verified by rerun" in passes.stdout

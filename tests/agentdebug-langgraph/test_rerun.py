@@ -300,6 +300,7 @@ def test_a_directive_that_cannot_reach_a_send_branch_is_refused_not_rerun_in_vai
     message = str(raised.value)
     assert "cannot carry the directive to node 'worker'" in message
     assert "keys hint, order" in message and "directive_update" in message
+    assert "--executor-option directive_update=module:function" in message  # (the CLI's)
     # forking on the run's own thread, the refusal leaves that thread as it was (the
     # fork is tried on a scratch copy first), and no branch thread behind
     head = graph.get_state(config)

@@ -62,6 +62,7 @@ from agentdebug_langgraph._ending import (
     checked_success_check,
 )
 from agentdebug_langgraph._fork import (
+    BY_CLI,
     as_held,
     directive_text,
     fork,
@@ -515,10 +516,10 @@ class LangGraphRerunExecutor:
         if held is not None and not isinstance(held, list | tuple):
             # (a text, a number: the directive in its place would replace the user's value)
             raise AgentDebugError(
-                f"the state key '{key}' holds {type(held).__name__}, not a "
-                "list of messages, so the directive cannot be added to it as a message "
-                "without replacing what it holds; name a key that holds the messages, or "
-                "give a state_patch or LangGraphRerunExecutor(directive_update=...)"
+                f"the state key '{key}' holds {type(held).__name__}, not a list of messages, "
+                "so the directive cannot be added to it as a message without replacing what "
+                "it holds; name a key that holds the messages, or give a state_patch or "
+                f"LangGraphRerunExecutor(directive_update=...){BY_CLI}"
             )
         said = [as_held(held, directive_text(request))]
         if replaced_by_updates(graph, key):

@@ -22,6 +22,9 @@ from agentdebug_langgraph._checkpoints import (
 )
 from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
 
+# how a directive_update is given to `agentdebug act --rerun`
+BY_CLI = " (on the command line: --executor-option directive_update=module:function)"
+
 
 def directive_text(request: RerunRequest) -> str:
     """The correction as the model reads it: what went wrong last time, and the fix.
@@ -109,6 +112,7 @@ def fork(
             "(StateGraph(..., input_schema=...)). Give LangGraphRerunExecutor a "
             "directive_update(request, snapshot) that puts the correction in keys "
             "they write, or the rerun request such a state_patch"
+            f"{BY_CLI}"
         )
     sent = (
         ""
@@ -178,6 +182,7 @@ def require_delivered(
         "the state's messages, so the correction added to them does not reach it. Give "
         "LangGraphRerunExecutor a directive_update(request, snapshot) that puts the "
         "correction where that edge reads it, or the rerun request a state_patch"
+        f"{BY_CLI}"
     )
 
 
@@ -225,6 +230,7 @@ def require_subgraph_reads(
         f"'{key}', so the correction added to the parent's '{key}' does not reach inside "
         "it. Give LangGraphRerunExecutor a directive_update(request, snapshot) that puts "
         "the correction in a key the subgraph reads, or the rerun request a state_patch"
+        f"{BY_CLI}"
     )
 
 
@@ -399,7 +405,8 @@ def no_key(key: str, keys: set[str]) -> AgentDebugError:
         f"the graph's state has no '{key}' key to carry the directive as a message (its "
         f"keys: {', '.join(sorted(keys)) or 'none'}); give the rerun request a state_patch, "
         "or LangGraphRerunExecutor(directive_key=... or directive_update=...) (on the "
-        "command line: --executor-option directive_key=KEY, a key that holds the messages)"
+        "command line: --executor-option directive_key=KEY, a key that holds the messages, "
+        "or directive_update=module:function)"
     )
 
 

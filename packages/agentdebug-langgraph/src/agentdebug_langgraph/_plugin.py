@@ -54,11 +54,17 @@ def _key(key: str, value: str) -> str:
     return value.strip()
 
 
-def _check(key: str, value: str) -> Any:
-    """A success check by its ``module:function`` name, imported now."""
+def _function(key: str, value: str) -> Any:
+    """A function by its ``module:function`` name (a success check, a
+    ``directive_update``), imported now."""
     from agentdebug_langgraph._specs import load_spec
 
-    return load_spec(value.strip(), f"executor option {key}:")
+    found = load_spec(value.strip(), f"executor option {key}:")
+    if not callable(found):
+        raise AgentDebugError(
+            f"executor option {key} '{value.strip()}': {type(found).__name__} is not a function"
+        )
+    return found
 
 
 def _limit(key: str, value: str) -> int:
@@ -78,7 +84,8 @@ OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "asynchronous": _asynchronous,
     "directive_key": _key,
     "recursion_limit": _limit,
-    "success_check": _check,
+    "success_check": _function,
+    "directive_update": _function,
 }
 
 

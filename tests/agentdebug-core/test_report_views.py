@@ -143,6 +143,14 @@ def test_timeline_lines_name_the_tool_mark_a_cut_off_call_and_read_a_nodes_comma
     assert line == "[stopped: the run ended before the model answered]"  # not its prompt
     partial = cut.model_copy(update={"output": {"role": "assistant", "content": "Hello there"}})
     assert event_line(partial, 100).endswith("answered] Hello there")
+    cancelled = ev(  # a tool run a sibling's failure cancelled: not a blank line
+        3,
+        EventType.TOOL_RESULT,
+        "tools",
+        module="slow_lookup",
+        metadata={"stopped": "the call was stopped (CancelledError)"},
+    )
+    assert event_line(cancelled, 80) == "[stopped: the call was stopped (CancelledError)]"
     commands = ev(
         4,
         EventType.AGENT_END,

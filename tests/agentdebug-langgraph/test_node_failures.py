@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import operator
+import warnings
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -418,3 +419,61 @@ def test_a_node_whose_retries_run_out_is_blamed_not_the_model_call_before_it(
     assert root is not None and (root.agent_name, root.mode_id) == ("fetch", mode)
     if mode == "system.service_unavailable":
         assert report.fix is not None and "Retry later" in report.fix.directive
+
+
+def test_a_tool_call_cancelled_by_its_siblings_failure_is_a_stop_not_a_failure(
+    dbg: AgentDebug,
+) -> None:
+    """Async tool calls of one model answer run together; when one raises, the tool
+    node cancels the others. The cancelled call did nothing wrong: it is recorded as
+    stopped, with no error, and no finding or fix names it (before, it read as a
+    failed call, "slow_lookup failed: CancelledError", evidence against it)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langchain_core.tools import tool
+    from lg_graphs import ToolBindingFake
+
+    @tool
+    async def slow_lookup(q: str) -> str:
+        """A healthy lookup that takes a while."""
+        await asyncio.sleep(0.5)
+        return f"{q}: ok"
+
+    @tool
+    async def broken_lookup(q: str) -> str:
+        """A lookup whose backend is down."""
+        await asyncio.sleep(0.01)
+        raise RuntimeError("broken_lookup: backend 503")
+
+    asked = AIMessage(
+        "",
+        tool_calls=[
+            {"name": "slow_lookup", "args": {"q": "a"}, "id": "c-slow"},
+            {"name": "broken_lookup", "args": {"q": "b"}, "id": "c-broken"},
+        ],
+    )
+    with warnings.catch_warnings():  # (moved to langchain.agents, not installed here)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langgraph.prebuilt import create_react_agent
+
+        # (its tool node runs each call as a Send: tasks of their own, which
+        # LangGraph cancels when one of them raises)
+        graph = create_react_agent(
+            ToolBindingFake(messages=iter([asked, AIMessage("done")])),
+            [slow_lookup, broken_lookup],
+        )
+    cb = AgentDebugCallback(dbg)
+    with pytest.raises(RuntimeError, match="backend 503"):
+        asyncio.run(
+            graph.ainvoke({"messages": [HumanMessage("look up a and b")]}, {"callbacks": [cb]})
+        )
+    run = cb.trajectory()
+    results = {e.metadata.get("tool_call_id"): e for e in of(run, EventType.TOOL_RESULT)}
+    assert results["c-broken"].error is not None
+    slow = results.get("c-slow")  # (the lowest versions tell no callback of the cancel)
+    if slow is not None:
+        assert slow.error is None and slow.output is None
+        assert slow.metadata["stopped"] == "the call was stopped (CancelledError)"
+    (report,) = cb.reports
+    assert "CancelledError" not in report.model_dump_json()  # (no finding, evidence or fix)
+    assert report.fix is not None and "slow_lookup" not in report.fix.directive
+    assert "broken_lookup" in report.summary

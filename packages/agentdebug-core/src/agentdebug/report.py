@@ -58,10 +58,14 @@ def render_json(report: DiagnosticReport) -> str:
 # -- shared pieces ---------------------------------------------------------------------
 
 
+# a model call or a tool run stopped before it answered (an integration's ``stopped``)
+_MAY_STOP = (EventType.LLM_RESPONSE, EventType.TOOL_RESULT)
+
+
 def event_line(event: AgentEvent, width: int) -> str:
     """One line of what happened at an event: its error, else its output, else its
-    input; a tool call as ``tool(arguments)``, a model call stopped before it
-    answered as such (not its prompt, which would read as its reply)."""
+    input; a tool call as ``tool(arguments)``, a model call or a tool run stopped
+    before it answered as such (not its prompt, which would read as its reply)."""
     meta = event.metadata or {}
     if event.error is not None:
         error = "✗ " + event.error.message
@@ -87,7 +91,7 @@ def event_line(event: AgentEvent, width: int) -> str:
         said = flatten(event.input, limit=width * 2)
         return shorten(f"{head}] {said}" if said else f"{head}]", width)
     out = event.output
-    stopped = meta.get("stopped") if event.type is EventType.LLM_RESPONSE else None
+    stopped = meta.get("stopped") if event.type in _MAY_STOP else None
     if stopped and isinstance(stopped, str):
         said = inline(out, limit=width * 4)
         head = f"[stopped: {stopped}]"

@@ -173,6 +173,20 @@ class ToolEvents(CaptureBase):
                 return
             if isinstance(error, GraphBubbleUp):  # a Command raised in a tool
                 return
+            if not isinstance(error, Exception):
+                # stopped, not failed: a sibling call that raised made the tool node
+                # cancel this one (asyncio.gather), or the caller stopped the run
+                meta["stopped"] = f"the call was stopped ({type(error).__name__})"
+                rec.run.session.record(
+                    EventType.TOOL_RESULT,
+                    agent_name=rec.agent,
+                    step_index=rec.step,
+                    parent_id=call_event,
+                    module=tool,
+                    duration_ms=(time.perf_counter() - started) * 1000.0,
+                    metadata=meta,
+                )
+                return
             failed = rec.run.session.record(
                 EventType.TOOL_RESULT,
                 agent_name=rec.agent,

@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.errors import AgentDebugError
 from agentdebug.rerun import closed_loop
-from agentdebug_langgraph import LangGraphRerunExecutor
+from agentdebug.schema import DiagnosticReport, Fix, Hypothesis
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from lg_graphs import (
@@ -179,3 +182,70 @@ def test_a_tool_node_blamed_for_an_outage_is_rerun_as_it_was_and_verified(
         if e.type is EventType.TOOL_CALL and "inherited_from" not in e.metadata
     ]
     assert (again.parent_id, again.agent_name) == (decision.id, "agent")
+
+
+def test_a_sub_agent_a_tool_invokes_is_refused_before_the_gate_not_retried_unchanged(
+    dbg: AgentDebug,
+) -> None:
+    """A supervisor's tool asks a sub-agent (a graph the tool invokes), which gets a
+    figure wrong. A fork can only rerun the tool node with the calls the model asked
+    for, so a directive to the sub-agent reaches no one: the rerun is refused before
+    the gate, naming the step to rerun from instead (before, the branch redid the
+    mistake unchanged as "a retry", and the right blame read as refuted). The tool
+    node blamed itself is still retried."""
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode
+
+    quant = agent_loop(scripted([AIMessage("100 EUR = 180.50 USD")]), ToolNode([lookup_order]))
+
+    @tool
+    def ask_quant(question: str) -> str:
+        """Ask the quant team."""
+        reply = quant.invoke({"messages": [HumanMessage(question)]})
+        return str(reply["messages"][-1].content)
+
+    supervisor = scripted(
+        [call("ask_quant", {"question": "100 EUR in USD?"}, "s1"), AIMessage("It is 180.50 USD.")]
+    )
+    graph = agent_loop(supervisor, ToolNode([ask_quant]), InMemorySaver())
+    cb = AgentDebugCallback(
+        dbg,
+        diagnose=False,
+        success_check=lambda s: "108.50" in str(s["messages"][-1].content) or "wrong conversion",
+    )
+    graph.invoke(
+        {"messages": [HumanMessage("100 EUR in USD?")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "t-quant"}},
+    )
+    run = cb.trajectory()
+    inner = next(
+        e for e in run.events if e.type is EventType.LLM_RESPONSE and e.agent_name == "tools/agent"
+    )
+    executor = LangGraphRerunExecutor(graph, debugger=dbg)
+    with pytest.raises(AgentDebugError) as refused:
+        executor.preflight(run, resume_step=inner.step_index)
+    said = str(refused.value)
+    assert f"cannot carry the directive to tools/agent at step {inner.step_index}" in said
+    assert "it runs inside a tool of node 'tools'" in said
+    assert "Rerun from the model call that asked for the tool (step 1)" in said
+    # the closed loop asks before the gate: nothing is decided, no branch is made
+    report = DiagnosticReport(
+        id=f"r-{run.id}",
+        trajectory_id=run.id,
+        hypotheses=[
+            Hypothesis(
+                agent_name="tools/agent", step_index=inner.step_index, strategy="t", confidence=0.9
+            )
+        ],
+        fix=Fix(directive="use the rate", target_agent="tools/agent", target_step=inner.step_index),
+    )
+    result = closed_loop(run, debugger=dbg, executor=executor, report=report, max_rounds=1)
+    assert result.status == "error" and result.detail is not None
+    assert "it runs inside a tool of node 'tools'" in result.detail
+    (attempt,) = result.attempts
+    assert attempt.decision is None and attempt.branch_id is None
+    # the tool node's own step is a retry, as before
+    tools = next(
+        e for e in run.events if e.type is EventType.AGENT_START and e.agent_name == "tools"
+    )
+    executor.preflight(run, resume_step=tools.step_index)

@@ -531,3 +531,16 @@ def _nothing_ran(run: AgentTrajectory, thread: str) -> str:
     return (
         f"no node of it ran{raised}, so no state of its thread '{thread}' was saved to fork. {said}"
     )
+
+
+def forks_at(run: AgentTrajectory, step: int) -> list[AgentEvent]:
+    """The forks a branch run recorded at ``step``: rerun from that step again (the
+    loop's next round), its state holds their corrections as well as the new one,
+    so the new branch records them too (the steps before are inherited anyway)."""
+    return [
+        e
+        for e in run.events
+        if e.step_index == step
+        and e.type is EventType.USER_INPUT
+        and e.metadata.get("langgraph_event") == "fork"
+    ]

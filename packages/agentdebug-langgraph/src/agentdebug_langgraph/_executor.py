@@ -32,7 +32,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.capture.encode import safe_str
@@ -50,6 +50,7 @@ from agentdebug_langgraph._checkpoints import (
     copy_to_thread,
     delete_thread,
     find_snapshot,
+    forks_at,
     inheritable,
     resume_point,
     routed_by_command,
@@ -71,6 +72,7 @@ from agentdebug_langgraph._fork import (
     remaining_budget,
     replaced_by_updates,
     require_delivered,
+    require_outside_tools,
     require_rerunnable,
     require_state_keys,
     require_subgraph_reads,
@@ -79,7 +81,6 @@ from agentdebug_langgraph._fork import (
 from agentdebug_langgraph._inner_threads import inner_threads
 from agentdebug_langgraph._live import (
     default_debugger,
-    live_check,
     live_graph,
     note_check,
     note_graph,
@@ -99,18 +100,11 @@ from agentdebug_langgraph._requirements import (
     require_state_graph,
     runs_tools,
 )
-from agentdebug_langgraph._specs import load_spec
+from agentdebug_langgraph._specs import UNJUDGED, load_spec, recorded_check
 from agentdebug_langgraph._state import ASYNC, FRAMEWORK, decisions_of, forget_stopped
 
 log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
-
-_UNKNOWN = "the branch's outcome is left unknown"
-PASS_CHECK = (
-    f"{_UNKNOWN}: pass LangGraphRerunExecutor(success_check=...) "
-    "(on the command line: --executor-option success_check=module:function), or define "
-    "the check at the top level of an importable module"
-)
 
 
 DirectiveUpdate = Callable[[RerunRequest, Any], dict[str, Any]]
@@ -285,7 +279,7 @@ class LangGraphRerunExecutor:
             if check is not None and not isinstance(check, UnavailableCheck):
                 note_check(session.id, check)  # a later round reruns this branch
             _invocation.note_invocation(session.id, invocation)  # (as the check)
-            for earlier in _forks_at(original, point.step):  # in the forked state too
+            for earlier in forks_at(original, point.step):  # in the forked state too
                 session.record_event(earlier, metadata={"inherited_from": original.id})
             fork_event = session.record(
                 EventType.USER_INPUT,
@@ -340,7 +334,13 @@ class LangGraphRerunExecutor:
 
     # -- the pieces ------------------------------------------------------------------------
 
-    def preflight(self, trajectory: AgentTrajectory, *, scorer: str | None = None) -> None:
+    def preflight(
+        self,
+        trajectory: AgentTrajectory,
+        *,
+        scorer: str | None = None,
+        resume_step: int | None = None,
+    ) -> None:
         """What :meth:`rerun` would refuse that is known without running anything:
         no graph and no recorded factory, a factory that cannot be imported or that
         raises, a run recorded with no checkpointer, a graph that is not a
@@ -352,22 +352,23 @@ class LangGraphRerunExecutor:
         (the branch would run, tools and all, to no verdict). The closed loop asks
         before its gate, so no one approves a rerun that cannot run. A recorded
         factory is called here (its graph is the one the rerun then uses); a
-        recorded check is imported, not called."""
+        recorded check is imported, not called. ``resume_step``, the step the plan
+        reruns from: also a blamed step a directive cannot reach (inside a tool)."""
         check = self._success_check(trajectory)
         unjudged = None
         if isinstance(check, UnavailableCheck) and (
             scorer in ("outcome", None) or (scorer == "default" and not trajectory.reference_answer)
         ):
-            why = check.reason.replace(_UNKNOWN, "a branch's outcome would be left unknown")
+            why = check.reason.replace(UNJUDGED, "a branch's outcome would be left unknown")
             unjudged = f"a branch could not be judged: {why}"
         try:  # (first what no option fixes: the graph; then the check, or both at once)
-            self._preflight_graph(trajectory)
+            self._preflight_graph(trajectory, resume_step)
         except AgentDebugError as exc:
             raise AgentDebugError(f"{exc}. Also, {unjudged}" if unjudged else str(exc)) from exc
         if unjudged is not None:
             raise AgentDebugError(unjudged)
 
-    def _preflight_graph(self, trajectory: AgentTrajectory) -> None:
+    def _preflight_graph(self, trajectory: AgentTrajectory, resume_step: int | None) -> None:
         graph, spec = self._found(trajectory)
         saved = any(e.checkpoint for e in trajectory.events)
         if graph is None:
@@ -381,6 +382,12 @@ class LangGraphRerunExecutor:
         runs_async(graph, self.asynchronous, made_async(trajectory), trajectory.id)
         self._invocation_for(trajectory, graph)
         require_rerunnable(graph, trajectory, self.directive_key)  # (before any gate)
+        if resume_step is not None and self.directive_update is None:
+            try:
+                point = resume_point(trajectory, resume_step)
+            except AgentDebugError:  # (the rerun says why)
+                return
+            require_outside_tools(graph, trajectory, point)
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
         """What the branch is invoked with (refused when this process cannot give it)."""
@@ -448,29 +455,7 @@ class LangGraphRerunExecutor:
         saying so: judged without it, the branch would pass for want of a check."""
         if self.success_check is not None:
             return self.success_check
-        for run_id in (trajectory.id, trajectory.parent_id):
-            check = live_check(run_id) if run_id else None
-            if check is not None:
-                return cast(SuccessCheck, check)
-        lg = trajectory.metadata.get("langgraph")
-        lg = lg if isinstance(lg, dict) else {}
-        spec = lg.get("success_check")
-        if isinstance(spec, str) and spec:
-            try:
-                check = checked_success_check(
-                    load_spec(spec, "success check"), f"the run's success check '{spec}'"
-                )
-            except (AgentDebugError, TypeError) as exc:  # (gone, or now an async one)
-                return UnavailableCheck(f"{exc}; {PASS_CHECK}")
-            return cast(SuccessCheck, check)
-        name = lg.get("success_check_unimportable")
-        if isinstance(name, str) and name:
-            return UnavailableCheck(
-                f"run '{trajectory.id}' was judged by success check '{name}', which has no "
-                "importable name (a function defined in the script run as __main__, a "
-                f"lambda or a nested function) and is not alive in this process; {PASS_CHECK}"
-            )
-        return None
+        return recorded_check(trajectory)  # type: ignore[no-any-return]
 
     def _fork(
         self,
@@ -484,6 +469,8 @@ class LangGraphRerunExecutor:
         node: (the update, the fork's config, the node it was made as)."""
         routed = routed_by_command(original, point)
         plain = not request.state_patch and self.directive_update is None
+        if plain:
+            require_outside_tools(graph, original, point)
         if plain and point.requested_step >= point.step and runs_tools(graph, point):
             # A tool node blamed itself (not a step before the run that was moved to
             # it) runs the calls the model asked for and reads no directive; one after
@@ -585,16 +572,3 @@ class LangGraphRerunExecutor:
         if limit is not None:
             extra.setdefault("recursion_limit", limit)
         return {**extra, "configurable": configurable, "callbacks": [*callbacks, callback]}
-
-
-def _forks_at(run: AgentTrajectory, step: int) -> list[Any]:
-    """The forks a branch run recorded at ``step``: rerun from that step again (the
-    loop's next round), its state holds their corrections as well as the new one,
-    so the new branch records them too (the steps before are inherited anyway)."""
-    return [
-        e
-        for e in run.events
-        if e.step_index == step
-        and e.type is EventType.USER_INPUT
-        and e.metadata.get("langgraph_event") == "fork"
-    ]

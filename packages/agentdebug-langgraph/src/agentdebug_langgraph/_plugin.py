@@ -107,9 +107,15 @@ class RegisteredExecutor:
             self._executor = LangGraphRerunExecutor()
         return self._executor
 
-    def preflight(self, trajectory: AgentTrajectory, *, scorer: str | None = None) -> None:
+    def preflight(
+        self,
+        trajectory: AgentTrajectory,
+        *,
+        scorer: str | None = None,
+        resume_step: int | None = None,
+    ) -> None:
         """The executor's checks before the gate (see ``LangGraphRerunExecutor.preflight``)."""
-        self._built().preflight(trajectory, scorer=scorer)
+        self._built().preflight(trajectory, scorer=scorer, resume_step=resume_step)
 
     def rerun(self, request: RerunRequest) -> AgentTrajectory:
         result: AgentTrajectory = self._built().rerun(request)

@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from agentdebug.errors import AgentDebugError
+from agentdebug.schema import AgentTrajectory
 
 
 def factory_spec(factory: Any) -> str | None:
@@ -120,3 +121,44 @@ def load_spec(spec: str, what: str) -> Any:
         if target is None:
             raise AgentDebugError(f"{what} '{spec}': {module_name} has no '{attr}'")
     return target
+
+
+UNJUDGED = "the branch's outcome is left unknown"
+PASS_CHECK = (
+    f"{UNJUDGED}: pass LangGraphRerunExecutor(success_check=...) "
+    "(on the command line: --executor-option success_check=module:function), or define "
+    "the check at the top level of an importable module"
+)
+
+
+def recorded_check(trajectory: AgentTrajectory) -> Any:
+    """The check that judged ``trajectory`` (alive in this process, or imported by
+    its recorded name), to judge its branch; an ``UnavailableCheck`` saying why when
+    it can be neither (judged without it, a branch would pass for want of a check);
+    None when the run had none."""
+    from agentdebug_langgraph._ending import UnavailableCheck, checked_success_check
+    from agentdebug_langgraph._live import live_check
+
+    for run_id in (trajectory.id, trajectory.parent_id):
+        check = live_check(run_id) if run_id else None
+        if check is not None:
+            return check
+    lg = trajectory.metadata.get("langgraph")
+    lg = lg if isinstance(lg, dict) else {}
+    spec = lg.get("success_check")
+    if isinstance(spec, str) and spec:
+        try:
+            check = checked_success_check(
+                load_spec(spec, "success check"), f"the run's success check '{spec}'"
+            )
+        except (AgentDebugError, TypeError) as exc:  # (gone, or now an async one)
+            return UnavailableCheck(f"{exc}; {PASS_CHECK}")
+        return check
+    name = lg.get("success_check_unimportable")
+    if isinstance(name, str) and name:
+        return UnavailableCheck(
+            f"run '{trajectory.id}' was judged by success check '{name}', which has no "
+            "importable name (a function defined in the script run as __main__, a "
+            f"lambda or a nested function) and is not alive in this process; {PASS_CHECK}"
+        )
+    return None

@@ -390,3 +390,48 @@ def test_a_command_to_a_node_the_graph_does_not_have_is_an_error_at_the_router(
     assert "routed to 'billing', which is no node of the graph" in (lost.outcome.reason or "")
     root = unchecked.reports[0].root_cause
     assert root is not None and root.agent_name == "supervisor"
+
+
+def test_a_handoff_up_to_a_node_the_parent_graph_does_not_have_is_an_error_too(
+    dbg: AgentDebug,
+) -> None:
+    """A subgraph's node hands off with ``Command(goto=..., graph=Command.PARENT)``
+    to a node the parent lacks. LangGraph hands the command to the parent's node
+    running the subgraph and ignores the route as for its own; the run is not a
+    success (before, it was, with no error)."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+    from langgraph.types import Command
+
+    def classify(state: MessagesState) -> Command[Any]:
+        said = AIMessage("bogus")
+        return Command(goto=str(said.content), graph=Command.PARENT, update={"messages": [said]})
+
+    sub = StateGraph(MessagesState)
+    sub.add_node("classify", classify)
+    sub.add_edge(START, "classify")
+    g = StateGraph(MessagesState)
+    g.add_node("triage", sub.compile(), destinations=("billing",))
+    g.add_node("billing", lambda s: {"messages": [AIMessage("Your invoice is 120 EUR.")]})
+    g.add_edge(START, "triage")
+    cb = AgentDebugCallback(dbg)
+    g.compile().invoke({"messages": [HumanMessage("invoice total?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert "triage routed to 'bogus', which is no node of the graph" in (run.outcome.reason or "")
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name == "triage" and error.metadata["target"] == "bogus"
+    # a handoff up to a node the parent has is no error
+    sub2 = StateGraph(MessagesState)
+    sub2.add_node(
+        "classify", lambda s: Command(goto="billing", graph=Command.PARENT, update={"messages": []})
+    )
+    sub2.add_edge(START, "classify")
+    g2 = StateGraph(MessagesState)
+    g2.add_node("triage", sub2.compile(), destinations=("billing",))
+    g2.add_node("billing", lambda s: {"messages": [AIMessage("Your invoice is 120 EUR.")]})
+    g2.add_edge(START, "triage")
+    ok = AgentDebugCallback(dbg, diagnose=False)
+    g2.compile().invoke({"messages": [HumanMessage("invoice total?")]}, {"callbacks": [ok]})
+    assert ok.trajectory().outcome.status is OutcomeStatus.SUCCESS
+    assert not [e for e in ok.trajectory().events if e.type is EventType.ERROR]

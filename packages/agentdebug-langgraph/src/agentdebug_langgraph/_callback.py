@@ -439,7 +439,9 @@ class AgentDebugCallback(RunStarting):
                 # returns a list of them)
                 if command.__class__ is not Command:
                     continue
-                if command.goto and command.graph is None and "|" not in rec.ns:
+                if command.goto and "|" not in rec.ns and command.graph in (None, rec.ns):
+                    # (its own route, or one a node of its subgraph sent up with
+                    # Command.PARENT, which LangGraph hands it addressed to its task)
                     _graph_errors.unknown_goto(rec, command.goto)
                 if command.update.__class__ is dict:
                     said = command.update.get(rec.run.messages_key)

@@ -358,6 +358,7 @@ def test_a_missing_plugin_is_named_by_its_distribution() -> None:
     with pytest.raises(NotFoundError) as caught:
         find_executor("react")
     assert "install agentdebug-react" in str(caught.value)
+    assert "pip install ./packages/agentdebug-react" in str(caught.value)  # (not on PyPI)
     assert "python3 dev.py run agentdebug-react -m agentdebug" in str(caught.value)
 
 

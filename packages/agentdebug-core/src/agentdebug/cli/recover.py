@@ -51,7 +51,7 @@ def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
     help="An option for the rerun executor (repeatable): a keyword argument of "
     "--executor's factory, or one the installed executor takes (LangGraph: "
     "replay_answers, isolate, asynchronous, directive_key, recursion_limit, "
-    "success_check).",
+    "success_check, directive_update).",
 )
 @click.option(
     "--policy",

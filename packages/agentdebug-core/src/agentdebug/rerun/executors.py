@@ -22,8 +22,9 @@ def find_executor(framework: str | None, registry: Registry | None = None) -> Re
     what = f"framework '{framework}'" if framework else "a run with no framework"
     plugin = PLUGINS.get(framework or "")
     how = (
-        f"install {plugin} where this agentdebug runs (`pip install {plugin}`; in "
-        f"agentdebug's own checkout: `python3 dev.py run {plugin} -m agentdebug ...`)"
+        f"install {plugin} where this agentdebug runs (from agentdebug's checkout: "
+        f"`pip install ./packages/{plugin}`, or `python3 dev.py run {plugin} -m "
+        "agentdebug ...`)"
         if plugin
         else "install the framework's agentdebug plugin"
     )

@@ -161,15 +161,30 @@ def test_a_tool_node_blamed_for_an_outage_is_rerun_as_it_was_and_verified(
     root = report.root_cause
     assert root is not None and root.agent_name == "tools"
     assert root.mode_id == "system.service_unavailable"
-    result = closed_loop(cb.trajectory(), debugger=dbg, report=report, policy="auto")
+    seen: list[list[str]] = []
+
+    def person(plan: Any) -> tuple[bool, str]:
+        seen.append(list(plan.notes))
+        return True, "ok"
+
+    result = closed_loop(cb.trajectory(), debugger=dbg, report=report, policy=person)
     assert result.status == "succeeded", result.detail
     assert result.verified_by_rerun is True
+    # whoever approves it is told that the directive will not be given
+    assert any("its step is rerun as it was (a retry), without the directive" in n for n in seen[0])
     store = dbg.store
     assert store is not None
     branch = store.load_trajectory(result.final_run_id or "")
     fork = branch.metadata["langgraph"]["fork"]
     assert fork["directive"].startswith("not given: tools runs the model's tool calls")
     assert branch.outcome.status is OutcomeStatus.SUCCESS
+    # it says so where it shows: no empty input, and no directive it was not given
+    (forked,) = [e for e in branch.events if e.metadata.get("langgraph_event") == "fork"]
+    assert forked.input is None and forked.metadata["retry"] is True
+    assert branch.metadata["branch"]["directive"] == ""
+    from agentdebug.report import render_run
+
+    assert "(rerun from step 2: no directive given, a retry)" in render_run(branch)
     # the call run again is filed under the model's decision from before the fork
     (decision,) = [
         e

@@ -524,7 +524,8 @@ def render_run(
         branch = trajectory.metadata.get("branch")
         where = ""
         if isinstance(branch, dict) and branch.get("resume_step") is not None:
-            where = f" (rerun from step {branch['resume_step']}: {branch.get('directive', '')})"
+            said = branch.get("directive") or "no directive given, a retry"
+            where = f" (rerun from step {branch['resume_step']}: {said})"
         out.append(f"  branch of: {trajectory.parent_id}{where}")
     within = trajectory.metadata.get("within_run")  # a sub-run (capture.nesting)
     if isinstance(within, str):

@@ -261,7 +261,8 @@ class LangGraphRerunExecutor:
             fork_info.update(recursion_limit=limit, steps_left=budget[1])
         if runner is not graph:  # (see _branch_store)
             fork_info["store"] = store_note(runner.store)
-        if not values and not request.state_patch and self.directive_update is None:
+        retry = not values and not request.state_patch and self.directive_update is None
+        if retry:
             fork_info["directive"] = (
                 f"not given: {', '.join(point.nodes)} runs the model's tool calls and reads "
                 "no directive, so its step is rerun as it was (a retry)"
@@ -275,7 +276,8 @@ class LangGraphRerunExecutor:
         if asynchronous:  # as the branch ran (a branch of it runs so too)
             meta["langgraph"][ASYNC] = True
         check = self._success_check(original)
-        with start_branch(debugger, effective, framework=FRAMEWORK, metadata=meta) as session:
+        given = effective.model_copy(update={"directive": ""}) if retry else effective
+        with start_branch(debugger, given, framework=FRAMEWORK, metadata=meta) as session:
             if check is not None and not isinstance(check, UnavailableCheck):
                 note_check(session.id, check)  # a later round reruns this branch
             _invocation.note_invocation(session.id, invocation)  # (as the check)
@@ -284,9 +286,13 @@ class LangGraphRerunExecutor:
             fork_event = session.record(
                 EventType.USER_INPUT,
                 step_index=point.step,
-                input=compact(values),
+                input=compact(values) if values else None,
                 module="agentdebug.rerun",
-                metadata={"langgraph_event": "fork", "as_node": as_node},
+                metadata={
+                    "langgraph_event": "fork",
+                    "as_node": as_node,
+                    **({"retry": True} if retry else {}),
+                },
                 checkpoint=CheckpointRef(
                     framework=FRAMEWORK,
                     checkpoint_id=fork_id,
@@ -398,15 +404,26 @@ class LangGraphRerunExecutor:
         )
 
     def plan_notes(self, trajectory: AgentTrajectory, plan: RecoveryPlan) -> list[str]:
-        """For the gate: the original's answers the branch, forked where it will be
-        (a subgraph's node, a fan-out's group: before the blamed step), is given."""
+        """For the gate: a blamed tool node's step is a retry, with no directive; the
+        original's answers the branch, forked where it will be (a subgraph's node, a
+        fan-out's group: before the blamed step), is given."""
         step = plan.resume_step
         if step is None:
             return []
+        notes: list[str] = []
         with contextlib.suppress(AgentDebugError):  # (not this plugin's run: as given)
-            step = resume_point(trajectory, step).step
+            point = resume_point(trajectory, step)
+            step = point.step
+            found, spec = self._found(trajectory)  # (or the graph the preflight made)
+            graph = found if found is not None else self._made.get(str(spec))
+            plain = not plan.state_patch and self.directive_update is None
+            if plain and point.requested_step >= point.step and runs_tools(graph, point):
+                notes.append(
+                    f"{', '.join(point.nodes)} runs the model's tool calls and reads no "
+                    "directive: its step is rerun as it was (a retry), without the directive"
+                )
         note = replay_note(trajectory, step, self.replay_answers)
-        return [note] if note else []
+        return [*notes, note] if note else notes
 
     def _graph_for(self, trajectory: AgentTrajectory) -> tuple[Any, str | None]:
         """The graph to rerun, and the recorded factory that made it (None: given,

@@ -303,3 +303,41 @@ def test_a_lookup_that_asked_for_the_value_wanted_is_no_suspect() -> None:
         turn(5, said="Booked AZ 65."),
     )
     assert guesses(run)[0][:3] == ("concierge", 3, FIRST_ACT)
+
+
+def fan_out(reason: str, *summaries: str) -> AgentTrajectory:
+    """A planner fans out to one worker per document; a reducer answers with every
+    worker's summary."""
+    workers = [
+        ev(2 + i, EventType.LLM_RESPONSE, "worker", output=said) for i, said in enumerate(summaries)
+    ]
+    return failed(
+        reason,
+        ev(0, EventType.USER_INPUT, None, input="summarize the docs"),
+        ev(1, EventType.LLM_RESPONSE, "planner", output="plan: summarize 3 docs"),
+        *workers,
+        ev(9, EventType.FINAL_ANSWER, "reducer", output="Report: " + " | ".join(summaries)),
+    )
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2])
+def test_of_a_fan_outs_branches_the_one_the_reason_singles_out_is_guessed(bad: int) -> None:
+    """Every worker's summary is in the answer, so each said part of it; the
+    branch that ran first is no likelier than the others (before, it was always the
+    guess). The reason singles one out: the only one not saying what it says all
+    the others said ("missing the revenue"), or the only one saying a name it names."""
+    good = [f"summary of doc-{i}: revenue 7M" for i in range(3)]
+    missing = [*good[:bad], "summary: (nothing relevant)", *good[bad + 1 :]]
+    (first, *_) = guesses(fan_out("a document's summary is missing the revenue", *missing))
+    assert first[:2] == ("worker", 2 + bad)
+    wrong = [*good[:bad], f"summary of doc-{bad}: revenue 9M", *good[bad + 1 :]]
+    (first, *_) = guesses(fan_out(f"the revenue of doc-{bad} is wrong", *wrong))
+    assert first[:2] == ("worker", 2 + bad)
+
+
+def test_of_a_fan_outs_branches_a_reason_that_singles_out_none_keeps_the_first() -> None:
+    """Two summaries, one missing a figure: with two, the reason's word one says and
+    the other lacks could point either way, so the order stands (no pick is made up)."""
+    run = fan_out("a summary is missing the revenue", "summary: revenue 7M", "summary: none")
+    (first, *_) = guesses(run)
+    assert first[:2] == ("worker", 2)

@@ -4,12 +4,14 @@ a node's sort in the wrong order, and a model that picked a namesake contact."""
 from __future__ import annotations
 
 import json
-from typing import Any, TypedDict
+import operator
+from typing import Annotated, Any, TypedDict
 
 from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.graph.message import add_messages
 from langgraph.prebuilt import ToolNode
 from lg_graphs import agent_loop, call, chain, scripted
 
@@ -104,3 +106,49 @@ def test_a_model_that_picked_a_namesake_contact_is_blamed_at_its_pick(dbg: Agent
     assert report.fix is not None and "'C-2213' where the run wanted 'C-1047'" in (
         report.fix.directive
     )
+
+
+class Docs(TypedDict):
+    messages: Annotated[list[Any], add_messages]
+    summaries: Annotated[list[str], operator.add]
+
+
+def test_of_a_send_fan_outs_workers_the_one_the_reason_singles_out_is_blamed(
+    dbg: AgentDebug,
+) -> None:
+    """A map-reduce over three documents, the last worker's summary empty: every
+    summary reaches the answer, and the reason ("missing the revenue") singles out
+    the worker that did not say it (before, the first worker was blamed, whichever
+    went wrong)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langgraph.graph import START, StateGraph
+    from langgraph.types import Send
+
+    said = {"doc-0": "revenue 7M", "doc-1": "revenue 7M", "doc-2": "(nothing relevant)"}
+
+    def worker(state: dict[str, str]) -> dict[str, list[str]]:
+        doc = state["doc"]
+        model = GenericFakeChatModel(messages=iter([AIMessage(f"summary of {doc}: {said[doc]}")]))
+        return {"summaries": [str(model.invoke([HumanMessage(doc)]).content)]}
+
+    g = StateGraph(Docs)
+    g.add_node("worker", worker)
+    g.add_node(
+        "reduce",
+        lambda s: {"messages": [AIMessage("Report: " + " | ".join(sorted(s["summaries"])))]},
+    )
+    g.add_conditional_edges(START, lambda s: [Send("worker", {"doc": d}) for d in said], ["worker"])
+    g.add_edge("worker", "reduce")
+
+    def check(state: dict[str, Any]) -> bool | str:
+        said = str(state["messages"][-1].content)
+        return said.count("revenue") == 3 or "a summary is missing the revenue"
+
+    cb = AgentDebugCallback(dbg, success_check=check)
+    g.compile().invoke(
+        {"messages": [HumanMessage("summarize")], "summaries": []}, {"callbacks": [cb]}
+    )
+    root = cb.reports[0].root_cause
+    assert root is not None and root.agent_name == "worker"
+    blamed = next(e for e in cb.trajectory().events if e.step_index == root.step_index and e.output)
+    assert "nothing relevant" in str(blamed.output)

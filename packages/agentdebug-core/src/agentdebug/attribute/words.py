@@ -81,7 +81,40 @@ def answer_origin(
         if (score[0] or _telling(words, said, own, answer)) and (best is None or score > best[0]):
             best = (score, event)
         carried -= words  # (said first here: a later repeat is not its origin)
-    return best[1] if best is not None else None
+    if best is None:
+        return None
+    group = [  # (the chosen agent's steps that gave part of the answer: its branches)
+        (e, own)
+        for e in decisions
+        if e.agent_name == best[1].agent_name
+        and e.type is not EventType.FINAL_ANSWER
+        and (own := _words(_said(e))) & answer
+    ]
+    return _singled_out(group, outside, named) or best[1]
+
+
+def _singled_out(
+    group: Sequence[tuple[AgentEvent, set[str]]], names: set[str], named: set[str]
+) -> AgentEvent | None:
+    """Of one agent's steps that each gave part of the answer (parallel branches
+    of a fan-out, or its turns), the one the failure's reason singles out: the only
+    one saying a name or value the reason names ("doc-1" of "doc-1's figure is
+    wrong"); else, of three or more, the only one not saying a word the reason names
+    that all the others say ("a summary is missing the revenue", of three summaries
+    two of which give the revenue). None when it singles out none, or several: the
+    order the steps ran in is no sign of which went wrong."""
+    if len(group) < 2:
+        return None
+    having = [{e.id for e, words in group if term in words} for term in sorted(names)]
+    picked = {next(iter(ids)) for ids in having if len(ids) == 1}
+    if not picked and len(group) >= 3:
+        everyone = {e.id for e, _ in group}
+        having = [{e.id for e, words in group if term in words} for term in sorted(named)]
+        picked = {next(iter(everyone - ids)) for ids in having if len(ids) == len(group) - 1}
+    if len(picked) != 1:
+        return None
+    (chosen,) = picked
+    return next(e for e, _ in group if e.id == chosen)
 
 
 def _proper(text: str) -> set[str]:

@@ -76,6 +76,13 @@ def test_an_error_caught_with_no_fallback_or_a_failed_one_is_still_the_cause() -
         ev(2, EventType.AGENT_END, "wf", output="Sorry, no answer."),
     ]
     assert not _recovered(both)
+    apologised = [  # (a "fallback" task that only says sorry: no work in the step's place)
+        ev(0, EventType.ERROR, "wf/ask", error="TimeoutError: timed out"),
+        ev(1, EventType.AGENT_START, "wf/apologize"),
+        ev(2, EventType.AGENT_END, "wf/apologize", output="Sorry, I could not answer that."),
+        ev(3, EventType.AGENT_END, "wf", output="Sorry, I could not answer that."),
+    ]
+    assert not _recovered(apologised)
 
 
 def test_a_graph_a_node_ran_is_caught_by_the_node() -> None:

@@ -106,7 +106,8 @@ def _caught_by_caller(
     started then; not one running beside it all along): the code that called it
     caught the error and fell back, so it is no fault left standing. Not an error the sub-agent itself got past (a
     tool's, a tool node turned into a message), nor one whose fallback failed too or
-    that was caught with no fallback at all (an apology): that is still the cause."""
+    that was caught with no fallback at all, or one that only apologised (a task
+    returning "Sorry, ..."): that is still the cause."""
     agent = failed.agent_name or ""
     callers = [agent[:i] for i in range(len(agent) - 1, 0, -1) if agent[i] == "/"]
     raised = failed.type is EventType.ERROR
@@ -126,9 +127,19 @@ def _caught_by_caller(
             and name in fallbacks
             and event.id not in failures
             and event.type in (EventType.LLM_RESPONSE, EventType.TOOL_RESULT, EventType.AGENT_END)
+            and not _APOLOGY.match(flatten(event.output, limit=200))
         ):
             went_on = True
     return None
+
+
+# what a fallback says that does no work in the failed step's place: an apology
+# ("Sorry, I could not answer."), an error text, a refusal
+_APOLOGY = re.compile(
+    r"^\W*(?:sorry\b|apolog|unfortunately\b|error\b|I(?:'m| am) sorry|I (?:cannot|can't|"
+    r"could not|couldn't|was unable|am unable))",
+    re.I,
+)
 
 
 def _sub_run_again(

@@ -65,6 +65,45 @@ def test_a_web_search_result_is_the_output_of_its_call(tmp_path: Path) -> None:
     assert t.outcome.final_answer == "X announced Y."
 
 
+def test_what_the_assistant_said_before_it_searched_is_not_its_answer(tmp_path: Path) -> None:
+    """Text, a search, then the answer in one message: the answer is the text after
+    the search (before, both texts were joined into the final answer)."""
+    result = {"type": "web_search_tool_result", "tool_use_id": "srv_1", "content": FOUND}
+    said = {"type": "text", "text": "Let me search for that."}
+    t = _load(
+        tmp_path, _assistant(said, SEARCH, result, {"type": "text", "text": "X announced Y."})
+    )
+    assert [(e.id, e.type, e.output) for e in t.events if e.type is not EventType.TOOL_RESULT] == [
+        ("m0", EventType.USER_INPUT, "latest news on X?"),
+        ("m1.said", EventType.LLM_RESPONSE, "Let me search for that."),
+        ("m1.0", EventType.TOOL_CALL, None),
+        ("m1", EventType.FINAL_ANSWER, "X announced Y."),
+    ]
+    assert t.outcome.final_answer == "X announced Y."
+    # a user message's text around tool results stays whole
+    block = {"type": "tool_result", "tool_use_id": "t1", "content": "42"}
+    doc = {
+        "messages": [
+            {"role": "user", "content": "use calc"},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_use", "id": "t1", "name": "calc", "input": {}}],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "here:"},
+                    block,
+                    {"type": "text", "text": "go on"},
+                ],
+            },
+            {"role": "assistant", "content": "It is 42."},
+        ]
+    }
+    t = _load(tmp_path, doc, "user.json")
+    assert any(e.input == "here:\ngo on" or e.output == "here:\ngo on" for e in t.events)
+
+
 def test_a_code_execution_result_object_is_kept_as_the_output(tmp_path: Path) -> None:
     ran = {"type": "code_execution_result", "stdout": "2.0\n", "stderr": "", "return_code": 0}
     code = {"type": "server_tool_use", "id": "srv_2", "name": "code_execution", "input": {}}

@@ -418,6 +418,11 @@ def _assistant(
     served = [j for j, call in enumerate(calls) if str(call.call_id) in ids]
     order = served + [j for j in range(len(calls)) if j not in served]
     host = order[0] if calls and not said else None  # (the event the message's meta is on)
+    if served and content.preamble is not None:  # (said before it searched: not its answer)
+        said_first = {"role": "assistant", "before_server_tools": True}
+        kind = EventType.LLM_RESPONSE
+        b.add(at, "content", id=f"m{at.step}.said", type=kind, agent_name=agent,
+              output=content.preamble, metadata=said_first)  # fmt: skip
     for j in served:
         event_id = _call(b, at, agent, j, calls[j], None, meta if j == host else None)
         where, block = results.pop(ids.index(str(calls[j].call_id)))
@@ -430,7 +435,7 @@ def _assistant(
             id=response_id,
             type=EventType.LLM_RESPONSE,
             agent_name=agent,
-            output=content.text,
+            output=content.after if served and content.preamble is not None else content.text,
             metadata=meta,
         )
     for j in order[len(served) :]:

@@ -461,6 +461,12 @@ class Content:
     calls: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     results: list[tuple[str, Mapping[str, Any]]] = field(default_factory=list)
     refusal: bool = False
+    #: of a message whose text parts come both before and after its tool results
+    #: (an Anthropic assistant that said something, searched with a server tool, then
+    #: answered): the text before the last result, and the text after it (``text``
+    #: holds both)
+    preamble: str | None = None
+    after: str | None = None
     #: text parts' fields not read into the text (``citations``, ``annotations``,
     #: ...), each field's values from all parts in one list
     part_fields: dict[str, list[Any]] = field(default_factory=dict)
@@ -488,6 +494,7 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
         raise fail(f"expected a string or a list of parts, got {type_name(content)}", where)
     out = Content()
     texts: list[str] = []
+    before = 0  # (how many of the texts came before the last result part)
     for j, part in enumerate(content):
         at = where if single else f"{where}[{j}]"
         if isinstance(part, str):
@@ -515,6 +522,7 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
             out.calls.append((at, part))
         elif isinstance(kind, str) and kind.endswith("tool_result"):
             out.results.append((at, part))
+            before = len(texts)
         elif kind is None:
             raise fail("content part has no 'type'", f"{at}.type")
         else:
@@ -524,6 +532,8 @@ def read_content(content: Any, fail: Fail, where: str = "content") -> Content:
                 f"{', '.join(known)}, *tool_use, *tool_result)",
                 f"{at}.type",
             )
+    if 0 < before < len(texts):
+        out.preamble, out.after = "\n".join(texts[:before]), "\n".join(texts[before:])
     out.text = "\n".join(texts) if texts else None
     return out
 

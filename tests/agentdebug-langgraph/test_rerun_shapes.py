@@ -206,11 +206,6 @@ def test_a_branch_the_directive_fixed_downstream_does_not_verify_the_blamed_step
     assert "planner at step 1 decided as before" in stored.verification.detail
 
 
-class Fanned(TypedDict):
-    items: list[int]
-    results: Annotated[list[int], operator.add]
-
-
 @pytest.mark.parametrize("items", [[1, 2, 3], [2, 1, 3]])
 def test_a_send_branch_corrected_is_verified_whichever_packet_it_was(
     dbg: AgentDebug, items: list[int]
@@ -221,14 +216,7 @@ def test_a_send_branch_corrected_is_verified_whichever_packet_it_was(
     the directive missed the blamed branch (before, with the bad item second, a fix
     that worked was reported "work at step 2 decided as before", not confirmed)."""
     from agentdebug.rerun import closed_loop
-
-    def fan(state: Fanned) -> list[Send]:
-        return [Send("work", {"item": i}) for i in state["items"]]
-
-    def work(state: dict[str, int]) -> dict[str, list[int]]:
-        if state["item"] == 2:
-            raise ValueError("item 2 is bad")
-        return {"results": [state["item"] * 10]}
+    from lg_fan import Fanned, fan, fixed, work
 
     g = StateGraph(Fanned)
     g.add_node("work", work)
@@ -247,9 +235,6 @@ def test_a_send_branch_corrected_is_verified_whichever_packet_it_was(
     # started them: on Python 3.13 not always the order of the packets)
     raised = next(e for e in cb.trajectory().events if e.type is EventType.ERROR)
     assert root.step_index == raised.step_index
-
-    def fixed(request: RerunRequest, snapshot: Any) -> dict[str, Any]:
-        return {"items": [20 if i == 2 else i for i in snapshot.values["items"]]}
 
     executor = LangGraphRerunExecutor(graph, debugger=dbg, directive_update=fixed)
     result = closed_loop(

@@ -173,31 +173,21 @@ class ToolEvents(CaptureBase):
                 return
             if isinstance(error, GraphBubbleUp):  # a Command raised in a tool
                 return
-            if not isinstance(error, Exception):
-                # stopped, not failed: a sibling call that raised made the tool node
+            stopped = not isinstance(error, Exception)
+            if stopped:  # not failed: a sibling call that raised made the tool node
                 # cancel this one (asyncio.gather), or the caller stopped the run
                 meta["stopped"] = f"the call was stopped ({type(error).__name__})"
-                rec.run.session.record(
-                    EventType.TOOL_RESULT,
-                    agent_name=rec.agent,
-                    step_index=rec.step,
-                    parent_id=call_event,
-                    module=tool,
-                    duration_ms=(time.perf_counter() - started) * 1000.0,
-                    metadata=meta,
-                )
-                return
             failed = rec.run.session.record(
                 EventType.TOOL_RESULT,
                 agent_name=rec.agent,
                 step_index=rec.step,
-                error=error,
+                error=None if stopped else error,
                 parent_id=call_event,
                 module=tool,
                 duration_ms=(time.perf_counter() - started) * 1000.0,
                 metadata=meta,
             )
-            if call_id and isinstance(error, Exception):  # (the node may try it again)
+            if call_id and not stopped:  # (the node may try it again)
                 attempt = retried[1] + 1 if retried is not None else 1
                 # (by the decision too: a node's own loop may see an id used again)
                 rec.run.tool_failures[(call_id, asked_in, rec.event_id)] = (failed, attempt)

@@ -114,6 +114,18 @@ def test_invoking_with_no_input_on_a_new_thread_is_the_invocations_fault(dbg: Ag
     assert "no node of it ran (the graph raised EmptyInputError first)" in said
     assert "with the thread id of the run to continue" in said
     assert "InMemorySaver a graph factory makes" not in said
+    # a graph a node goes on with so (a sub-agent's thread that is not there): the
+    # node's error, at its step, not the run's input
+    inner = g.compile(checkpointer=InMemorySaver())
+    outer = StateGraph(Tally)
+    outer.add_node("lead", lambda s: inner.invoke(None, {"configurable": {"thread_id": "gone"}}))
+    outer.add_edge(START, "lead")
+    nested = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(EmptyInputError):
+        outer.compile().invoke({"count": 0}, {"callbacks": [nested]})
+    error = the_error(nested.trajectory())
+    assert (error.agent_name, error.step_index) == ("lead", 1)
+    assert "langgraph_error" not in error.metadata
 
 
 def test_a_value_a_node_wrote_that_the_state_schema_refuses_blames_that_node() -> None:

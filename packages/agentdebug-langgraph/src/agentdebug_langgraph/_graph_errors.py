@@ -193,9 +193,10 @@ def locate(
         located = _at(writers[-1], "system.schema_violation", "concurrent_update", writers)
         located.metadata["key"] = match.group(1)
         return located
-    if type(error).__name__ == "EmptyInputError" and not own:
-        # invoked with no input (None, or nothing the input schema reads) on a thread
-        # with nothing to go on from: the invocation's fault, before any node
+    if type(error).__name__ == "EmptyInputError" and not own and scope is None:
+        # the run invoked with no input (None, or nothing the input schema reads) on a
+        # thread with nothing to go on from: the invocation's fault, before any node
+        # (not a graph a node invokes so, whose error is that node's)
         return Located(
             None,
             0,

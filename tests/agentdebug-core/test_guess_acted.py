@@ -341,3 +341,39 @@ def test_of_a_fan_outs_branches_a_reason_that_singles_out_none_keeps_the_first()
     run = fan_out("a summary is missing the revenue", "summary: revenue 7M", "summary: none")
     (first, *_) = guesses(run)
     assert first[:2] == ("worker", 2)
+
+
+def test_of_a_fan_outs_branches_one_that_did_right_is_not_singled_out() -> None:
+    """ "A summary leaks the forecast", said by two summaries of three: the one that
+    did not say it did right, so the reason singles out none (the rule that picks
+    the one not saying what the others say is for what a reason says is missing)."""
+    leaked = [f"summary of doc-{i}: revenue 7M, forecast 9M" for i in range(2)]
+    run = fan_out("a summary leaks the forecast", *leaked, "summary of doc-2: revenue 5M")
+    (first, *_) = guesses(run)
+    assert first[:2] == ("worker", 2)  # (one of the two that leaked, as before)
+
+
+def test_a_branch_reads_its_document_before_it_sums_it_up() -> None:
+    """Each worker calls a tool first: what it asked for is not what it said, so the
+    reason still singles out the summary missing the revenue."""
+    for bad in range(3):
+        summaries = [f"summary of doc-{i}: revenue 7M" for i in range(3)]
+        summaries[bad] = "summary: (nothing relevant)"
+        events = [
+            ev(0, EventType.USER_INPUT, None, input="summarize the docs"),
+            ev(1, EventType.LLM_RESPONSE, "planner", output="plan: summarize 3 docs"),
+        ]
+        for k, said in enumerate(summaries):
+            events.append(
+                ev(
+                    2 + 2 * k,
+                    EventType.TOOL_CALL,
+                    "worker",
+                    module="read_doc",
+                    input={"doc": f"doc-{k}"},
+                )
+            )
+            events.append(ev(3 + 2 * k, EventType.LLM_RESPONSE, "worker", output=said))
+        answer = ev(20, EventType.FINAL_ANSWER, "reducer", output=" | ".join(summaries))
+        (first, *_) = guesses(failed("a summary is missing the revenue", *events, answer))
+        assert first[:2] == ("worker", 3 + 2 * bad)

@@ -199,30 +199,52 @@ def test_a_tool_node_blamed_for_an_outage_is_rerun_as_it_was_and_verified(
     assert (again.parent_id, again.agent_name) == (decision.id, "agent")
 
 
-def test_a_sub_agent_a_tool_invokes_is_refused_before_the_gate_not_retried_unchanged(
-    dbg: AgentDebug,
+def custom_tools(tools: list[Any]) -> Any:
+    """A tools node of the app's own: it runs the last model message's calls."""
+    from langchain_core.messages import ToolMessage
+
+    by = {t.name: t for t in tools}
+
+    def run_tools(state: Any) -> dict[str, Any]:
+        asked = state["messages"][-1].tool_calls
+        said = [
+            ToolMessage(str(by[c["name"]].invoke(c["args"])), tool_call_id=c["id"]) for c in asked
+        ]
+        return {"messages": said}
+
+    return run_tools
+
+
+@pytest.mark.parametrize("shape", ["sub-agent", "sub-agent, own tools node", "model in a tool"])
+def test_a_step_inside_a_tool_is_refused_before_the_gate_not_retried_unchanged(
+    dbg: AgentDebug, shape: str
 ) -> None:
-    """A supervisor's tool asks a sub-agent (a graph the tool invokes), which gets a
-    figure wrong. A fork can only rerun the tool node with the calls the model asked
-    for, so a directive to the sub-agent reaches no one: the rerun is refused before
-    the gate, naming the step to rerun from instead (before, the branch redid the
-    mistake unchanged as "a retry", and the right blame read as refuted). The tool
-    node blamed itself is still retried."""
+    """A supervisor's tool asks a quant (a graph the tool invokes, or a model it
+    calls), which gets a figure wrong. A fork can only rerun the tools node with the
+    calls the model asked for, so a directive to the quant reaches no one: the rerun
+    is refused before the gate, naming the step to rerun from instead (before, the
+    branch redid the mistake unchanged as "a retry", and the right blame read as
+    refuted; with a tools node of the app's own, it was refused after the gate for
+    want of a state patch)."""
     from langchain_core.tools import tool
     from langgraph.prebuilt import ToolNode
 
-    quant = agent_loop(scripted([AIMessage("100 EUR = 180.50 USD")]), ToolNode([lookup_order]))
+    wrong = scripted([AIMessage("100 EUR = 180.50 USD")])
+    quant = agent_loop(wrong, ToolNode([lookup_order]))
 
     @tool
     def ask_quant(question: str) -> str:
         """Ask the quant team."""
+        if shape == "model in a tool":
+            return str(wrong.invoke([HumanMessage(question)]).content)
         reply = quant.invoke({"messages": [HumanMessage(question)]})
         return str(reply["messages"][-1].content)
 
     supervisor = scripted(
         [call("ask_quant", {"question": "100 EUR in USD?"}, "s1"), AIMessage("It is 180.50 USD.")]
     )
-    graph = agent_loop(supervisor, ToolNode([ask_quant]), InMemorySaver())
+    tools = custom_tools([ask_quant]) if "own" in shape else ToolNode([ask_quant])
+    graph = agent_loop(supervisor, tools, InMemorySaver())
     cb = AgentDebugCallback(
         dbg,
         diagnose=False,
@@ -234,14 +256,20 @@ def test_a_sub_agent_a_tool_invokes_is_refused_before_the_gate_not_retried_uncha
     )
     run = cb.trajectory()
     inner = next(
-        e for e in run.events if e.type is EventType.LLM_RESPONSE and e.agent_name == "tools/agent"
+        e
+        for e in run.events
+        if e.type is EventType.LLM_RESPONSE and (e.agent_name or "").startswith("tools")
     )
     executor = LangGraphRerunExecutor(graph, debugger=dbg)
     with pytest.raises(AgentDebugError) as refused:
         executor.preflight(run, resume_step=inner.step_index)
     said = str(refused.value)
-    assert f"cannot carry the directive to tools/agent at step {inner.step_index}" in said
-    assert "it runs inside a tool of node 'tools'" in said
+    if shape == "model in a tool":
+        assert (
+            "node 'tools' at step 2 ran the tool calls the model asked for without failing" in said
+        )
+    else:
+        assert f"tools/agent at step {inner.step_index} runs inside a tool of node 'tools'" in said
     assert "Rerun from the model call that asked for the tool (step 1)" in said
     # the closed loop asks before the gate: nothing is decided, no branch is made
     report = DiagnosticReport(
@@ -249,18 +277,18 @@ def test_a_sub_agent_a_tool_invokes_is_refused_before_the_gate_not_retried_uncha
         trajectory_id=run.id,
         hypotheses=[
             Hypothesis(
-                agent_name="tools/agent", step_index=inner.step_index, strategy="t", confidence=0.9
+                agent_name=inner.agent_name,
+                step_index=inner.step_index,
+                strategy="t",
+                confidence=0.9,
             )
         ],
-        fix=Fix(directive="use the rate", target_agent="tools/agent", target_step=inner.step_index),
+        fix=Fix(
+            directive="use the rate", target_agent=inner.agent_name, target_step=inner.step_index
+        ),
     )
     result = closed_loop(run, debugger=dbg, executor=executor, report=report, max_rounds=1)
     assert result.status == "error" and result.detail is not None
-    assert "it runs inside a tool of node 'tools'" in result.detail
+    assert "Rerun from the model call that asked for the tool (step 1)" in result.detail
     (attempt,) = result.attempts
     assert attempt.decision is None and attempt.branch_id is None
-    # the tool node's own step is a retry, as before
-    tools = next(
-        e for e in run.events if e.type is EventType.AGENT_START and e.agent_name == "tools"
-    )
-    executor.preflight(run, resume_step=tools.step_index)

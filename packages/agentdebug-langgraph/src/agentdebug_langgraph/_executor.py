@@ -72,7 +72,6 @@ from agentdebug_langgraph._fork import (
     remaining_budget,
     replaced_by_updates,
     require_delivered,
-    require_outside_tools,
     require_rerunnable,
     require_state_keys,
     require_subgraph_reads,
@@ -98,10 +97,10 @@ from agentdebug_langgraph._requirements import (
     HOW_TO_CHECKPOINT,
     require_checkpointer,
     require_state_graph,
-    runs_tools,
 )
 from agentdebug_langgraph._specs import UNJUDGED, load_spec, recorded_check
 from agentdebug_langgraph._state import ASYNC, FRAMEWORK, decisions_of, forget_stopped
+from agentdebug_langgraph._tool_steps import retried
 
 log = logging.getLogger("agentdebug.langgraph")
 _CACHE_KEY = "__pregel_cache"  # LangGraph's configurable key for a run's node cache
@@ -393,7 +392,7 @@ class LangGraphRerunExecutor:
                 point = resume_point(trajectory, resume_step)
             except AgentDebugError:  # (the rerun says why)
                 return
-            require_outside_tools(graph, trajectory, point)
+            retried(graph, trajectory, point)  # (refused here when it cannot help)
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
         """What the branch is invoked with (refused when this process cannot give it)."""
@@ -417,7 +416,7 @@ class LangGraphRerunExecutor:
             found, spec = self._found(trajectory)  # (or the graph the preflight made)
             graph = found if found is not None else self._made.get(str(spec))
             plain = not plan.state_patch and self.directive_update is None
-            if plain and point.requested_step >= point.step and runs_tools(graph, point):
+            if plain and retried(graph, trajectory, point):
                 notes.append(
                     f"{', '.join(point.nodes)} runs the model's tool calls and reads no "
                     "directive: its step is rerun as it was (a retry), without the directive"
@@ -486,13 +485,11 @@ class LangGraphRerunExecutor:
         node: (the update, the fork's config, the node it was made as)."""
         routed = routed_by_command(original, point)
         plain = not request.state_patch and self.directive_update is None
-        if plain:
-            require_outside_tools(graph, original, point)
-        if plain and point.requested_step >= point.step and runs_tools(graph, point):
-            # A tool node blamed itself (not a step before the run that was moved to
-            # it) runs the calls the model asked for and reads no directive; one after
-            # the model's call would leave the call unanswered (tools_condition then
-            # routes to END). Its step is rerun as it was: a retry (an outage's fix).
+        if plain and retried(graph, original, point):
+            # A node that runs the model's tool calls, blamed itself, reads no
+            # directive; one after the model's call would leave the call unanswered
+            # (tools_condition then routes to END). Its step is rerun as it was: a
+            # retry (an outage's fix; refused where it could not change the step).
             fork_config, as_node = fork(graph, snap, {}, point, routed_by_command=routed)
             return {}, fork_config, as_node
         values = self._update(graph, request, snap)

@@ -21,7 +21,6 @@ from agentdebug_langgraph._checkpoints import (
     writers_of,
 )
 from agentdebug_langgraph._graph_errors import OUT_OF_STEPS
-from agentdebug_langgraph._requirements import runs_tools
 
 # how a directive_update is given to `agentdebug act --rerun`
 BY_CLI = " (on the command line: --executor-option directive_update=module:function)"
@@ -184,37 +183,6 @@ def require_delivered(
         "LangGraphRerunExecutor a directive_update(request, snapshot) that puts the "
         "correction where that edge reads it, or the rerun request a state_patch"
         f"{BY_CLI}"
-    )
-
-
-def require_outside_tools(graph: Any, original: AgentTrajectory, point: ResumePoint) -> None:
-    """Refuse a blamed step inside a tool of a tool node: a graph a tool invokes (a
-    sub-agent behind a tool, ``tools/quant/model``). The fork reruns the tool node,
-    which runs the tool calls the model asked for and reads no directive, so the
-    branch would redo the sub-agent's mistake unchanged and discredit the diagnosis."""
-    if point.requested_step <= point.step or not runs_tools(graph, point):
-        return
-    starts = [
-        e
-        for e in original.events
-        if e.type is EventType.AGENT_START and e.step_index == point.requested_step
-    ]
-    if not starts or any("namespace" not in e.metadata for e in starts):
-        return  # (a tool node's own task: a Send of the prebuilt agent's calls)
-    node = ", ".join(point.nodes)
-    asked = [
-        e.step_index
-        for e in original.events
-        if e.type is EventType.TOOL_CALL and e.metadata.get("executed_step") == point.step
-    ]
-    where = f" (step {asked[0]})" if asked else ""
-    raise AgentDebugError(
-        f"cannot carry the directive to {starts[0].agent_name} at step "
-        f"{point.requested_step}: it runs inside a tool of node '{node}' (a graph the "
-        f"tool invokes), and a fork reruns '{node}' with the tool calls the model asked "
-        "for, which no directive changes. Rerun from the model call that asked for the "
-        f"tool{where}, so that it asks otherwise, or add the sub-agent to the graph as "
-        "a node or subgraph, whose steps a fork reaches"
     )
 
 

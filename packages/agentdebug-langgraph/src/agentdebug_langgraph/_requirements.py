@@ -103,15 +103,3 @@ def require_checkpointer(
 
 def _a(noun: str) -> str:
     return f"an {noun}" if noun[:1].lower() in "aeiou" else f"a {noun}"
-
-
-def runs_tools(graph: Any, point: Any) -> bool:
-    """Whether every blamed node is a tool node (LangGraph's ``ToolNode``): it runs
-    the tool calls of the last model message, and reads nothing a directive says."""
-    from langgraph.prebuilt import ToolNode
-
-    try:
-        nodes = [graph.nodes[name] for name in point.nodes]
-    except (KeyError, TypeError, AttributeError):
-        return False
-    return bool(nodes) and all(isinstance(getattr(n, "bound", None), ToolNode) for n in nodes)

@@ -1,0 +1,103 @@
+"""What a rerun can do at a step of a node that runs the model's tool calls.
+
+Such a node (LangGraph's ``ToolNode``, or a node of the app's that runs the calls of
+the last model message) reads no directive: a message added after the model's call
+would leave the call unanswered. So a rerun from it is a retry, the node run again
+as it was, which can only help where the step failed (an outage). Where the blamed
+step ran without failing (what a tool returned, a model call a tool made) or lies
+inside a tool (a sub-agent graph a tool invokes), a retry would redo it unchanged
+and the right blame would read as refuted: the rerun is refused before the gate,
+naming the model call that asked for the tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentdebug import EventType
+from agentdebug.errors import AgentDebugError
+from agentdebug.schema import AgentTrajectory
+
+from agentdebug_langgraph._checkpoints import ResumePoint
+
+
+def runs_tools(graph: Any, point: Any) -> bool:
+    """Whether every blamed node is a tool node (LangGraph's ``ToolNode``): it runs
+    the tool calls of the last model message, and reads nothing a directive says."""
+    from langgraph.prebuilt import ToolNode
+
+    try:
+        nodes = [graph.nodes[name] for name in point.nodes]
+    except (KeyError, TypeError, AttributeError):
+        return False
+    return bool(nodes) and all(isinstance(getattr(n, "bound", None), ToolNode) for n in nodes)
+
+
+def runs_calls(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
+    """Whether the blamed node runs the model's tool calls: a ``ToolNode``, or a node
+    of the app's that the run shows running them (the calls it ran name it)."""
+    if runs_tools(graph, point):
+        return True
+    steps = {point.step, point.requested_step}
+    return any(
+        e.type is EventType.TOOL_CALL
+        and e.metadata.get("executed_by") in point.nodes
+        and e.metadata.get("executed_step") in steps
+        for e in original.events
+    )
+
+
+def retried(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
+    """Whether the fork is a retry of a node that runs the model's tool calls, blamed
+    itself (a step of its own, not one before the run moved to it); refused, before
+    that, when such a retry could not change the blamed step (:func:`require_retryable`)."""
+    if point.requested_step < point.step or not runs_calls(graph, original, point):
+        return False
+    require_retryable(original, point)
+    return True
+
+
+def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
+    """Refuse a retry that would redo the blamed step unchanged: a step inside a tool
+    (a graph a tool invokes), or the node's own step that ran without failing."""
+    at = [e for e in original.events if e.step_index == point.requested_step]
+    starts = [e for e in at if e.type is EventType.AGENT_START]
+    inside = bool(starts) and all("namespace" in e.metadata for e in starts)
+    failed = any(
+        e.error is not None or e.metadata.get("stopped")
+        for e in at
+        if e.type in (EventType.TOOL_RESULT, EventType.ERROR, EventType.LLM_RESPONSE)
+    )
+    if not inside and failed:
+        return  # (an outage: a retry is its fix)
+    node = ", ".join(point.nodes)
+    asked = sorted(
+        {
+            e.step_index
+            for e in original.events
+            if e.type is EventType.TOOL_CALL
+            and e.metadata.get("executed_by") in point.nodes
+            and e.metadata.get("executed_step") in (point.step, point.requested_step)
+        }
+    )
+    where = f" (step {asked[0]})" if asked else ""
+    if inside:
+        what = (
+            f"{starts[0].agent_name} at step {point.requested_step} runs inside a tool of "
+            f"node '{node}' (a graph the tool invokes)"
+        )
+        other = "add the sub-agent to the graph as a node or subgraph, whose steps a fork reaches"
+    else:
+        said = next((e for e in at if e.type is EventType.LLM_RESPONSE), None)
+        what = (
+            f"node '{node}' at step {point.requested_step} ran the tool calls the model "
+            "asked for without failing"
+            + (" (the model call a tool made there is blamed)" if said is not None else "")
+        )
+        other = "fix the tool, if what it returned is wrong"
+    raise AgentDebugError(
+        f"cannot carry the directive there: {what}. A fork reruns '{node}' with the tool "
+        "calls the model asked for, which no directive changes, so the branch would redo "
+        "the step unchanged. Rerun from the model call that asked for the tool"
+        f"{where}, so that it asks otherwise, or {other}"
+    )

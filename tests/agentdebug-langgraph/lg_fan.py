@@ -41,3 +41,11 @@ def fixed(request: Any, snapshot: Any) -> dict[str, Any]:
 
 
 NOT_A_FUNCTION = 42
+
+
+def one_arg(request: Any) -> dict[str, Any]:
+    return {}
+
+
+async def too_late(request: Any, snapshot: Any) -> dict[str, Any]:
+    return {}

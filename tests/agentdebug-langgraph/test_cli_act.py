@@ -297,8 +297,14 @@ def test_a_send_worker_is_rerun_from_the_command_line_with_a_directive_update(
     said = refused.stdout + refused.stderr
     assert "the graph's state has no 'messages' key to carry the directive" in said
     assert "or directive_update=module:function" in said
-    bad = rerun(run_id, "directive_update=lg_fan:NOT_A_FUNCTION", db=db)
-    assert bad.returncode == 1 and "int is not a function" in bad.stderr, bad.stderr
+    for spec, said in [
+        ("NOT_A_FUNCTION", "int is not a function"),
+        ("one_arg", "directive_update one_arg does not take (request, snapshot)"),
+        ("too_late", "directive_update too_late is a coroutine function"),
+    ]:  # (refused before anything runs: no gate, no traceback)
+        bad = rerun(run_id, f"directive_update=lg_fan:{spec}", db=db)
+        assert bad.returncode == 1 and said in bad.stderr, bad.stderr
+        assert "Traceback" not in bad.stderr and "gate" not in bad.stdout
     passes = rerun(run_id, "directive_update=lg_fan:fixed", db=db)
     assert passes.returncode == 0, passes.stdout + passes.stderr
     assert "Loop succeeded" in passes.stdout

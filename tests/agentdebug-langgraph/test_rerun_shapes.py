@@ -4,6 +4,7 @@ dicts, and a subgraph with its own schema that the parent's messages never reach
 from __future__ import annotations
 
 import operator
+import re
 from typing import Annotated, Any, TypedDict
 
 import pytest
@@ -330,3 +331,43 @@ def test_the_state_keys_a_refusal_names_are_the_state_s_not_a_node_input_s(
     request = RerunRequest(trajectory=cb.trajectory(), resume_step=1, directive="read more")
     with pytest.raises(AgentDebugError, match=r"no 'messages' key .*\(its keys: notes, topics\)"):
         LangGraphRerunExecutor(graph, debugger=dbg).rerun(request)
+
+
+def test_a_directive_update_that_cannot_serve_is_named(dbg: AgentDebug) -> None:
+    """Refused when the executor is made (a class, a coroutine function, one that
+    does not take (request, snapshot)); at the fork, what it gave or raised is named
+    (before, a list or a key the state lacks failed as "no state update leaves its
+    super-step's tasks pending", and its own error came out as a traceback)."""
+    from lg_fan import Fanned, fan, work
+
+    g = StateGraph(Fanned)
+    g.add_node("work", work)
+    g.add_conditional_edges(START, fan, ["work"])
+    graph = g.compile(checkpointer=InMemorySaver())
+    for given, said in [
+        (lambda request: {}, "does not take (request, snapshot)"),
+        (dict, "is not a function of (request, snapshot)"),
+    ]:
+        with pytest.raises(AgentDebugError, match=re.escape(said)):
+            LangGraphRerunExecutor(graph, debugger=dbg, directive_update=given)
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    with pytest.raises(ValueError):
+        graph.invoke(
+            {"items": [1, 2], "results": []},
+            {"configurable": {"thread_id": "t-upd"}, "callbacks": [cb]},
+        )
+    run = cb.trajectory()
+    step = next(e.step_index for e in run.events if e.type is EventType.ERROR)
+    request = RerunRequest(trajectory=run, resume_step=step, directive="Fix.")
+
+    def broken(request: RerunRequest, snapshot: Any) -> dict[str, Any]:
+        raise KeyError("items")
+
+    for update, said in [
+        (lambda r, s: [("items", [1])], "returned list, not a dict of the state's keys"),
+        (lambda r, s: {"nope": 1}, "the graph's state has no 'nope' (its keys: items, results)"),
+        (broken, "directive_update " + broken.__qualname__ + " raised KeyError: 'items'"),
+    ]:
+        executor = LangGraphRerunExecutor(graph, debugger=dbg, directive_update=update)
+        with pytest.raises(AgentDebugError, match=re.escape(said)):
+            executor.rerun(request)

@@ -98,7 +98,7 @@ from agentdebug_langgraph._requirements import (
     require_checkpointer,
     require_state_graph,
 )
-from agentdebug_langgraph._specs import UNJUDGED, load_spec, recorded_check
+from agentdebug_langgraph._specs import UNJUDGED, checked_update, load_spec, recorded_check, updated
 from agentdebug_langgraph._state import ASYNC, FRAMEWORK, decisions_of, forget_stopped
 from agentdebug_langgraph._tool_steps import retried
 
@@ -163,7 +163,7 @@ class LangGraphRerunExecutor:
             success_check, "LangGraphRerunExecutor(success_check=...)"
         )
         self.directive_key = directive_key
-        self.directive_update = directive_update
+        self.directive_update = checked_update(directive_update)
         if asynchronous not in (None, True, False) or not isinstance(isolate, bool):
             name, value = (
                 ("asynchronous", asynchronous)
@@ -508,7 +508,7 @@ class LangGraphRerunExecutor:
             require_state_keys(graph, request.state_patch, request.trajectory.id)
             return dict(request.state_patch)
         if self.directive_update is not None:
-            return self.directive_update(request, snap)
+            return updated(self.directive_update, request, snap, graph)
         values = snap.values if isinstance(snap.values, dict) else {}
         key = self._directive_key(graph)
         if key not in values:

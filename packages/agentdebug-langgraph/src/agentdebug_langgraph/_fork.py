@@ -350,7 +350,9 @@ def over_budget(branch: AgentTrajectory, left: int) -> str | None:
     )
 
 
-def require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
+def require_state_keys(
+    graph: Any, patch: dict[str, Any], run_id: str, what: str = "the state patch"
+) -> None:
     """Refuse a state patch that names keys the graph's state does not have:
     ``update_state`` drops them without a word, and the branch would run as the
     run did, discrediting a diagnosis that may be right."""
@@ -360,7 +362,7 @@ def require_state_keys(graph: Any, patch: dict[str, Any], run_id: str) -> None:
     unknown = sorted(str(k) for k in patch if k not in declared)
     if unknown:
         raise AgentDebugError(
-            f"cannot rerun run '{run_id}' with the state patch: the graph's state has no "
+            f"cannot rerun run '{run_id}' with {what}: the graph's state has no "
             f"{', '.join(repr(k) for k in unknown)} (its keys: {', '.join(sorted(declared))}); "
             "LangGraph would drop them and run the branch unchanged"
         )

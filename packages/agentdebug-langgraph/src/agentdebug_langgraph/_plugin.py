@@ -67,6 +67,12 @@ def _function(key: str, value: str) -> Any:
     return found
 
 
+def _checked_update(update: Any) -> Any:
+    from agentdebug_langgraph._specs import checked_update
+
+    return checked_update(update)
+
+
 def _limit(key: str, value: str) -> int:
     try:
         limit = int(value)
@@ -85,7 +91,7 @@ OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "directive_key": _key,
     "recursion_limit": _limit,
     "success_check": _function,
-    "directive_update": _function,
+    "directive_update": lambda key, value: _checked_update(_function(key, value)),
 }
 
 

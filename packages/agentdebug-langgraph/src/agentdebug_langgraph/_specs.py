@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import importlib.util
+import inspect
 import os
 import sys
 from typing import Any
@@ -162,3 +163,46 @@ def recorded_check(trajectory: AgentTrajectory) -> Any:
             f"lambda or a nested function) and is not alive in this process; {PASS_CHECK}"
         )
     return None
+
+
+def checked_update(update: Any) -> Any:
+    """A ``directive_update(request, snapshot)`` as given, refused now if it cannot
+    be one (a class, a coroutine function, one that does not take those two), not
+    after the gate approved the rerun."""
+    if update is None:
+        return None
+    what = f"directive_update {getattr(update, '__qualname__', type(update).__name__)}"
+    if inspect.isclass(update) or not callable(update):
+        raise AgentDebugError(f"{what} is not a function of (request, snapshot)")
+    if inspect.iscoroutinefunction(update) or inspect.iscoroutinefunction(
+        getattr(update, "__call__", None)  # noqa: B004
+    ):
+        raise AgentDebugError(f"{what} is a coroutine function; the fork needs its update at once")
+    try:
+        inspect.signature(update).bind(None, None)
+    except TypeError as exc:
+        raise AgentDebugError(f"{what} does not take (request, snapshot): {exc}") from None
+    except ValueError:  # (a builtin without a signature: called as given)
+        pass
+    return update
+
+
+def updated(update: Any, request: Any, snap: Any, graph: Any) -> dict[str, Any]:
+    """What ``update`` gives for the fork: a dict of the state's keys, else an error
+    saying what it gave."""
+    from agentdebug_langgraph._fork import require_state_keys
+
+    name = getattr(update, "__qualname__", "?")
+    try:
+        values = update(request, snap)
+    except Exception as exc:  # (your code's error, named: not a traceback of ours)
+        raise AgentDebugError(
+            f"directive_update {name} raised {type(exc).__name__}: {exc}"
+        ) from exc
+    if not isinstance(values, dict):
+        raise AgentDebugError(
+            f"directive_update {name} returned {type(values).__name__}, not a dict of the "
+            "state's keys to update"
+        )
+    require_state_keys(graph, values, request.trajectory.id, f"what directive_update {name} gave")
+    return values

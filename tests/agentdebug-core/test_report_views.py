@@ -5,6 +5,8 @@ names no root cause and what the cache answered."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from agentdebug.diagnose import diagnose
 from agentdebug.report import render
 from agentdebug.schema import (
@@ -309,3 +311,22 @@ def test_a_short_run_is_shown_whole_and_a_guess_shows_every_decision() -> None:
     assert "I will look up part 0 of the order." in text
     assert "I will look up part 39 of the order." in text  # (the last, before the end)
     assert "I will look up part 20 of the order." not in text
+
+
+def test_a_branchs_header_says_what_it_was_given() -> None:
+    """A directive, a state patch with no directive, or nothing: a retry (before, a
+    patched branch read as a retry)."""
+    from agentdebug.report import render_run
+
+    def branch(**given: Any) -> str:
+        meta = {"branch": {"resume_step": 2, "directive": "", **given}}
+        run = traj(ev(0, EventType.USER_INPUT, None, input="go")).model_copy(
+            update={"parent_id": "r0", "metadata": meta}
+        )
+        return render_run(run)
+
+    assert "(rerun from step 2: Use the policy.)" in branch(directive="Use the policy.")
+    assert '(rerun from step 2: a state patch, {"rate":1.085})' in branch(
+        state_patch={"rate": 1.085}
+    )
+    assert "(rerun from step 2: no directive given, a retry)" in branch()

@@ -524,7 +524,12 @@ def render_run(
         branch = trajectory.metadata.get("branch")
         where = ""
         if isinstance(branch, dict) and branch.get("resume_step") is not None:
-            said = branch.get("directive") or "no directive given, a retry"
+            patch = branch.get("state_patch")
+            said = branch.get("directive") or (
+                f"a state patch, {shorten(compact_json(patch), 80)}"
+                if patch
+                else "no directive given, a retry"
+            )
             where = f" (rerun from step {branch['resume_step']}: {said})"
         out.append(f"  branch of: {trajectory.parent_id}{where}")
     within = trajectory.metadata.get("within_run")  # a sub-run (capture.nesting)

@@ -117,6 +117,10 @@ def test_the_view_reads_the_store_as_of_the_fork_and_keeps_its_writes_apart(
 ) -> None:
     base, fork_time = _seeded()
     view = BranchStore(base, fork_time)
+    only_changed = BranchStore(base, fork_time)
+    only_changed.delete(("notes",), "old")  # (so the listing looks at "changed")
+    assert only_changed.list_namespaces() == [("notes",)]
+    assert "changed after" not in caplog.text  # (a listing reads no item: nothing to say)
     assert view.get(("notes",), "new") is None  # created after the fork
     assert view.get(("notes",), "old").value == {"text": "before the fork"}  # type: ignore[union-attr]
     # changed since, with no earlier value kept: read as it is now, and said so
@@ -169,8 +173,18 @@ def test_the_view_lists_only_namespaces_holding_an_item_it_sees() -> None:
         ("users", "dan"),
     ]
     assert view.list_namespaces(limit=1, offset=1) == [("users", "dan", "notes")]
+    # a namespace cut short by max_depth is listed only for an item in a namespace
+    # the conditions take: eve's notes were made after the fork, her drafts before
+    base.put(("users", "eve", "drafts"), "x", {"n": 5})
+    view = BranchStore(base, datetime.now(UTC))
+    base.put(("users", "eve", "notes"), "e", {"n": 6})
+    assert view.list_namespaces(suffix=("notes",), max_depth=2) == [
+        ("users", "ann"),
+        ("users", "bob"),
+        ("users", "cat"),
+    ]
     # the graph's store lists all of its own
-    assert len(base.list_namespaces(limit=200)) == 123
+    assert len(base.list_namespaces(limit=200)) == 125
 
 
 def test_the_view_answers_async_calls_too() -> None:

@@ -87,7 +87,9 @@ class BranchStore(BaseStore):
             )
         return not (ran[1] and not ran[0])
 
-    def _visible(self, item: Item) -> bool:
+    def _visible(self, item: Item, note: bool = True) -> bool:
+        """Whether the branch sees ``item``; ``note``: a read, which says when it reads
+        an item changed since the fork (a listing only looks)."""
         key = (tuple(item.namespace), item.key)
         if key in self.deleted or self.written.get(item.namespace, item.key) is not None:
             return False  # (the branch's own version, or none, stands instead)
@@ -95,7 +97,7 @@ class BranchStore(BaseStore):
             return True
         if not self._before(item.created_at):
             return False
-        if not self._before(item.updated_at) and key not in self.changed:
+        if note and not self._before(item.updated_at) and key not in self.changed:
             self.changed.add(key)
             log.warning(
                 "agentdebug: the branch read store item %s/%s as it is now: it was "
@@ -147,15 +149,17 @@ class BranchStore(BaseStore):
             (page,) = yield [op._replace(limit=_PAGE, offset=at)]
             page = list(page or ())
             for name in page:
-                if name not in mine and (yield from self._holds_visible(tuple(name))):
+                if name not in mine and (yield from self._holds_visible(tuple(name), op)):
                     kept.add(tuple(name))
             at += len(page)
             if len(page) < _PAGE:
                 break
         return sorted(kept | mine)[op.offset : want]
 
-    def _holds_visible(self, prefix: tuple[str, ...]) -> Check:
-        """Whether an item under ``prefix`` in the graph's store is there for the branch."""
+    def _holds_visible(self, prefix: tuple[str, ...], op: ListNamespacesOp) -> Check:
+        """Whether an item under ``prefix`` in the graph's store is there for the
+        branch, in a namespace ``op``'s conditions take (``prefix`` may be cut short
+        by its ``max_depth``)."""
         if self.as_of is None and not self.deleted:
             return True
         at = 0
@@ -163,7 +167,10 @@ class BranchStore(BaseStore):
             ask = SearchOp(prefix, limit=_PAGE, offset=at, refresh_ttl=False)
             (page,) = yield [ask]
             page = list(page or ())
-            if any(self._visible(item) for item in page):
+            if any(
+                _matches(item.namespace, op.match_conditions) and self._visible(item, note=False)
+                for item in page
+            ):
                 return True
             at += len(page)
             if len(page) < _PAGE:
@@ -213,6 +220,20 @@ class BranchStore(BaseStore):
             except StopIteration as done:
                 out.append(done.value)
         return out
+
+
+def _matches(namespace: Sequence[str], conditions: Any) -> bool:
+    """Whether a namespace meets a listing's prefix and suffix conditions ("*" any)."""
+    for condition in conditions or ():
+        path = tuple(condition.path)
+        if len(namespace) < len(path):
+            return False
+        ends = (
+            namespace[: len(path)] if condition.match_type == "prefix" else namespace[-len(path) :]
+        )
+        if path and any(p != "*" and p != k for p, k in zip(path, ends, strict=True)):
+            return False
+    return True
 
 
 def _rank(item: Item) -> float:

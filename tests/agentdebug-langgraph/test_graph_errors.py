@@ -433,6 +433,19 @@ def test_a_handoff_up_to_a_node_the_parent_graph_does_not_have_is_an_error_too(
     assert "triage routed to 'bogus', which is no node of the graph" in (run.outcome.reason or "")
     (error,) = [e for e in run.events if e.type is EventType.ERROR]
     assert error.agent_name == "triage" and error.metadata["target"] == "bogus"
+    # a Send to a node the graph lacks too (LangGraph: "Ignoring unknown node name")
+    from langgraph.types import Send
+
+    sends = StateGraph(MessagesState)
+    sends.add_node(
+        "fan", lambda s: Command(goto=[Send("bogus", {"messages": []})], update={"messages": []})
+    )
+    sends.add_edge(START, "fan")
+    sent = AgentDebugCallback(dbg)
+    sends.compile().invoke({"messages": [HumanMessage("go")]}, {"callbacks": [sent]})
+    assert sent.trajectory().outcome.status is OutcomeStatus.FAILURE
+    (error,) = [e for e in sent.trajectory().events if e.type is EventType.ERROR]
+    assert error.agent_name == "fan" and error.metadata["target"] == "bogus"
     # a handoff up to a node the parent has is no error
     sub2 = StateGraph(MessagesState)
     sub2.add_node(

@@ -406,7 +406,8 @@ def unknown_goto(rec: Any, goto: Any) -> None:
     run's failure unless a success check judges it."""
     run = rec.run
     targets = goto if isinstance(goto, (list, tuple)) else (goto,)
-    unknown = [t for t in targets if isinstance(t, str) and t not in run.nodes and t != "__end__"]
+    names = [getattr(t, "node", None) if type(t).__name__ == "Send" else t for t in targets]
+    unknown = [t for t in names if isinstance(t, str) and t not in run.nodes and t != "__end__"]
     if not unknown or not run.nodes:
         return
     if run.lost_route is None:  # (the run's failure, when no success check judges it)

@@ -72,6 +72,49 @@ def test_tool_output_steps_are_not_offered_and_one_named_is_blamed_on_its_call()
     assert "step 4 is a tool's output, not a decision: blamed on searcher, whose step 3" in (
         root.rationale
     )
+    # the fix, and a rerun, is for that decision: none reaches a tool's output
+    assert report.fix is not None and report.fix.target_step == 3
+
+
+def test_a_graphs_tool_node_step_is_a_tool_output_too() -> None:
+    """A LangGraph ToolNode's step (its start, the tool's result or error, its end)
+    decides nothing: not offered, and one named is blamed on the model call that
+    asked for the tool, which the fix is for (before, the tool node was the root
+    cause at full confidence, and a closed loop reran it round after round)."""
+
+    def e(i: str, kind: EventType, step: int, agent: str, **kw: Any) -> AgentEvent:
+        return AgentEvent(id=i, type=kind, step_index=step, agent_name=agent, **kw)
+
+    run = AgentTrajectory(
+        id="lg",
+        goal="Refund order A123",
+        framework="langgraph",
+        events=[
+            e("e0", EventType.USER_INPUT, 0, "user", input="Refund order A123"),
+            e("e1", EventType.AGENT_START, 1, "agent"),
+            e("e2", EventType.LLM_RESPONSE, 1, "agent", output="lookup_order(Z999)"),
+            e("e3", EventType.TOOL_CALL, 1, "agent", parent_id="e2", input={"order_id": "Z999"}),
+            e("e4", EventType.AGENT_END, 1, "agent", parent_id="e1"),
+            e("e5", EventType.AGENT_START, 2, "tools"),
+            e(
+                "e6",
+                EventType.TOOL_RESULT,
+                2,
+                "tools",
+                parent_id="e3",
+                error={"message": "no Z999"},
+            ),
+            e("e7", EventType.ERROR, 2, "tools", parent_id="e5", error={"message": "no Z999"}),
+        ],
+    )
+    report, requests = one_pass(
+        answer(agent="tools", step=2, fix="use order id A123 from the request"), run
+    )
+    offered = set((schema_of_request(requests[0]) or {})["properties"]["step"]["enum"])
+    assert 2 not in offered and 1 in offered
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.metadata["decision_step"]) == ("agent", 1)
+    assert report.fix is not None and report.fix.target_step == 1
 
 
 def terminal_run() -> AgentTrajectory:

@@ -94,6 +94,25 @@ def weather(*, traceback: bool = False) -> AgentTrajectory:
     )
 
 
+def weather_twice() -> AgentTrajectory:
+    """:func:`weather` with the misspelt call made twice: three decisions (steps 1,
+    3, 5) around two tool-node steps (2, 4), which decide nothing."""
+    run = weather()
+    events: list[AgentEvent] = []
+    for e in run.events:
+        if e.step_index < 3:
+            events.append(e)
+            if e.id == "e7":  # the same call and failure again, at steps 3 and 4
+                events += [
+                    x.model_copy(update={"id": f"{x.id}b", "step_index": x.step_index + 2})
+                    for x in run.events
+                    if x.step_index in (1, 2)
+                ]
+        else:
+            events.append(e.model_copy(update={"step_index": e.step_index + 2}))
+    return run.model_copy(update={"events": events})
+
+
 def attribution(step: int, quote: str, confidence: float, quote_step: int | None = None) -> str:
     return json.dumps(
         {
@@ -334,11 +353,12 @@ def half(which: str, quote_step: int, confidence: float, **extra: Any) -> str:
 
 
 def test_binary_search_stopped_names_the_step_its_evidence_points_at() -> None:
-    """Steps 1–3 halved once to steps 1–2, then the budget ran out: step 1, where
-    its quote is from, at the search's 0.9 shared over the two steps left."""
+    """Decisions 1, 3 and 5 halved once to 1 and 3 (the tool node's steps between
+    them decide nothing), then the budget ran out: step 1, where its quote is from,
+    at the search's 0.9 shared over the two steps left."""
     with ScriptedServer(lambda r: half("first", 1, 0.9)) as server:
         report = diagnose(
-            weather(),
+            weather_twice(),
             attributor="binary-search",
             settings=settings_for(server),
             budget=Budget(max_calls=1),
@@ -347,10 +367,10 @@ def test_binary_search_stopped_names_the_step_its_evidence_points_at() -> None:
     root = report.root_cause
     assert root is not None and root.strategy == "binary-search"
     assert (root.agent_name, root.step_index, root.confidence) == ("agent", 1, 0.45)
-    assert root.metadata["partial"] == "budget" and root.metadata["range"] == [1, 2]
+    assert root.metadata["partial"] == "budget" and root.metadata["range"] == [1, 3]
     assert root.evidence and all(e.grounded for e in root.evidence)
     notes = notes_of(report)
-    assert "binary-search stopped with steps 1–2 left to halve: the budget ran out" in notes
+    assert "binary-search stopped with steps 1–3 left to halve: the budget ran out" in notes
     assert "step 1 is named (the step its evidence was quoted from)" in notes
 
 
@@ -361,7 +381,9 @@ def test_binary_search_joins_its_verdicts_without_a_stray_full_stop() -> None:
         return half("first", 1, 0.9)
 
     with ScriptedServer(script) as server:
-        report = diagnose(weather(), attributor="binary-search", settings=settings_for(server))
+        report = diagnose(
+            weather_twice(), attributor="binary-search", settings=settings_for(server)
+        )
     root = report.root_cause
     assert root is not None and root.step_index == 1
     assert ".;" not in root.rationale
@@ -396,8 +418,8 @@ def test_step_by_step_stopped_names_the_most_suspicious_step_read() -> None:
     assert root is not None and root.strategy == "step-by-step"
     assert (root.step_index, root.confidence) == (1, 0.3)
     assert root.metadata["partial"] == "budget"
-    assert "the budget ran out after 1 of 3 steps were read" in root.rationale
-    assert "step-by-step stopped after reading 1 of 3 steps: the budget ran out" in (
+    assert "the budget ran out after 1 of 2 steps were read" in root.rationale
+    assert "step-by-step stopped after reading 1 of 2 steps: the budget ran out" in (
         notes_of(report)
     )
 

@@ -48,7 +48,7 @@ def fix_of(
         return Fix(
             directive=own.strip(),
             target_agent=root.agent_name,
-            target_step=root.step_index,
+            target_step=_decided_at(root),
             rationale=rationale,
         )
     if root.mode_id is None:
@@ -79,11 +79,22 @@ def fix_of(
         if again and root.mode_id == "system.tool_error":
             remedy = CHANGE_CALL  # (not "... and retry once": the agent did, and it failed)
         remedy = f"{said}. {remedy}"
+    step = _decided_at(root)
     return Fix(
-        directive=f"At step {root.step_index}, {who or 'the agent'}: {remedy}",
+        directive=f"At step {step}, {who or 'the agent'}: {remedy}",
         target_agent=root.agent_name,
-        target_step=root.step_index,
+        target_step=step,
         rationale=rationale,
+    )
+
+
+def _decided_at(root: Hypothesis) -> int | None:
+    """The step a fix is for: the blamed step, or, where a model blamed a tool's
+    output (a tool node's step), the decision that produced it (``decision_step``),
+    since no fix reaches a tool's output and a rerun from it would redo it."""
+    decided = root.metadata.get("decision_step")
+    return (
+        decided if isinstance(decided, int) and not isinstance(decided, bool) else root.step_index
     )
 
 

@@ -38,7 +38,15 @@ from agentdebug.llm import (
     render_prompt,
 )
 from agentdebug.plugins import get_registry
-from agentdebug.schema import AgentTrajectory, EventType, Evidence, Finding, Hypothesis, Severity
+from agentdebug.schema import (
+    AgentEvent,
+    AgentTrajectory,
+    EventType,
+    Evidence,
+    Finding,
+    Hypothesis,
+    Severity,
+)
 from agentdebug.text import compact_json, flatten
 from agentdebug.tokens import count_tokens
 from agentdebug.views import Step, TraceView, build_view, steps_of, window
@@ -106,6 +114,8 @@ class TraceFacts:
                 (e for e in step.events if e.agent_name and is_decision(e)),
                 None,
             )
+            if _only_ran_tools(step.events):
+                acting = None  # (a tool node's step: the output of the call that asked)
             if acting is not None and acting.agent_name:
                 agent_at[step.index] = acting.agent_name
                 event_at[step.index] = acting.id
@@ -487,3 +497,20 @@ class Stop:
         if current_settings().no_fallback:
             raise exc
         return cls(f"a model call failed ({exc})", "a model call failed", {"partial": "failed"})
+
+
+# what frames a node's run: a step of these and tool results only decided nothing
+_FRAMING = frozenset({EventType.AGENT_START, EventType.AGENT_END, EventType.ERROR})
+
+
+def _only_ran_tools(events: Sequence[AgentEvent]) -> bool:
+    """Whether a step only ran tools another step's decision asked for: a graph's
+    tool node (LangGraph's ``ToolNode``: its start, the tools' results, its end or
+    error), which decides nothing of its own; its step is that decision's output."""
+    ran = False
+    for e in events:
+        if e.type is EventType.TOOL_RESULT:
+            ran = True
+        elif e.type not in _FRAMING or e.metadata.get("sub_run"):
+            return False
+    return ran

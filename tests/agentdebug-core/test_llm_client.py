@@ -302,6 +302,31 @@ def test_unreachable_server_is_retried_then_fails(sleeps: list[float]) -> None:
     assert [e.outcome for e in log.entries] == ["retry", "error"] and len(sleeps) == 1
 
 
+def test_a_server_no_attempt_reached_is_not_asked_again_for_a_while(
+    sleeps: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An app whose every failing run is diagnosed: with the model server not started,
+    each run waited through all its retries (7 s at the defaults); now the next call
+    fails at once, unsent, saying why, until UNREACHABLE_MEMORY has passed."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    settings = LLMSettings(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=2)
+    client = LLMClient(settings)
+    with pytest.raises(LLMCallFailed):
+        ask(client)
+    waited = len(sleeps)
+    with audit_scope() as log, pytest.raises(LLMCallFailed, match="cannot reach"):
+        ask(client)
+    assert len(sleeps) == waited  # (no retries waited for)
+    assert [e.outcome for e in log.entries] == ["error"]
+    assert "not sent: " in (log.entries[0].detail or "")
+    monkeypatch.setattr(client_module, "UNREACHABLE_MEMORY", 0.0)
+    with audit_scope() as log, pytest.raises(LLMCallFailed):
+        ask(client)  # (tried again once it is forgotten)
+    assert [e.outcome for e in log.entries] == ["retry", "retry", "error"]
+
+
 def test_backoff_is_capped() -> None:
     assert client_module.backoff_delay(30) <= 20.0
     assert client_module.backoff_delay(0, retry_after=500.0) == 60.0

@@ -306,6 +306,17 @@ def test_a_fix_that_names_what_the_run_holds_is_the_reports_fix() -> None:
     assert f"Fix: {own}" in render(report, EXAMPLE, "text")
 
 
+def test_a_fix_in_prose_that_names_what_the_run_holds_is_kept() -> None:
+    """A name inside a sentence counts as much as an identifier: "search flights to
+    Denver" names the run's city (before, a prose fix for a content error was set
+    aside for the mode's canned remedy); a name the run does not hold does not."""
+    own = "Have the searcher look for nonstop flights from Boston to Denver again."
+    report, _ = one_pass(answer(fix=own))
+    assert report.fix is not None and report.fix.directive == own
+    report, _ = one_pass(answer(fix="Have the searcher look for flights to Tokyo instead."))
+    assert report.fix is not None and "Tokyo" not in report.fix.directive
+
+
 def test_a_fix_that_names_nothing_in_the_run_gives_way_to_the_modes_remedy() -> None:
     report, _ = one_pass(answer(fix="Be more careful next time."))
     assert report.fix is not None

@@ -339,12 +339,14 @@ _SPECIFIC = re.compile(
     r"\"([^\"]{3,})\"|'([^'\s][^']{1,}[^'\s])'|`([^`]{2,})`"
     r"|(\b[\w.-]*\d[\w.:/-]*)|(\b\w+_\w+\b)|(\b[A-Z][A-Z0-9]{1,}[\w-]*)"
     r"|(\b\w+(?:[-/.]\w+)+\b)"
+    # a name as prose writes it, inside a sentence ("state the Eiffel Tower is in Paris")
+    r"|(?<=[a-z0-9,;:)] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
 )
 
 
 def specific_terms(text: str) -> list[str]:
-    """Identifiers, values and quoted text in ``text`` (not step numbers, not
-    numbers under three digits: every run holds those)."""
+    """Identifiers, values, quoted text and names inside a sentence in ``text``
+    (not step numbers, not numbers under three digits: every run holds those)."""
     out: dict[str, None] = {}
     for m in _SPECIFIC.finditer(re.sub(r"\bsteps?\s+\d+", " ", text, flags=re.I)):
         term = next((g for g in m.groups() if g), "").strip(" .,;:")

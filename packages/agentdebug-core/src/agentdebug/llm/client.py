@@ -9,8 +9,8 @@ returns an instance of a pydantic model, or raises. Around the request it:
   json_object with a schema, then the schema in the prompt), and remembers it;
 - retries 408/409/429/5xx, timeouts, connection errors and unreadable bodies with
   exponential backoff and jitter (honouring Retry-After), never other 4xx, nor a
-  429 whose quota is gone or whose Retry-After is past the cap; a 401/403/404
-  makes later calls on this client fail at once, unsent;
+  429 whose quota is gone or whose Retry-After is past the cap; a 401/403/404, or
+  a server no attempt reached, makes later calls fail at once, unsent, for a while;
 - keeps to an open :func:`~agentdebug.llm.budget.deadline_scope`: each request's
   timeout is cut to the time left, a retry that would start past it is not
   waited for, and nothing is sent once it has passed (:class:`DeadlineExceeded`);
@@ -100,6 +100,8 @@ REJECTION_STATUSES = frozenset({400, 422, 500, 501})
 NOTICE_SECONDS = 5.0
 #: Seconds a 401/403/404 keeps this client from sending anything more.
 FATAL_MEMORY = 300.0
+#: Seconds a server no attempt reached (not started, a wrong port) keeps it unasked.
+UNREACHABLE_MEMORY = 30.0
 #: Said on an audit entry whose token counts are the client's own.
 ESTIMATED = "token counts estimated (the server reported no usage)"
 #: The report's note when any are.
@@ -107,15 +109,8 @@ ESTIMATED_NOTE = (
     "the server reported no token usage: token counts (and the token budget) "
     "are agentdebug's own estimates"
 )
-_FORMAT_WORDS = (
-    "response_format",
-    "response format",
-    "json_schema",
-    "json schema",
-    "json_object",
-    "schema",
-    "grammar",
-)
+_FORMAT_WORDS: tuple[str, ...] = ("response_format", "response format", "json_schema")
+_FORMAT_WORDS += ("json schema", "json_object", "schema", "grammar")
 
 
 @dataclass(frozen=True)
@@ -186,16 +181,19 @@ class LLMClient:
         # A 401/403/404 says this endpoint cannot answer anything: later calls fail
         # at once, unsent, instead of asking again in every later stage. It is
         # forgotten after FATAL_MEMORY seconds, so a long-running process (the
-        # console) recovers once the server is fixed (a model pulled, a key renewed).
-        self._fatal: tuple[LLMCallFailed, float] | None = None
+        # console) recovers once the server is fixed (a model pulled, a key renewed);
+        # one no attempt reached, after UNREACHABLE_MEMORY (each run would wait).
+        self._fatal: tuple[LLMCallFailed, float, bool] | None = None  # (unreached?)
 
     @property
     def fatal(self) -> LLMCallFailed | None:
-        """The configuration error (401/403/404) that stops calls now, if any."""
+        """The error that stops calls now, unsent, if any: a configuration error
+        (401/403/404), or a server no attempt reached, for a while."""
         if self._fatal is None:
             return None
-        error, when = self._fatal
-        return error if time.monotonic() - when < FATAL_MEMORY else None
+        error, when, unreached = self._fatal
+        memory = UNREACHABLE_MEMORY if unreached else FATAL_MEMORY
+        return error if time.monotonic() - when < memory else None
 
     @property
     def response_form(self) -> Form | None:
@@ -361,6 +359,7 @@ class LLMClient:
         estimate = sum(count_tokens(m.get("content") or "") for m in request["messages"])
         kwargs = {k: v for k, v in request.items() if v is not None}
         retry = 0
+        unreached = 0  # attempts that could not reach the server at all
         failed: str | None = None  # the last failure, said as a user would want it
         last: tuple[str, int | None] | None = None  # (reason, status) of the last failure
         while True:
@@ -409,6 +408,7 @@ class LLMClient:
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 reason = f"cannot reach {self.base_url} ({shorten(str(cause), 120)})"
+                unreached += 1
             except BadBody as exc:
                 status = 200
                 reason = str(exc)
@@ -474,7 +474,9 @@ class LLMClient:
                 hint=stop or hint_for(status),
             )
             if error.fatal:
-                self._fatal = (error, time.monotonic())
+                self._fatal = (error, time.monotonic(), False)
+            elif unreached and unreached == retry + 1:  # (no attempt reached the server)
+                self._fatal = (error, time.monotonic(), True)
             raise error
 
     def _out_of_time(

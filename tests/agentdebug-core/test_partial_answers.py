@@ -518,3 +518,20 @@ def test_prose_or_a_call_with_keywords_may_still_be_partly_found(quote: str) -> 
     )  # fmt: skip
     run = AgentTrajectory(id="t", framework="custom", goal="g", events=[event])
     assert Grounder(run).find(quote).kind is MatchKind.PARTIAL
+
+
+def test_a_search_or_reading_that_suspects_no_step_names_none() -> None:
+    """Every step judged 0 % likely the error (step-by-step), or every half chosen at
+    confidence 0 (binary search): no step is named at confidence 0.00 ("the step
+    judged most likely to be the error", when all tied at nothing, and a closed loop
+    reran from it); the free tier answers, saying why."""
+    for attributor, reply in [
+        ("step-by-step", lambda r: verdict(1, 0.0)),
+        ("binary-search", lambda r: half("first", 1, 0.0)),
+    ]:
+        with ScriptedServer(reply) as server:
+            report = diagnose(weather_twice(), attributor=attributor, settings=settings_for(server))
+        root = report.root_cause
+        assert root is not None and root.strategy == "heuristic", attributor
+        assert root.confidence > 0
+        assert any(attributor in n for n in report.notes), report.notes

@@ -299,10 +299,7 @@ def test_shrugs_do_not_outrank_the_free_tier_on_a_pipeline_that_raised() -> None
     assert report.fix is not None and report.fix.directive == free.fix.directive
     route = root.metadata["route"]
     assert "all-at-once: planner at step 1 (0.00), confidence under 0.1: not counted" in route
-    assert any(
-        line.startswith("step-by-step: planner at step 1") and "not counted" in line
-        for line in route
-    )
+    assert "step-by-step: no answer" in route  # (no step judged at all likely: none named)
     # the shrug is listed below, once
     others = [(h.agent_name, h.step_index) for h in report.hypotheses[1:]]
     assert others.count(("planner", 1)) == 1

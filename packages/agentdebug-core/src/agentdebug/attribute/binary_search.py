@@ -25,6 +25,7 @@ from pydantic import Field
 
 from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
+    NO_SUSPICION,
     Stop,
     TraceFacts,
     chat,
@@ -165,6 +166,8 @@ class BinarySearchAttributor:
             else:
                 lo = mid + 1
         step = steps[lo]
+        if confidence < NO_SUSPICION:  # (every half chosen at no confidence: no answer)
+            return []
         return [
             hypothesis(
                 facts=facts,

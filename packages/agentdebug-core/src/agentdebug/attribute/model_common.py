@@ -76,6 +76,9 @@ class Quote(BaseModel):
 
 UNATTRIBUTED = "unattributed"
 _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
+#: Below this, a model's suspicion of a step is none: a search or a reading that ends
+#: with every step judged so names no step (the free tier answers instead)
+NO_SUSPICION = 0.05
 
 
 @dataclass(frozen=True)

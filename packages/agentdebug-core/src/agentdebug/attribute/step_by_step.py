@@ -18,6 +18,7 @@ from pydantic import Field
 
 from agentdebug.attribute.model_answers import LenientAnswer
 from agentdebug.attribute.model_common import (
+    NO_SUSPICION,
     Stop,
     TraceFacts,
     chat,
@@ -97,8 +98,11 @@ class StepByStepAttributor:
                 ]
         if not verdicts:
             return []
-        # No step was judged decisive: say so, and name the most suspicious one.
+        # No step was judged decisive: say so, and name the most suspicious one (none,
+        # when no step was judged at all likely: the free tier answers instead)
         step, verdict = max(verdicts, key=lambda sv: (sv[1].error_probability, -sv[0]))
+        if verdict.error_probability < NO_SUSPICION:
+            return []
         return [
             self._hypothesis(
                 facts,

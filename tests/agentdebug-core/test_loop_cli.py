@@ -321,3 +321,23 @@ def test_cli_diagnose_keeps_a_verified_diagnosis_over_another_blame(home: Path) 
     )
     latest = AgentDebug(home).store.load_reports(run_id)[-1]
     assert latest.id == "rverified"
+
+
+def test_a_model_recoverer_whose_model_fails_says_the_native_one_needs_none(home: Path) -> None:
+    """The recoverer's model failing ends the loop (before, with the HTTP error alone,
+    nothing said of the recoverer that needs no model)."""
+    from agentdebug.llm.testing import Reply
+
+    run_id = _stored_failure(home)
+    with ScriptedServer([Reply("boom", status=500)] * 10) as server:
+        env = {"PYTHONPATH": str(HERE), "AGENTDEBUG_MAX_RETRIES": "0"}
+        model = ["--model", "scripted", "--base-url", server.base_url, "--api-key", "k"]
+        model += ["--attributor", "heuristic"]
+        done = run_cli(
+            "act", run_id, "--recover", "reflexion", "--rerun", "--policy", "auto",
+            "--executor", "toy_agent:make_executor", *model, env=env,
+        )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    said = done.stdout + done.stderr
+    assert "recoverer 'reflexion': " in said and "HTTP 500" in said
+    assert "the 'native' recoverer needs no model" in said

@@ -369,7 +369,10 @@ def recover_plan(
         return rec.recover(run, report), "no_plan", None
     except RecoveryError as exc:
         return None, "no_plan", str(exc)
-    except (AgentDebugError, LLMError) as exc:
+    except LLMError as exc:  # (its model failed: one that needs none can still plan)
+        also = "" if rec.name == "native" else "; the 'native' recoverer needs no model"
+        return None, "error", f"recoverer '{rec.name}': {exc}{also}"
+    except AgentDebugError as exc:
         return None, "error", str(exc)
     except Exception as exc:
         log.exception("recoverer %s failed", rec.name)

@@ -7,7 +7,8 @@ guesses (:meth:`HeuristicAttributor._structural_prior`), each said to be one.
   not pass it on (a planner that drops a requirement, a writer that leaves out what
   a researcher found);
 - :func:`answer_origin`: in a run of several agents, the other agent's step that
-  first said what the answer carries;
+  first said what the answer carries (of that agent's branches, the one the reason
+  singles out: :mod:`agentdebug.attribute.branches`);
 - :func:`branch_named`: of a fan-out's parallel branches, the one whose output says
   what the reason names;
 - :func:`failed_words` and :func:`asked_for`: a call (a lookup too) whose arguments
@@ -20,6 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agentdebug.attribute.branches import ABSENT, branches_of, singled_out
 from agentdebug.detect.claimed import only_looks_up
 from agentdebug.detect.signals import FAN_OUT, RESULT_TYPES
 from agentdebug.detect.signals import QUOTED as _QUOTED
@@ -83,68 +85,9 @@ def answer_origin(
         carried -= words  # (said first here: a later repeat is not its origin)
     if best is None:
         return None
-    # the chosen agent's steps that gave part of the answer (a branch of a fan-out, or
-    # a turn), by what they said, not what they asked for (a tool call, a model turn
-    # that calls tools: a worker reads its document before it sums it up); of a step
-    # that said it twice, the event that said most
-    steps: dict[int, tuple[AgentEvent, set[str], int]] = {}
-    for e in decisions:
-        if e.agent_name != best[1].agent_name or not _says(e):
-            continue
-        own = _words(_said(e))
-        held = steps.get(e.step_index)
-        if held is None:
-            steps[e.step_index] = (e, own, len(own & answer))
-        else:
-            lead = e if len(own & answer) > held[2] else held[0]
-            steps[e.step_index] = (lead, held[1] | own, max(held[2], len(own & answer)))
-    group = [(e, words) for e, words, gave in steps.values() if gave]
-    absent = bool(reason and _ABSENT.search(_QUOTED.sub(" ", reason)))
-    return _singled_out(group, outside, named if absent else set()) or best[1]
-
-
-def _says(event: AgentEvent) -> bool:
-    """Whether a decision says something (an answer, a result), rather than asks
-    for a tool's or is the run's final answer."""
-    if event.type in (EventType.TOOL_CALL, EventType.FINAL_ANSWER):
-        return False
-    out = event.output
-    return not (isinstance(out, dict) and out.get("tool_calls"))
-
-
-# a failure's reason that says something is not there ("a summary is missing the
-# revenue"): the step that did not say it is the one it means
-_ABSENT = re.compile(
-    r"\b(?:missing|lacks?|lacking|without|omit(?:s|ted)?|absent|left out|leaves? out|"
-    r"(?:does|did|do)(?: not|n't) (?:mention|include|give|say|state|have))\b",
-    re.I,
-)
-
-
-def _singled_out(
-    group: Sequence[tuple[AgentEvent, set[str]]], names: set[str], absent: set[str]
-) -> AgentEvent | None:
-    """Of one agent's steps that each gave part of the answer (parallel branches
-    of a fan-out, or its turns), the one the failure's reason singles out: the only
-    one saying a name or value the reason names ("doc-1" of "doc-1's figure is
-    wrong"); else, of three or more, the only one not saying a word that the reason
-    says is missing (``absent``) and that all the others say ("a summary is missing
-    the revenue", of three summaries two of which give it; not "a summary leaks the
-    forecast", which two of three said: there the one that did not is the one that
-    did right). None when it singles out none, or several: the order the steps ran
-    in is no sign of which went wrong."""
-    if len(group) < 2:
-        return None
-    having = [{e.id for e, words in group if term in words} for term in sorted(names)]
-    picked = {next(iter(ids)) for ids in having if len(ids) == 1}
-    if not picked and len(group) >= 3:
-        everyone = {e.id for e, _ in group}
-        having = [{e.id for e, words in group if term in words} for term in sorted(absent)]
-        picked = {next(iter(everyone - ids)) for ids in having if len(ids) == len(group) - 1}
-    if len(picked) != 1:
-        return None
-    (chosen,) = picked
-    return next(e for e, _ in group if e.id == chosen)
+    absent = bool(reason and ABSENT.search(_QUOTED.sub(" ", reason)))
+    steps = branches_of(best[1].agent_name, decisions, answer, lambda e: _words(_said(e)))
+    return singled_out(steps, outside, named if absent else set()) or best[1]
 
 
 def _proper(text: str) -> set[str]:

@@ -319,8 +319,9 @@ def test_a_server_no_attempt_reached_is_not_asked_again_for_a_while(
     with audit_scope() as log, pytest.raises(LLMCallFailed, match="cannot reach"):
         ask(client)
     assert len(sleeps) == waited  # (no retries waited for)
-    assert [e.outcome for e in log.entries] == ["error"]
+    assert [e.outcome for e in log.entries] == ["unsent"]  # (no call: not counted as one)
     assert "not sent: " in (log.entries[0].detail or "")
+    assert Cost.of(list(log.entries)).calls == 0
     monkeypatch.setattr(client_module, "UNREACHABLE_MEMORY", 0.0)
     with audit_scope() as log, pytest.raises(LLMCallFailed):
         ask(client)  # (tried again once it is forgotten)

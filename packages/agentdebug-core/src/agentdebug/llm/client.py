@@ -220,7 +220,7 @@ class LLMClient:
         run = _Run(strategy=strategy, purpose=purpose)
         fatal = self.fatal
         if fatal is not None:
-            self._audit(run, key="", outcome="error", reason=f"not sent: {fatal}")
+            self._audit(run, key="", outcome="unsent", reason=f"not sent: {fatal}")
             raise fatal.with_traceback(None)
         json_schema = json_schema_of(schema)
         name = schema_name(schema)

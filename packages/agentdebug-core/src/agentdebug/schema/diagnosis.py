@@ -127,7 +127,8 @@ class Cost(BaseModel):
         """Every request sent to a server is a call (failed attempts and malformed
         answers included), with the tokens the server reported; answers replayed from
         the cache are counted apart, with the usage recorded when they were made."""
-        llm = [a for a in audit if a.stage == "llm" and a.outcome != "budget"]  # refused: not sent
+        # (refused by the budget, or not sent after a 401 or a server not reached)
+        llm = [a for a in audit if a.stage == "llm" and a.outcome not in ("budget", "unsent")]
         live = [a for a in llm if not a.cached]
         cached = [a for a in llm if a.cached]
         return cls(

@@ -25,6 +25,7 @@ from agentdebug.llm import (
     use_settings,
 )
 from agentdebug.llm import client as client_module
+from agentdebug.llm import held as held_module
 from agentdebug.llm.testing import Reply, ScriptedServer
 from agentdebug.schema import AuditEntry, Cost
 from pydantic import BaseModel, Field
@@ -316,13 +317,15 @@ def test_a_server_no_attempt_reached_is_not_asked_again_for_a_while(
     with pytest.raises(LLMCallFailed):
         ask(client)
     waited = len(sleeps)
-    with audit_scope() as log, pytest.raises(LLMCallFailed, match="cannot reach"):
+    with audit_scope() as log, pytest.raises(LLMCallFailed) as held:
         ask(client)
+    assert "not sent: " in str(held.value) and "could not be reached 0 s ago" in str(held.value)
+    assert held.value.attempts == 0
     assert len(sleeps) == waited  # (no retries waited for)
     assert [e.outcome for e in log.entries] == ["unsent"]  # (no call: not counted as one)
     assert "not sent: " in (log.entries[0].detail or "")
     assert Cost.of(list(log.entries)).calls == 0
-    monkeypatch.setattr(client_module, "UNREACHABLE_MEMORY", 0.0)
+    monkeypatch.setattr(held_module, "UNREACHABLE_MEMORY", 0.0)
     with audit_scope() as log, pytest.raises(LLMCallFailed):
         ask(client)  # (tried again once it is forgotten)
     assert [e.outcome for e in log.entries] == ["retry", "retry", "error"]
@@ -588,3 +591,38 @@ def test_cache_hits_cost_no_budget() -> None:
         ask(client)
         with budget_scope(Budget(max_calls=0)):
             assert ask(client).cached
+
+
+def test_a_server_that_dropped_the_connection_was_reached_and_is_asked_again(
+    sleeps: list[float],
+) -> None:
+    """A server that reads the request and closes the connection was reached: the
+    next call is sent (only a connection never made holds a client back)."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    seen: list[bytes] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            with conn:
+                seen.append(conn.recv(65536))
+
+    threading.Thread(target=serve, daemon=True).start()
+    port = server.getsockname()[1]
+    settings = LLMSettings(model="m", base_url=f"http://127.0.0.1:{port}/v1", max_retries=0)
+    client = LLMClient(settings)
+    try:
+        for _ in range(2):
+            with pytest.raises(LLMCallFailed) as err:
+                ask(client)
+            assert err.value.attempts == 1 and "not sent" not in str(err.value)
+    finally:
+        server.close()
+    assert len(seen) == 2

@@ -315,6 +315,10 @@ def test_a_fix_in_prose_that_names_what_the_run_holds_is_kept() -> None:
     assert report.fix is not None and report.fix.directive == own
     report, _ = one_pass(answer(fix="Have the searcher look for flights to Tokyo instead."))
     assert report.fix is not None and "Tokyo" not in report.fix.directive
+    # a word opening a clause is no name, and a term is matched as a whole word
+    # ("Check" is not the run's "checkout")
+    report, _ = one_pass(answer(fix="Be careful, Check everything twice."))
+    assert report.fix is not None and "Check everything" not in report.fix.directive
 
 
 def test_a_fix_that_names_nothing_in_the_run_gives_way_to_the_modes_remedy() -> None:

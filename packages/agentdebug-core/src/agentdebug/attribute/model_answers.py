@@ -339,8 +339,9 @@ _SPECIFIC = re.compile(
     r"\"([^\"]{3,})\"|'([^'\s][^']{1,}[^'\s])'|`([^`]{2,})`"
     r"|(\b[\w.-]*\d[\w.:/-]*)|(\b\w+_\w+\b)|(\b[A-Z][A-Z0-9]{1,}[\w-]*)"
     r"|(\b\w+(?:[-/.]\w+)+\b)"
-    # a name as prose writes it, inside a sentence ("state the Eiffel Tower is in Paris")
-    r"|(?<=[a-z0-9,;:)] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+    # a name as prose writes it, inside a clause ("state the Eiffel Tower is in Paris";
+    # not a word opening one, "Be careful, Check twice")
+    r"|(?<=[a-z0-9] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
 )
 
 
@@ -356,6 +357,11 @@ def specific_terms(text: str) -> list[str]:
 
 
 def fix_terms_in_run(fix: str, run_text: str) -> list[str]:
-    """The specific terms of ``fix`` that the run's text holds (case folded)."""
+    """The specific terms of ``fix`` that the run's text holds (case folded, as
+    whole words: "Use" is not in "user")."""
     haystack = " ".join(run_text.split()).casefold()
-    return [t for t in specific_terms(fix) if " ".join(t.split()).casefold() in haystack]
+    return [
+        t
+        for t in specific_terms(fix)
+        if re.search(rf"(?<!\w){re.escape(' '.join(t.split()).casefold())}(?!\w)", haystack)
+    ]

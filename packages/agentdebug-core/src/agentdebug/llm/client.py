@@ -10,7 +10,8 @@ returns an instance of a pydantic model, or raises. Around the request it:
 - retries 408/409/429/5xx, timeouts, connection errors and unreadable bodies with
   exponential backoff and jitter (honouring Retry-After), never other 4xx, nor a
   429 whose quota is gone or whose Retry-After is past the cap; a 401/403/404, or
-  a server no attempt reached, makes later calls fail at once, unsent, for a while;
+  a server no attempt reached, makes later calls fail at once, unsent, for a while
+  (:mod:`agentdebug.llm.held`);
 - keeps to an open :func:`~agentdebug.llm.budget.deadline_scope`: each request's
   timeout is cut to the time left, a retry that would start past it is not
   waited for, and nothing is sent once it has passed (:class:`DeadlineExceeded`);
@@ -60,6 +61,7 @@ from agentdebug.llm.errors import (
     MalformedAnswer,
     NoModelConfigured,
 )
+from agentdebug.llm.held import Held, not_connected
 from agentdebug.llm.replies import (
     Answer,
     BadBody,
@@ -98,10 +100,6 @@ REJECTION_STATUSES = frozenset({400, 422, 500, 501})
 #: A retry wait longer than this is said on stderr (the log), so a long silence
 #: is never a mystery.
 NOTICE_SECONDS = 5.0
-#: Seconds a 401/403/404 keeps this client from sending anything more.
-FATAL_MEMORY = 300.0
-#: Seconds a server no attempt reached (not started, a wrong port) keeps it unasked.
-UNREACHABLE_MEMORY = 30.0
 #: Said on an audit entry whose token counts are the client's own.
 ESTIMATED = "token counts estimated (the server reported no usage)"
 #: The report's note when any are.
@@ -178,22 +176,12 @@ class LLMClient:
             cache = ResponseCache(cache_path_for(settings))
         self.cache = cache if settings.cache else None
         self._learned: Form | None = None
-        # A 401/403/404 says this endpoint cannot answer anything: later calls fail
-        # at once, unsent, instead of asking again in every later stage. It is
-        # forgotten after FATAL_MEMORY seconds, so a long-running process (the
-        # console) recovers once the server is fixed (a model pulled, a key renewed);
-        # one no attempt reached, after UNREACHABLE_MEMORY (each run would wait).
-        self._fatal: tuple[LLMCallFailed, float, bool] | None = None  # (unreached?)
+        self._held = Held()  # (a 401/403/404, or a server not reached: see held.py)
 
     @property
     def fatal(self) -> LLMCallFailed | None:
-        """The error that stops calls now, unsent, if any: a configuration error
-        (401/403/404), or a server no attempt reached, for a while."""
-        if self._fatal is None:
-            return None
-        error, when, unreached = self._fatal
-        memory = UNREACHABLE_MEMORY if unreached else FATAL_MEMORY
-        return error if time.monotonic() - when < memory else None
+        """The error that stops calls now, unsent, if any (:mod:`agentdebug.llm.held`)."""
+        return self._held.now()
 
     @property
     def response_form(self) -> Form | None:
@@ -220,7 +208,8 @@ class LLMClient:
         run = _Run(strategy=strategy, purpose=purpose)
         fatal = self.fatal
         if fatal is not None:
-            self._audit(run, key="", outcome="unsent", reason=f"not sent: {fatal}")
+            said = str(fatal) if "not sent: " in fatal.reason else f"not sent: {fatal}"
+            self._audit(run, key="", outcome="unsent", reason=said)
             raise fatal.with_traceback(None)
         json_schema = json_schema_of(schema)
         name = schema_name(schema)
@@ -408,7 +397,7 @@ class LLMClient:
             except openai.APIConnectionError as exc:
                 cause = exc.__cause__ or exc
                 reason = f"cannot reach {self.base_url} ({shorten(str(cause), 120)})"
-                unreached += 1
+                unreached += not_connected(cause)
             except BadBody as exc:
                 status = 200
                 reason = str(exc)
@@ -473,10 +462,8 @@ class LLMClient:
                 base_url=self.base_url,
                 hint=stop or hint_for(status),
             )
-            if error.fatal:
-                self._fatal = (error, time.monotonic(), False)
-            elif unreached and unreached == retry + 1:  # (no attempt reached the server)
-                self._fatal = (error, time.monotonic(), True)
+            if error.fatal or (unreached and unreached == retry + 1):  # (none reached it)
+                self._held.hold(error, unreached=not error.fatal)
             raise error
 
     def _out_of_time(

@@ -292,3 +292,54 @@ def test_a_step_inside_a_tool_is_refused_before_the_gate_not_retried_unchanged(
     assert "Rerun from the model call that asked for the tool (step 1)" in result.detail
     (attempt,) = result.attempts
     assert attempt.decision is None and attempt.branch_id is None
+
+
+def test_an_outage_a_sub_agent_behind_a_tool_met_is_retried_and_verified(
+    dbg: AgentDebug,
+) -> None:
+    """The payments agent a tool asks finds its service down: a retry of the tools
+    node runs it again, which is the outage's fix (before, a step inside a tool was
+    refused whether or not it had failed)."""
+    from langchain_core.tools import tool
+    from langgraph.prebuilt import ToolNode
+
+    down = [True]
+
+    @tool
+    def issue_refund(order_id: str) -> str:
+        """Refund an order."""
+        if down.pop() if down else False:
+            raise ConnectionError("503 Service Unavailable: payment service")
+        return f"refunded {order_id}"
+
+    asked = call("issue_refund", {"order_id": "A1"}, "c1")
+    inner = agent_loop(
+        scripted(
+            [asked, AIMessage("refund failed: service down"), asked, AIMessage("refunded A1")]
+        ),
+        ToolNode([issue_refund], handle_tool_errors=True),
+    )
+
+    @tool
+    def ask_payments(question: str) -> str:
+        """Ask the payments agent."""
+        return str(inner.invoke({"messages": [HumanMessage(question)]})["messages"][-1].content)
+
+    outer = scripted(
+        [call("ask_payments", {"question": "refund A1"}, "s1"), AIMessage("Done.")] * 2
+    )
+    graph = agent_loop(outer, ToolNode([ask_payments]), InMemorySaver())
+
+    def refunded(state: Any) -> bool | str:
+        said = [str(m.content) for m in state["messages"] if m.type == "tool"]
+        return any("refunded" in s for s in said) or "no refund was issued"
+
+    cb = AgentDebugCallback(dbg, success_check=refunded)
+    graph.invoke(
+        {"messages": [HumanMessage("Refund A1")]},
+        {"callbacks": [cb], "configurable": {"thread_id": "t-pay"}},
+    )
+    root = cb.reports[0].root_cause
+    assert root is not None and root.mode_id == "system.service_unavailable"
+    result = closed_loop(cb.trajectory(), debugger=dbg, report=cb.reports[0], policy="auto")
+    assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail

@@ -3,11 +3,11 @@
 Such a node (LangGraph's ``ToolNode``, or a node of the app's that runs the calls of
 the last model message) reads no directive: a message added after the model's call
 would leave the call unanswered. So a rerun from it is a retry, the node run again
-as it was, which can only help where the step failed (an outage). Where the blamed
-step ran without failing (what a tool returned, a model call a tool made) or lies
-inside a tool (a sub-agent graph a tool invokes), a retry would redo it unchanged
-and the right blame would read as refuted: the rerun is refused before the gate,
-naming the model call that asked for the tool.
+as it was, which can only help where the step failed (an outage, also one a
+sub-agent behind a tool met). Where the blamed step ran without failing (what a tool
+returned, a model call a tool made, a sub-agent graph a tool invokes), a retry would
+redo it unchanged and the right blame would read as refuted: the rerun is refused
+before the gate, naming the model call that asked for the tool.
 """
 
 from __future__ import annotations
@@ -58,8 +58,8 @@ def retried(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
 
 
 def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
-    """Refuse a retry that would redo the blamed step unchanged: a step inside a tool
-    (a graph a tool invokes), or the node's own step that ran without failing."""
+    """Refuse a retry that would redo the blamed step unchanged: one that ran without
+    failing, the node's own or one inside a tool (a graph a tool invokes)."""
     at = [e for e in original.events if e.step_index == point.requested_step]
     starts = [e for e in at if e.type is EventType.AGENT_START]
     inside = bool(starts) and all("namespace" in e.metadata for e in starts)
@@ -68,8 +68,8 @@ def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
         for e in at
         if e.type in (EventType.TOOL_RESULT, EventType.ERROR, EventType.LLM_RESPONSE)
     )
-    if not inside and failed:
-        return  # (an outage: a retry is its fix)
+    if failed:
+        return  # (an outage, also one a sub-agent behind a tool met: a retry is its fix)
     node = ", ".join(point.nodes)
     asked = sorted(
         {

@@ -76,11 +76,13 @@ def test_tool_output_steps_are_not_offered_and_one_named_is_blamed_on_its_call()
     assert report.fix is not None and report.fix.target_step == 3
 
 
-def test_a_graphs_tool_node_step_is_a_tool_output_too() -> None:
+@pytest.mark.parametrize("model_in_tool", [False, True])
+def test_a_graphs_tool_node_step_is_a_tool_output_too(model_in_tool: bool) -> None:
     """A LangGraph ToolNode's step (its start, the tool's result or error, its end)
     decides nothing: not offered, and one named is blamed on the model call that
     asked for the tool, which the fix is for (before, the tool node was the root
-    cause at full confidence, and a closed loop reran it round after round)."""
+    cause at full confidence, and a closed loop reran it round after round); also
+    with a model call a tool made inside it."""
 
     def e(i: str, kind: EventType, step: int, agent: str, **kw: Any) -> AgentEvent:
         return AgentEvent(id=i, type=kind, step_index=step, agent_name=agent, **kw)
@@ -96,6 +98,11 @@ def test_a_graphs_tool_node_step_is_a_tool_output_too() -> None:
             e("e3", EventType.TOOL_CALL, 1, "agent", parent_id="e2", input={"order_id": "Z999"}),
             e("e4", EventType.AGENT_END, 1, "agent", parent_id="e1"),
             e("e5", EventType.AGENT_START, 2, "tools"),
+            *(  # (a model a tool asked, inside the tool node's step)
+                [e("e5m", EventType.LLM_RESPONSE, 2, "tools", output={"content": "no Z999"})]
+                if model_in_tool
+                else []
+            ),
             e(
                 "e6",
                 EventType.TOOL_RESULT,

@@ -117,14 +117,15 @@ class TraceFacts:
                 (e for e in step.events if e.agent_name and is_decision(e)),
                 None,
             )
-            if _only_ran_tools(step.events):
+            tool_step = _only_ran_tools(step.events)
+            if tool_step:
                 acting = None  # (a tool node's step: the output of the call that asked)
             if acting is not None and acting.agent_name:
                 agent_at[step.index] = acting.agent_name
                 event_at[step.index] = acting.id
                 continue
             model_call = next((e for e in step.events if e.type in _MODEL_TYPES), None)
-            if model_call is not None:
+            if model_call is not None and not tool_step:
                 agent_at[step.index] = UNATTRIBUTED
                 event_at[step.index] = model_call.id
                 continue
@@ -509,11 +510,18 @@ _FRAMING = frozenset({EventType.AGENT_START, EventType.AGENT_END, EventType.ERRO
 def _only_ran_tools(events: Sequence[AgentEvent]) -> bool:
     """Whether a step only ran tools another step's decision asked for: a graph's
     tool node (LangGraph's ``ToolNode``: its start, the tools' results, its end or
-    error), which decides nothing of its own; its step is that decision's output."""
-    ran = False
+    error; a model call a tool made inside it too, asking for no tool), which
+    decides nothing of its own; its step is that decision's output."""
+    ran = framed = asked_model = False
     for e in events:
         if e.type is EventType.TOOL_RESULT:
             ran = True
+        elif e.type in _MODEL_TYPES:
+            out = e.output
+            if isinstance(out, dict) and out.get("tool_calls"):
+                return False  # (a model deciding on tools: an agent's step)
+            asked_model = True
         elif e.type not in _FRAMING or e.metadata.get("sub_run"):
             return False
-    return ran
+        framed = framed or e.type is EventType.AGENT_START
+    return ran and (framed or not asked_model)

@@ -534,4 +534,12 @@ def test_a_search_or_reading_that_suspects_no_step_names_none() -> None:
         root = report.root_cause
         assert root is not None and root.strategy == "heuristic", attributor
         assert root.confidence > 0
-        assert any(attributor in n for n in report.notes), report.notes
+        assert any(f"{attributor} named no step" in n for n in report.notes), report.notes
+    # one half chosen unsure, the others sure: a step is named (at the least of them)
+    replies = iter([half("first", 1, 0.03), half("first", 1, 0.9)] * 3)
+    with ScriptedServer(lambda r: next(replies)) as server:
+        report = diagnose(
+            weather_twice(), attributor="binary-search", settings=settings_for(server)
+        )
+    root = report.root_cause
+    assert root is not None and root.strategy == "binary-search" and root.step_index == 1

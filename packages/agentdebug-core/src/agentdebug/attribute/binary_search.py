@@ -84,6 +84,7 @@ class BinarySearchAttributor:
         )
         lo, hi = 0, len(steps) - 1
         confidence = 1.0
+        most = 0.0  # (the surest of its verdicts)
         trail: list[str] = []
         evidence: dict[str, Evidence] = {}
         mode: str | None = None
@@ -161,12 +162,18 @@ class BinarySearchAttributor:
             if isinstance(verdict, FinalHalfVerdict):
                 mode, fix = verdict.failure_mode, verdict.fix
             confidence = min(confidence, verdict.confidence)
+            most = max(most, verdict.confidence)
             if verdict.half == "first":
                 hi = mid
             else:
                 lo = mid + 1
         step = steps[lo]
-        if confidence < NO_SUSPICION:  # (every half chosen at no confidence: no answer)
+        if trail and most < NO_SUSPICION:  # (every half chosen at no confidence)
+            note(
+                self.name,
+                f"binary-search named no step: every half was chosen at a confidence under "
+                f"{NO_SUSPICION:.0%}",
+            )
             return []
         return [
             hypothesis(

@@ -102,6 +102,11 @@ class StepByStepAttributor:
         # when no step was judged at all likely: the free tier answers instead)
         step, verdict = max(verdicts, key=lambda sv: (sv[1].error_probability, -sv[0]))
         if verdict.error_probability < NO_SUSPICION:
+            note(
+                self.name,
+                f"step-by-step named no step: no step read was judged {NO_SUSPICION:.0%} "
+                "likely or more to be the error",
+            )
             return []
         return [
             self._hypothesis(

@@ -3,6 +3,7 @@ dicts, and a subgraph with its own schema that the parent's messages never reach
 
 from __future__ import annotations
 
+import functools
 import operator
 import re
 from typing import Annotated, Any, TypedDict
@@ -363,8 +364,13 @@ def test_a_directive_update_that_cannot_serve_is_named(dbg: AgentDebug) -> None:
     def broken(request: RerunRequest, snapshot: Any) -> dict[str, Any]:
         raise KeyError("items")
 
+    async def later(request: RerunRequest, snapshot: Any) -> dict[str, Any]:
+        return {}
+
     for update, said in [
         (lambda r, s: [("items", [1])], "returned list, not a dict of the state's keys"),
+        (lambda r, s: later(r, s), "returned a coroutine: the fork needs its update at once"),
+        (functools.partial(lambda x, r, s: None, 1), "directive_update (partial) returned"),
         (lambda r, s: {"nope": 1}, "the graph's state has no 'nope' (its keys: items, results)"),
         (broken, "directive_update " + broken.__qualname__ + " raised KeyError: 'items'"),
     ]:

@@ -171,7 +171,7 @@ def checked_update(update: Any) -> Any:
     after the gate approved the rerun."""
     if update is None:
         return None
-    what = f"directive_update {getattr(update, '__qualname__', type(update).__name__)}"
+    what = f"directive_update {_name(update)}"
     if inspect.isclass(update) or not callable(update):
         raise AgentDebugError(f"{what} is not a function of (request, snapshot)")
     if inspect.iscoroutinefunction(update) or inspect.iscoroutinefunction(
@@ -192,13 +192,19 @@ def updated(update: Any, request: Any, snap: Any, graph: Any) -> dict[str, Any]:
     saying what it gave."""
     from agentdebug_langgraph._fork import require_state_keys
 
-    name = getattr(update, "__qualname__", "?")
+    name = _name(update)
     try:
         values = update(request, snap)
     except Exception as exc:  # (your code's error, named: not a traceback of ours)
         raise AgentDebugError(
             f"directive_update {name} raised {type(exc).__name__}: {exc}"
         ) from exc
+    if inspect.iscoroutine(values):
+        values.close()  # (never awaited: closed, not left to warn)
+        raise AgentDebugError(
+            f"directive_update {name} returned a coroutine: the fork needs its update "
+            "at once (a function that returns the dict, not an async one)"
+        )
     if not isinstance(values, dict):
         raise AgentDebugError(
             f"directive_update {name} returned {type(values).__name__}, not a dict of the "
@@ -206,3 +212,10 @@ def updated(update: Any, request: Any, snap: Any, graph: Any) -> dict[str, Any]:
         )
     require_state_keys(graph, values, request.trajectory.id, f"what directive_update {name} gave")
     return values
+
+
+def _name(function: Any) -> str:
+    """How a function is named in a message: its qualified name, else (a partial, a
+    callable object) its type's."""
+    name = getattr(function, "__qualname__", None)
+    return name if isinstance(name, str) else f"({type(function).__name__})"

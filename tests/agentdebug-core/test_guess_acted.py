@@ -377,3 +377,32 @@ def test_a_branch_reads_its_document_before_it_sums_it_up() -> None:
         answer = ev(20, EventType.FINAL_ANSWER, "reducer", output=" | ".join(summaries))
         (first, *_) = guesses(failed("a summary is missing the revenue", *events, answer))
         assert first[:2] == ("worker", 3 + 2 * bad)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "a summary fails to mention the revenue",
+        "one summary never mentions the revenue",
+        "the revenue is not included in one summary",
+        "a summary lacks revenue",
+    ],
+)
+def test_the_missing_thing_is_read_however_the_reason_says_it(reason: str) -> None:
+    summaries = [f"summary of doc-{i}: revenue 7M" for i in range(3)]
+    summaries[1] = "summary of doc-1: (nothing relevant)"
+    (first, *_) = guesses(fan_out(reason, *summaries))
+    assert first[:2] == ("worker", 3)
+
+
+def test_only_what_the_reason_says_is_missing_singles_a_branch_out() -> None:
+    """ "The quarterly report is missing the profit": no branch gave the profit, so
+    none is singled out (not the one lacking "quarterly", a word of the subject)."""
+    run = fan_out(
+        "the quarterly report is missing the profit",
+        "quarterly revenue 7M",
+        "quarterly revenue 8M",
+        "annual revenue 5M",
+    )
+    (first, *_) = guesses(run)
+    assert first[:2] == ("worker", 2)  # (the order stands: none is singled out)

@@ -45,13 +45,41 @@ def says(event: AgentEvent) -> bool:
     return not (isinstance(out, dict) and out.get("tool_calls"))
 
 
-# a failure's reason that says something is not there ("a summary is missing the
-# revenue"): the step that did not say it is the one it means
-ABSENT = re.compile(
-    r"\b(?:missing|lacks?|lacking|without|omit(?:s|ted)?|absent|left out|leaves? out|"
-    r"(?:does|did|do)(?: not|n't) (?:mention|include|give|say|state|have))\b",
+# what a failure's reason says is not there: said before the missing thing ("a
+# summary is missing the revenue", "never mentions", "no mention of"), or after it
+# ("the revenue is missing", "is not included")
+_ABSENT_BEFORE = re.compile(
+    r"\b(?:missing|lacks?|lacking|without|omit(?:s|ted)?|leaves? out|no mention of|"
+    r"(?:does|did|do)(?: not|n't) (?:mention|include|give|say|state|have)|"
+    r"fail(?:s|ed)? to (?:mention|include|give|say|state)|"
+    r"never (?:mentions?|includes?|gives?|says|states?))\b",
     re.I,
 )
+_ABSENT_AFTER = re.compile(
+    r"\b(?:is|are|was|were) (?:missing|absent|left out|"
+    r"not (?:included|mentioned|given|stated|there))\b",
+    re.I,
+)
+_CLAUSE = re.compile(r"[.;,:!?()]|\b(?:and|but|while|whereas)\b", re.I)
+
+
+def absent_terms(reason: str, terms: Callable[[str], set[str]]) -> set[str]:
+    """The words (``terms`` of a text) naming what the reason says is missing: of
+    the clause after "missing", "lacks", "never mentions"... ("a summary is missing
+    the revenue": revenue), or before "is missing", "is not included" ("the
+    revenue is missing"); none when it says nothing is missing."""
+    out: set[str] = set()
+    taken: list[tuple[int, int]] = []
+    for found in _ABSENT_AFTER.finditer(reason):
+        taken.append(found.span())
+        after = set()
+        if found.group().lower().endswith("missing"):  # ("is missing the revenue")
+            after = terms(_CLAUSE.split(reason[found.end() :])[0])
+        out |= after or terms(_CLAUSE.split(reason[: found.start()])[-1])
+    for found in _ABSENT_BEFORE.finditer(reason):
+        if not any(a <= found.start() < b for a, b in taken):
+            out |= terms(_CLAUSE.split(reason[found.end() :])[0])
+    return out
 
 
 def singled_out(
@@ -61,7 +89,7 @@ def singled_out(
     of a fan-out, or its turns), the one the failure's reason singles out: the only
     one saying a name or value the reason names ("doc-1" of "doc-1's figure is
     wrong"); else, of three or more, the only one not saying a word that the reason
-    says is missing (``absent``) and that all the others say ("a summary is missing
+    says is missing (``absent``: :func:`absent_terms`) and that all the others say ("a summary is missing
     the revenue", of three summaries two of which give it; not "a summary leaks the
     forecast", which two of three said: there the one that did not is the one that
     did right). None when it singles out none, or several: the order the steps ran

@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentdebug.attribute.branches import ABSENT, branches_of, singled_out
+from agentdebug.attribute.branches import absent_terms, branches_of, singled_out
 from agentdebug.detect.claimed import only_looks_up
 from agentdebug.detect.signals import FAN_OUT, RESULT_TYPES
 from agentdebug.detect.signals import QUOTED as _QUOTED
@@ -85,9 +85,9 @@ def answer_origin(
         carried -= words  # (said first here: a later repeat is not its origin)
     if best is None:
         return None
-    absent = bool(reason and ABSENT.search(_QUOTED.sub(" ", reason)))
+    absent = absent_terms(_QUOTED.sub(" ", reason), _terms) if reason else set()
     steps = branches_of(best[1].agent_name, decisions, answer, lambda e: _words(_said(e)))
-    return singled_out(steps, outside, named if absent else set()) or best[1]
+    return singled_out(steps, outside, absent) or best[1]
 
 
 def _proper(text: str) -> set[str]:

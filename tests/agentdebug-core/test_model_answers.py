@@ -74,6 +74,8 @@ def test_tool_output_steps_are_not_offered_and_one_named_is_blamed_on_its_call()
     )
     # the fix, and a rerun, is for that decision: none reaches a tool's output
     assert report.fix is not None and report.fix.target_step == 3
+    shown = render(report, EXAMPLE, "text")  # (the root's step beside the fix's, explained)
+    assert "note: step 4 is a tool's output; searcher decided it at step 3" in shown
 
 
 @pytest.mark.parametrize("model_in_tool", [False, True])

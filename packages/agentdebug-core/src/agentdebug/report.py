@@ -406,8 +406,14 @@ def by_line(report: DiagnosticReport, h: Hypothesis) -> str:
 
 
 def _acting_note(h: Hypothesis) -> str | None:
-    """When a model blamed an agent that did not act at the blamed step: who did."""
+    """Who acted at a blamed step a model named another for; the decision behind a tool output."""
     acting = h.metadata.get("agent_acting_at_step")
+    decided = h.metadata.get("decision_step")
+    if not acting and isinstance(decided, int) and not isinstance(decided, bool):
+        return (
+            f"step {h.step_index} is a tool's output; {h.agent_name or 'the agent'} decided "
+            f"it at step {decided}, which the fix is for"
+        )
     if not acting:
         return None
     return (

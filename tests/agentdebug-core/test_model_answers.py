@@ -440,3 +440,31 @@ def test_lifecycle_names_a_mode_and_a_fix_for_its_answer() -> None:
     assert root is not None and root.step_index == 3 and root.strategy == "lifecycle"
     assert root.mode_id == "action.malformed_tool_call"
     assert report.fix is not None and "Fix: At step 3, searcher:" in render(report, EXAMPLE, "text")
+
+
+def test_a_react_step_that_runs_its_own_action_stays_a_decision() -> None:
+    """A hand-written ReAct node: the model says "Action: read_file[...]" (no
+    tool_calls) and the node runs it, in one step. Its result answers no earlier
+    call, so the step is the agent's decision, offered to the model as before."""
+    from agentdebug.attribute.model_common import TraceFacts
+
+    def e(i: str, kind: EventType, step: int, **kw: Any) -> AgentEvent:
+        return AgentEvent(id=i, type=kind, step_index=step, agent_name="analyst", **kw)
+
+    run = AgentTrajectory(
+        id="react",
+        goal="Sum Q3",
+        events=[
+            e("s1", EventType.AGENT_START, 1),
+            e(
+                "m1",
+                EventType.LLM_RESPONSE,
+                1,
+                output="Thought: read it. Action: read_file[q3.csv]",
+            ),
+            e("r1", EventType.TOOL_RESULT, 1, output="a,b\n1,2"),
+            e("x1", EventType.AGENT_END, 1),
+            e("m2", EventType.LLM_RESPONSE, 2, output="The sum is 3."),
+        ],
+    )
+    assert TraceFacts.of(run).agent_at == {1: "analyst", 2: "analyst"}

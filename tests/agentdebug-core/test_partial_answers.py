@@ -70,6 +70,7 @@ def weather(*, traceback: bool = False) -> AgentTrajectory:
                 EventType.TOOL_RESULT,
                 2,
                 "tools",
+                parent_id="e5",  # (the call it answers, filed under the model's step)
                 metadata={"tool_name": "get_weather"},
                 error=ErrorInfo(
                     type="ValueError", message=ERROR, traceback=trace if traceback else None
@@ -104,7 +105,13 @@ def weather_twice() -> AgentTrajectory:
             events.append(e)
             if e.id == "e7":  # the same call and failure again, at steps 3 and 4
                 events += [
-                    x.model_copy(update={"id": f"{x.id}b", "step_index": x.step_index + 2})
+                    x.model_copy(
+                        update={
+                            "id": f"{x.id}b",
+                            "step_index": x.step_index + 2,
+                            "parent_id": f"{x.parent_id}b" if x.parent_id else None,
+                        }
+                    )
                     for x in run.events
                     if x.step_index in (1, 2)
                 ]

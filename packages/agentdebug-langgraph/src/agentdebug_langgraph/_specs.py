@@ -174,8 +174,9 @@ def checked_update(update: Any) -> Any:
     what = f"directive_update {_name(update)}"
     if inspect.isclass(update) or not callable(update):
         raise AgentDebugError(f"{what} is not a function of (request, snapshot)")
-    if inspect.iscoroutinefunction(update) or inspect.iscoroutinefunction(
-        getattr(update, "__call__", None)  # noqa: B004
+    if any(
+        inspect.iscoroutinefunction(f) or inspect.isasyncgenfunction(f)
+        for f in (update, getattr(update, "__call__", None))  # noqa: B004
     ):
         raise AgentDebugError(f"{what} is a coroutine function; the fork needs its update at once")
     try:

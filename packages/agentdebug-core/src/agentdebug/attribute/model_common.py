@@ -117,7 +117,7 @@ class TraceFacts:
                 (e for e in step.events if e.agent_name and is_decision(e)),
                 None,
             )
-            tool_step = _only_ran_tools(step.events)
+            tool_step = _only_ran_tools(step.events, step_of)
             if tool_step:
                 acting = None  # (a tool node's step: the output of the call that asked)
             if acting is not None and acting.agent_name:
@@ -507,21 +507,24 @@ class Stop:
 _FRAMING = frozenset({EventType.AGENT_START, EventType.AGENT_END, EventType.ERROR})
 
 
-def _only_ran_tools(events: Sequence[AgentEvent]) -> bool:
+def _only_ran_tools(events: Sequence[AgentEvent], step_of: Mapping[str, int]) -> bool:
     """Whether a step only ran tools another step's decision asked for: a graph's
-    tool node (LangGraph's ``ToolNode``: its start, the tools' results, its end or
-    error; a model call a tool made inside it too, asking for no tool), which
-    decides nothing of its own; its step is that decision's output."""
-    ran = framed = asked_model = False
+    tool node (LangGraph's ``ToolNode``: its start, the tools' results for calls an
+    earlier step made, its end or error; a model call a tool made inside it too),
+    which decides nothing of its own; its step is that decision's output. A step
+    whose results answer no earlier call (a hand-written ReAct step's own "Action:")
+    is an agent's decision."""
+    ran = False
     for e in events:
         if e.type is EventType.TOOL_RESULT:
+            asked = step_of.get(e.parent_id or "")
+            if asked is None or asked >= e.step_index:
+                return False  # (no earlier call it answers: not another step's tools)
             ran = True
         elif e.type in _MODEL_TYPES:
             out = e.output
             if isinstance(out, dict) and out.get("tool_calls"):
                 return False  # (a model deciding on tools: an agent's step)
-            asked_model = True
         elif e.type not in _FRAMING or e.metadata.get("sub_run"):
             return False
-        framed = framed or e.type is EventType.AGENT_START
-    return ran and (framed or not asked_model)
+    return ran

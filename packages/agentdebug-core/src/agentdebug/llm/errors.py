@@ -59,6 +59,8 @@ class LLMCallFailed(LLMError):
         if base_url:
             to += f" at {base_url}"
         text = f"model call{to} failed after {attempts} attempt{plural} ({where}{reason})"
+        if not attempts:  # (held back: see agentdebug.llm.held)
+            text = f"model call{to} {reason}"
         super().__init__(f"{text}; {hint}" if hint else text)
 
     @property

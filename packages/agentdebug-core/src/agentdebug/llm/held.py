@@ -48,8 +48,8 @@ class Held:
         if not unreached:
             return error
         return LLMCallFailed(
-            f"not sent: {error.base_url} could not be reached {age:.0f} s ago "
-            f"({error.reason}); it is tried again {UNREACHABLE_MEMORY:.0f} s after that",
+            f"not sent: it could not be reached {age:.0f} s ago ({error.reason}); it is "
+            f"tried again {UNREACHABLE_MEMORY:.0f} s after that",
             attempts=0,
             model=error.model,
             base_url=error.base_url,

@@ -386,6 +386,13 @@ def test_a_branch_reads_its_document_before_it_sums_it_up() -> None:
         "one summary never mentions the revenue",
         "the revenue is not included in one summary",
         "a summary lacks revenue",
+        "Revenue is missing from one summary",
+        "a summary is missing: revenue",
+        "revenue: missing in one summary",
+        'a summary is missing "revenue"',
+        "one summary omits 'revenue'",
+        "the revenue wasn't included in one summary",
+        "one summary has no revenue",
     ],
 )
 def test_the_missing_thing_is_read_however_the_reason_says_it(reason: str) -> None:
@@ -393,6 +400,23 @@ def test_the_missing_thing_is_read_however_the_reason_says_it(reason: str) -> No
     summaries[1] = "summary of doc-1: (nothing relevant)"
     (first, *_) = guesses(fan_out(reason, *summaries))
     assert first[:2] == ("worker", 3)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "nothing is missing from the summaries, but the revenue figure is wrong",
+        "the missing invoice was found, but the total is wrong",
+    ],
+)
+def test_a_reason_that_says_nothing_is_missing_singles_none_out(reason: str) -> None:
+    summaries = [
+        "summary of doc-0: invoice 7M",
+        "summary of doc-1: 7M",
+        "summary of doc-2: invoice 7M",
+    ]
+    (first, *_) = guesses(fan_out(reason, *summaries))
+    assert first[:2] == ("worker", 2)  # (the order stands)
 
 
 def test_only_what_the_reason_says_is_missing_singles_a_branch_out() -> None:

@@ -46,39 +46,53 @@ def says(event: AgentEvent) -> bool:
 
 
 # what a failure's reason says is not there: said before the missing thing ("a
-# summary is missing the revenue", "never mentions", "no mention of"), or after it
-# ("the revenue is missing", "is not included")
+# summary is missing the revenue", "never mentions", "no mention of", "has no"), or
+# after it ("the revenue is missing", "is not included", "wasn't included")
 _ABSENT_BEFORE = re.compile(
-    r"\b(?:missing|lacks?|lacking|without|omit(?:s|ted)?|leaves? out|no mention of|"
+    r"(?<!\bthe )(?<!\ba )(?<!\ban )\b(?:missing|lacks?|lacking|without|omit(?:s|ted)?|"
+    r"leaves? out|no mention of|(?:has|have|had) no|"
     r"(?:does|did|do)(?: not|n't) (?:mention|include|give|say|state|have)|"
     r"fail(?:s|ed)? to (?:mention|include|give|say|state)|"
     r"never (?:mentions?|includes?|gives?|says|states?))\b",
     re.I,
 )
 _ABSENT_AFTER = re.compile(
-    r"\b(?:is|are|was|were) (?:missing|absent|left out|"
-    r"not (?:included|mentioned|given|stated|there))\b",
+    r"\b(?:is|are|was|were)(?: not|n't)? (?:missing|absent|left out)\b|"
+    r"\b(?:is|are|was|were)(?: not|n't) (?:included|mentioned|given|stated|there)\b",
     re.I,
 )
-_CLAUSE = re.compile(r"[.;,:!?()]|\b(?:and|but|while|whereas)\b", re.I)
+_CLAUSE = re.compile(r"[.;,!?()]|\b(?:and|but|while|whereas)\b", re.I)
+_NONE = re.compile(r"^\W*(?:nothing|none|no\b)", re.I)  # ("nothing is missing")
+_PLACE = re.compile(r"^\W*(?:from|in|of|for|on|at)\b", re.I)  # ("missing from a summary")
 
 
 def absent_terms(reason: str, terms: Callable[[str], set[str]]) -> set[str]:
     """The words (``terms`` of a text) naming what the reason says is missing: of
-    the clause after "missing", "lacks", "never mentions"... ("a summary is missing
-    the revenue": revenue), or before "is missing", "is not included" ("the
-    revenue is missing"); none when it says nothing is missing."""
+    what follows "missing", "lacks", "never mentions"... ("a summary is missing the
+    revenue", "missing: revenue"), or comes before "is missing", "is not included"
+    ("the revenue is missing from one summary"); none when it says nothing is
+    missing ("nothing is missing, but ..."). Quotes count as their words."""
+    reason = re.sub(r"[\"`]|(?<!\w)'|'(?!\w)", " ", reason)  # ("omits 'revenue'")
     out: set[str] = set()
     taken: list[tuple[int, int]] = []
     for found in _ABSENT_AFTER.finditer(reason):
         taken.append(found.span())
-        after = set()
-        if found.group().lower().endswith("missing"):  # ("is missing the revenue")
-            after = terms(_CLAUSE.split(reason[found.end() :])[0])
-        out |= after or terms(_CLAUSE.split(reason[: found.start()])[-1])
+        before = _CLAUSE.split(reason[: found.start()])[-1]
+        if _NONE.match(before):
+            continue
+        rest = reason[found.end() :].lstrip(" :")
+        after: set[str] = set()
+        if found.group().lower().endswith("missing") and not _PLACE.match(rest):
+            after = terms(_CLAUSE.split(rest)[0])  # ("is missing the revenue")
+        out |= after or terms(before)
     for found in _ABSENT_BEFORE.finditer(reason):
-        if not any(a <= found.start() < b for a, b in taken):
-            out |= terms(_CLAUSE.split(reason[found.end() :])[0])
+        if any(a <= found.start() < b for a, b in taken):
+            continue
+        rest = reason[found.end() :].lstrip(" :")
+        if _PLACE.match(rest):  # ("revenue: missing in one summary")
+            out |= terms(_CLAUSE.split(reason[: found.start()])[-1])
+        else:
+            out |= terms(_CLAUSE.split(rest)[0])
     return out
 
 

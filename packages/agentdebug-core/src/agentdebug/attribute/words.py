@@ -85,7 +85,7 @@ def answer_origin(
         carried -= words  # (said first here: a later repeat is not its origin)
     if best is None:
         return None
-    absent = absent_terms(_QUOTED.sub(" ", reason), _terms) if reason else set()
+    absent = absent_terms(reason, _terms) if reason else set()
     steps = branches_of(best[1].agent_name, decisions, answer, lambda e: _words(_said(e)))
     return singled_out(steps, outside, absent) or best[1]
 

@@ -328,6 +328,9 @@ def test_a_fix_in_prose_that_names_what_the_run_holds_is_kept() -> None:
     # ("Check" is not the run's "checkout")
     report, _ = one_pass(answer(fix="Be careful, Check everything twice."))
     assert report.fix is not None and "Check everything" not in report.fix.directive
+    own = "Search again with the destination: Denver."  # (a name after a colon counts)
+    report, _ = one_pass(answer(fix=own))
+    assert report.fix is not None and report.fix.directive == own
 
 
 def test_a_fix_that_names_nothing_in_the_run_gives_way_to_the_modes_remedy() -> None:

@@ -339,9 +339,10 @@ _SPECIFIC = re.compile(
     r"\"([^\"]{3,})\"|'([^'\s][^']{1,}[^'\s])'|`([^`]{2,})`"
     r"|(\b[\w.-]*\d[\w.:/-]*)|(\b\w+_\w+\b)|(\b[A-Z][A-Z0-9]{1,}[\w-]*)"
     r"|(\b\w+(?:[-/.]\w+)+\b)"
-    # a name as prose writes it, inside a clause ("state the Eiffel Tower is in Paris";
-    # not a word opening one, "Be careful, Check twice")
-    r"|(?<=[a-z0-9] )([A-Z][a-z]+(?: [A-Z][a-z]+)*)"
+    # a name as prose writes it, inside a clause or after a colon ("state the Eiffel
+    # Tower is in Paris", "name the capital: Canberra", "Hauptstraße"; not a word
+    # opening a clause, "Be careful, Check twice")
+    r"|(?<=[^\W_][ ]|[:] )([A-ZÀ-ÖØ-Þ][^\W\d_]+(?: [A-ZÀ-ÖØ-Þ][^\W\d_]+)*)"
 )
 
 

@@ -294,12 +294,14 @@ def test_a_step_inside_a_tool_is_refused_before_the_gate_not_retried_unchanged(
     assert attempt.decision is None and attempt.branch_id is None
 
 
+@pytest.mark.parametrize("failure", ["outage", "bad argument"])
 def test_an_outage_a_sub_agent_behind_a_tool_met_is_retried_and_verified(
-    dbg: AgentDebug,
+    dbg: AgentDebug, failure: str
 ) -> None:
     """The payments agent a tool asks finds its service down: a retry of the tools
     node runs it again, which is the outage's fix (before, a step inside a tool was
-    refused whether or not it had failed)."""
+    refused whether or not it had failed). An error a retry would meet again (the
+    sub-agent's bad argument) is refused as a step inside a tool."""
     from langchain_core.tools import tool
     from langgraph.prebuilt import ToolNode
 
@@ -309,6 +311,8 @@ def test_an_outage_a_sub_agent_behind_a_tool_met_is_retried_and_verified(
     def issue_refund(order_id: str) -> str:
         """Refund an order."""
         if down.pop() if down else False:
+            if failure == "bad argument":
+                raise ValueError(f"unknown order id {order_id!r}")
             raise ConnectionError("503 Service Unavailable: payment service")
         return f"refunded {order_id}"
 
@@ -339,7 +343,14 @@ def test_an_outage_a_sub_agent_behind_a_tool_met_is_retried_and_verified(
         {"messages": [HumanMessage("Refund A1")]},
         {"callbacks": [cb], "configurable": {"thread_id": "t-pay"}},
     )
+    run = cb.trajectory()
+    if failure == "bad argument":
+        inner = next(e for e in run.events if e.type is EventType.TOOL_RESULT and e.error)
+        executor = LangGraphRerunExecutor(graph, debugger=dbg)
+        with pytest.raises(AgentDebugError, match="runs inside a tool of node 'tools'"):
+            executor.preflight(run, resume_step=inner.step_index)
+        return
     root = cb.reports[0].root_cause
     assert root is not None and root.mode_id == "system.service_unavailable"
-    result = closed_loop(cb.trajectory(), debugger=dbg, report=cb.reports[0], policy="auto")
+    result = closed_loop(run, debugger=dbg, report=cb.reports[0], policy="auto")
     assert result.status == "succeeded" and result.verified_by_rerun is True, result.detail

@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentdebug import EventType
+from agentdebug.detect.signals import failure_of
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory
 
@@ -63,12 +64,13 @@ def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
     at = [e for e in original.events if e.step_index == point.requested_step]
     starts = [e for e in at if e.type is EventType.AGENT_START]
     inside = bool(starts) and all("namespace" in e.metadata for e in starts)
-    failed = any(
-        e.error is not None or e.metadata.get("stopped")
+    failures = [
+        e
         for e in at
         if e.type in (EventType.TOOL_RESULT, EventType.ERROR, EventType.LLM_RESPONSE)
-    )
-    if failed:
+        and (e.error is not None or e.metadata.get("stopped"))
+    ]
+    if failures and (not inside or any(_passing(e) for e in failures)):
         return  # (an outage, also one a sub-agent behind a tool met: a retry is its fix)
     node = ", ".join(point.nodes)
     asked = sorted(
@@ -101,3 +103,16 @@ def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
         "the step unchanged. Rerun from the model call that asked for the tool"
         f"{where}, so that it asks otherwise, or {other}"
     )
+
+
+# failures a retry may get past: the service, not the call, was at fault
+_PASSING = frozenset({"system.service_unavailable", "system.timeout", "system.rate_limited"})
+
+
+def _passing(event: Any) -> bool:
+    """Whether a failure is one a retry may get past (an outage, a timeout, a rate
+    limit), not one it would meet again (a sub-agent's bad argument)."""
+    if event.metadata.get("stopped"):
+        return True
+    found = failure_of(event)
+    return found is not None and found[0] in _PASSING

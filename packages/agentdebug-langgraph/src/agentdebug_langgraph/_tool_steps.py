@@ -59,8 +59,9 @@ def retried(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
 
 
 def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
-    """Refuse a retry that would redo the blamed step unchanged: one that ran without
-    failing, the node's own or one inside a tool (a graph a tool invokes)."""
+    """Refuse a retry that would redo the blamed step unchanged: the node's own step
+    that ran without failing, or one inside a tool (a graph a tool invokes) unless it
+    failed in a way a retry may get past (:func:`_passing`)."""
     at = [e for e in original.events if e.step_index == point.requested_step]
     starts = [e for e in at if e.type is EventType.AGENT_START]
     inside = bool(starts) and all("namespace" in e.metadata for e in starts)

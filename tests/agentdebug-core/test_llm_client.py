@@ -409,6 +409,22 @@ def test_format_error_after_a_form_worked_still_falls_back_for_that_call() -> No
 # -------------------------------------------------------------------- cache
 
 
+def test_a_held_back_client_still_answers_from_its_cache(tmp_path: Path) -> None:
+    """After a 401 holds the client back, a question answered before is still
+    answered from the cache (it is no request); a new one is not sent."""
+    other = [{"role": "user", "content": "Which half now?"}]
+    replies = [Reply(GOOD), Reply("Incorrect API key provided", status=401)]
+    with ScriptedServer(replies) as server:
+        client = LLMClient(settings_for(server, cache_path=str(tmp_path / "c.db")))
+        live = ask(client)
+        with pytest.raises(LLMCallFailed, match="Incorrect API key"):
+            ask(client, other)
+        assert ask(client).value == live.value  # (from the cache)
+        with pytest.raises(LLMCallFailed, match="Incorrect API key"):
+            ask(client, other)
+        assert len(server.requests) == 2
+
+
 def test_second_identical_request_is_served_from_the_cache(tmp_path: Path) -> None:
     with ScriptedServer([Reply(GOOD, usage=(300, 30)), Reply(GOOD, usage=(1, 1))]) as server:
         settings = settings_for(server, cache_path=str(tmp_path / "c.db"))

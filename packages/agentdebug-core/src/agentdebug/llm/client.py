@@ -206,11 +206,6 @@ class LLMClient:
         """Ask for an answer shaped like ``schema``; return it validated, or raise
         LLMCallFailed, MalformedAnswer, ModelRefused, BudgetExceeded (all LLMError)."""
         run = _Run(strategy=strategy, purpose=purpose)
-        fatal = self.fatal
-        if fatal is not None:
-            said = str(fatal) if "not sent: " in fatal.reason else f"not sent: {fatal}"
-            self._audit(run, key="", outcome="unsent", reason=said)
-            raise fatal.with_traceback(None)
         json_schema = json_schema_of(schema)
         name = schema_name(schema)
         forms = self._forms()
@@ -220,6 +215,11 @@ class LLMClient:
                 hit = self._from_cache(request, schema, run)
                 if hit is not None:
                     return hit
+        fatal = self.fatal  # (after the cache: an answer kept is no request)
+        if fatal is not None:
+            said = str(fatal) if "not sent: " in fatal.reason else f"not sent: {fatal}"
+            self._audit(run, key="", outcome="unsent", reason=said)
+            raise fatal.with_traceback(None)
         for i, (form, request) in enumerate(requests):
             fallback = forms[i + 1] if i + 1 < len(forms) else None
             try:

@@ -67,10 +67,11 @@ def _function(key: str, value: str) -> Any:
     return found
 
 
-def _checked_update(update: Any) -> Any:
+def _update(key: str, value: str) -> Any:
+    """A ``directive_update`` by its ``module:function`` name, imported and checked."""
     from agentdebug_langgraph._specs import checked_update
 
-    return checked_update(update)
+    return checked_update(_function(key, value))
 
 
 def _limit(key: str, value: str) -> int:
@@ -91,7 +92,7 @@ OPTIONS: dict[str, Callable[[str, str], Any]] = {
     "directive_key": _key,
     "recursion_limit": _limit,
     "success_check": _function,
-    "directive_update": lambda key, value: _checked_update(_function(key, value)),
+    "directive_update": _update,
 }
 
 

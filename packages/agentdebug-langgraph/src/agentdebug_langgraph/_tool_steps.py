@@ -37,15 +37,19 @@ def runs_tools(graph: Any, point: Any) -> bool:
 def runs_calls(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
     """Whether the blamed node runs the model's tool calls: a ``ToolNode``, or a node
     of the app's that the run shows running them (the calls it ran name it)."""
-    if runs_tools(graph, point):
-        return True
-    steps = {point.step, point.requested_step}
-    return any(
-        e.type is EventType.TOOL_CALL
+    return runs_tools(graph, point) or bool(_calls_ran(original, point))
+
+
+def _calls_ran(original: AgentTrajectory, point: ResumePoint) -> list[Any]:
+    """The model's tool calls the blamed node ran (as the run recorded them)."""
+    steps = (point.step, point.requested_step)
+    return [
+        e
+        for e in original.events
+        if e.type is EventType.TOOL_CALL
         and e.metadata.get("executed_by") in point.nodes
         and e.metadata.get("executed_step") in steps
-        for e in original.events
-    )
+    ]
 
 
 def retried(graph: Any, original: AgentTrajectory, point: ResumePoint) -> bool:
@@ -74,15 +78,7 @@ def require_retryable(original: AgentTrajectory, point: ResumePoint) -> None:
     if failures and (not inside or any(_passing(e) for e in failures)):
         return  # (an outage, also one a sub-agent behind a tool met: a retry is its fix)
     node = ", ".join(point.nodes)
-    asked = sorted(
-        {
-            e.step_index
-            for e in original.events
-            if e.type is EventType.TOOL_CALL
-            and e.metadata.get("executed_by") in point.nodes
-            and e.metadata.get("executed_step") in (point.step, point.requested_step)
-        }
-    )
+    asked = sorted({e.step_index for e in _calls_ran(original, point)})
     where = f" (step {asked[0]})" if asked else ""
     if inside:
         what = (

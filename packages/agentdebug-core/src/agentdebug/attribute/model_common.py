@@ -113,19 +113,23 @@ class TraceFacts:
         step_of = {e.id: e.step_index for e in trajectory.events}
         produced_by: dict[int, int] = {}
         for step in steps:
-            acting = next(
-                (e for e in step.events if e.agent_name and is_decision(e)),
-                None,
-            )
+            # (a tool node's step decides nothing: it is the output of the call that asked)
             tool_step = _only_ran_tools(step.events, step_of)
-            if tool_step:
-                acting = None  # (a tool node's step: the output of the call that asked)
+            acting = (
+                None
+                if tool_step
+                else next((e for e in step.events if e.agent_name and is_decision(e)), None)
+            )
             if acting is not None and acting.agent_name:
                 agent_at[step.index] = acting.agent_name
                 event_at[step.index] = acting.id
                 continue
-            model_call = next((e for e in step.events if e.type in _MODEL_TYPES), None)
-            if model_call is not None and not tool_step:
+            model_call = (
+                None
+                if tool_step
+                else next((e for e in step.events if e.type in _MODEL_TYPES), None)
+            )
+            if model_call is not None:
                 agent_at[step.index] = UNATTRIBUTED
                 event_at[step.index] = model_call.id
                 continue

@@ -215,6 +215,47 @@ def test_a_web_page_for_an_answer_is_not_retried_and_the_base_url_is_named() -> 
     assert "check that the base URL is the API's" in text
 
 
+_OTHER_APIS = {
+    "anthropic": (
+        {"id": "msg_1", "type": "message", "role": "assistant", "stop_reason": "end_turn",
+         "content": [{"type": "text", "text": "hi"}]},
+        "Anthropic Messages format", "https://api.anthropic.com/v1/",
+    ),
+    "ollama": (
+        {"model": "llama3", "message": {"role": "assistant", "content": "hi"}, "done": True},
+        "Ollama's own format", "http://HOST:11434/v1",
+    ),
+    "gemini": (
+        {"candidates": [{"content": {"parts": [{"text": "hi"}]}}]},
+        "Gemini's generateContent format", "/v1beta/openai/",
+    ),
+    "responses": (
+        {"id": "resp_1", "object": "response", "output": [{"type": "message"}]},
+        "OpenAI Responses API", "serves /chat/completions",
+    ),
+    "models-list": (
+        {"object": "list", "data": [{"id": "m", "object": "model"}]},
+        "with a list", "check the base URL",
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("shape", list(_OTHER_APIS))
+def test_another_apis_answer_is_named_and_not_retried(shape: str) -> None:
+    """A base URL at another API's endpoint (Anthropic's /v1/messages, Ollama's
+    /api/chat, ...) answers 200 with JSON of its own shape, the same every time:
+    one request, and the error says which API answered and where the compatible
+    one is (before: retried with backoff, then "no choices[0].message")."""
+    body, said, hint = _OTHER_APIS[shape]
+    with ScriptedServer([Reply(raw_body=json.dumps(body))] * 5) as server:
+        with audit_scope() as log, pytest.raises(LLMCallFailed) as caught:
+            ask(client_for(server))
+        assert len(server.requests) == 1
+    text = str(caught.value)
+    assert said in text and hint in text and caught.value.status == 200
+    assert [e.outcome for e in log.entries] == ["error"]
+
+
 # ----------------------------------------------------------- configuration
 
 

@@ -74,6 +74,10 @@ def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
         refusal = getattr(choice.message, "refusal", None)
         finish_reason = getattr(choice, "finish_reason", None)
     except (AttributeError, IndexError, KeyError, TypeError) as exc:
+        other = other_api(completion)
+        if other is not None:  # the same request gets the same shape: not retried
+            said, hint = other
+            raise BadBody(f"the server answered {said}, not a chat completion", lasting=hint) from None
         raise BadBody(f"no choices[0].message: {exc}") from None
     usage = getattr(completion, "usage", None)
     return Answer(
@@ -85,6 +89,46 @@ def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
         key=key,
         refusal=refusal if isinstance(refusal, str) and refusal.strip() else None,
     )
+
+
+_OPENAI_PATH = "point the base URL at the server's OpenAI-compatible API"
+
+
+def other_api(completion: Any) -> tuple[str, str] | None:
+    """A 200 whose JSON is another API's answer, which every retry gets again: what
+    it is, and what to check. None for a body of no shape known here (a proxy's
+    glitch may pass: it is retried)."""
+    extra = getattr(completion, "model_extra", None)
+    if not isinstance(extra, dict):
+        return None
+    kind = getattr(completion, "object", None) or extra.get("object")
+    if extra.get("type") == "message" and isinstance(extra.get("content"), list):
+        return (
+            "in the Anthropic Messages format",
+            f"{_OPENAI_PATH} (Anthropic's is https://api.anthropic.com/v1/), "
+            "not its /v1/messages",
+        )
+    if isinstance(extra.get("message"), dict) and "done" in extra:
+        return (
+            "in Ollama's own format (/api/chat)",
+            f"{_OPENAI_PATH}: Ollama's is http://HOST:11434/v1",
+        )
+    if isinstance(extra.get("candidates"), list):
+        return (
+            "in Gemini's generateContent format",
+            f"{_OPENAI_PATH}: Gemini's is https://generativelanguage.googleapis.com/v1beta/openai/",
+        )
+    if kind == "response" or isinstance(extra.get("output"), list):
+        return (
+            "in the OpenAI Responses API's format",
+            f"{_OPENAI_PATH}, which serves /chat/completions",
+        )
+    if kind == "list" or isinstance(extra.get("data"), list):
+        return (
+            "with a list (such as the models one), not an answer",
+            "check the base URL: the client adds /chat/completions to it",
+        )
+    return None
 
 
 def _error_in_body(completion: Any) -> str | None:

@@ -77,7 +77,9 @@ def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
         other = other_api(completion)
         if other is not None:  # the same request gets the same shape: not retried
             said, hint = other
-            raise BadBody(f"the server answered {said}, not a chat completion", lasting=hint) from None
+            raise BadBody(
+                f"the server answered {said}, not a chat completion", lasting=hint
+            ) from None
         raise BadBody(f"no choices[0].message: {exc}") from None
     usage = getattr(completion, "usage", None)
     return Answer(
@@ -105,8 +107,7 @@ def other_api(completion: Any) -> tuple[str, str] | None:
     if extra.get("type") == "message" and isinstance(extra.get("content"), list):
         return (
             "in the Anthropic Messages format",
-            f"{_OPENAI_PATH} (Anthropic's is https://api.anthropic.com/v1/), "
-            "not its /v1/messages",
+            f"{_OPENAI_PATH} (Anthropic's is https://api.anthropic.com/v1/), not its /v1/messages",
         )
     if isinstance(extra.get("message"), dict) and "done" in extra:
         return (

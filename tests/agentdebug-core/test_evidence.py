@@ -520,3 +520,34 @@ def test_every_rule_quote_of_every_whowhen_trace_grounds_exactly_where_cited() -
     quotes, grounded, failures = _rule_quotes(trajectories)
     assert failures == []
     assert (grounded, quotes) == (146, 146)  # (needed_value_lost quotes one trace's value)
+
+
+def test_a_long_error_is_quoted_to_a_words_end_and_still_found() -> None:
+    """A tool error over the quote's 300 characters is quoted up to the end of a
+    word (before: cut mid-word, ``...the upstream invent``), and the quote is still
+    found in the event it names."""
+    message = "PaymentError: " + " ".join(f"inventory{i} reservation failed" for i in range(40))
+    run = AgentTrajectory(
+        id="long-error",
+        events=[
+            AgentEvent(id="e0", step_index=0, type=EventType.USER_INPUT, input="Pay order 7"),
+            AgentEvent(
+                id="e1", step_index=1, type=EventType.TOOL_CALL, agent_name="pay",
+                input={"order": 7}, metadata={"tool_name": "charge"},
+            ),
+            AgentEvent(
+                id="e2", step_index=2, type=EventType.TOOL_RESULT, agent_name="pay",
+                parent_id="e1", error=ErrorInfo(message=message), metadata={"tool_name": "charge"},
+            ),
+        ],
+    )  # fmt: skip
+    quotes = [
+        e.quote
+        for f in RulePack().detect(run)
+        for e in f.evidence
+        if e.event_id == "e2" and e.field == "error"
+    ]
+    assert quotes
+    for quote in quotes:
+        assert message.startswith(quote) and 200 < len(quote) <= 300
+        assert message[len(quote)] == " "  # it ends where a word does

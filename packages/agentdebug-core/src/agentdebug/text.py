@@ -91,6 +91,20 @@ def json_of(text: str, limit: int = 200_000) -> dict[str, Any] | list[Any] | Non
     return parsed if isinstance(parsed, (dict, list)) else None
 
 
+def clip(text: str, width: int) -> str:
+    """The start of ``text``, at most ``width`` characters, ended at a word's end
+    when one is in its last quarter (a quote cut mid-word reads as a typo); still
+    a substring of ``text``, so a quote clipped this way is found in it."""
+    if len(text) <= width:
+        return text
+    cut = text[:width]
+    if not text[width].isspace():
+        at = max(cut.rfind(" "), cut.rfind("\n"), cut.rfind("\t"))
+        if at >= width * 3 // 4:
+            cut = cut[:at]
+    return cut.rstrip()
+
+
 def shorten(text: str, width: int) -> str:
     """One line of at most ``width`` characters."""
     line = " ".join(text.split())

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten, shorten
+from agentdebug.text import clip, flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -203,8 +203,8 @@ def _unheeded(
         message,
         confidence=0.75,
         evidence=[
-            quoted(event, "output", said[:300]),
-            quoted(event, "input", new[:300]),
+            quoted(event, "output", clip(said, 300)),
+            quoted(event, "input", clip(new, 300)),
         ],
         metadata={"fix": fix},
     )

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import compact_json, flatten, shorten
+from agentdebug.text import clip, compact_json, flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -107,7 +107,7 @@ def _finding(event: AgentEvent, child: AgentEvent, key: str, text: str, wrote: s
         f"{agent} wrote {wrote} after {child.agent_name} found {key}: {said!r} at step "
         f"{child.step_index}; nothing after it held that result",
         confidence=0.7,
-        evidence=[quoted(child, "output", text[:300]), quoted(event, "output", wrote)],
+        evidence=[quoted(child, "output", clip(text, 300)), quoted(event, "output", wrote)],
         metadata={
             "fix": (
                 f"At step {event.step_index}, {agent}: pass on what {child.agent_name} "

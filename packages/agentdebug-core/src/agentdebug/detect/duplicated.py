@@ -33,7 +33,7 @@ from agentdebug.detect.invented import call_of, leaves
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import RESULT_TYPES, tool_name
 from agentdebug.schema import AgentEvent, EventType, Finding, OutcomeStatus
-from agentdebug.text import compact_json, shorten
+from agentdebug.text import clip, compact_json, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -134,7 +134,7 @@ def _finding(event: AgentEvent, step: int, error: str, name: str) -> Finding:
         f"after its call at step {step} failed without saying whether it took effect "
         f"({shorten(error, 80)})",
         confidence=0.75,
-        evidence=[quoted(event, "input", args[:300])],
+        evidence=[quoted(event, "input", clip(args, 300))],
         metadata={
             "fix": (
                 f"At step {event.step_index}, {who}: {name} ran again with the same "

@@ -28,7 +28,7 @@ from agentdebug.detect.rejected import answers, is_interrupt
 from agentdebug.detect.rule_finding import quoted, rule_finding
 from agentdebug.detect.signals import QUOTED
 from agentdebug.schema import EventType, Finding, OutcomeStatus
-from agentdebug.text import flatten, shorten
+from agentdebug.text import clip, flatten, shorten
 
 if TYPE_CHECKING:
     from agentdebug.detect.rules import RuleContext
@@ -126,7 +126,7 @@ def rule_instruction_ignored(ctx: RuleContext) -> Iterator[Finding]:
                 confidence=0.8,
                 evidence=[
                     quoted(event, "output", text[start : start + 160].strip()),
-                    quoted(resume, "input", answer[:300]),
+                    quoted(resume, "input", clip(answer, 300)),
                 ],
                 metadata={
                     "fix": (

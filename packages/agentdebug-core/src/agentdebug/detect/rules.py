@@ -37,7 +37,7 @@ from agentdebug.detect.signals import (
     tool_name,
 )
 from agentdebug.schema import AgentEvent, AgentTrajectory, EventType, Evidence, Finding, Severity
-from agentdebug.text import compact_json, flatten, shorten
+from agentdebug.text import clip, compact_json, flatten, shorten
 
 _SUCCESS_CLAIM = re.compile(
     r"\b(?:successfully|succeeded|task (?:is )?(?:complete|completed|done|finished|solved)|"
@@ -98,7 +98,7 @@ class RuleContext:
 
 def _failure_evidence(ctx: RuleContext, event: AgentEvent) -> Evidence:
     """The evidence of a failing event: its error, or the failure in its output."""
-    return quoted(event, "error" if event.error else "output", ctx.failures[event.id][1][:300])
+    return quoted(event, "error" if event.error else "output", clip(ctx.failures[event.id][1], 300))
 
 
 @dataclass(frozen=True)
@@ -215,7 +215,7 @@ def rule_malformed_tool_call(ctx: RuleContext) -> Iterator[Finding]:
                 event,
                 f"arguments for {tool_name(event) or 'a tool'} do not parse: {shorten(str(problem), 100)}",
                 confidence=0.9,
-                evidence=[quoted(event, "input", quote[:300])],
+                evidence=[quoted(event, "input", clip(quote, 300))],
             )
 
 
@@ -260,11 +260,12 @@ def rule_repeated_action(ctx: RuleContext, *, min_repeats: int = 3) -> Iterator[
                             event_id=e.id,
                             step_index=e.step_index,
                             field="input" if e.type is EventType.TOOL_CALL else "output",
-                            quote=(
+                            quote=clip(
                                 compact_json(e.input)
                                 if e.type is EventType.TOOL_CALL
-                                else flatten(e.output, limit=300)
-                            )[:300],
+                                else flatten(e.output, limit=300),
+                                300,
+                            ),
                         )
                         for e in run[:3]
                     ],

@@ -430,3 +430,32 @@ def test_only_what_the_reason_says_is_missing_singles_a_branch_out() -> None:
     )
     (first, *_) = guesses(run)
     assert first[:2] == ("worker", 2)  # (the order stands: none is singled out)
+
+
+@pytest.mark.parametrize(
+    "reason",
+    [
+        "a summary is missing the revenue, the profit and the margin",
+        "one summary never mentions revenue, profit or margin",
+        "a summary lacks the revenue and the margin",
+    ],
+)
+def test_every_item_of_a_list_after_missing_counts(reason: str) -> None:
+    """The one summary without the margin is singled out when the margin is a later
+    item of the list the reason says is missing (before: only its first item, the
+    revenue, which every summary gives, counted, and the order stood)."""
+    summaries = [f"summary of doc-{i}: revenue 7M, profit 2M, margin 28%" for i in range(3)]
+    summaries[1] = "summary of doc-1: revenue 7M, profit 2M"
+    (first, *_) = guesses(fan_out(reason, *summaries))
+    assert first[:2] == ("worker", 3)
+
+
+def test_a_clause_after_the_missing_thing_is_no_item_of_it() -> None:
+    """ "missing the revenue, and the writer then dropped the margin": the clause
+    after the comma names no missing thing, so the branch without the margin is
+    not singled out by it (every summary gives the revenue: the order stands)."""
+    summaries = [f"summary of doc-{i}: revenue 7M, margin 28%" for i in range(3)]
+    summaries[1] = "summary of doc-1: revenue 7M"
+    reason = "a summary is missing the revenue, and the writer then dropped the margin"
+    (first, *_) = guesses(fan_out(reason, *summaries))
+    assert first[:2] == ("worker", 2)

@@ -62,8 +62,24 @@ _ABSENT_AFTER = re.compile(
     re.I,
 )
 _CLAUSE = re.compile(r"[.;,!?()]|\b(?:and|but|while|whereas)\b", re.I)
+_LIST_END = re.compile(r"[.;!?()]|\b(?:but|while|whereas)\b", re.I)
+_LIST_SEP = re.compile(r"\s*,\s*(?:(?:and|or)\s+)?|\s+(?:and|or)\s+", re.I)
+_ITEM_WORDS = 3  # a list's later items are short ("the profit"), not clauses
 _NONE = re.compile(r"^\W*(?:nothing|none|no\b)", re.I)  # ("nothing is missing")
 _PLACE = re.compile(r"^\W*(?:from|in|of|for|on|at)\b", re.I)  # ("missing from a summary")
+
+
+def _listed(rest: str) -> str:
+    """What follows "missing": its first phrase, and the short items of a list it
+    starts ("the revenue, the profit and the margin"), not a clause after it
+    ("the revenue, and the writer then ignored it")."""
+    first, *more = _LIST_SEP.split(_LIST_END.split(rest, maxsplit=1)[0])
+    items = [first]
+    for item in more:
+        if len(item.split()) > _ITEM_WORDS:
+            break
+        items.append(item)
+    return " ".join(items)
 
 
 def absent_terms(reason: str, terms: Callable[[str], set[str]]) -> set[str]:
@@ -83,7 +99,7 @@ def absent_terms(reason: str, terms: Callable[[str], set[str]]) -> set[str]:
         rest = reason[found.end() :].lstrip(" :")
         after: set[str] = set()
         if found.group().lower().endswith("missing") and not _PLACE.match(rest):
-            after = terms(_CLAUSE.split(rest)[0])  # ("is missing the revenue")
+            after = terms(_listed(rest))  # ("is missing the revenue")
         out |= after or terms(before)
     for found in _ABSENT_BEFORE.finditer(reason):
         if any(a <= found.start() < b for a, b in taken):
@@ -92,7 +108,7 @@ def absent_terms(reason: str, terms: Callable[[str], set[str]]) -> set[str]:
         if _PLACE.match(rest):  # ("revenue: missing in one summary")
             out |= terms(_CLAUSE.split(reason[: found.start()])[-1])
         else:
-            out |= terms(_CLAUSE.split(rest)[0])
+            out |= terms(_listed(rest))
     return out
 
 

@@ -107,6 +107,18 @@ def test_an_approval_given_in_another_worker_is_diagnosed_and_rerun_with_the_run
         with pytest.raises(AgentDebugError, match="cannot fork before node tools"):
             executor.rerun(alone)
 
+        # the corrected branch asks for another tool than the human approved: by
+        # default it waits for a person there, unverified
+        result = closed_loop(approved, debugger=dbg, executor=executor, report=report)
+        assert result.status == "error" and result.verified_by_rerun is not True
+        assert "the branch stopped at an interrupt with the tool calls lookup_order(" in (
+            result.detail
+        )
+        # the tools are safe to run again: the approval passes the branch's own calls
+        graph = tool_agent(  # (the model's script again: the branch above took its call)
+            scripted(wrong_then_right()[2:]), sqlite_saver(db), interrupt_before=["tools"]
+        )
+        executor = LangGraphRerunExecutor(graph, debugger=dbg, replay_answers="same-node")
         result = closed_loop(approved, debugger=dbg, executor=executor, report=report)
         assert result.status == "succeeded" and result.verified_by_rerun is True
         branch = dbg.store.load_trajectory(result.attempts[-1].branch_id or "")

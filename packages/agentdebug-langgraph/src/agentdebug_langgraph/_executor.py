@@ -91,6 +91,7 @@ from agentdebug_langgraph._replay import (
     recorded_answers,
     replay_for,
     replay_note,
+    stop_of,
     waiting,
 )
 from agentdebug_langgraph._requirements import (
@@ -548,8 +549,10 @@ class LangGraphRerunExecutor:
         used = 0
         while (held := callback.held) is not None:
             answer = answers[used] if used < len(answers) else None
-            pending = waiting(graph.get_state(config))
-            plan = replay_for(answer, pending, self.replay_answers, given=used)
+            snapshot = graph.get_state(config)
+            pending = waiting(snapshot)
+            stop = None if pending else stop_of(snapshot)
+            plan = replay_for(answer, pending, self.replay_answers, given=used, stop=stop)
             if plan.refused is not None:
                 callback.release_held(branch_paused(str(held.thread_id), plan.refused))
                 return

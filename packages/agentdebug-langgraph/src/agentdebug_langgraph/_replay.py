@@ -72,6 +72,18 @@ class Answer:
     value: Any
     event_id: str
     why_not: str | None = None
+    stop: Stop | None = None  # at a static interrupt: what the human was shown
+
+
+@dataclass(frozen=True)
+class Stop:
+    """A static interrupt (``interrupt_before``/``interrupt_after``): the nodes
+    about to run (None: not recorded) and the tool calls the conversation's last
+    message asks for, which is what a human approves there (``interrupt_before``
+    a tools node: the usual approval gate), as ``{"name", "args"}``."""
+
+    next: tuple[str, ...] | None
+    calls: tuple[Any, ...]
 
 
 def check_policy(policy: str) -> str:
@@ -95,6 +107,8 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
     )
     answers: list[Answer] = []
     asked: list[Asked] = []
+    stop: Stop | None = None
+    calls: tuple[Any, ...] = ()  # asked for by the latest model answer, not yet run
     at: str | None = None  # the checkpoint the run waited at
     after: tuple[int, str | None] | None = None  # a resume (its index), where it waited
     for event in events[start:]:
@@ -108,8 +122,15 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
                     answers[index] = replace(answers[index], why_not=EDITED)
                 after = None
             at = event.checkpoint.checkpoint_id
+        elif event.type is EventType.LLM_RESPONSE:
+            calls = shown_calls(event.output)
+        elif event.type is EventType.TOOL_CALL:
+            calls = ()  # (a tool ran: what the model asked is under way)
         elif event.type is EventType.CHECKPOINT and said == "interrupt":
             at = md.get("checkpoint_id") or at  # (a static stop names its checkpoint)
+            if "breakpoint" in md:  # a static stop: no interrupt() values
+                nodes = md.get("next")
+                stop = Stop(tuple(map(str, nodes)) if isinstance(nodes, list) else None, calls)
             values = event.output if isinstance(event.output, list) else []
             ids = md.get("interrupt_ids")
             ids = ids if isinstance(ids, list) else []
@@ -124,11 +145,39 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
                     value=event.input,
                     event_id=event.id,
                     why_not=_why_not(md),
+                    stop=stop,
                 )
             )
             after = (len(answers) - 1, at)
-            asked = []
+            asked, stop = [], None
     return answers
+
+
+def shown_calls(message: Any) -> tuple[Any, ...]:
+    """The tool calls a message (as recorded) asks for, as ``{"name", "args"}``."""
+    found = message.get("tool_calls") if isinstance(message, dict) else None
+    if not isinstance(found, list):
+        return ()
+    return tuple(
+        {"name": c.get("name"), "args": c.get("args")} for c in found if isinstance(c, dict)
+    )
+
+
+def stop_of(snapshot: Any) -> Stop:
+    """What a thread stopped at a static interrupt shows: the nodes it will run,
+    and the tool calls its conversation's last message asks for (the state's
+    ``messages``, else the first list of messages in it)."""
+    values = getattr(snapshot, "values", None)
+    lists = [values.get("messages")] if isinstance(values, dict) else []
+    if isinstance(values, dict):
+        lists += [v for k, v in values.items() if k != "messages"]
+    calls: tuple[Any, ...] = ()
+    for value in lists:
+        if isinstance(value, list) and value and hasattr(value[-1], "tool_calls"):
+            last = value[-1]
+            calls = shown_calls({"tool_calls": as_recorded(list(last.tool_calls or ()))})
+            break
+    return Stop(tuple(map(str, getattr(snapshot, "next", ()) or ())), calls)
 
 
 OLD_RECORD = (
@@ -185,11 +234,16 @@ class Replay:
 
 
 def replay_for(
-    answer: Answer | None, pending: Sequence[tuple[str, Any]], policy: str, given: int = 0
+    answer: Answer | None,
+    pending: Sequence[tuple[str, Any]],
+    policy: str,
+    given: int = 0,
+    stop: Stop | None = None,
 ) -> Replay:
     """How to give the branch, waiting at ``pending`` (empty at a static
-    interrupt), the original's next ``answer`` (None: none left, of the ``given``
-    the branch has had); ``refused`` completes "the branch stopped at an interrupt"."""
+    interrupt, where ``stop`` is what it shows), the original's next ``answer``
+    (None: none left, of the ``given`` the branch has had); ``refused`` completes
+    "the branch stopped at an interrupt"."""
     if answer is None and given:
         times = "once" if given == 1 else f"{given} times"
         return Replay(
@@ -220,6 +274,8 @@ def replay_for(
             refused=f" in {_nodes(ours)}, where the original's human answered an "
             f"interrupt in {_nodes(theirs)}"
         )
+    if not theirs:  # both stopped before or after a node
+        return _past_stop(answer, stop, policy, note)
     asked_now = [as_recorded(getattr(i, "value", None)) for _, i in pending]
     asked_then = [a.value for a in answer.asked]
     same = sorted(map(_key, asked_now)) == sorted(map(_key, asked_then))  # (in any order)
@@ -235,6 +291,44 @@ def replay_for(
     if answer.kind == "none":  # invoke(None): past a static stop, or a node asked again
         return Replay(resume=None, note=note)
     return Replay(resume=Command(resume=_mapped(answer, pending)), note=note)
+
+
+def _past_stop(answer: Answer, stop: Stop | None, policy: str, note: dict[str, Any]) -> Replay:
+    """The original's going on past a static stop, for a branch stopped at one: at
+    the same nodes, and (``same-question``) with the same tool calls pending, for
+    an approval before a tools node is of the calls the human was shown (before,
+    any calls were run on the human's behalf)."""
+    then, now = answer.stop, stop
+    if then is not None and now is not None:
+        if then.next is not None and sorted(then.next) != sorted(now.next or ()):
+            return Replay(
+                refused=f" before {_nodes(now.next or ())}, where the original's human went "
+                f"on past a stop before {_nodes(then.next)}"
+            )
+        same = sorted(map(_key, then.calls)) == sorted(map(_key, now.calls))
+        if not same and policy == "same-question":
+            return Replay(
+                refused=f" with the tool calls {_calls(now.calls)} pending, where the "
+                f"original's human let {_calls(then.calls)} run "
+                "(replay_answers='same-question')"
+            )
+        if not same:
+            note["question_matches"] = False
+            note["original_question"] = list(then.calls)
+    elif policy == "same-question" and (then is None) != (now is None):
+        return Replay(refused=OLD_RECORD)
+    if answer.kind == "none":
+        return Replay(resume=None, note=note)
+    return Replay(resume=Command(resume=answer.value), note=note)
+
+
+def _calls(calls: Sequence[Any]) -> str:
+    if not calls:
+        return "none"
+    return "; ".join(
+        f"{c.get('name')}({orjson.dumps(c.get('args'), default=to_json, option=_NON_STR).decode()[:80]})"
+        for c in calls
+    )
 
 
 def _key(value: Any) -> bytes:
@@ -289,12 +383,16 @@ def replay_note(run: AgentTrajectory, from_step: int, policy: str) -> str | None
     if not given:
         return None
     said = "; ".join(
-        "go on (invoke(None))"
+        _went_on(a)
         if a.kind == "none"
         else orjson.dumps(a.value, default=to_json, option=_NON_STR).decode()[:120]
         for a in given
     )
-    where = "the same nodes ask the same" if policy == "same-question" else "the same nodes ask"
+    where = (
+        "the same nodes ask the same (at a stop before or after a node: the same tool calls wait)"
+        if policy == "same-question"
+        else "the same nodes ask"
+    )
     n = len(given)
     answers = "the answer" if n == 1 else f"the {n} answers"
     return (
@@ -302,3 +400,13 @@ def replay_note(run: AgentTrajectory, from_step: int, policy: str) -> str | None
         f"is given {answers} a person gave then, on their behalf: {said} "
         f"(replay_answers={policy!r}; replay_answers=never stops it there instead)"
     )
+
+
+def _went_on(answer: Answer) -> str:
+    """An ``invoke(None)`` the original's human gave, as the gate shows it."""
+    stop = answer.stop
+    if stop is None:
+        return "go on (invoke(None))"
+    where = f" past the stop before {_nodes(stop.next)}" if stop.next else ""
+    calls = f", running {_calls(stop.calls)}" if stop.calls else ""
+    return f"go on (invoke(None)){where}{calls}"

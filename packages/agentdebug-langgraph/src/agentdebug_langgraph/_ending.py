@@ -24,7 +24,7 @@ from agentdebug.capture.auto import (
 from agentdebug.capture.encode import safe_repr, safe_str
 from agentdebug.schema import DiagnosticReport
 
-from agentdebug_langgraph import _convert, _graph_errors, _invocation, _node_failures
+from agentdebug_langgraph import _convert, _graph_errors, _invocation, _node_failures, _recording
 from agentdebug_langgraph._answers import STRUCTURED, answered_by, said_by_model, structured_by
 from agentdebug_langgraph._base import log
 from agentdebug_langgraph._checkpoints import pending_nodes
@@ -120,6 +120,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     def _end_graph(self, run: GraphRun, outputs: Any, error: BaseException | None) -> None:
         run.loop = None
         run.frame = None
+        _recording.release(run.held)
+        run.held = None
         if run.watch is not None:  # (RunStarting._watch_task: ended as usual)
             task, ended = run.watch
             run.watch = None

@@ -5,8 +5,9 @@ langchain-core lets a library add a handler to every callback manager it builds
 ``ContextVar`` would only see values set in the current thread and context; a
 debugger switched on once must also see graphs run from worker threads and from
 tasks created earlier, so the hook gets a process-wide slot with the same
-``get()``. The hook is registered once (langchain-core has no way to remove one);
-``uninstrument()`` empties the slot. A graph invoked with its own
+``get()`` (:data:`agentdebug_langgraph._recording.SLOT`, which inside a run a
+callback records gives that callback). The hook is registered once (langchain-core
+has no way to remove one); ``uninstrument()`` empties the slot. A graph invoked with its own
 ``AgentDebugCallback`` in ``config["callbacks"]`` is not captured twice: the hook
 is registered with the handler class, and langchain-core skips it when a handler
 of that class is already there.
@@ -14,28 +15,12 @@ of that class is already there.
 
 from __future__ import annotations
 
-import threading
-from contextvars import ContextVar
-from typing import Any, cast
+from typing import Any
 
 from agentdebug import AgentDebug
 
 from agentdebug_langgraph._callback import AgentDebugCallback
-
-
-class _ProcessWideSlot:
-    """Duck-types the ``ContextVar.get`` that langchain-core's hook calls."""
-
-    def __init__(self) -> None:
-        self.handler: AgentDebugCallback | None = None
-
-    def get(self, default: Any = None) -> AgentDebugCallback | None:
-        return self.handler if self.handler is not None else default
-
-
-_SLOT = _ProcessWideSlot()
-_registered = False
-_lock = threading.Lock()
+from agentdebug_langgraph._recording import SLOT, register
 
 
 def instrument(
@@ -48,7 +33,6 @@ def instrument(
     ``AgentDebug`` in its place is the debugger (``instrument(dbg)``). Returns
     the handler in use (its ``last_run_id`` and ``reports`` tell what it saw).
     Calling it again replaces the handler."""
-    global _registered
     if isinstance(callback, AgentDebug):
         if "debugger" in options:
             raise TypeError("instrument() got two debuggers (one positional, one as debugger=)")
@@ -63,24 +47,17 @@ def instrument(
     if callback is not None and options:
         raise TypeError("pass either a callback or its options, not both")
     handler = callback if callback is not None else AgentDebugCallback(**options)
-    with _lock:
-        if not _registered:
-            from langchain_core.tracers.context import register_configure_hook
-
-            register_configure_hook(
-                cast("ContextVar[Any]", _SLOT), True, handle_class=AgentDebugCallback
-            )
-            _registered = True
-        _SLOT.handler = handler
+    register()
+    SLOT.handler = handler
     return handler
 
 
 def uninstrument() -> None:
     """Stop capturing runs that were not given a callback explicitly."""
-    with _lock:
-        _SLOT.handler = None
+    SLOT.handler = None
 
 
 def instrumented() -> AgentDebugCallback | None:
     """The handler ``instrument()`` installed, if capture is on."""
-    return _SLOT.handler
+    handler: AgentDebugCallback | None = SLOT.handler
+    return handler

@@ -26,7 +26,15 @@ from agentdebug.store.base import CONTINUES_BEFORE
 from langchain_core.runnables.config import var_child_runnable_config
 from langgraph.types import Command
 
-from agentdebug_langgraph import _cache_hits, _convert, _forks, _invocation, _pregel, _stream_writes
+from agentdebug_langgraph import (
+    _cache_hits,
+    _convert,
+    _forks,
+    _invocation,
+    _pregel,
+    _recording,
+    _stream_writes,
+)
 from agentdebug_langgraph._ending import RunEnding
 from agentdebug_langgraph._live import BRANCH_RECORDER, note_check, note_graph
 from agentdebug_langgraph._specs import name_of, spec_of
@@ -85,6 +93,7 @@ class RunStarting(RunEnding):
     _adopt: TraceSession | None
     _first_step: int
     _parent_event: str | None
+    _warned_twice = False  # (_recorded_twice)
 
     def _start_inner_graph(
         self, inputs: Any, run_id: UUID, parent_run_id: UUID, md: dict[str, Any], kw: Any
@@ -168,6 +177,10 @@ class RunStarting(RunEnding):
         recorder = BRANCH_RECORDER.get()
         if recorder is not None and recorder is not self:
             return  # a rerun branch: the executor's callback records it
+        other = _recording.recorded_by(run_id.int)
+        if other is not None and other is not self:  # another instance in its callbacks
+            self._recorded_twice(other)
+            return
         frame = _pregel.find_graph_frame()
         _cache_hits.install()
         _stream_writes.install()
@@ -245,6 +258,7 @@ class RunStarting(RunEnding):
             note, self.resume_note = self.resume_note or {}, None
             self._record_resume(run, inputs, {"segment": run.segments, **note})
             self._roots[run_id.int] = run
+            run.held = _recording.hold(run_id.int, self)
             if looped:
                 self._watch_task(run_id.int, run)
             return
@@ -311,8 +325,24 @@ class RunStarting(RunEnding):
                 metadata={"langgraph_event": "input"},
             )
         self._roots[run_id.int] = run
+        run.held = _recording.hold(run_id.int, self)
         if looped:
             self._watch_task(run_id.int, run)
+
+    def _recorded_twice(self, other: Any) -> None:
+        """A run whose callbacks hold another ``AgentDebugCallback`` too, which
+        records it (before: two runs, two diagnoses, two notes on its exception)."""
+        if self._warned_twice:
+            return
+        self._warned_twice = True
+        log.warning(
+            "agentdebug: two AgentDebugCallback instances are in one graph run's callbacks "
+            "(one given to with_config and one to invoke, say): the run is recorded once, "
+            "by the first%s; give one",
+            ""
+            if (self.success_check, self.on_report) == (other.success_check, other.on_report)
+            else " (this one's success_check and on_report are not used for it)",
+        )
 
     def _watch_task(self, key: int, run: GraphRun) -> None:
         """End the run if the asyncio task running it is cancelled before LangGraph

@@ -119,8 +119,8 @@ class GraphRun:
     segments: int = 1  # invocations recorded into this run (a resume adds one)
     thread_key: str | None = None  # its thread in its graph's checkpointer (thread_key)
     pause_key: str | None = None  # where it waits at an interrupt (pause_key)
-    # (asyncio task running it, its done callback): RunStarting._watch_task
-    watch: tuple[Any, Any] | None = None
+    watch: tuple[Any, Any] | None = None  # (asyncio task, done callback): _watch_task
+    held: Any = None  # its hold on _recording.RECORDING, let go when it ends
 
     def next_step(self) -> int:
         step = next(self.steps)

@@ -1,0 +1,136 @@
+"""What a node runs with callbacks of its own, and a run given two callbacks: a
+model call made with ``config={"callbacks": [...]}`` (which replaces the graph's)
+is still recorded under its node, and two ``AgentDebugCallback`` instances in one
+run's callbacks record it once."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from agentdebug import AgentDebug, EventType, OutcomeStatus
+from agentdebug.store import RunQuery
+from agentdebug_langgraph import AgentDebugCallback
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.graph import START, MessagesState, StateGraph
+
+
+class Counter(BaseCallbackHandler):
+    """A token counter a node gives its model call (LangChain's run-time callbacks)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def on_llm_end(self, *args: Any, **kwargs: Any) -> None:
+        self.calls += 1
+
+
+def counted_graph(counter: Counter, merged: bool = False, coroutine: bool = False) -> Any:
+    """Two nodes that call their model with the counter as its callbacks: alone
+    (``config={"callbacks": [counter]}``), or over the node's config
+    (``{**config, "callbacks": [counter]}``): either way the graph's are replaced.
+    With ``coroutine``, the second node is a coroutine (the graph run by ainvoke)."""
+
+    def talk(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage("Order A123 costs $42.")]))
+        own: Any = {**config, "callbacks": [counter]} if merged else {"callbacks": [counter]}
+        return {"messages": [model.invoke(state["messages"], config=own)]}
+
+    async def atalk(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        model = GenericFakeChatModel(messages=iter([AIMessage("Order A123 costs $42.")]))
+        reply = await model.ainvoke(state["messages"], config={"callbacks": [counter]})
+        return {"messages": [reply]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("talk", talk)
+    g.add_node("again", atalk if coroutine else talk)
+    g.add_edge(START, "talk")
+    g.add_edge("talk", "again")
+    return g.compile()
+
+
+def model_calls(run: Any) -> list[tuple[str | None, int, Any]]:
+    return [
+        (e.agent_name, e.step_index, e.output["content"])
+        for e in run.events
+        if e.type is EventType.LLM_RESPONSE
+    ]
+
+
+@pytest.mark.parametrize("merged", [False, True], ids=["own-callbacks", "over-the-config"])
+def test_a_model_call_given_its_own_callbacks_is_recorded_under_its_node(
+    dbg: AgentDebug, merged: bool
+) -> None:
+    """Before, the run held no model call at all: the answers read as the nodes'
+    own words. The node's own handler still sees the call."""
+    counter = Counter()
+    cb = AgentDebugCallback(dbg)
+    asked: Any = {"messages": [HumanMessage("price of A123?")]}
+    asyncio.run(counted_graph(counter, merged, True).ainvoke(asked, {"callbacks": [cb]}))
+    counted_graph(counter, merged).invoke(asked, {"callbacks": [cb]})
+    for run_id in cb.run_ids:
+        run = cb.trajectory(run_id)
+        assert model_calls(run) == [
+            ("talk", 1, "Order A123 costs $42."),
+            ("again", 2, "Order A123 costs $42."),
+        ]
+        (first,) = [e for e in run.events if e.type is EventType.LLM_RESPONSE][:1]
+        assert first.input == [{"role": "user", "content": "price of A123?"}]
+    assert counter.calls == 4
+
+
+def test_a_graph_run_after_a_recorded_one_is_not_recorded_by_it(dbg: AgentDebug) -> None:
+    """The callback is added to what LangChain builds inside its run only while the
+    run goes on: a stream left early, and a graph invoked afterwards in the same
+    context without callbacks, is not recorded by it."""
+    counter = Counter()
+    cb = AgentDebugCallback(dbg)
+    graph = counted_graph(counter)
+    stream = graph.stream({"messages": [HumanMessage("price?")]}, {"callbacks": [cb]})
+    next(stream)
+    stream.close()  # (the run ends here, stopped)
+    graph.invoke({"messages": [HumanMessage("price again?")]})
+    dbg.flush()
+    assert dbg.store is not None
+    assert len(dbg.store.list_runs(RunQuery(limit=10))) == 1
+    assert len(cb.run_ids) == 1
+
+
+def test_two_callbacks_in_one_run_record_it_once_and_say_so(
+    dbg: AgentDebug, caplog: pytest.LogCaptureFixture
+) -> None:
+    """One instance given to ``with_config``, another to ``invoke`` (a shared
+    helper's and the app's own): one run, one diagnosis, one note on the
+    exception, and a warning, once, that says which one's options are not used
+    (before: two runs, two diagnoses, two notes)."""
+
+    def fail(state: MessagesState) -> dict[str, Any]:
+        raise ValueError("card declined")
+
+    g = StateGraph(MessagesState)
+    g.add_node("pay", fail)
+    g.add_edge(START, "pay")
+    first = AgentDebugCallback(dbg)
+    second = AgentDebugCallback(dbg, success_check=lambda state: True)
+    bound = g.compile().with_config(callbacks=[first])
+    with caplog.at_level(logging.WARNING, logger="agentdebug.langgraph"):
+        for _ in range(2):
+            with pytest.raises(ValueError, match="card declined") as raised:
+                bound.invoke({"messages": [HumanMessage("pay")]}, {"callbacks": [second]})
+            notes = [n for n in raised.value.__notes__ if "agentdebug diagnosis" in n]
+            assert len(notes) == 1
+    (warning,) = [
+        r.getMessage() for r in caplog.records if "two AgentDebugCallback" in r.getMessage()
+    ]
+    assert "recorded once, by the first" in warning
+    assert "this one's success_check and on_report are not used" in warning
+    assert dbg.store is not None
+    runs = dbg.store.list_runs(RunQuery(limit=10))
+    assert [r.status for r in runs] == [OutcomeStatus.FAILURE.value] * 2
+    recorded = first.run_ids + second.run_ids
+    assert len(recorded) == 2 and len(set(recorded)) == 2

@@ -41,7 +41,7 @@ from agentdebug_langgraph._inner_threads import InnerThreads, isolate_inner
 from agentdebug_langgraph._live import (
     default_debugger,
 )
-from agentdebug_langgraph._paths import parent_namespace, task_path_key
+from agentdebug_langgraph._paths import parent_namespace, sender_of, task_path_key
 from agentdebug_langgraph._specs import factory_spec
 from agentdebug_langgraph._starting import RunStarting
 from agentdebug_langgraph._state import (
@@ -345,7 +345,7 @@ class AgentDebugCallback(RunStarting):
         """A node started by a ``Send``: its input (the packet's argument), and the
         node that sent it as its parent."""
         doc["input"] = _convert.branch_input(inputs)
-        sender = self._sender(run, ns.rpartition("|")[0], lg_step, path)  # "" at the root
+        sender = sender_of(run, ns.rpartition("|")[0], lg_step, path)  # "" at the root
         if sender is not None:
             doc["parent_id"] = sender
         doc["metadata"]["send"] = True
@@ -357,18 +357,6 @@ class AgentDebugCallback(RunStarting):
         if before is not None:
             meta["attempt"] = run.attempts[ns] = before[1] + 1
             meta["retry_of"] = before[0]
-
-    def _sender(self, run: GraphRun, ns: str, lg_step: Any, path: Sequence[Any]) -> str | None:
-        """The node whose ``Send`` created this branch (by its index among the step's sends)."""
-        if not isinstance(lg_step, int) or len(path) < 2 or not isinstance(path[1], int):
-            return None
-        noted = run.sends.get((ns, lg_step - 1))
-        if not noted:
-            return None
-        # nodes finish in any order; LangGraph numbers the packets in task-path order
-        senders = [event for _, event in sorted(noted, key=lambda entry: entry[0])]
-        index = path[1]
-        return senders[index] if index < len(senders) else senders[-1]
 
     def on_chain_end(
         self,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -226,3 +227,32 @@ def test_after_an_async_run_the_diagnosis_is_imported_off_the_loop(
     # (the runs that do not warm it up show that a run which ends well imports
     # none of it itself)
     assert done.stdout.split() == [str(imported)]
+
+
+def test_an_async_run_does_not_hold_the_loop_for_a_locked_store(dbg: AgentDebug) -> None:
+    """Another connection holds the store's write lock (a backup, ``prune
+    --vacuum``, a sqlite3 shell): an ``ainvoke`` returns at once, its run's end
+    left to the writer thread (before: the loop, and every request on it, waited
+    the 5 s a run waits for a locked store). Once the lock goes, the run is
+    there, ended as it ended."""
+    import sqlite3
+
+    from lg_graphs import linear_graph
+
+    graph, cb = linear_graph(coroutines=True), AgentDebugCallback(dbg)
+    asyncio.run(graph.ainvoke({"n": 0, "trail": []}, {"callbacks": [cb]}))  # (the store made)
+    holder = sqlite3.connect(dbg.store.location, isolation_level=None)  # type: ignore[union-attr]
+    holder.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        assert asyncio.run(graph.ainvoke({"n": 0, "trail": []}, {"callbacks": [cb]}))["n"] == 3
+        # (the lock's wait is 5 s: well under it, with room for a slow host)
+        assert time.monotonic() - started < 2.5
+    finally:
+        holder.execute("COMMIT")
+        holder.close()
+    run = cb.trajectory()
+    assert run.outcome.status.value == "success"
+    assert [e.agent_name for e in run.events if e.type.value == "agent.start"] == [
+        "plan", "act", "report",
+    ]  # fmt: skip

@@ -50,7 +50,7 @@ def _two_nodes(dbg: AgentDebug, sub_run: bool = False) -> Any:
 
 def _graph_run(dbg: AgentDebug, callback: AgentDebugCallback) -> AgentTrajectory:
     assert callback.last_run_id is not None
-    return dbg.store.load_trajectory(callback.last_run_id)
+    return callback.trajectory()  # (an async run's end is written after it returns)
 
 
 def _start_of(run: AgentTrajectory, node: str) -> Any:

@@ -62,7 +62,7 @@ def _run(dbg: AgentDebug, query: str) -> AgentTrajectory:
     callback = AgentDebugCallback(dbg)
     _graph(query).invoke({"question": "?", "answer": ""}, config={"callbacks": [callback]})
     assert callback.last_run_id is not None
-    return dbg.store.load_trajectory(callback.last_run_id)
+    return callback.trajectory()  # (an async run's end is written after it returns)
 
 
 def test_a_retrieval_is_the_node_s_memory_read_with_its_documents(dbg: AgentDebug) -> None:
@@ -133,7 +133,7 @@ def test_a_retrieval_a_timeout_cancelled_is_recorded_as_stopped(dbg: AgentDebug)
         asyncio.run(main())
     assert callback._retrievals == {}  # nothing left behind in a long-lived handler
     assert callback.last_run_id is not None
-    run = dbg.store.load_trajectory(callback.last_run_id)
+    run = callback.trajectory()
     (read,) = [e for e in run.events if e.type is EventType.MEMORY_READ]
     assert read.input == {"query": "refunds"} and read.agent_name == "retrieve"
     assert read.metadata["stopped"] == "the run ended before the retriever answered"

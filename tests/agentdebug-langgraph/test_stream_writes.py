@@ -48,7 +48,7 @@ def _writes(run: AgentTrajectory) -> list[AgentEvent]:
 
 def _run_of(dbg: AgentDebug, callback: AgentDebugCallback) -> AgentTrajectory:
     assert callback.last_run_id is not None
-    return dbg.store.load_trajectory(callback.last_run_id)
+    return callback.trajectory()  # (an async run's end is written after it returns)
 
 
 def test_a_write_is_an_observation_of_the_node_that_wrote_it(dbg: AgentDebug) -> None:

@@ -409,6 +409,7 @@ def test_a_run_cancelled_while_its_graph_starts_ends_instead_of_running_for_good
 
     kept = asyncio.run(main())
     assert len(cb.run_ids) == 4  # the cancelled run ended too (before, it stayed open)
+    dbg.flush()  # (an async run's end is written after it returns)
     cancelled = dbg.store.load_trajectory(cb.run_ids[0])
     assert cancelled.outcome.status is OutcomeStatus.UNKNOWN
     assert "stopped (CancelledError)" in (cancelled.outcome.reason or "")

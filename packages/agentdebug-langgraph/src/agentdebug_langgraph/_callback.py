@@ -160,10 +160,11 @@ class AgentDebugCallback(RunStarting):
         rid = run_id or self.last_run_id
         if rid is None:
             raise LookupError("this callback has not finished a graph run yet")
-        store = self._debugger().store
-        if store is None:
+        debugger = self._debugger()
+        if debugger.store is None:
             raise LookupError("the agentdebug store could not be opened (see the log)")
-        return store.load_trajectory(rid)
+        debugger.flush()  # (an async run's end is written after ainvoke returns)
+        return debugger.store.load_trajectory(rid)
 
     def _debugger(self) -> AgentDebug:
         if self.debugger is None:

@@ -421,7 +421,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         if not run.owns_session:
             session.flush()
             return
-        session.close()
+        # (a run on an event loop: its end written by the writer thread, the loop not
+        # held for the disk, nor for seconds by a store another process locked)
+        session.close(wait=not run.asynchronous)
         _keep_last(self.run_ids, session.id)
         if session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS:
             _invocation.succeeded(session.id)  # (its live context is kept for fewer runs)

@@ -541,8 +541,11 @@ class TraceSession:
         except Exception:
             log.exception("agentdebug: flush failed")
 
-    def close(self) -> None:
-        """Finish the run: flush its events and store how it ended. Idempotent."""
+    def close(self, wait: bool = True) -> None:
+        """Finish the run: flush its events and store how it ended. Idempotent.
+        With ``wait`` False the writer thread writes its end at once while the
+        caller goes on (an event loop, which must not wait for the disk, nor for a
+        store another process holds locked): :meth:`flush` waits for it."""
         if self.ended_at is not None:
             return
         answer_of_outcome(self)  # (a success's answer given only to set_outcome; never raises)
@@ -552,7 +555,8 @@ class TraceSession:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
                 self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
-                self._writer.flush(run_id=self.id)  # on disk when the with block ends
+                if wait:
+                    self._writer.flush(run_id=self.id)  # on disk when the with block ends
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
         if self._within is not None:  # a sub-run: the run it is within records how it went

@@ -377,7 +377,13 @@ def _symptom(trajectory: AgentTrajectory, findings: Sequence[Finding]) -> Findin
     serious = [f for f in findings if f.severity in (Severity.ERROR, Severity.CRITICAL)]
     faults = [f for f in findings if f.severity is not Severity.INFO]
     found = (
-        max(serious, key=lambda f: f.step_index if f.step_index is not None else -1)
+        max(  # (at one step, a critical finding says it best)
+            serious,
+            key=lambda f: (
+                f.step_index if f.step_index is not None else -1,
+                f.severity is Severity.CRITICAL,
+            ),
+        )
         if serious
         else (faults[-1] if faults else None)
     )

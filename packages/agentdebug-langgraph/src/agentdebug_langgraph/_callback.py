@@ -50,6 +50,7 @@ from agentdebug_langgraph._state import (
     GraphRun,
     NodeRun,
 )
+from agentdebug_langgraph._unanswered import unanswered
 
 log = logging.getLogger("agentdebug.langgraph")
 
@@ -564,7 +565,7 @@ class AgentDebugCallback(RunStarting):
                         agent=rec.agent,
                         step=rec.step,
                         parent=rec.event_id,
-                        meta={"node": rec.name},
+                        meta={"node": rec.name, **unanswered(run, error, self.debugger)},
                     ),
                 )
         except Exception:

@@ -28,6 +28,7 @@ from agentdebug.detect.claimed import CLAIMED, only_looks_up
 from agentdebug.detect.invented import COVERS
 from agentdebug.detect.invented import RULE as INVENTED
 from agentdebug.detect.signals import (
+    CODE_FIX,
     DECISION_TYPES,
     ENVIRONMENT_MODES,
     ERROR_OR_REFUSAL,
@@ -56,9 +57,6 @@ _MODEL_TYPES = frozenset({EventType.LLM_CALL, EventType.LLM_RESPONSE})
 # step the run's words point at), marked in the hypothesis's metadata so that a report
 # says it is a guess.
 DEFAULT_GUESS = "default_guess"
-# a hypothesis's metadata: its fix is a change to code that ran (a tool's), which a
-# rerun from its step would run unchanged, so the closed loop does not rerun it
-CODE_FIX = "code_fix"
 FIRST_DECISION = "no detector fired; the first decision commits the run to its approach"
 FINAL_ANSWER = "no detector fired; this step produced the final answer"
 FIRST_TRANSFORM = (
@@ -85,7 +83,8 @@ class _Candidate:
     modes: dict[str, float] = field(default_factory=dict)  # mode -> weight charged
     fix: str | None = None  # a fix the run itself makes concrete (see _value_written)
     inferred: bool = False  # the fix was inferred from a value written (a rule's wins)
-    code_fix: bool = False  # the fix is to code that ran (a rerun runs it unchanged)
+    # the fix is to code that ran (a rerun runs it unchanged): True, or why no rerun helps
+    code_fix: bool | str = False
 
 
 def causing_event(
@@ -220,6 +219,8 @@ class HeuristicAttributor:
             ):
                 cand.fix = fix  # (a rule that knows the concrete fix at its own event)
                 cand.inferred = False
+                if finding.metadata.get(CODE_FIX):  # (a fix no rerun makes: the loop stops)
+                    cand.code_fix = finding.metadata[CODE_FIX]
 
         # failed results an answer papered over, whose call was right: a figure no
         # tool gave, after a call that took the task's own arguments (see
@@ -397,7 +398,7 @@ class HeuristicAttributor:
                     rationale="; ".join(dict.fromkeys(cand.reasons)),
                     evidence=_distinct(cand.evidence)[:4],
                     metadata=(
-                        {"fix": cand.fix, **({CODE_FIX: True} if cand.code_fix else {})}
+                        {"fix": cand.fix, **({CODE_FIX: cand.code_fix} if cand.code_fix else {})}
                         if cand.fix
                         else {}
                     ),

@@ -26,9 +26,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdebug.attribute.heuristic import CODE_FIX, HeuristicAttributor
+from agentdebug.attribute.heuristic import HeuristicAttributor
 from agentdebug.attribute.model_common import MIN_WEIGHT, TraceFacts
 from agentdebug.audit import FALLBACK, note
+from agentdebug.detect.signals import CODE_FIX
 from agentdebug.errors import ConfigError
 from agentdebug.evidence import Grounder, ground_hypotheses
 from agentdebug.llm import BudgetExceeded, LLMError, current_settings
@@ -219,7 +220,8 @@ def _filled(answer: Hypothesis, agreed: Hypothesis) -> Hypothesis:
     # ambiguous", is its own)
     fix = agreed.metadata.get("fix")
     if not _own_fix(answer) and isinstance(fix, str) and fix.strip():
-        kept = {"fix": fix, **({CODE_FIX: True} if agreed.metadata.get(CODE_FIX) else {})}
+        code = agreed.metadata.get(CODE_FIX)
+        kept = {"fix": fix, **({CODE_FIX: code} if code else {})}
         update["metadata"] = {**answer.metadata, **kept}
     return answer.model_copy(update=update) if update else answer
 

@@ -10,10 +10,10 @@ from typing import Any
 import click
 import orjson
 
-from agentdebug.attribute.heuristic import CODE_FIX
 from agentdebug.cli.app import Ctx, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.values import nonempty
+from agentdebug.detect.signals import CODE_FIX
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
 
@@ -161,15 +161,20 @@ def act(
             if report is None:
                 report = dbg.diagnose(run, attributor=chosen)
             root = report.root_cause
-            if root is not None and root.metadata.get(CODE_FIX) and report.fix is not None:
-                click.echo(  # (a rerun runs the same code: nothing to plan)
+            code = root.metadata.get(CODE_FIX) if root is not None else None
+            if code and report.fix is not None:
+                no_rerun = (  # (a rerun runs the same code, or meets the same history)
+                    code
+                    if isinstance(code, str)
+                    else "the fix is a change to code that ran, which a rerun from its step "
+                    "would run unchanged. Change it, then run the agent again"
+                )
+                click.echo(
                     shown(
                         [
                             report.summary,
                             f"\nFix: {report.fix.directive}",
-                            "\nNo rerun: the fix is a change to code that ran, which a rerun "
-                            "from its step would run unchanged. Change it, then run the agent "
-                            "again.",
+                            f"\nNo rerun: {no_rerun}.",
                         ]
                     )
                 )

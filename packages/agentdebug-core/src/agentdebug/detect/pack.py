@@ -66,6 +66,7 @@ from agentdebug.detect.shifted import rule_figure_scaled
 from agentdebug.detect.tallied import rule_total_of_dropped_rows
 from agentdebug.detect.textsorted import rule_sorted_as_text
 from agentdebug.detect.trimmed import rule_instruction_trimmed
+from agentdebug.detect.unanswered import rule_tool_call_left_unanswered
 from agentdebug.detect.unfinished import rule_asked_action_skipped, rule_asked_item_skipped
 from agentdebug.detect.units import rule_unit_swapped
 from agentdebug.detect.unlisted import rule_named_record_unlisted
@@ -120,6 +121,11 @@ RULES: list[Rule] = [
         "answer_language",
         "a final answer in another language than the user wrote in",
         rule_answer_language,
+    ),
+    Rule(
+        "tool_call_left_unanswered",
+        "a model call refused: the conversation holds a tool call no tool answered",
+        rule_tool_call_left_unanswered,
     ),
     Rule(
         "action_repeated_after_timeout",

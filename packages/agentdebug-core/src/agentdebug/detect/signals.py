@@ -406,6 +406,9 @@ STATE_SCHEMA = "state_schema"
 INSTRUCTIONS = "instructions"
 
 RETRY_OF = "retry_of"  # metadata of an attempt's start: the start of the attempt it retries
+# a finding's or root cause's metadata: its fix is to code that ran, which a rerun
+# from its step would run unchanged (no rerun is planned for it)
+CODE_FIX = "code_fix"
 # metadata of an event filed under another step's decision (a tool's result under the
 # model call that asked for it): the start of the node run (attempt) it ran in
 RAN_IN = "ran_in"

@@ -19,9 +19,9 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from agentdebug.attribute.heuristic import CODE_FIX
 from agentdebug.capture.auto import configured_attributor
 from agentdebug.capture.debugger import AgentDebug
+from agentdebug.detect.signals import CODE_FIX
 from agentdebug.diagnose import blames_input
 from agentdebug.errors import AgentDebugError
 from agentdebug.llm import LLMError
@@ -141,9 +141,12 @@ def closed_loop(
                 round=round_, run_id=current.id, report_id=current_report.id, error=why
             )
             return _end(store, current_report, attempts, attempt, trajectory, "no_plan", why)
-        if root is not None and root.metadata.get(CODE_FIX):
+        code = root.metadata.get(CODE_FIX) if root is not None else None
+        if root is not None and code:
             why = (
-                f"the root cause is code that ran at step {root.step_index} "
+                code  # (the rule's own words: why no rerun of this run helps)
+                if isinstance(code, str)
+                else f"the root cause is code that ran at step {root.step_index} "
                 f"({root.agent_name or 'a tool'}): a rerun from its step would run the same "
                 "code; change it as the fix says and run the agent again"
             )

@@ -13,7 +13,7 @@ import pytest
 from agentdebug import AgentDebug, EventType, OutcomeStatus
 from agentdebug.store import RunQuery
 from agentdebug_langgraph import AgentDebugCallback
-from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks import AsyncCallbackManager, BaseCallbackHandler, CallbackManager
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
@@ -134,3 +134,32 @@ def test_two_callbacks_in_one_run_record_it_once_and_say_so(
     assert [r.status for r in runs] == [OutcomeStatus.FAILURE.value] * 2
     recorded = first.run_ids + second.run_ids
     assert len(recorded) == 2 and len(set(recorded)) == 2
+
+
+@pytest.mark.parametrize("instrumented", [False, True], ids=["alone", "with-instrument"])
+def test_a_callback_given_in_a_callback_manager_records_the_nodes(
+    dbg: AgentDebug, instrumented: bool
+) -> None:
+    """``config={"callbacks": CallbackManager(handlers=[cb])}`` gives a handler the
+    nodes do not inherit: LangChain calls it for the graph's start and end only.
+    The run holds its nodes and model calls all the same (before: the input and the
+    final state only, read as a success with no step; under ``instrument()`` too,
+    which does not add its handler beside one of its class)."""
+    from agentdebug_langgraph import instrument
+
+    if instrumented:
+        instrument(dbg)
+    cb = AgentDebugCallback(dbg)
+    asked: Any = {"messages": [HumanMessage("price of A123?")]}
+    counted_graph(Counter()).invoke(asked, {"callbacks": CallbackManager(handlers=[cb])})
+    asyncio.run(
+        counted_graph(Counter(), coroutine=True).ainvoke(
+            asked, {"callbacks": AsyncCallbackManager(handlers=[cb])}
+        )
+    )
+    for run_id in cb.run_ids:
+        run = cb.trajectory(run_id)
+        starts = [e.agent_name for e in run.events if e.type is EventType.AGENT_START]
+        assert starts == ["talk", "again"]
+        assert [a for a, _, _ in model_calls(run)] == ["talk", "again"]
+    assert len(cb.run_ids) == 2

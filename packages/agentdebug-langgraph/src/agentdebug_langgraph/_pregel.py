@@ -51,6 +51,26 @@ def find_graph_frame(depth: int = _MAX_DEPTH) -> FrameType | None:
     return None
 
 
+def inherit(frame: FrameType | None, handler: Any) -> bool:
+    """Make ``handler`` one the run's nodes inherit, when the run was given it as a
+    handler that is not (``config={"callbacks": CallbackManager(handlers=[cb])}``:
+    LangChain then calls it for the graph's own start and end only, and the run
+    would hold no node). The graph's callback manager is the copy LangChain made for
+    this invocation (``stream``'s local, whose run manager, made as this start
+    returns, hands its inheritable handlers to the nodes). True when it did so."""
+    try:
+        manager = frame.f_locals.get("callback_manager") if frame is not None else None
+        inheritable = getattr(manager, "inheritable_handlers", None)
+        if not isinstance(inheritable, list) or handler in inheritable:
+            return False
+        if handler not in getattr(manager, "handlers", ()):
+            return False
+        inheritable.append(handler)
+        return True
+    except Exception:  # pragma: no cover - a LangGraph that keeps it otherwise
+        return False
+
+
 def is_async(frame: FrameType | None) -> bool | None:
     """Whether the run is an async one (``astream``: ``ainvoke``, ``astream_events``);
     None when its frame was not found."""

@@ -182,6 +182,7 @@ class RunStarting(RunEnding):
             self._recorded_twice(other)
             return
         frame = _pregel.find_graph_frame()
+        _pregel.inherit(frame, self)  # (given as a handler its nodes would not get)
         _cache_hits.install()
         _stream_writes.install()
         graph = _pregel.graph_of(frame)

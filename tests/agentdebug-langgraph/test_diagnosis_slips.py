@@ -14,6 +14,7 @@ from agentdebug import AgentDebug
 from agentdebug_langgraph import AgentDebugCallback
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
+from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from lg_graphs import agent_loop, call, chain, scripted
 
@@ -331,5 +332,37 @@ def test_a_model_that_ticketed_the_preferred_name_is_blamed_not_the_checkin(
     assert root is not None and (root.agent_name, root.step_index) == ("agent", 3)
     assert root.mode_id == "observation.output_misread"
     assert report.fix is not None and "use the record's 'legal_name_on_passport'" in (
+        report.fix.directive
+    )
+
+
+def test_the_tools_of_a_tools_node_inside_a_subgraph_are_known_too(dbg: AgentDebug) -> None:
+    """The agent loop is a node of an outer graph (``helpdesk``): its tools node's
+    tools are recorded under ``helpdesk/tools``, so the action never called is
+    found there as well (before: the run listed no tools, and nothing was found)."""
+    REVOKED.clear()
+    model = scripted([
+        call("reset_password", {"user": "jlee"}, "r1"),
+        AIMessage(content="Jordan's password is reset; the ticket can be closed."),
+    ])  # fmt: skip
+    outer = StateGraph(MessagesState)
+    outer.add_node("helpdesk", agent_loop(model, ToolNode([reset_password, revoke_sessions])))
+    outer.add_edge(START, "helpdesk")
+
+    def signed_out(state: dict[str, Any]) -> bool | str:
+        return "jlee" in REVOKED or "his account still has 2 live sign-ins from the stolen laptop"
+
+    callback = AgentDebugCallback(dbg, success_check=signed_out)
+    ask = "Jordan's laptop was stolen: reset his password and revoke all of his active sessions."
+    outer.compile().invoke({"messages": [HumanMessage(ask)]}, {"callbacks": [callback]})
+    run = callback.trajectory()
+    assert {a.name: a.tools for a in run.agents} == {
+        "helpdesk": [],
+        "helpdesk/tools": ["reset_password", "revoke_sessions"],
+    }
+    (report,) = callback.reports
+    root = report.root_cause
+    assert root is not None and root.agent_name == "helpdesk/agent"
+    assert report.fix is not None and "call revoke_sessions (the request asked for it)" in (
         report.fix.directive
     )

@@ -515,18 +515,28 @@ def graph_nodes(graph: Any, depth: int = 0) -> frozenset[tuple[str, str]]:
     return frozenset(found)
 
 
-def node_tools(graph: Any) -> dict[str, list[str]]:
+SUBGRAPH_DEPTH = 3  # subgraph levels whose tool nodes are read (a node that is a graph)
+
+
+def node_tools(graph: Any, _prefix: str = "", _depth: int = 0) -> dict[str, list[str]]:
     """The tools each of a compiled graph's tool-running nodes runs (a ``ToolNode``'s
-    ``tools_by_name``, in a prebuilt agent's graph too): what its model was offered,
-    which a call names only when it is used. Read once a run, at its start."""
+    ``tools_by_name``, in a prebuilt agent's graph too), by the agent name its
+    events get (``react/tools`` for one in a subgraph node ``react``): what its model
+    was offered, which a call names only when it is used. Read once a run, at its
+    start."""
     found: dict[str, list[str]] = {}
     try:
         for name, node in graph.nodes.items() if graph is not None else ():
-            tools = getattr(getattr(node, "bound", None), "tools_by_name", None)
-            if isinstance(tools, dict) and not name.startswith("__"):
-                found[str(name)] = [str(t) for t in list(tools)[:200]]
+            if name.startswith("__"):
+                continue
+            bound = getattr(node, "bound", None)
+            tools = getattr(bound, "tools_by_name", None)
+            if isinstance(tools, dict):
+                found[f"{_prefix}{name}"] = [str(t) for t in list(tools)[:200]]
+            elif _depth < SUBGRAPH_DEPTH and bound is not graph and hasattr(bound, "builder"):
+                found.update(node_tools(bound, f"{_prefix}{name}/", _depth + 1))
     except Exception:  # (a graph-like object of another kind)
-        return {}
+        return found
     return found
 
 

@@ -471,7 +471,10 @@ class RunStarting(RunEnding):
             session = self._debugger().trace(
                 goal,
                 framework=FRAMEWORK,
-                agents=[AgentInfo(name=n, role="node", tools=tools.get(n, [])) for n in nodes],
+                agents=[AgentInfo(name=n, role="node", tools=tools.get(n, [])) for n in nodes]
+                + [  # (a subgraph's tool nodes: react/tools)
+                    AgentInfo(name=n, role="node", tools=t) for n, t in tools.items() if "/" in n
+                ],
                 reference_answer=self.reference_answer,
                 metadata={
                     **self.metadata,

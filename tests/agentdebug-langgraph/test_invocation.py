@@ -363,3 +363,50 @@ def test_a_service_holds_the_live_context_of_few_runs_that_succeeded(dbg: AgentD
     assert alive == clients[-16:]  # the latest ones
     kept = _invocation.live_invocation(failed_id)
     assert kept is not None and kept.context.client is failing  # a rerun gets it still
+
+
+def test_secret_named_fields_of_a_runs_input_and_final_state_are_not_stored(
+    dbg: AgentDebug, _home: Path
+) -> None:
+    """A state with ``api_key`` and ``db_password`` fields (nested too): the run's
+    input, its goal (which ``agentdebug list`` prints) and its final state hold
+    ``[redacted]``, as configurable keys of such names are never stored; the graph
+    and the success check see the values (before: stored and shown as given)."""
+    from typing import TypedDict
+
+    from langgraph.graph import START, StateGraph
+
+    class Job(TypedDict):
+        task: str
+        api_key: str
+        db: dict[str, Any]
+
+    seen: list[str] = []
+
+    def work(state: Job) -> dict[str, Any]:
+        seen.append(state["api_key"])
+        return {"task": state["task"] + " done"}
+
+    g = StateGraph(Job)
+    g.add_node("work", work)
+    g.add_edge(START, "work")
+    checked: list[Any] = []
+    cb = AgentDebugCallback(dbg, success_check=lambda state: checked.append(state["db"]) or True)
+    given = {
+        "task": "sync",
+        "api_key": "sk-live-123456",
+        "db": {"host": "h", "password": "hunter2"},
+    }
+    g.compile().invoke(given, {"callbacks": [cb]})
+    assert seen == ["sk-live-123456"] and checked == [{"host": "h", "password": "hunter2"}]
+    run = cb.trajectory()
+    assert run.goal == 'task=sync, api_key="[redacted]", db={host=h, password="[redacted]"}'
+    assert run.events[0].input == {
+        "task": "sync",
+        "api_key": "[redacted]",
+        "db": {"host": "h", "password": "[redacted]"},
+    }
+    assert run.outcome.final_answer["api_key"] == "[redacted]"
+    dbg.flush()
+    stored = _store_bytes(_home)
+    assert b"sk-live-123456" not in stored and b"hunter2" not in stored

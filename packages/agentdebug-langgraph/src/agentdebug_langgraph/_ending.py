@@ -338,7 +338,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
             answer: Any = _convert.compact(structured)
             agent, step, parent = structured_by(run, run.structured)
         else:
-            answer = text if text is not None else _convert.compact(outputs)
+            answer = (  # (the final state: secret-named fields as its input's)
+                text if text is not None else _invocation.redacted(_convert.compact(outputs))
+            )
             agent, step, parent = answered_by(run, msg)
             if msg is None or text is None:
                 agent, step = None, run.last_step

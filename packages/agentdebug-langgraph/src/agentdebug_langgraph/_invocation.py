@@ -86,6 +86,30 @@ def secret_name(name: str) -> bool:
     return any(s in joined for s in _SECRET_STEMS) or joined.endswith(_SECRET_ENDS)
 
 
+REDACTED = "[redacted]"  # what a secret-named field of a run's input is stored as
+_REDACT_DEPTH = 4  # levels of a run's input whose fields are looked at
+
+
+def redacted(value: Any, _depth: int = 0) -> Any:
+    """A run's input (made small: a dict) with the values of fields whose names say
+    they are secrets (:func:`secret_name`: ``api_key``, ``db_password``) stored as
+    ``[redacted]``, in nested dicts and lists too, as configurable keys are never
+    stored; anything else as it is. The input and the goal made from it are what
+    ``agentdebug list`` and ``show`` print."""
+    if _depth > _REDACT_DEPTH:
+        return value
+    if isinstance(value, dict):
+        return {
+            k: REDACTED
+            if isinstance(k, str) and secret_name(k) and v is not None
+            else redacted(v, _depth + 1)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [redacted(v, _depth + 1) for v in value]
+    return value
+
+
 def _plain_default_limit() -> int | None:
     """The recursion limit LangGraph fills in when none is given, where it is a
     plain ``int`` (before 1.2.17; since, an ``int`` subclass, told apart by its

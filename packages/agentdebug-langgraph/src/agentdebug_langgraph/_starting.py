@@ -322,7 +322,7 @@ class RunStarting(RunEnding):
             run.input_event = session.record(
                 EventType.USER_INPUT,
                 step_index=0,
-                input=_convert.compact(inputs),
+                input=_invocation.redacted(_convert.compact(inputs)),
                 metadata={"langgraph_event": "input"},
             )
         self._roots[run_id.int] = run
@@ -435,7 +435,7 @@ class RunStarting(RunEnding):
         goal = self.goal or _convert.first_human_text(inputs, _convert.messages_key(graph))
         goal = goal or (continues.mark.goal if continues is not None else None)
         if goal is None and inputs is not None and not isinstance(inputs, Command):
-            goal = _convert.goal_text(inputs)
+            goal = _convert.goal_text(_invocation.redacted(_convert.compact(inputs)))
         nodes = _convert.node_names(graph)
         lg: dict[str, Any] = {"graph": str(name or GRAPH), "thread_id": thread_id}
         if nodes:

@@ -247,6 +247,30 @@ def test_a_diff_row_that_reads_the_same_shows_what_differs_in_its_input() -> Non
     assert changed[2] == '  ~ A step   2 tool.call     agent: lookup_order({"email":"A123"})'
 
 
+def test_a_diff_row_whose_answers_differ_past_the_width_shows_where() -> None:
+    """Two model answers asking for different tools, alike for their first 100
+    characters (the call ids, a long preamble): the changed row shows both from
+    where they differ (before: cut at the same place, they read the same)."""
+    from agentdebug.rerun.diff import compare
+
+    def answer(tool: str) -> dict[str, Any]:
+        said = "I will check this for you right away, one moment please, looking it up now."
+        return {"role": "assistant", "content": said, "tool_calls": [{"id": "c1", "name": tool}]}
+
+    a = traj(
+        ev(0, EventType.USER_INPUT, None, input="weather in Oslo?"),
+        ev(1, EventType.LLM_RESPONSE, "agent", output=answer("get_time")),
+    )
+    b = a.model_copy(
+        update={"id": "t2", "events": [a.events[0], ev(1, EventType.LLM_RESPONSE, "agent",
+                                                       output=answer("get_weather"))]}
+    )  # fmt: skip
+    lines = compare(a, b).render().splitlines()
+    (ours,) = [x for x in lines if x.startswith("  ~ A")]
+    theirs = lines[lines.index(ours) + 1]
+    assert '"name":"get_time"' in ours and '"name":"get_weather"' in theirs
+
+
 def _looked_up(results: int) -> AgentTrajectory:
     """A question, ``results`` lookups whose results sit between notes of the agent's,
     and a wrong final answer: no rule finds anything."""

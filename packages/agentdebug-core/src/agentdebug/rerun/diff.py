@@ -50,8 +50,8 @@ def _head(event: AgentEvent) -> str:
     return f"step {event.step_index:>3} {event.type.value:<13}{who}: "
 
 
-def brief(event: AgentEvent, width: int = 100) -> str:
-    """One line: step, type, agent, and the most telling payload."""
+def _said(event: AgentEvent) -> str:
+    """The most telling payload of an event, whole, on one line."""
     value = (
         event.error.message
         if event.error
@@ -61,25 +61,38 @@ def brief(event: AgentEvent, width: int = 100) -> str:
     tool = event.metadata.get("tool_name") or event.module  # (as `show` names it)
     if event.type is EventType.TOOL_CALL and isinstance(tool, str) and tool and not event.error:
         text = f"{tool}({text})"  # (which tool: a call's arguments alone do not say)
-    return _head(event) + shorten(text, width)
+    return text
 
 
-def _given_apart(a: AgentEvent, b: AgentEvent, width: int = 100) -> tuple[str, str]:
-    """Two events that read the same but differ in what they were given (a model
-    call whose prompt a directive changed): their inputs, from a little before
-    where they first differ."""
-    ta, tb = _text(a.input), _text(b.input)
-    if ta == tb:  # (no difference there either: as they read)
-        return brief(a, width), brief(b, width)
+def brief(event: AgentEvent, width: int = 100) -> str:
+    """One line: step, type, agent, and the most telling payload."""
+    return _head(event) + shorten(_said(event), width)
+
+
+def _from_difference(ta: str, tb: str, width: int) -> tuple[str, str]:
+    """Two texts from a little before where they first differ, each cut to ``width``."""
     at = next((i for i, (x, y) in enumerate(zip(ta, tb, strict=False)) if x != y), None)
     if at is None:
         at = min(len(ta), len(tb))
     start = max(0, at - 20)
     cut = "…" if start else ""
-    return (
-        _head(a) + "given " + shorten(cut + ta[start:], width),
-        _head(b) + "given " + shorten(cut + tb[start:], width),
-    )
+    return shorten(cut + ta[start:], width), shorten(cut + tb[start:], width)
+
+
+def _given_apart(a: AgentEvent, b: AgentEvent, width: int = 100) -> tuple[str, str]:
+    """Two events that read the same at the width shown: where what they said first
+    differs (a model answer whose tool calls differ past the width: get_time and
+    get_weather), else where what they were given does (a model call whose prompt a
+    directive changed), each from a little before that point."""
+    ta, tb = _said(a), _said(b)
+    if ta != tb:
+        sa, sb = _from_difference(ta, tb, width)
+        return _head(a) + sa, _head(b) + sb
+    ta, tb = _text(a.input), _text(b.input)
+    if ta == tb:  # (no difference there either: as they read)
+        return brief(a, width), brief(b, width)
+    sa, sb = _from_difference(ta, tb, width)
+    return _head(a) + "given " + sa, _head(b) + "given " + sb
 
 
 @dataclass(frozen=True)

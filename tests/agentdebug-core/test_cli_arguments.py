@@ -71,3 +71,20 @@ def test_the_help_says_what_each_exit_status_means() -> None:
     text = " ".join(shown.stdout.split())
     assert "Exit status: 0 done; 1 an error in what was asked" in text
     assert "3 a bug in agentdebug" in text and "130 `act` stopped by Ctrl-C" in text
+
+
+def test_runs_are_listed_by_a_value_of_their_metadata(home: Path) -> None:
+    """``--meta langgraph.thread_id=chat-1``: a chat thread's runs, not another's;
+    a filter that is no PATH=VALUE is a usage error naming it."""
+    from agentdebug import AgentDebug
+
+    dbg = AgentDebug(home)
+    for i, thread in enumerate(["chat-1", "chat-2", "chat-1"]):
+        with dbg.trace(f"turn {i}", metadata={"langgraph": {"thread_id": thread}}) as run:
+            run.record("final_answer", output="ok")
+    dbg.close()
+    listed = run_cli("list", "--meta", "langgraph.thread_id=chat-1").stdout
+    assert "turn 0" in listed and "turn 2" in listed and "turn 1" not in listed
+    assert "turn 1" in run_cli("list", "--meta", "langgraph.thread_id=chat-2").stdout
+    refused = run_cli("list", "--meta", "thread id")
+    assert refused.returncode == 2 and "Invalid value for --meta: 'thread id'" in refused.stderr

@@ -14,7 +14,7 @@ import orjson
 from agentdebug.capture.process import abandoned, abandoned_outcome, gone, settle_abandoned
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.store_notes import locked_now, unwritable
-from agentdebug.cli.values import nonempty, parse_when
+from agentdebug.cli.values import META_HELP, metadata_filters, nonempty, parse_when
 from agentdebug.errors import AgentDebugError, InputError, RecordsSkipped
 from agentdebug.schema import AgentTrajectory, DiagnosticReport, OutcomeStatus
 from agentdebug.store import RunQuery, TraceStore, open_store, store_file
@@ -152,6 +152,7 @@ def _known_mode(failure_mode: str) -> None:
     callback=nonempty,
     help="Only the reruns of this run (a loop's later rounds, branches of branches, too).",
 )
+@click.option("--meta", metavar="PATH=VALUE", multiple=True, help=META_HELP)
 @click.option("--limit", default=50, show_default=True, type=click.IntRange(min=1))
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per line.")
 @pass_ctx
@@ -164,6 +165,7 @@ def list_runs(
     since: str | None,
     until: str | None,
     parent: str | None,
+    meta: tuple[str, ...],
     limit: int,
     as_json: bool,
 ) -> None:
@@ -202,6 +204,7 @@ def list_runs(
         since=parse_when(since, "--since"),
         until=parse_when(until, "--until"),
         descends_from=obj.settled_store.resolve_id(parent) if parent else None,
+        metadata=metadata_filters(meta),
         limit=limit,
     )
     runs = obj.settled_store.list_runs(query)

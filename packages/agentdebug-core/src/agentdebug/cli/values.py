@@ -46,3 +46,28 @@ def nonempty(ctx: click.Context, param: click.Parameter, value: str | None) -> s
             raise click.BadParameter("empty; give a run id (`agentdebug list` shows the runs)")
         raise click.BadParameter("empty; give a value, or leave the option out")
     return value
+
+
+META_HELP = (
+    "Runs whose metadata holds this value at this dotted path, as "
+    "langgraph.thread_id=chat-1 (a LangGraph thread's runs); repeat for more."
+)
+
+
+def metadata_filters(values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """``--meta PATH=VALUE`` options as a run query's metadata filters (a dotted
+    path into the run's metadata: ``langgraph.thread_id=chat-1``)."""
+    from agentdebug.store.base import META_PATH
+
+    out: list[tuple[str, str]] = []
+    for given in values:
+        path, eq, value = given.partition("=")
+        path = path.strip()
+        if not eq or not META_PATH.fullmatch(path):
+            raise click.BadParameter(
+                f"{given!r}: expected PATH=VALUE, a dotted path into the run's metadata "
+                "(names of letters, digits and _), as langgraph.thread_id=chat-1",
+                param_hint="--meta",
+            )
+        out.append((path, value))
+    return tuple(out)

@@ -30,15 +30,21 @@ class Counter(BaseCallbackHandler):
         self.calls += 1
 
 
-def counted_graph(counter: Counter, merged: bool = False, coroutine: bool = False) -> Any:
+def counted_graph(counter: Counter, how: str = "own", coroutine: bool = False) -> Any:
     """Two nodes that call their model with the counter as its callbacks: alone
     (``config={"callbacks": [counter]}``), or over the node's config
-    (``{**config, "callbacks": [counter]}``): either way the graph's are replaced.
+    (``{**config, "callbacks": [counter]}``), or with metadata of its own too
+    (``{"callbacks": [counter], "metadata": {...}}``, as Langfuse's docs pass a
+    handler: the node's namespace replaced): either way the graph's are replaced.
     With ``coroutine``, the second node is a coroutine (the graph run by ainvoke)."""
 
     def talk(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
         model = GenericFakeChatModel(messages=iter([AIMessage("Order A123 costs $42.")]))
-        own: Any = {**config, "callbacks": [counter]} if merged else {"callbacks": [counter]}
+        own: Any = {
+            "own": {"callbacks": [counter]},
+            "over": {**config, "callbacks": [counter]},
+            "metadata": {"callbacks": [counter], "metadata": {"user": "u1"}},
+        }[how]
         return {"messages": [model.invoke(state["messages"], config=own)]}
 
     async def atalk(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
@@ -62,17 +68,17 @@ def model_calls(run: Any) -> list[tuple[str | None, int, Any]]:
     ]
 
 
-@pytest.mark.parametrize("merged", [False, True], ids=["own-callbacks", "over-the-config"])
+@pytest.mark.parametrize("how", ["own", "over", "metadata"])
 def test_a_model_call_given_its_own_callbacks_is_recorded_under_its_node(
-    dbg: AgentDebug, merged: bool
+    dbg: AgentDebug, how: str
 ) -> None:
     """Before, the run held no model call at all: the answers read as the nodes'
     own words. The node's own handler still sees the call."""
     counter = Counter()
     cb = AgentDebugCallback(dbg)
     asked: Any = {"messages": [HumanMessage("price of A123?")]}
-    asyncio.run(counted_graph(counter, merged, True).ainvoke(asked, {"callbacks": [cb]}))
-    counted_graph(counter, merged).invoke(asked, {"callbacks": [cb]})
+    asyncio.run(counted_graph(counter, how, True).ainvoke(asked, {"callbacks": [cb]}))
+    counted_graph(counter, how).invoke(asked, {"callbacks": [cb]})
     for run_id in cb.run_ids:
         run = cb.trajectory(run_id)
         assert model_calls(run) == [
@@ -163,3 +169,37 @@ def test_a_callback_given_in_a_callback_manager_records_the_nodes(
         assert starts == ["talk", "again"]
         assert [a for a, _, _ in model_calls(run)] == ["talk", "again"]
     assert len(cb.run_ids) == 2
+
+
+def test_what_an_app_runs_while_it_reads_a_recorded_stream_is_not_recorded(
+    dbg: AgentDebug,
+) -> None:
+    """An app's loop over a recorded stream runs another graph and its own model
+    call for each chunk, with no callbacks; a worker thread whose stream was left
+    open serves the next request: none of that is recorded by the stream's callback
+    (the run is held in the context while it goes on, for the hook to add the
+    callback to what the run's nodes build, not to what the app does beside it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cb = AgentDebugCallback(dbg, diagnose=False)
+    graph, other = counted_graph(Counter()), counted_graph(Counter())
+    asked: Any = {"messages": [HumanMessage("price of A123?")]}
+    for _chunk in graph.stream(asked, {"callbacks": [cb]}, stream_mode="updates"):
+        GenericFakeChatModel(messages=iter([AIMessage("fine")])).invoke("is this chunk fine?")
+        other.invoke(asked)
+    assert len(cb.run_ids) == 1
+    assert [a for a, _, _ in model_calls(cb.trajectory())] == ["talk", "again"]
+    left: list[Any] = []
+
+    def streamed() -> None:
+        stream = counted_graph(Counter()).stream(asked, {"callbacks": [cb]})
+        next(stream)
+        left.append(stream)  # (its client went away; not closed yet)
+
+    with ThreadPoolExecutor(1) as worker:
+        worker.submit(streamed).result()
+        for _ in range(2):
+            worker.submit(other.invoke, asked).result()
+    dbg.flush()
+    assert dbg.store is not None
+    assert len(dbg.store.list_runs(RunQuery(limit=10))) == 2  # (the two streams' runs)

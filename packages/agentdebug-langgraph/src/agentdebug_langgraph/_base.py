@@ -76,6 +76,12 @@ class CaptureBase(GraphCallbackHandler):
             if rec is not None:
                 return rec
         ns = md.get("langgraph_checkpoint_ns") if md else None
+        if ns is None and parent_run_id is None and self._by_ns:
+            # a call given metadata of its own (config={"callbacks": [h], "metadata":
+            # {...}}: the node's namespace replaced), reached through the configure
+            # hook: the node whose config LangChain keeps current in this context
+            config = var_child_runnable_config.get() or {}
+            ns = (config.get("metadata") or {}).get("langgraph_checkpoint_ns")
         return self._by_ns.get(ns) if ns is not None else None
 
     def _node_of(self, run_id: UUID | None, md: dict[str, Any] | None) -> NodeRun | None:

@@ -71,6 +71,23 @@ def inherit(frame: FrameType | None, handler: Any) -> bool:
         return False
 
 
+def given(frame: FrameType | None, handler: Any) -> bool | None:
+    """Whether the run starting in ``frame`` was given ``handler`` in its config's
+    callbacks (a list, or a manager's handlers), rather than by langchain-core's
+    configure hook; None when the frame does not tell."""
+    try:
+        config = frame.f_locals.get("config") if frame is not None else None
+        if not isinstance(config, dict):
+            return None
+        callbacks = config.get("callbacks")
+        if isinstance(callbacks, list):
+            return any(h is handler for h in callbacks)
+        handlers = getattr(callbacks, "handlers", None)
+        return isinstance(handlers, list) and any(h is handler for h in handlers)
+    except Exception:  # pragma: no cover - a LangGraph that keeps it otherwise
+        return None
+
+
 def is_async(frame: FrameType | None) -> bool | None:
     """Whether the run is an async one (``astream``: ``ainvoke``, ``astream_events``);
     None when its frame was not found."""

@@ -74,6 +74,13 @@ def recorded_by(run_key: int) -> Any:
     return held[1] if held is not None and held[0] == run_key else None
 
 
+def hooked(callback: Any) -> bool:
+    """Whether the configure hook may have added ``callback`` here: it holds a run
+    in this context, and is not ``instrument()``'s (which records every graph)."""
+    held = RECORDING.get()
+    return held is not None and held[1] is callback and SLOT.handler is not callback
+
+
 def hold(run_key: int, callback: Any) -> Token[tuple[int, Any] | None]:
     """Hold ``callback`` as the one recording run ``run_key`` in this context."""
     register()

@@ -182,6 +182,12 @@ class RunStarting(RunEnding):
             self._recorded_twice(other)
             return
         frame = _pregel.find_graph_frame()
+        if not nested and _recording.hooked(self) and _pregel.given(frame, self) is False:
+            # added by the configure hook while a run of ours goes on in this context,
+            # to a graph that is not inside it (one an app's loop over our stream
+            # runs, or a worker thread's next request while a stream is left open):
+            # not ours to record (a graph inside one of our nodes is, from its nodes)
+            return
         _pregel.inherit(frame, self)  # (given as a handler its nodes would not get)
         _cache_hits.install()
         _stream_writes.install()

@@ -5,15 +5,18 @@ the same node suffices."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 from agentdebug import AgentDebug, OutcomeStatus
 from agentdebug.schema import AgentTrajectory, RecoveryPlan, RerunRequest
 from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from lg_graphs import call, order_found, scripted, tool_agent
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph.message import add_messages
+from langgraph.prebuilt import ToolNode, tools_condition
+from lg_graphs import call, lookup_order, order_found, scripted, tool_agent
 
 
 def approved_run(dbg: AgentDebug, script: list[BaseMessage]) -> tuple[Any, AgentTrajectory]:
@@ -105,3 +108,49 @@ def test_an_approval_of_the_very_same_calls_is_given(dbg: AgentDebug, policy: st
         {"configurable": {"thread_id": branch.metadata["langgraph"]["fork"]["thread_id"]}}
     ).values["messages"] if isinstance(m, ToolMessage)]  # fmt: skip
     assert [m.name for m in tool_results] == ["lookup_order"]
+
+
+class Reviewed(MessagesState):
+    summary: str
+    notes: Annotated[list[AnyMessage], add_messages]
+
+
+@pytest.mark.parametrize("shape", ["a summary for the approver", "a second list of messages"])
+def test_the_approved_calls_are_read_alike_on_both_sides(dbg: AgentDebug, shape: str) -> None:
+    """A node between the agent and the stop asks a model to sum the pending call
+    up for the approver (its answer asks for no tool), or the state keeps a list
+    of notes beside the conversation: the branch that asks for the very calls the
+    human approved is given the approval (before: read as "none" on one side, and
+    refused)."""
+    summed = shape == "a summary for the approver"
+    explainer = scripted([AIMessage("The agent wants to look order A123 up.")] * 4)
+
+    def build(model: Any) -> Any:
+        def agent(state: Reviewed) -> dict[str, Any]:
+            noted = [] if summed else [AIMessage("agent turn noted")]
+            return {"messages": [model.invoke(state["messages"])], "notes": noted}
+
+        def explain(state: Reviewed) -> dict[str, Any]:
+            return {"summary": str(explainer.invoke(state["messages"]).content) if summed else ""}
+
+        g = StateGraph(Reviewed)
+        g.add_node("agent", agent)
+        g.add_node("explain", explain)
+        g.add_node("tools", ToolNode([lookup_order]))
+        g.add_edge(START, "agent")
+        g.add_conditional_edges("agent", tools_condition, {"tools": "explain", END: END})
+        g.add_edge("explain", "tools")
+        g.add_edge("tools", "agent")
+        return g.compile(checkpointer=InMemorySaver(), interrupt_before=["tools"])
+
+    right = call("lookup_order", {"order_id": "A123"}, "c1")
+    graph = build(scripted([right, AIMessage("I could not help."), right, DONE]))
+    cb = AgentDebugCallback(dbg, success_check=order_found, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "chat"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("price of A123?")], "notes": []}, config)
+    while graph.get_state(config).next:
+        graph.invoke(None, config)
+    original = cb.trajectory()
+    branch = rerun(dbg, graph, original, "same-question")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
+    assert ran_tools(branch) == ["lookup_order"]

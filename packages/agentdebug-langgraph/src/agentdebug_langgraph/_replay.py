@@ -39,6 +39,7 @@ import orjson
 from agentdebug import EventType
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory
+from agentdebug.text import shorten
 from langgraph.types import Command
 
 from agentdebug_langgraph._convert import compact, to_json
@@ -123,7 +124,8 @@ def recorded_answers(run: AgentTrajectory, from_step: int) -> list[Answer]:
                 after = None
             at = event.checkpoint.checkpoint_id
         elif event.type is EventType.LLM_RESPONSE:
-            calls = shown_calls(event.output)
+            # (a model answer with none, a summary for the approver, leaves them pending)
+            calls = shown_calls(event.output) or calls
         elif event.type is EventType.TOOL_CALL:
             calls = ()  # (a tool ran: what the model asked is under way)
         elif event.type is EventType.CHECKPOINT and said == "interrupt":
@@ -165,19 +167,26 @@ def shown_calls(message: Any) -> tuple[Any, ...]:
 
 def stop_of(snapshot: Any) -> Stop:
     """What a thread stopped at a static interrupt shows: the nodes it will run,
-    and the tool calls its conversation's last message asks for (the state's
-    ``messages``, else the first list of messages in it)."""
+    and the tool calls its conversations (the state's lists of messages: a graph
+    may keep several) ask for and no tool message has answered yet: those of each
+    one's last message with tool calls (a message after it that asks for none, a
+    summary for the approver, leaves them pending), as the original's are read
+    from its record."""
     values = getattr(snapshot, "values", None)
-    lists = [values.get("messages")] if isinstance(values, dict) else []
-    if isinstance(values, dict):
-        lists += [v for k, v in values.items() if k != "messages"]
-    calls: tuple[Any, ...] = ()
-    for value in lists:
-        if isinstance(value, list) and value and hasattr(value[-1], "tool_calls"):
-            last = value[-1]
-            calls = shown_calls({"tool_calls": as_recorded(list(last.tool_calls or ()))})
-            break
-    return Stop(tuple(map(str, getattr(snapshot, "next", ()) or ())), calls)
+    calls: list[Any] = []
+    for conversation in values.values() if isinstance(values, dict) else ():
+        if not isinstance(conversation, list):
+            continue
+        answered: set[Any] = set()
+        for message in reversed(conversation):
+            asked = getattr(message, "tool_calls", None)
+            if asked and isinstance(asked, list):
+                calls += [c for c in asked if isinstance(c, dict) and c.get("id") not in answered]
+                break
+            if getattr(message, "type", None) == "tool":
+                answered.add(getattr(message, "tool_call_id", None))
+    pending = shown_calls({"tool_calls": as_recorded(calls)}) if calls else ()
+    return Stop(tuple(map(str, getattr(snapshot, "next", ()) or ())), pending)
 
 
 OLD_RECORD = (
@@ -325,10 +334,11 @@ def _past_stop(answer: Answer, stop: Stop | None, policy: str, note: dict[str, A
 def _calls(calls: Sequence[Any]) -> str:
     if not calls:
         return "none"
-    return "; ".join(
-        f"{c.get('name')}({orjson.dumps(c.get('args'), default=to_json, option=_NON_STR).decode()[:80]})"
-        for c in calls
-    )
+    return "; ".join(f"{c.get('name')}({shorten(_json(c.get('args')), 120)})" for c in calls)
+
+
+def _json(value: Any) -> str:
+    return orjson.dumps(value, default=to_json, option=_NON_STR).decode()
 
 
 def _key(value: Any) -> bytes:

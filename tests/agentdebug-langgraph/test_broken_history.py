@@ -70,10 +70,26 @@ def test_a_turn_on_a_broken_history_names_the_run_that_left_the_call(
         note
     )
     (report,) = [r for r in cb.reports if r.trajectory_id == second] or cb.wait_for_reports(10)
-    assert report.fix is not None and 'tool_call_id="call_7"' in report.fix.directive
+    assert report.fix is not None and "replace the message that asked for call_7" in (
+        report.fix.directive
+    )
     # no rerun of turn 2 can change the history it started from
     result = closed_loop(
         run, debugger=dbg, executor=LangGraphRerunExecutor(agent, debugger=dbg), report=report
     )
     assert (result.status, result.detail) == ("no_plan", NO_RERUN)
     assert not result.attempts[-1].branch_id
+
+
+def test_the_run_that_asked_is_named_after_many_failed_turns(dbg: AgentDebug) -> None:
+    """Each turn after the broken one fails too, and is a run of its own: the 23rd
+    still names the run that asked (found through the turns before it that met the
+    same call; before, only the latest 20 runs were read, so it was lost)."""
+    agent, cb, _ = turns(dbg, asynchronous=False)
+    config: Any = {"configurable": {"thread_id": "chat"}, "callbacks": [cb]}
+    for i in range(22):
+        with pytest.raises(ValueError, match=INVALID):
+            agent.invoke({"messages": [HumanMessage(f"question {i}")]}, config)
+    first, last = cb.run_ids[0], cb.run_ids[-1]
+    (met,) = [e for e in cb.trajectory(last).events if e.metadata.get("unanswered_calls")]
+    assert met.metadata["asked_in"]["run"] == first

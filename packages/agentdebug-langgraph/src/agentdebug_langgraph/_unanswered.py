@@ -78,8 +78,15 @@ def _asked_before(run: GraphRun, ids: list[str], debugger: Any) -> dict[str, Any
 
 
 def _asked_in(trajectory: AgentTrajectory, ids: set[str]) -> dict[str, Any] | None:
+    """Where ``trajectory`` asked for one of ``ids``, or where a run that met the
+    same unanswered call said it was asked (each later turn on the thread fails so:
+    the run that asked may be further back than the runs read)."""
     asked: dict[str, Any] | None = None
     for event in trajectory.events:
+        said = event.metadata.get("asked_in")
+        met = event.metadata.get("unanswered_calls")
+        if isinstance(said, dict) and isinstance(met, list) and ids.intersection(met):
+            return said
         out = event.output
         if event.type is EventType.LLM_RESPONSE and isinstance(out, dict) and asked is None:
             calls = out.get("tool_calls")

@@ -20,6 +20,7 @@ the ids from the error's text and looks for the call in the run itself.
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
@@ -48,13 +49,44 @@ UNANSWERED_SIGNS = re.compile(
     r"tool_use`? ids were found without `?tool_result",
     re.I,
 )
-_IDS = re.compile(r"['\"]id['\"]:\s*['\"]([^'\"]+)['\"]|\b((?:call|toolu|tooluse)_[A-Za-z0-9_-]+)")
+# OpenAI's and Anthropic's ids, as their errors list them
+_IDS = re.compile(r"\b((?:call|toolu|tooluse)_[A-Za-z0-9_-]+)")
+# LangChain's: a list of the calls, each a dict whose "id" follows its "args" (which
+# may have an "id" of its own: an argument of the call)
+_LISTED = re.compile(r"tool calls:\s*(\[)")
+_CALL_ID = re.compile(r"""['"]id['"]:\s*['"]([^'"]+)['"],\s*['"]type['"]:\s*['"]tool_call""")
 
 
 def unanswered_ids(text: str) -> list[str]:
-    """The tool-call ids an error of :data:`UNANSWERED_SIGNS` names, in order."""
-    found = [a or b for a, b in _IDS.findall(text)]
-    return list(dict.fromkeys(i for i in found if i))
+    """The tool-call ids an error of :data:`UNANSWERED_SIGNS` names, in order: the
+    calls LangChain lists (read as the list they are), else the ids OpenAI and
+    Anthropic name."""
+    listed = _LISTED.search(text)
+    if listed is not None:
+        calls = _literal_list(text, listed.start(1))
+        if calls is not None:
+            ids = [str(c["id"]) for c in calls if isinstance(c, dict) and c.get("id")]
+            if ids:
+                return list(dict.fromkeys(ids))
+        found = _CALL_ID.findall(text)
+        if found:
+            return list(dict.fromkeys(found))
+    return list(dict.fromkeys(_IDS.findall(text)))
+
+
+def _literal_list(text: str, start: int) -> list[Any] | None:
+    """The Python list literal that starts at ``start``, if it reads as one."""
+    end = start
+    for _ in range(50):  # (each "]" in turn, until the list closes)
+        end = text.find("]", end + 1)
+        if end < 0:
+            return None
+        try:
+            value = ast.literal_eval(text[start : end + 1])
+        except (ValueError, SyntaxError, MemoryError, RecursionError):
+            continue
+        return value if isinstance(value, list) else None
+    return None
 
 
 def rule_tool_call_left_unanswered(ctx: RuleContext) -> Iterator[Finding]:
@@ -69,7 +101,7 @@ def rule_tool_call_left_unanswered(ctx: RuleContext) -> Iterator[Finding]:
     ids = [str(i) for i in ids]
     asked = event.metadata.get("asked_in")
     asked = asked if isinstance(asked, dict) else _asked_here(ctx.trajectory.events, ids)
-    yield _finding(event, ids, asked)
+    yield _finding(event, ids, asked, ctx.trajectory.id)
 
 
 def _asked_here(events: list[AgentEvent], ids: list[str]) -> dict[str, Any] | None:
@@ -89,7 +121,9 @@ def _asked_here(events: list[AgentEvent], ids: list[str]) -> dict[str, Any] | No
     return None
 
 
-def _finding(event: AgentEvent, ids: list[str], asked: dict[str, Any] | None) -> Finding:
+def _finding(
+    event: AgentEvent, ids: list[str], asked: dict[str, Any] | None, run_id: str
+) -> Finding:
     who = event.agent_name or "the agent"
     call = asked.get("call") if asked else None
     name = call.get("name") if isinstance(call, dict) else None
@@ -108,14 +142,24 @@ def _finding(event: AgentEvent, ids: list[str], asked: dict[str, Any] | None) ->
         "every later call on it fails the same way"
     )
     first = ids[0] if ids else "<the call's id>"
+    # asked before this run (or where is not known): no step of this run made it
+    before = not asked or asked.get("run") not in (None, run_id)
     fix = (
-        f"At step {event.step_index}, {who}: nothing this step did caused it, and a rerun "
-        "meets the same history. Answer every tool call, also one whose tool raises "
-        "(LangGraph: ToolNode(tools, handle_tool_errors=True); or catch the error and "
-        "return a tool message with the call's id), then repair the conversation: add a "
-        f"tool message answering {first} (LangGraph: graph.update_state(config, "
-        '{"messages": [ToolMessage(content="the tool failed", '
-        f'tool_call_id="{first}")]}}, as_node="tools")), or start a new thread.'
+        f"At step {event.step_index}, {who}: "
+        + (
+            "nothing this step did caused it, and a rerun meets the same history. "
+            if before
+            else f"the call asked at step {asked.get('step') if asked else '?'} was never "
+            "answered. "
+        )
+        + "Answer every tool call, also one whose tool raises (LangGraph: ToolNode(tools, "
+        "handle_tool_errors=True); or catch the error and return a tool message with the "
+        "call's id), then repair the conversation: replace the message that asked for "
+        f"{first} with one that asks for no tool, under the same id (LangGraph's "
+        "add_messages replaces a message by its id: graph.update_state(config, "
+        '{"messages": [AIMessage(id=<its id>, content="<what failed>")]}); a tool message '
+        "added now would come after the later messages, which the APIs refuse too), or "
+        "start a new thread."
     )
     return rule_finding(
         RULE,
@@ -125,5 +169,9 @@ def _finding(event: AgentEvent, ids: list[str], asked: dict[str, Any] | None) ->
         confidence=0.9,
         severity=Severity.CRITICAL,  # (every later run on the thread fails so: said first)
         evidence=[quoted(event, "error", clip(event.error.message if event.error else "", 300))],
-        metadata={"fix": fix, CODE_FIX: NO_RERUN, BROKEN_HISTORY: asked or True},
+        metadata={
+            "fix": fix,
+            BROKEN_HISTORY: asked or True,
+            **({CODE_FIX: NO_RERUN} if before else {}),  # (else a rerun from before it helps)
+        },
     )

@@ -134,7 +134,7 @@ def test_two_callbacks_in_one_run_record_it_once_and_say_so(
         r.getMessage() for r in caplog.records if "two AgentDebugCallback" in r.getMessage()
     ]
     assert "recorded once, by the first" in warning
-    assert "this one's success_check and on_report are not used" in warning
+    assert "this one's options are not used for it: its store, success_check" in warning
     assert dbg.store is not None
     runs = dbg.store.list_runs(RunQuery(limit=10))
     assert [r.status for r in runs] == [OutcomeStatus.FAILURE.value] * 2

@@ -342,13 +342,16 @@ class RunStarting(RunEnding):
         if self._warned_twice:
             return
         self._warned_twice = True
+        mine = (self.debugger, self.success_check, self.diagnose, self.on_report)
+        theirs = (other.debugger, other.success_check, other.diagnose, other.on_report)
         log.warning(
             "agentdebug: two AgentDebugCallback instances are in one graph run's callbacks "
             "(one given to with_config and one to invoke, say): the run is recorded once, "
             "by the first%s; give one",
             ""
-            if (self.success_check, self.on_report) == (other.success_check, other.on_report)
-            else " (this one's success_check and on_report are not used for it)",
+            if all(a is b or a == b for a, b in zip(mine, theirs, strict=True))
+            else " (this one's options are not used for it: its store, success_check, "
+            "diagnose and on_report)",
         )
 
     def _watch_task(self, key: int, run: GraphRun) -> None:

@@ -235,8 +235,9 @@ _OTHER_APIS = {
     ),
     "models-list": (
         {"object": "list", "data": [{"id": "m", "object": "model"}]},
-        "with a list", "check the base URL",
+        "with a list of objects (as /models does)", "check the base URL",
     ),
+    "json-array": ([{"generated_text": "hi"}], "with a JSON list", "serves /chat/completions"),
 }  # fmt: skip
 
 

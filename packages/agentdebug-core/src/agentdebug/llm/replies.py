@@ -64,6 +64,11 @@ def read_completion(completion: Any, key: str, latency_ms: float) -> Answer:
             "same: check that the base URL is the API's (it ends in /v1, or the server's API "
             "path), not a web page's",
         )
+    if isinstance(completion, list):  # (a JSON array: Hugging Face's generate API, say)
+        raise BadBody(
+            "the server answered with a JSON list, not a chat completion",
+            lasting=f"{_OPENAI_PATH}, which serves /chat/completions",
+        )
     error = _error_in_body(completion)
     if error is not None:
         # Some gateways (OpenRouter, LiteLLM proxies) send a failure with status 200.
@@ -126,7 +131,7 @@ def other_api(completion: Any) -> tuple[str, str] | None:
         )
     if kind == "list" or isinstance(extra.get("data"), list):
         return (
-            "with a list (such as the models one), not an answer",
+            "with a list of objects (as /models does)",
             "check the base URL: the client adds /chat/completions to it",
         )
     return None

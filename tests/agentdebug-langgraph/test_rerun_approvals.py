@@ -154,3 +154,21 @@ def test_the_approved_calls_are_read_alike_on_both_sides(dbg: AgentDebug, shape:
     branch = rerun(dbg, graph, original, "same-question")
     assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason
     assert ran_tools(branch) == ["lookup_order"]
+
+
+def test_a_branch_that_ends_at_a_stop_after_its_last_node_is_judged(dbg: AgentDebug) -> None:
+    """``interrupt_after=["agent"]``: LangGraph stops after the agent's final answer
+    too, with nothing left to run, which the original read as its end. So does the
+    branch (before: it waited there for an answer the original's human never gave,
+    and ended unjudged)."""
+    graph = tool_agent(scripted([WRONG, CLAIM, RIGHT, DONE]), InMemorySaver(),
+                       interrupt_after=["agent"])  # fmt: skip
+    cb = AgentDebugCallback(dbg, success_check=order_found, diagnose=False)
+    config: Any = {"configurable": {"thread_id": "chat"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("refund order A123")]}, config)
+    while graph.get_state(config).next:
+        graph.invoke(None, config)
+    original = cb.trajectory()
+    assert original.outcome.status is OutcomeStatus.FAILURE
+    branch = rerun(dbg, graph, original, "same-node")
+    assert branch.outcome.status is OutcomeStatus.SUCCESS, branch.outcome.reason

@@ -464,7 +464,7 @@ def pending_nodes(graph: Any, run: Any) -> tuple[str, ...] | None:
     ``interrupt_after`` on the node that ended the graph pauses it all the same.
     None when that cannot be read (no graph alive, no thread, a saver that cannot
     be read from here): the run then waits as at any interrupt."""
-    if graph is None or run.thread_id is None or not run.owns_session:
+    if graph is None or run.thread_id is None:
         return None
     try:  # (on an event loop, through a reader an async saver's file allows)
         saver = reader(graph, bool(run.asynchronous))

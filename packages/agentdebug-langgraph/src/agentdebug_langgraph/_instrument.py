@@ -5,8 +5,7 @@ langchain-core lets a library add a handler to every callback manager it builds
 ``ContextVar`` would only see values set in the current thread and context; a
 debugger switched on once must also see graphs run from worker threads and from
 tasks created earlier, so the hook gets a process-wide slot with the same
-``get()`` (:data:`agentdebug_langgraph._recording.SLOT`, which inside a run a
-callback records gives that callback). The hook is registered once (langchain-core
+``get()`` (:data:`agentdebug_langgraph._recording.SLOT`). The hook is registered once (langchain-core
 has no way to remove one); ``uninstrument()`` empties the slot. A graph invoked with its own
 ``AgentDebugCallback`` in ``config["callbacks"]`` is not captured twice: the hook
 is registered with the handler class, and langchain-core skips it when a handler
@@ -47,7 +46,7 @@ def instrument(
     if callback is not None and options:
         raise TypeError("pass either a callback or its options, not both")
     handler = callback if callback is not None else AgentDebugCallback(**options)
-    register()
+    register("instrument")
     SLOT.handler = handler
     return handler
 

@@ -19,7 +19,7 @@ import logging
 from typing import Any
 from uuid import UUID
 
-from agentdebug import AgentInfo, EventType, TraceSession
+from agentdebug import AgentDebug, AgentInfo, EventType, TraceSession
 from agentdebug.capture.current import framework_runs_ignored
 from agentdebug.detect.signals import STATE_SCHEMA
 from agentdebug.store.base import CONTINUES_BEFORE
@@ -84,6 +84,7 @@ def _stream_over(run: GraphRun) -> bool:
 class RunStarting(RunEnding):
     """Starts graph runs; the options it reads are set by AgentDebugCallback."""
 
+    debugger: AgentDebug | None
     goal: str | None
     reference_answer: str | None
     graph_factory: str | None

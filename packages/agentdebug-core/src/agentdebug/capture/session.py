@@ -23,14 +23,7 @@ import orjson
 
 from agentdebug.capture.current import enter, forget, leave
 from agentdebug.capture.emit import Emit, emitter
-from agentdebug.capture.encode import (
-    clean_text,
-    error_dict,
-    jsonable,
-    safe_str,
-    snapshot,
-    to_json,
-)
+from agentdebug.capture.encode import clean_text, error_dict, jsonable, safe_str, snapshot, to_json
 from agentdebug.capture.ending import answer_of_outcome, ended_by
 from agentdebug.capture.event_rows import doc_of, merged_events
 from agentdebug.capture.fields import (
@@ -542,10 +535,9 @@ class TraceSession:
             log.exception("agentdebug: flush failed")
 
     def close(self, wait: bool = True) -> None:
-        """Finish the run: flush its events and store how it ended. Idempotent.
-        With ``wait`` False the writer thread writes its end at once while the
-        caller goes on (an event loop, which must not wait for the disk, nor for a
-        store another process holds locked): :meth:`flush` waits for it."""
+        """Finish the run: flush its events and store how it ended. Idempotent. With
+        ``wait`` False (an event loop) the writer thread writes it while the caller
+        goes on, not waiting for the disk or a locked store; :meth:`flush` waits."""
         if self.ended_at is not None:
             return
         answer_of_outcome(self)  # (a success's answer given only to set_outcome; never raises)
@@ -555,8 +547,8 @@ class TraceSession:
             if self._writer is not None:
                 outcome, ended, store = self._inferred_outcome(), self.ended_at, self._writer.store
                 self._writer.control(self, lambda: store.finish_run(self.id, outcome, ended))
-                if wait:
-                    self._writer.flush(run_id=self.id)  # on disk when the with block ends
+                if wait:  # on disk when the with block ends
+                    self._writer.flush(run_id=self.id)
         except Exception:
             log.exception("agentdebug: closing run %s failed", self.id)
         if self._within is not None:  # a sub-run: the run it is within records how it went

@@ -565,7 +565,7 @@ class AgentDebugCallback(RunStarting):
                         agent=rec.agent,
                         step=rec.step,
                         parent=rec.event_id,
-                        meta={"node": rec.name, **unanswered(run, error, self.debugger)},
+                        meta={"node": rec.name, **unanswered(run, error, self._debugger())},
                     ),
                 )
         except Exception:

@@ -44,8 +44,8 @@ def unanswered(run: GraphRun, error: BaseException, debugger: Any) -> dict[str, 
         out: dict[str, Any] = {"unanswered_calls": ids}
         asked = run.tool_calls.get(ids[0])  # (asked in this run: its own decision)
         if asked is not None:
-            out["asked_in"] = {"run": run.session.id, "event": asked[0], "step": asked[1]}
-            out["asked_in"]["agent"] = asked[2]
+            event, step, agent = asked
+            out["asked_in"] = {"run": run.session.id, "event": event, "step": step, "agent": agent}
             return out
         found = _asked_before(run, ids, debugger)
         if found is not None:

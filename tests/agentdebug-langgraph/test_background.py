@@ -248,6 +248,9 @@ def test_an_async_run_does_not_hold_the_loop_for_a_locked_store(dbg: AgentDebug)
         assert asyncio.run(graph.ainvoke({"n": 0, "trail": []}, {"callbacks": [cb]}))["n"] == 3
         # (the lock's wait is 5 s: well under it, with room for a slow host)
         assert time.monotonic() - started < 2.5
+        # read back while the lock lasts: what the store has not taken yet, with it
+        waiting = cb.trajectory()
+        assert waiting.outcome.status.value == "success" and len(waiting.events) > 3
     finally:
         holder.execute("COMMIT")
         holder.close()

@@ -203,3 +203,22 @@ def test_what_an_app_runs_while_it_reads_a_recorded_stream_is_not_recorded(
     dbg.flush()
     assert dbg.store is not None
     assert len(dbg.store.list_runs(RunQuery(limit=10))) == 2  # (the two streams' runs)
+
+
+def test_two_default_callbacks_in_one_run_are_said_to_be_alike(
+    _home: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two ``AgentDebugCallback()`` with no options share the default store: the
+    warning says the run is recorded once, and not that options go unused."""
+    g = StateGraph(MessagesState)
+    g.add_node("talk", lambda state: {"messages": [AIMessage("hi")]})
+    g.add_edge(START, "talk")
+    with caplog.at_level(logging.WARNING, logger="agentdebug.langgraph"):
+        g.compile().invoke(
+            {"messages": [HumanMessage("hello")]},
+            {"callbacks": [AgentDebugCallback(), AgentDebugCallback()]},
+        )
+    (warning,) = [
+        r.getMessage() for r in caplog.records if "two AgentDebugCallback" in r.getMessage()
+    ]
+    assert "recorded once, by the first; give one" in warning

@@ -145,6 +145,7 @@ class AgentDebugCallback(RunStarting):
         # tool call it runs again was asked by
         self.inherited: Decisions | None = None
         self.run_ids: list[str] = []
+        self.ended: dict[str, TraceSession] = {}
         self.reports: list[DiagnosticReport] = []
         self._pending: list[Future[DiagnosticReport | None]] = []  # background diagnoses
 
@@ -161,6 +162,9 @@ class AgentDebugCallback(RunStarting):
         rid = run_id or self.last_run_id
         if rid is None:
             raise LookupError("this callback has not finished a graph run yet")
+        session = self.ended.get(rid)
+        if session is not None:  # (with what a locked store has not taken yet)
+            return session.trajectory()
         debugger = self._debugger()
         if debugger.store is None:
             raise LookupError("the agentdebug store could not be opened (see the log)")

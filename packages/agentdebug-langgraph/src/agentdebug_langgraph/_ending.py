@@ -102,6 +102,9 @@ def branch_paused(thread_id: str, why: str = ANSWERED) -> str:
     return f"{BRANCH_AT_INTERRUPT}{why}: {then} thread '{thread_id}' with Command(resume=...)"
 
 
+ENDED_KEPT = 8  # sessions of a callback's latest runs kept to read them back
+
+
 class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     """Ends graph runs; the options it reads are set by AgentDebugCallback."""
 
@@ -113,6 +116,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     on_report: ReportCallback | None
     run_ids: list[str]
     reports: list[DiagnosticReport]
+    # the latest runs' sessions, read back with what the store has not taken yet
+    ended: dict[str, TraceSession]
 
     def _debugger(self) -> AgentDebug:
         raise NotImplementedError
@@ -427,6 +432,9 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         # held for the disk, nor for seconds by a store another process locked)
         session.close(wait=not run.asynchronous)
         _keep_last(self.run_ids, session.id)
+        self.ended[session.id] = session
+        while len(self.ended) > ENDED_KEPT:
+            del self.ended[next(iter(self.ended))]
         if session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS:
             _invocation.succeeded(session.id)  # (its live context is kept for fewer runs)
         if run.asynchronous and self.diagnose and not failed:

@@ -343,8 +343,8 @@ class RunStarting(RunEnding):
         if self._warned_twice:
             return
         self._warned_twice = True
-        mine = (self.debugger, self.success_check, self.diagnose, self.on_report)
-        theirs = (other.debugger, other.success_check, other.diagnose, other.on_report)
+        mine = (self._debugger(), self.success_check, self.diagnose, self.on_report)
+        theirs = (other._debugger(), other.success_check, other.diagnose, other.on_report)
         log.warning(
             "agentdebug: two AgentDebugCallback instances are in one graph run's callbacks "
             "(one given to with_config and one to invoke, say): the run is recorded once, "

@@ -49,7 +49,7 @@ def nonempty(ctx: click.Context, param: click.Parameter, value: str | None) -> s
 
 
 META_HELP = (
-    "Runs whose metadata holds this value at this dotted path, as "
+    "Runs whose metadata holds this text at this dotted path, as "
     "langgraph.thread_id=chat-1 (a LangGraph thread's runs); repeat for more."
 )
 

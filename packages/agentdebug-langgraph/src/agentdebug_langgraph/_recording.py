@@ -60,8 +60,6 @@ def register(which: str = "run") -> None:
     where no handler of its class is (a run given one of its own)."""
     if which in _registered:
         return
-    from agentdebug_langgraph._callback import AgentDebugCallback
-
     with _lock:
         if which not in _registered:
             from langchain_core.tracers.context import register_configure_hook
@@ -69,6 +67,8 @@ def register(which: str = "run") -> None:
             if which == "run":  # (the very handler, by identity: cheaper than a class test)
                 register_configure_hook(RECORDING, True)
             else:
+                from agentdebug_langgraph._callback import AgentDebugCallback
+
                 slot = cast("ContextVar[Any]", SLOT)
                 register_configure_hook(slot, True, handle_class=AgentDebugCallback)
             _registered.add(which)

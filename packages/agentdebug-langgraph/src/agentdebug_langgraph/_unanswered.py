@@ -20,8 +20,8 @@ import logging
 import re
 from typing import Any
 
-from agentdebug import AgentTrajectory, EventType
-from agentdebug.detect.unanswered import UNANSWERED_SIGNS, unanswered_ids
+from agentdebug import AgentTrajectory
+from agentdebug.detect.unanswered import UNANSWERED_SIGNS, asked_here, unanswered_ids
 from agentdebug.store import RunQuery
 
 from agentdebug_langgraph._state import FRAMEWORK, GraphRun, index_threads
@@ -78,28 +78,24 @@ def _asked_before(run: GraphRun, ids: list[str], debugger: Any) -> dict[str, Any
 
 
 def _asked_in(trajectory: AgentTrajectory, ids: set[str]) -> dict[str, Any] | None:
-    """Where ``trajectory`` asked for one of ``ids``, or where a run that met the
-    same unanswered call said it was asked (each later turn on the thread fails so:
-    the run that asked may be further back than the runs read)."""
-    asked: dict[str, Any] | None = None
-    for event in trajectory.events:
+    """Where ``trajectory`` asked for one of ``ids``, with what its tool raised; or
+    where a run that met the same unanswered call said it was asked (each later
+    turn on the thread fails so: the run that asked may be further back than the
+    runs read)."""
+    events = trajectory.events
+    for event in events:
         said = event.metadata.get("asked_in")
         met = event.metadata.get("unanswered_calls")
         if isinstance(said, dict) and isinstance(met, list) and ids.intersection(met):
             return said
-        out = event.output
-        if event.type is EventType.LLM_RESPONSE and isinstance(out, dict) and asked is None:
-            calls = out.get("tool_calls")
-            for call in calls if isinstance(calls, list) else ():
-                if isinstance(call, dict) and call.get("id") in ids:
-                    asked = {
-                        "run": trajectory.id,
-                        "event": event.id,
-                        "step": event.step_index,
-                        "agent": event.agent_name,
-                        "call": {"id": call.get("id"), "name": call.get("name")},
-                    }
-        elif asked is not None and event.metadata.get("tool_call_id") in ids and event.error:
-            asked["tool_error"] = re.sub(r"\s+", " ", event.error.message)[:300]
-            break
+    asked = asked_here(events, ids)
+    if asked is None:
+        return None
+    asked["run"] = trajectory.id
+    at = next(i for i, e in enumerate(events) if e.id == asked["event"])
+    failed = next(
+        (e for e in events[at:] if e.error and e.metadata.get("tool_call_id") in ids), None
+    )
+    if failed is not None and failed.error is not None:
+        asked["tool_error"] = re.sub(r"\s+", " ", failed.error.message)[:300]
     return asked

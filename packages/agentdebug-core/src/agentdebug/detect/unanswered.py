@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from typing import TYPE_CHECKING, Any
 
 from agentdebug.detect.rule_finding import quoted, rule_finding
@@ -100,12 +100,13 @@ def rule_tool_call_left_unanswered(ctx: RuleContext) -> Iterator[Finding]:
     ids = event.metadata.get("unanswered_calls") or unanswered_ids(event.error.message)
     ids = [str(i) for i in ids]
     asked = event.metadata.get("asked_in")
-    asked = asked if isinstance(asked, dict) else _asked_here(ctx.trajectory.events, ids)
+    asked = asked if isinstance(asked, dict) else asked_here(ctx.trajectory.events, ids)
     yield _finding(event, ids, asked, ctx.trajectory.id)
 
 
-def _asked_here(events: list[AgentEvent], ids: list[str]) -> dict[str, Any] | None:
-    """Where the run itself asked for one of ``ids`` (a model answer's tool calls)."""
+def asked_here(events: list[AgentEvent], ids: Collection[str]) -> dict[str, Any] | None:
+    """Where these events asked for one of ``ids`` (a model answer's tool calls):
+    its event, step, agent and the call's id and name."""
     for event in events:
         calls = event.output.get("tool_calls") if isinstance(event.output, dict) else None
         if event.type is not EventType.LLM_RESPONSE or not isinstance(calls, list):

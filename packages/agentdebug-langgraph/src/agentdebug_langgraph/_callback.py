@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any
@@ -36,7 +37,7 @@ from langgraph.types import Command
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
 from agentdebug_langgraph._answers import STRUCTURED
 from agentdebug_langgraph._base import checked_arguments
-from agentdebug_langgraph._ending import SuccessCheck, checked_success_check
+from agentdebug_langgraph._ending import ENDED_KEPT, SuccessCheck, checked_success_check
 from agentdebug_langgraph._inner_threads import InnerThreads, isolate_inner
 from agentdebug_langgraph._live import (
     default_debugger,
@@ -145,7 +146,7 @@ class AgentDebugCallback(RunStarting):
         # tool call it runs again was asked by
         self.inherited: Decisions | None = None
         self.run_ids: list[str] = []
-        self.ended: dict[str, TraceSession] = {}
+        self.ended: deque[tuple[str, TraceSession]] = deque(maxlen=ENDED_KEPT)
         self.reports: list[DiagnosticReport] = []
         self._pending: list[Future[DiagnosticReport | None]] = []  # background diagnoses
 
@@ -162,7 +163,7 @@ class AgentDebugCallback(RunStarting):
         rid = run_id or self.last_run_id
         if rid is None:
             raise LookupError("this callback has not finished a graph run yet")
-        session = self.ended.get(rid)
+        session = next((s for i, s in list(self.ended) if i == rid), None)  # (threads)
         if session is not None:  # (with what a locked store has not taken yet)
             return session.trajectory()
         debugger = self._debugger()

@@ -9,6 +9,7 @@ callback itself (:mod:`._callback`) records the graph and its nodes.
 from __future__ import annotations
 
 import inspect
+from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, wait
 from typing import Any
@@ -117,7 +118,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
     run_ids: list[str]
     reports: list[DiagnosticReport]
     # the latest runs' sessions, read back with what the store has not taken yet
-    ended: dict[str, TraceSession]
+    ended: deque[tuple[str, TraceSession]]
 
     def _debugger(self) -> AgentDebug:
         raise NotImplementedError
@@ -432,9 +433,7 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
         # held for the disk, nor for seconds by a store another process locked)
         session.close(wait=not run.asynchronous)
         _keep_last(self.run_ids, session.id)
-        self.ended[session.id] = session
-        while len(self.ended) > ENDED_KEPT:
-            del self.ended[next(iter(self.ended))]
+        self.ended.append((session.id, session))  # (a deque with maxlen: atomic)
         if session.outcome is not None and session.outcome.status is OutcomeStatus.SUCCESS:
             _invocation.succeeded(session.id)  # (its live context is kept for fewer runs)
         if run.asynchronous and self.diagnose and not failed:

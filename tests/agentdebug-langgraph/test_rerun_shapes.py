@@ -377,3 +377,41 @@ def test_a_directive_update_that_cannot_serve_is_named(dbg: AgentDebug) -> None:
         executor = LangGraphRerunExecutor(graph, debugger=dbg, directive_update=update)
         with pytest.raises(AgentDebugError, match=re.escape(said)):
             executor.rerun(request)
+
+
+class Ledger(TypedDict, total=False):
+    amount: int
+    messages: list[Any]  # declared, with no reducer, and not given in the input
+    out: str
+
+
+def test_a_declared_messages_key_absent_at_the_checkpoint_takes_the_directive(
+    dbg: AgentDebug,
+) -> None:
+    """A state that declares ``messages`` without filling it: the checkpoint before
+    the blamed node holds no messages. The directive starts the list (before, the
+    rerun was refused as if the state had no 'messages' key, while naming it among
+    the state's keys)."""
+
+    def answer(s: Ledger) -> dict[str, Any]:
+        told = any(CUE in str(getattr(m, "content", m)) for m in s.get("messages") or [])
+        return {"out": f"refund {s['amount'] if told else 0}"}
+
+    g = StateGraph(Ledger)
+    g.add_node("answer", answer)
+    g.add_edge(START, "answer")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def refunded(state: dict[str, Any]) -> bool | str:
+        return state.get("out") == "refund 42" or f"refunded {state.get('out')}"
+
+    cb = AgentDebugCallback(dbg, success_check=refunded)
+    graph.invoke({"amount": 42}, {"configurable": {"thread_id": "t-ledger"}, "callbacks": [cb]})
+    assert cb.reports and cb.trajectory().outcome.status is OutcomeStatus.FAILURE
+    branch = verified_branch(dbg, graph, cb, refunded)
+    fork = branch.metadata["langgraph"]["fork"]
+    config = {
+        "configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}
+    }
+    (said,) = graph.get_state(config).values["messages"]
+    assert isinstance(said, HumanMessage) and said.content.startswith(CUE)

@@ -512,9 +512,9 @@ class LangGraphRerunExecutor:
             return updated(self.directive_update, request, snap, graph)
         values = snap.values if isinstance(snap.values, dict) else {}
         key = self._directive_key(graph)
-        if key not in values:
+        if key not in values and key not in state_keys(graph):
             raise no_key(key, state_keys(graph) | set(values))
-        held = values[key]
+        held = values.get(key)  # (a key the state declares, not filled yet: none held)
         if held is not None and not isinstance(held, list | tuple):
             # (a text, a number: the directive in its place would replace the user's value)
             raise AgentDebugError(

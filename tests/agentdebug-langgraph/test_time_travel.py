@@ -469,3 +469,38 @@ def test_a_retry_after_an_edited_run_made_with_durability_exit_failed_continues_
     assert "forked_from" not in run.metadata["langgraph"]
     (c,) = [e for e in run.events if e.type is EventType.AGENT_START]
     assert c.agent_name == "c" and c.metadata.get("retry_of") == failed_c.id
+
+
+def test_an_edited_request_is_the_forks_goal_and_an_added_correction_keeps_the_runs(
+    dbg: AgentDebug,
+) -> None:
+    """Editing the user's message of a turn (the same id, new words) and running on:
+    the fork's goal is the request as edited, not the forked run's. A correction
+    added beside the request leaves the request the goal."""
+    from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+
+    model = FakeMessagesListChatModel(responses=[AIMessage(content="done")])
+    g = StateGraph(MessagesState)
+    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_edge(START, "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg)
+    config: Any = {"configurable": {"thread_id": "t-edit"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("Refund order 7", id="h1")]}, config)
+    graph.invoke({"messages": [HumanMessage("Refund order 8", id="h2")]}, config)
+    assert cb.trajectory().goal == "Refund order 8"
+
+    # the second turn's request rewritten, at the checkpoint before its model call
+    turn = [s for s in graph.get_state_history(config) if s.next == ("agent",)][0]
+    edited = graph.update_state(turn.config, {"messages": [HumanMessage("Refund order 9", id="h2")]})
+    graph.invoke(None, {**edited, "callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.metadata["langgraph"]["forked_from"]["edits"] == 1
+    assert run.goal == "Refund order 9"
+
+    # a correction added after the request: the request is still what the run is for
+    added = graph.update_state(turn.config, {"messages": [HumanMessage("Be quick", id="h3")]})
+    graph.invoke(None, {**added, "callbacks": [cb]})
+    assert cb.trajectory().goal == "Refund order 8"

@@ -334,6 +334,13 @@ def text_of(content: Any) -> str:
 def first_human_text(state: Any, key: str = MESSAGES) -> str | None:
     """The user's request in a message-state input (a dict, or a pydantic or
     dataclass state with a field ``key`` of messages): a natural goal for the run."""
+    said = human_texts(state, key, first=True)
+    return said[0] if said else None
+
+
+def human_texts(state: Any, key: str = MESSAGES, first: bool = False) -> list[str]:
+    """The texts of the user's messages in ``state[key]``, in order (only the
+    first, with ``first``)."""
     if isinstance(state, dict):
         msgs = state.get(key)
     elif isinstance(state, (str, bytes, Command)) or state is None:
@@ -345,17 +352,19 @@ def first_human_text(state: Any, key: str = MESSAGES) -> str | None:
             msgs = None
     if isinstance(msgs, (BaseMessage, str, dict, tuple)):  # one message, as add_messages
         msgs = [msgs]  # takes anything but a list (a ("user", "text") pair included)
-    if isinstance(msgs, list):
-        for msg in msgs:
-            if isinstance(msg, BaseMessage) and msg.type == "human":
-                return text_of(msg.content)
-            if isinstance(msg, tuple) and len(msg) == 2 and msg[0] in ("user", "human"):
-                return str(msg[1])
-            if isinstance(msg, dict) and (msg.get("role") or msg.get("type")) in ("user", "human"):
-                return text_of(msg.get("content"))
-            if isinstance(msg, str):
-                return msg
-    return None
+    said: list[str] = []
+    for msg in msgs if isinstance(msgs, list) else ():
+        if isinstance(msg, BaseMessage) and msg.type == "human":
+            said.append(text_of(msg.content))
+        elif isinstance(msg, tuple) and len(msg) == 2 and msg[0] in ("user", "human"):
+            said.append(str(msg[1]))
+        elif isinstance(msg, dict) and (msg.get("role") or msg.get("type")) in ("user", "human"):
+            said.append(text_of(msg.get("content")))
+        elif isinstance(msg, str):
+            said.append(msg)
+        if first and said:
+            break
+    return said
 
 
 def usage_counts(meta: Any) -> dict[str, Any]:

@@ -93,6 +93,18 @@ class Fork:
         return RunMark.of(self.origin) if self.origin is not None else None
 
 
+def edited_goal(goal: str | None, edits: list[dict[str, Any]], key: str) -> str | None:
+    """A time-travel run's goal where ``update_state`` rewrote the user's request:
+    the forked run's goal while the edited messages still hold it (an edit that
+    adds a correction, or touches other keys), else the last user message the
+    latest edit of the messages left."""
+    for edit in reversed(edits):
+        said = _convert.human_texts(edit, key)
+        if said:
+            return goal if goal in said else said[-1]
+    return goal
+
+
 def requested_checkpoint(frame: FrameType | None) -> str | None:
     """The checkpoint a run was asked to start from (``configurable.checkpoint_id``)."""
     if frame is None:

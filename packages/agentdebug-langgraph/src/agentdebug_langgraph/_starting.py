@@ -444,6 +444,8 @@ class RunStarting(RunEnding):
             return session, False
         goal = self.goal or _convert.first_human_text(inputs, _convert.messages_key(graph))
         goal = goal or (continues.mark.goal if continues is not None else None)
+        if fork is not None and fork.edits and not self.goal:
+            goal = _forks.edited_goal(goal, fork.edits, _convert.messages_key(graph))
         if goal is None and inputs is not None and not isinstance(inputs, Command):
             goal = _convert.goal_text(_invocation.redacted(_convert.compact(inputs)))
         nodes = _convert.node_names(graph)

@@ -460,3 +460,61 @@ def test_a_handoff_up_to_a_node_the_parent_graph_does_not_have_is_an_error_too(
     g2.compile().invoke({"messages": [HumanMessage("invoice total?")]}, {"callbacks": [ok]})
     assert ok.trajectory().outcome.status is OutcomeStatus.SUCCESS
     assert not [e for e in ok.trajectory().events if e.type is EventType.ERROR]
+
+
+def test_a_handoff_two_levels_down_and_a_subgraphs_own_route_are_judged_by_their_graph(
+    dbg: AgentDebug,
+) -> None:
+    """A node two subgraphs down hands off with ``Command.PARENT`` to a node its
+    parent subgraph lacks: LangGraph hands the command to the node running it and
+    ignores the route, as at the root; the subgraph's own nodes judge it (before,
+    only a root node's route was, and this run read as a success). A subgraph
+    node's own route to a node of its subgraph is no error, nor is a handoff up to
+    one."""
+    from langchain_core.messages import AIMessage, HumanMessage
+    from langgraph.graph import MessagesState
+    from langgraph.types import Command
+
+    def nested(goto: str, graph: Any = Command.PARENT) -> Any:
+        inner = StateGraph(MessagesState)
+        inner.add_node(
+            "classify",
+            lambda s: Command(goto=goto, graph=graph, update={"messages": [AIMessage(goto)]}),
+        )
+        inner.add_edge(START, "classify")
+        mid = StateGraph(MessagesState)
+        mid.add_node("triage", inner.compile(), destinations=("billing",))
+        mid.add_node("billing", lambda s: {"messages": [AIMessage("Your invoice is 120 EUR.")]})
+        mid.add_edge(START, "triage")
+        top = StateGraph(MessagesState)
+        top.add_node("desk", mid.compile())
+        top.add_edge(START, "desk")
+        return top.compile()
+
+    cb = AgentDebugCallback(dbg)
+    nested("bogus").invoke({"messages": [HumanMessage("invoice total?")]}, {"callbacks": [cb]})
+    run = cb.trajectory()
+    assert run.outcome.status is OutcomeStatus.FAILURE
+    assert "desk/triage routed to 'bogus', which is no node of the subgraph desk" in (
+        run.outcome.reason or ""
+    )
+    (error,) = [e for e in run.events if e.type is EventType.ERROR]
+    assert error.agent_name == "desk/triage" and error.metadata["target"] == "bogus"
+    assert "its nodes: billing, triage" in (error.error.message if error.error else "")
+    root = cb.reports[0].root_cause
+    assert root is not None and root.agent_name == "desk/triage"
+
+    # a subgraph's node routing within its own subgraph, to a node it lacks
+    lost = AgentDebugCallback(dbg, diagnose=False)
+    nested("nowhere", graph=None).invoke({"messages": [HumanMessage("x")]}, {"callbacks": [lost]})
+    (error,) = [e for e in lost.trajectory().events if e.type is EventType.ERROR]
+    assert error.agent_name == "desk/triage/classify" and error.metadata["target"] == "nowhere"
+    assert "no node of the subgraph desk/triage (its nodes: classify)" in (
+        error.error.message if error.error else ""
+    )
+
+    fine = AgentDebugCallback(dbg, diagnose=False)
+    out = nested("billing").invoke({"messages": [HumanMessage("x")]}, {"callbacks": [fine]})
+    assert out["messages"][-1].content == "Your invoice is 120 EUR."
+    assert fine.trajectory().outcome.status is OutcomeStatus.SUCCESS
+    assert not [e for e in fine.trajectory().events if e.type is EventType.ERROR]

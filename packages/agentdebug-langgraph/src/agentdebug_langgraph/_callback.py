@@ -434,7 +434,7 @@ class AgentDebugCallback(RunStarting):
                 # returns a list of them)
                 if command.__class__ is not Command:
                     continue
-                if command.goto and "|" not in rec.ns and command.graph in (None, rec.ns):
+                if command.goto and command.graph in (None, rec.ns):
                     # (its own route, or one a node of its subgraph sent up with
                     # Command.PARENT, which LangGraph hands it addressed to its task)
                     _graph_errors.unknown_goto(rec, command.goto)

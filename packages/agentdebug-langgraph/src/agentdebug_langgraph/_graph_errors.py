@@ -399,20 +399,25 @@ def out_of_steps(
 
 
 def unknown_goto(rec: Any, goto: Any) -> None:
-    """A root-level node's ``Command(goto=...)`` naming a node the graph does not
-    have (a supervisor that routes by its model's word): LangGraph logs "wrote to
-    unknown channel" and goes on as if no route was given, so the run ends short.
-    Recorded as an error at the node, ``coordination.unknown_handoff``, and the
-    run's failure unless a success check judges it."""
+    """A node's ``Command(goto=...)`` naming a node its graph does not have (a
+    supervisor that routes by its model's word; a subgraph's node, or a node of a
+    subgraph inside it, handing off with ``Command.PARENT``): LangGraph logs "wrote
+    to unknown channel" and goes on as if no route was given, so the run (or the
+    subgraph) ends short. Recorded as an error at the node,
+    ``coordination.unknown_handoff``, and the run's failure unless a success check
+    judges it. A node of a subgraph is judged by that subgraph's nodes, where the
+    graph holds it as a node (``add_node("team", compiled)``); one a node's code
+    invokes is not known, and not judged."""
     run = rec.run
+    nodes, where = _graph_of_node(run, rec.ns)
     targets = goto if isinstance(goto, (list, tuple)) else (goto,)
     names = [getattr(t, "node", None) if type(t).__name__ == "Send" else t for t in targets]
-    unknown = [t for t in names if isinstance(t, str) and t not in run.nodes and t != "__end__"]
-    if not unknown or not run.nodes:
+    unknown = [t for t in names if isinstance(t, str) and t not in nodes and t != "__end__"]
+    if not unknown or not nodes:
         return
     if run.lost_route is None:  # (the run's failure, when no success check judges it)
         run.lost_route = (
-            f"{rec.agent} routed to {unknown[0]!r}, which is no node of the graph; "
+            f"{rec.agent} routed to {unknown[0]!r}, which is no node of {where}; "
             "LangGraph ignored the route, and the run ended short of it"
         )
     run.session.record(
@@ -423,8 +428,8 @@ def unknown_goto(rec: Any, goto: Any) -> None:
         module="langgraph.node",
         error={
             "type": "UnknownNode",
-            "message": f"Command(goto={unknown[0]!r}) names no node of the graph "
-            f"(its nodes: {', '.join(sorted(run.nodes))}); LangGraph ignored the route",
+            "message": f"Command(goto={unknown[0]!r}) names no node of {where} "
+            f"(its nodes: {', '.join(sorted(nodes))}); LangGraph ignored the route",
         },
         metadata={
             FAILURE_MODE: "coordination.unknown_handoff",
@@ -432,3 +437,26 @@ def unknown_goto(rec: Any, goto: Any) -> None:
             "target": unknown[0],
         },
     )
+
+
+def _graph_of_node(run: Any, ns: str) -> tuple[frozenset[str] | set[str], str]:
+    """The node names of the graph a node of namespace ``ns`` belongs to, and how to
+    name that graph: the run's graph for a root node; for a subgraph's node, the
+    compiled graph its parents hold as nodes, read from the run's graph (empty
+    when a node's code invoked it, which the graph does not hold)."""
+    if "|" not in ns:
+        return run.nodes, "the graph"
+    from langgraph.pregel import Pregel
+
+    from agentdebug_langgraph import _convert, _live
+
+    path = [part.split(":", 1)[0] for part in ns.split("|")[:-1]]
+    graph = _live.live_graph(run.session.id)
+    try:
+        for name in path:
+            graph = graph.nodes[name].bound
+    except (AttributeError, KeyError, TypeError):
+        return set(), ""
+    if not isinstance(graph, Pregel):
+        return set(), ""
+    return set(_convert.node_names(graph)), f"the subgraph {'/'.join(path)}"

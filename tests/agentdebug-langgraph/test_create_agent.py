@@ -422,3 +422,39 @@ def test_a_figure_invented_for_one_of_calls_made_at_once_is_blamed_on_the_answer
     assert root is not None
     assert (root.agent_name, root.mode_id) == ("agent", "reflection.hallucinated_fact")
     assert report.fix is not None and "say that the lookup failed" in report.fix.directive
+
+
+@pytest.mark.parametrize("maker", ["create_agent", "create_react_agent"])
+def test_a_return_direct_tools_answer_is_the_runs_final_answer(dbg: AgentDebug, maker: str) -> None:
+    """A ``return_direct`` tool ends the agent: the app's answer is the tool's
+    message. It is the final answer, filed under the tool node that wrote it
+    (before: the whole final state, filed under no one)."""
+    import warnings
+
+    from langchain_core.tools import tool
+
+    with warnings.catch_warnings():  # (moved to langchain.agents: create_agent)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from langgraph.prebuilt import create_react_agent
+
+    @tool(return_direct=True)
+    def get_balance(acct: str) -> str:
+        """An account's balance."""
+        return f"Balance of {acct}: $42"
+
+    model = Says(
+        reply=lambda msgs: AIMessage("", tool_calls=[_call("get_balance", {"acct": "A1"}, "c1")])
+    )
+    make: Any = create_agent if maker == "create_agent" else create_react_agent
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        agent = make(model, [get_balance])
+    cb = AgentDebugCallback(dbg)
+    out = agent.invoke({"messages": [HumanMessage("balance of A1?")]}, {"callbacks": [cb]})
+    assert out["messages"][-1].content == "Balance of A1: $42"
+    run = cb.trajectory()
+    (final,) = of_type(run, EventType.FINAL_ANSWER)
+    assert final.output == "Balance of A1: $42" == run.outcome.final_answer
+    assert final.agent_name == "tools"
+    (result,) = of_type(run, EventType.TOOL_RESULT)
+    assert final.step_index == result.step_index

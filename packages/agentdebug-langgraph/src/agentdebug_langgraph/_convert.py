@@ -316,6 +316,19 @@ def last_ai_text(state: Any, key: str = MESSAGES) -> tuple[str | None, Any]:
     return None, None
 
 
+def tool_ending(state: Any, key: str = MESSAGES) -> tuple[str | None, Any]:
+    """The answer of a run that ended on a tool's message (a ``return_direct``
+    tool, an edge from the tools to the end): the last message's text, when it is
+    a tool's, and the message; (None, None) otherwise."""
+    msgs = state.get(key) if isinstance(state, dict) else None
+    last = msgs[-1] if isinstance(msgs, list) and msgs else None
+    if isinstance(last, BaseMessage) and last.type == "tool":
+        return text_of(last.content), last
+    if isinstance(last, dict) and last.get("role") == "tool":
+        return text_of(last.get("content") or ""), last
+    return None, None
+
+
 def text_of(content: Any) -> str:
     """A message's text, also when the content is a list of blocks."""
     if isinstance(content, str):

@@ -337,6 +337,8 @@ class RunEnding(ModelAndToolEvents, NodeFailureEvents, ProgramEvents):
 
     def _record_answer(self, run: GraphRun, outputs: Any) -> Any:
         text, msg = _convert.last_ai_text(outputs, run.messages_key)
+        if text is None:  # (ended on a tool's answer: a return_direct tool's)
+            text, msg = _convert.tool_ending(outputs, run.messages_key)
         structured = None
         if run.structured is not None and outputs.__class__ is dict:  # (written in this
             structured = outputs.get(STRUCTURED)  # run, not left by a turn before)

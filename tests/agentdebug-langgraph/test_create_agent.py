@@ -206,6 +206,11 @@ def test_an_agent_its_call_limit_ended_has_failed(dbg: AgentDebug, limit: str) -
     (report,) = cb.reports
     assert report.root_cause is not None
     assert report.root_cause.mode_id == "planning.step_limit_exhausted"
+    # nothing raised: the summary says the agent stopped (before: "raised:
+    # ModelCallLimit: ...", an exception type that does not exist)
+    assert "raised" not in report.summary
+    if limit == "model calls":
+        assert f"{error.agent_name} stopped: the agent reached its" in report.summary
 
 
 def test_an_agent_run_inside_a_chain_is_recorded(dbg: AgentDebug) -> None:

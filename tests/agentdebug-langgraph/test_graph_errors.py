@@ -261,6 +261,8 @@ def test_a_prebuilt_agent_out_of_steps_is_an_error_only_where_the_check_fails(
     (report,) = cb.reports
     assert report.root_cause is not None
     assert report.root_cause.mode_id == "planning.step_limit_exhausted"
+    assert "agent stopped: the agent ran out of steps" in report.summary
+    assert "raised" not in report.summary
 
 
 def test_two_nodes_writing_a_key_that_holds_one_value_are_named() -> None:

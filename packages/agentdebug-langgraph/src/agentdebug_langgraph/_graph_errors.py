@@ -34,7 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentdebug.detect.signals import FAILURE_MODE
+from agentdebug.detect.signals import ENDED_ITSELF, FAILURE_MODE
 from agentdebug.schema import AgentEvent, EventType
 
 # what the prebuilt agent (create_react_agent) answers when RemainingSteps runs low:
@@ -391,6 +391,7 @@ def out_of_steps(
             parent=parent,
             meta={
                 **({FAILURE_MODE: end.mode} if end.mode else {}),
+                ENDED_ITSELF: True,
                 "langgraph_event": end.event,
                 "graph": graph,
             },

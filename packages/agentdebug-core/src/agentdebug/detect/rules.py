@@ -24,6 +24,7 @@ from agentdebug.detect.signals import (
     ACTION_TYPES,
     BY_THE_RUN,
     DECISION_TYPES,
+    ENDED_ITSELF,
     ERROR_ACK,
     ERROR_OR_REFUSAL,
     HANDLES,
@@ -133,6 +134,9 @@ def rule_errors(ctx: RuleContext) -> Iterator[Finding]:
             # it ("writer's run r1 failed: no sources found"), or what it raised
             what = f"{event.agent_name or 'a sub-agent'}'s run {event.metadata[SUB_RUN]} failed"
             quote = _with_kind(event, quote)
+        elif event.type is EventType.ERROR and event.metadata.get(ENDED_ITSELF):
+            # (no exception: the agent stopped at its limit, and said so)
+            what = f"{event.agent_name or 'the run'} stopped"
         elif event.type is EventType.ERROR:  # an agent's own code raised: say whose, and what
             own = "the run's own code" if event.metadata.get(BY_THE_RUN) else "the run"
             what = f"{event.agent_name or own} raised"

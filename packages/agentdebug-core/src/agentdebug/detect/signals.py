@@ -346,6 +346,10 @@ SUB_RUN_FAILED = "SubRunFailed"
 # agentdebug.capture.ending: an exception that left the run's ``with`` block, the
 # final answer given only to ``set_outcome``); its value says which
 BY_THE_RUN = "by_the_run"
+# metadata of an error event an agent's step recorded without raising: it stopped
+# the run itself at a limit and said so in its answer (LangGraph's prebuilt agent
+# out of steps, a call-limit middleware ending the run); said as "stopped", not "raised"
+ENDED_ITSELF = "ended_itself"
 
 
 def sub_run_failure(event: AgentEvent) -> tuple[str, str] | None:

@@ -493,8 +493,10 @@ def test_an_edited_request_is_the_forks_goal_and_an_added_correction_keeps_the_r
     assert cb.trajectory().goal == "Refund order 8"
 
     # the second turn's request rewritten, at the checkpoint before its model call
-    turn = [s for s in graph.get_state_history(config) if s.next == ("agent",)][0]
-    edited = graph.update_state(turn.config, {"messages": [HumanMessage("Refund order 9", id="h2")]})
+    turn = next(s for s in graph.get_state_history(config) if s.next == ("agent",))
+    edited = graph.update_state(
+        turn.config, {"messages": [HumanMessage("Refund order 9", id="h2")]}
+    )
     graph.invoke(None, {**edited, "callbacks": [cb]})
     run = cb.trajectory()
     assert run.metadata["langgraph"]["forked_from"]["edits"] == 1

@@ -14,6 +14,7 @@ from typing import Any
 from agentdebug.errors import AgentDebugError
 from agentdebug.schema import AgentTrajectory, EventType
 
+from agentdebug_langgraph._aliased import aliased
 from agentdebug_langgraph._checkpoints import is_sqlite_saver
 from agentdebug_langgraph._state import ASYNC
 
@@ -72,15 +73,19 @@ def runs_async(graph: Any, given: bool | None, recorded: bool, run_id: str) -> b
     return possible
 
 
-def invoker(graph: Any, context: Any, asynchronous: bool) -> Callable[[Any, Any], Any]:
+def invoker(
+    graph: Any, context: Any, asynchronous: bool, alias: tuple[str, str] | None = None
+) -> Callable[[Any, Any], Any]:
     """``invoke(config, given)`` runs the branch with runtime ``context``:
     ``graph.invoke``; with
     ``asynchronous``, ``ainvoke`` on a loop of the branch's own (on a worker
     thread when called from async code, which waits for it), a ``SqliteSaver``'s
     graph through ``AsyncSqliteSaver`` on the same file (found here, in the
-    caller's thread: its connection may belong to it)."""
+    caller's thread: its connection may belong to it). ``alias``: (the user's
+    thread, the branch's), the config naming the user's (:mod:`._aliased`)."""
     if not asynchronous:
-        return lambda config, given: graph.invoke(given, config, context=context)
+        runner = aliased(graph, alias)
+        return lambda config, given: runner.invoke(given, config, context=context)
     saver = graph.checkpointer
     path = sqlite_file(saver)
     if path is None and not _has_async_methods(saver):
@@ -94,7 +99,7 @@ def invoker(graph: Any, context: Any, asynchronous: bool) -> Callable[[Any, Any]
         )
 
     def invoke(config: Any, given: Any) -> Any:
-        run = _ainvoke(graph, given, config, path, context)
+        run = _ainvoke(graph, given, config, path, context, alias)
         try:
             asyncio.get_running_loop()
         except RuntimeError:
@@ -106,18 +111,20 @@ def invoker(graph: Any, context: Any, asynchronous: bool) -> Callable[[Any, Any]
     return invoke
 
 
-async def _ainvoke(graph: Any, given: Any, config: Any, path: str | None, context: Any) -> Any:
+async def _ainvoke(
+    graph: Any, given: Any, config: Any, path: str | None, context: Any, alias: Any
+) -> Any:
     """``graph.ainvoke``; for a graph on ``SqliteSaver`` (whose async methods refuse),
     through ``AsyncSqliteSaver`` on its file ``path``, opened on the branch's own
     loop, with the saver's own serializer."""
     if path is None:
-        return await graph.ainvoke(given, config, context=context)
+        return await aliased(graph, alias).ainvoke(given, config, context=context)
     import aiosqlite
     from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 
     async with aiosqlite.connect(path) as conn:
         saver = AsyncSqliteSaver(conn, serde=graph.checkpointer.serde)
-        copy = graph.copy(update={"checkpointer": saver})
+        copy = aliased(graph.copy(update={"checkpointer": saver}), alias)
         return await copy.ainvoke(given, config, context=context)
 
 

@@ -101,10 +101,13 @@ class AgentDebugCallback(RunStarting):
     for the executor to resume on its thread or end (``release_held``), and
     ``resume_note`` is added to the next resume's event. ``inner`` (the executor's:
     the branch's tag, the fork's time, threads made) runs a graph a node invokes
-    on a thread of its own on a copy of that thread (:mod:`._inner_threads`).
+    on a thread of its own on a copy of that thread (:mod:`._inner_threads`);
+    ``thread_alias`` (the executor's: the user's thread, the branch's) records a
+    branch invoked with the user's thread id on the branch's (:mod:`._aliased`).
     """
 
     inner: InnerThreads | None = None
+    thread_alias: tuple[str, str] | None = None
 
     def __init__(
         self,

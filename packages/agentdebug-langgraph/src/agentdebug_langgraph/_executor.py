@@ -232,7 +232,8 @@ class LangGraphRerunExecutor:
             first = noted.get("read_as_of") if isinstance(noted, dict) else None
             spans = node_spans(original, point.step)
             runner = branch_view(graph, str(point.thread_id), snap.created_at, thread, first, spans)
-            invoke = invoker(runner, invocation.context, asynchronous)
+            # its nodes see the user's thread id, its checkpoints go to the branch's
+            invoke = invoker(runner, invocation.context, asynchronous, (str(users), thread))
         else:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
@@ -311,15 +312,18 @@ class LangGraphRerunExecutor:
                 hold_interrupts=True,
             )
             callback.inherited = decisions_of(effective.trajectory)
-            if self.isolate:  # (isolate=False: the branch is the run's continuation)
-                callback.inner = inner_threads(session.id, original, snap.created_at)
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
+            if self.isolate:  # (isolate=False: the branch is the run's continuation)
+                alias = (str(users), thread)
+                callback.inner = inner_threads(session.id, original, snap.created_at, alias)
+                callback.thread_alias = alias
+                config["configurable"]["thread_id"] = users  # (what its nodes read)
             stopped = "the branch stopped before finishing"
             try:
                 with recording_branch(callback):
                     invoke(config, None)
                     answers = recorded_answers(original, point.step)
-                    self._replay(graph, invoke, callback, answers, config, original.id)
+                    self._replay(graph, invoke, callback, answers, config, original.id, thread)
             except Exception as exc:  # the branch failed; its trajectory says how
                 log.info("agentdebug: branch of run %s raised %s", original.id, exc)
                 said = f"{type(exc).__name__}: {safe_str(exc)}"
@@ -541,15 +545,17 @@ class LangGraphRerunExecutor:
         answers: list[Answer],
         config: Any,
         original_id: str,
+        thread: str,
     ) -> None:
         """While the branch waits at an interrupt, resume it on its thread with the
         original's next answer, if the policy lets it; else end it saying why."""
         configurable = {k: v for k, v in config["configurable"].items() if k != "checkpoint_id"}
         config = {**config, "configurable": configurable}  # the thread's latest state
+        state = {"configurable": {**configurable, "thread_id": thread}}  # (as stored)
         used = 0
         while (held := callback.held) is not None:
             answer = answers[used] if used < len(answers) else None
-            snapshot = graph.get_state(config)
+            snapshot = graph.get_state(state)
             pending = waiting(snapshot)
             stop = None if pending else stop_of(snapshot)
             plan = replay_for(answer, pending, self.replay_answers, given=used, stop=stop)

@@ -39,9 +39,12 @@ class InnerThreads(NamedTuple):
     as_of: str | None  # the forked checkpoint's time: the threads as they were then
     made: dict[str, str]  # the user's thread -> the branch's copy, as they are made
     sources: dict[str, str]  # the user's thread -> the thread to copy (a branch's copy)
+    own: tuple[str, str] | None = None  # (the user's thread, the branch's): _aliased
 
 
-def inner_threads(branch_id: str, forked: AgentTrajectory, as_of: str | None) -> InnerThreads:
+def inner_threads(
+    branch_id: str, forked: AgentTrajectory, as_of: str | None, own: tuple[str, str] | None = None
+) -> InnerThreads:
     """For the branch ``branch_id`` of run ``forked``: a branch of a branch made in
     this process copies the first branch's copies (as they were at this fork); one
     made in another process, the user's threads as they were at the first fork (the
@@ -57,7 +60,7 @@ def inner_threads(branch_id: str, forked: AgentTrajectory, as_of: str | None) ->
     first = fork.get("as_of") if isinstance(fork, dict) and not sources else None
     if isinstance(first, str) and as_of and first < as_of:  # (ISO times of one zone)
         as_of = first
-    return InnerThreads(branch_id[:12], as_of, made, dict(sources))
+    return InnerThreads(branch_id[:12], as_of, made, dict(sources), own)
 
 
 def isolate_inner(inner: InnerThreads) -> None:
@@ -75,6 +78,11 @@ def isolate_inner(inner: InnerThreads) -> None:
     thread = conf.get("thread_id")
     if thread is None or BRANCH_MARK in str(thread):
         return  # (the branch's own graph, or one already on a branch's thread)
+    if inner.own is not None and str(thread) == inner.own[0]:
+        # a graph run with the node's own config (the user's thread id, as the
+        # branch's nodes see it): on the branch's thread, where that config leads
+        conf["thread_id"] = inner.own[1]
+        return
     mine = made.get(str(thread))
     if mine is None:
         mine = made[str(thread)] = f"{thread}{BRANCH_MARK}{tag}"

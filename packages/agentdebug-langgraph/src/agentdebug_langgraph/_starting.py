@@ -91,6 +91,7 @@ class RunStarting(RunEnding):
     metadata: dict[str, Any]
     resume_note: dict[str, Any] | None
     inherited: Decisions | None
+    thread_alias: tuple[str, str] | None
     _adopt: TraceSession | None
     _first_step: int
     _parent_event: str | None
@@ -196,6 +197,9 @@ class RunStarting(RunEnding):
         invocation = _invocation.read(frame) if self._adopt is None else None
         thread = md.get("thread_id")
         thread_id = str(thread) if thread is not None else None
+        alias = self.thread_alias  # (a branch's, seen by its nodes as the user's thread)
+        if alias is not None and thread_id == alias[0]:
+            thread_id = alias[1]
         # a run of the user's on a thread (a nested graph's thread is its outer's; a
         # branch's session is the executor's)
         own = thread_id is not None and self._adopt is None and not nested

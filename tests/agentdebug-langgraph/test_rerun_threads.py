@@ -1,0 +1,153 @@
+"""A rerun branch runs on a thread of its own, yet its nodes see the run's thread id:
+an app keys its own data by it (a session table, a store namespace, a sub-agent's
+thread named after it), and a branch that read the made-up id found none of it and
+failed for the debugger's own reason, discrediting a right diagnosis."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from agentdebug import AgentDebug, EventType
+from agentdebug.schema import RerunRequest
+from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from langchain_core.messages import HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from lg_graphs import (
+    lookup_order,
+    lookup_order_by_email,
+    order_found,
+    scripted,
+    sqlite_saver,
+    wrong_then_right,
+)
+from rerun_support import REQUEST, verified_branch
+
+
+def session_agent(model: Any, checkpointer: Any, seen: list[str], sessions: dict[str, Any]) -> Any:
+    """The tool agent whose model node first reads the app's session of the
+    conversation, keyed by its thread id (a ``KeyError`` for any other id)."""
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        thread = config["configurable"]["thread_id"]
+        seen.append(thread)
+        assert sessions[thread]["customer"] == "dana@example.com"
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    return g.compile(checkpointer=checkpointer)
+
+
+def test_a_branchs_nodes_see_the_runs_thread_id_and_its_checkpoints_stay_apart(
+    dbg: AgentDebug,
+) -> None:
+    seen: list[str] = []
+    graph = session_agent(
+        scripted(wrong_then_right()),
+        InMemorySaver(),
+        seen,
+        {"conv-1": {"customer": "dana@example.com"}},
+    )
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    mine = {"configurable": {"thread_id": "conv-1"}}
+    graph.invoke(REQUEST, {**mine, "callbacks": [cb]})
+    before = [s.config for s in graph.get_state_history(mine)]
+    seen.clear()
+
+    branch = verified_branch(dbg, graph, cb)  # (before: KeyError 'conv-1~agentdebug-...')
+    assert seen and set(seen) == {"conv-1"}
+    # the user's thread is as the run left it; the branch's steps are on its own
+    assert [s.config for s in graph.get_state_history(mine)] == before
+    fork = branch.metadata["langgraph"]["fork"]
+    assert fork["thread_id"].startswith("conv-1~agentdebug-")
+    refs = [e.checkpoint for e in branch.events if e.type is EventType.AGENT_START]
+    assert refs and all(r is not None and r.thread_id == fork["thread_id"] for r in refs)
+    theirs = graph.get_state({"configurable": {"thread_id": fork["thread_id"]}})
+    assert theirs.values["messages"][-1].content == "Order A123 costs $42.00."
+
+    # a branch of the branch forks the branch's thread, named in its records
+    request = RerunRequest(trajectory=branch, resume_step=fork["resume_step"], directive="again")
+    again = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found).rerun(request)
+    second = again.metadata["langgraph"]["fork"]
+    assert second["forked_thread_id"] == fork["thread_id"]
+    assert second["original_thread_id"] == "conv-1" and set(seen) == {"conv-1"}
+    assert [s.config for s in graph.get_state_history(mine)] == before
+
+
+def test_an_async_branch_on_sqlite_sees_the_runs_thread_id(dbg: AgentDebug, tmp_path: Path) -> None:
+    """Made with ``ainvoke`` on AsyncSqliteSaver; rerun on the graph built on
+    SqliteSaver for the file, through AsyncSqliteSaver on the branch's own loop,
+    seen through the same alias."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    seen: list[str] = []
+    sessions = {"conv-2": {"customer": "dana@example.com"}}
+    db = str(tmp_path / "c.db")
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+
+    async def capture() -> None:
+        async with AsyncSqliteSaver.from_conn_string(db) as writer:
+            graph = session_agent(scripted(wrong_then_right()), writer, seen, sessions)
+            config: Any = {"configurable": {"thread_id": "conv-2"}, "callbacks": [cb]}
+            await graph.ainvoke(REQUEST, config)
+
+    asyncio.run(capture())
+    assert cb.trajectory().metadata["langgraph"].get("asynchronous") is True
+    seen.clear()
+    graph = session_agent(scripted(wrong_then_right()[2:]), sqlite_saver(db), seen, sessions)
+    verified_branch(dbg, graph, cb)
+    assert seen and set(seen) == {"conv-2"}
+
+
+def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
+    dbg: AgentDebug,
+) -> None:
+    """A node runs a sub-agent on ``f"{thread_id}-support"``, a conversation of its
+    own: the branch's sub-agent goes on from that conversation as it was at the
+    fork (a copy: the real one is left as the run left it), not from an empty
+    thread named after the branch's (``t~agentdebug-...-support``)."""
+    saver = InMemorySaver()
+    helper = StateGraph(MessagesState)
+    helper.add_node("note", lambda s: {"messages": [("ai", f"noted {len(s['messages'])}")]})
+    helper.add_edge(START, "note")
+    support = helper.compile(checkpointer=saver)
+    heard: list[int] = []
+    model = scripted(wrong_then_right())
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        sub = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-support"}}
+        out = support.invoke({"messages": [HumanMessage("turn")]}, sub)
+        heard.append(len(out["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    g = StateGraph(MessagesState)
+    g.add_node("agent", agent)
+    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
+    g.add_edge(START, "agent")
+    g.add_conditional_edges("agent", tools_condition)
+    g.add_edge("tools", "agent")
+    graph = g.compile(checkpointer=saver)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t"}, "callbacks": [cb]})
+    assert heard == [2, 4]  # (the sub-agent's conversation grows by two a turn)
+    real = support.get_state({"configurable": {"thread_id": "t-support"}}).values
+    heard.clear()
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    # from the second model step: the sub-agent had had one turn then
+    request = RerunRequest(trajectory=cb.trajectory(), resume_step=3, directive="By id.")
+    branch = executor.rerun(request)
+    assert branch.outcome.status.value == "success"
+    assert heard[0] == 4  # its one turn before the fork, and the branch's
+    assert support.get_state({"configurable": {"thread_id": "t-support"}}).values == real
+    threads = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
+    assert [t for t in threads if t.startswith("t-support~agentdebug-")]
+    assert not [t for t in threads if t.startswith("t~") and t.endswith("-support")]

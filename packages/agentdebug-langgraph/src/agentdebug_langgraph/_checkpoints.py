@@ -332,6 +332,25 @@ def _on_its_loop(saver: Any, what: str) -> AgentDebugError:
     )
 
 
+def _namespaces_of(saver: Any, thread_id: str) -> list[str] | None:
+    """The checkpoint namespaces a thread has checkpoints in, read from the tables of
+    ``InMemorySaver`` and ``SqliteSaver`` without loading a checkpoint; None for
+    another saver (read through its ``list``)."""
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    storage = getattr(saver, "storage", None)
+    if isinstance(saver, InMemorySaver) and isinstance(storage, dict):
+        return [str(ns) for ns in list(storage.get(thread_id, {}))]
+    if is_sqlite_saver(saver):
+        with saver.cursor(transaction=False) as cur:
+            rows = cur.execute(
+                "SELECT DISTINCT checkpoint_ns FROM checkpoints WHERE thread_id = ?",
+                (thread_id,),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
+    return None
+
+
 def _threads_of(saver: Any) -> Iterator[tuple[str, str]]:
     """(thread id, checkpoint id) of the saver's checkpoints: read from the tables
     of ``InMemorySaver`` and ``SqliteSaver`` without loading a checkpoint, else
@@ -447,6 +466,16 @@ def _kept_subgraphs(saver: Any, thread_id: str, before: str) -> list[Any]:
     ``checkpointer=True``: a namespace without a task id, ``sub``), its latest
     checkpoint from before ``before`` (checkpoint ids sort by time): the memory it
     starts the blamed step with, which the branch's subgraph must start with too."""
+    spaces = _namespaces_of(saver, thread_id)
+    if spaces is not None:  # (read by namespace: a long thread's root history is not)
+        found = []
+        for ns in spaces:
+            if not ns or ":" in ns.rpartition("|")[2]:
+                continue
+            where = {"thread_id": thread_id, "checkpoint_ns": ns}
+            mark = {"configurable": {**where, "checkpoint_id": before}}
+            found += list(saver.list({"configurable": where}, before=mark, limit=1))
+        return found
     latest: dict[str, Any] = {}
     for tup in saver.list({"configurable": {"thread_id": thread_id}}):
         conf = tup.config["configurable"]

@@ -187,3 +187,45 @@ def test_what_the_graph_cannot_rerun_is_refused_before_the_gate(dbg: AgentDebug)
     )
     with pytest.raises(AgentDebugError, match="the graph's state has no 'nope' key"):
         keyed.preflight(original)
+
+
+def test_a_directive_alone_the_state_cannot_carry_is_refused_before_the_gate(
+    dbg: AgentDebug,
+) -> None:
+    """A question/answer state with no messages: the loop's plan (a directive, no
+    state patch) is refused before the gate asks anyone (before: asked, approved,
+    then refused); a plan with a state patch is put to the gate."""
+    from typing import TypedDict
+
+    from agentdebug.rerun import closed_loop
+    from agentdebug_langgraph import AgentDebugCallback
+    from langgraph.graph import START, StateGraph
+
+    class QA(TypedDict):
+        question: str
+        answer: str
+
+    g = StateGraph(QA)
+    g.add_node("answer", lambda s: {"answer": "I cannot tell."})
+    g.add_edge(START, "answer")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def told(s: dict[str, Any]) -> bool | str:
+        return "$42" in s["answer"] or "no price"
+
+    cb = AgentDebugCallback(dbg, success_check=told)
+    graph.invoke({"question": "price?"}, {"configurable": {"thread_id": "t-qa"}, "callbacks": [cb]})
+    asked: list[Any] = []
+
+    def gate(plan: Any) -> tuple[bool, str]:
+        asked.append(plan)
+        return True, "approved"
+
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=told)
+    result = closed_loop(
+        cb.trajectory(), debugger=dbg, executor=executor, report=cb.reports[0], policy=gate
+    )
+    assert asked == [] and result.status == "error"
+    assert "the graph's state has no 'messages' key to carry the directive" in result.detail
+    executor.preflight(cb.trajectory(), resume_step=1, state_patch={"answer": "$42"})
+    executor.preflight(cb.trajectory(), resume_step=1)  # (no plan known: not refused)

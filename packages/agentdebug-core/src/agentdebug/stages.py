@@ -117,8 +117,10 @@ class RerunExecutor(Protocol):
     agent): the closed loop calls it before its gate, so no one is asked to
     approve a rerun that cannot run; a ``preflight`` that takes a keyword ``scorer``
     is told the name of the scorer that will judge the branch ("default",
-    "outcome", "reference", "llm", or a callable's), and one that takes a keyword
-    ``resume_step`` the step the plan reruns from. And ``with_options(options) ->
+    "outcome", "reference", "llm", or a callable's), one that takes a keyword
+    ``resume_step`` the step the plan reruns from, and one that takes
+    ``state_patch`` too the plan's state patch with it (``{}`` when the plan has
+    none: the directive alone must reach the agent). And ``with_options(options) ->
     RerunExecutor``:
     a copy configured by the CLI's ``--executor-option KEY=VALUE`` pairs (text),
     raising an ``AgentDebugError`` naming an option it does not take or a value

@@ -350,6 +350,7 @@ class LangGraphRerunExecutor:
         *,
         scorer: str | None = None,
         resume_step: int | None = None,
+        state_patch: dict[str, Any] | None = None,
     ) -> None:
         """What :meth:`rerun` would refuse that is known without running anything:
         no graph and no recorded factory, a factory that cannot be imported or that
@@ -363,7 +364,9 @@ class LangGraphRerunExecutor:
         before its gate, so no one approves a rerun that cannot run. A recorded
         factory is called here (its graph is the one the rerun then uses); a
         recorded check is imported, not called. ``resume_step``, the step the plan
-        reruns from: also a blamed step a directive cannot reach (inside a tool)."""
+        reruns from: also a blamed step a directive cannot reach (inside a tool);
+        with ``state_patch`` (the plan's, ``{}`` for none), a directive alone that
+        the graph's state has no messages key to carry."""
         check = self._success_check(trajectory)
         unjudged = None
         if isinstance(check, UnavailableCheck) and (
@@ -372,13 +375,15 @@ class LangGraphRerunExecutor:
             why = check.reason.replace(UNJUDGED, "a branch's outcome would be left unknown")
             unjudged = f"a branch could not be judged: {why}"
         try:  # (first what no option fixes: the graph; then the check, or both at once)
-            self._preflight_graph(trajectory, resume_step)
+            self._preflight_graph(trajectory, resume_step, state_patch)
         except AgentDebugError as exc:
             raise AgentDebugError(f"{exc}. Also, {unjudged}" if unjudged else str(exc)) from exc
         if unjudged is not None:
             raise AgentDebugError(unjudged)
 
-    def _preflight_graph(self, trajectory: AgentTrajectory, resume_step: int | None) -> None:
+    def _preflight_graph(
+        self, trajectory: AgentTrajectory, resume_step: int | None, patch: Any = None
+    ) -> None:
         graph, spec = self._found(trajectory)
         saved = any(e.checkpoint for e in trajectory.events)
         if graph is None:
@@ -397,7 +402,11 @@ class LangGraphRerunExecutor:
                 point = resume_point(trajectory, resume_step)
             except AgentDebugError:  # (the rerun says why)
                 return
-            retried(graph, trajectory, point)  # (refused here when it cannot help)
+            # (refused here when it cannot help)
+            if not retried(graph, trajectory, point) and patch == {}:
+                key = self._directive_key(graph)  # (a directive alone: somewhere to go)
+                if key not in state_keys(graph) | set(getattr(graph, "channels", None) or ()):
+                    raise no_key(key, state_keys(graph))
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:
         """What the branch is invoked with (refused when this process cannot give it)."""

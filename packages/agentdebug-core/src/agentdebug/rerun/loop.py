@@ -168,7 +168,7 @@ def closed_loop(
             f"{plan.directive}"
         )
         attempt = Attempt(round=round_, run_id=current.id, report_id=current_report.id, plan=plan)
-        unable = _cannot_rerun(ex, current, judge.name, plan.resume_step)
+        unable = _cannot_rerun(ex, current, judge.name, plan.resume_step, plan.state_patch)
         if unable is not None:  # before the gate: no one approves what cannot run
             say(f"round {round_}: {unable}; the original run is kept")
             attempt = attempt.model_copy(update={"error": unable})
@@ -311,13 +311,19 @@ def _never_rerun(
 
 
 def _cannot_rerun(
-    ex: RerunExecutor, run: AgentTrajectory, scorer: str, resume_step: int | None
+    ex: RerunExecutor,
+    run: AgentTrajectory,
+    scorer: str,
+    resume_step: int | None,
+    state_patch: dict[str, Any] | None = None,
 ) -> str | None:
     """Why ``ex`` cannot rerun ``run`` from ``resume_step``, when its ``preflight``
     can tell beforehand. It is told what it takes of: the name of the scorer that
     will judge the branch (``scorer``: a branch no check of the executor's can judge
-    is no use to the default scorer, and fine for the llm one), and the step the plan
-    reruns from (``resume_step``: a run may be restorable at some steps only)."""
+    is no use to the default scorer, and fine for the llm one), the step the plan
+    reruns from (``resume_step``: a run may be restorable at some steps only), and,
+    with a plan, the plan's state patch (``state_patch``, ``{}`` for none: a
+    directive alone needs somewhere in the agent's state to go)."""
     check = getattr(ex, "preflight", None)
     if check is None:
         return None
@@ -330,6 +336,8 @@ def _cannot_rerun(
         told["scorer"] = scorer
     if "resume_step" in takes and resume_step is not None:
         told["resume_step"] = resume_step
+        if "state_patch" in takes:  # (a plan's: none is {})
+            told["state_patch"] = dict(state_patch or {})
     try:
         check(run, **told)
     except AgentDebugError as exc:

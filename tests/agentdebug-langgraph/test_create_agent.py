@@ -463,3 +463,36 @@ def test_a_return_direct_tools_answer_is_the_runs_final_answer(dbg: AgentDebug, 
     assert final.agent_name == "tools"
     (result,) = of_type(run, EventType.TOOL_RESULT)
     assert final.step_index == result.step_index
+
+
+@pytest.mark.parametrize("refused_by", ["a guardrail", "the model"])
+def test_an_after_agent_hook_that_tidies_the_reply_is_not_its_author(
+    dbg: AgentDebug, refused_by: str
+) -> None:
+    """An ``@after_agent`` hook rewrites the last message by its id, its words as
+    they were (``.strip()``): the refusal it passes on is the guardrail's or the
+    model's, filed and blamed there (before: the hook was, and a rerun would have
+    corrected a formatter)."""
+    from langchain.agents.middleware import after_agent, before_model
+
+    @before_model(can_jump_to=["end"])
+    def guardrail(state: Any, runtime: Any) -> dict[str, Any] | None:
+        if "password" in state["messages"][-1].content:
+            return {"messages": [AIMessage("I can't help with that.")], "jump_to": "end"}
+        return None
+
+    @after_agent
+    def tidy(state: Any, runtime: Any) -> dict[str, Any]:
+        last = state["messages"][-1]
+        return {"messages": [AIMessage(last.content.strip(), id=last.id)]}
+
+    question = "what is my password?" if refused_by == "a guardrail" else "an address?"
+    model = Says(reply=lambda msgs: AIMessage("I can't help with that. "))
+    agent = create_agent(model, [], middleware=[guardrail, tidy])
+    cb = AgentDebugCallback(dbg, success_check=lambda s: "can't" not in s["messages"][-1].content)
+    agent.invoke({"messages": [HumanMessage(question)]}, {"callbacks": [cb]})
+    author = "guardrail.before_model" if refused_by == "a guardrail" else "model"
+    (final,) = of_type(cb.trajectory(), EventType.FINAL_ANSWER)
+    assert final.agent_name == author
+    root = cb.reports[0].root_cause
+    assert root is not None and root.agent_name == author

@@ -56,7 +56,7 @@ def answered_by(run: GraphRun, msg: Any) -> tuple[str | None, int, str | None]:
         ] or [
             (step, agent, event_id)
             for agent, (given, step, event_id, _) in answers.items()
-            if getattr(given, "content", None) == content
+            if _words(getattr(given, "content", None)) == _words(content)
         ]
         written = run.last_written
         if len(same) > 1 and written is not None and _same_message(written[0], msg):
@@ -89,3 +89,21 @@ def _same_message(written: Any, msg: Any) -> bool:
         return getattr(msg, "type", None) == "ai" and _content(msg) == written.get("content")
     given = getattr(msg, "id", None)
     return given is not None and getattr(written, "id", None) == given
+
+
+def _words(content: Any) -> Any:
+    """A message's content as its words: a text stripped of the space around it (a
+    hook that tidies the reply, ``.strip()``, leaves the model's words)."""
+    return content.strip() if isinstance(content, str) else content
+
+
+def restated(written: Any, msg: Any) -> bool:
+    """Whether a node's update writes again a message an earlier node wrote (the
+    same id), its words unchanged: an ``after_agent`` hook that tidies or checks the
+    reply and rewrites it by id is not its author."""
+    given = getattr(msg, "id", None)
+    return (
+        given is not None
+        and getattr(written, "id", None) == given
+        and _words(getattr(written, "content", None)) == _words(getattr(msg, "content", None))
+    )

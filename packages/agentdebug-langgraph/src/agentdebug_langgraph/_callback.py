@@ -35,7 +35,7 @@ from langgraph.errors import GraphBubbleUp, GraphInterrupt
 from langgraph.types import Command
 
 from agentdebug_langgraph import _cache_hits, _convert, _graph_errors, _node_failures
-from agentdebug_langgraph._answers import STRUCTURED
+from agentdebug_langgraph._answers import STRUCTURED, restated
 from agentdebug_langgraph._base import checked_arguments
 from agentdebug_langgraph._ending import ENDED_KEPT, SuccessCheck, checked_success_check
 from agentdebug_langgraph._inner_threads import InnerThreads, isolate_inner
@@ -485,7 +485,9 @@ class AgentDebugCallback(RunStarting):
         ):
             run = rec.run
             written = run.last_written
-            if written is None or written[0] is not last:  # (not a subgraph handing it up)
+            if written is None or (  # (not a subgraph handing it up, nor a node that
+                written[0] is not last and not restated(written[0], last)
+            ):  # wrote the same message again, its words as they were: a tidying hook)
                 run.last_written = (last, rec.agent, rec.step, rec.event_id)
 
     def _note_sends(self, rec: NodeRun, outputs: Any) -> None:

@@ -122,3 +122,17 @@ def test_a_code_fix_is_not_rerun_and_act_says_so(
     assert act.returncode == 0, act.stderr
     assert "Fix the tool's code" in act.stdout and "No rerun" in act.stdout
     assert "To rerun" not in act.stdout
+
+
+def test_code_that_raised_not_implemented_is_blamed_with_a_code_fix_not_the_call() -> None:
+    """LangChain's "StructuredTool does not support sync invocation" (an async-only
+    tool run by a sync invoke): no argument and no decision changes it, so the tool's
+    step is blamed with a fix to code, and the loop plans no rerun (before: the
+    model's call, told to fix its arguments, and rerun in vain)."""
+    said = "StructuredTool does not support sync invocation."
+    report = diagnose(stock_run("widgets", ErrorInfo(type="NotImplementedError", message=said)))
+    root = report.root_cause
+    assert root is not None and (root.agent_name, root.step_index) == ("tools", 3)
+    assert root.metadata.get("code_fix")
+    assert report.fix is not None and "ainvoke" in report.fix.directive
+    assert f'NotImplementedError ("{said}")' in report.fix.directive

@@ -106,6 +106,45 @@ def test_among_parallel_calls_of_one_tool_the_fix_names_the_one_that_failed() ->
     assert "A1" not in report.fix.directive
 
 
+def test_a_call_recorded_again_on_a_resume_is_named_once_in_the_fix() -> None:
+    """A tool paused by an interrupt and run again on the resume is one call (its
+    id), recorded twice: the fix names its failure once (before: "X failed; at the
+    same step, X failed")."""
+    meta = {"tool_name": "refund", "tool_call_id": "c1"}
+    said = ErrorInfo(type="PermissionError", message="refund of B2 not approved")
+    run = AgentTrajectory(
+        id="resumed",
+        goal="refund B2",
+        framework="test",
+        events=[
+            event(0, EventType.USER_INPUT, input="refund B2"),
+            event(1, EventType.TOOL_CALL, agent_name="model", input={"order": "B2"}, metadata=meta),
+            event(2, EventType.USER_INPUT, input="no", metadata={"langgraph_event": "resume"}),
+            event(
+                3,
+                EventType.TOOL_CALL,
+                agent_name="model",
+                step=1,
+                input={"order": "B2"},
+                metadata=meta,
+            ),
+            event(
+                4,
+                EventType.TOOL_RESULT,
+                agent_name="tools",
+                parent_id="e3",
+                metadata=meta,
+                error=said,
+            ),
+        ],
+        outcome=Outcome(status=OutcomeStatus.FAILURE, reason="not refunded"),
+    )
+    report = diagnose(run)
+    assert report.fix is not None
+    assert report.fix.directive.count("refund of B2 not approved") == 1, report.fix.directive
+    assert "at the same step" not in report.fix.directive
+
+
 def test_a_blamed_call_that_did_not_fail_gets_the_remedy_alone() -> None:
     from agentdebug.plugins import get_registry
     from agentdebug.remedies import fix_of

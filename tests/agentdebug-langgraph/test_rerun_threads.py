@@ -11,7 +11,12 @@ from typing import Any
 
 from agentdebug import AgentDebug, EventType
 from agentdebug.schema import RerunRequest
-from agentdebug_langgraph import AgentDebugCallback, LangGraphRerunExecutor
+from agentdebug_langgraph import (
+    AgentDebugCallback,
+    LangGraphRerunExecutor,
+    branch_threads,
+    prune_branch_threads,
+)
 from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
@@ -149,5 +154,11 @@ def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
     assert heard[0] == 4  # its one turn before the fork, and the branch's
     assert support.get_state({"configurable": {"thread_id": "t-support"}}).values == real
     threads = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
-    assert [t for t in threads if t.startswith("t-support~agentdebug-")]
+    (copy,) = [t for t in threads if t.startswith("t-support~agentdebug-")]
     assert not [t for t in threads if t.startswith("t~") and t.endswith("-support")]
+    # the copy is the branch's: listed under no thread of the user's, pruned with it
+    (mine,) = branch_threads(graph, "t")
+    assert copy.endswith(mine.rpartition("~agentdebug-")[2])
+    assert sorted(prune_branch_threads(graph, "t")) == sorted([copy, mine])
+    left = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
+    assert left == {"t", "t-support"}

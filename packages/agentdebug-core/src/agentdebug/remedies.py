@@ -164,15 +164,19 @@ def _failed_call(events: list[AgentEvent], at: int | None) -> tuple[str, int] | 
     if said is None or at is None or not _unresolved(events, at):
         return None  # (no failure; or one a retry got past: not what the fix is for)
     blamed = events[at]
-    others = [
-        other
-        for i, event in enumerate(events)
-        if i != at
-        and event.type is EventType.TOOL_CALL
-        and event.step_index == blamed.step_index
-        and event.agent_name == blamed.agent_name
-        and (other := _call_failure(events, i)) is not None
-    ]
+    own_id = blamed.metadata.get("tool_call_id")
+    others: list[str] = []  # (each once: not the blamed call again, as a resume records it)
+    for i, event in enumerate(events):
+        if (
+            i != at
+            and event.type is EventType.TOOL_CALL
+            and event.step_index == blamed.step_index
+            and event.agent_name == blamed.agent_name
+            and (own_id is None or event.metadata.get("tool_call_id") != own_id)
+        ):
+            other = _call_failure(events, i)
+            if other is not None and other != said and other not in others:
+                others.append(other)
     if others:
         more = f" (and {len(others) - MORE_CALLS} more)" if len(others) > MORE_CALLS else ""
         said += f"; at the same step, {'; '.join(others[:MORE_CALLS])}{more}"

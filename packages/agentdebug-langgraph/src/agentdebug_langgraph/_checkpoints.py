@@ -307,7 +307,10 @@ def branch_threads(graph_or_saver: Any, thread_id: str | None = None) -> list[st
     return _branches(_saver_of(graph_or_saver), thread_id, "branch_threads")
 
 
-def _branches(saver: Any, thread_id: str | None, what: str) -> list[str]:
+def _branches(saver: Any, thread_id: str | None, what: str, latest: bool = False) -> list[str]:
+    """The branch threads (of ``thread_id``), least recently used first; with
+    ``latest`` the order of the newest thread of each branch's mark (its copies'
+    too), so that a branch's threads sort together."""
     prefix = f"{thread_id}{BRANCH_MARK}" if thread_id is not None else None
     found: dict[str, str] = {}  # thread -> its latest checkpoint id (ids sort by time)
     try:
@@ -318,6 +321,12 @@ def _branches(saver: Any, thread_id: str | None, what: str) -> list[str]:
                 found[tid] = cid
     except asyncio.InvalidStateError as exc:
         raise _on_its_loop(saver, what) from exc
+    if latest:
+        marks: dict[str, str] = {}
+        for tid, cid in found.items():
+            mark = tid.rpartition(BRANCH_MARK)[2]
+            marks[mark] = max(marks.get(mark, cid), cid)
+        return sorted(found, key=lambda t: (marks[t.rpartition(BRANCH_MARK)[2]], found[t]))
     return sorted(found, key=found.__getitem__)
 
 
@@ -389,14 +398,22 @@ def prune_branch_threads(
     graph_or_saver: Any, thread_id: str | None = None, *, keep: int = 0
 ) -> list[str]:
     """Delete the threads rerun branches made (see :func:`branch_threads`), but the
-    newest ``keep``; the deleted thread ids. The user's own threads are never
+    newest ``keep`` branches; the deleted thread ids. A branch's copies of the
+    threads of graphs its nodes ran go with it. The user's own threads are never
     touched; the branches' recorded runs stay in agentdebug's store, but can no
     longer be rerun or resumed from their threads."""
     if keep < 0:
         raise AgentDebugError(f"prune_branch_threads(keep={keep}): keep must be 0 or more")
     saver = _saver_of(graph_or_saver)
-    threads = _branches(saver, thread_id, "prune_branch_threads")
-    doomed = threads[: max(0, len(threads) - keep)]
+    every = _branches(saver, None, "prune_branch_threads", latest=True)
+    # a branch: its thread, and the copies it made of the threads of graphs its nodes
+    # ran (``research-1~agentdebug-<its mark>``), pruned together
+    groups: dict[str, list[str]] = {}
+    for tid in every:
+        groups.setdefault(tid.rpartition(BRANCH_MARK)[2], []).append(tid)
+    prefix = f"{thread_id}{BRANCH_MARK}" if thread_id is not None else None
+    mains = [g for g in groups.values() if prefix is None or any(t.startswith(prefix) for t in g)]
+    doomed = [tid for group in mains[: max(0, len(mains) - keep)] for tid in group]
     try:
         for tid in doomed:
             saver.delete_thread(tid)

@@ -60,7 +60,9 @@ def inner_threads(
     first = fork.get("as_of") if isinstance(fork, dict) and not sources else None
     if isinstance(first, str) and as_of and first < as_of:  # (ISO times of one zone)
         as_of = first
-    return InnerThreads(branch_id[:12], as_of, made, dict(sources), own)
+    # the copies carry the branch thread's own mark, so that they are pruned with it
+    tag = own[1].rpartition(BRANCH_MARK)[2] if own is not None else branch_id[:12]
+    return InnerThreads(tag, as_of, made, dict(sources), own)
 
 
 def isolate_inner(inner: InnerThreads) -> None:

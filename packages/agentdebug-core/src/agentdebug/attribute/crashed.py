@@ -81,3 +81,24 @@ def code_fix(failed: AgentEvent, call: AgentEvent, said: str) -> str:
         f"{shorten(said, 160)}\". Fix the tool's code to handle input of that form (the "
         "call passed what the task wrote); a rerun would run the same code."
     )
+
+
+def unimplemented(failed: AgentEvent) -> bool:
+    """Whether ``failed`` raised ``NotImplementedError``: code with no
+    implementation for the way it was run (LangChain's "StructuredTool does not
+    support sync invocation": a tool with only an async function, run by a sync
+    ``invoke``), which no argument and no decision changes."""
+    return failed.error is not None and failed.error.type == "NotImplementedError"
+
+
+def unimplemented_fix(failed: AgentEvent, said: str) -> str:
+    """The fix for code that raised ``NotImplementedError``: to the code, or to how
+    the agent is run."""
+    who = tool_name(failed) or failed.agent_name or "the step"
+    return (
+        f"At step {failed.step_index}, {failed.agent_name or 'the tool'}: {who} raised "
+        f'NotImplementedError ("{shorten(said, 160)}"): its code has no implementation for '
+        "the way it was run. Implement it, or run it the way it supports (a tool with only "
+        "an async function needs the agent run with ainvoke or astream, or a sync function "
+        "of its own); no decision of the agent's and no rerun changes it."
+    )

@@ -14,7 +14,12 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from agentdebug.attribute.crashed import code_fix, crashed_on_task
+from agentdebug.attribute.crashed import (
+    code_fix,
+    crashed_on_task,
+    unimplemented,
+    unimplemented_fix,
+)
 from agentdebug.attribute.lineage import writer_of
 from agentdebug.attribute.words import (
     answer_origin,
@@ -258,6 +263,16 @@ class HeuristicAttributor:
                 charge(event, 0.5 * conf, f"environment fault here: {finding.message}", finding)
             elif event.id in covered:
                 charge(event, 0.5 * conf, f"{covered[event.id]}: {finding.message}", finding)
+            elif finding.mode_id.startswith("system.") and unimplemented(event):
+                # code with no implementation for how it was run: the decision before
+                # it did nothing wrong, and a rerun runs the same code
+                said = (event.error.message if event.error else "") or finding.message
+                charge(
+                    event, 0.8 * conf, f"its code is not implemented: {finding.message}", finding
+                )
+                if candidates[event.id].fix is None:
+                    candidates[event.id].code_fix = True
+                    candidates[event.id].fix = unimplemented_fix(event, said)
             elif finding.mode_id.startswith("system.") or (
                 finding.mode_id == "action.malformed_tool_call" and event.type in PASSIVE_TYPES
             ):

@@ -341,3 +341,21 @@ def test_a_model_recoverer_whose_model_fails_says_the_native_one_needs_none(home
     said = done.stdout + done.stderr
     assert "recoverer 'reflexion': " in said and "HTTP 500" in said
     assert "the 'native' recoverer needs no model" in said
+
+
+def test_cli_act_on_a_run_still_running_says_so(home: Path) -> None:
+    """A run that has not ended (a LangGraph run waiting at an interrupt for a
+    person's answer): nothing to act on yet, said as such (before: "no fix to use
+    as a directive ... try --recover reflexion or critic with a model configured")."""
+    dbg = AgentDebug(home)
+    session = dbg.trace("Refund order B2.", framework="toy")
+    session.record("tool_call", agent_name="agent", input={"order": "B2"})
+    session.flush()
+    try:
+        said = run_cli("act", session.id)
+        assert said.returncode == 1
+        assert f"run {session.id} is still running" in said.stderr
+        assert "reflexion" not in said.stderr + said.stdout
+    finally:
+        session.close()
+        dbg.close()

@@ -54,6 +54,7 @@ def test_an_interrupt_inside_a_tool_pauses_the_call_and_the_resume_names_it(
     )
     assert pause.parent_id == first.id and pause.metadata["tool_call_id"] == "r1"
     assert pause.error is None
+    assert pause.output == [{"approve": 42}]  # what it asked (before: nothing, shown blank)
     assert again.metadata["resumes"] == first.id
     (result,) = of_type(run, EventType.TOOL_RESULT)
     assert result.parent_id == again.id and result.output == "refunded 42"

@@ -166,6 +166,12 @@ class ToolEvents(CaptureBase):
                     parent_id=call_event,
                     module="langgraph.interrupt",
                     duration_ms=(time.perf_counter() - started) * 1000.0,
+                    # (what it asked, as its node's interrupt event says it: shown)
+                    output=[
+                        _convert.compact(getattr(i, "value", i))
+                        for i in _convert.interrupts_of(error)
+                    ]
+                    or None,
                     metadata=meta,
                 )
                 if call_id:

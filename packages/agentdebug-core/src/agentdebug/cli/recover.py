@@ -10,12 +10,18 @@ from typing import Any
 import click
 import orjson
 
-from agentdebug.cli.app import Ctx, cli, pass_ctx
+from agentdebug.cli.app import Ctx, abandoned_view, cli, pass_ctx
 from agentdebug.cli.options import model_options, settings_from
 from agentdebug.cli.values import nonempty
 from agentdebug.detect.signals import CODE_FIX
 from agentdebug.errors import AgentDebugError
-from agentdebug.schema import AgentTrajectory, Attempt, DiagnosticReport, LoopResult
+from agentdebug.schema import (
+    AgentTrajectory,
+    Attempt,
+    DiagnosticReport,
+    LoopResult,
+    OutcomeStatus,
+)
 
 
 def _latest_report(obj: Ctx, run: AgentTrajectory) -> DiagnosticReport | None:
@@ -128,6 +134,14 @@ def act(
     store = obj.settled_store
     dbg = AgentDebug(store)
     run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
+    if abandoned_view(run)[0].outcome.status is OutcomeStatus.RUNNING:  # (not a dead one's:
+        # no failure yet to plan against)
+        raise click.ClickException(
+            f"run {run.id} is still running: it has no outcome yet (a run waiting at an "
+            "interrupt for a person's answer stays running until it is resumed), so "
+            f"there is nothing to act on until it ends; `agentdebug show {run.id}` shows "
+            "where it is"
+        )
     with use_settings(settings):
         chosen = attributor or configured_attributor()
         report = None if fresh else _latest_report(obj, run)

@@ -584,11 +584,11 @@ def functional_workflow(model: Any, checkpointer: Any) -> Any:
     return workflow
 
 
-def agent_loop(model: Any, tools: Any, checkpointer: Any = None) -> Any:
+def agent_loop(model: Any, tools: Any, checkpointer: Any = None, agent: Any = None) -> Any:
     """A model node and a tools node (``tools``: a ToolNode or a node function) in
-    the usual loop."""
+    the usual loop (``agent``: a node function of its own instead of the model's)."""
     g = StateGraph(MessagesState)
-    g.add_node("agent", lambda s: {"messages": [model.invoke(s["messages"])]})
+    g.add_node("agent", agent or (lambda s: {"messages": [model.invoke(s["messages"])]}))
     g.add_node("tools", tools)
     g.add_edge(START, "agent")
     g.add_conditional_edges("agent", tools_condition)

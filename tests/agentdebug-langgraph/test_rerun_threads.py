@@ -21,8 +21,9 @@ from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
-from langgraph.prebuilt import ToolNode, tools_condition
+from langgraph.prebuilt import ToolNode
 from lg_graphs import (
+    agent_loop,
     lookup_order,
     lookup_order_by_email,
     order_found,
@@ -31,6 +32,10 @@ from lg_graphs import (
     wrong_then_right,
 )
 from rerun_support import REQUEST, verified_branch
+
+
+def order_tools() -> ToolNode:
+    return ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True)
 
 
 def session_agent(model: Any, checkpointer: Any, seen: list[str], sessions: dict[str, Any]) -> Any:
@@ -43,13 +48,7 @@ def session_agent(model: Any, checkpointer: Any, seen: list[str], sessions: dict
         assert sessions[thread]["customer"] == "dana@example.com"
         return {"messages": [model.invoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    return g.compile(checkpointer=checkpointer)
+    return agent_loop(None, order_tools(), checkpointer, agent=agent)
 
 
 def test_a_branchs_nodes_see_the_runs_thread_id_and_its_checkpoints_stay_apart(
@@ -134,13 +133,7 @@ def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
         heard.append(len(out["messages"]))
         return {"messages": [model.invoke(state["messages"])]}
 
-    g = StateGraph(MessagesState)
-    g.add_node("agent", agent)
-    g.add_node("tools", ToolNode([lookup_order_by_email, lookup_order], handle_tool_errors=True))
-    g.add_edge(START, "agent")
-    g.add_conditional_edges("agent", tools_condition)
-    g.add_edge("tools", "agent")
-    graph = g.compile(checkpointer=saver)
+    graph = agent_loop(None, order_tools(), saver, agent=agent)
     cb = AgentDebugCallback(dbg, success_check=order_found)
     graph.invoke(REQUEST, {"configurable": {"thread_id": "t"}, "callbacks": [cb]})
     assert heard == [2, 4]  # (the sub-agent's conversation grows by two a turn)

@@ -63,14 +63,12 @@ from agentdebug_langgraph._ending import (
     checked_success_check,
 )
 from agentdebug_langgraph._fork import (
-    BY_CLI,
-    as_held,
+    directive_message,
     directive_text,
     fork,
     no_key,
     over_budget,
     remaining_budget,
-    replaced_by_updates,
     require_delivered,
     require_rerunnable,
     require_state_keys,
@@ -523,23 +521,7 @@ class LangGraphRerunExecutor:
             return dict(request.state_patch)
         if self.directive_update is not None:
             return updated(self.directive_update, request, snap, graph)
-        values = snap.values if isinstance(snap.values, dict) else {}
-        key = self._directive_key(graph)
-        if key not in values and key not in state_keys(graph):
-            raise no_key(key, state_keys(graph) | set(values))
-        held = values.get(key)  # (a key the state declares, not filled yet: none held)
-        if held is not None and not isinstance(held, list | tuple):
-            # (a text, a number: the directive in its place would replace the user's value)
-            raise AgentDebugError(
-                f"the state key '{key}' holds {type(held).__name__}, not a list of messages, "
-                "so the directive cannot be added to it as a message without replacing what "
-                "it holds; name a key that holds the messages, or give a state_patch or "
-                f"LangGraphRerunExecutor(directive_update=...){BY_CLI}"
-            )
-        said = [as_held(held, directive_text(request))]
-        if replaced_by_updates(graph, key):
-            said = [*held, *said] if isinstance(held, list | tuple) else said
-        return {key: said}
+        return directive_message(graph, snap, self._directive_key(graph), request)
 
     def _directive_key(self, graph: Any) -> str:
         """The state key the directive goes to: as given, else the graph's

@@ -401,6 +401,29 @@ def as_held(held: Any, text: str) -> Any:
     return HumanMessage(content=text)
 
 
+def directive_message(graph: Any, snap: Any, key: str, request: RerunRequest) -> dict[str, Any]:
+    """The update that adds the directive to the messages under ``key`` as one more
+    message (to those the state holds, for a key without a reducer, which an update
+    replaces); refused for a key the state has not, or one holding a value that is
+    no list of messages."""
+    values = snap.values if isinstance(snap.values, dict) else {}
+    if key not in values and key not in state_keys(graph):
+        raise no_key(key, state_keys(graph) | set(values))
+    held = values.get(key)  # (a key the state declares, not filled yet: none held)
+    if held is not None and not isinstance(held, list | tuple):
+        # (a text, a number: the directive in its place would replace the user's value)
+        raise AgentDebugError(
+            f"the state key '{key}' holds {type(held).__name__}, not a list of messages, "
+            "so the directive cannot be added to it as a message without replacing what "
+            "it holds; name a key that holds the messages, or give a state_patch or "
+            f"LangGraphRerunExecutor(directive_update=...){BY_CLI}"
+        )
+    said = [as_held(held, directive_text(request))]
+    if replaced_by_updates(graph, key):
+        said = [*held, *said] if isinstance(held, list | tuple) else said
+    return {key: said}
+
+
 def no_key(key: str, keys: set[str]) -> AgentDebugError:
     """The refusal of a directive key the graph's state does not have."""
     return AgentDebugError(

@@ -155,3 +155,37 @@ def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
     assert sorted(prune_branch_threads(graph, "t")) == sorted([copy, mine])
     left = {c.config["configurable"]["thread_id"] for c in saver.list(None)}
     assert left == {"t", "t-support"}
+
+
+def test_a_sub_agent_with_a_saver_of_its_own_on_the_runs_thread_id_goes_on_from_a_copy(
+    dbg: AgentDebug,
+) -> None:
+    """A node runs a sub-agent compiled with a checkpointer of its own, keyed by the
+    same thread id as the run's conversation: in the branch (whose nodes see that
+    id), the sub-agent goes on from a copy of its conversation there, not from an
+    empty thread, and its real one is left alone."""
+    own = InMemorySaver()
+    helper = StateGraph(MessagesState)
+    helper.add_node("note", lambda s: {"messages": [("ai", f"noted {len(s['messages'])}")]})
+    helper.add_edge(START, "note")
+    support = helper.compile(checkpointer=own)
+    heard: list[int] = []
+    model = scripted(wrong_then_right())
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        sub = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        heard.append(len(support.invoke({"messages": [HumanMessage("turn")]}, sub)["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = agent_loop(None, order_tools(), InMemorySaver(), agent=agent)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t"}, "callbacks": [cb]})
+    real = support.get_state({"configurable": {"thread_id": "t"}}).values
+    heard.clear()
+    request = RerunRequest(trajectory=cb.trajectory(), resume_step=3, directive="By id.")
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found)
+    assert executor.rerun(request).outcome.status.value == "success"
+    assert heard[0] == 4  # its one turn before the fork, and the branch's
+    assert support.get_state({"configurable": {"thread_id": "t"}}).values == real
+    copies = {c.config["configurable"]["thread_id"] for c in own.list(None)} - {"t"}
+    assert len(copies) == 1 and copies.pop().startswith("t~agentdebug-")

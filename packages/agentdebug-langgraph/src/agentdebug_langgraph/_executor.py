@@ -313,7 +313,9 @@ class LangGraphRerunExecutor:
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
             if self.isolate:  # (isolate=False: the branch is the run's continuation)
                 alias = (str(users), thread)
-                callback.inner = inner_threads(session.id, original, snap.created_at, alias)
+                callback.inner = inner_threads(
+                    session.id, original, snap.created_at, alias, graph.checkpointer
+                )
                 callback.thread_alias = alias
                 config["configurable"]["thread_id"] = users  # (what its nodes read)
             stopped = "the branch stopped before finishing"

@@ -40,10 +40,15 @@ class InnerThreads(NamedTuple):
     made: dict[str, str]  # the user's thread -> the branch's copy, as they are made
     sources: dict[str, str]  # the user's thread -> the thread to copy (a branch's copy)
     own: tuple[str, str] | None = None  # (the user's thread, the branch's): _aliased
+    saver: Any = None  # the branch's graph's checkpointer, where ``own``'s threads are
 
 
 def inner_threads(
-    branch_id: str, forked: AgentTrajectory, as_of: str | None, own: tuple[str, str] | None = None
+    branch_id: str,
+    forked: AgentTrajectory,
+    as_of: str | None,
+    own: tuple[str, str] | None = None,
+    saver: Any = None,
 ) -> InnerThreads:
     """For the branch ``branch_id`` of run ``forked``: a branch of a branch made in
     this process copies the first branch's copies (as they were at this fork); one
@@ -62,7 +67,7 @@ def inner_threads(
         as_of = first
     # the copies carry the branch thread's own mark, so that they are pruned with it
     tag = own[1].rpartition(BRANCH_MARK)[2] if own is not None else branch_id[:12]
-    return InnerThreads(tag, as_of, made, dict(sources), own)
+    return InnerThreads(tag, as_of, made, dict(sources), own, saver)
 
 
 def isolate_inner(inner: InnerThreads) -> None:
@@ -80,9 +85,11 @@ def isolate_inner(inner: InnerThreads) -> None:
     thread = conf.get("thread_id")
     if thread is None or BRANCH_MARK in str(thread):
         return  # (the branch's own graph, or one already on a branch's thread)
-    if inner.own is not None and str(thread) == inner.own[0]:
-        # a graph run with the node's own config (the user's thread id, as the
-        # branch's nodes see it): on the branch's thread, where that config leads
+    if inner.own is not None and str(thread) == inner.own[0] and graph.checkpointer is inner.saver:
+        # a graph run on the branch graph's saver with the node's own config (the
+        # user's thread id, as the branch's nodes see it): on the branch's thread,
+        # where that config leads (a graph with a saver of its own keyed alike: a
+        # copy of its thread there, as below)
         conf["thread_id"] = inner.own[1]
         return
     mine = made.get(str(thread))

@@ -496,3 +496,22 @@ def test_an_after_agent_hook_that_tidies_the_reply_is_not_its_author(
     assert final.agent_name == author
     root = cb.reports[0].root_cause
     assert root is not None and root.agent_name == author
+
+
+def test_parallel_return_direct_answers_are_all_the_final_answer(dbg: AgentDebug) -> None:
+    """Two ``return_direct`` calls in one turn: both answers, in order."""
+    from langchain_core.tools import tool
+
+    @tool(return_direct=True)
+    def refund(order: str) -> str:
+        """Refund an order."""
+        return f"Refund of {order} issued."
+
+    calls = [_call("refund", {"order": "A1"}, "r1"), _call("refund", {"order": "A2"}, "r2")]
+    model = Says(reply=lambda msgs: AIMessage("", tool_calls=calls))
+    cb = AgentDebugCallback(dbg)
+    create_agent(model, [refund]).invoke(
+        {"messages": [HumanMessage("refund A1 and A2")]}, {"callbacks": [cb]}
+    )
+    (final,) = of_type(cb.trajectory(), EventType.FINAL_ANSWER)
+    assert final.output == "Refund of A1 issued.\nRefund of A2 issued."

@@ -415,3 +415,37 @@ def test_a_declared_messages_key_absent_at_the_checkpoint_takes_the_directive(
     }
     (said,) = graph.get_state(config).values["messages"]
     assert isinstance(said, HumanMessage) and said.content.startswith(CUE)
+
+
+def test_a_state_of_one_value_keeps_its_request_beside_the_directive(dbg: AgentDebug) -> None:
+    """``StateGraph(dict)``: an update replaces the whole value, so the directive
+    is added to the messages with the rest of the state kept (before: the value
+    became the directive alone, the user's request lost, and the branch failed);
+    the preflight lets the plan through."""
+
+    def agent(state: dict[str, Any]) -> dict[str, Any]:
+        humans = [m for m in state["messages"] if isinstance(m, HumanMessage)]
+        told = len(humans) > 1 and "A123" in str(humans[0].content)
+        reply = AIMessage("Order A123 costs $42." if told else "Sorry.")
+        return {**state, "messages": [*state["messages"], reply], "ok": told}
+
+    g = StateGraph(dict)
+    g.add_node("agent", agent)
+    g.add_edge(START, "agent")
+    graph = g.compile(checkpointer=InMemorySaver())
+
+    def answered(state: dict[str, Any]) -> bool | str:
+        return bool(state.get("ok")) or "not answered"
+
+    cb = AgentDebugCallback(dbg, success_check=answered)
+    config: Any = {"configurable": {"thread_id": "t-dict"}, "callbacks": [cb]}
+    graph.invoke({"messages": [HumanMessage("Price of order A123?")], "ok": False}, config)
+    executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=answered)
+    executor.preflight(cb.trajectory(), resume_step=1, state_patch={})
+    branch = verified_branch(dbg, graph, cb, answered)
+    fork = branch.metadata["langgraph"]["fork"]
+    config = {
+        "configurable": {"thread_id": fork["thread_id"], "checkpoint_id": fork["checkpoint_id"]}
+    }
+    request, said = graph.get_state(config).values["messages"]
+    assert request.content == "Price of order A123?" and said.content.startswith(CUE)

@@ -189,3 +189,80 @@ def test_a_sub_agent_with_a_saver_of_its_own_on_the_runs_thread_id_goes_on_from_
     assert support.get_state({"configurable": {"thread_id": "t"}}).values == real
     copies = {c.config["configurable"]["thread_id"] for c in own.list(None)} - {"t"}
     assert len(copies) == 1 and copies.pop().startswith("t~agentdebug-")
+
+
+def test_node_code_reaching_its_thread_through_the_graph_reads_and_writes_the_branchs(
+    dbg: AgentDebug,
+) -> None:
+    """A node that reads its conversation with ``graph.get_state`` by its thread id,
+    and an audit hook that files a note with ``graph.update_state``: in the branch
+    both reach the branch's thread; the user's is never written."""
+    seen: list[int] = []
+    holder: dict[str, Any] = {}
+    model = scripted(wrong_then_right())
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        mine = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
+        seen.append(len(holder["graph"].get_state(mine).values["messages"]))
+        holder["graph"].update_state(mine, {"messages": []})  # (an audit's no-op write)
+        return {"messages": [model.invoke(state["messages"])]}
+
+    graph = holder["graph"] = agent_loop(None, order_tools(), InMemorySaver(), agent=agent)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    mine = {"configurable": {"thread_id": "conv-3"}}
+    graph.invoke(REQUEST, {**mine, "callbacks": [cb]})
+    before = [s.config for s in graph.get_state_history(mine)]
+    seen.clear()
+    request = RerunRequest(trajectory=cb.trajectory(), resume_step=3, directive="By id.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found).rerun(request)
+    assert branch.outcome.status.value == "success"
+    # the branch's state before its step: the request, the call, its error, the directive
+    assert seen[0] == 4
+    assert [s.config for s in graph.get_state_history(mine)] == before
+    assert graph.checkpointer.__class__ is InMemorySaver  # (its own saver, put back)
+
+
+def test_a_branchs_subgraph_steps_are_recorded_at_its_checkpoints(dbg: AgentDebug) -> None:
+    """A subgraph node's steps in a branch carry their checkpoints on the branch's
+    thread, as in the run (before: none, the subgraph taken for a graph on a thread
+    of its own because its first checkpoint names the user's thread)."""
+    team = agent_loop(scripted(wrong_then_right()), order_tools())
+    g = StateGraph(MessagesState)
+    g.add_node("intake", lambda s: {"messages": []})
+    g.add_node("team", team)
+    g.add_edge(START, "intake")
+    g.add_edge("intake", "team")
+    graph = g.compile(checkpointer=InMemorySaver())
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "t-team"}, "callbacks": [cb]})
+    run = cb.trajectory()
+    step = next(e.step_index for e in run.events if e.agent_name == "team/agent")
+    request = RerunRequest(trajectory=run, resume_step=step, directive="By id.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg, success_check=order_found).rerun(request)
+    thread = branch.metadata["langgraph"]["fork"]["thread_id"]
+    inside = [
+        e
+        for e in branch.events
+        if e.type is EventType.AGENT_START
+        and (e.agent_name or "").startswith("team/")
+        and "inherited_from" not in e.metadata
+    ]
+    assert inside and all(e.checkpoint is not None for e in inside)
+    assert {e.checkpoint.thread_id for e in inside if e.checkpoint} == {thread}
+    assert {e.checkpoint.namespace.split(":")[0] for e in inside if e.checkpoint} == {"team"}
+
+
+def test_a_branch_of_a_branch_run_on_its_thread_sees_the_runs_thread_id(dbg: AgentDebug) -> None:
+    """``isolate=False`` on a branch (the loop's next round, on the branch's own
+    thread): its nodes still see the user's thread id."""
+    seen: list[str] = []
+    sessions = {"conv-4": {"customer": "dana@example.com"}}
+    graph = session_agent(scripted(wrong_then_right()), InMemorySaver(), seen, sessions)
+    cb = AgentDebugCallback(dbg, success_check=order_found)
+    graph.invoke(REQUEST, {"configurable": {"thread_id": "conv-4"}, "callbacks": [cb]})
+    first = RerunRequest(trajectory=cb.trajectory(), resume_step=3, directive="Say so.")
+    branch = LangGraphRerunExecutor(graph, debugger=dbg).rerun(first)
+    seen.clear()
+    again = RerunRequest(trajectory=branch, resume_step=3, directive="By id.")
+    LangGraphRerunExecutor(graph, debugger=dbg, isolate=False).rerun(again)
+    assert seen and set(seen) == {"conv-4"}

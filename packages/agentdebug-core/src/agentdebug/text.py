@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 _CONTENT_KEYS = ("content", "text", "message", "output", "value", "result", "answer")
+_MESSAGE_KEYS = frozenset({"role", "type", "tool_call_id", "name"})  # (a message's labels)
 
 
 def flatten(value: Any, limit: int | None = None) -> str:
@@ -34,8 +35,11 @@ def flatten(value: Any, limit: int | None = None) -> str:
             if keys:
                 for k in keys:
                     walk(v[k])
+                # a message's other fields are its labels (role, name, id); any other
+                # dict's are its text too (a state {"task": ..., "answer": ""})
+                said = not _MESSAGE_KEYS.isdisjoint(v)
                 for k, item in v.items():
-                    if k not in _CONTENT_KEYS and isinstance(item, (dict, list)):
+                    if k not in _CONTENT_KEYS and (not said or isinstance(item, (dict, list))):
                         walk(item)
             else:
                 for item in v.values():

@@ -12,31 +12,48 @@ saver (subgraphs with checkpoints of their own reach it through LangGraph's
 config, and so go there too). What the saver answers is passed back as it is: the
 loop's checkpoint config then names the branch's thread, which is where the
 callback records its checkpoints, for the next round's fork.
+
+Node code may also reach its own thread through the graph object it closes over
+(``graph.get_state({"configurable": {"thread_id": tid}})``, ``update_state`` from an
+audit hook): while a branch runs, that graph's checkpointer is a
+:class:`ThreadAlias` too (:func:`aliasing`), which maps the thread only in the
+branch's own context (a context variable, which LangGraph's workers and tasks
+inherit), so the app's other runs of the graph meanwhile, in other threads, pass
+through it unchanged.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
+# (the user's thread, the branch's) in a branch's own context
+BRANCH_ALIAS: ContextVar[tuple[str, str] | None] = ContextVar("agentdebug_alias", default=None)
+
 
 class ThreadAlias(BaseCheckpointSaver[Any]):
-    """``base``, with thread ``users`` read and written as thread ``branch``."""
+    """``base``, with thread ``alias[0]`` read and written as thread ``alias[1]``;
+    with no ``alias``, the one :data:`BRANCH_ALIAS` holds in the caller's context."""
 
-    def __init__(self, base: BaseCheckpointSaver[Any], users: str, branch: str) -> None:
-        self.base, self.users, self.branch = base, users, branch
+    def __init__(self, base: BaseCheckpointSaver[Any], alias: tuple[str, str] | None) -> None:
+        self.base, self.alias = base, alias
         self.serde = base.serde  # (as it is: not wrapped again)
 
     def _in(self, config: Any) -> Any:
+        alias = self.alias or BRANCH_ALIAS.get()
         conf = config.get("configurable") if isinstance(config, dict) else None
-        if not isinstance(conf, dict) or str(conf.get("thread_id")) != self.users:
+        if alias is None or not isinstance(conf, dict) or str(conf.get("thread_id")) != alias[0]:
             return config
-        return {**config, "configurable": {**conf, "thread_id": self.branch}}
+        return {**config, "configurable": {**conf, "thread_id": alias[1]}}
 
     def _thread(self, thread_id: Any) -> Any:
-        return self.branch if str(thread_id) == self.users else thread_id
+        alias = self.alias or BRANCH_ALIAS.get()
+        return alias[1] if alias is not None and str(thread_id) == alias[0] else thread_id
 
     @property
     def config_specs(self) -> list[Any]:
@@ -116,4 +133,42 @@ def aliased(graph: Any, alias: tuple[str, str] | None) -> Any:
     saver = getattr(graph, "checkpointer", None)
     if alias is None or not isinstance(saver, BaseCheckpointSaver):
         return graph
-    return graph.copy(update={"checkpointer": ThreadAlias(saver, *alias)})
+    while isinstance(saver, ThreadAlias):  # (the graph's, while a branch runs)
+        saver = saver.base
+    return graph.copy(update={"checkpointer": ThreadAlias(saver, alias)})
+
+
+_LOCK = threading.Lock()
+_INSTALLED: dict[int, list[Any]] = {}  # id(graph) -> [branches running, its own saver]
+
+
+@contextmanager
+def aliasing(graph: Any, alias: tuple[str, str] | None) -> Iterator[None]:
+    """While a branch runs: ``alias`` in its context, and ``graph``'s checkpointer a
+    context-bound :class:`ThreadAlias` (put back when the last branch on it ends)."""
+    saver = getattr(graph, "checkpointer", None)
+    if alias is None:
+        yield
+        return
+    token = BRANCH_ALIAS.set(alias)
+    with _LOCK:
+        held = _INSTALLED.get(id(graph))
+        mine = held is not None or (
+            isinstance(saver, BaseCheckpointSaver) and not isinstance(saver, ThreadAlias)
+        )
+        if held is not None:  # (another branch of the graph is running)
+            held[0] += 1
+        elif mine:
+            _INSTALLED[id(graph)] = [1, saver]
+            graph.checkpointer = ThreadAlias(saver, None)  # type: ignore[arg-type]
+    try:
+        yield
+    finally:
+        BRANCH_ALIAS.reset(token)
+        if mine:
+            with _LOCK:
+                held = _INSTALLED[id(graph)]
+                held[0] -= 1
+                if not held[0]:
+                    del _INSTALLED[id(graph)]
+                    graph.checkpointer = held[1]

@@ -43,6 +43,9 @@ class CaptureBase(GraphCallbackHandler):
     ignore_retriever = True  # (recorded: see _retrievals.ProgramEvents)
     ignore_retry = True
     ignore_custom_event = True  # (recorded: see _retrievals.ProgramEvents)
+    # a rerun branch's (the user's thread, the branch's): its nodes' config names the
+    # user's, its checkpoints are on the branch's (_aliased)
+    thread_alias: tuple[str, str] | None = None
 
     def __init__(self) -> None:
         super().__init__()
@@ -110,10 +113,16 @@ class CaptureBase(GraphCallbackHandler):
         found = _pregel.current_checkpoint(run.loop)
         if found is None:
             return None
-        checkpoint_id, thread_id = found
+        thread_id = self._stored_on(found[1])
         if thread_id is not None:
             run.thread_id = thread_id
-        return run.checkpoint_ref(checkpoint_id, thread_id, lg_step)
+        return run.checkpoint_ref(found[0], thread_id, lg_step)
+
+    def _stored_on(self, thread_id: str | None) -> str | None:
+        """The thread a checkpoint of the loop's thread ``thread_id`` is stored on: a
+        rerun branch's for the user's, which its config names."""
+        alias = self.thread_alias
+        return alias[1] if alias is not None and thread_id == alias[0] else thread_id
 
     def _subgraph_checkpoint(self, run: GraphRun, outer: str, lg_step: Any) -> Any:
         """The checkpoint a subgraph node's step starts from: the subgraph's own,
@@ -127,6 +136,8 @@ class CaptureBase(GraphCallbackHandler):
             if loop is None:  # (a worker thread: a later node of the subgraph may find it)
                 return None
             found = _pregel.current_checkpoint(loop) if _pregel.persists_steps(loop) else None
+            if found is not None:  # (a branch's subgraph, before its first save: the
+                found = (found[0], self._stored_on(found[1]))  # user's thread id)
             if found is not None and run.thread_id is not None and found[1] != run.thread_id:
                 # a graph the node runs on a thread of its own, which an older LangGraph
                 # (1.2.4) names as a subgraph (not kept: a later one may be a subgraph)
@@ -137,7 +148,7 @@ class CaptureBase(GraphCallbackHandler):
         found = found or _pregel.current_checkpoint(loop)
         if found is None:
             return None
-        checkpoint_id, thread_id = found
+        checkpoint_id, thread_id = found[0], self._stored_on(found[1])
         return CheckpointRef(
             framework=FRAMEWORK,
             checkpoint_id=checkpoint_id,

@@ -107,7 +107,6 @@ class AgentDebugCallback(RunStarting):
     """
 
     inner: InnerThreads | None = None
-    thread_alias: tuple[str, str] | None = None
 
     def __init__(
         self,

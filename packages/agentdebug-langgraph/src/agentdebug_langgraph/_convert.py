@@ -317,16 +317,22 @@ def last_ai_text(state: Any, key: str = MESSAGES) -> tuple[str | None, Any]:
 
 
 def tool_ending(state: Any, key: str = MESSAGES) -> tuple[str | None, Any]:
-    """The answer of a run that ended on a tool's message (a ``return_direct``
-    tool, an edge from the tools to the end): the last message's text, when it is
-    a tool's, and the message; (None, None) otherwise."""
+    """The answer of a run that ended on tools' messages (a ``return_direct``
+    tool, an edge from the tools to the end): the texts of the tool messages the
+    messages end with (several, for parallel calls), and the last of them; (None,
+    None) otherwise."""
     msgs = state.get(key) if isinstance(state, dict) else None
-    last = msgs[-1] if isinstance(msgs, list) and msgs else None
-    if isinstance(last, BaseMessage) and last.type == "tool":
-        return text_of(last.content), last
-    if isinstance(last, dict) and last.get("role") == "tool":
-        return text_of(last.get("content") or ""), last
-    return None, None
+    said: list[str] = []  # (parallel calls' answers: each, in order)
+    last = None
+    for msg in reversed(msgs) if isinstance(msgs, list) else ():
+        if isinstance(msg, BaseMessage) and msg.type == "tool":
+            said.append(text_of(msg.content))
+        elif isinstance(msg, dict) and msg.get("role") == "tool":
+            said.append(text_of(msg.get("content") or ""))
+        else:
+            break
+        last = last if last is not None else msg
+    return ("\n".join(reversed(said)), last) if said else (None, None)
 
 
 def text_of(content: Any) -> str:

@@ -41,6 +41,7 @@ from agentdebug.rerun.branch import branch_debugger, start_branch
 from agentdebug.schema import AgentTrajectory, CheckpointRef, RecoveryPlan, RerunRequest
 
 from agentdebug_langgraph import _invocation
+from agentdebug_langgraph._aliased import aliasing
 from agentdebug_langgraph._branch_invoke import invoker, made_async, runs_async
 from agentdebug_langgraph._branch_store import branch_view, node_spans, store_note
 from agentdebug_langgraph._callback import AgentDebugCallback
@@ -230,10 +231,12 @@ class LangGraphRerunExecutor:
             first = noted.get("read_as_of") if isinstance(noted, dict) else None
             spans = node_spans(original, point.step)
             runner = branch_view(graph, str(point.thread_id), snap.created_at, thread, first, spans)
-            # its nodes see the user's thread id, its checkpoints go to the branch's
-            invoke = invoker(runner, invocation.context, asynchronous, (str(users), thread))
         else:  # the user's thread goes on from the branch now
             forget_stopped(graph, thread)
+        # its nodes see the user's thread id, its checkpoints go to the branch's (with
+        # isolate=False, to the thread forked: a branch's, for a branch of a branch)
+        alias = (str(users), thread) if str(users) != thread else None
+        invoke = invoker(runner, invocation.context, asynchronous, alias)
         fork_id = str(fork_config["configurable"]["checkpoint_id"])
         budget = remaining_budget(original, (snap.metadata or {}).get("step"))
         limit = budget[0] if budget is not None and "recursion_limit" not in self.config else None
@@ -312,15 +315,15 @@ class LangGraphRerunExecutor:
             callback.inherited = decisions_of(effective.trajectory)
             config = self._run_config(fork_config, callback, invocation, limit, uncached)
             if self.isolate:  # (isolate=False: the branch is the run's continuation)
-                alias = (str(users), thread)
                 callback.inner = inner_threads(
                     session.id, original, snap.created_at, alias, graph.checkpointer
                 )
+            if alias is not None:
                 callback.thread_alias = alias
                 config["configurable"]["thread_id"] = users  # (what its nodes read)
             stopped = "the branch stopped before finishing"
             try:
-                with recording_branch(callback):
+                with recording_branch(callback), aliasing(graph, alias):
                     invoke(config, None)
                     answers = recorded_answers(original, point.step)
                     self._replay(graph, invoke, callback, answers, config, original.id, thread)
@@ -403,9 +406,10 @@ class LangGraphRerunExecutor:
             except AgentDebugError:  # (the rerun says why)
                 return
             # (refused here when it cannot help)
-            if not retried(graph, trajectory, point) and patch == {}:
+            channels = set(getattr(graph, "channels", None) or ())
+            if not retried(graph, trajectory, point) and patch == {} and "__root__" not in channels:
                 key = self._directive_key(graph)  # (a directive alone: somewhere to go)
-                if key not in state_keys(graph) | set(getattr(graph, "channels", None) or ()):
+                if key not in state_keys(graph) | channels:
                     raise no_key(key, state_keys(graph))
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:

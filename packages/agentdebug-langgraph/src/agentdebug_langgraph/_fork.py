@@ -419,8 +419,11 @@ def directive_message(graph: Any, snap: Any, key: str, request: RerunRequest) ->
             f"LangGraphRerunExecutor(directive_update=...){BY_CLI}"
         )
     said = [as_held(held, directive_text(request))]
-    if replaced_by_updates(graph, key):
+    whole = "__root__" in (getattr(graph, "channels", None) or {})
+    if whole or replaced_by_updates(graph, key):
         said = [*held, *said] if isinstance(held, list | tuple) else said
+    if whole:  # (a graph whose state is one value, StateGraph(dict): an update replaces
+        return {**values, key: said}  # all of it, so the rest of it goes along)
     return {key: said}
 
 

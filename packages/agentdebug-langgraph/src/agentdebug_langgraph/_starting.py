@@ -91,7 +91,6 @@ class RunStarting(RunEnding):
     metadata: dict[str, Any]
     resume_note: dict[str, Any] | None
     inherited: Decisions | None
-    thread_alias: tuple[str, str] | None
     _adopt: TraceSession | None
     _first_step: int
     _parent_event: str | None

@@ -131,6 +131,7 @@ _IRREGULAR = {
     "shut": "shut",
     "lend": "lent",
     "deal": "dealt",
+    "email": "e-?mailed",  # ("The quote was e-mailed")
 }
 # a verb said as not done, put off or made a condition, before it in its sentence
 _NOT_DONE = re.compile(
@@ -231,7 +232,9 @@ def claim_patterns(tool: str) -> tuple[re.Pattern[str], re.Pattern[str]] | None:
     if not words or only_reads(words):
         return None
     forms = "|".join(done_form(w) for w in words if len(w) > 2)
-    named = "|".join(re.escape(w) + r"(?:ing|s)?" for w in words if len(w) > 2)
+    named = "|".join(
+        ("e-?mail" if w == "email" else re.escape(w)) + r"(?:ing|s)?" for w in words if len(w) > 2
+    )
     if not forms:
         return None
     return re.compile(rf"\b(?:{forms})\b", re.I), re.compile(rf"\b(?:{named})\b", re.I)

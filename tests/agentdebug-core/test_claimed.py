@@ -222,7 +222,7 @@ def test_over_a_tool_s_own_error_the_claim_comes_first_and_the_call_after_it() -
 
 
 def test_an_e_mail_said_with_its_hyphen_is_a_claim_of_send_email() -> None:
-    """"The quote was e-mailed" after ``send_email`` failed is a claim of it (before:
+    """ "The quote was e-mailed" after ``send_email`` failed is a claim of it (before:
     missed, the hyphen matching neither "sent" nor "emailed")."""
     found = claims_done("The quote was e-mailed to the client.", "send_email")
     assert found is not None and found.group() == "e-mailed"

@@ -347,3 +347,18 @@ def test_a_node_that_appended_to_the_conversation_did_not_write_over_it() -> Non
     assert found(run) == []
     schema = {"keys": ["messages"], "reducers": {"messages": "add_messages"}}
     assert found(run.model_copy(update={"metadata": {"state_schema": schema}})) == []
+
+
+@pytest.mark.parametrize(
+    ("reason", "lost"),
+    [
+        # the value the failure calls wrong is the run's own, not one it needed
+        ("the budget it used was wrong (120 EUR); it should have been 150 EUR", False),
+        ("the nightly price is wrong; the budget is 120 EUR", True),
+        ("the total is incorrect: with the budget it should be 120 EUR", True),
+    ],
+)
+def test_a_value_the_failure_calls_wrong_is_not_one_it_wanted(reason: str, lost: bool) -> None:
+    """(A review's find: "the invoice total is wrong ($13,392.00); with the discount
+    it is $11,383.20" had the reviewer told to "carry '13,392.00' forward".)"""
+    assert bool(found(trip(route="search", reason=reason))) is lost

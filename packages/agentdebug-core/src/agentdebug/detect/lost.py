@@ -164,7 +164,9 @@ def rule_needed_value_lost(ctx: RuleContext) -> Iterator[Finding]:
             continue
         last_wrote = max((i for i, w in enumerate(wrote) if w), default=-1)
         first = min(i for i in range(len(events)) if given[i] or wrote[i])
-        if _made_here(events[first], given[first], reason, pattern):
+        if _made_here(events[first], given[first], reason, pattern) or _marked_wrong(
+            reason, pattern
+        ):
             continue  # (the run made it: the wrong value the failure quotes, not one wanted)
         blamed = next(
             (
@@ -254,6 +256,23 @@ def decimal_of(text: str) -> Decimal | None:
 def _same_number(value: str, other: str) -> bool:
     mine = decimal_of(value) if value[:1].isdigit() else None
     return mine is not None and mine == decimal_of(other)
+
+
+_WRONG = re.compile(r"(?i)\b(?:wrong|incorrect|erroneous|mistaken|not right)\b")
+# what ends the wrong value's clause before the value: a turn to the wanted one
+_TURN = re.compile(r"(?i);|\b(?:but|while|whereas|however|with|should|expected|instead)\b")
+
+
+def _marked_wrong(reason: str, pattern: re.Pattern[str]) -> bool:
+    """Whether the reason calls the value wrong, before it in its clause ("the
+    invoice total is wrong (... $13,392.00); with the discount it is $11,383.20"):
+    the run's own value the failure quotes, not one the run needed."""
+    found = pattern.search(reason)
+    if found is None:
+        return False
+    window = reason[max(0, found.start() - 80) : found.start()]
+    said = [m.end() for m in _WRONG.finditer(window)]
+    return bool(said) and not _TURN.search(window[said[-1] :])
 
 
 def _made_here(first: AgentEvent, given: bool, reason: str, pattern: re.Pattern[str]) -> bool:

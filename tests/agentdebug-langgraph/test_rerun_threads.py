@@ -112,6 +112,25 @@ def test_an_async_branch_on_sqlite_sees_the_runs_thread_id(dbg: AgentDebug, tmp_
     assert seen and set(seen) == {"conv-2"}
 
 
+def sub_agent_caller(saver: Any, heard: list[int], thread_of: Any) -> Any:
+    """The tool agent's model node, which first runs a sub-agent (it notes each turn,
+    on ``saver``) on thread ``thread_of(the run's thread id)``, noting in ``heard``
+    how long the sub-agent's conversation is then; the sub-agent is its ``support``."""
+    helper = StateGraph(MessagesState)
+    helper.add_node("note", lambda s: {"messages": [("ai", f"noted {len(s['messages'])}")]})
+    helper.add_edge(START, "note")
+    support = helper.compile(checkpointer=saver)
+    model = scripted(wrong_then_right())
+
+    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
+        sub = {"configurable": {"thread_id": thread_of(config["configurable"]["thread_id"])}}
+        heard.append(len(support.invoke({"messages": [HumanMessage("turn")]}, sub)["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    agent.support = support  # type: ignore[attr-defined]
+    return agent
+
+
 def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
     dbg: AgentDebug,
 ) -> None:
@@ -120,18 +139,9 @@ def test_a_sub_agent_on_a_thread_named_after_the_runs_goes_on_from_a_copy_of_it(
     fork (a copy: the real one is left as the run left it), not from an empty
     thread named after the branch's (``t~agentdebug-...-support``)."""
     saver = InMemorySaver()
-    helper = StateGraph(MessagesState)
-    helper.add_node("note", lambda s: {"messages": [("ai", f"noted {len(s['messages'])}")]})
-    helper.add_edge(START, "note")
-    support = helper.compile(checkpointer=saver)
     heard: list[int] = []
-    model = scripted(wrong_then_right())
-
-    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
-        sub = {"configurable": {"thread_id": f"{config['configurable']['thread_id']}-support"}}
-        out = support.invoke({"messages": [HumanMessage("turn")]}, sub)
-        heard.append(len(out["messages"]))
-        return {"messages": [model.invoke(state["messages"])]}
+    agent = sub_agent_caller(saver, heard, lambda tid: f"{tid}-support")
+    support = agent.support
 
     graph = agent_loop(None, order_tools(), saver, agent=agent)
     cb = AgentDebugCallback(dbg, success_check=order_found)
@@ -165,17 +175,9 @@ def test_a_sub_agent_with_a_saver_of_its_own_on_the_runs_thread_id_goes_on_from_
     id), the sub-agent goes on from a copy of its conversation there, not from an
     empty thread, and its real one is left alone."""
     own = InMemorySaver()
-    helper = StateGraph(MessagesState)
-    helper.add_node("note", lambda s: {"messages": [("ai", f"noted {len(s['messages'])}")]})
-    helper.add_edge(START, "note")
-    support = helper.compile(checkpointer=own)
     heard: list[int] = []
-    model = scripted(wrong_then_right())
-
-    def agent(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
-        sub = {"configurable": {"thread_id": config["configurable"]["thread_id"]}}
-        heard.append(len(support.invoke({"messages": [HumanMessage("turn")]}, sub)["messages"]))
-        return {"messages": [model.invoke(state["messages"])]}
+    agent = sub_agent_caller(own, heard, lambda tid: tid)
+    support = agent.support
 
     graph = agent_loop(None, order_tools(), InMemorySaver(), agent=agent)
     cb = AgentDebugCallback(dbg, success_check=order_found)

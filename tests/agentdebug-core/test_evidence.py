@@ -551,18 +551,3 @@ def test_a_long_error_is_quoted_to_a_words_end_and_still_found() -> None:
     for quote in quotes:
         assert message.startswith(quote) and 200 < len(quote) <= 300
         assert message[len(quote)] == " "  # it ends where a word does
-
-
-def test_the_text_of_a_state_is_all_of_its_fields_and_a_messages_its_content() -> None:
-    """A LangGraph state ``{"task": ..., "answer": ""}``, its answer not given yet
-    (the run's input), reads as its task (before: as nothing, since a content-like
-    key made it pass for a message, whose other fields are labels), so detectors
-    see what the run was asked; a message still reads as its content alone, and a
-    state with its answer as its answer."""
-    assert "volume discount" in flatten({"task": "apply the 15% volume discount", "answer": ""})
-    # a state's answer, once given, is what it says (not its question beside it)
-    assert flatten({"task": "apply the 15% volume discount", "answer": "done"}) == "done"
-    assert "90 days" in flatten({"question": "notice?", "result": None, "notes": "90 days"})
-    message = {"role": "assistant", "name": "writer", "content": "Sent."}
-    assert flatten(message) == "Sent."
-    assert flatten({"type": "tool", "tool_call_id": "c1", "content": "ok"}) == "ok"

@@ -356,6 +356,11 @@ def test_a_node_that_appended_to_the_conversation_did_not_write_over_it() -> Non
         ("the budget it used was wrong (120 EUR); it should have been 150 EUR", False),
         ("the nightly price is wrong; the budget is 120 EUR", True),
         ("the total is incorrect: with the budget it should be 120 EUR", True),
+        # words of the answer's wrongness that name the value as the need (a review's)
+        ("the answer is wrong because it ignored the 120 EUR/night budget", True),
+        ("incorrect hotel: the user's budget was 120 EUR/night", True),
+        ("wrong choice - it must stay under 120 EUR per night", True),
+        ("an incorrect nightly rate 120 EUR was used", False),
     ],
 )
 def test_a_value_the_failure_calls_wrong_is_not_one_it_wanted(reason: str, lost: bool) -> None:

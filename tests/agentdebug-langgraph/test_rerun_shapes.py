@@ -442,6 +442,12 @@ def test_a_state_of_one_value_keeps_its_request_beside_the_directive(dbg: AgentD
     graph.invoke({"messages": [HumanMessage("Price of order A123?")], "ok": False}, config)
     executor = LangGraphRerunExecutor(graph, debugger=dbg, success_check=answered)
     executor.preflight(cb.trajectory(), resume_step=1, state_patch={})
+    # one that holds no messages is refused before the gate, as the rerun would be
+    bare = AgentDebugCallback(dbg, success_check=answered, diagnose=False)
+    with pytest.raises(KeyError):  # (its node reads the messages it lacks)
+        graph.invoke({"ok": False}, {"configurable": {"thread_id": "t-bare"}, "callbacks": [bare]})
+    with pytest.raises(AgentDebugError, match=r"no 'messages' key .*\(its keys: ok\)"):
+        executor.preflight(bare.trajectory(), resume_step=1, state_patch={})
     branch = verified_branch(dbg, graph, cb, answered)
     fork = branch.metadata["langgraph"]["fork"]
     config = {

@@ -9,6 +9,7 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agentdebug import AgentDebug, EventType
 from agentdebug.schema import RerunRequest
 from agentdebug_langgraph import (
@@ -193,12 +194,14 @@ def test_a_sub_agent_with_a_saver_of_its_own_on_the_runs_thread_id_goes_on_from_
     assert len(copies) == 1 and copies.pop().startswith("t~agentdebug-")
 
 
+@pytest.mark.parametrize("through", ["the graph", "a with_config copy of it"])
 def test_node_code_reaching_its_thread_through_the_graph_reads_and_writes_the_branchs(
-    dbg: AgentDebug,
+    dbg: AgentDebug, through: str
 ) -> None:
     """A node that reads its conversation with ``graph.get_state`` by its thread id,
     and an audit hook that files a note with ``graph.update_state``: in the branch
-    both reach the branch's thread; the user's is never written."""
+    both reach the branch's thread, through the graph given to the executor or a
+    copy of it on the same saver; the user's is never written."""
     seen: list[int] = []
     holder: dict[str, Any] = {}
     model = scripted(wrong_then_right())
@@ -209,7 +212,8 @@ def test_node_code_reaching_its_thread_through_the_graph_reads_and_writes_the_br
         holder["graph"].update_state(mine, {"messages": []})  # (an audit's no-op write)
         return {"messages": [model.invoke(state["messages"])]}
 
-    graph = holder["graph"] = agent_loop(None, order_tools(), InMemorySaver(), agent=agent)
+    graph = agent_loop(None, order_tools(), InMemorySaver(), agent=agent)
+    holder["graph"] = graph if through == "the graph" else graph.with_config(tags=["app"])
     cb = AgentDebugCallback(dbg, success_check=order_found)
     mine = {"configurable": {"thread_id": "conv-3"}}
     graph.invoke(REQUEST, {**mine, "callbacks": [cb]})

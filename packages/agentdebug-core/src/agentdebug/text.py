@@ -8,8 +8,6 @@ from typing import Any
 import orjson
 
 _CONTENT_KEYS = ("content", "text", "message", "output", "value", "result", "answer")
-_MESSAGE_KEYS = frozenset({"role", "type", "tool_call_id", "name"})  # (a message's labels)
-_EMPTY: tuple[Any, ...] = (None, "", [], {})
 
 
 def flatten(value: Any, limit: int | None = None) -> str:
@@ -36,13 +34,8 @@ def flatten(value: Any, limit: int | None = None) -> str:
             if keys:
                 for k in keys:
                     walk(v[k])
-                # a message's other fields are its labels (role, name, id), and a
-                # state's answer is what it says (its question beside it is not); but
-                # a state whose answer is still empty says its other fields (the run's
-                # input {"task": ..., "answer": ""})
-                empty = _MESSAGE_KEYS.isdisjoint(v) and all(v[k] in _EMPTY for k in keys)
                 for k, item in v.items():
-                    if k not in _CONTENT_KEYS and (empty or isinstance(item, (dict, list))):
+                    if k not in _CONTENT_KEYS and isinstance(item, (dict, list)):
                         walk(item)
             else:
                 for item in v.values():

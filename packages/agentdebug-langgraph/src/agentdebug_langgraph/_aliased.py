@@ -13,13 +13,15 @@ config, and so go there too). What the saver answers is passed back as it is: th
 loop's checkpoint config then names the branch's thread, which is where the
 callback records its checkpoints, for the next round's fork.
 
-Node code may also reach its own thread through the graph object it closes over
+Node code may also reach its own thread through a graph object
 (``graph.get_state({"configurable": {"thread_id": tid}})``, ``update_state`` from an
-audit hook): while a branch runs, that graph's checkpointer is a
-:class:`ThreadAlias` too (:func:`aliasing`), which maps the thread only in the
-branch's own context (a context variable, which LangGraph's workers and tasks
-inherit), so the app's other runs of the graph meanwhile, in other threads, pass
-through it unchanged.
+audit hook; the graph given to the executor, a ``with_config`` copy of it, the
+builder compiled again on the same saver): while a branch runs, the saver's own
+methods map the thread too (:func:`aliasing`), but only in the branch's own context
+(a context variable, which LangGraph's workers and tasks inherit), so the app's
+other runs meanwhile, in other threads, pass through unchanged. A thread the node
+starts itself (``run_in_executor``, a ``ThreadPoolExecutor``) does not inherit the
+context: what it writes by the thread id goes to the user's thread.
 """
 
 from __future__ import annotations
@@ -37,23 +39,17 @@ BRANCH_ALIAS: ContextVar[tuple[str, str] | None] = ContextVar("agentdebug_alias"
 
 
 class ThreadAlias(BaseCheckpointSaver[Any]):
-    """``base``, with thread ``alias[0]`` read and written as thread ``alias[1]``;
-    with no ``alias``, the one :data:`BRANCH_ALIAS` holds in the caller's context."""
+    """``base``, with thread ``alias[0]`` read and written as thread ``alias[1]``."""
 
-    def __init__(self, base: BaseCheckpointSaver[Any], alias: tuple[str, str] | None) -> None:
+    def __init__(self, base: BaseCheckpointSaver[Any], alias: tuple[str, str]) -> None:
         self.base, self.alias = base, alias
         self.serde = base.serde  # (as it is: not wrapped again)
 
     def _in(self, config: Any) -> Any:
-        alias = self.alias or BRANCH_ALIAS.get()
-        conf = config.get("configurable") if isinstance(config, dict) else None
-        if alias is None or not isinstance(conf, dict) or str(conf.get("thread_id")) != alias[0]:
-            return config
-        return {**config, "configurable": {**conf, "thread_id": alias[1]}}
+        return _mapped(config, self.alias)
 
     def _thread(self, thread_id: Any) -> Any:
-        alias = self.alias or BRANCH_ALIAS.get()
-        return alias[1] if alias is not None and str(thread_id) == alias[0] else thread_id
+        return self.alias[1] if str(thread_id) == self.alias[0] else thread_id
 
     @property
     def config_specs(self) -> list[Any]:
@@ -127,48 +123,102 @@ class ThreadAlias(BaseCheckpointSaver[Any]):
         )
 
 
+def _mapped(config: Any, alias: tuple[str, str] | None) -> Any:
+    """``config`` with thread ``alias[0]`` named ``alias[1]``."""
+    conf = config.get("configurable") if isinstance(config, dict) else None
+    if alias is None or not isinstance(conf, dict) or str(conf.get("thread_id")) != alias[0]:
+        return config
+    return {**config, "configurable": {**conf, "thread_id": alias[1]}}
+
+
 def aliased(graph: Any, alias: tuple[str, str] | None) -> Any:
     """``graph`` with its checkpointer seen through :class:`ThreadAlias` for
     ``alias`` (the user's thread, the branch's); ``graph`` itself for None."""
     saver = getattr(graph, "checkpointer", None)
     if alias is None or not isinstance(saver, BaseCheckpointSaver):
         return graph
-    while isinstance(saver, ThreadAlias):  # (the graph's, while a branch runs)
-        saver = saver.base
     return graph.copy(update={"checkpointer": ThreadAlias(saver, alias)})
 
 
 _LOCK = threading.Lock()
-_INSTALLED: dict[int, list[Any]] = {}  # id(graph) -> [branches running, its own saver]
+_INSTALLED: dict[int, list[Any]] = {}  # id(saver) -> [branches running, the saver]
+# the saver methods that name a thread: by the config they take first, its thread
+# id, a keyword config, or a config and a keyword ``before``
+_BY_CONFIG = ("get_tuple", "put", "put_writes", "aget_tuple", "aput", "aput_writes")
+_BY_THREAD = ("delete_thread", "adelete_thread")
+_BY_KEYWORD = ("get_delta_channel_history", "aget_delta_channel_history")
+_LISTS = ("list", "alist")
+
+
+def _contextual(saver: Any, name: str) -> Any:
+    """``saver``'s method ``name``, mapping the thread of :data:`BRANCH_ALIAS` in
+    the caller's context (a method of another context passes through)."""
+    method = getattr(type(saver), name)
+
+    def by_config(config: Any, *args: Any, **kwargs: Any) -> Any:
+        return method(saver, _mapped(config, BRANCH_ALIAS.get()), *args, **kwargs)
+
+    def by_thread(thread_id: Any, *args: Any, **kwargs: Any) -> Any:
+        alias = BRANCH_ALIAS.get()
+        mine = alias is not None and str(thread_id) == alias[0]
+        return method(saver, alias[1] if alias is not None and mine else thread_id, *args, **kwargs)
+
+    def by_keyword(*args: Any, config: Any, **kwargs: Any) -> Any:
+        return method(saver, *args, config=_mapped(config, BRANCH_ALIAS.get()), **kwargs)
+
+    def listed(config: Any, *args: Any, before: Any = None, **kwargs: Any) -> Any:
+        alias = BRANCH_ALIAS.get()
+        return method(saver, _mapped(config, alias), *args, before=_mapped(before, alias), **kwargs)
+
+    if name in _BY_THREAD:
+        return by_thread
+    if name in _BY_KEYWORD:
+        return by_keyword
+    return listed if name in _LISTS else by_config
 
 
 @contextmanager
 def aliasing(graph: Any, alias: tuple[str, str] | None) -> Iterator[None]:
-    """While a branch runs: ``alias`` in its context, and ``graph``'s checkpointer a
-    context-bound :class:`ThreadAlias` (put back when the last branch on it ends)."""
+    """While a branch runs: ``alias`` in its context, and the methods of ``graph``'s
+    saver (the instance's, shared by every graph compiled on it) mapping it there;
+    put back when the last branch on that saver ends."""
     saver = getattr(graph, "checkpointer", None)
+    while isinstance(saver, ThreadAlias):
+        saver = saver.base
     if alias is None:
         yield
         return
     token = BRANCH_ALIAS.set(alias)
     with _LOCK:
-        held = _INSTALLED.get(id(graph))
-        mine = held is not None or (
-            isinstance(saver, BaseCheckpointSaver) and not isinstance(saver, ThreadAlias)
-        )
-        if held is not None:  # (another branch of the graph is running)
+        held = _INSTALLED.get(id(saver))
+        mine = held is not None
+        if held is not None:  # (another branch on this saver is running)
             held[0] += 1
-        elif mine:
-            _INSTALLED[id(graph)] = [1, saver]
-            graph.checkpointer = ThreadAlias(saver, None)  # type: ignore[arg-type]
+        elif isinstance(saver, BaseCheckpointSaver):
+            try:
+                for name in (*_BY_CONFIG, *_BY_THREAD, *_BY_KEYWORD, *_LISTS):
+                    if hasattr(type(saver), name):
+                        setattr(saver, name, _contextual(saver, name))
+            except (AttributeError, TypeError):  # (a saver with __slots__: as it is)
+                _unpatch(saver)
+            else:
+                _INSTALLED[id(saver)] = [1, saver]
+                mine = True
     try:
         yield
     finally:
         BRANCH_ALIAS.reset(token)
         if mine:
             with _LOCK:
-                held = _INSTALLED[id(graph)]
+                held = _INSTALLED[id(saver)]
                 held[0] -= 1
                 if not held[0]:
-                    del _INSTALLED[id(graph)]
-                    graph.checkpointer = held[1]
+                    del _INSTALLED[id(saver)]
+                    _unpatch(saver)
+
+
+def _unpatch(saver: Any) -> None:
+    own = getattr(saver, "__dict__", None)  # (none, for a saver with __slots__)
+    for name in (*_BY_CONFIG, *_BY_THREAD, *_BY_KEYWORD, *_LISTS):
+        if isinstance(own, dict):
+            own.pop(name, None)

@@ -406,10 +406,15 @@ class LangGraphRerunExecutor:
             except AgentDebugError:  # (the rerun says why)
                 return
             # (refused here when it cannot help)
-            channels = set(getattr(graph, "channels", None) or ())
-            if not retried(graph, trajectory, point) and patch == {} and "__root__" not in channels:
+            if not retried(graph, trajectory, point) and patch == {}:
                 key = self._directive_key(graph)  # (a directive alone: somewhere to go)
-                if key not in state_keys(graph) | channels:
+                keys = state_keys(graph) | set(getattr(graph, "channels", None) or ())
+                if "__root__" in keys:  # (a state of one value: the keys it holds there)
+                    held = find_snapshot(graph, point, trajectory.id).values
+                    keys = set(held) if isinstance(held, dict) else set()
+                    if key not in keys:
+                        raise no_key(key, keys)
+                elif key not in keys:
                     raise no_key(key, state_keys(graph))
 
     def _invocation_for(self, trajectory: AgentTrajectory, graph: Any) -> _invocation.Invocation:

@@ -259,20 +259,31 @@ def _same_number(value: str, other: str) -> bool:
 
 
 _WRONG = re.compile(r"(?i)\b(?:wrong|incorrect|erroneous|mistaken|not right)\b")
-# what ends the wrong value's clause before the value: a turn to the wanted one
-_TURN = re.compile(r"(?i);|\b(?:but|while|whereas|however|with|should|expected|instead)\b")
+# what says, between the wrong-word and the value, that the value is a reason or a
+# need rather than the wrong one ("wrong because it ignored the 120 EUR budget")
+_NOT_IT = re.compile(
+    r"(?i)[;:\-–]|\b(?:but|while|whereas|however|with|should|expected|instead|because|since|"
+    r"ignor\w*|miss\w*|must|needs?|budget|limit|max\w*|under|over)\b"
+)
 
 
 def _marked_wrong(reason: str, pattern: re.Pattern[str]) -> bool:
-    """Whether the reason calls the value wrong, before it in its clause ("the
-    invoice total is wrong (... $13,392.00); with the discount it is $11,383.20"):
-    the run's own value the failure quotes, not one the run needed."""
+    """Whether the reason calls the value itself wrong: the value in the parenthesis
+    opened just after the wrong-word ("the invoice total is wrong (... $13,392.00);
+    with the discount it is $11,383.20"), or a few words after it with nothing
+    between that makes it a reason ("an incorrect total 13,392.00"): the run's own
+    value the failure quotes, not one the run needed."""
     found = pattern.search(reason)
     if found is None:
         return False
     window = reason[max(0, found.start() - 80) : found.start()]
     said = [m.end() for m in _WRONG.finditer(window)]
-    return bool(said) and not _TURN.search(window[said[-1] :])
+    if not said:
+        return False
+    between = window[said[-1] :]
+    if between.lstrip().startswith("(") and ")" not in between:
+        return True
+    return len(between) <= 25 and not _NOT_IT.search(between)
 
 
 def _made_here(first: AgentEvent, given: bool, reason: str, pattern: re.Pattern[str]) -> bool:

@@ -160,8 +160,9 @@ def _contextual(saver: Any, name: str) -> Any:
 
     def by_thread(thread_id: Any, *args: Any, **kwargs: Any) -> Any:
         alias = BRANCH_ALIAS.get()
-        mine = alias is not None and str(thread_id) == alias[0]
-        return method(saver, alias[1] if alias is not None and mine else thread_id, *args, **kwargs)
+        if alias is not None and str(thread_id) == alias[0]:
+            thread_id = alias[1]
+        return method(saver, thread_id, *args, **kwargs)
 
     def by_keyword(*args: Any, config: Any, **kwargs: Any) -> Any:
         return method(saver, *args, config=_mapped(config, BRANCH_ALIAS.get()), **kwargs)
@@ -183,8 +184,6 @@ def aliasing(graph: Any, alias: tuple[str, str] | None) -> Iterator[None]:
     saver (the instance's, shared by every graph compiled on it) mapping it there;
     put back when the last branch on that saver ends."""
     saver = getattr(graph, "checkpointer", None)
-    while isinstance(saver, ThreadAlias):
-        saver = saver.base
     if alias is None:
         yield
         return

@@ -134,8 +134,8 @@ def act(
     store = obj.settled_store
     dbg = AgentDebug(store)
     run = dbg.history(store.load_trajectory(store.resolve_id(run_id)))  # (a continuing run)
-    if abandoned_view(run)[0].outcome.status is OutcomeStatus.RUNNING:  # (not a dead one's:
-        # no failure yet to plan against)
+    # a run still going (not one whose process died) has no failure yet to plan against
+    if abandoned_view(run)[0].outcome.status is OutcomeStatus.RUNNING:
         raise click.ClickException(
             f"run {run.id} is still running: it has no outcome yet (a run waiting at an "
             "interrupt for a person's answer stays running until it is resumed), so "
